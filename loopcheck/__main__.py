@@ -1,0 +1,3 @@
+from loopcheck.cli import main
+
+main()

@@ -1,0 +1,649 @@
+"""Build the event IR of a file: one unit per entry point, called functions inlined.
+
+An *entry point* is the module's top-level code, or a function or method that no code of
+the same file calls by name (a ``train()`` run by a framework, a Trainer method called from
+elsewhere). Calls to functions, methods (``self.validate()``) and classes (``Trainer(...)``
+runs ``__init__``) of the same file are inlined with their parameters bound to the
+caller's symbols, so a loop split into ``train_one_epoch()`` and ``evaluate()`` reads as
+one loop.
+
+Symbols are dotted names scoped to where they live: module globals keep their name
+(``model``), a function's locals get its frame id (``f3:model``), and ``self`` inside
+methods of class ``Trainer`` is ``self@Trainer`` whoever calls them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import count
+
+import libcst as cst
+
+from loopcheck.engine.ir import (
+    Arg,
+    Assign,
+    Call,
+    Context,
+    If,
+    Inline,
+    Jump,
+    Loop,
+    LoopInfo,
+    Node,
+    Seq,
+    Try,
+)
+from loopcheck.engine.names import ImportMap, dotted_name
+
+NO_GRAD_CONTEXTS = {
+    "torch.no_grad",
+    "torch.inference_mode",
+    "torch.autograd.no_grad",
+    "torch.autograd.grad_mode.no_grad",
+    "torch.autograd.grad_mode.inference_mode",
+}
+SET_GRAD_ENABLED = {"torch.set_grad_enabled", "torch.autograd.set_grad_enabled"}
+ENABLE_GRAD = {"torch.enable_grad", "torch.autograd.enable_grad"}
+
+MAX_INLINE_DEPTH = 6
+MAX_EVENTS_PER_UNIT = 20_000
+
+
+@dataclass
+class ClassInfo:
+    node: cst.ClassDef
+    methods: dict[str, cst.FunctionDef]
+    bases: tuple[str, ...]  # qualified names of the base classes
+
+
+@dataclass
+class ModuleIndex:
+    """What one module defines: imports, top-level functions and classes, global names."""
+
+    imports: ImportMap
+    functions: dict[str, cst.FunctionDef]
+    classes: dict[str, ClassInfo]
+    globals: set[str]
+    body: list[cst.BaseStatement]
+    method_class: dict[cst.FunctionDef, str] = field(default_factory=dict)
+
+    def method(self, cls: str, name: str, _seen: frozenset = frozenset()) -> tuple[str, cst.FunctionDef] | None:
+        """Find method ``name`` on class ``cls`` or on its bases defined in this file."""
+        info = self.classes.get(cls)
+        if info is None or cls in _seen:
+            return None
+        if name in info.methods:
+            return cls, info.methods[name]
+        for base in info.bases:
+            found = self.method(base, name, _seen | {cls})
+            if found:
+                return found
+        return None
+
+
+def _assigned_names(target: cst.BaseExpression, out: set[str]) -> None:
+    if isinstance(target, cst.Name):
+        out.add(target.value)
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for el in target.elements:
+            _assigned_names(el.value, out)
+    elif isinstance(target, cst.StarredElement):
+        _assigned_names(target.value, out)
+
+
+class _LocalsCollector(cst.CSTVisitor):
+    """Names bound inside one function body (not descending into nested defs/classes)."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+        self.globals: set[str] = set()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.names.add(node.name.value)
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self.names.add(node.name.value)
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        _assigned_names(node.target, self.names)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        _assigned_names(node.target, self.names)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        _assigned_names(node.target, self.names)
+
+    def visit_For(self, node: cst.For) -> None:
+        _assigned_names(node.target, self.names)
+
+    def visit_AsName(self, node: cst.AsName) -> None:
+        _assigned_names(node.name, self.names)
+
+    def visit_Global(self, node: cst.Global) -> None:
+        self.globals.update(n.name.value for n in node.names)
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        self.globals.update(n.name.value for n in node.names)
+
+
+def _param_names(func: cst.FunctionDef) -> list[str]:
+    p = func.params
+    return [x.name.value for x in (*p.posonly_params, *p.params)]
+
+
+def _all_param_names(func: cst.FunctionDef) -> list[str]:
+    p = func.params
+    names = [x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)]
+    for star in (p.star_arg, p.star_kwarg):
+        if isinstance(star, cst.Param):
+            names.append(star.name.value)
+    return names
+
+
+def index_module(module: cst.Module) -> ModuleIndex:
+    """Collect imports (anywhere in the file), top-level functions, classes and globals."""
+    imports = ImportMap()
+
+    class _Imports(cst.CSTVisitor):
+        def visit_Import(self, node: cst.Import) -> None:
+            imports.add(node)
+
+        def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+            imports.add(node)
+
+    module.visit(_Imports())
+    functions: dict[str, cst.FunctionDef] = {}
+    classes: dict[str, ClassInfo] = {}
+    method_class: dict[cst.FunctionDef, str] = {}
+    collector = _LocalsCollector()
+    for stmt in module.body:
+        if isinstance(stmt, cst.FunctionDef):
+            functions[stmt.name.value] = stmt
+        elif isinstance(stmt, cst.ClassDef):
+            methods = {
+                s.name.value: s for s in stmt.body.body if isinstance(s, cst.FunctionDef)
+            }
+            bases = tuple(
+                q for q in (imports.qualify(dotted_name(a.value)) for a in stmt.bases) if q
+            )
+            classes[stmt.name.value] = ClassInfo(stmt, methods, bases)
+            for m in methods.values():
+                method_class[m] = stmt.name.value
+        stmt.visit(collector)
+    return ModuleIndex(imports, functions, classes, collector.names, list(module.body), method_class)
+
+
+@dataclass
+class Frame:
+    """One activation of a function being built: how its names map to symbols."""
+
+    fid: str
+    subst: dict[str, str]
+    locals: set[str]
+    self_class: str | None = None
+    defs: dict[str, cst.FunctionDef] = field(default_factory=dict)
+    parent: "Frame | None" = None
+    return_targets: tuple[str | None, ...] = ()
+    instances: dict[str, str] = field(default_factory=dict)  # symbol -> local class name
+
+
+class _CallCollector(cst.CSTVisitor):
+    """Calls inside an expression in evaluation order (arguments before the call)."""
+
+    def __init__(self) -> None:
+        self.calls: list[cst.Call] = []
+
+    def leave_Call(self, original_node: cst.Call) -> None:
+        self.calls.append(original_node)
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+
+class _ChainCollector(cst.CSTVisitor):
+    """Maximal Name/Attribute chains inside an expression (``model.parameters``, ``lr``)."""
+
+    def __init__(self) -> None:
+        self.chains: list[str] = []
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        d = dotted_name(node)
+        if d is not None:
+            self.chains.append(d)
+            return False
+        return True
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.chains.append(node.value)
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+
+NUMBER_METHODS = {"item", "tolist", "numpy"}
+NUMBER_FUNCS = {"float", "int", "round", "math.isfinite", "math.isnan"}
+DETACH_METHODS = {"detach", "detach_", "cpu"}  # .cpu() alone keeps grad_fn; checked below
+
+
+class UnitBuilder:
+    """Builds the IR of one entry point (see module docstring)."""
+
+    def __init__(self, index: ModuleIndex) -> None:
+        self.index = index
+        self._ids = count(1)
+        self._stack: list[cst.CSTNode] = []
+        self.n_events = 0
+        self.called: set[cst.FunctionDef] = set()
+
+    # -- symbols -------------------------------------------------------------------------
+    def resolve(self, frame: Frame, dotted: str | None) -> tuple[str | None, bool]:
+        """Map a dotted name in ``frame`` to ``(symbol, qualified)``; qualified names
+        come from imports (``torch.optim.Adam``)."""
+        if dotted is None:
+            return None, False
+        head, dot, rest = dotted.partition(".")
+        f: Frame | None = frame
+        while f is not None:
+            if head in f.subst:
+                return f.subst[head] + dot + rest, False
+            if head in f.locals:
+                base = f"{f.fid}:{head}" if f.fid else head
+                return base + dot + rest, False
+            f = f.parent
+        if head in self.index.imports.aliases and head not in self.index.globals:
+            return self.index.imports.qualify(dotted), True
+        return dotted, False
+
+    def mentions(self, frame: Frame, expr: cst.CSTNode) -> frozenset[str]:
+        c = _ChainCollector()
+        expr.visit(c)
+        out = set()
+        for chain in c.chains:
+            sym, _ = self.resolve(frame, chain)
+            if sym:
+                out.add(sym)
+        return frozenset(out)
+
+    def _target_syms(self, frame: Frame, target: cst.BaseExpression) -> tuple[str | None, ...]:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            return tuple(
+                self._target_syms(frame, el.value)[0] if not isinstance(el.value, (cst.Tuple, cst.List)) else None
+                for el in target.elements
+            )
+        sym, qualified = self.resolve(frame, dotted_name(target))
+        return (None if qualified else sym,)
+
+    # -- expressions ---------------------------------------------------------------------
+    def expr_events(
+        self, frame: Frame, expr: cst.CSTNode | None, ctx: Context, out: list[Node],
+        targets: tuple[str | None, ...] = (),
+    ) -> dict[cst.Call, Call]:
+        """Append the call events of ``expr`` to ``out``; ``targets`` go to its outermost call."""
+        if expr is None:
+            return {}
+        collector = _CallCollector()
+        expr.visit(collector)
+        made: dict[cst.Call, Call] = {}
+        for call in collector.calls:
+            tgt = targets if call is expr else ()
+            node = self.make_call(frame, call, ctx, made, tgt)
+            if node is not None:
+                out.append(node)
+        return made
+
+    def make_call(
+        self, frame: Frame, call: cst.Call, ctx: Context, made: dict[cst.Call, Call],
+        targets: tuple[str | None, ...],
+    ) -> Node | None:
+        inner = None
+        func_expr = call.func
+        if isinstance(func_expr, cst.Attribute) and isinstance(func_expr.value, cst.Call):
+            inner = made.get(func_expr.value)
+            func, qualified = "." + func_expr.attr.value, False
+        else:
+            func, qualified = self.resolve(frame, dotted_name(func_expr))
+        args = []
+        for a in call.args:
+            sym, q = self.resolve(frame, dotted_name(a.value))
+            args.append(
+                Arg(
+                    a.keyword.value if a.keyword else None,
+                    a.value,
+                    None if q or a.star else sym,
+                    self.mentions(frame, a.value),
+                )
+            )
+        raw = Call(call, func, args, ctx, targets, inner, qualified)
+        made[call] = raw
+        self.n_events += 1
+        inlined = self.try_inline(frame, raw, ctx)
+        return inlined if inlined is not None else raw
+
+    # -- inlining ------------------------------------------------------------------------
+    def _callee(self, frame: Frame, raw: Call) -> tuple[cst.FunctionDef, str | None, str | None] | None:
+        """``(function, self symbol, class)`` for a call into this file, else ``None``."""
+        if raw.func is None or raw.inner is not None:
+            return None
+        dotted = dotted_name(raw.node.func)
+        if dotted is None:
+            return None
+        head, _, rest = dotted.partition(".")
+        if not rest:
+            f: Frame | None = frame
+            while f is not None:
+                if head in f.defs:
+                    return f.defs[head], None, None
+                if head in f.locals or head in f.subst:
+                    return None
+                f = f.parent
+            if head in self.index.functions:
+                return self.index.functions[head], None, None
+            if head in self.index.classes:
+                found = self.index.method(head, "__init__")
+                if found:
+                    return found[1], f"self@{found[0]}", found[0]
+            return None
+        if "." in rest:
+            return None
+        recv_sym, _ = self.resolve(frame, head)
+        cls = None
+        if recv_sym is not None and recv_sym.startswith("self@"):
+            cls = recv_sym[5:]
+        elif recv_sym in frame.instances:
+            cls = frame.instances[recv_sym]
+        if cls is None:
+            return None
+        found = self.index.method(cls, rest)
+        if found is None:
+            return None
+        return found[1], f"self@{found[0]}", found[0]
+
+    def try_inline(self, frame: Frame, raw: Call, ctx: Context) -> Node | None:
+        callee = self._callee(frame, raw)
+        if callee is None:
+            return None
+        func, self_sym, cls = callee
+        if func in self._stack or len(self._stack) >= MAX_INLINE_DEPTH:
+            return None
+        if self.n_events > MAX_EVENTS_PER_UNIT:
+            return None
+        self.called.add(func)
+        is_init = func.name.value == "__init__" and dotted_name(raw.node.func) in self.index.classes
+        if is_init and raw.targets and raw.targets[0]:
+            frame.instances[raw.targets[0]] = cls
+        return self.inline(frame, func, raw, ctx, self_sym, cls, () if is_init else raw.targets)
+
+    def new_frame(
+        self, func: cst.FunctionDef, parent: Frame | None, subst: dict[str, str],
+        self_cls: str | None,
+    ) -> Frame:
+        collector = _LocalsCollector()
+        func.body.visit(collector)
+        fid = f"f{next(self._ids)}"
+        local_names = (collector.names | set(_all_param_names(func))) - collector.globals - set(subst)
+        defs = {s.name.value: s for s in func.body.body if isinstance(s, cst.FunctionDef)}
+        return Frame(fid, subst, local_names, self_cls, defs, parent)
+
+    def inline(
+        self, frame: Frame, func: cst.FunctionDef, raw: Call, ctx: Context,
+        self_sym: str | None, cls: str | None, targets: tuple[str | None, ...],
+    ) -> Inline:
+        params = _param_names(func)
+        subst: dict[str, str] = {}
+        positional = [a for a in raw.args if a.keyword is None]
+        if self_sym is not None and params:
+            subst[params[0]] = self_sym
+            params = params[1:]
+        for name, arg in zip(params, positional):
+            if arg.sym is not None and not isinstance(arg.node, cst.StarredElement):
+                subst[name] = arg.sym
+        for arg in raw.args:
+            if arg.keyword and arg.sym is not None:
+                subst[arg.keyword] = arg.sym
+        parent = self._lexical_parent(frame, func)
+        callee = self.new_frame(func, parent, subst, cls)
+        callee.return_targets = targets
+        callee.instances = frame.instances
+        self._stack.append(func)
+        try:
+            body = self.function_body(callee, func, ctx)
+        finally:
+            self._stack.pop()
+        return Inline(func, body)
+
+    def _lexical_parent(self, frame: Frame, func: cst.FunctionDef) -> Frame | None:
+        f: Frame | None = frame
+        while f is not None:
+            if func in f.defs.values():
+                return f
+            f = f.parent
+        return None
+
+    def function_body(self, frame: Frame, func: cst.FunctionDef, ctx: Context) -> Seq:
+        grad = ctx.grad
+        for dec in func.decorators:
+            expr = dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator
+            q = self.index.imports.qualify(dotted_name(expr))
+            if q in NO_GRAD_CONTEXTS:
+                grad = "disabled"
+            elif q in ENABLE_GRAD:
+                grad = "enabled"
+        inner_ctx = Context(ctx.loops, grad, ctx.conds)
+        return self.block(frame, func.body, inner_ctx)
+
+    # -- entry points --------------------------------------------------------------------
+    def module_unit(self) -> Seq:
+        frame = Frame("", {}, set(self.index.globals), None,
+                      dict(self.index.functions), None)
+        stmts = [s for s in self.index.body if not isinstance(s, (cst.FunctionDef, cst.ClassDef))]
+        return self.stmts(frame, stmts, Context())
+
+    def function_unit(self, func: cst.FunctionDef) -> Seq:
+        cls = self.index.method_class.get(func)
+        subst: dict[str, str] = {}
+        params = _param_names(func)
+        if cls is not None and params and not any(
+            dotted_name(d.decorator) == "staticmethod" for d in func.decorators
+        ):
+            subst[params[0]] = f"self@{cls}"
+        frame = self.new_frame(func, None, subst, cls)
+        self._stack.append(func)
+        try:
+            return self.function_body(frame, func, Context())
+        finally:
+            self._stack.pop()
+
+    # -- statements ----------------------------------------------------------------------
+    def block(self, frame: Frame, body: cst.BaseSuite, ctx: Context) -> Seq:
+        if isinstance(body, cst.SimpleStatementSuite):
+            return self.small_stmts(frame, body.body, ctx)
+        return self.stmts(frame, body.body, ctx)
+
+    def stmts(self, frame: Frame, stmts, ctx: Context) -> Seq:
+        seq = Seq()
+        for stmt in stmts:
+            self.stmt(frame, stmt, ctx, seq.items)
+        return seq
+
+    def small_stmts(self, frame: Frame, stmts, ctx: Context) -> Seq:
+        seq = Seq()
+        for s in stmts:
+            self.small_stmt(frame, s, ctx, seq.items)
+        return seq
+
+    def stmt(self, frame: Frame, stmt: cst.CSTNode, ctx: Context, out: list[Node]) -> None:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for s in stmt.body:
+                self.small_stmt(frame, s, ctx, out)
+        elif isinstance(stmt, cst.If):
+            self.if_stmt(frame, stmt, ctx, out)
+        elif isinstance(stmt, cst.For):
+            self.expr_events(frame, stmt.iter, ctx, out)
+            info = self.loop_info(frame, stmt, stmt.target, stmt.iter)
+            inner = Context(ctx.loops + (info,), ctx.grad, ())
+            body = self.block(frame, stmt.body, inner)
+            orelse = self.block(frame, stmt.orelse.body, ctx) if stmt.orelse else Seq()
+            out.append(Loop(info, body, orelse))
+        elif isinstance(stmt, cst.While):
+            info = self.loop_info(frame, stmt, None, stmt.test)
+            inner = Context(ctx.loops + (info,), ctx.grad, ())
+            body = Seq()
+            self.expr_events(frame, stmt.test, inner, body.items)
+            body.items.extend(self.block(frame, stmt.body, inner).items)
+            orelse = self.block(frame, stmt.orelse.body, ctx) if stmt.orelse else Seq()
+            infinite = isinstance(stmt.test, cst.Name) and stmt.test.value == "True" or (
+                isinstance(stmt.test, cst.Integer) and stmt.test.value != "0"
+            )
+            out.append(Loop(info, body, orelse, infinite))
+        elif isinstance(stmt, cst.With):
+            grad = ctx.grad
+            for item in stmt.items:
+                grad = self.with_grad(frame, item.item, grad)
+                if item.asname is not None:
+                    targets = self._target_syms(frame, item.asname.name)
+                    self.expr_events(frame, item.item, ctx, out, targets)
+            inner = Context(ctx.loops, grad, ctx.conds)
+            out.extend(self.block(frame, stmt.body, inner).items)
+        elif isinstance(stmt, cst.Try) or isinstance(stmt, getattr(cst, "TryStar", ())):
+            body = self.block(frame, stmt.body, ctx)
+            handlers = [self.block(frame, h.body, ctx) for h in stmt.handlers]
+            orelse = self.block(frame, stmt.orelse.body, ctx) if stmt.orelse else Seq()
+            final = self.block(frame, stmt.finalbody.body, ctx) if stmt.finalbody else Seq()
+            out.append(Try(body, handlers, orelse, final))
+        elif isinstance(stmt, cst.Match):
+            self.expr_events(frame, stmt.subject, ctx, out)
+            branches = [self.block(frame, c.body, Context(ctx.loops, ctx.grad, ctx.conds + (stmt,))) for c in stmt.cases]
+            node: Node = Seq()
+            for branch in reversed(branches):
+                node = If(stmt, branch, node if isinstance(node, Seq) else Seq([node]))
+            out.append(node)
+        # FunctionDef / ClassDef: definitions are not executed here.
+
+    def if_stmt(self, frame: Frame, stmt: cst.If, ctx: Context, out: list[Node]) -> None:
+        self.expr_events(frame, stmt.test, ctx, out)
+        inner = Context(ctx.loops, ctx.grad, ctx.conds + (stmt,))
+        body = self.block(frame, stmt.body, inner)
+        orelse = Seq()
+        if isinstance(stmt.orelse, cst.If):
+            self.if_stmt(frame, stmt.orelse, inner, orelse.items)
+        elif isinstance(stmt.orelse, cst.Else):
+            orelse = self.block(frame, stmt.orelse.body, inner)
+        out.append(If(stmt, body, orelse))
+
+    def with_grad(self, frame: Frame, item: cst.BaseExpression, grad: str) -> str:
+        call = item if isinstance(item, cst.Call) else None
+        q, _ = self.resolve(frame, dotted_name(call.func if call else item))
+        if q in NO_GRAD_CONTEXTS:
+            return "disabled"
+        if q in ENABLE_GRAD:
+            return "enabled"
+        if q in SET_GRAD_ENABLED and call is not None and call.args:
+            v = call.args[0].value
+            if isinstance(v, cst.Name) and v.value in ("True", "False"):
+                return "enabled" if v.value == "True" else "disabled"
+            return "unknown"
+        return grad
+
+    def loop_info(self, frame: Frame, node, target, iter_expr) -> LoopInfo:
+        names: set[str] = set()
+        if target is not None:
+            _assigned_names(target, names)
+        collector = _CallCollector()
+        iter_expr.visit(collector)
+        calls = tuple(
+            q for q in (self.resolve(frame, dotted_name(c.func))[0] for c in collector.calls) if q
+        )
+        return LoopInfo(node, tuple(sorted(names)), tuple(sorted(self.mentions(frame, iter_expr))), calls)
+
+    def small_stmt(self, frame: Frame, s: cst.CSTNode, ctx: Context, out: list[Node]) -> None:
+        if isinstance(s, cst.Expr):
+            self.expr_events(frame, s.value, ctx, out)
+        elif isinstance(s, cst.Assign):
+            if len(s.targets) == 1:
+                targets = self._target_syms(frame, s.targets[0].target)
+            else:
+                targets = ()
+            self.expr_events(frame, s.value, ctx, out, targets)
+            for t in s.targets:
+                self.assign_event(frame, s, t.target, "=", s.value, ctx, out)
+        elif isinstance(s, cst.AnnAssign):
+            if s.value is not None:
+                self.expr_events(frame, s.value, ctx, out, self._target_syms(frame, s.target))
+                self.assign_event(frame, s, s.target, "=", s.value, ctx, out)
+        elif isinstance(s, cst.AugAssign):
+            self.expr_events(frame, s.value, ctx, out)
+            self.assign_event(frame, s, s.target, s.operator.__class__.__name__, s.value, ctx, out)
+        elif isinstance(s, cst.Return):
+            if s.value is not None:
+                self.expr_events(frame, s.value, ctx, out, frame.return_targets if isinstance(s.value, cst.Call) else ())
+                if frame.return_targets and not isinstance(s.value, cst.Call):
+                    values = s.value.elements if isinstance(s.value, cst.Tuple) else None
+                    if values is None:
+                        self.assign_event(frame, s, None, "=", s.value, ctx, out, frame.return_targets[0])
+                    else:
+                        for tgt, el in zip(frame.return_targets, values):
+                            self.assign_event(frame, s, None, "=", el.value, ctx, out, tgt)
+            out.append(Jump("return"))
+        elif isinstance(s, cst.Raise):
+            self.expr_events(frame, s.exc, ctx, out)
+            out.append(Jump("return"))
+        elif isinstance(s, cst.Break):
+            out.append(Jump("break"))
+        elif isinstance(s, cst.Continue):
+            out.append(Jump("continue"))
+        elif isinstance(s, (cst.Assert, cst.Del)):
+            pass
+
+    def assign_event(
+        self, frame: Frame, stmt: cst.CSTNode, target: cst.BaseExpression | None, op: str,
+        value: cst.BaseExpression, ctx: Context, out: list[Node], target_sym: str | None = None,
+    ) -> None:
+        if target is not None:
+            if isinstance(target, (cst.Tuple, cst.List)):
+                return
+            if isinstance(target, cst.Subscript):
+                sym, q = self.resolve(frame, dotted_name(target.value))
+                op = "[]="
+            else:
+                sym, q = self.resolve(frame, dotted_name(target))
+            if q:
+                return
+            target_sym = sym
+        if target_sym is None:
+            return
+        vsym, vq = self.resolve(frame, dotted_name(value))
+        out.append(
+            Assign(stmt, target_sym, op, value, None if vq else vsym, value_kind(self.index.imports, value),
+                   self.mentions(frame, value), ctx)
+        )
+        self.n_events += 1
+        if isinstance(value, cst.Call) and dotted_name(value.func) in self.index.classes:
+            frame.instances[target_sym] = dotted_name(value.func)  # type: ignore[assignment]
+
+
+def value_kind(imports: ImportMap, value: cst.BaseExpression) -> str:
+    """Classify an assigned value: ``number`` (``x.item()``, ``float(x)``), ``detached``
+    (``x.detach()``, ``x.data``), ``call`` or ``expr``."""
+    if isinstance(value, cst.Call):
+        func = value.func
+        if isinstance(func, cst.Attribute):
+            if func.attr.value in NUMBER_METHODS:
+                return "number"
+            if func.attr.value in ("detach", "detach_"):
+                return "detached"
+            if func.attr.value in ("cpu", "clone", "mean", "sum") and isinstance(func.value, cst.Call):
+                return value_kind(imports, func.value)
+        q = imports.qualify(dotted_name(func))
+        if q in NUMBER_FUNCS:
+            return "number"
+        return "call"
+    if isinstance(value, cst.Attribute) and value.attr.value == "data":
+        return "detached"
+    if isinstance(value, (cst.Integer, cst.Float)):
+        return "number"
+    return "expr"

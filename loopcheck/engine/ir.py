@@ -1,0 +1,186 @@
+"""The intermediate representation: a function's training events inside its control flow.
+
+The builder turns LibCST statements into this small structured program; the dataflow
+interpreter (:mod:`loopcheck.engine.dataflow`) runs rule state machines over it. Only
+control flow that decides *which* events run and in *what order* is kept: sequences,
+``if``/``else``, loops with their back edges, ``break``/``continue``/``return``, ``try``,
+and inlined calls to functions of the same file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+
+@dataclass(eq=False)
+class LoopInfo:
+    """One ``for``/``while`` loop.
+
+    Attributes:
+        node: the ``cst.For``/``cst.While`` statement.
+        targets: names bound by the ``for`` target (``epoch``, ``batch_idx``, ...).
+        iter_names: every dotted name in the iterable expression, resolved to symbols
+            (``train_loader``, ``range``, ``args.epochs``, ...).
+        iter_calls: qualified names of the calls in the iterable (``enumerate``, ``range``).
+    """
+
+    node: cst.CSTNode
+    targets: tuple[str, ...] = ()
+    iter_names: tuple[str, ...] = ()
+    iter_calls: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Context:
+    """Where an event sits, independent of the path that reaches it.
+
+    Attributes:
+        loops: enclosing loops, outermost first (across inlined calls too).
+        grad: ``"enabled"``, ``"disabled"`` (inside ``torch.no_grad()``/``inference_mode``)
+            or ``"unknown"``.
+        conds: the ``if`` statements between the event and its innermost loop (or the
+            entry when it is in no loop), outermost first.
+    """
+
+    loops: tuple[LoopInfo, ...] = ()
+    grad: str = "enabled"
+    conds: tuple[cst.CSTNode, ...] = ()
+
+
+@dataclass(eq=False)
+class Arg:
+    """One argument of a call: its keyword (or ``None``), expression, and the symbol it names
+    when it is a plain dotted name, plus every symbol mentioned anywhere inside it."""
+
+    keyword: str | None
+    node: cst.BaseExpression
+    sym: str | None
+    mentions: frozenset[str]
+
+
+@dataclass(eq=False)
+class Call:
+    """A raw call event: ``func`` is the callee's symbol or qualified name
+    (``"opt.step"``, ``"torch.optim.Adam"``); ``inner`` is set for calls on a call result
+    (``scaler.scale(loss).backward()``: ``inner`` is the ``scale`` call, ``func`` is ``".backward"``)."""
+
+    node: cst.Call
+    func: str | None
+    args: list[Arg]
+    ctx: Context
+    targets: tuple[str | None, ...] = ()
+    inner: "Call | None" = None
+    qualified: bool = False  # func came from an import (torch.*), not a local symbol
+    typed: list = field(default_factory=list)
+
+    @property
+    def receiver(self) -> str | None:
+        """``"a.b"`` for ``a.b.m(...)``; ``None`` for plain function calls or calls on calls."""
+        if self.func is None or self.qualified or "." not in self.func:
+            return None
+        return self.func.rpartition(".")[0] or None
+
+    @property
+    def method(self) -> str | None:
+        """The last component of the callee name: ``"step"`` for ``opt.step()``."""
+        if self.func is None:
+            return None
+        return self.func.rpartition(".")[2]
+
+
+@dataclass(eq=False)
+class Assign:
+    """A raw assignment event ``target = value`` / ``target op= value`` /
+    ``target[key] = value``.
+
+    Attributes:
+        target: the assigned symbol (for ``d[k] = v``: ``d``).
+        op: ``"="``, ``"+="``, ... or ``"[]="`` for a subscript store.
+        value_sym: the symbol when the value is a plain dotted name.
+        value_kind: ``"number"`` for ``x.item()``/``float(x)``/``x.tolist()``,
+            ``"detached"`` for ``x.detach()``/``x.data``, ``"call"`` for other calls,
+            ``"expr"`` otherwise.
+        mentions: every symbol mentioned in the value.
+    """
+
+    node: cst.CSTNode
+    target: str | None
+    op: str
+    value: cst.BaseExpression | None
+    value_sym: str | None
+    value_kind: str
+    mentions: frozenset[str]
+    ctx: Context
+    typed: list = field(default_factory=list)
+
+
+RawEvent = Call | Assign
+
+
+@dataclass(eq=False)
+class Seq:
+    items: list["Node"] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class If:
+    node: cst.CSTNode
+    body: Seq
+    orelse: Seq
+
+
+@dataclass(eq=False)
+class Loop:
+    info: LoopInfo
+    body: Seq
+    orelse: Seq
+    infinite: bool = False  # ``while True``: left only through break/return
+
+
+@dataclass(eq=False)
+class Jump:
+    kind: str  # "break" | "continue" | "return"
+
+
+@dataclass(eq=False)
+class Try:
+    body: Seq
+    handlers: list[Seq]
+    orelse: Seq
+    final: Seq
+
+
+@dataclass(eq=False)
+class Inline:
+    """The body of a called function of the same file; its ``return`` ends only itself."""
+
+    func: cst.CSTNode
+    body: Seq
+
+
+Node = Call | Assign | Seq | If | Loop | Jump | Try | Inline
+
+
+def walk_events(node: Node):
+    """Yield every raw event of an IR tree in program order."""
+    if isinstance(node, (Call, Assign)):
+        yield node
+    elif isinstance(node, Seq):
+        for item in node.items:
+            yield from walk_events(item)
+    elif isinstance(node, If):
+        yield from walk_events(node.body)
+        yield from walk_events(node.orelse)
+    elif isinstance(node, Loop):
+        yield from walk_events(node.body)
+        yield from walk_events(node.orelse)
+    elif isinstance(node, Try):
+        yield from walk_events(node.body)
+        for h in node.handlers:
+            yield from walk_events(h)
+        yield from walk_events(node.orelse)
+        yield from walk_events(node.final)
+    elif isinstance(node, Inline):
+        yield from walk_events(node.body)

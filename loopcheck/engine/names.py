@@ -1,0 +1,74 @@
+"""Import-alias resolution: turn the names a script uses into qualified names.
+
+``from torch import optim`` then ``optim.Adam`` → ``torch.optim.Adam``;
+``from torch.nn.utils import clip_grad_norm_ as clip`` then ``clip`` →
+``torch.nn.utils.clip_grad_norm_``. Only ``import`` statements are followed (no type
+inference, no star imports); a name that was not imported qualifies to itself.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+
+def dotted_name(expr: cst.BaseExpression) -> str | None:
+    """Return ``"a.b.c"`` for a Name/Attribute chain, ``None`` for anything else.
+
+    Args:
+        expr: any LibCST expression, e.g. ``self.model.fc``.
+    """
+    parts: list[str] = []
+    while isinstance(expr, cst.Attribute):
+        parts.append(expr.attr.value)
+        expr = expr.value
+    if not isinstance(expr, cst.Name):
+        return None
+    parts.append(expr.value)
+    return ".".join(reversed(parts))
+
+
+def _module_path(node: cst.BaseExpression | None) -> str:
+    return dotted_name(node) if node is not None else ""  # type: ignore[return-value]
+
+
+class ImportMap:
+    """Local name → qualified name, collected from the import statements of one file.
+
+    Imports anywhere in the file (module level or inside functions) are merged: training
+    scripts rarely rebind an imported name to something else, and a wrong alias can only
+    make a call unrecognised, never invent one.
+    """
+
+    def __init__(self) -> None:
+        self.aliases: dict[str, str] = {}
+
+    def add(self, node: cst.Import | cst.ImportFrom) -> None:
+        """Record the aliases one ``import``/``from ... import`` statement binds."""
+        if isinstance(node, cst.Import):
+            for alias in node.names:
+                full = _module_path(alias.name)
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    self.aliases[alias.asname.name.value] = full
+                else:
+                    top = full.split(".")[0]
+                    self.aliases.setdefault(top, top)
+            return
+        if node.relative or isinstance(node.names, cst.ImportStar):
+            return
+        base = _module_path(node.module)
+        for alias in node.names:
+            name = _module_path(alias.name)
+            local = name
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+            self.aliases[local] = f"{base}.{name}" if base else name
+
+    def qualify(self, dotted: str | None) -> str | None:
+        """Qualify a dotted local name: ``"nn.utils.clip_grad_norm_"`` → ``"torch.nn.utils.clip_grad_norm_"``."""
+        if dotted is None:
+            return None
+        head, _, rest = dotted.partition(".")
+        target = self.aliases.get(head)
+        if target is None:
+            return dotted
+        return f"{target}.{rest}" if rest else target

@@ -1,0 +1,365 @@
+"""Roles: what each symbol of a file is — model, optimizer, LR scheduler, GradScaler, loss.
+
+Roles are inferred flow-insensitively from all raw events of a file, first from how a
+symbol is built (``torch.optim.Adam(model.parameters())``), then from how it is used
+(``x.zero_grad()`` and ``x.step()`` make an optimizer), then from its name as a last
+resort for ``.step()`` receivers (``lr_scheduler``). A symbol whose role stays unclear
+gets none, and rules ignore it.
+
+Knowledge sources: the ``torch.optim`` and ``torch.optim.lr_scheduler`` API reference
+(which schedulers are meant to be stepped per epoch or per batch, which constructor
+argument is the period), ``torch.amp.GradScaler``, transformers/diffusers/timm scheduler
+factories, and the seeds in ``shared/seeds``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from loopcheck.engine.builder import ModuleIndex
+from loopcheck.engine.ir import Assign, Call, RawEvent
+
+# -- knowledge tables ---------------------------------------------------------------------
+
+OPTIMIZER_FACTORIES = {
+    "timm.optim.create_optimizer_v2",
+    "timm.optim.create_optimizer",
+    "timm.optim.optim_factory.create_optimizer_v2",
+    "transformers.AdamW",
+    "transformers.optimization.AdamW",
+    "transformers.Adafactor",
+    "torch.distributed.optim.ZeroRedundancyOptimizer",
+}
+OPTIMIZER_MODULE_PREFIXES = ("torch.optim.", "bitsandbytes.optim.", "apex.optimizers.", "torch_optimizer.")
+EAGER_STATE_OPTIMIZERS = {"torch.optim.Adagrad"}
+
+# Schedulers meant to be stepped once per epoch, with the positional index and keyword of
+# the argument that gives the schedule's period (None: no period argument).
+EPOCH_SCHEDULERS = {
+    "StepLR": (1, "step_size"),
+    "MultiStepLR": (1, "milestones"),
+    "CosineAnnealingLR": (1, "T_max"),
+    "ExponentialLR": (None, None),
+    "PolynomialLR": (1, "total_iters"),
+    "LinearLR": (3, "total_iters"),
+    "ConstantLR": (2, "total_iters"),
+}
+BATCH_SCHEDULERS = {"OneCycleLR", "CyclicLR"}
+PLATEAU_SCHEDULERS = {"ReduceLROnPlateau"}
+SCHEDULER_MODULES = ("torch.optim.lr_scheduler.", "torch.optim.")
+BATCH_SCHEDULER_FACTORY = re.compile(
+    r"^(transformers|diffusers\.optimization|transformers\.optimization)\.get_\w*(schedule|scheduler)\w*$"
+)
+OTHER_SCHEDULER_FACTORY = re.compile(r"^timm\.scheduler\.\w+$")
+
+SCALERS = {
+    "torch.amp.GradScaler",
+    "torch.cuda.amp.GradScaler",
+    "torch.cpu.amp.GradScaler",
+    "torch.amp.grad_scaler.GradScaler",
+    "torch.cuda.amp.grad_scaler.GradScaler",
+}
+LOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
+MODEL_FACTORIES = re.compile(
+    r"^(torch\.nn\.(?!functional)[A-Z]\w*|torchvision\.models\.\w+(\.\w+)?|timm\.create_model|"
+    r"transformers\.\w*(Model|For)\w*\.from_pretrained|transformers\.\w*(Model|For)\w*|"
+    r"torch\.hub\.load)$"
+)
+WRAPPERS = re.compile(
+    r"(^|\.)(DistributedDataParallel|DataParallel|DDP|compile|prepare|prepare_model|setup|"
+    r"setup_module|initialize|convert_sync_batchnorm|to|cuda|half|float|double|bfloat16|"
+    r"train|eval|module)$"
+)
+NEW_MODEL_FACTORIES = re.compile(r"^(torch\.load|copy\.deepcopy|torch\.distributed\.fsdp\.\w+|\w+\.FullyShardedDataParallel|FSDP)$")
+ACCELERATOR_CTORS = re.compile(r"^(accelerate\.Accelerator|lightning\.\w*\.?Fabric|lightning\.fabric\.Fabric|lightning\.Fabric)$")
+OPTIMIZER_NAME = re.compile(r"^(optimizer|optimiser|optim|opt)(_\w+)?$|_(optimizer|optimiser|opt|optim)$|^optimizer\w*$")
+SCHEDULER_NAME = re.compile(r"sched")
+SCALER_NAME = re.compile(r"scaler")
+LOADER_NAME = re.compile(r"(loader|_dl$|^dl$|dataloader|batches)", re.I)
+
+
+def last(sym: str) -> str:
+    """``"f3:self@T.train_loader"`` → ``"train_loader"``."""
+    return sym.rpartition(".")[2].rpartition(":")[2]
+
+
+@dataclass
+class OptimizerInfo:
+    """An optimizer symbol: its constructor call, qualified class, the model symbols whose
+    parameters it was built from, and whether it builds its state in ``__init__``."""
+
+    ctor: Call | None
+    qualname: str | None
+    models: set[str] = field(default_factory=set)
+    eager_state: bool = False
+
+
+@dataclass
+class SchedulerInfo:
+    """An LR scheduler symbol.
+
+    Attributes:
+        kind: ``"epoch"`` (StepLR, MultiStepLR, CosineAnnealingLR, ...), ``"batch"``
+            (OneCycleLR, CyclicLR, transformers ``get_*_schedule*``), ``"plateau"``
+            (ReduceLROnPlateau) or ``"unknown"``.
+        unit: for epoch schedulers, what the period argument counts: ``"epochs"``,
+            ``"steps"``, ``"literal"`` (a number) or ``"unknown"``.
+    """
+
+    ctor: Call | None
+    qualname: str | None
+    kind: str
+    unit: str = "unknown"
+    optimizer: str | None = None
+
+
+@dataclass
+class Roles:
+    optimizers: dict[str, OptimizerInfo] = field(default_factory=dict)
+    schedulers: dict[str, SchedulerInfo] = field(default_factory=dict)
+    scalers: dict[str, Call | None] = field(default_factory=dict)
+    models: set[str] = field(default_factory=set)
+    loaders: set[str] = field(default_factory=set)
+    losses: set[str] = field(default_factory=set)
+    accelerators: set[str] = field(default_factory=set)
+    local_modules: set[str] = field(default_factory=set)
+    alias: dict[str, str] = field(default_factory=dict)
+
+    def canon(self, sym: str | None) -> str | None:
+        """The representative of a symbol's alias class; ``model.module`` → ``model``."""
+        if sym is None:
+            return None
+        seen = set()
+        while True:
+            while sym.endswith(".module") or sym.endswith("._orig_mod"):
+                sym = sym.rpartition(".")[0]
+            nxt = self.alias.get(sym)
+            if nxt is None or nxt in seen:
+                return sym
+            seen.add(sym)
+            sym = nxt
+
+
+def _is_optimizer_ctor(q: str | None) -> bool:
+    if not q:
+        return False
+    if q in OPTIMIZER_FACTORIES:
+        return True
+    if "lr_scheduler" in q or "swa_utils" in q:
+        return False
+    name = q.rpartition(".")[2]
+    return q.startswith(OPTIMIZER_MODULE_PREFIXES) and name[:1].isupper() and name != "Optimizer"
+
+
+def scheduler_kind(q: str | None) -> str | None:
+    """``"epoch"``/``"batch"``/``"plateau"``/``"unknown"`` for a scheduler constructor's
+    qualified name, ``None`` when ``q`` is not a scheduler."""
+    if not q:
+        return None
+    if BATCH_SCHEDULER_FACTORY.match(q):
+        return "batch"
+    if OTHER_SCHEDULER_FACTORY.match(q):
+        return "unknown"
+    if not q.startswith("torch.optim.lr_scheduler."):
+        return None
+    name = q.rpartition(".")[2]
+    if name in EPOCH_SCHEDULERS:
+        return "epoch"
+    if name in BATCH_SCHEDULERS:
+        return "batch"
+    if name in PLATEAU_SCHEDULERS:
+        return "plateau"
+    return "unknown" if name[:1].isupper() else None
+
+
+STEP_WORDS = re.compile(r"(step|iter|batch|total|num_training|updates|len)", re.I)
+EPOCH_WORDS = re.compile(r"epoch", re.I)
+
+
+def period_unit(node: cst.BaseExpression | None) -> str:
+    """What a scheduler period expression counts: ``"epochs"`` (names with *epoch* and no
+    step-like name), ``"steps"`` (``len(loader) * epochs``, ``total_steps``, ``max_iters``),
+    ``"literal"`` (only numbers) or ``"unknown"``."""
+    if node is None:
+        return "unknown"
+    names: list[str] = []
+
+    class _V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            names.append(n.value)
+
+    node.visit(_V())
+    if not names:
+        return "literal"
+    text = " ".join(names)
+    if STEP_WORDS.search(text):
+        return "steps"
+    if EPOCH_WORDS.search(text):
+        return "epochs"
+    return "unknown"
+
+
+def _arg(call: Call, index: int | None, keyword: str | None):
+    for a in call.args:
+        if keyword is not None and a.keyword == keyword:
+            return a
+    positional = [a for a in call.args if a.keyword is None]
+    if index is not None and index < len(positional):
+        return positional[index]
+    return None
+
+
+def exponential_unit(call: Call) -> str:
+    """ExponentialLR has no period: a gamma below 0.99 only makes sense per epoch."""
+    arg = _arg(call, 1, "gamma")
+    if arg is not None and isinstance(arg.node, cst.Float):
+        try:
+            return "literal" if float(arg.node.value) < 0.99 else "steps"
+        except ValueError:
+            return "unknown"
+    return "unknown"
+
+
+def _param_models(mentions, defs: dict[str, list[frozenset[str]]], depth: int = 0) -> set[str]:
+    out: set[str] = set()
+    for m in mentions:
+        for marker in (".parameters", ".named_parameters"):
+            if m.endswith(marker) or (marker + ".") in m:
+                out.add(m.split(marker)[0])
+        if depth < 3 and m in defs:
+            for d in defs[m]:
+                out |= _param_models(d, defs, depth + 1)
+    return out
+
+
+def infer_roles(index: ModuleIndex, events: list[RawEvent]) -> Roles:
+    """Infer the roles of every symbol from the raw events of all units of one file."""
+    roles = Roles()
+    for name, info in index.classes.items():
+        if any(b.startswith("torch.nn.") or b in index.classes for b in info.bases):
+            roles.local_modules.add(name)
+    # local classes that subclass local modules
+    changed = True
+    while changed:
+        changed = False
+        for name, info in index.classes.items():
+            if name not in roles.local_modules and any(b in roles.local_modules for b in info.bases):
+                roles.local_modules.add(name)
+                changed = True
+
+    defs: dict[str, list[frozenset[str]]] = {}
+    methods: dict[str, set[str]] = {}
+    calls = [e for e in events if isinstance(e, Call)]
+    for e in events:
+        if isinstance(e, Assign) and e.op == "=":
+            defs.setdefault(e.target, []).append(e.mentions)
+        elif isinstance(e, Call):
+            for t in e.targets:
+                if t:
+                    defs.setdefault(t, []).append(frozenset().union(*(a.mentions for a in e.args)) if e.args else frozenset())
+            if e.receiver and e.method:
+                methods.setdefault(e.receiver, set()).add(e.method)
+
+    # 1. construction
+    for c in calls:
+        q = c.func if c.qualified else None
+        target = c.targets[0] if len(c.targets) == 1 else None
+        if target is None:
+            continue
+        if c.qualified is False and c.func in index.classes and c.func in roles.local_modules:
+            roles.models.add(target)
+        elif _is_optimizer_ctor(q):
+            mentions = frozenset().union(*(a.mentions for a in c.args)) if c.args else frozenset()
+            roles.optimizers[target] = OptimizerInfo(
+                c, q, _param_models(mentions, defs), q in EAGER_STATE_OPTIMIZERS
+            )
+        elif (kind := scheduler_kind(q)) is not None:
+            info = SchedulerInfo(c, q, kind)
+            name = (q or "").rpartition(".")[2]
+            if kind == "epoch":
+                if name == "ExponentialLR":
+                    info.unit = exponential_unit(c)
+                else:
+                    idx, kw = EPOCH_SCHEDULERS[name]
+                    arg = _arg(c, idx, kw)
+                    info.unit = period_unit(arg.node if arg else None) if arg else "literal"
+            opt_arg = _arg(c, 0, "optimizer")
+            info.optimizer = opt_arg.sym if opt_arg else None
+            roles.schedulers[target] = info
+        elif q in SCALERS:
+            roles.scalers[target] = c
+        elif q in LOADERS:
+            roles.loaders.add(target)
+        elif q and ACCELERATOR_CTORS.match(q):
+            roles.accelerators.add(target)
+        elif q and MODEL_FACTORIES.match(q) and not q.endswith("Loss"):
+            if not re.search(r"(Loss|Dropout|Parameter|ModuleList|ModuleDict|ParameterList)$", q):
+                roles.models.add(target)
+
+    # 2. usage
+    for sym, ms in methods.items():
+        base = sym
+        if sym in roles.optimizers or sym in roles.schedulers or sym in roles.scalers:
+            continue
+        name = last(base)
+        if "zero_grad" in ms and "step" in ms and base not in roles.models:
+            roles.optimizers[base] = OptimizerInfo(None, None)
+        elif {"train", "eval"} & ms and "step" not in ms:
+            roles.models.add(base)
+        elif "step" in ms and SCHEDULER_NAME.search(name) and "scale" not in ms:
+            roles.schedulers[base] = SchedulerInfo(None, None, "unknown")
+        elif "scale" in ms and ("update" in ms or SCALER_NAME.search(name)):
+            roles.scalers[base] = None
+    for c in calls:
+        if c.receiver in roles.scalers and c.method in ("step", "unscale_") and c.args:
+            sym = c.args[0].sym
+            if sym and sym not in roles.optimizers:
+                roles.optimizers[sym] = OptimizerInfo(None, None)
+        elif (
+            c.method == "step" and c.receiver and not c.args and c.receiver not in roles.optimizers
+            and c.receiver not in roles.schedulers and OPTIMIZER_NAME.search(last(c.receiver))
+            and c.receiver not in roles.models
+        ):
+            roles.optimizers[c.receiver] = OptimizerInfo(None, None)
+
+    # 3. aliases: wrappers share parameters with the wrapped model
+    tracked = set(roles.optimizers) | set(roles.models) | set(roles.schedulers) | set(roles.scalers)
+    for c in calls:
+        if not c.targets:
+            continue
+        func = c.func or ""
+        if c.inner is None and WRAPPERS.search(func):
+            positional = [a.sym for a in c.args if a.keyword is None]
+            recv = c.receiver if not c.qualified else None
+            if recv in tracked and len(c.targets) == 1 and c.targets[0] and c.targets[0] != recv:
+                roles.alias[c.targets[0]] = recv
+            elif len(c.targets) == len(positional):
+                for t, a in zip(c.targets, positional):
+                    if t and a and t != a and a in tracked:
+                        roles.alias[t] = a
+            elif len(c.targets) == 1 and c.targets[0] and positional and positional[0] in tracked:
+                if c.targets[0] != positional[0]:
+                    roles.alias[c.targets[0]] = positional[0]
+    for e in events:
+        if isinstance(e, Assign) and e.op == "=" and e.value_sym and e.target != e.value_sym:
+            v = roles.canon(e.value_sym)
+            if v in tracked and e.target not in tracked:
+                roles.alias[e.target] = v
+
+    # optimizer → models, falling back on the only model there is
+    for info in roles.optimizers.values():
+        info.models = {roles.canon(m) for m in info.models}  # type: ignore[misc]
+        roles.models |= info.models
+    # 4. losses: what backward() is called on
+    for c in calls:
+        if c.method == "backward":
+            if c.receiver:
+                roles.losses.add(c.receiver)
+            elif c.args and c.args[0].sym and c.func and not c.qualified:
+                roles.losses.add(c.args[0].sym)
+            elif c.qualified and c.func == "torch.autograd.backward" and c.args and c.args[0].sym:
+                roles.losses.add(c.args[0].sym)
+    return roles

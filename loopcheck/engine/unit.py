@@ -1,0 +1,64 @@
+"""An analysis unit: one entry point's IR with its typed events and the file's roles."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from loopcheck.engine.dataflow import Flow, Machine, run
+from loopcheck.engine.events import Event
+from loopcheck.engine.ir import Seq, walk_events
+from loopcheck.engine.roles import Roles
+
+
+@dataclass(eq=False)
+class Unit:
+    """One entry point (module code or an uncalled function) ready for the rules.
+
+    Attributes:
+        ir: the event IR.
+        roles: the roles of the file's symbols.
+        events: the typed events in program order (inlined calls included).
+    """
+
+    ir: Seq
+    roles: Roles
+    events: list[Event] = field(default_factory=list)
+    _flows: dict = field(default_factory=dict)
+    _order: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.events:
+            self.events = [ev for raw in walk_events(self.ir) for ev in raw.typed]
+        self._order = {id(ev): i for i, ev in enumerate(self.events)}
+
+    def order(self, event: Event) -> int:
+        """Program-order index of an event within this unit."""
+        return self._order[id(event)]
+
+    def flow(self, key: tuple, factory: Callable[[], Machine]) -> Flow:
+        """Run (once, then cached under ``key``) the machine ``factory()`` over the unit."""
+        if key not in self._flows:
+            self._flows[key] = run(factory(), self.ir)
+        return self._flows[key]
+
+    def of_kind(self, *kinds: str) -> list[Event]:
+        return [e for e in self.events if e.kind in kinds]
+
+    def next_event(self, after: Event, kinds: tuple[str, ...], same_loop: bool = True) -> Event | None:
+        """The first event of ``kinds`` after ``after`` in program order (inside the same
+        innermost loop when ``same_loop``), or ``None``."""
+        start = self.order(after) + 1
+        loops = after.ctx.loops
+        for ev in self.events[start:]:
+            if ev.kind in kinds and (not same_loop or ev.ctx.loops[: len(loops)] == loops):
+                return ev
+        return None
+
+    def prev_event(self, before: Event, kinds: tuple[str, ...]) -> Event | None:
+        """The last event of ``kinds`` before ``before`` in the same innermost loop."""
+        loops = before.ctx.loops
+        for ev in reversed(self.events[: self.order(before)]):
+            if ev.kind in kinds and ev.ctx.loops[: len(loops)] == loops:
+                return ev
+        return None

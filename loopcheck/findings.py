@@ -1,0 +1,84 @@
+"""Findings: what a rule reports, before and after source positions are known."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import libcst as cst
+
+
+class Describe:
+    """Gives rule messages the line and short source text of LibCST nodes.
+
+    Positions are resolved once per file, only when something is reported.
+    """
+
+    def __init__(self, module: cst.Module, positions) -> None:
+        self.module = module
+        self.positions = positions
+
+    def line(self, node: cst.CSTNode) -> int:
+        """1-based line where ``node`` starts."""
+        return self.positions[node].start.line
+
+    def code(self, node: cst.CSTNode, limit: int = 60) -> str:
+        """The node's source on one line, shortened to ``limit`` characters."""
+        text = " ".join(self.module.code_for_node(node).split())
+        return text if len(text) <= limit else text[: limit - 3] + "..."
+
+    def call(self, node: cst.CSTNode) -> str:
+        """``optimizer.step()`` for a call node: its callee followed by ``()``."""
+        if isinstance(node, cst.Call):
+            return self.code(node.func, 50) + "()"
+        return self.code(node)
+
+
+@dataclass(eq=False)
+class Report:
+    """What a rule returns: the node to flag, a message builder, and the related nodes.
+
+    Attributes:
+        code: the rule code (``"LC101"``).
+        node: the LibCST node the finding points at.
+        message: ``message(describe) -> str``; names the lines of the related nodes.
+        related: ``[(node, note)]`` — the other lines that make it a bug.
+    """
+
+    code: str
+    node: cst.CSTNode
+    message: Callable[[Describe], str]
+    related: list[tuple[cst.CSTNode, str]] = field(default_factory=list)
+
+
+@dataclass
+class Related:
+    row: int
+    column: int
+    message: str
+
+
+@dataclass
+class Finding:
+    """A finding with resolved positions (1-based rows and columns, end exclusive).
+
+    Attributes:
+        code, message, filename: as in ruff's JSON output.
+        row, column, end_row, end_column: the span of the flagged node.
+        related: the other lines involved.
+        noqa_row: the row a ``# noqa`` comment must be on to suppress the finding.
+    """
+
+    code: str
+    message: str
+    filename: str
+    row: int
+    column: int
+    end_row: int
+    end_column: int
+    related: list[Related] = field(default_factory=list)
+    noqa_row: int | None = None
+
+    @property
+    def sort_key(self) -> tuple:
+        return (self.filename, self.row, self.column, self.code)

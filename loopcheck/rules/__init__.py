@@ -1,0 +1,20 @@
+"""The rule catalog. One module per family; each rule is a class registered in ``REGISTRY``.
+
+| family | module        | codes          |
+|--------|---------------|----------------|
+| 1xx    | gradients.py  | LC101–LC105    |
+| 2xx    | schedulers.py | LC201–LC203    |
+| 3xx    | modes.py      | LC301–LC302    |
+| 4xx    | memory.py     | LC401          |
+| 5xx    | setup.py      | LC501          |
+| 6xx    | amp.py        | LC601–LC605    |
+
+To add a rule: write a ``Rule`` subclass with a ``RuleInfo`` in its family's module,
+decorate it with ``@register``, add ``fixtures/LCxxx_bad.py``/``_good.py`` and a page
+``rules/LCxxx.md``.
+"""
+
+from loopcheck.rules import amp, gradients, memory, modes, schedulers, setup  # noqa: F401
+from loopcheck.rules.base import INFOS, REGISTRY, SYNTAX_ERROR, Rule, RuleInfo
+
+__all__ = ["INFOS", "REGISTRY", "SYNTAX_ERROR", "Rule", "RuleInfo"]

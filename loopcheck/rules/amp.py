@@ -1,0 +1,263 @@
+"""GradScaler rules (LC601–LC605): automatic mixed precision with float16.
+
+Knowledge: ``torch.amp.GradScaler`` docs and the AMP examples ("Working with unscaled
+gradients"): ``scaler.scale(loss).backward()`` leaves gradients multiplied by the scale;
+``scaler.unscale_(optimizer)`` divides them back once per step, and must come before
+clipping; ``scaler.step(optimizer)`` unscales (if needed), skips the step on inf/NaN, and
+``scaler.update()`` adapts the scale once per iteration.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, NamedTuple
+
+from loopcheck.engine.dataflow import Machine
+from loopcheck.engine.events import Event
+from loopcheck.engine.unit import Unit
+from loopcheck.findings import Report
+from loopcheck.rules.base import Rule, RuleInfo, register
+from loopcheck.rules.gradients import touches
+
+
+class A(NamedTuple):
+    """Scaling state of one optimizer's gradients.
+
+    phase: ``unknown`` | ``none`` | ``scaled`` (after scaler.scale(loss).backward())
+    | ``unscaled`` (after unscale_) | ``plain`` (after a backward on the unscaled loss).
+    """
+
+    phase: str
+    bw: Event | None = None
+    unscale: Event | None = None
+    scaler_step: Event | None = None  # scaler.step(opt) since the last update()
+
+
+class ScalingMachine(Machine):
+    def __init__(self, unit: Unit, opt: str) -> None:
+        self.unit, self.opt = unit, opt
+
+    def initial(self) -> A:
+        return A("unknown")
+
+    def transfer(self, s: A, ev: Event) -> A:
+        k = ev.kind
+        if k == "backward":
+            if ev.extra.get("managed"):
+                return A("unknown")
+            if ev.extra.get("scaler"):
+                return A("scaled" if s.phase in ("none", "scaled", "unknown") else "unknown", ev, None, s.scaler_step)
+            return A("plain" if s.phase in ("none", "plain", "unknown") else "unknown", ev, None, s.scaler_step)
+        if k == "unscale" and ev.extra.get("optimizer") == self.opt:
+            return s._replace(phase="unscaled" if s.phase == "scaled" else s.phase, unscale=ev)
+        if k == "scaler_step" and ev.extra.get("optimizer") == self.opt:
+            return A("none", None, None, ev)
+        if k == "step" and ev.subject == self.opt and not ev.extra.get("scaler"):
+            return A("none", None, None, s.scaler_step)
+        if k == "scaler_update":
+            return A(s.phase, s.bw, s.unscale, None)
+        if k in ("opt_build",) and ev.subject == self.opt:
+            return A("none")
+        if k in ("zero_grad", "zero_grad_model", "zero_grad_all", "havoc") and (
+            k == "zero_grad_all" or touches(self.unit, self.opt, ev)
+        ):
+            return A("none" if k != "havoc" else "unknown", None, None, None if k == "havoc" else s.scaler_step)
+        return s
+
+
+def scaled_optimizers(unit: Unit) -> list[str]:
+    """Optimizers stepped by a GradScaler (scaler.step(opt)) or next to a scaled backward."""
+    if not unit.roles.scalers:
+        return []
+    opts: list[str] = []
+    for ev in unit.events:
+        if ev.kind == "step" and ev.subject not in opts:
+            opts.append(ev.subject)
+    return opts
+
+
+def scaling_flow(unit: Unit, opt: str):
+    return unit.flow(("scaling", opt), lambda: ScalingMachine(unit, opt))
+
+
+def _all(states, phase: str) -> bool:
+    return bool(states) and all(s.phase == phase for s in states)
+
+
+@register
+class ClipWithoutUnscale(Rule):
+    info = RuleInfo(
+        "LC601", "clip-without-unscale", "error",
+        "Gradients are clipped while still multiplied by the GradScaler's scale: call scaler.unscale_() first.",
+    )
+
+    def check(self, unit: Unit) -> Iterable[Report]:
+        for opt in scaled_optimizers(unit):
+            flow = scaling_flow(unit, opt)
+            for ev in unit.of_kind("clip"):
+                if ev.extra.get("managed") or ev.extra.get("measure_only") or not touches(unit, opt, ev):
+                    continue
+                states = flow.states(ev)
+                if not _all(states, "scaled"):
+                    continue
+                bw = next(s.bw for s in states)
+                yield Report(
+                    self.info.code, ev.node,
+                    lambda d, ev=ev, bw=bw: (
+                        f"{d.call(ev.node)} clips the gradients of {d.code(bw.node, 40)} at line "
+                        f"{d.line(bw.node)} while they are still multiplied by the loss scale: the effective "
+                        "max_norm is max_norm × scale, so nothing is clipped; call scaler.unscale_(optimizer) "
+                        "before clipping"
+                    ),
+                    [(bw.node, "the scaled backward")],
+                )
+
+
+@register
+class StepBypassesScaler(Rule):
+    info = RuleInfo(
+        "LC602", "optimizer-step-bypasses-scaler", "error",
+        "optimizer.step() is called directly on gradients scaled by a GradScaler: use scaler.step(optimizer).",
+    )
+
+    def check(self, unit: Unit) -> Iterable[Report]:
+        for opt in scaled_optimizers(unit):
+            flow = scaling_flow(unit, opt)
+            for ev in unit.of_kind("step"):
+                if ev.subject != opt or ev.extra.get("scaler"):
+                    continue
+                states = flow.states(ev)
+                if not _all(states, "scaled"):
+                    continue
+                bw = next(s.bw for s in states)
+                yield Report(
+                    self.info.code, ev.node,
+                    lambda d, ev=ev, bw=bw: (
+                        f"{d.call(ev.node)} applies the gradients of {d.code(bw.node, 40)} at line "
+                        f"{d.line(bw.node)} still multiplied by the loss scale, and applies inf/NaN "
+                        "gradients instead of skipping them; use scaler.step(optimizer) and scaler.update()"
+                    ),
+                    [(bw.node, "the scaled backward")],
+                )
+
+
+@register
+class BackwardOnUnscaledLoss(Rule):
+    info = RuleInfo(
+        "LC603", "backward-on-unscaled-loss", "error",
+        "loss.backward() on the unscaled loss while scaler.step() unscales: updates shrink by the scale.",
+    )
+
+    def check(self, unit: Unit) -> Iterable[Report]:
+        reported = set()
+        for opt in scaled_optimizers(unit):
+            flow = scaling_flow(unit, opt)
+            for ev in unit.of_kind("scaler_step"):
+                if ev.extra.get("optimizer") != opt:
+                    continue
+                states = flow.states(ev)
+                if not _all(states, "plain"):
+                    continue
+                bw = next(s.bw for s in states)
+                if id(bw) in reported:
+                    continue
+                reported.add(id(bw))
+                yield Report(
+                    self.info.code, bw.node,
+                    lambda d, ev=ev, bw=bw: (
+                        f"{d.call(bw.node)} runs on the unscaled loss, but {d.call(ev.node)} at line "
+                        f"{d.line(ev.node)} divides the gradients by the loss scale: every update is scale× "
+                        "too small (and fp16 gradients can underflow); use scaler.scale(loss).backward()"
+                    ),
+                    [(ev.node, "scaler.step() that unscales")],
+                )
+
+
+class _UpdateMachine(Machine):
+    """For one scaler: the optimizers it stepped since its last update(), and whether any
+    update()/step ran before on this path."""
+
+    def __init__(self, scaler: str) -> None:
+        self.scaler = scaler
+
+    def initial(self):
+        return (frozenset(), False)
+
+    def transfer(self, s, ev: Event):
+        if ev.subject != self.scaler:
+            return s
+        if ev.kind == "scaler_step":
+            return (s[0] | {ev.extra.get("optimizer")}, True)
+        if ev.kind == "scaler_update":
+            return (frozenset(), s[1])
+        if ev.kind == "havoc":
+            return (frozenset({None}), True)
+        return s
+
+
+@register
+class ScalerStepWithoutUpdate(Rule):
+    info = RuleInfo(
+        "LC604", "scaler-step-without-update", "error",
+        "scaler.step() runs again with no scaler.update() since the last one.",
+    )
+
+    def check(self, unit: Unit) -> Iterable[Report]:
+        for ev in unit.of_kind("scaler_step"):
+            if not ev.ctx.loops:
+                continue
+            opt = ev.extra.get("optimizer")
+            states = unit.flow(("update", ev.subject), lambda s=ev.subject: _UpdateMachine(s)).states(ev)
+            if any(None in stepped for stepped, _ in states):
+                continue
+            if not any(opt in stepped for stepped, _ in states):
+                continue
+            if any(opt not in stepped and ever for stepped, ever in states):
+                continue
+            yield Report(
+                self.info.code, ev.node,
+                lambda d, ev=ev: (
+                    f"{d.call(ev.node)} runs every iteration but scaler.update() never runs after it: the "
+                    "loss scale never adapts, and the next scaler.step() on the same optimizer raises "
+                    "RuntimeError; call scaler.update() once per iteration after the step"
+                ),
+            )
+
+
+@register
+class UnscaleMisplaced(Rule):
+    info = RuleInfo(
+        "LC605", "unscale-misplaced", "error",
+        "scaler.unscale_() runs after scaler.step(), or twice before one step.",
+    )
+
+    def check(self, unit: Unit) -> Iterable[Report]:
+        for opt in scaled_optimizers(unit):
+            flow = scaling_flow(unit, opt)
+            for ev in unit.of_kind("unscale"):
+                if ev.extra.get("optimizer") != opt:
+                    continue
+                states = flow.states(ev)
+                if not states or any(s.phase == "unknown" for s in states):
+                    continue
+                if all(s.scaler_step is not None for s in states):
+                    prev = next(s.scaler_step for s in states)
+                    yield Report(
+                        self.info.code, ev.node,
+                        lambda d, ev=ev, prev=prev: (
+                            f"{d.call(ev.node)} runs after {d.call(prev.node)} at line {d.line(prev.node)} and "
+                            "before scaler.update(): the step already used the gradients, and GradScaler "
+                            "raises RuntimeError; unscale between backward and step"
+                        ),
+                        [(prev.node, "scaler.step() that already ran")],
+                    )
+                elif all(s.unscale is not None and s.phase == "unscaled" for s in states):
+                    prev = next(s.unscale for s in states)
+                    yield Report(
+                        self.info.code, ev.node,
+                        lambda d, ev=ev, prev=prev: (
+                            f"{d.call(ev.node)} runs a second time after {d.call(prev.node)} at line "
+                            f"{d.line(prev.node)} before the step: GradScaler allows one unscale_() per "
+                            "optimizer per step and raises RuntimeError"
+                        ),
+                        [(prev.node, "the first unscale_()")],
+                    )

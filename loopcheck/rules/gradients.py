@@ -1,0 +1,308 @@
+"""Gradient-order rules (LC101–LC105): where zero_grad, backward, clipping and step sit.
+
+Knowledge: PyTorch accumulates into ``.grad`` on every ``backward()``;
+``optimizer.step()`` applies whatever ``.grad`` holds; ``zero_grad()`` empties it
+(torch.optim.Optimizer docs; seeds/annotated-training-loop.md, table "What breaks").
+
+One typestate machine per optimizer tracks its gradients::
+
+    empty --backward--> filled --step--> applied --backward--> filled (stale)
+      ^                   |                  |
+      +----zero_grad------+ (wiped)          +--zero_grad--> empty
+
+and each rule reads the states that reach one kind of event.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable, NamedTuple
+
+import libcst as cst
+
+from loopcheck.engine.dataflow import Machine
+from loopcheck.engine.events import Event
+from loopcheck.engine.ir import If, walk_events
+from loopcheck.engine.unit import Unit
+from loopcheck.findings import Report
+from loopcheck.rules.base import Rule, RuleInfo, register
+
+ACCUMULATION_TEST = re.compile(r"%|accum|sync_grad|update_freq|grad_acc|should_step|do_step", re.I)
+
+
+class G(NamedTuple):
+    """Gradient state of one optimizer.
+
+    phase: ``unknown`` | ``empty`` | ``filled`` | ``applied`` | ``wiped``.
+    bw, step, zg: the last backward / step / wiping zero_grad event (or None).
+    stale: gradients include contributions a previous step already applied (None: unknown).
+    stepped: a step ran before on this path.
+    skip: the step was skipped by a gradient-accumulation ``if`` (the step event in it).
+    """
+
+    phase: str
+    bw: Event | None = None
+    step: Event | None = None
+    zg: Event | None = None
+    stale: bool | None = False
+    stepped: bool = False
+    skip: Event | None = None
+
+
+UNKNOWN = G("unknown", stale=None)
+
+
+def touches(unit: Unit, opt: str, ev: Event) -> bool:
+    """Whether ``ev`` (zero_grad of a model, clip, havoc) concerns optimizer ``opt``."""
+    info = unit.roles.optimizers.get(opt)
+    models = info.models if info else set()
+    if ev.kind in ("zero_grad_model", "havoc"):
+        return ev.subject == opt or ev.subject in models or (not models and ev.kind == "zero_grad_model")
+    if ev.kind == "clip":
+        clip_models = ev.extra.get("models") or set()
+        if clip_models and models:
+            return bool(clip_models & models)
+        return len(active_optimizers(unit)) == 1
+    return ev.subject == opt
+
+
+def active_optimizers(unit: Unit) -> list[str]:
+    """Optimizers of the unit that step (the ones the gradient rules follow)."""
+    key = ("active_optimizers",)
+    if key not in unit._flows:
+        seen: list[str] = []
+        for ev in unit.events:
+            if ev.kind == "step" and ev.subject not in seen:
+                seen.append(ev.subject)
+        unit._flows[key] = seen
+    return unit._flows[key]
+
+
+def _step_in(node, opt: str) -> Event | None:
+    for raw in walk_events(node):
+        for ev in raw.typed:
+            if ev.kind == "step" and ev.subject == opt:
+                return ev
+    return None
+
+
+class GradientMachine(Machine):
+    """Typestate of one optimizer's gradients (see module docstring)."""
+
+    def __init__(self, unit: Unit, opt: str) -> None:
+        self.unit = unit
+        self.opt = opt
+        self._if_steps: dict[int, tuple] = {}
+
+    def initial(self) -> G:
+        return UNKNOWN
+
+    def transfer(self, s: G, ev: Event) -> G:
+        k = ev.kind
+        if k == "opt_build" and ev.subject == self.opt:
+            return G("empty")
+        if k == "backward":
+            if s.phase in ("applied",):
+                return s._replace(phase="filled", bw=ev, stale=True)
+            if s.phase in ("empty", "wiped"):
+                return s._replace(phase="filled", bw=ev, zg=None, stale=False, skip=None)
+            if s.phase == "unknown":
+                return G("filled", bw=ev, stale=None)
+            return s._replace(bw=ev)
+        if k == "step" and ev.subject == self.opt:
+            if ev.extra.get("closure"):
+                return UNKNOWN
+            return G("applied", bw=s.bw, step=ev, stale=s.stale, stepped=True)
+        if (k in ("zero_grad", "zero_grad_model") and touches(self.unit, self.opt, ev)) or k == "zero_grad_all":
+            if s.phase == "filled":
+                return G("wiped", bw=s.bw, zg=ev, stepped=s.stepped, skip=s.skip)
+            return G("empty", stepped=s.stepped)
+        if k == "havoc" and touches(self.unit, self.opt, ev):
+            return UNKNOWN
+        return s
+
+    def branch(self, s: G, node: If, taken: bool) -> G:
+        if s.phase != "filled":
+            return s
+        key = id(node)
+        if key not in self._if_steps:
+            test = node.node.test if hasattr(node.node, "test") else None
+            accum = test is not None and ACCUMULATION_TEST.search(cst.Module([]).code_for_node(test))
+            self._if_steps[key] = (accum, _step_in(node.body, self.opt), _step_in(node.orelse, self.opt))
+        accum, in_body, in_else = self._if_steps[key]
+        if not accum:
+            return s
+        other, mine = (in_else, in_body) if taken else (in_body, in_else)
+        if other is not None and mine is None:
+            return s._replace(skip=other)
+        return s
+
+
+def gradient_flow(unit: Unit, opt: str):
+    return unit.flow(("grad", opt), lambda: GradientMachine(unit, opt))
+
+
+def _clips(unit: Unit) -> Iterable[tuple[Event, str, set]]:
+    for ev in unit.of_kind("clip"):
+        if ev.extra.get("measure_only"):
+            continue
+        for opt in active_optimizers(unit):
+            if touches(unit, opt, ev):
+                yield ev, opt, gradient_flow(unit, opt).states(ev)
+
+
+@register
+class ClipBeforeBackward(Rule):
+    info = RuleInfo(
+        "LC101", "clip-before-backward", "error",
+        "Gradient clipping runs before backward(): .grad is empty or stale, so nothing is clipped.",
+    )
+
+    def check(self, unit: Unit) -> Iterable[Report]:
+        for ev, opt, states in _clips(unit):
+            phases = {s.phase for s in states}
+            if not phases or phases - {"empty", "applied"} or phases == {"applied"}:
+                continue
+            bw = unit.next_event(ev, ("backward",))
+            related = [(bw.node, "backward() fills .grad only here")] if bw else []
+            yield Report(
+                self.info.code, ev.node,
+                lambda d, ev=ev, bw=bw: (
+                    f"{d.call(ev.node)} runs before {d.call(bw.node)} at line {d.line(bw.node)}: "
+                    if bw else f"{d.call(ev.node)} runs before any backward(): "
+                ) + "the gradients it clips are empty or already applied, so the step is never clipped",
+                related,
+            )
+
+
+@register
+class ClipAfterStep(Rule):
+    info = RuleInfo(
+        "LC102", "clip-after-step", "error",
+        "Gradient clipping runs after optimizer.step(): it clips gradients that were already applied.",
+    )
+
+    def check(self, unit: Unit) -> Iterable[Report]:
+        for ev, opt, states in _clips(unit):
+            if not states or any(s.phase != "applied" for s in states):
+                continue
+            step = next(s.step for s in states)
+            yield Report(
+                self.info.code, ev.node,
+                lambda d, ev=ev, step=step: (
+                    f"{d.call(ev.node)} runs after {d.call(step.node)} at line {d.line(step.node)}: "
+                    "the update already used the unclipped gradients, so clipping has no effect"
+                ),
+                [(step.node, "the step that already applied the gradients")],
+            )
+
+
+@register
+class ZeroGradBetweenBackwardAndStep(Rule):
+    info = RuleInfo(
+        "LC103", "zero-grad-between-backward-and-step", "error",
+        "zero_grad() runs after backward() and before step(): the step applies no gradients.",
+    )
+
+    def check(self, unit: Unit) -> Iterable[Report]:
+        for opt in active_optimizers(unit):
+            flow = gradient_flow(unit, opt)
+            reported = set()
+            for ev in unit.events:
+                states = flow.states(ev)
+                if ev.kind == "step" and ev.subject == opt:
+                    for s in states:
+                        if s.phase == "wiped" and s.zg is not None and s.skip is None and id(s.zg) not in reported:
+                            reported.add(id(s.zg))
+                            yield self._wiped(s, ev)
+                elif ev.kind in ("zero_grad", "zero_grad_model", "zero_grad_all") and touches(unit, opt, ev) or ev.kind == "zero_grad_all":
+                    for s in states:
+                        if s.phase == "filled" and s.skip is not None and id(ev) not in reported:
+                            reported.add(id(ev))
+                            yield self._accumulation(s, ev)
+
+    def _wiped(self, s: G, step: Event) -> Report:
+        zg, bw = s.zg, s.bw
+        related = [(bw.node, "backward() that filled the gradients"), (step.node, "step() that then sees none")]
+        return Report(
+            self.info.code, zg.node,
+            lambda d: (
+                f"{d.call(zg.node)} runs between {d.call(bw.node)} at line {d.line(bw.node)} and "
+                f"{d.call(step.node)} at line {d.line(step.node)}: the gradients are cleared before the "
+                "step, so the parameters do not move"
+            ),
+            related,
+        )
+
+    def _accumulation(self, s: G, zg: Event) -> Report:
+        step, bw = s.skip, s.bw
+        return Report(
+            self.info.code, zg.node,
+            lambda d: (
+                f"{d.call(zg.node)} runs every iteration but {d.call(step.node)} at line {d.line(step.node)} "
+                f"only on some: the gradients accumulated by {d.call(bw.node)} at line {d.line(bw.node)} are "
+                "cleared before the step uses them"
+            ),
+            [(step.node, "the conditional step"), (bw.node, "backward() whose gradients are cleared")],
+        )
+
+
+@register
+class StepBeforeBackward(Rule):
+    info = RuleInfo(
+        "LC104", "step-before-backward", "error",
+        "optimizer.step() runs before loss.backward() in the same iteration: it applies no gradients.",
+    )
+
+    def check(self, unit: Unit) -> Iterable[Report]:
+        for opt in active_optimizers(unit):
+            flow = gradient_flow(unit, opt)
+            for ev in unit.of_kind("step"):
+                if ev.subject != opt or not ev.ctx.loops or ev.extra.get("closure"):
+                    continue
+                states = flow.states(ev)
+                if not states or any(s.phase != "empty" for s in states):
+                    continue
+                bw = unit.next_event(ev, ("backward",))
+                if bw is None or bw.ctx.loops != ev.ctx.loops:
+                    continue
+                yield Report(
+                    self.info.code, ev.node,
+                    lambda d, ev=ev, bw=bw: (
+                        f"{d.call(ev.node)} runs before {d.call(bw.node)} at line {d.line(bw.node)} in the same "
+                        "iteration: the gradients are empty when it runs, so the parameters do not move"
+                    ),
+                    [(bw.node, "backward() that comes after the step")],
+                )
+
+
+@register
+class MissingZeroGrad(Rule):
+    info = RuleInfo(
+        "LC105", "missing-zero-grad", "error",
+        "backward() and step() run every iteration with no zero_grad(): gradients pile up across steps.",
+    )
+
+    def check(self, unit: Unit) -> Iterable[Report]:
+        for opt in active_optimizers(unit):
+            flow = gradient_flow(unit, opt)
+            for ev in unit.of_kind("step"):
+                if ev.subject != opt or not ev.ctx.loops:
+                    continue
+                states = flow.states(ev)
+                if not any(s.phase == "filled" and s.stale is True for s in states):
+                    continue
+                if any(s.phase in ("unknown", "wiped") or s.stale is None for s in states):
+                    continue
+                if any(s.phase == "filled" and s.stale is False and s.stepped for s in states):
+                    continue
+                bw = next(s.bw for s in states if s.stale)
+                yield Report(
+                    self.info.code, ev.node,
+                    lambda d, ev=ev, bw=bw: (
+                        f"nothing clears the gradients between iterations: each {d.call(ev.node)} applies the "
+                        f"sum of every {d.call(bw.node)} at line {d.line(bw.node)} so far; call zero_grad() "
+                        "once per step"
+                    ),
+                    [(bw.node, "backward() that adds to .grad every iteration")],
+                )

@@ -1,0 +1,97 @@
+"""Memory rule (LC401): a loss tensor kept instead of a number.
+
+Knowledge: a tensor produced under autograd references its ``grad_fn`` graph; storing it
+(``losses.append(loss)``, ``total += loss``) keeps that graph alive, and ``total += loss``
+chains a new node onto it every iteration (PyTorch FAQ, "My model reports cuda runtime
+error(2): out of memory"). ``loss.item()``, ``float(loss)`` and ``loss.detach()`` keep no
+graph.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from loopcheck.engine.dataflow import Machine
+from loopcheck.engine.events import Event
+from loopcheck.engine.ir import Assign, Call, walk_events
+from loopcheck.engine.unit import Unit
+from loopcheck.findings import Report
+from loopcheck.rules.base import Rule, RuleInfo, register
+
+
+class LossValueMachine(Machine):
+    """What a loss symbol holds: ``"tensor"``, ``"number"``, ``"detached"`` or ``None``."""
+
+    def __init__(self, loss: str) -> None:
+        self.loss = loss
+
+    def initial(self):
+        return None
+
+    def transfer(self, s, ev: Event):
+        if ev.kind == "loss_assign" and ev.subject == self.loss:
+            kind = ev.extra["value_kind"]
+            return kind if kind in ("number", "detached") else "tensor"
+        return s
+
+
+def _feeds_backward(unit: Unit) -> set[str]:
+    """Symbols whose values flow into a tensor that backward() is called on."""
+    defs: dict[str, set[str]] = {}
+    for raw in walk_events(unit.ir):
+        if isinstance(raw, Assign) and raw.target:
+            defs.setdefault(raw.target, set()).update(raw.mentions)
+        elif isinstance(raw, Call):
+            for t in raw.targets:
+                if t:
+                    defs.setdefault(t, set()).update(*(a.mentions for a in raw.args))
+                    if raw.receiver:
+                        defs[t].add(raw.receiver)
+    out: set[str] = set()
+    todo = list(unit.roles.losses)
+    while todo:
+        sym = todo.pop()
+        for m in defs.get(sym, ()):
+            base = m.rsplit(".", 1)[0] if m.endswith((".values", ".items")) else m
+            if base not in out:
+                out.add(base)
+                todo.append(base)
+    return out
+
+
+@register
+class LossTensorKept(Rule):
+    info = RuleInfo(
+        "LC401", "loss-tensor-kept", "warning",
+        "A loss tensor is stored or accumulated instead of loss.item(): its autograd graph stays in memory.",
+    )
+
+    def check(self, unit: Unit) -> Iterable[Report]:
+        feeds = None
+        for ev in unit.of_kind("store_loss"):
+            if ev.ctx.grad != "enabled":
+                continue
+            loss = ev.extra["loss"]
+            container = unit.roles.canon(ev.subject)
+            if container in unit.roles.losses:
+                continue
+            if feeds is None:
+                feeds = _feeds_backward(unit)
+            if container in feeds:
+                continue
+            states = unit.flow(("loss", loss), lambda loss=loss: LossValueMachine(loss)).states(ev)
+            if states != {"tensor"}:
+                continue
+            bw = next((b for b in unit.of_kind("backward") if b.subject == loss), None)
+            how = ev.extra["how"]
+            verb = "accumulates" if how not in ("[]=",) and not how.endswith("()") else "stores"
+            yield Report(
+                self.info.code, ev.node,
+                lambda d, ev=ev, bw=bw, verb=verb: (
+                    f"{d.code(ev.node, 50)} {verb} the loss tensor, not its value: each one keeps its "
+                    "autograd graph alive"
+                    + (f" (the graph {d.call(bw.node)} at line {d.line(bw.node)} ran through)" if bw else "")
+                    + ", so memory grows with every step; use loss.item() (or loss.detach())"
+                ),
+                [(bw.node, "the loss whose graph is kept")] if bw else [],
+            )

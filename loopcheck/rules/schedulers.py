@@ -1,0 +1,170 @@
+"""LR-scheduler rules (LC201–LC203).
+
+Knowledge: ``torch.optim.lr_scheduler`` docs — StepLR, MultiStepLR, ExponentialLR,
+CosineAnnealingLR, PolynomialLR, LinearLR and ConstantLR count their period in calls to
+``step()``, which the docs' examples make once per epoch; OneCycleLR and CyclicLR are
+stepped per batch; ReduceLROnPlateau.step() takes the metric. Since PyTorch 1.1,
+``scheduler.step()`` must follow ``optimizer.step()``, otherwise the first value of the
+schedule is skipped (PyTorch warns once at runtime).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from loopcheck.engine.dataflow import Machine
+from loopcheck.engine.events import Event
+from loopcheck.engine.ir import LoopInfo
+from loopcheck.engine.roles import LOADER_NAME, last
+from loopcheck.engine.unit import Unit
+from loopcheck.findings import Report
+from loopcheck.rules.base import Rule, RuleInfo, register
+
+
+def is_loader_loop(unit: Unit, loop: LoopInfo) -> bool:
+    """A loop over a data loader: its iterable names a DataLoader or a ``*loader*`` symbol."""
+    for name in loop.iter_names:
+        base = unit.roles.canon(name)
+        if base in unit.roles.loaders or LOADER_NAME.search(last(name)):
+            return True
+    return False
+
+
+def batch_loop(unit: Unit, ev: Event) -> LoopInfo | None:
+    """The batch loop ``ev`` runs in directly, or ``None``.
+
+    A batch loop is the event's innermost loop when it iterates a data loader, or when it
+    contains an ``optimizer.step()`` and sits inside another loop (the epoch loop).
+    """
+    if not ev.ctx.loops:
+        return None
+    loop = ev.ctx.loops[-1]
+    if is_loader_loop(unit, loop):
+        return loop
+    if len(ev.ctx.loops) >= 2:
+        for step in unit.of_kind("step"):
+            if loop in step.ctx.loops:
+                return loop
+    return None
+
+
+@register
+class EpochSchedulerPerBatch(Rule):
+    info = RuleInfo(
+        "LC201", "epoch-scheduler-stepped-per-batch", "error",
+        "An epoch-based LR scheduler is stepped inside the batch loop: the LR decays len(loader) times too fast.",
+    )
+
+    def check(self, unit: Unit) -> Iterable[Report]:
+        for ev in unit.of_kind("sched_step"):
+            info = unit.roles.schedulers.get(ev.subject)
+            if info is None or info.kind != "epoch" or ev.extra.get("nargs"):
+                continue
+            if info.unit not in ("epochs", "literal"):
+                continue
+            loop = batch_loop(unit, ev)
+            if loop is None or (info.unit == "literal" and len(ev.ctx.loops) < 2):
+                continue
+            if ev.ctx.conds and not self._with_step(unit, ev):
+                continue
+            name = (info.qualname or "scheduler").rpartition(".")[2]
+            ctor = info.ctor
+            related = [(loop.node, "the batch loop")]
+            if ctor is not None:
+                related.insert(0, (ctor.node, f"{name} counts its period in epochs"))
+            yield Report(
+                self.info.code, ev.node,
+                lambda d, ev=ev, loop=loop, ctor=ctor, name=name: (
+                    f"{d.call(ev.node)} runs once per batch in the loop at line {d.line(loop.node)}, but "
+                    f"{name}" + (f" at line {d.line(ctor.node)}" if ctor is not None else "")
+                    + " counts its period in epochs: the schedule advances len(loader) times per epoch; "
+                    "step it once per epoch, after the batch loop"
+                ),
+                related,
+            )
+
+    @staticmethod
+    def _with_step(unit: Unit, ev: Event) -> bool:
+        """Stepped under the same condition as optimizer.step() (gradient accumulation)."""
+        return any(s.ctx.conds == ev.ctx.conds and s.ctx.loops == ev.ctx.loops for s in unit.of_kind("step"))
+
+
+class _SteppedMachine(Machine):
+    """Whether an optimizer has stepped since it was built (True/False/None unknown)."""
+
+    def __init__(self, opt: str) -> None:
+        self.opt = opt
+
+    def initial(self):
+        return None
+
+    def transfer(self, s, ev: Event):
+        if ev.subject != self.opt:
+            return s
+        if ev.kind == "opt_build":
+            return False
+        if ev.kind == "step":
+            return True
+        if ev.kind in ("havoc", "opt_load_state"):
+            return None
+        return s
+
+
+@register
+class SchedulerBeforeOptimizerStep(Rule):
+    info = RuleInfo(
+        "LC202", "scheduler-step-before-optimizer-step", "warning",
+        "scheduler.step() runs before optimizer.step(): the first value of the LR schedule is skipped.",
+    )
+
+    def check(self, unit: Unit) -> Iterable[Report]:
+        for ev in unit.of_kind("sched_step"):
+            info = unit.roles.schedulers.get(ev.subject)
+            if info is None or info.kind == "plateau" or not ev.ctx.loops:
+                continue
+            opt = unit.roles.canon(info.optimizer) if info.optimizer else None
+            if opt is None:
+                continue
+            flow = unit.flow(("stepped", opt), lambda opt=opt: _SteppedMachine(opt))
+            if False not in flow.states(ev):
+                continue
+            step = next(
+                (s for s in unit.of_kind("step")
+                 if s.subject == opt and unit.order(s) > unit.order(ev) and ev.ctx.loops[-1] in s.ctx.loops),
+                None,
+            )
+            if step is None:
+                continue
+            yield Report(
+                self.info.code, ev.node,
+                lambda d, ev=ev, step=step: (
+                    f"{d.call(ev.node)} runs before {d.call(step.node)} at line {d.line(step.node)}: the "
+                    "scheduler moves to its second value before the first update, so the first LR of the "
+                    "schedule is never used; call it after optimizer.step()"
+                ),
+                [(step.node, "the optimizer step that should come first")],
+            )
+
+
+@register
+class PlateauWithoutMetric(Rule):
+    info = RuleInfo(
+        "LC203", "plateau-scheduler-without-metric", "error",
+        "ReduceLROnPlateau.step() is called without the metric it monitors.",
+    )
+
+    def check(self, unit: Unit) -> Iterable[Report]:
+        for ev in unit.of_kind("sched_step"):
+            info = unit.roles.schedulers.get(ev.subject)
+            if info is None or info.kind != "plateau" or ev.extra.get("nargs"):
+                continue
+            ctor = info.ctor
+            yield Report(
+                self.info.code, ev.node,
+                lambda d, ev=ev, ctor=ctor: (
+                    f"{d.call(ev.node)} passes no metric, but ReduceLROnPlateau"
+                    + (f" at line {d.line(ctor.node)}" if ctor is not None else "")
+                    + " needs the monitored value (step(val_loss)); the call raises TypeError when it runs"
+                ),
+                [(ctor.node, "the ReduceLROnPlateau scheduler")] if ctor is not None else [],
+            )

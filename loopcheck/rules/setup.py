@@ -1,0 +1,109 @@
+"""Setup rule (LC501): the model changed after the optimizer was built from its parameters.
+
+Knowledge (measured by the reference loop, see rules/LC501.md): ``optimizer =
+Adam(model.parameters())`` keeps references to those ``Parameter`` objects. In PyTorch 2.x
+``Module.to()``/``half()``/``cuda()`` convert parameters in place by default (``param.data``
+is swapped), so the optimizer still holds the model's parameters — but its state (Adam
+moments, built at the first ``step()``; Adagrad's, built in ``__init__``) keeps the old
+dtype/device, and with ``torch.__future__.set_overwrite_module_params_on_conversion(True)``
+the module gets new Parameter objects the optimizer never sees. Re-binding the model name to
+a new model, or assigning a new submodule, always leaves the optimizer with parameters the
+model no longer uses.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, NamedTuple
+
+from loopcheck.engine.dataflow import Machine
+from loopcheck.engine.events import Event
+from loopcheck.engine.unit import Unit
+from loopcheck.findings import Report
+from loopcheck.rules.base import Rule, RuleInfo, register
+
+
+class S(NamedTuple):
+    built: Event | None  # the optimizer construction on this path
+    has_state: bool | None = False
+    pending: Event | None = None
+
+
+class OptimizerModelMachine(Machine):
+    def __init__(self, opt: str, models: set[str], eager: bool) -> None:
+        self.opt, self.models, self.eager = opt, models, eager
+
+    def initial(self) -> S:
+        return S(None, None)
+
+    def transfer(self, s: S, ev: Event) -> S:
+        k = ev.kind
+        if ev.subject == self.opt:
+            if k == "opt_build":
+                return S(ev, self.eager)
+            if k == "step":
+                return s._replace(has_state=True, pending=None)
+            if k == "opt_load_state":
+                return s._replace(has_state=True)
+            if k == "havoc":
+                return S(None, None)
+            return s
+        if s.built is None or ev.subject not in self.models:
+            return s
+        if k == "convert":
+            if ev.extra["how"] == "dtype" or s.has_state:
+                return s._replace(pending=ev)
+            return s
+        if k in ("model_build", "submodule_replace"):
+            return s._replace(pending=ev)
+        return s
+
+
+@register
+class ModelConvertedAfterOptimizer(Rule):
+    info = RuleInfo(
+        "LC501", "model-converted-after-optimizer", "error",
+        "The model is converted, moved or replaced after the optimizer was built from its parameters.",
+    )
+
+    def check(self, unit: Unit) -> Iterable[Report]:
+        reported = set()
+        for opt, info in unit.roles.optimizers.items():
+            if not info.models:
+                continue
+            flow = unit.flow(("setup", opt), lambda: OptimizerModelMachine(opt, info.models, info.eager_state))
+            for step in unit.of_kind("step"):
+                if step.subject != opt:
+                    continue
+                for s in flow.states(step):
+                    if s.pending is None or id(s.pending) in reported:
+                        continue
+                    reported.add(id(s.pending))
+                    yield self._report(s, step)
+
+    def _report(self, s: S, step: Event) -> Report:
+        ev, built = s.pending, s.built
+        k = ev.kind
+        if k == "model_build":
+            what = ("binds the model name to a new model: the optimizer keeps updating the old one's "
+                    "parameters and the new model never trains")
+        elif k == "submodule_replace":
+            what = (f"replaces the submodule .{ev.extra['attr']}: its new parameters are not in the "
+                    "optimizer and never train")
+        elif ev.extra["how"] == "dtype" and not s.has_state:
+            what = ("converts the parameters' dtype; PyTorch converts them in place, so the optimizer still "
+                    "holds them, but a resumed or later-built optimizer state will not match, and with "
+                    "set_overwrite_module_params_on_conversion(True) the optimizer updates orphaned copies")
+        elif ev.extra["how"] == "dtype":
+            what = ("converts the parameters' dtype after the optimizer has state of the old dtype: the next "
+                    "step() fails on mismatched dtypes")
+        else:
+            what = ("moves the parameters after the optimizer has state on the old device: the next step() "
+                    "fails on mismatched devices")
+        return Report(
+            self.info.code, ev.node,
+            lambda d: (
+                f"{d.code(ev.node, 50)} runs after the optimizer at line {d.line(built.node)} was built from "
+                f"the model's parameters and {what}; build the optimizer after the model is final"
+            ),
+            [(built.node, "the optimizer, built from the old parameters"), (step.node, "the step that follows")],
+        )

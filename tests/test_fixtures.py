@@ -1,0 +1,35 @@
+"""Every fixture is reported exactly at its ``# expect: CODE`` lines, and nowhere else."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from loopcheck.analysis import check_source
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = sorted((ROOT / "fixtures").rglob("*.py"))
+EXPECT = re.compile(r"#\s*expect:\s*([A-Z0-9, ]+)")
+
+
+def expected(source: str) -> set[tuple[str, int]]:
+    """The (code, line) pairs a fixture declares with trailing ``# expect:`` comments."""
+    out = set()
+    for lineno, line in enumerate(source.splitlines(), start=1):
+        m = EXPECT.search(line)
+        if m:
+            out |= {(code.strip(), lineno) for code in m.group(1).split(",") if code.strip()}
+    return out
+
+
+def test_fixtures_exist():
+    assert len(FIXTURES) >= 40
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: str(p.relative_to(ROOT / "fixtures")))
+def test_fixture(path: Path):
+    source = path.read_text(encoding="utf-8")
+    found = {(f.code, f.row) for f in check_source(source, str(path))}
+    assert found == expected(source)
