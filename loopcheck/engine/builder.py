@@ -124,6 +124,12 @@ class _LocalsCollector(cst.CSTVisitor):
     def visit_AsName(self, node: cst.AsName) -> None:
         _assigned_names(node.name, self.names)
 
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False  # imported names are qualified through the ImportMap
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
     def visit_Global(self, node: cst.Global) -> None:
         self.globals.update(n.name.value for n in node.names)
 
@@ -190,6 +196,7 @@ class Frame:
     parent: "Frame | None" = None
     return_targets: tuple[str | None, ...] = ()
     instances: dict[str, str] = field(default_factory=dict)  # symbol -> local class name
+    literal_params: set[str] = field(default_factory=set)  # unbound parameters with a numeric default
 
 
 class _CallCollector(cst.CSTVisitor):
@@ -316,6 +323,7 @@ class UnitBuilder:
                     a.value,
                     None if q or a.star else sym,
                     self.mentions(frame, a.value),
+                    _is_literal(a.value, frame.literal_params),
                 )
             )
         raw = Call(call, func, args, ctx, targets, inner, qualified)
@@ -407,6 +415,11 @@ class UnitBuilder:
                 subst[arg.keyword] = arg.sym
         parent = self._lexical_parent(frame, func)
         callee = self.new_frame(func, parent, subst, cls)
+        p = func.params
+        callee.literal_params = {
+            x.name.value for x in (*p.params, *p.kwonly_params)
+            if x.name.value not in subst and x.default is not None and _is_literal(x.default, set())
+        }
         callee.return_targets = targets
         callee.instances = frame.instances
         self._stack.append(func)
@@ -624,6 +637,22 @@ class UnitBuilder:
         self.n_events += 1
         if isinstance(value, cst.Call) and dotted_name(value.func) in self.index.classes:
             frame.instances[target_sym] = dotted_name(value.func)  # type: ignore[assignment]
+
+
+def _is_literal(expr: cst.CSTNode, literal_names: set[str]) -> bool:
+    """Numbers and arithmetic on them (``30``, ``[30, 60]``, ``2 * 10``), where a name counts
+    only if it is in ``literal_names``."""
+    if isinstance(expr, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(expr, cst.Name):
+        return expr.value in literal_names
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        return all(_is_literal(e.value, literal_names) for e in expr.elements)
+    if isinstance(expr, cst.BinaryOperation):
+        return _is_literal(expr.left, literal_names) and _is_literal(expr.right, literal_names)
+    if isinstance(expr, cst.UnaryOperation):
+        return _is_literal(expr.expression, literal_names)
+    return False
 
 
 def value_kind(imports: ImportMap, value: cst.BaseExpression) -> str:

@@ -264,8 +264,12 @@ def classify_assign(a: Assign, roles: Roles) -> list[Event]:
 
 
 def _builds_module(call: cst.Call) -> bool:
+    """``nn.Linear(...)``, ``Head(...).to(device)``: a call that builds a module (a class name)."""
     name = call.func
-    while isinstance(name, cst.Attribute):
+    while isinstance(name, (cst.Attribute, cst.Call)):
+        if isinstance(name, cst.Call):
+            name = name.func
+            continue
         if name.attr.value[:1].isupper():
             return True
         name = name.value

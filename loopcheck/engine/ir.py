@@ -58,6 +58,7 @@ class Arg:
     node: cst.BaseExpression
     sym: str | None
     mentions: frozenset[str]
+    literal: bool = False  # only numbers, or parameters left at a numeric default
 
 
 @dataclass(eq=False)

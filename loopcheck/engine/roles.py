@@ -175,7 +175,7 @@ def scheduler_kind(q: str | None) -> str | None:
     return "unknown" if name[:1].isupper() else None
 
 
-STEP_WORDS = re.compile(r"(step|iter|batch|total|num_training|updates|len)", re.I)
+STEP_WORDS = re.compile(r"(steps|iter|batch|total|num_training|updates|^len$)", re.I)
 EPOCH_WORDS = re.compile(r"epoch", re.I)
 
 
@@ -194,10 +194,9 @@ def period_unit(node: cst.BaseExpression | None) -> str:
     node.visit(_V())
     if not names:
         return "literal"
-    text = " ".join(names)
-    if STEP_WORDS.search(text):
+    if any(STEP_WORDS.search(n) for n in names):
         return "steps"
-    if EPOCH_WORDS.search(text):
+    if any(EPOCH_WORDS.search(n) for n in names):
         return "epochs"
     return "unknown"
 
@@ -285,7 +284,7 @@ def infer_roles(index: ModuleIndex, events: list[RawEvent]) -> Roles:
                 else:
                     idx, kw = EPOCH_SCHEDULERS[name]
                     arg = _arg(c, idx, kw)
-                    info.unit = period_unit(arg.node if arg else None) if arg else "literal"
+                    info.unit = "literal" if arg is None or arg.literal else period_unit(arg.node)
             opt_arg = _arg(c, 0, "optimizer")
             info.optimizer = opt_arg.sym if opt_arg else None
             roles.schedulers[target] = info
@@ -299,10 +298,16 @@ def infer_roles(index: ModuleIndex, events: list[RawEvent]) -> Roles:
             if not re.search(r"(Loss|Dropout|Parameter|ModuleList|ModuleDict|ParameterList)$", q):
                 roles.models.add(target)
 
+    # 1b. plain re-bindings of constructed objects (``optimizer, sched = build(...)``)
+    constructed = set(roles.optimizers) | set(roles.schedulers) | set(roles.scalers) | set(roles.models)
+    for e in events:
+        if isinstance(e, Assign) and e.op == "=" and e.value_sym in constructed and e.target not in constructed:
+            roles.alias[e.target] = e.value_sym
+
     # 2. usage
     for sym, ms in methods.items():
         base = sym
-        if sym in roles.optimizers or sym in roles.schedulers or sym in roles.scalers:
+        if sym in roles.alias or sym in roles.optimizers or sym in roles.schedulers or sym in roles.scalers:
             continue
         name = last(base)
         if "zero_grad" in ms and "step" in ms and base not in roles.models:
@@ -320,6 +325,7 @@ def infer_roles(index: ModuleIndex, events: list[RawEvent]) -> Roles:
                 roles.optimizers[sym] = OptimizerInfo(None, None)
         elif (
             c.method == "step" and c.receiver and not c.args and c.receiver not in roles.optimizers
+            and c.receiver not in roles.alias
             and c.receiver not in roles.schedulers and OPTIMIZER_NAME.search(last(c.receiver))
             and c.receiver not in roles.models
         ):

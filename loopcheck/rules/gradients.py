@@ -212,7 +212,10 @@ class ZeroGradBetweenBackwardAndStep(Rule):
                 states = flow.states(ev)
                 if ev.kind == "step" and ev.subject == opt:
                     for s in states:
-                        if s.phase == "wiped" and s.zg is not None and s.skip is None and id(s.zg) not in reported:
+                        if (
+                            s.phase == "wiped" and s.zg is not None and s.skip is None
+                            and id(s.zg) not in reported and unit.order(s.bw) < unit.order(s.zg)
+                        ):
                             reported.add(id(s.zg))
                             yield self._wiped(s, ev)
                 elif ev.kind in ("zero_grad", "zero_grad_model", "zero_grad_all") and touches(unit, opt, ev) or ev.kind == "zero_grad_all":
@@ -261,7 +264,10 @@ class StepBeforeBackward(Rule):
                 if ev.subject != opt or not ev.ctx.loops or ev.extra.get("closure"):
                     continue
                 states = flow.states(ev)
-                if not states or any(s.phase != "empty" for s in states):
+                if not states or not all(
+                    s.phase in ("empty", "wiped") or s.phase == "filled" and unit.order(s.bw) > unit.order(ev)
+                    for s in states
+                ):
                     continue
                 bw = unit.next_event(ev, ("backward",))
                 if bw is None or bw.ctx.loops != ev.ctx.loops:

@@ -49,11 +49,7 @@ class OptimizerModelMachine(Machine):
             return s
         if s.built is None or ev.subject not in self.models:
             return s
-        if k == "convert":
-            if ev.extra["how"] == "dtype" or s.has_state:
-                return s._replace(pending=ev)
-            return s
-        if k in ("model_build", "submodule_replace"):
+        if k in ("convert", "model_build", "submodule_replace"):
             return s._replace(pending=ev)
         return s
 
@@ -89,16 +85,15 @@ class ModelConvertedAfterOptimizer(Rule):
         elif k == "submodule_replace":
             what = (f"replaces the submodule .{ev.extra['attr']}: its new parameters are not in the "
                     "optimizer and never train")
-        elif ev.extra["how"] == "dtype" and not s.has_state:
-            what = ("converts the parameters' dtype; PyTorch converts them in place, so the optimizer still "
-                    "holds them, but a resumed or later-built optimizer state will not match, and with "
-                    "set_overwrite_module_params_on_conversion(True) the optimizer updates orphaned copies")
-        elif ev.extra["how"] == "dtype":
-            what = ("converts the parameters' dtype after the optimizer has state of the old dtype: the next "
-                    "step() fails on mismatched dtypes")
+        elif s.has_state:
+            kind = "dtype" if ev.extra["how"] == "dtype" else "device"
+            what = (f"changes the parameters' {kind} after the optimizer has state of the old {kind}: the next "
+                    f"step() fails on mismatched {kind}s")
         else:
-            what = ("moves the parameters after the optimizer has state on the old device: the next step() "
-                    "fails on mismatched devices")
+            what = ("changes the parameters after the optimizer holds them; PyTorch converts them in place by "
+                    "default, so this works only by accident: the torch.optim docs require converting first, "
+                    "an optimizer with state (resumed, or Adagrad) fails at the next step(), and with "
+                    "set_overwrite_module_params_on_conversion(True) it updates orphaned copies")
         return Report(
             self.info.code, ev.node,
             lambda d: (

@@ -1,0 +1,114 @@
+"""Run the rule fixtures under the probes and put the measurements into a table.
+
+:func:`verify_rules` is the whole of ``loopcheck verify`` minus the command line: it finds each
+rule's fixtures, runs them (one subprocess per fixture, in parallel), measures each rule's
+symptom in the bad and the good run, and returns JSON-able rows.  :func:`format_table` renders
+them for a terminal.
+
+Fixtures per rule ``LCxxx`` in the fixtures directory:
+
+* ``LCxxx_bad.py`` and ``LCxxx_good.py``: the canonical pair;
+* ``LCxxx_bad_runtime.py`` (optional): a runnable variant for a rule whose canonical bad fixture
+  does not show the bug at runtime in this PyTorch; it is then used as the bad run, and the
+  canonical bad fixture's measurement is still reported (``canonical_bad``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import runner, symptoms
+
+
+def default_fixtures_dir() -> Path:
+    """``fixtures/`` of the source checkout this package lives in, else ``./fixtures``."""
+    here = Path(__file__).resolve().parents[2] / "fixtures"
+    return here if here.is_dir() else Path.cwd() / "fixtures"
+
+
+def _plan(codes, fixtures_dir: Path) -> list[dict]:
+    plan = []
+    for code in codes:
+        bad = fixtures_dir / f"{code}_bad.py"
+        runtime = fixtures_dir / f"{code}_bad_runtime.py"
+        good = fixtures_dir / f"{code}_good.py"
+        plan.append({
+            "code": code,
+            "bad": runtime if runtime.is_file() else bad,
+            "canonical_bad": bad if runtime.is_file() else None,
+            "good": good,
+        })
+    return plan
+
+
+def _side(code: str, path: Path | None, records: dict) -> dict | None:
+    if path is None:
+        return None
+    if not path.is_file():
+        return {"file": path.name, "value": None, "shown": None, "detail": "fixture missing",
+                "error": "fixture missing"}
+    m = symptoms.measure(code, records[str(path)])
+    m["file"] = path.name
+    m["seconds"] = records[str(path)].get("seconds")
+    return m
+
+
+def verify_rules(codes=None, fixtures_dir=None, jobs=None) -> dict:
+    """Run the fixtures of ``codes`` (default: every rule with a symptom) and measure them."""
+    codes = list(codes or symptoms.SYMPTOMS)
+    fixtures_dir = Path(fixtures_dir) if fixtures_dir else default_fixtures_dir()
+    plan = _plan(codes, fixtures_dir)
+    scripts = [p[k] for p in plan for k in ("bad", "canonical_bad", "good") if p[k] and p[k].is_file()]
+    records = runner.run_scripts(scripts, jobs=jobs)
+    rows, torch_version = [], None
+    for p in plan:
+        sym = symptoms.SYMPTOMS[p["code"]]
+        bad = _side(p["code"], p["bad"], records)
+        good = _side(p["code"], p["good"], records)
+        canonical = _side(p["code"], p["canonical_bad"], records)
+        rec = records.get(str(p["bad"])) or records.get(str(p["good"])) or {}
+        torch_version = torch_version or rec.get("torch")
+        info = symptoms.run_info(rec)
+        rows.append({
+            "code": p["code"], "symptom": sym.name, "unit": sym.unit,
+            "device": info["device"], "dtype": info["dtype"], "torch": rec.get("torch"),
+            "bad": bad, "good": good, "canonical_bad": canonical,
+            "verdict": symptoms.verdict(bad, good),
+        })
+    return {"torch": torch_version, "fixtures": str(fixtures_dir), "rules": rows,
+            "ok": all(r["verdict"] == "reproduced" for r in rows)}
+
+
+def _cell(code, side) -> str:
+    if side is None:
+        return "-"
+    if side["value"] is None:
+        return "error" if side.get("error") else "-"
+    return symptoms.SYMPTOMS[code].format(side["value"])
+
+
+def format_table(result: dict, details: bool = False) -> str:
+    """A plain-text table (one row per rule), notes, and optionally each run's detail."""
+    head = ["rule", "device", "dtype", "torch", "symptom", "bad", "good", "verdict"]
+    body = [[r["code"], r["device"], r["dtype"], r["torch"] or "-", r["symptom"],
+             _cell(r["code"], r["bad"]), _cell(r["code"], r["good"]), r["verdict"]]
+            for r in result["rules"]]
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
+    lines = ["  ".join(str(x).ljust(w) for x, w in zip(row, widths)).rstrip()
+             for row in [head, ["-" * w for w in widths], *body]]
+    notes = []
+    for r in result["rules"]:
+        if r["canonical_bad"]:
+            notes.append(f"{r['code']}: bad run = {r['bad']['file']}; {r['canonical_bad']['file']} measured "
+                         f"{_cell(r['code'], r['canonical_bad'])}: {r['canonical_bad']['detail']}")
+        for side in ("bad", "good"):
+            s = r[side]
+            if details:
+                notes.append(f"{r['code']} {side} ({s['file']}): {s['detail']}")
+            elif s.get("error") and r["verdict"] != "reproduced":
+                notes.append(f"{r['code']} {side} ({s['file']}): {s['error']}")
+    if notes:
+        lines += [""] + notes
+    n_ok = sum(r["verdict"] == "reproduced" for r in result["rules"])
+    lines += ["", f"{n_ok}/{len(result['rules'])} rules reproduced (torch {result['torch']})"]
+    return "\n".join(lines)

@@ -1,0 +1,346 @@
+"""One small measurement per rule code, computed from a fixture's probe record.
+
+A :class:`Symptom` turns the record of one script run (see :mod:`loopcheck.verify.probes`) into
+a number and a sentence of detail, and says whether that number shows the bug.  A rule is
+*reproduced* when the bad fixture shows the symptom and the good fixture does not.
+
+Pure Python on JSON data: no torch needed here.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+Measure = Callable[[dict], "tuple[Optional[float], str]"]
+
+
+@dataclass(frozen=True)
+class Symptom:
+    code: str
+    name: str                              # short column label, e.g. "unclipped steps"
+    unit: str                              # how to read the number
+    measure: Measure                       # record -> (value or None, detail)
+    present: Callable[[float], bool]       # value -> does it show the bug?
+    fmt: str = "{:.3g}"
+    errors_are_evidence: bool = False      # an exception raised by the script is the symptom
+
+    def format(self, value) -> str:
+        if value is None:
+            return "-"
+        return self.fmt.format(value)
+
+
+# ------------------------------------------------------------------------------------ helpers
+
+
+def _steps(r):
+    return r.get("steps") or []
+
+
+def _median(xs, default=None):
+    xs = [x for x in xs if x is not None and not (isinstance(x, float) and math.isnan(x))]
+    return statistics.median(xs) if xs else default
+
+
+def _g(x):
+    return "-" if x is None else f"{x:.3g}"
+
+
+def _error_text(r) -> str:
+    e = r.get("error")
+    if not e:
+        return ""
+    where = f" (line {e['line']})" if e.get("line") else ""
+    return f"{e['type']}: {e['message']}{where}"
+
+
+def train_epochs(r):
+    """(training epochs, batches per epoch) from the DataLoader passes, or (None, None)."""
+    total = len(_steps(r))
+    by_loader = {}
+    for it in r.get("loader_iters") or []:
+        by_loader.setdefault(it["loader"], []).append(it)
+    best = None
+    for its in by_loader.values():
+        n = its[0].get("len")
+        if not n:
+            continue
+        err = abs(n * len(its) - total)
+        if err <= n and (best is None or err < best[0]):
+            best = (err, len(its), n)
+    return (best[1], best[2]) if best else (None, None)
+
+
+# ------------------------------------------------------------------------------------ measures
+
+
+def _unclipped(r):
+    steps = _steps(r)
+    if not steps:
+        return None, "no optimizer step ran"
+    bad = 0
+    for s in steps:
+        c = s.get("clip")
+        if c is None or not s["grad_norm"] or abs(c["post"] / s["grad_norm"] - 1.0) > 1e-3:
+            bad += 1
+    limits = [c["limit"] for c in r.get("clips") or [] if c.get("limit")]
+    limit = limits[-1] if limits else None
+    worst = max(s["grad_norm"] for s in steps)
+    empty = sum(1 for c in r.get("clips") or [] if c["n_grad"] == 0)
+    ratio = f" = {worst / limit:.3g} x max_norm ({limit:g})" if limit else ""
+    return bad / len(steps), (
+        f"{bad}/{len(steps)} steps applied a gradient that was not the clipped one; largest "
+        f"gradient norm applied {worst:.3g}{ratio}; {empty}/{len(r.get('clips') or [])} clip calls "
+        f"found no gradient")
+
+
+def _empty_steps(r):
+    steps = _steps(r)
+    if not steps:
+        return None, "no optimizer step ran"
+    empty = sum(1 for s in steps if s["n_nonzero_grad"] == 0)
+    moved = sum(s["update_norm"] or 0.0 for s in steps)
+    return empty / len(steps), (
+        f"{empty}/{len(steps)} optimizer steps found no gradient; total parameter movement "
+        f"(sum of update norms) {moved:.3g}")
+
+
+def _stale_steps(r):
+    steps = _steps(r)
+    if not steps:
+        return None, "no optimizer step ran"
+    stale = sum(1 for s in steps if s["stale"])
+    empty = sum(1 for s in steps if s["n_nonzero_grad"] == 0)
+    return stale / len(steps), (
+        f"{stale}/{len(steps)} steps ran after a training forward but before its backward (they "
+        f"apply the previous batch's gradient); {empty} of them found no gradient at all")
+
+
+def _accumulated(r):
+    steps = _steps(r)
+    if not steps:
+        return None, "no optimizer step ran"
+    accs = [s["accum"] for s in steps]
+    return float(accs[-1]), (
+        f"backward passes summed into the applied gradient: first step {accs[0]}, last step "
+        f"{accs[-1]} (of {len(r.get('backwards') or [])} backward passes, {r.get('zero_grads', 0)} "
+        f"zero_grad calls)")
+
+
+def _sched_per_step(r):
+    steps = _steps(r)
+    if not steps:
+        return None, "no optimizer step ran"
+    sched = [s for s in r.get("sched_steps") or [] if not s.get("error")]
+    epochs, per_epoch = train_epochs(r)
+    value = len(sched) / len(steps)
+    detail = f"{len(sched)} scheduler.step() for {len(steps)} optimizer.step()"
+    if epochs:
+        starts = [steps[k * per_epoch]["lr"] for k in range(epochs) if k * per_epoch < len(steps)]
+        detail += (f" = {len(sched) / epochs:g} per epoch ({epochs} epochs x {per_epoch} batches); "
+                   f"LR at the start of each epoch: {', '.join(_g(x) for x in starts)}")
+    lrs = [s["lr"] for s in steps if s["lr"] is not None]
+    if lrs:
+        changes = sum(1 for a, b in zip(lrs, lrs[1:]) if a != b)
+        detail += f"; LR changed {changes} times, range {_g(min(lrs))}..{_g(max(lrs))}"
+    return value, detail
+
+
+def _sched_first(r):
+    steps = _steps(r)
+    if not steps:
+        return None, "no optimizer step ran"
+    before = sum(1 for s in r.get("sched_steps") or [] if s["after_step"] == 0)
+    first = steps[0]
+    warned = any("lr_scheduler.step()" in w and "optimizer.step()" in w for w in r.get("warnings") or [])
+    detail = (f"{before} scheduler.step() before the first optimizer.step(); the first step used "
+              f"lr {_g(first['lr'])} (initial lr {_g(first['initial_lr'])})")
+    if warned:
+        detail += "; PyTorch warned: Detected call of `lr_scheduler.step()` before `optimizer.step()`"
+    return float(before), detail
+
+
+def _plateau_no_metric(r):
+    calls = [s for s in r.get("sched_steps") or [] if s["scheduler"] == "ReduceLROnPlateau"]
+    failed = [s for s in calls if s["n_args"] == 0 or s.get("error")]
+    lrs = [s["lr"] for s in calls if s.get("lr") is not None]
+    if failed:
+        return float(len(failed)), (f"{len(failed)} ReduceLROnPlateau.step() calls without a metric; "
+                                    f"the script stopped: {_error_text(r) or failed[0].get('error')}")
+    return 0.0, (f"{len(calls)} ReduceLROnPlateau.step(metric) calls; LR after them: "
+                 f"{', '.join(_g(x) for x in lrs) or '-'}")
+
+
+def _eval_mode_training(r):
+    bwd = [b for b in r.get("backwards") or [] if b["forward_training"] is not None]
+    if not bwd:
+        return None, "no backward pass observed"
+    ev = sum(1 for b in bwd if b["forward_training"] is False)
+    return ev / len(bwd), (f"{ev}/{len(bwd)} backward passes back-propagated a forward run with "
+                           f"module.training == False (Dropout off, BatchNorm on running stats)")
+
+
+def _validation_graph(r):
+    val = [f for f in r.get("forwards") or [] if not f["backward"] and not f["training"]]
+    if not val:
+        return None, "no evaluation-mode forward observed"
+    saved = [f["saved_bytes"] for f in val]
+    with_fn = sum(1 for f in val if f["out_grad_fn"])
+    live = [f["live_saved_at_start"] for f in val]
+    return statistics.mean(saved) / 1024.0, (
+        f"{with_fn}/{len(val)} eval-mode forwards returned outputs with a grad_fn; activations saved "
+        f"for backward: {statistics.mean(saved) / 1024:.3g} KiB per validation forward; live saved "
+        f"memory when a validation batch starts: {min(live) / 1024:.3g}..{max(live) / 1024:.3g} KiB "
+        f"(peak over the run {r.get('peak_saved_bytes', 0) / 1024:.3g} KiB)")
+
+
+def _kept_graphs(r):
+    census = [c for c in r.get("census") or []]
+    n_steps = len(_steps(r))
+    during = [c for c in census if c["after_steps"] < n_steps or c is census[-1]]
+    if len(during) < 2 or during[-1]["after_steps"] == during[0]["after_steps"]:
+        return None, "too few optimizer steps to measure growth"
+    a, b = during[0], during[-1]
+    span = b["after_steps"] - a["after_steps"]
+    slope = (b["graph_nodes"] - a["graph_nodes"]) / span
+    return slope, (
+        f"live autograd graph nodes {a['graph_nodes']} after step {a['after_steps']} -> "
+        f"{b['graph_nodes']} after step {b['after_steps']}; live tensors with grad_fn "
+        f"{a['tensors_with_grad_fn']} -> {b['tensors_with_grad_fn']}; live saved activations "
+        f"{a['live_saved_bytes']} -> {b['live_saved_bytes']} bytes (backward already freed them)")
+
+
+def _orphaned(r):
+    steps = _steps(r)
+    err = r.get("error")
+    if err and any(w in err["message"] for w in ("dtype", "device")):
+        return 1.0, f"the optimizer step failed: {_error_text(r)}"
+    if not steps:
+        return None, "no optimizer step ran"
+    last = steps[-1]
+    frac = last["orphans"] / last["model_params"] if last["model_params"] else 0.0
+    fwd = [f for f in r.get("forwards") or [] if f["backward"]]
+    dtype = fwd[-1]["param_dtype"] if fwd else "?"
+    moved = sum(1 for s in steps if (s["update_norm"] or 0) > 0)
+    return frac, (f"{last['orphans']}/{last['model_params']} of the trained model's parameters are not "
+                  f"held by the optimizer; {moved}/{len(steps)} steps moved the optimizer's parameters; "
+                  f"model parameters are {dtype}")
+
+
+def _clip_scale(r):
+    clips = [c for c in r.get("clips") or [] if c["factor"] is not None]
+    if not clips:
+        return None, "no clip call found gradients"
+    f = _median(c["factor"] for c in clips)
+    applied = _median(s["grad_norm"] for s in _steps(r))
+    limit = clips[-1]["limit"]
+    eff = f" -> effective max_norm = max_norm / {f:.3g} = {limit / f:.3g}" if f and limit else ""
+    return f, (f"clip_grad_norm_ saw gradients {f:.3g}x the true ones (median of {len(clips)} calls){eff}; "
+               f"median gradient norm that step() applied {_g(applied)} (max_norm {_g(limit)})")
+
+
+def _applied_scale(r, skip_first=0):
+    steps = _steps(r)[skip_first:]
+    if not steps:
+        return None, "no optimizer step ran"
+    f = _median(s["factor"] for s in steps)
+    nonfinite = sum(1 for s in steps if not s["finite"])
+    ev = r.get("scaler") or []
+    n_scale = sum(1 for e in ev if e["event"] == "scale")
+    n_sstep = sum(1 for e in ev if e["event"] == "step")
+    norm = _median(s["grad_norm"] for s in steps)
+    upd = _median(s["update_norm"] for s in steps)
+    return f, (f"step() applied gradients {_g(f)}x the true gradient (median over {len(steps)} steps); "
+               f"median applied gradient norm {_g(norm)}, median update norm {_g(upd)}; {nonfinite} steps "
+               f"applied inf/nan gradients; scaler.scale() {n_scale}x, scaler.step() {n_sstep}x")
+
+
+def _no_update(r):
+    ev = r.get("scaler") or []
+    steps_ = [e for e in ev if e["event"] == "step"]
+    updates = [e for e in ev if e["event"] == "update"]
+    if not steps_:
+        return None, "scaler.step() never ran"
+    errs = [e["error"] for e in steps_ if e.get("error")]
+    scales = sorted({e["scale"] for e in steps_ if e.get("scale") is not None})
+    detail = (f"{len(updates)} scaler.update() for {len(steps_)} scaler.step(); scale values seen "
+              f"at scaler.step(): {', '.join(_g(s) for s in scales[:6])}")
+    if errs:
+        detail += f"; scaler.step() #{len(steps_)} raised {errs[0]}"
+    return len(updates) / len(steps_), detail
+
+
+def _unscale_misplaced(r):
+    err = r.get("error")
+    if err and "unscale_()" in err["message"]:
+        return math.inf, f"the script stopped: {_error_text(r)}"
+    return _applied_scale(r)
+
+
+SYMPTOMS: dict[str, Symptom] = {s.code: s for s in [
+    Symptom("LC101", "unclipped steps", "fraction of optimizer steps", _unclipped, lambda v: v >= 0.5),
+    Symptom("LC102", "unclipped steps", "fraction of optimizer steps", _unclipped, lambda v: v >= 0.5),
+    Symptom("LC103", "steps without gradient", "fraction of optimizer steps", _empty_steps,
+            lambda v: v >= 0.5),
+    Symptom("LC104", "stale-gradient steps", "fraction of optimizer steps", _stale_steps,
+            lambda v: v >= 0.5),
+    Symptom("LC105", "backwards per update", "backward passes in the last step's gradient",
+            _accumulated, lambda v: v > 2, fmt="{:g}"),
+    Symptom("LC201", "sched steps / opt step", "scheduler.step() per optimizer.step()",
+            _sched_per_step, lambda v: v >= 0.5),
+    Symptom("LC202", "sched steps before 1st opt step", "count", _sched_first,
+            lambda v: v >= 1, fmt="{:g}"),
+    Symptom("LC203", "plateau steps w/o metric", "count", _plateau_no_metric, lambda v: v >= 1,
+            fmt="{:g}", errors_are_evidence=True),
+    Symptom("LC301", "eval-mode training", "fraction of backward passes", _eval_mode_training,
+            lambda v: v > 0),
+    Symptom("LC302", "KiB saved / val batch", "KiB of activations saved for backward per validation forward",
+            _validation_graph, lambda v: v > 0),
+    Symptom("LC401", "graph nodes kept / step", "growth of live autograd graph nodes per optimizer step",
+            _kept_graphs, lambda v: v >= 1),
+    Symptom("LC501", "orphaned params", "fraction of the model's parameters the optimizer does not update",
+            _orphaned, lambda v: v > 0, errors_are_evidence=True),
+    Symptom("LC601", "grad scale at clip", "gradients seen by clip_grad_norm_ / true gradients",
+            _clip_scale, lambda v: v > 1.5),
+    Symptom("LC602", "applied grad scale", "gradients applied by step() / true gradients",
+            _applied_scale, lambda v: v > 1.5),
+    Symptom("LC603", "applied grad scale", "gradients applied by step() / true gradients",
+            _applied_scale, lambda v: v < 1 / 1.5),
+    Symptom("LC604", "updates / scaler step", "scaler.update() calls per scaler.step()",
+            _no_update, lambda v: v < 1, errors_are_evidence=True),
+    Symptom("LC605", "applied grad scale", "gradients applied by step() / true gradients",
+            _unscale_misplaced, lambda v: v > 1.5, errors_are_evidence=True),
+]}
+
+
+def measure(code: str, record: dict) -> dict:
+    """Measure ``code``'s symptom in one run's record: ``{value, shown, detail, error}``."""
+    sym = SYMPTOMS[code]
+    error = _error_text(record)
+    if record.get("error") and record["error"]["type"] in ("RunnerError", "Timeout"):
+        return {"value": None, "shown": None, "detail": error, "error": error}
+    value, detail = sym.measure(record)
+    if error and not sym.errors_are_evidence:
+        return {"value": value, "shown": None, "detail": f"script failed: {error}; {detail}", "error": error}
+    shown = None if value is None else bool(sym.present(value))
+    return {"value": value, "shown": shown, "detail": detail, "error": error or None}
+
+
+def verdict(bad: dict, good: dict) -> str:
+    """``reproduced`` when the bad run shows the symptom and the good run does not."""
+    if bad["shown"] and good["shown"] is False:
+        return "reproduced"
+    return "not reproduced"
+
+
+def run_info(record: dict) -> dict:
+    """Device and dtype the script trained with (from its training forwards)."""
+    fwd = [f for f in record.get("forwards") or [] if f.get("backward")] or record.get("forwards") or []
+    if not fwd:
+        return {"device": "cuda" if record.get("cuda") else "cpu", "dtype": "-"}
+    f = fwd[-1]
+    dtype = f"{f['autocast']} autocast" if f.get("autocast") else f["param_dtype"]
+    return {"device": f["device"], "dtype": dtype}
