@@ -34,6 +34,7 @@ from loopcheck.engine.ir import (
     Try,
 )
 from loopcheck.engine.names import ImportMap, dotted_name
+from loopcheck.engine.walk import calls_in_order, children, dotted_chains, walk
 
 NO_GRAD_CONTEXTS = {
     "torch.no_grad",
@@ -91,50 +92,36 @@ def _assigned_names(target: cst.BaseExpression, out: set[str]) -> None:
         _assigned_names(target.value, out)
 
 
-class _LocalsCollector(cst.CSTVisitor):
-    """Names bound inside one function body (not descending into nested defs/classes)."""
+def bound_names(body: cst.CSTNode) -> tuple[set[str], set[str]]:
+    """``(names bound, names declared global/nonlocal)`` in a function body, not entering
+    nested functions, classes or lambdas (whose names are their own)."""
+    names: set[str] = set()
+    declared: set[str] = set()
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (cst.FunctionDef, cst.ClassDef)):
+            names.add(n.name.value)
+            continue
+        if isinstance(n, (cst.Lambda, cst.Import, cst.ImportFrom)):
+            continue
+        if isinstance(n, cst.AssignTarget):
+            _assigned_names(n.target, names)
+        elif isinstance(n, (cst.AnnAssign, cst.AugAssign)):
+            _assigned_names(n.target, names)
+        elif isinstance(n, (cst.For, cst.CompFor)):
+            _assigned_names(n.target, names)
+        elif isinstance(n, cst.AsName):
+            _assigned_names(n.name, names)
+        elif isinstance(n, (cst.Global, cst.Nonlocal)):
+            declared.update(x.name.value for x in n.names)
+        stack.extend(children(n))
+    return names, declared
 
-    def __init__(self) -> None:
-        self.names: set[str] = set()
-        self.globals: set[str] = set()
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        self.names.add(node.name.value)
-        return False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        self.names.add(node.name.value)
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        _assigned_names(node.target, self.names)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        _assigned_names(node.target, self.names)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        _assigned_names(node.target, self.names)
-
-    def visit_For(self, node: cst.For) -> None:
-        _assigned_names(node.target, self.names)
-
-    def visit_AsName(self, node: cst.AsName) -> None:
-        _assigned_names(node.name, self.names)
-
-    def visit_Import(self, node: cst.Import) -> bool:
-        return False  # imported names are qualified through the ImportMap
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        return False
-
-    def visit_Global(self, node: cst.Global) -> None:
-        self.globals.update(n.name.value for n in node.names)
-
-    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
-        self.globals.update(n.name.value for n in node.names)
+def is_generator(func: cst.FunctionDef) -> bool:
+    """Whether ``func``'s body contains ``yield`` (not counting nested functions)."""
+    return any(isinstance(n, cst.Yield) for n in walk(func.body, (cst.FunctionDef, cst.ClassDef, cst.Lambda)))
 
 
 def _param_names(func: cst.FunctionDef) -> list[str]:
@@ -154,19 +141,13 @@ def _all_param_names(func: cst.FunctionDef) -> list[str]:
 def index_module(module: cst.Module) -> ModuleIndex:
     """Collect imports (anywhere in the file), top-level functions, classes and globals."""
     imports = ImportMap()
-
-    class _Imports(cst.CSTVisitor):
-        def visit_Import(self, node: cst.Import) -> None:
+    for node in walk(module, (cst.BaseExpression,)):
+        if isinstance(node, (cst.Import, cst.ImportFrom)):
             imports.add(node)
-
-        def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-            imports.add(node)
-
-    module.visit(_Imports())
     functions: dict[str, cst.FunctionDef] = {}
     classes: dict[str, ClassInfo] = {}
     method_class: dict[cst.FunctionDef, str] = {}
-    collector = _LocalsCollector()
+    global_names: set[str] = set()
     for stmt in module.body:
         if isinstance(stmt, cst.FunctionDef):
             functions[stmt.name.value] = stmt
@@ -180,8 +161,8 @@ def index_module(module: cst.Module) -> ModuleIndex:
             classes[stmt.name.value] = ClassInfo(stmt, methods, bases)
             for m in methods.values():
                 method_class[m] = stmt.name.value
-        stmt.visit(collector)
-    return ModuleIndex(imports, functions, classes, collector.names, list(module.body), method_class)
+        global_names |= bound_names(stmt)[0] if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) else {stmt.name.value}
+    return ModuleIndex(imports, functions, classes, global_names, list(module.body), method_class)
 
 
 @dataclass
@@ -199,39 +180,6 @@ class Frame:
     literal_params: set[str] = field(default_factory=set)  # unbound parameters with a numeric default
 
 
-class _CallCollector(cst.CSTVisitor):
-    """Calls inside an expression in evaluation order (arguments before the call)."""
-
-    def __init__(self) -> None:
-        self.calls: list[cst.Call] = []
-
-    def leave_Call(self, original_node: cst.Call) -> None:
-        self.calls.append(original_node)
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-
-class _ChainCollector(cst.CSTVisitor):
-    """Maximal Name/Attribute chains inside an expression (``model.parameters``, ``lr``)."""
-
-    def __init__(self) -> None:
-        self.chains: list[str] = []
-
-    def visit_Attribute(self, node: cst.Attribute) -> bool:
-        d = dotted_name(node)
-        if d is not None:
-            self.chains.append(d)
-            return False
-        return True
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.chains.append(node.value)
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-
 NUMBER_METHODS = {"item", "tolist", "numpy"}
 NUMBER_FUNCS = {"float", "int", "round", "math.isfinite", "math.isnan"}
 DETACH_METHODS = {"detach", "detach_", "cpu"}  # .cpu() alone keeps grad_fn; checked below
@@ -246,6 +194,8 @@ class UnitBuilder:
         self._stack: list[cst.CSTNode] = []
         self.n_events = 0
         self.called: set[cst.FunctionDef] = set()
+        self._locals: dict[int, tuple[set[str], set[str]]] = {}
+        self._generators: dict[cst.FunctionDef, bool] = {}
 
     # -- symbols -------------------------------------------------------------------------
     def resolve(self, frame: Frame, dotted: str | None) -> tuple[str | None, bool]:
@@ -267,10 +217,8 @@ class UnitBuilder:
         return dotted, False
 
     def mentions(self, frame: Frame, expr: cst.CSTNode) -> frozenset[str]:
-        c = _ChainCollector()
-        expr.visit(c)
         out = set()
-        for chain in c.chains:
+        for chain in dotted_chains(expr):
             sym, _ = self.resolve(frame, chain)
             if sym:
                 out.add(sym)
@@ -293,10 +241,8 @@ class UnitBuilder:
         """Append the call events of ``expr`` to ``out``; ``targets`` go to its outermost call."""
         if expr is None:
             return {}
-        collector = _CallCollector()
-        expr.visit(collector)
         made: dict[cst.Call, Call] = {}
-        for call in collector.calls:
+        for call in calls_in_order(expr):
             tgt = targets if call is expr else ()
             node = self.make_call(frame, call, ctx, made, tgt)
             if node is not None:
@@ -376,6 +322,10 @@ class UnitBuilder:
         if callee is None:
             return None
         func, self_sym, cls = callee
+        if func not in self._generators:
+            self._generators[func] = is_generator(func)
+        if self._generators[func]:
+            return None  # its body runs at next(), not at the call
         if func in self._stack or len(self._stack) >= MAX_INLINE_DEPTH:
             return None
         if self.n_events > MAX_EVENTS_PER_UNIT:
@@ -390,10 +340,12 @@ class UnitBuilder:
         self, func: cst.FunctionDef, parent: Frame | None, subst: dict[str, str],
         self_cls: str | None,
     ) -> Frame:
-        collector = _LocalsCollector()
-        func.body.visit(collector)
+        key = id(func)
+        if key not in self._locals:
+            self._locals[key] = bound_names(func.body)
+        names, declared = self._locals[key]
         fid = f"f{next(self._ids)}"
-        local_names = (collector.names | set(_all_param_names(func))) - collector.globals - set(subst)
+        local_names = (names | set(_all_param_names(func))) - declared - set(subst)
         defs = {s.name.value: s for s in func.body.body if isinstance(s, cst.FunctionDef)}
         return Frame(fid, subst, local_names, self_cls, defs, parent)
 
@@ -566,10 +518,8 @@ class UnitBuilder:
         names: set[str] = set()
         if target is not None:
             _assigned_names(target, names)
-        collector = _CallCollector()
-        iter_expr.visit(collector)
         calls = tuple(
-            q for q in (self.resolve(frame, dotted_name(c.func))[0] for c in collector.calls) if q
+            q for q in (self.resolve(frame, dotted_name(c.func))[0] for c in calls_in_order(iter_expr)) if q
         )
         return LoopInfo(node, tuple(sorted(names)), tuple(sorted(self.mentions(frame, iter_expr))), calls)
 

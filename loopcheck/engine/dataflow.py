@@ -3,7 +3,8 @@
 A :class:`Machine` has an initial state, a transfer function per typed event and,
 optionally, a hook for the arms of an ``if``. :func:`run` interprets the structured IR
 with sets of states: ``if`` joins its arms, a loop iterates its body until the states at
-its head stop changing (so the last iteration flows back into the first), ``break``,
+its head stop changing (so the last iteration flows back into the first; a loop is taken
+to run at least once), ``break``,
 ``continue`` and ``return`` carry their states to where they land, and an inlined
 function's ``return`` ends only that function. The result gives, for every typed event,
 the set of states in which it can run; rules decide from that set.
@@ -14,7 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Hashable, Iterable
 
+import weakref
+
+import libcst as cst
+
 from loopcheck.engine.events import Event
+from loopcheck.engine.walk import names_in
 from loopcheck.engine.ir import Assign, Call, If, Inline, Jump, Loop, Node, Seq, Try
 
 State = Hashable
@@ -58,22 +64,123 @@ class Flow:
 MAX_LOOP_ITERATIONS = 50
 
 
+_REPEATED: "weakref.WeakKeyDictionary[Seq, dict]" = weakref.WeakKeyDictionary()
+
+
+def _ifs(node: Node):
+    if isinstance(node, If):
+        yield node
+        yield from _ifs(node.body)
+        yield from _ifs(node.orelse)
+    elif isinstance(node, Seq):
+        for item in node.items:
+            yield from _ifs(item)
+    elif isinstance(node, Loop):
+        yield from _ifs(node.body)
+        yield from _ifs(node.orelse)
+    elif isinstance(node, Try):
+        for part in (node.body, *node.handlers, node.orelse, node.final):
+            yield from _ifs(part)
+    elif isinstance(node, Inline):
+        yield from _ifs(node.body)
+
+
+def repeated_tests(unit: Seq) -> dict[int, tuple[str, frozenset[str]]]:
+    """``id(If) → (test text, names)`` for the ``if`` tests that occur more than once in the
+    unit: only those can correlate, so only those are remembered (which keeps the number of
+    states small)."""
+    key = unit
+    if key not in _REPEATED:
+        texts: dict[int, tuple[str, frozenset[str]]] = {}
+        count: dict[str, int] = {}
+        for node in _ifs(unit):
+            test = getattr(node.node, "test", None)
+            if test is None:
+                continue
+            text = cst.Module([]).code_for_node(test)
+            texts[id(node)] = (text, frozenset(names_in(test)))
+            count[text] = count.get(text, 0) + 1
+        _REPEATED[key] = {k: v for k, v in texts.items() if count[v[0]] > 1}
+    return _REPEATED[key]
+
+
+MAX_STATES = 32
+
+
+def _bound(states: set) -> set:
+    """Forget the remembered conditions when they multiply the states past ``MAX_STATES``."""
+    if len(states) <= MAX_STATES:
+        return states
+    return {(ms, frozenset()) for ms, _ in states}
+
+
 class _Interpreter:
-    def __init__(self, machine: Machine) -> None:
+    """Interprets the IR over pairs ``(machine state, known conditions)``.
+
+    The known conditions make the analysis see that two ``if``s on the same test agree
+    (``if phase == "train": model.train() ... if phase == "train": optimizer.step()``): a
+    condition is remembered after a branch on it, and forgotten when a name it mentions is
+    assigned or is the target of a loop starting a new iteration.
+    """
+
+    def __init__(self, machine: Machine, unit: Seq) -> None:
         self.m = machine
         self.flow = Flow()
+        self._tests = repeated_tests(unit)
+        self._memo: dict[tuple, _Out] = {}
+
+    def _test(self, node: If):
+        return self._tests.get(id(node))
+
+    @staticmethod
+    def _forget(states: set, names) -> set:
+        names = set(names)
+        out = set()
+        for ms, conds in states:
+            if conds:
+                conds = frozenset(c for c in conds if not (c[2] & names))
+            out.add((ms, conds))
+        return out
 
     def events(self, raw: Call | Assign, states: set) -> set:
         for ev in raw.typed:
-            self.flow.at.setdefault(ev, set()).update(states)
-            states = {self.m.transfer(s, ev) for s in states}
+            self.flow.at.setdefault(ev, set()).update(ms for ms, _ in states)
+            states = {(self.m.transfer(ms, ev), conds) for ms, conds in states}
+        if isinstance(raw, Assign) and raw.target:
+            states = self._forget(states, {raw.target.rpartition(":")[2].split(".")[0]})
+        elif isinstance(raw, Call):
+            targets = {t.rpartition(":")[2].split(".")[0] for t in raw.targets if t}
+            if targets:
+                states = self._forget(states, targets)
         return states
 
+    def _arm(self, node: If, states: set, taken: bool) -> set:
+        test = self._test(node)
+        out = set()
+        for ms, conds in states:
+            if test is not None:
+                text, names = test
+                if (text, not taken, names) in conds:
+                    continue
+                conds = conds | {(text, taken, names)}
+            out.add((self.m.branch(ms, node, taken), conds))
+        return out
+
     def exec(self, node: Node, states: set) -> _Out:
+        """Run ``node`` from ``states``; compound nodes are memoized on their input states
+        (a loop re-runs its body until nothing changes, nested loops would multiply the work)."""
         if not states:
             return _Out()
         if isinstance(node, (Call, Assign)):
             return _Out(self.events(node, states))
+        key = (id(node), frozenset(states))
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = self._exec(node, states)
+            self._memo[key] = hit
+        return hit
+
+    def _exec(self, node: Node, states: set) -> _Out:
         if isinstance(node, Seq):
             out = _Out()
             cur = states
@@ -88,19 +195,22 @@ class _Interpreter:
             out.normal = cur
             return out
         if isinstance(node, If):
-            a = self.exec(node.body, {self.m.branch(s, node, True) for s in states})
-            b = self.exec(node.orelse, {self.m.branch(s, node, False) for s in states})
-            return _Out(a.normal | b.normal, a.brk | b.brk, a.cont | b.cont, a.ret | b.ret)
+            a = self.exec(node.body, self._arm(node, states, True))
+            b = self.exec(node.orelse, self._arm(node, states, False))
+            return _Out(_bound(a.normal | b.normal), a.brk | b.brk, a.cont | b.cont, a.ret | b.ret)
         if isinstance(node, Loop):
+            targets = node.info.targets
             head = set(states)
             body = _Out()
             for _ in range(MAX_LOOP_ITERATIONS):
-                body = self.exec(node.body, head)
-                new_head = head | body.normal | body.cont
+                body = self.exec(node.body, self._forget(head, targets) if targets else head)
+                new_head = _bound(head | body.normal | body.cont)
                 if new_head == head:
                     break
                 head = new_head
-            exits = set() if node.infinite else head
+            # Loops are taken to run at least once: a training loop over an empty loader is
+            # not a path worth reporting, and the zero-trip path invents states that no run has.
+            exits = set() if node.infinite else body.normal | body.cont
             after = self.exec(node.orelse, exits) if node.orelse.items else _Out(exits)
             return _Out(after.normal | body.brk, after.brk, after.cont, after.ret | body.ret)
         if isinstance(node, Jump):
@@ -135,8 +245,8 @@ class _Interpreter:
 def run(machine: Machine, unit: Seq, initial: Iterable[State] | None = None) -> Flow:
     """Interpret ``unit`` with ``machine``, starting from ``initial`` (default: the
     machine's initial state)."""
-    interp = _Interpreter(machine)
+    interp = _Interpreter(machine, unit)
     start = set(initial) if initial is not None else {machine.initial()}
-    out = interp.exec(unit, start)
-    interp.flow.exit = out.normal | out.ret
+    out = interp.exec(unit, {(s, frozenset()) for s in start})
+    interp.flow.exit = {ms for ms, _ in out.normal | out.ret}
     return interp.flow

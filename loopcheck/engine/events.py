@@ -39,6 +39,7 @@ MODEL_READONLY = {
     "gradient_checkpointing_enable", "tie_weights", "extra_repr", "get_submodule",
     "requires_grad_", "share_memory", "estimate_tokens", "floating_point_ops",
 }
+SELF_RETURNING = {"to", "cuda", "cpu", "half", "float", "double", "bfloat16", "train", "eval", "requires_grad_"}
 OPT_READONLY = {"state_dict", "add_param_group", "param_groups"}
 PURE_FUNCS = re.compile(
     r"^(print|len|str|repr|isinstance|hasattr|getattr|id|type|sum|vars|format|copy\.deepcopy|"
@@ -95,6 +96,9 @@ def classify_call(c: Call, roles: Roles) -> list[Event]:
     out: list[Event] = []
     method = c.method
     recv = roles.canon(c.receiver) if c.receiver else None
+    # model.to(device).train(): methods that return the module itself keep the receiver
+    if c.inner is not None and c.inner.method in SELF_RETURNING and c.inner.receiver and method != "backward":
+        recv = roles.canon(c.inner.receiver)
     q = c.func if c.qualified else None
     target = c.targets[0] if len(c.targets) == 1 else None
     ev = lambda kind, subject, **extra: out.append(Event(kind, subject, c.node, c, extra))  # noqa: E731
@@ -117,7 +121,7 @@ def classify_call(c: Call, roles: Roles) -> list[Event]:
             return out
 
     # calls on a call result: scaler.scale(loss).backward(), loss.mean().backward()
-    if c.inner is not None:
+    if c.inner is not None and recv is None:
         if method == "backward":
             inner = c.inner
             if inner.receiver and roles.canon(inner.receiver) in roles.scalers and inner.method == "scale":
@@ -206,7 +210,7 @@ def classify_call(c: Call, roles: Roles) -> list[Event]:
         if c.args and (recv in roles.accelerators or re.search(r"(accelerator|fabric)", last(recv), re.I)):
             ev("backward", c.args[0].sym, scaler=None, managed=True)
         elif not c.args or c.args[0].keyword is not None or c.args[0].sym is None or "grad" in (c.args[0].sym or ""):
-            ev("backward", c.receiver, scaler=None)
+            ev("backward", c.receiver, scaler=roles.scaled.get(roles.canon(c.receiver)))
         return out
     if method == "clip_grad_norm_" or method == "clip_grad_value_":
         params = c.args[0].mentions if c.args else frozenset()

@@ -21,6 +21,7 @@ import libcst as cst
 
 from loopcheck.engine.builder import ModuleIndex
 from loopcheck.engine.ir import Assign, Call, RawEvent
+from loopcheck.engine.walk import names_in
 
 # -- knowledge tables ---------------------------------------------------------------------
 
@@ -127,6 +128,7 @@ class Roles:
     accelerators: set[str] = field(default_factory=set)
     local_modules: set[str] = field(default_factory=set)
     alias: dict[str, str] = field(default_factory=dict)
+    scaled: dict[str, str] = field(default_factory=dict)  # ``x = scaler.scale(loss)``: x → scaler
 
     def canon(self, sym: str | None) -> str | None:
         """The representative of a symbol's alias class; ``model.module`` → ``model``."""
@@ -185,13 +187,7 @@ def period_unit(node: cst.BaseExpression | None) -> str:
     ``"literal"`` (only numbers) or ``"unknown"``."""
     if node is None:
         return "unknown"
-    names: list[str] = []
-
-    class _V(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            names.append(n.value)
-
-    node.visit(_V())
+    names = sorted(names_in(node))
     if not names:
         return "literal"
     if any(STEP_WORDS.search(n) for n in names):
@@ -359,10 +355,19 @@ def infer_roles(index: ModuleIndex, events: list[RawEvent]) -> Roles:
     for info in roles.optimizers.values():
         info.models = {roles.canon(m) for m in info.models}  # type: ignore[misc]
         roles.models |= info.models
+    for c in calls:
+        if c.method == "scale" and c.receiver and roles.canon(c.receiver) in roles.scalers:
+            for t in c.targets:
+                if t:
+                    roles.scaled[t] = roles.canon(c.receiver)
     # 4. losses: what backward() is called on
     for c in calls:
         if c.method == "backward":
-            if c.receiver:
+            if c.inner is not None and c.inner.method == "scale" and c.inner.args and c.inner.args[0].sym:
+                roles.losses.add(c.inner.args[0].sym)
+            elif c.inner is not None and c.inner.receiver:
+                roles.losses.add(c.inner.receiver)
+            elif c.receiver:
                 roles.losses.add(c.receiver)
             elif c.args and c.args[0].sym and c.func and not c.qualified:
                 roles.losses.add(c.args[0].sym)

@@ -16,7 +16,7 @@ from loopcheck.engine.events import Event
 from loopcheck.engine.unit import Unit
 from loopcheck.findings import Report
 from loopcheck.rules.base import Rule, RuleInfo, register
-from loopcheck.rules.gradients import touches
+from loopcheck.rules.gradients import built_here, touches
 
 
 class A(NamedTuple):
@@ -37,10 +37,12 @@ class ScalingMachine(Machine):
         self.unit, self.opt = unit, opt
 
     def initial(self) -> A:
-        return A("unknown")
+        return A("absent") if built_here(self.unit, self.opt) else A("unknown")
 
     def transfer(self, s: A, ev: Event) -> A:
         k = ev.kind
+        if s.phase == "absent" and not (k == "opt_build" and ev.subject == self.opt):
+            return s
         if k == "backward":
             if ev.extra.get("managed"):
                 return A("unknown")

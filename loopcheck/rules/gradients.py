@@ -33,7 +33,7 @@ ACCUMULATION_TEST = re.compile(r"%|accum|sync_grad|update_freq|grad_acc|should_s
 class G(NamedTuple):
     """Gradient state of one optimizer.
 
-    phase: ``unknown`` | ``empty`` | ``filled`` | ``applied`` | ``wiped``.
+    phase: ``unknown`` | ``absent`` (not built yet) | ``empty`` | ``filled`` | ``applied`` | ``wiped``.
     bw, step, zg: the last backward / step / wiping zero_grad event (or None).
     stale: gradients include contributions a previous step already applied (None: unknown).
     stepped: a step ran before on this path.
@@ -50,6 +50,12 @@ class G(NamedTuple):
 
 
 UNKNOWN = G("unknown", stale=None)
+ABSENT = G("absent")  # the optimizer is built later in this unit
+
+
+def built_here(unit: Unit, opt: str) -> bool:
+    """Whether the unit itself constructs optimizer ``opt`` (before that, it does not exist)."""
+    return any(e.kind == "opt_build" and e.subject == opt for e in unit.events)
 
 
 def touches(unit: Unit, opt: str, ev: Event) -> bool:
@@ -86,6 +92,10 @@ def _step_in(node, opt: str) -> Event | None:
     return None
 
 
+def _has_backward(node) -> bool:
+    return any(ev.kind == "backward" for raw in walk_events(node) for ev in raw.typed)
+
+
 class GradientMachine(Machine):
     """Typestate of one optimizer's gradients (see module docstring)."""
 
@@ -95,12 +105,14 @@ class GradientMachine(Machine):
         self._if_steps: dict[int, tuple] = {}
 
     def initial(self) -> G:
-        return UNKNOWN
+        return ABSENT if built_here(self.unit, self.opt) else UNKNOWN
 
     def transfer(self, s: G, ev: Event) -> G:
         k = ev.kind
         if k == "opt_build" and ev.subject == self.opt:
             return G("empty")
+        if s.phase == "absent":
+            return s
         if k == "backward":
             if s.phase in ("applied",):
                 return s._replace(phase="filled", bw=ev, stale=True)
@@ -128,12 +140,15 @@ class GradientMachine(Machine):
         if key not in self._if_steps:
             test = node.node.test if hasattr(node.node, "test") else None
             accum = test is not None and ACCUMULATION_TEST.search(cst.Module([]).code_for_node(test))
-            self._if_steps[key] = (accum, _step_in(node.body, self.opt), _step_in(node.orelse, self.opt))
-        accum, in_body, in_else = self._if_steps[key]
+            self._if_steps[key] = (
+                accum, _step_in(node.body, self.opt), _step_in(node.orelse, self.opt),
+                _has_backward(node.body), _has_backward(node.orelse),
+            )
+        accum, in_body, in_else, bw_body, bw_else = self._if_steps[key]
         if not accum:
             return s
-        other, mine = (in_else, in_body) if taken else (in_body, in_else)
-        if other is not None and mine is None:
+        other, mine, other_bw = (in_else, in_body, bw_else) if taken else (in_body, in_else, bw_body)
+        if other is not None and mine is None and not other_bw:
             return s._replace(skip=other)
         return s
 
@@ -215,12 +230,16 @@ class ZeroGradBetweenBackwardAndStep(Rule):
                         if (
                             s.phase == "wiped" and s.zg is not None and s.skip is None
                             and id(s.zg) not in reported and unit.order(s.bw) < unit.order(s.zg)
+                            and s.bw.ctx.loops == s.zg.ctx.loops
                         ):
                             reported.add(id(s.zg))
                             yield self._wiped(s, ev)
-                elif ev.kind in ("zero_grad", "zero_grad_model", "zero_grad_all") and touches(unit, opt, ev) or ev.kind == "zero_grad_all":
+                elif ev.kind in ("zero_grad", "zero_grad_model") and touches(unit, opt, ev) or ev.kind == "zero_grad_all":
                     for s in states:
-                        if s.phase == "filled" and s.skip is not None and id(ev) not in reported:
+                        if (
+                            s.phase == "filled" and s.skip is not None and id(ev) not in reported
+                            and ev.ctx.loops and s.skip.ctx.loops and ev.ctx.loops[-1] is s.skip.ctx.loops[-1] and not ev.ctx.conds
+                        ):
                             reported.add(id(ev))
                             yield self._accumulation(s, ev)
 

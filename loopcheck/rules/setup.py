@@ -49,6 +49,8 @@ class OptimizerModelMachine(Machine):
             return s
         if s.built is None or ev.subject not in self.models:
             return s
+        if k == "convert" and ev.extra["how"] == "device" and s.has_state and not self.eager:
+            return s  # a device move once training runs is a round trip (checkpoint to CPU and back)
         if k in ("convert", "model_build", "submodule_replace"):
             return s._replace(pending=ev)
         return s

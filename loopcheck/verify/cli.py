@@ -32,6 +32,8 @@ def verify(codes, output_format, fixtures_dir, jobs, details):
 
     Prints, per rule: device, dtype, torch version, the symptom's number in the bad and in the
     good run, and whether the bug was reproduced (shown by the bad run, not by the good one).
+    Where a rule has LCxxx_bad_runtime.py (its canonical bad fixture cannot show the bug at
+    runtime in this PyTorch), that is the bad run; the canonical one is measured too.
     Exit code 0 if every selected rule reproduced, 1 otherwise, 2 on usage errors or when
     PyTorch is missing.
     """

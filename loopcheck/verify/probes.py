@@ -15,8 +15,8 @@
   (used by ``Tensor.backward``), ``clip_grad_norm_`` / ``clip_grad_value_``, ``zero_grad``,
   ``LRScheduler.step`` and its overrides, ``DataLoader.__iter__`` and ``torch.amp.GradScaler``
   (``scale``, the internal unscale, ``step``, ``update``);
-* a census of live autograd graphs (``gc`` walk of tensors with a ``grad_fn``) at steps 4, 8,
-  16, 32, ... and at the end.
+* a census of live autograd graphs (``gc`` walk of tensors with a ``grad_fn``) at steps 4, 16,
+  64, ... and at the end.
 
 Everything is recorded into plain dicts/lists so the runner can dump them as JSON.  This module
 imports torch; only the runner's child process imports it.
@@ -53,14 +53,19 @@ def graph_census() -> dict:
     keep = {}  # id -> node; holding the Python wrappers keeps their ids stable during the walk
     stack = []
     tensors = 0
+    is_tensor_type: dict[type, bool] = {}
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # probing some module objects' type emits FutureWarnings
+        warnings.simplefilter("ignore")
         for obj in gc.get_objects():
+            cls = type(obj)
+            hit = is_tensor_type.get(cls)
+            if hit is None:
+                hit = is_tensor_type[cls] = issubclass(cls, torch.Tensor)
+            if not hit:
+                continue
             try:
-                if not isinstance(obj, torch.Tensor):
-                    continue
                 fn = obj.grad_fn
-            except Exception:  # noqa: BLE001 - exotic objects in gc
+            except Exception:  # noqa: BLE001 - exotic tensor subclasses
                 continue
             if fn is not None:
                 tensors += 1
@@ -94,12 +99,18 @@ def _as_float(x):
 
 
 class _Saved:
-    """What the saved-tensor pack hook stores instead of the tensor: counts live bytes."""
+    """What the saved-tensor pack hook stores instead of the tensor: counts live bytes.
 
-    __slots__ = ("t", "n", "probe", "__weakref__")
+    With saved-tensor hooks installed, autograd no longer checks whether a saved tensor was
+    modified in place before backward; :meth:`Probe._unpack` repeats that check (same version
+    counter test, same error) so that a script fails under the probes exactly where it fails
+    without them.
+    """
+
+    __slots__ = ("t", "n", "version", "probe", "__weakref__")
 
     def __init__(self, probe, t, n):
-        self.t, self.n, self.probe = t, n, probe
+        self.t, self.n, self.version, self.probe = t.detach(), n, t._version, probe
         probe.live_saved += n
         probe.peak_saved = max(probe.peak_saved, probe.live_saved)
 
@@ -116,7 +127,7 @@ class _Saved:
 class Probe:
     """Install hooks into torch, record what a training script does, uninstall."""
 
-    CENSUS_AT = frozenset(2 ** k for k in range(2, 20))  # step counts 4, 8, 16, ...
+    CENSUS_AT = frozenset(4 ** k for k in range(1, 10))  # after steps 4, 16, 64, ... (a census costs ~0.1 s)
 
     def __init__(self):
         self.steps: list[dict] = []        # one per optimizer.step() that really ran
@@ -138,6 +149,7 @@ class Probe:
         self._sched_depth = 0
         self._clips_since_step: list[dict] = []
         self._snapshot = None
+        self._internal_unscale = None      # scale a fused optimizer removes inside its step
         self._handles = []
         self._patches = []
 
@@ -227,11 +239,17 @@ class Probe:
         n = 0 if isinstance(base, nn.Parameter) else t.numel() * t.element_size()
         if self._current is not None:
             self._current["saved_bytes"] += n
-        return _Saved(self, t.detach(), n)
+        return _Saved(self, t, n)
 
     @staticmethod
     def _unpack(saved):
-        return saved.t
+        t = saved.t
+        if t._version != saved.version:
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: [{t.type()} {list(t.shape)}] is at version {t._version}; expected "
+                f"version {saved.version} instead. (checked by loopcheck's saved-tensor probe)")
+        return t
 
     # ---------------------------------------------------------------- backward
     def _backward_wrapper(self, orig):
@@ -280,7 +298,8 @@ class Probe:
             "model_params": len(model_params),
             "orphans": sum(id(p) not in held for p in model_params),
             "stale": last_fwd is not None and not last_fwd["backward"],
-            "accum": self.accum, "factor": self.grad_factor,
+            "accum": self.accum,
+            "factor": self.grad_factor / (self._internal_unscale or 1.0),
             "clip": None if clip is None else dict(clip, ratio=(clip["post"] / norm) if norm else None),
             "sched_steps": len(self.sched_steps), "zero_grads": self.zero_grads,
             "update_norm": None, "params_finite": None,
@@ -304,9 +323,9 @@ class Probe:
             self.steps[-1]["params_finite"] = all(bool(torch.isfinite(p).all()) for p in params)
         self._snapshot = None
 
-    def take_census(self) -> None:
+    def take_census(self, final: bool = False) -> None:
         c = graph_census()
-        c.update(after_steps=len(self.steps), live_saved_bytes=self.live_saved)
+        c.update(after_steps=len(self.steps), live_saved_bytes=self.live_saved, final=final)
         self.census.append(c)
 
     # ---------------------------------------------------------------- clip, zero_grad
@@ -417,6 +436,11 @@ class Probe:
             rec = {"event": "step", "scale": float(self_.get_scale()) if self_.is_enabled() else None,
                    "after_step": before, "error": None, "skipped": None}
             probe.scaler.append(rec)
+            state = getattr(self_, "_per_optimizer_states", {}).get(id(optimizer), {})
+            if (self_.is_enabled() and getattr(optimizer, "_step_supports_amp_scaling", False)
+                    and getattr(state.get("stage"), "name", "READY") == "READY"):  # no state yet: READY
+                # fused optimizers unscale inside their kernel: the step applies true gradients
+                probe._internal_unscale = rec["scale"]
             try:
                 return orig(self_, optimizer, *args, **kwargs)
             except BaseException as exc:
@@ -424,6 +448,9 @@ class Probe:
                 raise
             finally:
                 rec["skipped"] = len(probe.steps) == before
+                if probe._internal_unscale:
+                    probe.grad_factor /= probe._internal_unscale
+                    probe._internal_unscale = None
 
         return step
 

@@ -105,8 +105,8 @@ def format_table(result: dict, details: bool = False) -> str:
             s = r[side]
             if details:
                 notes.append(f"{r['code']} {side} ({s['file']}): {s['detail']}")
-            elif s.get("error") and r["verdict"] != "reproduced":
-                notes.append(f"{r['code']} {side} ({s['file']}): {s['error']}")
+            elif s.get("error"):
+                notes.append(f"{r['code']} {side} ({s['file']}) raised {s['error']}")
     if notes:
         lines += [""] + notes
     n_ok = sum(r["verdict"] == "reproduced" for r in result["rules"])

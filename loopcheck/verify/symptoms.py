@@ -198,17 +198,21 @@ def _validation_graph(r):
 
 
 def _kept_graphs(r):
-    census = [c for c in r.get("census") or []]
-    n_steps = len(_steps(r))
-    during = [c for c in census if c["after_steps"] < n_steps or c is census[-1]]
-    if len(during) < 2 or during[-1]["after_steps"] == during[0]["after_steps"]:
+    """Growth of live graph nodes per step: from the first census (after step 4) to the later
+    census that shows the most growth (in training, or right after the script returned)."""
+    census = r.get("census") or []
+    if not census:
+        return None, "no census taken"
+    a = census[0]
+    later = [c for c in census[1:] if c["after_steps"] > a["after_steps"]]
+    if not later:
         return None, "too few optimizer steps to measure growth"
-    a, b = during[0], during[-1]
-    span = b["after_steps"] - a["after_steps"]
-    slope = (b["graph_nodes"] - a["graph_nodes"]) / span
+    b = max(later, key=lambda c: (c["graph_nodes"] - a["graph_nodes"]) / (c["after_steps"] - a["after_steps"]))
+    slope = (b["graph_nodes"] - a["graph_nodes"]) / (b["after_steps"] - a["after_steps"])
+    when = "when the script ended" if b.get("final") else f"after step {b['after_steps']}"
     return slope, (
         f"live autograd graph nodes {a['graph_nodes']} after step {a['after_steps']} -> "
-        f"{b['graph_nodes']} after step {b['after_steps']}; live tensors with grad_fn "
+        f"{b['graph_nodes']} {when} ({b['after_steps']} steps); live tensors with grad_fn "
         f"{a['tensors_with_grad_fn']} -> {b['tensors_with_grad_fn']}; live saved activations "
         f"{a['live_saved_bytes']} -> {b['live_saved_bytes']} bytes (backward already freed them)")
 
@@ -251,11 +255,13 @@ def _applied_scale(r, skip_first=0):
     ev = r.get("scaler") or []
     n_scale = sum(1 for e in ev if e["event"] == "scale")
     n_sstep = sum(1 for e in ev if e["event"] == "step")
+    n_skip = sum(1 for e in ev if e["event"] == "step" and e.get("skipped"))
     norm = _median(s["grad_norm"] for s in steps)
     upd = _median(s["update_norm"] for s in steps)
     return f, (f"step() applied gradients {_g(f)}x the true gradient (median over {len(steps)} steps); "
-               f"median applied gradient norm {_g(norm)}, median update norm {_g(upd)}; {nonfinite} steps "
-               f"applied inf/nan gradients; scaler.scale() {n_scale}x, scaler.step() {n_sstep}x")
+               f"first step's gradient norm {_g(steps[0]['grad_norm'])}; median applied gradient norm "
+               f"{_g(norm)}, median update norm {_g(upd)}; {nonfinite} steps applied inf/nan gradients; "
+               f"scaler.scale() {n_scale}x, scaler.step() {n_sstep}x ({n_skip} skipped for inf/nan)")
 
 
 def _no_update(r):
@@ -301,7 +307,8 @@ SYMPTOMS: dict[str, Symptom] = {s.code: s for s in [
             _validation_graph, lambda v: v > 0),
     Symptom("LC401", "graph nodes kept / step", "growth of live autograd graph nodes per optimizer step",
             _kept_graphs, lambda v: v >= 1),
-    Symptom("LC501", "orphaned params", "fraction of the model's parameters the optimizer does not update",
+    Symptom("LC501", "params not updated",
+            "fraction of the model's parameters step() does not update (1: step() raised)",
             _orphaned, lambda v: v > 0, errors_are_evidence=True),
     Symptom("LC601", "grad scale at clip", "gradients seen by clip_grad_norm_ / true gradients",
             _clip_scale, lambda v: v > 1.5),
@@ -326,6 +333,8 @@ def measure(code: str, record: dict) -> dict:
     if error and not sym.errors_are_evidence:
         return {"value": value, "shown": None, "detail": f"script failed: {error}; {detail}", "error": error}
     shown = None if value is None else bool(sym.present(value))
+    if value is not None and not math.isfinite(value):
+        value = None  # keep the JSON strict; the detail says what happened
     return {"value": value, "shown": shown, "detail": detail, "error": error or None}
 
 

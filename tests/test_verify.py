@@ -1,0 +1,135 @@
+"""``loopcheck verify``: every rule's bug shows at runtime in its bad fixture and not in its good
+fixture (CPU), and the command behaves (table, JSON, exit codes, no torch at import)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+from click.testing import CliRunner  # noqa: E402
+
+from loopcheck.verify import symptoms  # noqa: E402
+from loopcheck.verify.cli import verify  # noqa: E402
+from loopcheck.verify.report import format_table, verify_rules  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+CODES = list(symptoms.SYMPTOMS)
+
+
+@pytest.fixture(scope="module")
+def result():
+    """All rules at once: one fork server, fixtures run two at a time."""
+    return verify_rules(CODES, fixtures_dir=FIXTURES, jobs=2)
+
+
+@pytest.fixture(scope="module")
+def rows(result):
+    return {r["code"]: r for r in result["rules"]}
+
+
+@pytest.mark.parametrize("code", CODES)
+def test_bad_fixture_shows_the_symptom(rows, code):
+    row = rows[code]
+    assert row["bad"]["shown"] is True, row["bad"]["detail"]
+
+
+@pytest.mark.parametrize("code", CODES)
+def test_good_fixture_does_not(rows, code):
+    row = rows[code]
+    assert row["good"]["shown"] is False, row["good"]["detail"]
+    assert row["good"]["error"] is None, row["good"]["error"]
+
+
+@pytest.mark.parametrize("code", CODES)
+def test_verdict_and_run_info(rows, code):
+    row = rows[code]
+    assert row["verdict"] == "reproduced"
+    assert row["device"] == "cpu" and row["torch"]
+    if code.startswith("LC6"):
+        assert row["dtype"] == "float16 autocast"
+
+
+def test_result_is_strict_json(result):
+    json.loads(json.dumps(result, allow_nan=False))
+    assert result["ok"] is True
+
+
+def test_canonical_lc501_is_reported(rows):
+    # LC501_bad.py converts before the first step: PyTorch keeps the Parameter objects, no symptom.
+    canonical = rows["LC501"]["canonical_bad"]
+    assert canonical["file"] == "LC501_bad.py" and canonical["shown"] is False
+    assert rows["LC501"]["bad"]["file"] == "LC501_bad_runtime.py"
+
+
+def test_table(result):
+    lines = format_table(result, details=True).splitlines()
+    assert lines[0].split() == ["rule", "device", "dtype", "torch", "symptom", "bad", "good", "verdict"]
+    assert sum(1 for line in lines if line.rstrip().endswith(" reproduced")) == len(CODES)
+    assert any(line.startswith("LC501: bad run = LC501_bad_runtime.py") for line in lines)
+    assert lines[-1].startswith(f"{len(CODES)}/{len(CODES)} rules reproduced")
+
+
+def test_cli_json_and_exit_code(tmp_path):
+    # LC103 as shipped; LC102 with its "bad" fixture replaced by the good one: not reproduced.
+    for name in ("LC103_bad.py", "LC103_good.py", "LC102_good.py"):
+        shutil.copy(FIXTURES / name, tmp_path / name)
+    shutil.copy(FIXTURES / "LC102_good.py", tmp_path / "LC102_bad.py")
+    res = CliRunner().invoke(verify, ["LC103", "lc102", "--fixtures", str(tmp_path), "-j", "2",
+                                      "--output-format", "json"])
+    assert res.exit_code == 1, res.output
+    data = json.loads(res.output)
+    lc103, lc102 = data["rules"]
+    assert lc103["code"] == "LC103" and lc103["verdict"] == "reproduced"
+    assert lc103["bad"]["value"] == 1.0 and lc103["good"]["value"] == 0.0
+    assert lc102["code"] == "LC102" and lc102["verdict"] == "not reproduced"
+    assert data["ok"] is False
+
+
+def test_cli_rejects_unknown_code():
+    res = CliRunner().invoke(verify, ["LC999"])
+    assert res.exit_code == 2 and "unknown rule code" in res.output
+
+
+def test_cli_without_torch(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)  # makes `import torch` raise ImportError
+    res = CliRunner().invoke(verify, ["LC101"])
+    assert res.exit_code == 2
+    assert "needs PyTorch" in res.output and "loopcheck[verify]" in res.output
+
+
+def test_importing_loopcheck_does_not_import_torch():
+    code = "import sys, loopcheck.verify.cli, loopcheck.verify.report; assert 'torch' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_probes_keep_inplace_modification_errors():
+    """With saved-tensor hooks installed autograd skips its in-place check; the probe repeats it,
+    so a script that fails without the probes fails the same way under them."""
+    import torch
+
+    from loopcheck.verify.probes import Probe
+
+    def train():
+        w = torch.nn.Parameter(torch.randn(3, 3))
+        opt = torch.optim.SGD([w], lr=0.1)
+        for _ in range(2):
+            loss = (torch.randn(2, 3) @ w @ w).sum()
+            opt.step()  # modifies w in place between forward and backward
+            loss.backward()
+
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        train()
+    probe = Probe().install()
+    try:
+        with probe.saved_tensors_hooks(), pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            train()
+    finally:
+        probe.uninstall()
+    assert len(probe.steps) == 2  # the probe saw both steps; the second one raised in backward
