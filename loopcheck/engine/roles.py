@@ -76,6 +76,9 @@ WRAPPERS = re.compile(
 )
 NEW_MODEL_FACTORIES = re.compile(r"^(torch\.load|copy\.deepcopy|torch\.distributed\.fsdp\.\w+|\w+\.FullyShardedDataParallel|FSDP)$")
 ACCELERATOR_CTORS = re.compile(r"^(accelerate\.Accelerator|lightning\.\w*\.?Fabric|lightning\.fabric\.Fabric|lightning\.Fabric)$")
+FUNCTIONAL_LOSS = re.compile(
+    r"^torch\.nn\.functional\.(\w*loss\w*|cross_entropy|binary_cross_entropy\w*|kl_div|\w+_loss)$"
+)
 OPTIMIZER_NAME = re.compile(r"^(optimizer|optimiser|optim|opt)(_\w+)?$|_(optimizer|optimiser|opt|optim)$|^optimizer\w*$")
 SCHEDULER_NAME = re.compile(r"sched")
 SCALER_NAME = re.compile(r"scaler")
@@ -125,6 +128,7 @@ class Roles:
     models: set[str] = field(default_factory=set)
     loaders: set[str] = field(default_factory=set)
     losses: set[str] = field(default_factory=set)
+    criteria: set[str] = field(default_factory=set)  # ``criterion = nn.CrossEntropyLoss()``
     accelerators: set[str] = field(default_factory=set)
     local_modules: set[str] = field(default_factory=set)
     alias: dict[str, str] = field(default_factory=dict)
@@ -288,6 +292,8 @@ def infer_roles(index: ModuleIndex, events: list[RawEvent]) -> Roles:
             roles.scalers[target] = c
         elif q in LOADERS:
             roles.loaders.add(target)
+        elif q and q.startswith("torch.nn.") and q.endswith("Loss"):
+            roles.criteria.add(target)
         elif q and ACCELERATOR_CTORS.match(q):
             roles.accelerators.add(target)
         elif q and MODEL_FACTORIES.match(q) and not q.endswith("Loss"):
@@ -295,7 +301,7 @@ def infer_roles(index: ModuleIndex, events: list[RawEvent]) -> Roles:
                 roles.models.add(target)
 
     # 1b. plain re-bindings of constructed objects (``optimizer, sched = build(...)``)
-    constructed = set(roles.optimizers) | set(roles.schedulers) | set(roles.scalers) | set(roles.models)
+    constructed = set(roles.optimizers) | set(roles.schedulers) | set(roles.scalers) | set(roles.models) | roles.criteria
     for e in events:
         if isinstance(e, Assign) and e.op == "=" and e.value_sym in constructed and e.target not in constructed:
             roles.alias[e.target] = e.value_sym
@@ -360,8 +366,13 @@ def infer_roles(index: ModuleIndex, events: list[RawEvent]) -> Roles:
             for t in c.targets:
                 if t:
                     roles.scaled[t] = roles.canon(c.receiver)
-    # 4. losses: what backward() is called on
+    # 4. losses: what backward() is called on, and what a loss function returns
     for c in calls:
+        if len(c.targets) == 1 and c.targets[0] and c.inner is None and (
+            (not c.qualified and roles.canon(c.func) in roles.criteria)
+            or (c.qualified and FUNCTIONAL_LOSS.match(c.func or ""))
+        ):
+            roles.losses.add(c.targets[0])
         if c.method == "backward":
             if c.inner is not None and c.inner.method == "scale" and c.inner.args and c.inner.args[0].sym:
                 roles.losses.add(c.inner.args[0].sym)

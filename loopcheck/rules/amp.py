@@ -30,6 +30,7 @@ class A(NamedTuple):
     bw: Event | None = None
     unscale: Event | None = None
     scaler_step: Event | None = None  # scaler.step(opt) since the last update()
+    last_step: Event | None = None  # the last scaler.step(opt), update() or not
 
 
 class ScalingMachine(Machine):
@@ -47,22 +48,26 @@ class ScalingMachine(Machine):
             if ev.extra.get("managed"):
                 return A("unknown")
             if ev.extra.get("scaler"):
-                return A("scaled" if s.phase in ("none", "scaled", "unknown") else "unknown", ev, None, s.scaler_step)
-            return A("plain" if s.phase in ("none", "plain", "unknown") else "unknown", ev, None, s.scaler_step)
+                phase = "scaled" if s.phase in ("none", "scaled", "unknown") else "unknown"
+            else:
+                phase = "plain" if s.phase in ("none", "plain", "unknown") else "unknown"
+            return A(phase, ev, None, s.scaler_step, None)
         if k == "unscale" and ev.extra.get("optimizer") == self.opt:
             return s._replace(phase="unscaled" if s.phase == "scaled" else s.phase, unscale=ev)
         if k == "scaler_step" and ev.extra.get("optimizer") == self.opt:
-            return A("none", None, None, ev)
+            return A("none", None, None, ev, ev)
         if k == "step" and ev.subject == self.opt and not ev.extra.get("scaler"):
-            return A("none", None, None, s.scaler_step)
+            return A("none", None, None, s.scaler_step, None)
         if k == "scaler_update":
-            return A(s.phase, s.bw, s.unscale, None)
+            return s._replace(scaler_step=None)
         if k in ("opt_build",) and ev.subject == self.opt:
             return A("none")
         if k in ("zero_grad", "zero_grad_model", "zero_grad_all", "havoc") and (
             k == "zero_grad_all" or touches(self.unit, self.opt, ev)
         ):
-            return A("none" if k != "havoc" else "unknown", None, None, None if k == "havoc" else s.scaler_step)
+            if k == "havoc":
+                return A("unknown")
+            return A("none", None, None, s.scaler_step, s.last_step)
         return s
 
 
@@ -106,9 +111,9 @@ class ClipWithoutUnscale(Rule):
                     self.info.code, ev.node,
                     lambda d, ev=ev, bw=bw: (
                         f"{d.call(ev.node)} clips the gradients of {d.code(bw.node, 40)} at line "
-                        f"{d.line(bw.node)} while they are still multiplied by the loss scale: the effective "
-                        "max_norm is max_norm × scale, so nothing is clipped; call scaler.unscale_(optimizer) "
-                        "before clipping"
+                        f"{d.line(bw.node)} while they are still multiplied by the loss scale: every step is "
+                        "clipped to max_norm in scaled units, so the applied update shrinks to max_norm / scale; "
+                        "call scaler.unscale_(optimizer) before clipping"
                     ),
                     [(bw.node, "the scaled backward")],
                 )
@@ -174,54 +179,30 @@ class BackwardOnUnscaledLoss(Rule):
                 )
 
 
-class _UpdateMachine(Machine):
-    """For one scaler: the optimizers it stepped since its last update(), and whether any
-    update()/step ran before on this path."""
-
-    def __init__(self, scaler: str) -> None:
-        self.scaler = scaler
-
-    def initial(self):
-        return (frozenset(), False)
-
-    def transfer(self, s, ev: Event):
-        if ev.subject != self.scaler:
-            return s
-        if ev.kind == "scaler_step":
-            return (s[0] | {ev.extra.get("optimizer")}, True)
-        if ev.kind == "scaler_update":
-            return (frozenset(), s[1])
-        if ev.kind == "havoc":
-            return (frozenset({None}), True)
-        return s
-
-
 @register
 class ScalerStepWithoutUpdate(Rule):
     info = RuleInfo(
         "LC604", "scaler-step-without-update", "error",
-        "scaler.step() runs again with no scaler.update() since the last one.",
+        "scaler.step() runs in a loop whose iterations never call scaler.update().",
     )
 
     def check(self, unit: Unit) -> Iterable[Report]:
+        updates = [e for e in unit.of_kind("scaler_update", "havoc")]
         for ev in unit.of_kind("scaler_step"):
             if not ev.ctx.loops:
                 continue
-            opt = ev.extra.get("optimizer")
-            states = unit.flow(("update", ev.subject), lambda s=ev.subject: _UpdateMachine(s)).states(ev)
-            if any(None in stepped for stepped, _ in states):
-                continue
-            if not any(opt in stepped for stepped, _ in states):
-                continue
-            if any(opt not in stepped and ever for stepped, ever in states):
+            loop = ev.ctx.loops[-1]
+            if any(u.subject == ev.subject and loop in u.ctx.loops for u in updates):
                 continue
             yield Report(
                 self.info.code, ev.node,
-                lambda d, ev=ev: (
-                    f"{d.call(ev.node)} runs every iteration but scaler.update() never runs after it: the "
-                    "loss scale never adapts, and the next scaler.step() on the same optimizer raises "
-                    "RuntimeError; call scaler.update() once per iteration after the step"
+                lambda d, ev=ev, loop=loop: (
+                    f"{d.call(ev.node)} runs every iteration of the loop at line {d.line(loop.node)}, but "
+                    "scaler.update() does not: the second scaler.step() on the same optimizer raises "
+                    "RuntimeError (and the loss scale could never adapt); call scaler.update() once per "
+                    "iteration, after the step"
                 ),
+                [(loop.node, "the loop without scaler.update()")],
             )
 
 
@@ -229,7 +210,7 @@ class ScalerStepWithoutUpdate(Rule):
 class UnscaleMisplaced(Rule):
     info = RuleInfo(
         "LC605", "unscale-misplaced", "error",
-        "scaler.unscale_() runs after scaler.step(), or twice before one step.",
+        "scaler.unscale_() runs after scaler.step() instead of between backward and step, or twice before one step.",
     )
 
     def check(self, unit: Unit) -> Iterable[Report]:
@@ -239,20 +220,9 @@ class UnscaleMisplaced(Rule):
                 if ev.extra.get("optimizer") != opt:
                     continue
                 states = flow.states(ev)
-                if not states or any(s.phase == "unknown" for s in states):
+                if not states or any(s.phase in ("unknown", "scaled", "plain") for s in states):
                     continue
-                if all(s.scaler_step is not None for s in states):
-                    prev = next(s.scaler_step for s in states)
-                    yield Report(
-                        self.info.code, ev.node,
-                        lambda d, ev=ev, prev=prev: (
-                            f"{d.call(ev.node)} runs after {d.call(prev.node)} at line {d.line(prev.node)} and "
-                            "before scaler.update(): the step already used the gradients, and GradScaler "
-                            "raises RuntimeError; unscale between backward and step"
-                        ),
-                        [(prev.node, "scaler.step() that already ran")],
-                    )
-                elif all(s.unscale is not None and s.phase == "unscaled" for s in states):
+                if all(s.phase == "unscaled" for s in states):
                     prev = next(s.unscale for s in states)
                     yield Report(
                         self.info.code, ev.node,
@@ -262,4 +232,21 @@ class UnscaleMisplaced(Rule):
                             "optimizer per step and raises RuntimeError"
                         ),
                         [(prev.node, "the first unscale_()")],
+                    )
+                elif all(s.phase == "none" and s.last_step is not None for s in states):
+                    prev = next(s.last_step for s in states)
+                    updated = all(s.scaler_step is None for s in states)
+                    yield Report(
+                        self.info.code, ev.node,
+                        lambda d, ev=ev, prev=prev, updated=updated: (
+                            f"{d.call(ev.node)} runs after {d.call(prev.node)} at line {d.line(prev.node)}, "
+                            + (
+                                "so GradScaler counts the next iteration's gradients as already unscaled: "
+                                "the next scaler.step() applies them still multiplied by the loss scale; "
+                                if updated else
+                                "before scaler.update(): GradScaler raises RuntimeError; "
+                            )
+                            + "unscale between backward() and scaler.step()"
+                        ),
+                        [(prev.node, "scaler.step() that already ran")],
                     )

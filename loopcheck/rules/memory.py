@@ -84,14 +84,18 @@ class LossTensorKept(Rule):
                 continue
             bw = next((b for b in unit.of_kind("backward") if b.subject == loss), None)
             how = ev.extra["how"]
-            verb = "accumulates" if how not in ("[]=",) and not how.endswith("()") else "stores"
+            if how == "[]=":
+                effect = "keeps the tensor and its autograd graph alive until the entry is replaced"
+            elif how.endswith("()"):
+                effect = "keeps every step's tensor and autograd graph alive, so memory grows with every step"
+            else:
+                effect = "chains every step's autograd graph onto the total, so memory grows with every step"
             yield Report(
                 self.info.code, ev.node,
-                lambda d, ev=ev, bw=bw, verb=verb: (
-                    f"{d.code(ev.node, 50)} {verb} the loss tensor, not its value: each one keeps its "
-                    "autograd graph alive"
+                lambda d, ev=ev, bw=bw, effect=effect: (
+                    f"{d.code(ev.node, 50)} stores the loss tensor, not its value: it {effect}"
                     + (f" (the graph {d.call(bw.node)} at line {d.line(bw.node)} ran through)" if bw else "")
-                    + ", so memory grows with every step; use loss.item() (or loss.detach())"
+                    + "; use loss.item() (or loss.detach())"
                 ),
                 [(bw.node, "the loss whose graph is kept")] if bw else [],
             )

@@ -128,9 +128,9 @@ class ValidationWithoutNoGrad(Rule):
                 self.info.code, fwd.node,
                 lambda d, ev=ev, fwd=fwd: (
                     f"{d.call(fwd.node)} runs in eval mode (set at line {d.line(ev.node)}) without "
-                    "torch.no_grad(): autograd records a graph and keeps activations for every batch, "
-                    "which costs memory and time; wrap the evaluation in torch.no_grad() or "
-                    "torch.inference_mode()"
+                    "torch.no_grad(): every batch records an autograd graph and saves activations for a "
+                    "backward pass that never comes, and any output kept keeps its graph; wrap the "
+                    "evaluation in torch.no_grad() or torch.inference_mode()"
                 ),
                 [(ev.node, "model.eval(): this is evaluation")],
             )

@@ -1,14 +1,16 @@
 """Setup rule (LC501): the model changed after the optimizer was built from its parameters.
 
-Knowledge (measured by the reference loop, see rules/LC501.md): ``optimizer =
-Adam(model.parameters())`` keeps references to those ``Parameter`` objects. In PyTorch 2.x
-``Module.to()``/``half()``/``cuda()`` convert parameters in place by default (``param.data``
-is swapped), so the optimizer still holds the model's parameters — but its state (Adam
-moments, built at the first ``step()``; Adagrad's, built in ``__init__``) keeps the old
-dtype/device, and with ``torch.__future__.set_overwrite_module_params_on_conversion(True)``
-the module gets new Parameter objects the optimizer never sees. Re-binding the model name to
-a new model, or assigning a new submodule, always leaves the optimizer with parameters the
-model no longer uses.
+Knowledge (measured by the reference loop, see rules/LC501.md; torch.optim docs):
+``optimizer = Adam(model.parameters())`` keeps references to those ``Parameter`` objects.
+In PyTorch 2.x ``Module.to()``/``half()``/``cuda()`` convert parameters in place by
+default (``param.data`` is swapped), so the optimizer still holds the model's parameters;
+but Adam's state, built at the first ``step()``, keeps the old dtype (the next step
+raises), and with ``torch.__future__.set_overwrite_module_params_on_conversion(True)``
+the module gets new Parameter objects the optimizer never sees. Re-binding the model name
+to a new model, or assigning a new submodule, always leaves the optimizer with parameters
+the model no longer uses: those never train. A device move once the optimizer has state
+is taken as a round trip (checkpoint to CPU and back) unless the optimizer builds its state
+in ``__init__`` (Adagrad, pytorch/pytorch#7844).
 """
 
 from __future__ import annotations
@@ -88,14 +90,13 @@ class ModelConvertedAfterOptimizer(Rule):
             what = (f"replaces the submodule .{ev.extra['attr']}: its new parameters are not in the "
                     "optimizer and never train")
         elif s.has_state:
-            kind = "dtype" if ev.extra["how"] == "dtype" else "device"
-            what = (f"changes the parameters' {kind} after the optimizer has state of the old {kind}: the next "
-                    f"step() fails on mismatched {kind}s")
+            what = ("changes the parameters' dtype after the optimizer already has state in the old dtype: "
+                    "Adam's next step() raises a dtype error")
         else:
-            what = ("changes the parameters after the optimizer holds them; PyTorch converts them in place by "
-                    "default, so this works only by accident: the torch.optim docs require converting first, "
-                    "an optimizer with state (resumed, or Adagrad) fails at the next step(), and with "
-                    "set_overwrite_module_params_on_conversion(True) it updates orphaned copies")
+            what = ("changes the parameters after the optimizer holds them; PyTorch converts them in place "
+                    "by default, so this optimizer still trains them, but the torch.optim docs require "
+                    "converting first: Adam fails once it has state (a resumed run), and with "
+                    "set_overwrite_module_params_on_conversion(True) the optimizer updates orphaned copies")
         return Report(
             self.info.code, ev.node,
             lambda d: (
