@@ -2,7 +2,7 @@
 
 Directories are walked recursively for ``*.py``; ``.git``, virtualenvs, caches and build
 directories are skipped, and so is whatever the ``.gitignore`` files on the way exclude
-(matched with pathspec's gitwildmatch, each file relative to its own directory). Files
+(matched with pathspec's GitIgnoreSpec, each file relative to its own directory). Files
 named explicitly are always checked.
 """
 
@@ -25,7 +25,7 @@ def _is_virtualenv(path: Path) -> bool:
     return (path / "pyvenv.cfg").is_file()
 
 
-def _load_gitignore(directory: Path) -> pathspec.PathSpec | None:
+def _load_gitignore(directory: Path) -> pathspec.GitIgnoreSpec | None:
     f = directory / ".gitignore"
     if not f.is_file():
         return None
@@ -33,10 +33,10 @@ def _load_gitignore(directory: Path) -> pathspec.PathSpec | None:
         lines = f.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
-    return pathspec.PathSpec.from_lines("gitwildmatch", lines)
+    return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
-def _ignored(path: Path, is_dir: bool, specs: list[tuple[Path, pathspec.PathSpec]]) -> bool:
+def _ignored(path: Path, is_dir: bool, specs: list[tuple[Path, pathspec.GitIgnoreSpec]]) -> bool:
     for base, spec in specs:
         rel = path.relative_to(base).as_posix() + ("/" if is_dir else "")
         if spec.match_file(rel):
@@ -44,7 +44,7 @@ def _ignored(path: Path, is_dir: bool, specs: list[tuple[Path, pathspec.PathSpec
     return False
 
 
-def _parent_specs(directory: Path) -> list[tuple[Path, pathspec.PathSpec]]:
+def _parent_specs(directory: Path) -> list[tuple[Path, pathspec.GitIgnoreSpec]]:
     """The .gitignore files of the directories above ``directory``, up to the repository root."""
     specs = []
     for parent in directory.resolve().parents:

@@ -1,0 +1,187 @@
+"""The command line as a user meets it: formats, exit codes, rules, explain, discovery."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from loopcheck.cli import main
+from loopcheck.rules import INFOS
+
+BAD = textwrap.dedent(
+    """\
+    import torch
+    from torch import nn
+
+    model = nn.Linear(4, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(10):
+        x = torch.randn(8, 4)
+        optimizer.zero_grad()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        optimizer.step()
+    """
+)
+GOOD = BAD.replace(
+    "    nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n", ""
+).replace("    loss.backward()\n", "    loss.backward()\n    nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n")
+
+MESSAGE = (
+    "nn.utils.clip_grad_norm_() runs before loss.backward() at line 11: the gradients it clips "
+    "are empty or already applied, so the step is never clipped"
+)
+
+
+def run(*args: str, cwd: Path | None = None):
+    runner = CliRunner()
+    if cwd is None:
+        return runner.invoke(main, list(args))
+    with runner.isolated_filesystem(temp_dir=cwd):
+        return runner.invoke(main, list(args))
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch) -> Path:
+    (tmp_path / "bad.py").write_text(BAD)
+    (tmp_path / "good.py").write_text(GOOD)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_text_output_and_exit_code_1(project):
+    result = run("bad.py", "good.py")
+    assert result.exit_code == 1
+    assert result.output == f"bad.py:9:5: LC101 {MESSAGE}\nFound 1 error.\n"
+
+
+def test_clean_file_exits_0(project):
+    result = run("good.py")
+    assert result.exit_code == 0
+    assert result.output == "All checks passed!\n"
+
+
+def test_json_output(project):
+    result = run("--output-format", "json", "bad.py")
+    assert result.exit_code == 1
+    assert json.loads(result.output) == [
+        {
+            "code": "LC101",
+            "message": MESSAGE,
+            "filename": "bad.py",
+            "location": {"row": 9, "column": 5},
+            "end_location": {"row": 9, "column": 54},
+            "fix": None,
+            "url": INFOS["LC101"].url,
+            "noqa_row": 9,
+            "related": [{"row": 11, "column": 5, "message": "backward() fills .grad only here"}],
+        }
+    ]
+
+
+def test_default_path_is_current_directory(project):
+    result = run()
+    assert result.exit_code == 1
+    assert result.output.startswith("bad.py:9:5: LC101 ")
+
+
+def test_select_and_ignore(project):
+    assert run("--select", "LC3", "bad.py").exit_code == 0
+    assert run("--ignore", "LC101", "bad.py").exit_code == 0
+    assert run("--select", "LC1", "--ignore", "LC102", "bad.py").exit_code == 1
+
+
+def test_unknown_code_is_a_usage_error(project):
+    result = run("--select", "XYZ", "bad.py")
+    assert result.exit_code == 2
+    assert "unknown rule code or prefix 'XYZ'" in result.output
+
+
+def test_missing_path_is_a_usage_error(project):
+    result = run("missing.py")
+    assert result.exit_code == 2
+    assert "no such file or directory: missing.py" in result.output
+
+
+def test_syntax_error_is_reported_and_other_files_still_checked(project):
+    (project / "broken.py").write_text("import torch\nloss.backward(\ndef f(:\n")
+    result = run("broken.py", "bad.py")
+    assert result.exit_code == 1
+    lines = result.output.splitlines()
+    assert lines[0].startswith("bad.py:9:5: LC101 ")
+    assert lines[1].startswith("broken.py:3:")
+    assert " LC001 SyntaxError: " in lines[1]
+    assert lines[2] == "Found 2 errors."
+
+
+def test_directory_walk_respects_gitignore_and_skips_virtualenvs(project):
+    sub = project / "pkg"
+    sub.mkdir()
+    (sub / "ignored.py").write_text(BAD)
+    (sub / "kept.py").write_text(BAD)
+    (project / ".gitignore").write_text("pkg/ignored.py\n")
+    venv = project / "env1"
+    venv.mkdir()
+    (venv / "pyvenv.cfg").write_text("home = /usr\n")
+    (venv / "lib.py").write_text(BAD)
+    (project / "notes.txt").write_text(BAD)
+    result = run(".")
+    files = sorted({line.split(":")[0] for line in result.output.splitlines()[:-1]})
+    assert files == ["bad.py", "pkg/kept.py"]
+    result = run("--no-respect-gitignore", ".")
+    files = sorted({line.split(":")[0] for line in result.output.splitlines()[:-1]})
+    assert files == ["bad.py", "pkg/ignored.py", "pkg/kept.py"]
+
+
+def test_rules_lists_every_rule():
+    result = run("rules")
+    assert result.exit_code == 0
+    lines = result.output.splitlines()
+    assert [line.split()[0] for line in lines] == sorted(INFOS)
+    assert lines[1].split()[:3] == ["LC101", "clip-before-backward", "error"]
+
+
+def test_rules_json():
+    data = json.loads(run("rules", "--output-format", "json").output)
+    assert [d["code"] for d in data] == sorted(INFOS)
+    assert data[1] == {
+        "code": "LC101",
+        "name": "clip-before-backward",
+        "severity": "error",
+        "summary": INFOS["LC101"].summary,
+        "url": INFOS["LC101"].url,
+    }
+
+
+def test_explain_prints_the_rule_page():
+    result = run("explain", "lc301")
+    assert result.exit_code == 0
+    page = (Path(__file__).resolve().parent.parent / "rules" / "LC301.md").read_text()
+    assert result.output == page.rstrip("\n") + "\n"
+
+
+def test_explain_unknown_code():
+    result = run("explain", "LC999")
+    assert result.exit_code == 2
+    assert "unknown rule code 'LC999'" in result.output
+
+
+def test_every_rule_has_a_page():
+    root = Path(__file__).resolve().parent.parent / "rules"
+    assert sorted(p.stem for p in root.glob("LC*.md")) == sorted(INFOS)
+
+
+def test_console_script_runs(project):
+    exe = Path(sys.executable).with_name("loopcheck")
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "loopcheck"]
+    proc = subprocess.run([*cmd, "bad.py"], capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert proc.stdout.splitlines()[0] == f"bad.py:9:5: LC101 {MESSAGE}"
+    assert proc.stderr == ""
