@@ -37,7 +37,8 @@ def build_units(module: cst.Module) -> list[Unit]:
     for cls in index.classes.values():
         funcs.extend(cls.methods.values())
     for func in funcs:
-        candidates.append((func, builder.function_unit(func)))
+        if func not in builder.called:  # already read inside a caller
+            candidates.append((func, builder.function_unit(func)))
     irs = [ir for func, ir in candidates if func is None or func not in builder.called]
     raws = [raw for ir in irs for raw in walk_events(ir)]
     roles = infer_roles(index, raws)

@@ -34,7 +34,7 @@ from loopcheck.engine.ir import (
     Try,
 )
 from loopcheck.engine.names import ImportMap, dotted_name
-from loopcheck.engine.walk import calls_in_order, children, dotted_chains, walk
+from loopcheck.engine.walk import calls_in_order, dotted_chains, small_statements
 
 NO_GRAD_CONTEXTS = {
     "torch.no_grad",
@@ -93,35 +93,77 @@ def _assigned_names(target: cst.BaseExpression, out: set[str]) -> None:
 
 
 def bound_names(body: cst.CSTNode) -> tuple[set[str], set[str]]:
-    """``(names bound, names declared global/nonlocal)`` in a function body, not entering
-    nested functions, classes or lambdas (whose names are their own)."""
+    """``(names bound, names declared global/nonlocal)`` by the statements of a function
+    body or module statement, not entering nested functions or classes (whose names are
+    their own). Only statements are visited: expressions bind nothing that outlives them
+    (walrus targets aside, which are rare in training loops)."""
     names: set[str] = set()
     declared: set[str] = set()
-    stack = [body]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, (cst.FunctionDef, cst.ClassDef)):
-            names.add(n.name.value)
-            continue
-        if isinstance(n, (cst.Lambda, cst.Import, cst.ImportFrom)):
-            continue
-        if isinstance(n, cst.AssignTarget):
-            _assigned_names(n.target, names)
-        elif isinstance(n, (cst.AnnAssign, cst.AugAssign)):
-            _assigned_names(n.target, names)
-        elif isinstance(n, (cst.For, cst.CompFor)):
-            _assigned_names(n.target, names)
-        elif isinstance(n, cst.AsName):
-            _assigned_names(n.name, names)
-        elif isinstance(n, (cst.Global, cst.Nonlocal)):
-            declared.update(x.name.value for x in n.names)
-        stack.extend(children(n))
+
+    def block(suite) -> None:
+        for st in getattr(suite, "body", ()):
+            stmt(st)
+
+    def stmt(st) -> None:
+        t = type(st)
+        if t is cst.FunctionDef or t is cst.ClassDef:
+            names.add(st.name.value)
+        elif t is cst.SimpleStatementLine or t is cst.SimpleStatementSuite:
+            for small in st.body:
+                ts = type(small)
+                if ts is cst.Assign:
+                    for target in small.targets:
+                        _assigned_names(target.target, names)
+                elif ts is cst.AnnAssign or ts is cst.AugAssign:
+                    _assigned_names(small.target, names)
+                elif ts is cst.Global or ts is cst.Nonlocal:
+                    declared.update(x.name.value for x in small.names)
+        elif t is cst.If:
+            block(st.body)
+            if st.orelse is not None:
+                stmt(st.orelse) if type(st.orelse) is cst.If else block(st.orelse.body)
+        elif t is cst.For:
+            _assigned_names(st.target, names)
+            block(st.body)
+            if st.orelse is not None:
+                block(st.orelse.body)
+        elif t is cst.While:
+            block(st.body)
+            if st.orelse is not None:
+                block(st.orelse.body)
+        elif t is cst.With:
+            for item in st.items:
+                if item.asname is not None:
+                    _assigned_names(item.asname.name, names)
+            block(st.body)
+        elif t is cst.Try or t.__name__ == "TryStar":
+            block(st.body)
+            for h in st.handlers:
+                if h.name is not None:
+                    _assigned_names(h.name.name, names)
+                block(h.body)
+            for part in (st.orelse, st.finalbody):
+                if part is not None:
+                    block(part.body)
+        elif t is cst.Match:
+            for case in st.cases:
+                block(case.body)
+
+    if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+        block(body)
+    else:
+        stmt(body)
     return names, declared
 
 
 def is_generator(func: cst.FunctionDef) -> bool:
-    """Whether ``func``'s body contains ``yield`` (not counting nested functions)."""
-    return any(isinstance(n, cst.Yield) for n in walk(func.body, (cst.FunctionDef, cst.ClassDef, cst.Lambda)))
+    """Whether ``func`` is a generator: a ``yield`` statement or ``x = yield ...`` in its body
+    (not counting nested functions)."""
+    for small in small_statements(func.body, nested=False):
+        value = getattr(small, "value", None)
+        if type(value) is cst.Yield:  # ``yield x``, ``y = yield x``
+            return True
+    return False
 
 
 def _param_names(func: cst.FunctionDef) -> list[str]:
@@ -141,8 +183,8 @@ def _all_param_names(func: cst.FunctionDef) -> list[str]:
 def index_module(module: cst.Module) -> ModuleIndex:
     """Collect imports (anywhere in the file), top-level functions, classes and globals."""
     imports = ImportMap()
-    for node in walk(module, (cst.BaseExpression,)):
-        if isinstance(node, (cst.Import, cst.ImportFrom)):
+    for node in small_statements(module):
+        if type(node) is cst.Import or type(node) is cst.ImportFrom:
             imports.add(node)
     functions: dict[str, cst.FunctionDef] = {}
     classes: dict[str, ClassInfo] = {}
@@ -196,6 +238,9 @@ class UnitBuilder:
         self.called: set[cst.FunctionDef] = set()
         self._locals: dict[int, tuple[set[str], set[str]]] = {}
         self._generators: dict[cst.FunctionDef, bool] = {}
+        # per-expression caches: an inlined function is rebuilt at every call site
+        self._calls: dict[cst.CSTNode, list[cst.Call]] = {}
+        self._chains: dict[cst.CSTNode, list[str]] = {}
 
     # -- symbols -------------------------------------------------------------------------
     def resolve(self, frame: Frame, dotted: str | None) -> tuple[str | None, bool]:
@@ -218,7 +263,10 @@ class UnitBuilder:
 
     def mentions(self, frame: Frame, expr: cst.CSTNode) -> frozenset[str]:
         out = set()
-        for chain in dotted_chains(expr):
+        chains = self._chains.get(expr)
+        if chains is None:
+            chains = self._chains[expr] = dotted_chains(expr)
+        for chain in chains:
             sym, _ = self.resolve(frame, chain)
             if sym:
                 out.add(sym)
@@ -242,7 +290,10 @@ class UnitBuilder:
         if expr is None:
             return {}
         made: dict[cst.Call, Call] = {}
-        for call in calls_in_order(expr):
+        calls = self._calls.get(expr)
+        if calls is None:
+            calls = self._calls[expr] = calls_in_order(expr)
+        for call in calls:
             tgt = targets if call is expr else ()
             node = self.make_call(frame, call, ctx, made, tgt)
             if node is not None:

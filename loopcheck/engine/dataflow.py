@@ -12,22 +12,27 @@ the set of states in which it can run; rules decide from that set.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from typing import Hashable, Iterable
-
-import weakref
 
 import libcst as cst
 
 from loopcheck.engine.events import Event
-from loopcheck.engine.walk import names_in
 from loopcheck.engine.ir import Assign, Call, If, Inline, Jump, Loop, Node, Seq, Try
+from loopcheck.engine.walk import names_in
 
 State = Hashable
 
 
 class Machine:
-    """Base class of a rule's state machine; states must be hashable."""
+    """Base class of a rule's state machine; states must be hashable.
+
+    ``kinds``: the event kinds :meth:`transfer` reacts to (``None``: all). Parts of the
+    program without such events (and without jumps) are skipped.
+    """
+
+    kinds: frozenset[str] | None = None
 
     def initial(self) -> State:
         raise NotImplementedError
@@ -114,6 +119,81 @@ def _bound(states: set) -> set:
     return {(ms, frozenset()) for ms, _ in states}
 
 
+@dataclass
+class _Summary:
+    kinds: set = field(default_factory=set)  # event kinds inside
+    jumps: bool = False  # break/continue/return inside (that leave it)
+    names: set = field(default_factory=set)  # plain names assigned inside
+
+
+_SUMMARIES: "weakref.WeakKeyDictionary[Seq, dict[int, _Summary]]" = weakref.WeakKeyDictionary()
+
+
+def _base_name(sym: str) -> str:
+    return sym.rpartition(":")[2].split(".")[0]
+
+
+def summaries(unit: Seq) -> dict[int, _Summary]:
+    """``id(node) → _Summary`` for every compound node of the unit."""
+    if unit in _SUMMARIES:
+        return _SUMMARIES[unit]
+    table: dict[int, _Summary] = {}
+
+    def rec(node: Node) -> _Summary:
+        sm = _Summary()
+        if isinstance(node, (Call, Assign)):
+            sm.kinds = {ev.kind for ev in node.typed}
+            if isinstance(node, Assign) and node.target:
+                sm.names.add(_base_name(node.target))
+            elif isinstance(node, Call):
+                sm.names.update(_base_name(t) for t in node.targets if t)
+            return sm
+        if isinstance(node, Jump):
+            sm.jumps = True
+            return sm
+        if isinstance(node, Seq):
+            parts = node.items
+        elif isinstance(node, If):
+            parts = [node.body, node.orelse]
+        elif isinstance(node, Loop):
+            parts = [node.body, node.orelse]
+            sm.names.update(node.info.targets)
+        elif isinstance(node, Try):
+            parts = [node.body, *node.handlers, node.orelse, node.final]
+        else:  # Inline
+            parts = [node.body]
+        for part in parts:
+            sub = rec(part)
+            sm.kinds |= sub.kinds
+            sm.names |= sub.names
+            sm.jumps = sm.jumps or sub.jumps
+        if isinstance(node, Loop):
+            sm.jumps = False if not _returns(node) else True
+        elif isinstance(node, Inline):
+            sm.jumps = False
+        table[id(node)] = sm
+        return sm
+
+    rec(unit)
+    _SUMMARIES[unit] = table
+    return table
+
+
+def _returns(node: Node) -> bool:
+    """Whether a ``return`` inside ``node`` leaves it (break/continue stay in their loop)."""
+    if isinstance(node, Jump):
+        return node.kind == "return"
+    if isinstance(node, Seq):
+        return any(_returns(i) for i in node.items)
+    if isinstance(node, If):
+        return _returns(node.body) or _returns(node.orelse)
+    if isinstance(node, Loop):
+        return _returns(node.body) or _returns(node.orelse)
+    if isinstance(node, Try):
+        return any(_returns(p) for p in (node.body, *node.handlers, node.orelse, node.final))
+    return False
+
+
 class _Interpreter:
     """Interprets the IR over pairs ``(machine state, known conditions)``.
 
@@ -127,14 +207,17 @@ class _Interpreter:
         self.m = machine
         self.flow = Flow()
         self._tests = repeated_tests(unit)
+        self._test_names: set[str] = set().union(*(names for _, names in self._tests.values()))
         self._memo: dict[tuple, _Out] = {}
+        self._summaries = summaries(unit)
 
     def _test(self, node: If):
         return self._tests.get(id(node))
 
-    @staticmethod
-    def _forget(states: set, names) -> set:
-        names = set(names)
+    def _forget(self, states: set, names) -> set:
+        names = set(names) & self._test_names
+        if not names:
+            return states
         out = set()
         for ms, conds in states:
             if conds:
@@ -172,7 +255,14 @@ class _Interpreter:
         if not states:
             return _Out()
         if isinstance(node, (Call, Assign)):
+            if not node.typed and not self._test_names:
+                return _Out(states)
             return _Out(self.events(node, states))
+        kinds = self.m.kinds
+        if kinds is not None and not isinstance(node, Jump):
+            sm = self._summaries[id(node)]
+            if not (sm.kinds & kinds) and not sm.jumps and not (sm.names & self._test_names):
+                return _Out(states)
         key = (id(node), frozenset(states))
         hit = self._memo.get(key)
         if hit is None:

@@ -11,26 +11,43 @@ from typing import Iterator
 import libcst as cst
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
+_SKIP_ALWAYS = (cst.BaseParenthesizableWhitespace, cst.Comment, cst.Newline, cst.EmptyLine)
+# type -> "node" (a syntax node), "skip" (whitespace, comments) or "" (not a node);
+# ``isinstance`` on LibCST's abstract classes is slow, so each type is classified once.
+_KIND: dict[type, str] = {}
 
 
-def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """The direct child nodes of ``node`` in source order (whitespace nodes included)."""
+def _kind(t: type) -> str:
+    k = _KIND.get(t)
+    if k is None:
+        if issubclass(t, _SKIP_ALWAYS):
+            k = "skip"
+        elif issubclass(t, cst.CSTNode):
+            k = "node"
+        else:
+            k = ""
+        _KIND[t] = k
+    return k
+
+
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The direct child syntax nodes of ``node`` in source order (no whitespace or comments)."""
     cls = type(node)
     names = _FIELDS.get(cls)
     if names is None:
         names = tuple(cls.__dataclass_fields__)
         _FIELDS[cls] = names
+    out = []
     for name in names:
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            yield value
-        elif isinstance(value, (tuple, list)):
+        t = type(value)
+        if t is tuple or t is list:
             for v in value:
-                if isinstance(v, cst.CSTNode):
-                    yield v
-
-
-_SKIP_ALWAYS = (cst.BaseParenthesizableWhitespace, cst.Comment, cst.Newline, cst.EmptyLine)
+                if (_KIND.get(type(v)) or _kind(type(v))) == "node":
+                    out.append(v)
+        elif (_KIND.get(t) or _kind(t)) == "node":
+            out.append(value)
+    return out
 
 
 def walk(node: cst.CSTNode, prune: tuple[type, ...] = ()) -> Iterator[cst.CSTNode]:
@@ -40,7 +57,9 @@ def walk(node: cst.CSTNode, prune: tuple[type, ...] = ()) -> Iterator[cst.CSTNod
     while stack:
         n = stack.pop()
         yield n
-        kids = [c for c in children(n) if not isinstance(c, _SKIP_ALWAYS) and not isinstance(c, prune)]
+        kids = children(n)
+        if prune:
+            kids = [c for c in kids if not isinstance(c, prune)]
         stack.extend(reversed(kids))
 
 
@@ -51,7 +70,7 @@ def calls_in_order(expr: cst.CSTNode) -> list[cst.Call]:
 
     def rec(n: cst.CSTNode) -> None:
         for c in children(n):
-            if isinstance(c, (cst.Lambda,) + _SKIP_ALWAYS):
+            if type(c) is cst.Lambda:
                 continue
             rec(c)
         if isinstance(n, cst.Call):
@@ -78,7 +97,7 @@ def dotted_chains(expr: cst.CSTNode) -> list[str]:
             if d is not None:
                 out.append(d)
                 continue
-        if isinstance(n, (cst.Lambda,) + _SKIP_ALWAYS):
+        if type(n) is cst.Lambda:
             continue
         stack.extend(children(n))
     return out
@@ -86,4 +105,32 @@ def dotted_chains(expr: cst.CSTNode) -> list[str]:
 
 def names_in(expr: cst.CSTNode) -> set[str]:
     """Every ``Name`` in ``expr``."""
-    return {n.value for n in walk(expr, _SKIP_ALWAYS) if isinstance(n, cst.Name)}
+    return {n.value for n in walk(expr) if type(n) is cst.Name}
+
+
+def small_statements(node: cst.CSTNode, nested: bool = True) -> Iterator[cst.BaseSmallStatement]:
+    """Every small statement (``import``, assignments, expressions, ...) under ``node``,
+    inside compound statements (and nested functions and classes when ``nested``), without
+    entering expressions."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if not nested and n is not node and (t is cst.FunctionDef or t is cst.ClassDef):
+            continue
+        if t is cst.SimpleStatementLine or t is cst.SimpleStatementSuite:
+            yield from n.body
+            continue
+        body = getattr(n, "body", None)
+        if isinstance(body, (list, tuple)):
+            stack.extend(reversed(body))
+        elif body is not None and not isinstance(body, cst.BaseExpression):
+            stack.append(body)
+        for attr in ("orelse", "finalbody"):
+            part = getattr(n, attr, None)
+            if part is not None and not isinstance(part, cst.BaseExpression):
+                stack.append(part)
+        for h in getattr(n, "handlers", ()):
+            stack.append(h)
+        for c in getattr(n, "cases", ()):
+            stack.append(c)

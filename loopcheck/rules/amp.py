@@ -34,6 +34,8 @@ class A(NamedTuple):
 
 
 class ScalingMachine(Machine):
+    kinds = frozenset({'backward', 'unscale', 'scaler_step', 'step', 'scaler_update', 'opt_build', 'zero_grad', 'zero_grad_model', 'zero_grad_all', 'havoc', 'clip'})
+
     def __init__(self, unit: Unit, opt: str) -> None:
         self.unit, self.opt = unit, opt
 

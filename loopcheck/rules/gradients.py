@@ -99,6 +99,8 @@ def _has_backward(node) -> bool:
 class GradientMachine(Machine):
     """Typestate of one optimizer's gradients (see module docstring)."""
 
+    kinds = frozenset({'opt_build', 'backward', 'step', 'zero_grad', 'zero_grad_model', 'zero_grad_all', 'havoc', 'clip'})
+
     def __init__(self, unit: Unit, opt: str) -> None:
         self.unit = unit
         self.opt = opt

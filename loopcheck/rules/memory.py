@@ -22,6 +22,8 @@ from loopcheck.rules.base import Rule, RuleInfo, register
 class LossValueMachine(Machine):
     """What a loss symbol holds: ``"tensor"``, ``"number"``, ``"detached"`` or ``None``."""
 
+    kinds = frozenset({'loss_assign', 'store_loss'})
+
     def __init__(self, loss: str) -> None:
         self.loss = loss
 

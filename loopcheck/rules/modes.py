@@ -27,6 +27,8 @@ class ModeMachine(Machine):
     ``model`` apply to a tracked ``model.head`` too.
     """
 
+    kinds = frozenset({'model_build', 'train', 'eval', 'mode_unknown', 'havoc', 'step', 'forward'})
+
     def __init__(self, model: str) -> None:
         self.model = model
 

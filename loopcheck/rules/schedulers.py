@@ -92,6 +92,8 @@ class EpochSchedulerPerBatch(Rule):
 class _SteppedMachine(Machine):
     """Whether an optimizer has stepped since it was built (True/False/None unknown)."""
 
+    kinds = frozenset({'opt_build', 'step', 'havoc', 'opt_load_state', 'sched_step'})
+
     def __init__(self, opt: str) -> None:
         self.opt = opt
 

@@ -31,6 +31,8 @@ class S(NamedTuple):
 
 
 class OptimizerModelMachine(Machine):
+    kinds = frozenset({'opt_build', 'step', 'opt_load_state', 'havoc', 'convert', 'model_build', 'submodule_replace'})
+
     def __init__(self, opt: str, models: set[str], eager: bool) -> None:
         self.opt, self.models, self.eager = opt, models, eager
 
