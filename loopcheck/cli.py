@@ -1,27 +1,57 @@
 """The command line: ``loopcheck [PATH ...]``, ``loopcheck rules``, ``loopcheck explain CODE``.
 
-Exit codes follow ruff and flake8: 0 nothing found, 1 findings, 2 usage or internal error.
+Exit codes follow ruff and flake8: 0 nothing found, 1 findings, 2 usage, configuration or
+internal error.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Collection
 
 import click
 
 from loopcheck import __version__
 from loopcheck.analysis import check_source
-from loopcheck.discovery import iter_python_files
-from loopcheck.reporters import WRITERS
+from loopcheck.config import ConfigError, Options, Resolver, match_codes, select_codes
+from loopcheck.discovery import is_force_excluded, iter_source_files
+from loopcheck.findings import Finding
+from loopcheck.noqa import filter_findings, is_skipped
+from loopcheck.notebook import NotebookError, read_notebook
+from loopcheck.reporters import WRITERS, Context, SourceFile, write_statistics
 from loopcheck.rules import INFOS
+
+OUTPUT_FORMATS = ["full", "concise", "text", "json", "json-lines", "sarif", "github"]
+
+
+class ConfigurationError(click.ClickException):
+    """A configuration problem: printed as ``Error: ...``, exit status 2."""
+
+    exit_code = 2
 
 
 def parse_codes(values: tuple[str, ...]) -> list[str]:
     """Split ``--select LC1,LC301`` style values into code prefixes."""
     return [c.strip().upper() for v in values for c in v.split(",") if c.strip()]
+
+
+def parse_list(values: tuple[str, ...]) -> list[str]:
+    """Split comma-separated option values (``--exclude a,b --exclude c``)."""
+    return [c.strip() for v in values for c in v.split(",") if c.strip()]
+
+
+def _check_codes(prefixes: list[str], option: str) -> tuple[str, ...]:
+    for p in prefixes:
+        try:
+            match_codes(p)
+        except ValueError as err:
+            raise click.BadParameter(str(err), param_hint=option) from None
+    return tuple(prefixes)
 
 
 def resolve_selection(select: list[str], ignore: list[str]) -> set[str]:
@@ -30,20 +60,102 @@ def resolve_selection(select: list[str], ignore: list[str]) -> set[str]:
     Raises:
         click.BadParameter: a prefix matches no rule.
     """
-    codes = set(INFOS)
+    layer = Options(
+        select=_check_codes(select, "--select") if select else None, ignore=_check_codes(ignore, "--ignore")
+    )
+    return select_codes([layer])
 
-    def match(prefix: str, option: str) -> set[str]:
-        if prefix == "ALL":
-            return set(codes)
-        found = {c for c in codes if c.startswith(prefix)}
-        if not found:
-            raise click.BadParameter(f"unknown rule code or prefix {prefix!r}", param_hint=option)
-        return found
 
-    chosen = set().union(*(match(p, "--select") for p in select)) if select else set(codes)
-    for p in ignore:
-        chosen -= match(p, "--ignore")
-    return chosen
+def lint_text(text: str, filename: str, codes: Collection[str] | None = None) -> tuple[list[Finding], SourceFile]:
+    """Check the text of one file as the command line does.
+
+    A name ending in ``.ipynb`` is read as a notebook (its code cells joined); a file with
+    ``# loopcheck: skip-file`` gives nothing; ``# noqa`` comments suppress findings.
+
+    Args:
+        text: the file's text (a notebook's JSON).
+        filename: the name findings carry.
+        codes: the rule codes to run (``None``: all).
+
+    Returns:
+        The findings (rows of the checked program; notebooks' rows are mapped to cells when
+        reported) and the :class:`SourceFile` the reporters need.
+
+    Raises:
+        NotebookError: a ``.ipynb`` file that is not a notebook.
+    """
+    notebook = read_notebook(text) if filename.endswith(".ipynb") else None
+    program = notebook.source if notebook is not None else text
+    source = SourceFile(filename, program, notebook)
+    if is_skipped(program):
+        return [], source
+    return filter_findings(check_source(program, filename, codes), program), source
+
+
+@dataclass
+class Run:
+    """What a check produced: findings, the checked files, and whether anything failed."""
+
+    findings: list[Finding]
+    sources: dict[str, SourceFile]
+    failed: bool = False
+
+
+def _lint_one(run: Run, text: str, filename: str, codes) -> None:
+    try:
+        found, source = lint_text(text, filename, codes)
+    except NotebookError as err:
+        click.echo(f"loopcheck: cannot read {filename}: {err}", err=True)
+        run.failed = True
+        return
+    except Exception as err:  # an analyzer bug must not hide the other files' findings
+        click.echo(f"loopcheck: internal error while checking {filename}: {type(err).__name__}: {err}", err=True)
+        run.failed = True
+        return
+    run.sources[filename] = source
+    run.findings.extend(found)
+
+
+def lint_paths(paths: list[str], resolver: Resolver, force_exclude: bool = False) -> Run:
+    """Check the files under ``paths``, each with the settings of its directory.
+
+    Raises:
+        FileNotFoundError: a path does not exist.
+        ConfigError: a configuration file on the way is invalid.
+    """
+    run = Run([], {})
+    for path in iter_source_files(paths, resolver.for_directory, force_exclude):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            click.echo(f"loopcheck: cannot read {path}: {err}", err=True)
+            run.failed = True
+            continue
+        _lint_one(run, text, str(path), resolver.for_file(path).codes_for(path))
+    return run
+
+
+def lint_stdin(stdin_filename: str | None, resolver: Resolver, force_exclude: bool = False) -> Run:
+    """Check standard input, named ``stdin_filename`` (``-`` if none)."""
+    run = Run([], {})
+    name = stdin_filename or "-"
+    stream = getattr(sys.stdin, "buffer", None)
+    try:
+        text = stream.read().decode("utf-8") if stream is not None else sys.stdin.read()
+    except UnicodeDecodeError as err:
+        click.echo(f"loopcheck: cannot read {name}: {err}", err=True)
+        run.failed = True
+        return run
+    path = Path(stdin_filename) if stdin_filename else Path("-")
+    if stdin_filename and force_exclude and is_force_excluded(path, resolver.for_directory):
+        return run
+    _lint_one(run, text, name, resolver.for_file(path).codes_for(path))
+    return run
+
+
+def use_color(no_color: bool) -> bool:
+    """Colour on a terminal only, unless ``--no-color`` or ``NO_COLOR`` is set."""
+    return not no_color and not os.environ.get("NO_COLOR") and sys.stdout.isatty()
 
 
 class DefaultCheckGroup(click.Group):
@@ -69,36 +181,61 @@ def main() -> None:
 
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path())
-@click.option("--select", multiple=True, help="Rule codes or prefixes to enable (comma-separated).")
+@click.option("--select", multiple=True, help="Rule codes or prefixes to enable, replacing the configured ones (comma-separated).")
+@click.option("--extend-select", multiple=True, help="Rule codes or prefixes to enable in addition (comma-separated).")
 @click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable (comma-separated).")
-@click.option("--output-format", type=click.Choice(sorted(WRITERS)), default="text", show_default=True)
-@click.option("--no-respect-gitignore", is_flag=True, help="Also check files that .gitignore excludes.")
-def check(paths, select, ignore, output_format, no_respect_gitignore) -> None:
-    """Check PATHS (files or directories; default: the current directory)."""
-    codes = resolve_selection(parse_codes(select), parse_codes(ignore))
+@click.option("--exclude", multiple=True, help="Patterns to skip, replacing the configured and default ones (comma-separated).")
+@click.option("--extend-exclude", multiple=True, help="Patterns to skip in addition (comma-separated).")
+@click.option("--respect-gitignore/--no-respect-gitignore", default=None,
+              help="Skip (or also check) what .gitignore excludes [default: respect].")
+@click.option("--force-exclude", is_flag=True, help="Apply the exclusions to paths named on the command line too.")
+@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Use this configuration file for every file, instead of finding the closest one.")
+@click.option("--isolated", is_flag=True, help="Ignore every configuration file.")
+@click.option("--output-format", type=click.Choice(OUTPUT_FORMATS), default=None,
+              help="How to print findings [default: full on a terminal, else concise].")
+@click.option("--no-color", is_flag=True, help="Do not colour the output (colour is used on terminals only).")
+@click.option("--statistics", is_flag=True, help="Print the number of findings per rule instead of the findings.")
+@click.option("--exit-zero", is_flag=True, help="Exit with status 0 even when there are findings.")
+@click.option("-q", "--quiet", is_flag=True, help="Print the findings only, without the summary line.")
+@click.option("--stdin-filename", help="The name of the file read from standard input (PATH '-').")
+def check(paths, select, extend_select, ignore, exclude, extend_exclude, respect_gitignore, force_exclude,
+          config_path, isolated, output_format, no_color, statistics, exit_zero, quiet, stdin_filename) -> None:
+    """Check PATHS (files or directories; default: the current directory; '-': standard input)."""
+    if config_path is not None and isolated:
+        raise click.UsageError("--config and --isolated cannot be used together")
+    cli = Options(
+        select=_check_codes(parse_codes(select), "--select") if select else None,
+        extend_select=_check_codes(parse_codes(extend_select), "--extend-select"),
+        ignore=_check_codes(parse_codes(ignore), "--ignore"),
+        exclude=tuple(parse_list(exclude)) if exclude else None,
+        extend_exclude=tuple(parse_list(extend_exclude)),
+        respect_gitignore=respect_gitignore,
+    )
+    read_stdin = paths == ("-",) or (not paths and stdin_filename is not None)
+    if "-" in paths and not read_stdin:
+        raise click.BadParameter("'-' (standard input) cannot be mixed with other paths", param_hint="PATHS")
     try:
-        files = list(iter_python_files(list(paths) or ["."], not no_respect_gitignore))
+        resolver = Resolver(cli, config_path, isolated)
+        if read_stdin:
+            run = lint_stdin(stdin_filename, resolver, force_exclude)
+        else:
+            run = lint_paths(list(paths) or ["."], resolver, force_exclude)
+    except ConfigError as err:
+        raise ConfigurationError(str(err)) from None
     except FileNotFoundError as err:
         raise click.BadParameter(f"no such file or directory: {err.args[0]}", param_hint="PATHS")
-    findings = []
-    failed = False
-    for path in files:
-        try:
-            source = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as err:
-            click.echo(f"loopcheck: cannot read {path}: {err}", err=True)
-            failed = True
-            continue
-        try:
-            findings.extend(check_source(source, str(path), codes))
-        except Exception as err:  # an analyzer bug must not hide the other files' findings
-            click.echo(f"loopcheck: internal error while checking {path}: {type(err).__name__}: {err}", err=True)
-            failed = True
-    findings.sort(key=lambda f: f.sort_key)
-    WRITERS[output_format](findings, sys.stdout)
-    if failed:
+    findings = sorted(run.findings, key=lambda f: f.sort_key)
+    # Fixes (--fix / --diff / --unsafe-fixes) would be applied here, before reporting.
+    fmt = output_format or ("full" if sys.stdout.isatty() else "concise")
+    ctx = Context(run.sources, color=use_color(no_color) and fmt in ("full", "concise", "text"), quiet=quiet)
+    if statistics:
+        write_statistics(findings, sys.stdout, ctx, as_json=fmt in ("json", "json-lines"))
+    else:
+        WRITERS[fmt](findings, sys.stdout, ctx)
+    if run.failed:
         sys.exit(2)
-    sys.exit(1 if findings else 0)
+    sys.exit(1 if findings and not exit_zero else 0)
 
 
 @main.command("rules")

@@ -1,0 +1,386 @@
+"""Configuration files, found as ruff finds its own.
+
+loopcheck reads ``[tool.loopcheck]`` in ``pyproject.toml``, or the top-level keys of
+``.loopcheck.toml`` / ``loopcheck.toml``. Each checked file uses the closest such file in
+its own directory or above (in one directory ``.loopcheck.toml`` wins over
+``loopcheck.toml``, which wins over ``pyproject.toml``; a ``pyproject.toml`` without a
+``[tool.loopcheck]`` table is passed over). Closer files replace farther ones whole; they
+are not merged. ``--config PATH`` uses one file for everything, ``--isolated`` none.
+
+Keys (all optional)::
+
+    select = ["LC1", "LC301"]        # codes or prefixes to enable ("ALL": all; default all)
+    extend-select = ["LC6"]          # added to select
+    ignore = ["LC401"]               # removed from the selection
+    per-file-ignores = { "tests/**" = ["LC401"] }
+    exclude = [".git", "build"]      # replaces the default list of excluded names
+    extend-exclude = ["notebooks/scratch"]   # added to it
+    respect-gitignore = true
+
+Patterns (``exclude``, ``per-file-ignores``) are gitignore-style and relative to the
+directory of the configuration file (to the current directory for ``--config`` and when no
+file applies): a pattern without a slash matches a name at any depth, ``dir/*.py`` only
+under that directory, ``**`` any number of directories, ``!pattern`` negates (in
+``per-file-ignores``: applies to the files that do *not* match).
+
+Options given on the command line take precedence, as in ruff: ``--select`` replaces the
+file's ``select``, ``extend-select`` and ``ignore``; ``--extend-select`` and ``--ignore``
+change the file's selection; within one of the two, a more specific code wins over a prefix
+(``select = ["LC101"]`` with ``ignore = ["LC1"]`` keeps LC101). ``--exclude`` replaces
+``exclude``, ``--extend-exclude`` adds to it, ``--[no-]respect-gitignore`` replaces
+``respect-gitignore``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import pathspec
+
+from loopcheck.rules import INFOS
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+CONFIG_NAMES = (".loopcheck.toml", "loopcheck.toml", "pyproject.toml")
+
+# Names skipped while walking directories unless ``exclude`` replaces them (as in ruff).
+DEFAULT_EXCLUDE = (
+    ".bzr", ".direnv", ".eggs", ".env", ".git", ".hg", ".ipynb_checkpoints", ".mypy_cache",
+    ".nox", ".pytest_cache", ".pytype", ".ruff_cache", ".svn", ".tox", ".venv",
+    "__pycache__", "__pypackages__", "_build", "build", "dist", "env", "node_modules",
+    "site-packages", "venv",
+)
+
+
+class ConfigError(Exception):
+    """A configuration file cannot be read, or holds an unknown key or a bad value."""
+
+
+def match_codes(prefix: str) -> set[str]:
+    """The rule codes a code or prefix names (``ALL``: every rule).
+
+    Raises:
+        ValueError: the prefix names no rule.
+    """
+    prefix = prefix.strip().upper()
+    if prefix == "ALL":
+        return set(INFOS)
+    found = {c for c in INFOS if c.startswith(prefix)}
+    if not prefix or not found:
+        raise ValueError(f"unknown rule code or prefix {prefix!r}")
+    return found
+
+
+@dataclass(frozen=True)
+class Options:
+    """Raw settings from one layer (a configuration file, or the command line).
+
+    ``None`` means "not given"; lists are tuples of strings as written.
+    """
+
+    select: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    exclude: tuple[str, ...] | None = None
+    extend_exclude: tuple[str, ...] = ()
+    respect_gitignore: bool | None = None
+
+
+# --- reading and validating a file ----------------------------------------------------
+
+
+def _string_list(key: str, value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{key}: expected a list of strings, got {_show(value)}")
+    return tuple(value)
+
+
+def _code_list(key: str, value: Any) -> tuple[str, ...]:
+    codes = _string_list(key, value)
+    for code in codes:
+        try:
+            match_codes(code)
+        except ValueError as err:
+            raise ConfigError(f"{key}: {err}") from None
+    return tuple(c.strip().upper() for c in codes)
+
+
+def _bool(key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{key}: expected true or false, got {_show(value)}")
+    return value
+
+
+def _per_file_ignores(key: str, value: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{key}: expected a table of glob = [codes], got {_show(value)}")
+    return tuple((glob, _code_list(f"{key}.{glob!r}", codes)) for glob, codes in value.items())
+
+
+def _show(value: Any) -> str:
+    kind = {bool: "a boolean", str: "a string", int: "an integer", float: "a number",
+            list: "a list", dict: "a table"}.get(type(value), type(value).__name__)
+    return f"{kind} ({value!r})" if not isinstance(value, (list, dict)) else kind
+
+
+KEYS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
+    "select": ("select", _code_list),
+    "extend-select": ("extend_select", _code_list),
+    "ignore": ("ignore", _code_list),
+    "per-file-ignores": ("per_file_ignores", _per_file_ignores),
+    "exclude": ("exclude", _string_list),
+    "extend-exclude": ("extend_exclude", _string_list),
+    "respect-gitignore": ("respect_gitignore", _bool),
+}
+
+
+def parse_options(table: dict[str, Any]) -> Options:
+    """Validate one configuration table.
+
+    Raises:
+        ConfigError: an unknown key or a bad value; the message names the key.
+    """
+    values = {}
+    for key, value in table.items():
+        if key not in KEYS:
+            close = difflib.get_close_matches(key, KEYS, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(f"unknown key {key!r}{hint}; known keys: {', '.join(KEYS)}")
+        attr, check = KEYS[key]
+        values[attr] = check(key, value)
+    return Options(**values)
+
+
+def load_options(path: Path) -> Options | None:
+    """The options of one configuration file; ``None`` for a pyproject.toml without a
+    ``[tool.loopcheck]`` table.
+
+    Raises:
+        ConfigError: the file cannot be read or parsed, or its table is invalid; the
+            message starts with the file's path.
+    """
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{path}: cannot read: {err}") from None
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"{path}: invalid TOML: {err}") from None
+    if path.name == "pyproject.toml":
+        tool = data.get("tool", {})
+        if not isinstance(tool, dict) or "loopcheck" not in tool:
+            return None
+        table, where = tool["loopcheck"], "[tool.loopcheck]"
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: {where} must be a table")
+    else:
+        table, where = data, ""
+    try:
+        return parse_options(table)
+    except ConfigError as err:
+        sep = f" {where} " if where else " "
+        raise ConfigError(f"{path}:{sep}{err}") from None
+
+
+def config_in(directory: Path) -> tuple[Path, Options] | None:
+    """The configuration file of ``directory`` itself (not its parents), with its options."""
+    for name in CONFIG_NAMES:
+        path = directory / name
+        if path.is_file():
+            options = load_options(path)
+            if options is not None:
+                return path, options
+    return None
+
+
+def find_config(start: Path) -> Path | None:
+    """The closest configuration file in ``start`` (a directory) or above it."""
+    start = start.resolve()
+    for directory in (start, *start.parents):
+        found = config_in(directory)
+        if found is not None:
+            return found[0]
+    return None
+
+
+# --- resolved settings ----------------------------------------------------------------
+
+
+def _spec(patterns) -> pathspec.GitIgnoreSpec:
+    return pathspec.GitIgnoreSpec.from_lines(list(patterns))
+
+
+@dataclass
+class Settings:
+    """What applies to the files of one directory tree.
+
+    Attributes:
+        base: the directory patterns are relative to.
+        codes: the enabled rule codes (before per-file-ignores).
+        exclude: the compiled ``exclude`` + ``extend-exclude`` patterns.
+        per_file_ignores: ``(pattern, negated, codes)`` triples.
+        respect_gitignore: skip what ``.gitignore`` files exclude.
+        config_path: the file these settings come from (``None``: defaults).
+    """
+
+    base: Path
+    codes: frozenset[str]
+    exclude: pathspec.GitIgnoreSpec
+    per_file_ignores: list[tuple[pathspec.GitIgnoreSpec, bool, frozenset[str]]] = field(default_factory=list)
+    respect_gitignore: bool = True
+    config_path: Path | None = None
+
+    def _relative(self, path: Path) -> str:
+        path = Path(os.path.abspath(path))
+        try:
+            return path.relative_to(self.base).as_posix()
+        except ValueError:
+            return path.as_posix().lstrip("/")
+
+    def is_excluded(self, path: Path, is_dir: bool = False) -> bool:
+        """Whether ``exclude``/``extend-exclude`` match ``path`` or a directory above it."""
+        rel = self._relative(path)
+        return bool(rel) and self.exclude.match_file(rel + ("/" if is_dir else ""))
+
+    def excludes_name(self, name: str, is_dir: bool = False) -> bool:
+        """Whether a pattern matches ``name`` itself (used inside a directory that was
+        named explicitly although excluded: its entries are judged by their own names)."""
+        return self.exclude.match_file(name + ("/" if is_dir else ""))
+
+    def codes_for(self, path: Path) -> frozenset[str]:
+        """The codes enabled for one file, after its per-file-ignores."""
+        if not self.per_file_ignores:
+            return self.codes
+        rel = self._relative(path)
+        codes = set(self.codes)
+        for spec, negated, ignored in self.per_file_ignores:
+            if spec.match_file(rel) != negated:
+                codes -= ignored
+        return frozenset(codes)
+
+
+def _codes(prefixes) -> set[str]:
+    return set().union(*(match_codes(p) for p in prefixes)) if prefixes else set()
+
+
+def _specificity(prefix: str) -> int:
+    prefix = prefix.strip().upper()
+    return -1 if prefix == "ALL" else len(prefix)
+
+
+def select_codes(layers: list[Options], start: set[str] | None = None) -> set[str]:
+    """The enabled codes after applying layers of ``select``/``extend-select``/``ignore``.
+
+    As in ruff: within a layer, a more specific prefix wins over a less specific one
+    (``select = ["LC101"]`` with ``ignore = ["LC1"]`` keeps LC101) and ``ignore`` wins at
+    equal specificity; a layer that sets ``select`` replaces what the earlier layers chose,
+    a layer that does not adds its ``extend-select`` and removes its ``ignore``.
+    """
+    current = set(INFOS) if start is None else set(start)
+    for layer in layers:
+        updates: dict[str, bool] = {}
+        enabling = [*(layer.select or ()), *layer.extend_select]
+        for level in sorted({_specificity(p) for p in (*enabling, *layer.ignore)}):
+            for p in enabling:
+                if _specificity(p) == level:
+                    updates.update(dict.fromkeys(match_codes(p), True))
+            for p in layer.ignore:
+                if _specificity(p) == level:
+                    updates.update(dict.fromkeys(match_codes(p), False))
+        if layer.select is not None:
+            current = {code for code, on in updates.items() if on}
+        else:
+            current |= {code for code, on in updates.items() if on}
+            current -= {code for code, on in updates.items() if not on}
+    return current
+
+
+def resolve(file: Options, cli: Options, base: Path, config_path: Path | None = None) -> Settings:
+    """Settings from a configuration file's options overridden by the command line's."""
+    codes = select_codes([file, cli])
+    exclude = cli.exclude if cli.exclude is not None else file.exclude
+    if exclude is None:
+        exclude = DEFAULT_EXCLUDE
+    exclude = (*exclude, *file.extend_exclude, *cli.extend_exclude)
+    per_file = []
+    for glob, prefixes in file.per_file_ignores:
+        negated = glob.startswith("!")
+        per_file.append((_spec([glob[1:] if negated else glob]), negated, frozenset(_codes(prefixes))))
+    respect = cli.respect_gitignore if cli.respect_gitignore is not None else file.respect_gitignore
+    return Settings(
+        base=Path(os.path.abspath(base)),
+        codes=frozenset(codes),
+        exclude=_spec(exclude),
+        per_file_ignores=per_file,
+        respect_gitignore=True if respect is None else respect,
+        config_path=config_path,
+    )
+
+
+class Resolver:
+    """Gives each directory its settings: from the closest configuration file, or one
+    fixed file (``--config``), or none (``isolated``), always overridden by ``cli``.
+
+    Raises (from :meth:`for_directory`):
+        ConfigError: a configuration file on the way is invalid.
+    """
+
+    def __init__(self, cli: Options, config: Path | None = None, isolated: bool = False,
+                 cwd: Path | None = None) -> None:
+        self.cli = cli
+        self.cwd = Path(os.path.abspath(cwd or Path.cwd()))
+        self._cache: dict[Path, Settings] = {}
+        self.fixed: Settings | None = None
+        if config is not None:
+            options = load_options(config)
+            if options is None:
+                raise ConfigError(f"{config}: no [tool.loopcheck] table")
+            self.fixed = resolve(options, cli, self.cwd, config)
+        elif isolated:
+            self.fixed = resolve(Options(), cli, self.cwd)
+        self._default: Settings | None = None
+
+    @property
+    def default(self) -> Settings:
+        """The settings where no configuration file applies."""
+        if self._default is None:
+            self._default = self.fixed or resolve(Options(), self.cli, self.cwd)
+        return self._default
+
+    def for_directory(self, directory: Path) -> Settings:
+        """The settings of the files directly in ``directory``."""
+        if self.fixed is not None:
+            return self.fixed
+        directory = Path(os.path.abspath(directory))
+        chain = []
+        settings = None
+        d = directory
+        while True:
+            if d in self._cache:
+                settings = self._cache[d]
+                break
+            chain.append(d)
+            found = config_in(d)
+            if found is not None:
+                path, options = found
+                settings = resolve(options, self.cli, d, path)
+                break
+            if d.parent == d:
+                settings = self.default
+                break
+            d = d.parent
+        for d in chain:
+            self._cache[d] = settings
+        return settings
+
+    def for_file(self, path: Path) -> Settings:
+        """The settings of one file (those of its directory)."""
+        return self.for_directory(Path(os.path.abspath(path)).parent)
