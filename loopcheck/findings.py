@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import libcst as cst
+
+if TYPE_CHECKING:
+    from loopcheck.fixes.model import Fix
 
 
 class Describe:
@@ -67,6 +70,8 @@ class Finding:
         row, column, end_row, end_column: the span of the flagged node.
         related: the other lines involved.
         noqa_row: the row a ``# noqa`` comment must be on to suppress the finding.
+        fix: the finding's fix, when computed (``loopcheck.fixes.attach_fixes``); ``None``
+            when not computed or when no fix exists.
     """
 
     code: str
@@ -78,6 +83,7 @@ class Finding:
     end_column: int
     related: list[Related] = field(default_factory=list)
     noqa_row: int | None = None
+    fix: Fix | None = field(default=None, compare=False, repr=False)
 
     @property
     def sort_key(self) -> tuple:

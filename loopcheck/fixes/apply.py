@@ -1,0 +1,209 @@
+"""Computing fixes for findings and applying them to a fixpoint."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Collection, Iterable
+
+import libcst as cst
+
+from loopcheck.findings import Finding
+from loopcheck.fixes.context import FixContext
+from loopcheck.fixes.fixers import FIXERS
+from loopcheck.fixes.model import Fix, touched_rows
+from loopcheck.fixes.noqa import NoqaMap, suppressed
+from loopcheck.noqa import is_skipped
+from loopcheck.fixes.noqa import noqa_codes_by_row as read_noqa
+
+MAX_FIXES_PER_FINDING = 4  # attempts budget: len(findings) * this + a few
+
+
+def compute_fix(module: cst.Module | None, source: str, finding: Finding,
+                context: FixContext | None = None) -> Fix | None:
+    """The fix for one finding of ``source`` (``module``: its parsed tree, or ``None`` to parse
+    it), or ``None`` when its rule has no fixer or no local fix exists here. Never raises on a
+    finding it does not understand."""
+    fixer = FIXERS.get(finding.code)
+    if fixer is None:
+        return None
+    try:
+        ctx = context or FixContext(source, module)
+        return fixer(ctx, finding)
+    except (cst.ParserSyntaxError, RecursionError):
+        return None
+    except Exception:  # noqa: BLE001 - a fixer bug must never break checking
+        return None
+
+
+def attach_fixes(source: str, findings: Iterable[Finding]) -> list[Finding]:
+    """Set ``finding.fix`` on each finding of ``source`` (one parse for all) and return them."""
+    findings = list(findings)
+    if not any(f.code in FIXERS for f in findings):
+        return findings
+    try:
+        ctx = FixContext(source)
+    except cst.ParserSyntaxError:
+        return findings
+    for f in findings:
+        f.fix = compute_fix(ctx.module, source, f, ctx)
+    return findings
+
+
+def _allowed(fix: Fix | None, f: Finding, unsafe: bool, noqa: NoqaMap) -> bool:
+    if fix is None or not fix.edits or (not unsafe and not fix.is_safe):
+        return False
+    if suppressed(noqa, f.noqa_row, f.code) or suppressed(noqa, f.row, f.code):
+        return False
+    return not any(suppressed(noqa, row, f.code) for e in fix.edits for row in touched_rows(e))
+
+
+def _merge_noqa(a: NoqaMap | None, b: NoqaMap) -> dict:
+    out = dict(b)
+    for row, codes in (a or {}).items():
+        if row in out and out[row] is not None and codes:
+            out[row] = frozenset(out[row]) | frozenset(codes)
+        else:
+            out[row] = None if not codes else frozenset(codes)
+    return out
+
+
+def _unsuppressed(findings: list[Finding], text: str) -> list[Finding]:
+    noqa = read_noqa(text)
+    return [f for f in findings if not suppressed(noqa, f.noqa_row, f.code)]
+
+
+def _counts(findings: Iterable[Finding]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for f in findings:
+        out[f.code] = out.get(f.code, 0) + 1
+    return out
+
+
+def apply_fixes(
+    source: str,
+    findings: Iterable[Finding],
+    unsafe: bool = False,
+    noqa_codes_by_row: NoqaMap | None = None,
+    *,
+    filename: str | None = None,
+    select: Collection[str] | None = None,
+) -> tuple[str, list[Finding]]:
+    """Apply the fixes of ``findings`` (findings of ``source``) and return ``(new_source, fixed)``.
+
+    Fixes are applied one at a time, each re-checked: after a fix, the file is checked again
+    with every rule, and the fix is kept only if its code has fewer findings than before and
+    any new finding of another code has an allowed fix of its own, which is then applied too
+    (moving a clip before ``scaler.step()`` needs ``scaler.unscale_()`` before it; a fix that
+    would trade one bug for another is dropped). The next fix is taken from the new findings
+    of the ``select`` codes (default: the codes of ``findings``), so fixes compose, until no
+    allowed fix is left.
+
+    Args:
+        source: the file's text.
+        findings: its findings (as ``check_source`` returns them).
+        unsafe: also apply fixes whose applicability is ``"unsafe"``.
+        noqa_codes_by_row: ``{row: codes}`` of ``# noqa`` comments in ``source``; ``None`` or
+            an empty collection means a bare ``# noqa``. The file's own ``# noqa`` comments
+            are always read too (``loopcheck.fixes.noqa_codes_by_row``). No fix is applied for
+            a finding suppressed on its row, nor one whose edits change a line whose ``# noqa``
+            covers the finding's code.
+        filename: passed to ``check_source`` (default: the first finding's).
+        select: the rule codes to fix (default: the codes of ``findings``).
+
+    Returns:
+        The fixed text (``source`` itself when nothing was fixed) and the findings fixed, each
+        with ``.fix`` set; findings found after a first fix have rows of the text they were
+        found in.
+    """
+    from loopcheck.analysis import check_source  # a module-level import would be circular
+
+    findings = list(findings)
+    if not findings:
+        return source, []
+    filename = filename or findings[0].filename
+    codes = set(select) if select is not None else {f.code for f in findings}
+    caller_noqa = noqa_codes_by_row
+    fixed: list[Finding] = []
+    rejected: set[tuple] = set()
+    budget = MAX_FIXES_PER_FINDING * len(findings) + 8
+    text = source
+    if not any(f.code in codes and f.code in FIXERS for f in findings) or is_skipped(source):
+        return source, []
+    # every rule, not only the selected ones: a fix must not bring a bug it cannot fix
+    every = _unsuppressed(check_source(source, filename), source)
+    baseline = _counts(every)
+    while budget > 0:
+        if text is source:
+            candidates = [f for f in findings if f.code in codes]
+        else:  # the selected codes, and the codes earlier fixes brought in (their follow-ups)
+            counts = _counts(every)
+            candidates = [g for g in every if g.code in codes or counts[g.code] > baseline.get(g.code, 0)]
+        candidates = [f for f in candidates if f.code in FIXERS]
+        if not candidates:
+            break
+        try:
+            ctx = FixContext(text)
+        except cst.ParserSyntaxError:
+            break
+        noqa = _merge_noqa(caller_noqa if text is source else None, read_noqa(text))
+        candidate = None
+        for f in sorted(candidates, key=lambda f: (f.row, f.column, f.code)):
+            key = (text, f.code, f.row, f.column)
+            if key in rejected:
+                continue
+            fix = compute_fix(ctx.module, text, f, ctx)
+            if _allowed(fix, f, unsafe, noqa):
+                candidate = (f, fix, key)
+                break
+        if candidate is None:
+            break
+        budget -= 1
+        f, fix, key = candidate
+        try:
+            new_text = fix.apply(text)
+            after = check_source(new_text, filename)
+        except Exception:  # noqa: BLE001 - never leave a half-applied file behind
+            rejected.add(key)
+            continue
+        if _accept(f, every, after, new_text, unsafe):
+            f.fix = fix
+            fixed.append(f)
+            text, every = new_text, _unsuppressed(after, new_text)
+        else:
+            rejected.add(key)
+    return text, fixed
+
+
+def _accept(f: Finding, before: list[Finding], after: list[Finding], new_text: str, unsafe: bool) -> bool:
+    """Keep a fix if it lowers its code's count and every finding it brings (of another code,
+    not silenced by ``# noqa``) has an allowed fix of its own."""
+    if any(a.code == "LC001" for a in after):
+        return False
+    noqa = read_noqa(new_text)
+    after = [a for a in after if not suppressed(noqa, a.noqa_row, a.code)]
+    b, a = _counts(before), _counts(after)
+    if a.get(f.code, 0) >= b.get(f.code, 0):
+        return False
+    grown = [code for code in a if code != f.code and a[code] > b.get(code, 0)]
+    if not grown:
+        return True
+    try:
+        ctx = FixContext(new_text)
+    except cst.ParserSyntaxError:
+        return False
+    for g in after:
+        if g.code in grown and not _allowed(compute_fix(ctx.module, new_text, g, ctx), g, unsafe, noqa):
+            return False
+    return True
+
+
+def diff(old: str, new: str, filename: str) -> str:
+    """A unified diff of a fix (``--diff``), ``""`` when nothing changed."""
+    if old == new:
+        return ""
+    a = old.splitlines(keepends=True)
+    b = new.splitlines(keepends=True)
+    for lines in (a, b):
+        if lines and not lines[-1].endswith(("\n", "\r")):
+            lines[-1] += "\n\\ No newline at end of file\n"
+    return "".join(difflib.unified_diff(a, b, fromfile=filename, tofile=filename))

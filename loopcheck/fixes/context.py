@@ -1,0 +1,491 @@
+"""The parsed file a fixer works on: nodes found by position, statements, blocks, names.
+
+Everything here is read off the LibCST tree with ``PositionProvider`` and
+a parent map; nothing depends on the analysis engine.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable, Iterator, Sequence
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from loopcheck.fixes.model import Fix, edits_between
+
+Block = cst.Module | cst.IndentedBlock
+Statement = cst.BaseStatement  # SimpleStatementLine or a compound statement
+LOOPS = (cst.For, cst.While)
+SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+OPTIMIZER_CTOR = re.compile(
+    r"(^|\.)(optim\.|Adam|AdamW|SGD|RMSprop|Adagrad|Adadelta|Adamax|NAdam|RAdam|LBFGS|Lion|Adafactor|Muon|\w*Optimizer)",
+)
+
+
+class _ParentVisitor(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
+        self.stack: list[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.stack:
+            self.parents[node] = self.stack[-1]
+        self.stack.append(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.stack.pop()
+
+
+def _parents(module: cst.Module) -> dict[cst.CSTNode, cst.CSTNode]:
+    """Node -> parent node, for every node of ``module``."""
+    visitor = _ParentVisitor()
+    module.visit(visitor)
+    return visitor.parents
+
+
+class FixContext:
+    """One parsed source with the lookups fixers need. Build it once per text."""
+
+    def __init__(self, source: str, module: cst.Module | None = None) -> None:
+        self.source = source
+        self.module = module if module is not None else cst.parse_module(source)
+        self.positions = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+        self.parents = _parents(self.module)  # ParentNodeProvider is several times slower
+        self._roles: dict[str, set[str]] = {}
+        self._by_start: dict[tuple[int, int], list[cst.CSTNode]] | None = None
+        self._calls: list[cst.Call] | None = None
+
+    # ------------------------------------------------------------------ positions
+
+    def _index(self) -> None:
+        by_start: dict[tuple[int, int], list[cst.CSTNode]] = {}
+        calls = []
+        for node, rng in self.positions.items():
+            by_start.setdefault((rng.start.line, rng.start.column + 1), []).append(node)
+            if isinstance(node, cst.Call):
+                calls.append(node)
+        calls.sort(key=lambda c: (self.positions[c].start.line, self.positions[c].start.column))
+        self._by_start, self._calls = by_start, calls
+
+    def start(self, node: cst.CSTNode) -> tuple[int, int]:
+        """1-based ``(row, column)`` where ``node`` starts."""
+        p = self.positions[node].start
+        return p.line, p.column + 1
+
+    def node_at(self, row: int, column: int, end_row: int, end_column: int, types=(cst.CSTNode,)):
+        """The node (of one of ``types``) spanning exactly this 1-based, end-exclusive range;
+        the outermost one when several do."""
+        if self._by_start is None:
+            self._index()
+        found = None
+        for node in self._by_start.get((row, column), []):
+            end = self.positions[node].end
+            if (end.line, end.column + 1) == (end_row, end_column) and isinstance(node, types):
+                if found is None or self.contains(node, found):
+                    found = node
+        return found
+
+    def nodes_starting_at(self, row: int, column: int) -> list[cst.CSTNode]:
+        """The nodes that start at this 1-based position (outermost first)."""
+        if self._by_start is None:
+            self._index()
+        nodes = self._by_start.get((row, column), [])
+        return sorted(nodes, key=lambda n: sum(1 for _ in self.ancestors(n)))
+
+    def calls(self) -> list[cst.Call]:
+        """Every call of the file, in source order."""
+        if self._calls is None:
+            self._index()
+        return self._calls
+
+    # ------------------------------------------------------------------ tree
+
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        return self.parents.get(node)
+
+    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        cur = self.parents.get(node)
+        while cur is not None:
+            yield cur
+            cur = self.parents.get(cur)
+
+    def contains(self, outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
+        return inner is outer or any(a is outer for a in self.ancestors(inner))
+
+    def statement_of(self, node: cst.CSTNode) -> Statement | None:
+        """The statement that directly holds ``node`` in a block (its line, or the compound
+        statement whose header holds it)."""
+        cur = node
+        while cur is not None:
+            parent = self.parents.get(cur)
+            if isinstance(cur, (cst.SimpleStatementLine, cst.BaseCompoundStatement)) and isinstance(
+                parent, (cst.Module, cst.IndentedBlock)
+            ):
+                return cur
+            cur = parent
+        return None
+
+    def block_of(self, stmt: Statement) -> tuple[Block, int] | None:
+        """The block holding ``stmt`` and its index in the block's body."""
+        parent = self.parents.get(stmt)
+        if not isinstance(parent, (cst.Module, cst.IndentedBlock)):
+            return None
+        for i, s in enumerate(parent.body):
+            if s is stmt:
+                return parent, i
+        return None
+
+    def owner_of_block(self, block: Block) -> cst.CSTNode | None:
+        """The compound statement (or ``else``/``finally`` clause) an indented block belongs to."""
+        return None if isinstance(block, cst.Module) else self.parents.get(block)
+
+    def scope_of(self, node: cst.CSTNode) -> cst.CSTNode:
+        """The innermost function (or the module) ``node`` runs in."""
+        for a in self.ancestors(node):
+            if isinstance(a, (cst.FunctionDef, cst.Lambda)):
+                return a
+        return self.module
+
+    def loops_around(self, node: cst.CSTNode) -> list[cst.CSTNode]:
+        """``for``/``while`` statements around ``node`` inside its scope, outermost first."""
+        out = []
+        for a in self.ancestors(node):
+            if isinstance(a, SCOPES):
+                break
+            if isinstance(a, LOOPS) and not self.contains(a.iter if isinstance(a, cst.For) else a.test, node):
+                out.append(a)
+        return out[::-1]
+
+    def body_block(self, compound: cst.BaseCompoundStatement) -> cst.IndentedBlock | None:
+        body = getattr(compound, "body", None)
+        return body if isinstance(body, cst.IndentedBlock) else None
+
+    # ------------------------------------------------------------------ code
+
+    def code(self, node: cst.CSTNode) -> str:
+        return self.module.code_for_node(node)
+
+    def expr_code(self, node: cst.CSTNode) -> str:
+        """The source of an expression on one line, without surrounding whitespace."""
+        return " ".join(self.code(node).split())
+
+    def calls_in(self, node: cst.CSTNode) -> Iterator[cst.Call]:
+        for call in self.calls():
+            if self.contains(node, call):
+                yield call
+
+    def method_calls(self, node: cst.CSTNode, method: str) -> Iterator[tuple[cst.Call, str]]:
+        """``(call, receiver source)`` of each ``receiver.method(...)`` call inside ``node``."""
+        for call in self.calls_in(node):
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value == method:
+                yield call, self.expr_code(call.func.value)
+
+    def call_statement(self, call: cst.Call) -> cst.SimpleStatementLine | None:
+        """The statement line if ``call`` is the whole of a one-statement line (``x.f()``), or its
+        value (``y = x.f()``)."""
+        stmt = self.statement_of(call)
+        if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+            return None
+        small = stmt.body[0]
+        if isinstance(small, cst.Expr) and small.value is call:
+            return stmt
+        if isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is call:
+            return stmt
+        return None
+
+    def expr_call(self, stmt: cst.CSTNode) -> cst.Call | None:
+        """The call of a ``x.f(...)`` expression statement line."""
+        if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+            small = stmt.body[0]
+            if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+                return small.value
+        return None
+
+    def is_method_stmt(self, stmt: cst.CSTNode, method: str, receiver: str | None = None) -> bool:
+        call = self.expr_call(stmt)
+        return (
+            call is not None and isinstance(call.func, cst.Attribute) and call.func.attr.value == method
+            and (receiver is None or self.expr_code(call.func.value) == receiver)
+        )
+
+    # ------------------------------------------------------------------ names
+
+    @staticmethod
+    def names_read(node: cst.CSTNode) -> set[str]:
+        """Every plain name mentioned in ``node`` (reads and writes: conservative)."""
+        out: set[str] = set()
+
+        class V(cst.CSTVisitor):
+            def visit_Name(self, n: cst.Name) -> None:
+                out.add(n.value)
+
+            def visit_Attribute(self, n: cst.Attribute) -> bool:
+                # ``a.b``: ``b`` is not a name of its own
+                n.value.visit(self)
+                return False
+
+        node.visit(V())
+        return out
+
+    @staticmethod
+    def names_written(node: cst.CSTNode) -> set[str]:
+        """Names a statement binds (assignment, augmented assignment, loop and with targets,
+        walrus, imports, definitions)."""
+        out: set[str] = set()
+
+        def targets(t: cst.CSTNode) -> None:
+            if isinstance(t, cst.Name):
+                out.add(t.value)
+            elif isinstance(t, (cst.Tuple, cst.List)):
+                for el in t.elements:
+                    targets(el.value)
+            elif isinstance(t, cst.StarredElement):
+                targets(t.value)
+            elif isinstance(t, (cst.Attribute, cst.Subscript)):
+                base = t.value
+                while isinstance(base, (cst.Attribute, cst.Subscript)):
+                    base = base.value
+                if isinstance(base, cst.Name):
+                    out.add(base.value)  # mutating ``a.x`` / ``a[i]`` changes what ``a`` reads as
+
+        class V(cst.CSTVisitor):
+            def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+                targets(n.target)
+
+            def visit_AugAssign(self, n: cst.AugAssign) -> None:
+                targets(n.target)
+
+            def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
+                targets(n.target)
+
+            def visit_For(self, n: cst.For) -> None:
+                targets(n.target)
+
+            def visit_CompFor(self, n: cst.CompFor) -> None:
+                pass  # comprehension variables do not leak
+
+            def visit_AsName(self, n: cst.AsName) -> None:
+                targets(n.name)
+
+            def visit_NamedExpr(self, n: cst.NamedExpr) -> None:
+                targets(n.target)
+
+            def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+                out.add(n.name.value)
+                return False
+
+            def visit_ClassDef(self, n: cst.ClassDef) -> bool:
+                out.add(n.name.value)
+                return False
+
+            def visit_Import(self, n: cst.Import) -> None:
+                for alias in n.names:
+                    out.add(alias.evaluated_alias or alias.evaluated_name.split(".")[0])
+
+            def visit_ImportFrom(self, n: cst.ImportFrom) -> None:
+                if not isinstance(n.names, cst.ImportStar):
+                    for alias in n.names:
+                        out.add(alias.evaluated_alias or alias.evaluated_name)
+
+        node.visit(V())
+        return out
+
+    def independent(self, moved: cst.CSTNode, others: Sequence[cst.CSTNode]) -> bool:
+        """Whether ``moved`` can swap places with ``others``: it reads nothing they bind and
+        binds nothing they mention."""
+        reads, writes = self.names_read(moved), self.names_written(moved)
+        for o in others:
+            o_writes = self.names_written(o)
+            if reads & o_writes or writes & (self.names_read(o) | o_writes):
+                return False
+        return True
+
+    def bound_in_scope(self, name: str, scope: cst.CSTNode) -> bool:
+        """Whether ``name`` is a parameter of function ``scope`` or bound anywhere in it (or, for
+        the module, at its top level)."""
+        if isinstance(scope, cst.FunctionDef):
+            params = scope.params
+            all_params = [*params.posonly_params, *params.params, *params.kwonly_params]
+            if params.star_arg and isinstance(params.star_arg, cst.Param):
+                all_params.append(params.star_arg)
+            if params.star_kwarg:
+                all_params.append(params.star_kwarg)
+            if any(p.name.value == name for p in all_params):
+                return True
+            return name in self.names_written(scope.body)
+        if isinstance(scope, cst.Module):
+            for stmt in scope.body:
+                if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+                    if stmt.name.value == name:
+                        return True
+                    continue
+                if name in self.names_written(stmt):
+                    return True
+        return False
+
+    def valid_at(self, expr: str, node: cst.CSTNode) -> bool:
+        """Whether expression ``expr`` (``model``, ``self.model``) can be evaluated where ``node``
+        runs: its root name is bound in that function, or at module level."""
+        root = re.match(r"[A-Za-z_]\w*", expr)
+        if not root:
+            return False
+        name = root.group(0)
+        scope = self.scope_of(node)
+        if name == "self":
+            return isinstance(scope, cst.FunctionDef) and self.bound_in_scope("self", scope)
+        if isinstance(scope, cst.FunctionDef) and self.bound_in_scope(name, scope):
+            return True
+        return self.bound_in_scope(name, self.module)
+
+    def torch_attr(self, attr: str) -> str | None:
+        """How this file spells ``torch.<attr>``: ``torch.no_grad`` after ``import torch``,
+        ``T.no_grad`` after ``import torch as T``, ``no_grad`` after ``from torch import no_grad``."""
+        for stmt in self.module.body:
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                continue
+            for small in stmt.body:
+                if isinstance(small, cst.Import):
+                    for alias in small.names:
+                        if alias.evaluated_name == "torch":
+                            return f"{alias.evaluated_alias or 'torch'}.{attr}"
+                        if alias.evaluated_name.startswith("torch.") and not alias.evaluated_alias:
+                            return f"torch.{attr}"  # ``import torch.nn`` binds ``torch``
+                elif isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
+                    mod = get_full_name_for_node(small.module) if small.module else ""
+                    if mod == "torch" and not small.relative:
+                        for alias in small.names:
+                            if alias.evaluated_name == attr:
+                                return alias.evaluated_alias or attr
+        return None
+
+    # ------------------------------------------------------------------ roles, by syntax
+
+    def optimizer_names(self) -> set[str]:
+        """Expressions that hold an optimizer: assigned from a ``torch.optim`` constructor,
+        stepped by a GradScaler, or cleared with ``zero_grad()`` and stepped."""
+        if "optimizers" not in self._roles:
+            self._roles["optimizers"] = self._optimizer_names()
+        return self._roles["optimizers"]
+
+    def _optimizer_names(self) -> set[str]:
+        out: set[str] = set()
+        for call in self.calls():
+            parent = self.parents.get(call)
+            if isinstance(parent, cst.Assign) and parent.value is call and len(parent.targets) == 1:
+                callee = self.expr_code(call.func)
+                if OPTIMIZER_CTOR.search(callee) and "lr_scheduler" not in callee and "Scheduler" not in callee:
+                    out.add(self.expr_code(parent.targets[0].target))
+        scalers = self.scaler_names()
+        stepped = set()
+        zeroed = set()
+        for call in self.calls():
+            if not isinstance(call.func, cst.Attribute):
+                continue
+            recv = self.expr_code(call.func.value)
+            if call.func.attr.value == "step":
+                if recv in scalers and call.args:
+                    out.add(self.expr_code(call.args[0].value))
+                else:
+                    stepped.add(recv)
+            elif call.func.attr.value == "zero_grad":
+                zeroed.add(recv)
+        out |= stepped & zeroed
+        return out
+
+    def scaler_names(self) -> set[str]:
+        """Expressions that hold a GradScaler: assigned from ``...GradScaler(...)``, or the
+        receiver of ``x.scale(loss).backward()``."""
+        if "scalers" not in self._roles:
+            self._roles["scalers"] = self._scaler_names()
+        return self._roles["scalers"]
+
+    def _scaler_names(self) -> set[str]:
+        out: set[str] = set()
+        for call in self.calls():
+            parent = self.parents.get(call)
+            if isinstance(parent, cst.Assign) and parent.value is call and len(parent.targets) == 1:
+                if self.expr_code(call.func).endswith("GradScaler"):
+                    out.add(self.expr_code(parent.targets[0].target))
+            if (
+                isinstance(call.func, cst.Attribute) and call.func.attr.value == "backward"
+                and isinstance(call.func.value, cst.Call)
+                and isinstance(call.func.value.func, cst.Attribute)
+                and call.func.value.func.attr.value == "scale"
+            ):
+                out.add(self.expr_code(call.func.value.func.value))
+        return out
+
+    def is_optimizer_step(self, stmt: cst.CSTNode) -> bool:
+        """``optimizer.step()`` or ``scaler.step(optimizer)`` as a statement line."""
+        call = self.expr_call(stmt)
+        if call is None or not isinstance(call.func, cst.Attribute) or call.func.attr.value != "step":
+            return False
+        recv = self.expr_code(call.func.value)
+        if recv in self.scaler_names():
+            return bool(call.args)
+        return recv in self.optimizer_names()
+
+    # ------------------------------------------------------------------ making fixes
+
+    def parse_statement(self, code: str) -> cst.BaseStatement:
+        return cst.parse_statement(code + self.module.default_newline, config=self.module.config_for_parsing)
+
+    def fix(self, applicability: str, message: str, new_module: cst.Module) -> Fix | None:
+        """A :class:`Fix` whose edits turn this source into ``new_module``'s code."""
+        new = new_module.code
+        if new == self.source:
+            return None
+        return Fix(applicability, message, edits_between(self.source, new))
+
+
+class Rewrite(cst.CSTTransformer):
+    """Structural edits by node identity: remove statements, insert statements before/after
+    statements, replace nodes. Inserted statements may be nodes of the same tree (a move)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.remove: set[int] = set()
+        self.before: dict[int, list[cst.CSTNode]] = {}
+        self.after: dict[int, list[cst.CSTNode]] = {}
+        self.replace: dict[int, cst.CSTNode] = {}
+
+    def insert_before(self, anchor: cst.CSTNode, *stmts: cst.CSTNode) -> "Rewrite":
+        self.before.setdefault(id(anchor), []).extend(stmts)
+        return self
+
+    def insert_after(self, anchor: cst.CSTNode, *stmts: cst.CSTNode) -> "Rewrite":
+        self.after.setdefault(id(anchor), []).extend(stmts)
+        return self
+
+    def delete(self, stmt: cst.CSTNode) -> "Rewrite":
+        self.remove.add(id(stmt))
+        return self
+
+    def substitute(self, old: cst.CSTNode, new: cst.CSTNode) -> "Rewrite":
+        self.replace[id(old)] = new
+        return self
+
+    def on_leave(self, original, updated):
+        key = id(original)
+        if key in self.replace:
+            updated = self.replace[key]
+        before, after = self.before.get(key, []), self.after.get(key, [])
+        if key in self.remove:
+            if before or after:
+                return cst.FlattenSentinel([*before, *after])
+            return cst.RemoveFromParent()
+        if before or after:
+            return cst.FlattenSentinel([*before, updated, *after])
+        return updated
+
+    def run(self, module: cst.Module) -> cst.Module:
+        return module.visit(self)
+
+
+def first(items: Iterable):
+    return next(iter(items), None)

@@ -1,0 +1,481 @@
+"""One fixer per rule code: ``fixer(ctx, finding) -> Fix | None``.
+
+A fixer finds the flagged node by the finding's exact span and the other lines by the
+finding's ``related`` rows, and changes the tree with :class:`~loopcheck.fixes.context.Rewrite`
+(statements moved, inserted, replaced); the fix's edits are the text difference. It returns
+``None`` when the fix is not local or not certain: the nodes are in different blocks, a moved
+statement would cross something that binds or reads its names, a name would not be defined
+where it goes, ...
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import libcst as cst
+
+from loopcheck.findings import Finding
+from loopcheck.fixes.context import LOOPS, FixContext, Rewrite, first
+from loopcheck.fixes.model import SAFE, UNSAFE, Fix
+
+Fixer = Callable[[FixContext, Finding], "Fix | None"]
+FIXERS: dict[str, Fixer] = {}
+
+
+def fixer(code: str):
+    def register(fn: Fixer) -> Fixer:
+        FIXERS[code] = fn
+        return fn
+
+    return register
+
+
+# ------------------------------------------------------------------------------ helpers
+
+
+def flagged(ctx: FixContext, f: Finding, types=(cst.Call,)):
+    return ctx.node_at(f.row, f.column, f.end_row, f.end_column, types)
+
+
+def related_calls(ctx: FixContext, f: Finding, method: str | None = None) -> list[cst.Call]:
+    """Calls that start where the finding's related locations point (``method``: only
+    ``x.method(...)`` calls), outermost first."""
+    out = []
+    for r in f.related:
+        for node in ctx.nodes_starting_at(r.row, r.column):
+            if isinstance(node, cst.Call) and (
+                method is None or isinstance(node.func, cst.Attribute) and node.func.attr.value == method
+            ):
+                out.append(node)
+    return out
+
+
+def callee(ctx: FixContext, call: cst.Call) -> str:
+    """``clip_grad_norm_()`` for ``torch.nn.utils.clip_grad_norm_(...)``."""
+    name = call.func.attr.value if isinstance(call.func, cst.Attribute) else ctx.expr_code(call.func)
+    return f"{name}()"
+
+
+def short(ctx: FixContext, call: cst.Call) -> str:
+    """``optimizer.step()`` / ``scaler.step(optimizer)``: the call, its arguments elided when long."""
+    text = ctx.expr_code(call)
+    return text if len(text) <= 40 else ctx.expr_code(call.func) + "(...)"
+
+
+def stmt_calls(ctx: FixContext, stmts, *methods: str) -> bool:
+    """Whether any statement calls ``x.<method>(...)`` for one of ``methods``."""
+    return any(True for s in stmts for m in methods for _ in ctx.method_calls(s, m))
+
+
+def in_block(ctx: FixContext, stmt, block) -> int | None:
+    where = ctx.block_of(stmt) if stmt is not None else None
+    return where[1] if where and where[0] is block else None
+
+
+def scaler_of(ctx: FixContext, f: Finding) -> str | None:
+    """The GradScaler of the finding: the receiver of ``scaler.scale(...)`` on a related line,
+    else the only GradScaler of the file."""
+    for call in related_calls(ctx, f, "scale"):
+        return ctx.expr_code(call.func.value)
+    for call in related_calls(ctx, f, "backward"):
+        inner = call.func.value
+        if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) and inner.func.attr.value == "scale":
+            return ctx.expr_code(inner.func.value)
+    scalers = ctx.scaler_names()
+    return next(iter(scalers)) if len(scalers) == 1 else None
+
+
+def keep_comments(stmt):
+    """``stmt`` without the blank lines above it, but with its comment lines (for a move)."""
+    return stmt.with_changes(leading_lines=[line for line in stmt.leading_lines if line.comment is not None])
+
+
+def ensure_update(ctx: FixContext, rw: Rewrite, step_stmt, scaler: str) -> str | None:
+    """Make ``scaler.update()`` follow ``step_stmt`` in its block. Returns the applicability
+    (``None``: nothing to do, an update already follows).
+
+    With no other ``scaler.update()`` in the file, one is inserted (safe). A single update that
+    sits after the loop around the step (once per epoch) is moved after the step instead (safe:
+    left there it would run with no step since the last update and raise). Other updates
+    elsewhere: inserted, unsafe.
+    """
+    block, i = ctx.block_of(step_stmt)
+    if any(ctx.is_method_stmt(s, "update", scaler) for s in block.body[i + 1:]):
+        return None
+    updates = [c for c, recv in ctx.method_calls(ctx.module, "update") if recv == scaler and not c.args]
+    if not updates:
+        rw.insert_after(step_stmt, ctx.parse_statement(f"{scaler}.update()"))
+        return SAFE
+    if len(updates) == 1:
+        u_stmt = ctx.statement_of(updates[0])
+        where = ctx.block_of(u_stmt) if u_stmt is not None else None
+        if where and ctx.expr_call(u_stmt) is updates[0]:
+            for loop in ctx.loops_around(step_stmt):
+                at = ctx.block_of(loop)
+                if at and at[0] is where[0] and at[1] < where[1]:
+                    rw.delete(u_stmt)
+                    rw.insert_after(step_stmt, keep_comments(u_stmt))
+                    return SAFE
+    rw.insert_after(step_stmt, ctx.parse_statement(f"{scaler}.update()"))
+    return UNSAFE
+
+
+# ------------------------------------------------------------------------------ LC1xx
+
+
+@fixer("LC101")
+def clip_before_backward(ctx: FixContext, f: Finding) -> Fix | None:
+    """Move the clip to just before the optimizer step that follows the backward."""
+    clip = flagged(ctx, f)
+    stmt = ctx.call_statement(clip) if clip is not None else None
+    where = ctx.block_of(stmt) if stmt is not None else None
+    if where is None:
+        return None
+    block, i = where
+    bw = first(related_calls(ctx, f, "backward"))
+    j = in_block(ctx, ctx.statement_of(bw), block) if bw is not None else None
+    if j is None or j <= i:
+        return None
+    k = next((k for k in range(j + 1, len(block.body)) if ctx.is_optimizer_step(block.body[k])), None)
+    if k is None:
+        return None
+    between = block.body[i + 1:k]  # may hold scaler.unscale_(): the clip then lands after it
+    if stmt_calls(ctx, between, "zero_grad", "step") or not ctx.independent(stmt, between):
+        return None
+    step = ctx.expr_call(block.body[k])
+    new = Rewrite().delete(stmt).insert_before(block.body[k], stmt).run(ctx.module)
+    return ctx.fix(SAFE, f"Move `{callee(ctx, clip)}` between `{short(ctx, bw)}` and `{short(ctx, step)}`", new)
+
+
+@fixer("LC102")
+def clip_after_step(ctx: FixContext, f: Finding) -> Fix | None:
+    """Move the clip to just before the step (after the backward)."""
+    clip = flagged(ctx, f)
+    stmt = ctx.call_statement(clip) if clip is not None else None
+    where = ctx.block_of(stmt) if stmt is not None else None
+    if where is None:
+        return None
+    block, i = where
+    step = first(related_calls(ctx, f, "step"))
+    k = in_block(ctx, ctx.statement_of(step), block) if step is not None else None
+    if k is None or k >= i or not ctx.is_optimizer_step(block.body[k]):
+        return None
+    between = block.body[k + 1:i]
+    if stmt_calls(ctx, between, "backward", "zero_grad", "unscale_") or not ctx.independent(stmt, between):
+        return None
+    new = Rewrite().delete(stmt).insert_before(block.body[k], stmt).run(ctx.module)
+    return ctx.fix(SAFE, f"Move `{callee(ctx, clip)}` before `{short(ctx, step)}`", new)
+
+
+@fixer("LC103")
+def zero_grad_between(ctx: FixContext, f: Finding) -> Fix | None:
+    """Move ``zero_grad()`` to just after the step it wiped the gradients of (after
+    ``scaler.update()`` when one follows the step). A step under a gradient-accumulation ``if``
+    of the same block: moved into that ``if``, after the step (unsafe)."""
+    zg = flagged(ctx, f)
+    stmt = ctx.call_statement(zg) if zg is not None else None
+    if stmt is None or ctx.expr_call(stmt) is not zg:
+        return None
+    where = ctx.block_of(stmt)
+    if where is None:
+        return None
+    block, i = where
+    for step in related_calls(ctx, f, "step"):
+        s_stmt = ctx.statement_of(step)
+        if s_stmt is None or not ctx.is_optimizer_step(s_stmt):
+            continue
+        s_block, k = ctx.block_of(s_stmt)
+        if s_block is block:
+            if k <= i:
+                continue
+            applicability, outer_k = SAFE, k
+        else:
+            owner = ctx.owner_of_block(s_block)
+            if not isinstance(owner, cst.If) or owner.body is not s_block:
+                continue
+            outer_k = in_block(ctx, owner, block)
+            if outer_k is None or outer_k <= i:
+                continue
+            applicability = UNSAFE
+        between = block.body[i + 1:outer_k + 1]
+        if stmt_calls(ctx, between, "zero_grad") or not ctx.independent(stmt, between):
+            return None
+        anchor = s_block.body[k]
+        if k + 1 < len(s_block.body) and ctx.is_method_stmt(s_block.body[k + 1], "update"):
+            anchor = s_block.body[k + 1]
+        new = Rewrite().delete(stmt).insert_after(anchor, keep_comments(stmt)).run(ctx.module)
+        return ctx.fix(applicability, f"Move `{short(ctx, zg)}` after `{short(ctx, step)}`", new)
+    return None
+
+
+# ------------------------------------------------------------------------------ LC3xx
+
+
+@fixer("LC301")
+def eval_mode_not_reset(ctx: FixContext, f: Finding) -> Fix | None:
+    """Insert ``model.train()`` as the first statement of the training loop (unsafe: where the
+    mode should switch back is the author's choice)."""
+    ev = flagged(ctx, f)
+    if ev is None or not isinstance(ev.func, cst.Attribute):
+        return None
+    model = ctx.expr_code(ev.func.value)
+    step = first(related_calls(ctx, f, "step"))
+    if step is None:
+        return None
+    loops = ctx.loops_around(step)
+    if not loops:
+        return None
+    same_scope = ctx.scope_of(ev) is ctx.scope_of(step)
+    target = next((loop for loop in reversed(loops) if ctx.contains(loop, ev)), None) if same_scope else None
+    target = target or loops[0]
+    if not same_scope:
+        model = _trained_model(ctx, step) or (model if _same_class(ctx, ev, step, model) else None)
+    body = ctx.body_block(target)
+    if not model or body is None or not body.body or not ctx.valid_at(model, step):
+        return None
+    new = Rewrite().insert_before(body.body[0], ctx.parse_statement(f"{model}.train()")).run(ctx.module)
+    return ctx.fix(UNSAFE, f"Call `{model}.train()` at the start of each training iteration", new)
+
+
+def _trained_model(ctx: FixContext, step: cst.Call) -> str | None:
+    """``model`` for ``optimizer.step()`` where ``optimizer = X(model.parameters(), ...)``."""
+    recv = ctx.expr_code(step.func.value)
+    if recv in ctx.scaler_names() and step.args:
+        recv = ctx.expr_code(step.args[0].value)
+    for call in ctx.calls():
+        parent = ctx.parent(call)
+        if (
+            isinstance(parent, cst.Assign) and parent.value is call and len(parent.targets) == 1
+            and ctx.expr_code(parent.targets[0].target) == recv and call.args
+        ):
+            arg = call.args[0].value
+            if isinstance(arg, cst.Call) and isinstance(arg.func, cst.Attribute):
+                if arg.func.attr.value == "parameters":
+                    return ctx.expr_code(arg.func.value)
+    return None
+
+
+def _same_class(ctx: FixContext, a: cst.CSTNode, b: cst.CSTNode, expr: str) -> bool:
+    if not expr.startswith("self."):
+        return ctx.valid_at(expr, b)
+    ca = next((n for n in ctx.ancestors(a) if isinstance(n, cst.ClassDef)), None)
+    cb = next((n for n in ctx.ancestors(b) if isinstance(n, cst.ClassDef)), None)
+    return ca is not None and ca is cb
+
+
+@fixer("LC302")
+def validation_without_no_grad(ctx: FixContext, f: Finding) -> Fix | None:
+    """Wrap the evaluation after ``model.eval()`` in ``with torch.no_grad():``: the outermost
+    loop around the flagged forward (below the ``eval()``'s block) that makes no training call
+    (safe), else the statements from the forward to the end of the block or to the next
+    training call (unsafe)."""
+    fwd = flagged(ctx, f)
+    ev = first(related_calls(ctx, f, "eval"))
+    no_grad = ctx.torch_attr("no_grad")
+    if fwd is None or ev is None or no_grad is None:
+        return None
+    ev_stmt = ctx.statement_of(ev)
+    where = ctx.block_of(ev_stmt) if ev_stmt is not None else None
+    if where is None:
+        return None
+    block, e = where
+    path = []  # the statements around the forward, innermost first, up to the eval's block
+    cur = ctx.statement_of(fwd)
+    while cur is not None:
+        path.append(cur)
+        at = ctx.block_of(cur)
+        if at is None:
+            return None
+        if at[0] is block:
+            break
+        owner = ctx.owner_of_block(at[0])
+        while owner is not None and not isinstance(owner, (cst.BaseCompoundStatement, cst.Module)):
+            owner = ctx.parent(owner)  # else/finally/except clauses
+        if owner is None or isinstance(owner, (cst.FunctionDef, cst.ClassDef, cst.Module)):
+            return None
+        cur = owner
+    if cur is None:
+        return None
+    w = at[1]
+    if w <= e:
+        return None
+    training = ("backward", "step", "zero_grad", "train", "eval")
+    loop = next((s for s in reversed(path) if isinstance(s, LOOPS) and not stmt_calls(ctx, [s], *training)), None)
+    if loop is not None:
+        wrapped, applicability = [loop], SAFE
+    else:
+        end = w
+        while end < len(block.body) and not stmt_calls(ctx, [block.body[end]], *training):
+            end += 1
+        wrapped, applicability = list(block.body[w:end]), UNSAFE
+        if not wrapped:
+            return None
+    head = wrapped[0]
+    with_stmt = cst.With(
+        items=[cst.WithItem(item=cst.parse_expression(f"{no_grad}()"))],
+        body=cst.IndentedBlock(body=[head.with_changes(leading_lines=()), *wrapped[1:]]),
+        leading_lines=head.leading_lines,
+    )
+    rw = Rewrite().substitute(head, with_stmt)
+    for s in wrapped[1:]:
+        rw.delete(s)
+    what = "loop" if len(wrapped) == 1 and isinstance(head, LOOPS) else "evaluation"
+    return ctx.fix(applicability, f"Wrap the {what} in `with {no_grad}():`", rw.run(ctx.module))
+
+
+# ------------------------------------------------------------------------------ LC4xx
+
+# Methods of a list, dict or number that work the same on floats as on tensors.
+CONTAINER_METHODS = {
+    "append", "extend", "insert", "pop", "clear", "copy", "count", "index", "reverse", "sort",
+    "remove", "items", "keys", "values", "get", "update", "setdefault", "add", "put", "discard",
+}
+
+
+@fixer("LC401")
+def loss_tensor_kept(ctx: FixContext, f: Finding) -> Fix | None:
+    """Keep ``loss.item()``: ``xs.append(loss)`` → ``xs.append(loss.item())``, ``total += loss``
+    → ``total += loss.item()``, ``d[k] = loss`` → ``d[k] = loss.item()``. Unsafe when the
+    container is used as a tensor elsewhere (``total.backward()``, ``xs[-1].detach()``,
+    ``torch.stack(xs)``)."""
+    node = flagged(ctx, f, (cst.Call, cst.AugAssign, cst.Assign))
+    if isinstance(node, cst.Call):
+        if not isinstance(node.func, cst.Attribute) or node.func.attr.value not in ("append", "add", "insert", "put"):
+            return None
+        arg = node.args[-1] if node.args else None
+        if arg is None or arg.keyword is not None or arg.star:
+            return None
+        value, container = arg.value, node.func.value
+    elif isinstance(node, cst.AugAssign):
+        value, container = node.value, node.target
+    elif isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Subscript):
+        value, container = node.value, node.targets[0].target.value
+    else:
+        return None
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "item":
+        return None
+    if not isinstance(value, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)) and not value.lpar:
+        value_p = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    else:
+        value_p = value
+    item = cst.Call(func=cst.Attribute(value=value_p, attr=cst.Name("item")))
+    applicability = UNSAFE if _used_as_tensor(ctx, ctx.expr_code(container), node) else SAFE
+    new = Rewrite().substitute(value, item).run(ctx.module)
+    return ctx.fix(applicability, f"Use `{ctx.expr_code(value)}.item()`", new)
+
+
+def _used_as_tensor(ctx: FixContext, container: str, flagged_node: cst.CSTNode) -> bool:
+    stmt = ctx.statement_of(flagged_node)
+    last = container.rsplit(".", 1)[-1]
+    for node in ctx.positions:
+        if isinstance(node, cst.Name):
+            if node.value != container:
+                continue
+        elif not isinstance(node, cst.Attribute) or node.attr.value != last or ctx.expr_code(node) != container:
+            continue
+        if stmt is not None and ctx.contains(stmt, node):
+            continue
+        parent = ctx.parent(node)
+        if isinstance(parent, cst.Attribute) and parent.value is node:
+            if parent.attr.value not in CONTAINER_METHODS:
+                return True
+            continue
+        if isinstance(parent, cst.Subscript) and parent.value is node:
+            outer = ctx.parent(parent)
+            if isinstance(outer, cst.Attribute) and outer.value is parent:
+                return True
+            continue
+        if isinstance(parent, cst.Arg):
+            call = ctx.parent(parent)
+            if isinstance(call, cst.Call) and ctx.expr_code(call.func).split(".")[0] in ("torch", "th", "F"):
+                return True
+    return False
+
+
+# ------------------------------------------------------------------------------ LC6xx
+
+
+@fixer("LC601")
+def clip_without_unscale(ctx: FixContext, f: Finding) -> Fix | None:
+    """Insert ``scaler.unscale_(optimizer)`` before the clip (the scaler of the scaled backward,
+    the optimizer of the ``scaler.step(...)`` that follows)."""
+    clip = flagged(ctx, f)
+    stmt = ctx.statement_of(clip) if clip is not None else None
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return None
+    block, i = ctx.block_of(stmt)
+    scaler = scaler_of(ctx, f)
+    if scaler is None:
+        return None
+    opt, step_k = None, None
+    for k in range(i + 1, len(block.body)):
+        call = ctx.expr_call(block.body[k])
+        if ctx.is_method_stmt(block.body[k], "step", scaler) and call.args:
+            opt, step_k = ctx.expr_code(call.args[0].value), k
+            break
+    if opt is None:
+        steps = ctx.method_calls(ctx.module, "step")
+        opts = {ctx.expr_code(c.args[0].value) for c, recv in steps if recv == scaler and c.args}
+        if len(opts) != 1:
+            return None
+        opt = opts.pop()
+    between = block.body[i + 1:step_k] if step_k is not None else block.body[i + 1:]
+    if any(recv == scaler for s in between for _, recv in ctx.method_calls(s, "unscale_")):
+        return None
+    if not ctx.valid_at(scaler, clip) or not ctx.valid_at(opt, clip):
+        return None
+    unscale = ctx.parse_statement(f"{scaler}.unscale_({opt})")
+    new = Rewrite().insert_before(stmt, unscale).run(ctx.module)
+    return ctx.fix(SAFE, f"Call `{scaler}.unscale_({opt})` before `{callee(ctx, clip)}`", new)
+
+
+@fixer("LC602")
+def step_bypasses_scaler(ctx: FixContext, f: Finding) -> Fix | None:
+    """``optimizer.step()`` → ``scaler.step(optimizer)``, and ``scaler.update()`` after it
+    (see :func:`ensure_update`)."""
+    step = flagged(ctx, f)
+    stmt = ctx.call_statement(step) if step is not None else None
+    if stmt is None or ctx.expr_call(stmt) is not step or step.args or not isinstance(step.func, cst.Attribute):
+        return None
+    scaler = scaler_of(ctx, f)
+    if scaler is None or not ctx.valid_at(scaler, step):
+        return None
+    opt = ctx.expr_code(step.func.value)
+    rw = Rewrite().substitute(step, cst.parse_expression(f"{scaler}.step({opt})"))
+    applicability = ensure_update(ctx, rw, stmt, scaler) or SAFE
+    return ctx.fix(applicability, f"Use `{scaler}.step({opt})` and `{scaler}.update()`", rw.run(ctx.module))
+
+
+@fixer("LC603")
+def backward_on_unscaled_loss(ctx: FixContext, f: Finding) -> Fix | None:
+    """``loss.backward()`` → ``scaler.scale(loss).backward()`` (the scaler whose ``step()`` is
+    related)."""
+    bw = flagged(ctx, f)
+    if bw is None or not isinstance(bw.func, cst.Attribute) or bw.func.attr.value != "backward":
+        return None
+    sstep = first(related_calls(ctx, f, "step"))
+    if sstep is None:
+        return None
+    scaler = ctx.expr_code(sstep.func.value)
+    if not ctx.valid_at(scaler, bw):
+        return None
+    loss = bw.func.value
+    scaled = cst.Call(func=cst.parse_expression(f"{scaler}.scale"), args=[cst.Arg(loss.with_changes(lpar=(), rpar=()))])
+    new = Rewrite().substitute(loss, scaled).run(ctx.module)
+    return ctx.fix(SAFE, f"Use `{scaler}.scale({ctx.expr_code(loss)}).backward()`", new)
+
+
+@fixer("LC604")
+def scaler_step_without_update(ctx: FixContext, f: Finding) -> Fix | None:
+    """Call ``scaler.update()`` right after ``scaler.step(optimizer)`` (moving a once-per-epoch
+    update there; see :func:`ensure_update`)."""
+    sstep = flagged(ctx, f)
+    stmt = ctx.call_statement(sstep) if sstep is not None else None
+    if stmt is None or ctx.expr_call(stmt) is not sstep or not isinstance(sstep.func, cst.Attribute):
+        return None
+    scaler = ctx.expr_code(sstep.func.value)
+    rw = Rewrite()
+    applicability = ensure_update(ctx, rw, stmt, scaler)
+    if applicability is None:
+        return None
+    return ctx.fix(applicability, f"Call `{scaler}.update()` after `{short(ctx, sstep)}`", rw.run(ctx.module))
