@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Collection
@@ -22,7 +22,8 @@ from loopcheck.config import ConfigError, Options, Resolver, match_codes, select
 from loopcheck.discovery import is_force_excluded, iter_source_files
 from loopcheck.findings import Finding
 from loopcheck.noqa import filter_findings, is_skipped
-from loopcheck.notebook import NotebookError, read_notebook
+from loopcheck.fixes import apply_fixes, attach_fixes, diff
+from loopcheck.notebook import NotebookError, read_notebook, write_program
 from loopcheck.reporters import WRITERS, Context, SourceFile, write_statistics
 from loopcheck.rules import INFOS
 
@@ -70,7 +71,8 @@ def lint_text(text: str, filename: str, codes: Collection[str] | None = None) ->
     """Check the text of one file as the command line does.
 
     A name ending in ``.ipynb`` is read as a notebook (its code cells joined); a file with
-    ``# loopcheck: skip-file`` gives nothing; ``# noqa`` comments suppress findings.
+    ``# loopcheck: skip-file`` gives nothing; ``# noqa`` comments suppress findings; each
+    finding gets its fix (``finding.fix``) where one exists.
 
     Args:
         text: the file's text (a notebook's JSON).
@@ -89,7 +91,10 @@ def lint_text(text: str, filename: str, codes: Collection[str] | None = None) ->
     source = SourceFile(filename, program, notebook)
     if is_skipped(program):
         return [], source
-    return filter_findings(check_source(program, filename, codes), program), source
+    found = filter_findings(check_source(program, filename, codes), program)
+    if found:
+        attach_fixes(program, found)
+    return found, source
 
 
 @dataclass
@@ -99,6 +104,8 @@ class Run:
     findings: list[Finding]
     sources: dict[str, SourceFile]
     failed: bool = False
+    texts: dict[str, str] = field(default_factory=dict)  # file text as read (a notebook's JSON)
+    codes: dict[str, Collection[str] | None] = field(default_factory=dict)  # rules run per file
 
 
 def _lint_one(run: Run, text: str, filename: str, codes) -> None:
@@ -113,6 +120,8 @@ def _lint_one(run: Run, text: str, filename: str, codes) -> None:
         run.failed = True
         return
     run.sources[filename] = source
+    run.texts[filename] = text
+    run.codes[filename] = codes
     run.findings.extend(found)
 
 
@@ -151,6 +160,45 @@ def lint_stdin(stdin_filename: str | None, resolver: Resolver, force_exclude: bo
         return run
     _lint_one(run, text, name, resolver.for_file(path).codes_for(path))
     return run
+
+
+def fix_files(run: Run, unsafe: bool, write: bool, stdin: bool = False) -> dict[str, tuple[str, str, int]]:
+    """Apply the fixes to every checked file with a fixable finding.
+
+    Each file is fixed to a fixpoint (:func:`loopcheck.fixes.apply_fixes`, which honours
+    ``# noqa``), then checked again: ``run.findings`` becomes what remains. With ``write``
+    the files are rewritten (notebooks through nbformat; standard input goes to standard
+    output).
+
+    Returns:
+        ``{filename: (old text, new text, findings fixed)}`` for the files that change.
+    """
+    changes: dict[str, tuple[str, str, int]] = {}
+    remaining: list[Finding] = []
+    for filename, source in run.sources.items():
+        mine = [f for f in run.findings if f.filename == filename]
+        fixable = [f for f in mine if f.fix is not None and (unsafe or f.fix.applicability == "safe")]
+        if not fixable:
+            remaining.extend(mine)
+            if stdin and write:
+                sys.stdout.write(run.texts[filename])
+            continue
+        codes = run.codes.get(filename)
+        new_program, done = apply_fixes(source.text, mine, unsafe, filename=filename, select=codes)
+        old_text = run.texts[filename]
+        new_text = new_program if source.notebook is None else write_program(old_text, source.notebook, new_program)
+        if new_text != old_text:
+            changes[filename] = (old_text, new_text, len(done))
+        if write:
+            if stdin:
+                sys.stdout.write(new_text)
+            elif new_text != old_text:
+                Path(filename).write_text(new_text, encoding="utf-8")
+        after, src = lint_text(new_text, filename, codes)
+        run.sources[filename] = src
+        remaining.extend(after)
+    run.findings = remaining
+    return changes
 
 
 def use_color(no_color: bool) -> bool:
@@ -199,8 +247,12 @@ def main() -> None:
 @click.option("--exit-zero", is_flag=True, help="Exit with status 0 even when there are findings.")
 @click.option("-q", "--quiet", is_flag=True, help="Print the findings only, without the summary line.")
 @click.option("--stdin-filename", help="The name of the file read from standard input (PATH '-').")
+@click.option("--fix", is_flag=True, help="Apply the safe fixes and report what remains.")
+@click.option("--unsafe-fixes", is_flag=True, help="Also apply (with --fix) or show the fixes marked unsafe.")
+@click.option("--diff", "show_diff", is_flag=True, help="Print the fixes as a diff instead of applying them.")
 def check(paths, select, extend_select, ignore, exclude, extend_exclude, respect_gitignore, force_exclude,
-          config_path, isolated, output_format, no_color, statistics, exit_zero, quiet, stdin_filename) -> None:
+          config_path, isolated, output_format, no_color, statistics, exit_zero, quiet, stdin_filename,
+          fix, unsafe_fixes, show_diff) -> None:
     """Check PATHS (files or directories; default: the current directory; '-': standard input)."""
     if config_path is not None and isolated:
         raise click.UsageError("--config and --isolated cannot be used together")
@@ -225,14 +277,30 @@ def check(paths, select, extend_select, ignore, exclude, extend_exclude, respect
         raise ConfigurationError(str(err)) from None
     except FileNotFoundError as err:
         raise click.BadParameter(f"no such file or directory: {err.args[0]}", param_hint="PATHS")
+    fixed = 0
+    if show_diff:
+        changes = fix_files(run, unsafe_fixes, write=False, stdin=read_stdin)
+        for filename, (old, new, n) in changes.items():
+            sys.stdout.write(diff(old, new, filename))
+        n = sum(n for _, _, n in changes.values())
+        if n:
+            click.echo(f"Would fix {n} error{'s' if n != 1 else ''}.", err=True)
+        sys.exit(2 if run.failed else (1 if n and not exit_zero else 0))
+    if fix:
+        changes = fix_files(run, unsafe_fixes, write=True, stdin=read_stdin)
+        fixed = sum(n for _, _, n in changes.values())
     findings = sorted(run.findings, key=lambda f: f.sort_key)
-    # Fixes (--fix / --diff / --unsafe-fixes) would be applied here, before reporting.
     fmt = output_format or ("full" if sys.stdout.isatty() else "concise")
-    ctx = Context(run.sources, color=use_color(no_color) and fmt in ("full", "concise", "text"), quiet=quiet)
-    if statistics:
-        write_statistics(findings, sys.stdout, ctx, as_json=fmt in ("json", "json-lines"))
+    ctx = Context(run.sources, color=use_color(no_color) and fmt in ("full", "concise", "text"), quiet=quiet,
+                  fixed=fixed, unsafe_fixes=unsafe_fixes)
+    if fix and read_stdin:  # the fixed program went to standard output, as ruff does
+        out = sys.stderr
     else:
-        WRITERS[fmt](findings, sys.stdout, ctx)
+        out = sys.stdout
+    if statistics:
+        write_statistics(findings, out, ctx, as_json=fmt in ("json", "json-lines"))
+    else:
+        WRITERS[fmt](findings, out, ctx)
     if run.failed:
         sys.exit(2)
     sys.exit(1 if findings and not exit_zero else 0)
@@ -279,6 +347,18 @@ def explain(code: str) -> None:
     if page is None:
         page = f"# {info.code} {info.name}\n\n{info.summary}\n"
     click.echo(page.rstrip("\n"))
+
+
+@main.command()
+def server() -> None:
+    """Run the language server (LSP over stdio) for editors; needs the server extra."""
+    try:
+        from loopcheck.server import serve
+    except ImportError as err:
+        raise ConfigurationError(
+            f"the language server needs pygls: pip install 'loopcheck[server]' ({err})"
+        ) from None
+    serve()
 
 
 def _register_verify() -> None:

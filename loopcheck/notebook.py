@@ -138,3 +138,44 @@ def read_notebook(text: str) -> Notebook:
             cells.extend((number, row) for row in range(1, len(lines) + 1))
     source = "".join(line + "\n" for line in program)
     return Notebook(source, shown, cells)
+
+
+def write_program(text: str, notebook: Notebook, program: str) -> str:
+    """The notebook JSON ``text`` with its code cells changed to match a fixed ``program``.
+
+    ``program`` is :attr:`Notebook.source` after fixes. Lines are matched with difflib: an
+    unchanged line keeps its original text (magics included) and cell; a new or changed
+    line goes to the cell of the original line it replaces or is inserted before (the
+    last cell at the end). The result is written with nbformat (as version 4).
+
+    Raises:
+        NotebookError: ``text`` is not a notebook.
+    """
+    import difflib
+
+    import nbformat
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            nb = nbformat.reads(text, as_version=4)
+    except Exception as err:
+        raise NotebookError(f"not a readable notebook: {type(err).__name__}: {err}") from None
+    old = _split(notebook.source)
+    new = _split(program)
+    by_cell: dict[int, list[str]] = {cell: [] for cell, _ in notebook.cells}
+    last_cell = notebook.cells[-1][0] if notebook.cells else None
+    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            for k in range(i2 - i1):
+                by_cell[notebook.cells[i1 + k][0]].append(notebook.lines[i1 + k])
+            continue
+        cell = notebook.cells[i1][0] if i1 < len(notebook.cells) else last_cell
+        if cell is not None:
+            by_cell[cell].extend(new[j1:j2])
+    for number, cell in enumerate(nb.cells, 1):
+        if number in by_cell and cell.get("cell_type") == "code":
+            trailing = "\n" if cell.source.endswith("\n") else ""
+            cell.source = "\n".join(by_cell[number]) + trailing
+    return nbformat.writes(nb) + "\n"

@@ -70,11 +70,14 @@ class Context:
         sources: the checked files by filename (needed by ``full`` and for notebooks).
         color: colour the text formats (ANSI escapes).
         quiet: leave out the summary line.
+        fixed: how many findings ``--fix`` fixed (shown in the summary, as ruff does).
     """
 
     sources: dict[str, SourceFile] = field(default_factory=dict)
     color: bool = False
     quiet: bool = False
+    fixed: int = 0  # findings fixed by --fix in this run
+    unsafe_fixes: bool = False  # unsafe fixes count as available (--unsafe-fixes)
 
 
 @dataclass
@@ -139,13 +142,25 @@ def view(f: Finding, ctx: Context | None = None) -> View:
 
 
 def _summary(findings: list[Finding], out: TextIO, ctx: Context) -> None:
+    """``Found N errors.`` (``(M fixed, K remaining)`` after ``--fix``), ``All checks
+    passed!``, and ``[*] N fixable with the `--fix` option.`` as ruff prints them."""
     if ctx.quiet:
         return
     n = len(findings)
-    if n:
+    total = n + ctx.fixed
+    if ctx.fixed:
+        out.write(f"Found {total} error{'s' if total != 1 else ''} ({ctx.fixed} fixed, {n} remaining).\n")
+    elif n:
         out.write(f"Found {n} error{'s' if n != 1 else ''}.\n")
     else:
         out.write("All checks passed!\n")
+    fixable = sum(1 for f in findings if f.fix is not None and (ctx.unsafe_fixes or f.fix.applicability == "safe"))
+    unsafe = sum(1 for f in findings if f.fix is not None and not ctx.unsafe_fixes and f.fix.applicability != "safe")
+    if fixable:
+        out.write(f"[*] {fixable} fixable with the `--fix` option")
+        out.write(f" ({unsafe} hidden fix{'es' if unsafe != 1 else ''} can be enabled with the `--unsafe-fixes` option).\n" if unsafe else ".\n")
+    elif unsafe:
+        out.write(f"No fixes available ({unsafe} hidden fix{'es' if unsafe != 1 else ''} can be enabled with the `--unsafe-fixes` option).\n")
 
 
 def _style(ctx: Context, text: str, **kw) -> str:
@@ -262,7 +277,7 @@ def write_full(findings: list[Finding], out: TextIO, ctx: Context | None = None)
 
 
 def to_json_obj(f: Finding, ctx: Context | None = None) -> dict:
-    """One finding as ruff's JSON object (``fix`` is always null for now).
+    """One finding as ruff's JSON object (``fix`` in ruff's shape, or null; null in notebooks).
 
     In notebooks the object also has ``"cell"``, and its rows (and those of ``related``)
     count from the start of that cell.
@@ -275,7 +290,7 @@ def to_json_obj(f: Finding, ctx: Context | None = None) -> dict:
         "filename": f.filename,
         "location": {"row": v.start.row, "column": v.start.column},
         "end_location": {"row": v.end.row, "column": v.end.column},
-        "fix": None,
+        "fix": f.fix.to_json() if f.fix is not None and v.start.cell is None else None,
         "url": info.url if info else None,
         "noqa_row": v.noqa_row,
         "related": [

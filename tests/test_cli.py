@@ -38,6 +38,15 @@ MESSAGE = (
     "nn.utils.clip_grad_norm_() runs before loss.backward() at line 11: the gradients it clips "
     "are empty or already applied, so the step is never clipped"
 )
+FIX_MESSAGE = "Move `clip_grad_norm_()` between `loss.backward()` and `optimizer.step()`"
+FIX_EDITS = [
+    {"content": "", "location": {"row": 9, "column": 1}, "end_location": {"row": 10, "column": 1}},
+    {
+        "content": "    nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n",
+        "location": {"row": 12, "column": 1},
+        "end_location": {"row": 12, "column": 1},
+    },
+]
 
 
 def run(*args: str, cwd: Path | None = None):
@@ -59,7 +68,9 @@ def project(tmp_path: Path, monkeypatch) -> Path:
 def test_text_output_and_exit_code_1(project):
     result = run("bad.py", "good.py")
     assert result.exit_code == 1
-    assert result.output == f"bad.py:9:5: LC101 {MESSAGE}\nFound 1 error.\n"
+    assert result.output == (
+        f"bad.py:9:5: LC101 {MESSAGE}\nFound 1 error.\n[*] 1 fixable with the `--fix` option.\n"
+    )
 
 
 def test_clean_file_exits_0(project):
@@ -78,7 +89,11 @@ def test_json_output(project):
             "filename": "bad.py",
             "location": {"row": 9, "column": 5},
             "end_location": {"row": 9, "column": 54},
-            "fix": None,
+            "fix": {
+                "applicability": "safe",
+                "message": FIX_MESSAGE,
+                "edits": FIX_EDITS,
+            },
             "url": INFOS["LC101"].url,
             "noqa_row": 9,
             "related": [{"row": 11, "column": 5, "message": "backward() fills .grad only here"}],
@@ -132,11 +147,11 @@ def test_directory_walk_respects_gitignore_and_skips_virtualenvs(project):
     (venv / "pyvenv.cfg").write_text("home = /usr\n")
     (venv / "lib.py").write_text(BAD)
     (project / "notes.txt").write_text(BAD)
-    result = run(".")
-    files = sorted({line.split(":")[0] for line in result.output.splitlines()[:-1]})
+    result = run("--quiet", ".")
+    files = sorted({line.split(":")[0] for line in result.output.splitlines()})
     assert files == ["bad.py", "pkg/kept.py"]
-    result = run("--no-respect-gitignore", ".")
-    files = sorted({line.split(":")[0] for line in result.output.splitlines()[:-1]})
+    result = run("--quiet", "--no-respect-gitignore", ".")
+    files = sorted({line.split(":")[0] for line in result.output.splitlines()})
     assert files == ["bad.py", "pkg/ignored.py", "pkg/kept.py"]
 
 
@@ -185,3 +200,58 @@ def test_console_script_runs(project):
     assert proc.returncode == 1
     assert proc.stdout.splitlines()[0] == f"bad.py:9:5: LC101 {MESSAGE}"
     assert proc.stderr == ""
+
+
+def test_fix_rewrites_the_file_and_reports_what_remains(project):
+    result = run("--fix", "bad.py")
+    assert result.exit_code == 0
+    assert result.output == "Found 1 error (1 fixed, 0 remaining).\n"
+    assert (project / "bad.py").read_text() == GOOD
+    assert run("--fix", "bad.py").output == "All checks passed!\n"  # idempotent
+
+
+def test_diff_shows_the_fix_without_writing(project):
+    result = run("--diff", "bad.py")
+    assert result.exit_code == 1
+    assert result.stdout == (
+        "--- bad.py\n+++ bad.py\n@@ -6,7 +6,7 @@\n"
+        " for step in range(10):\n"
+        "     x = torch.randn(8, 4)\n"
+        "     optimizer.zero_grad()\n"
+        "-    nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+        "     loss = model(x).pow(2).mean()\n"
+        "     loss.backward()\n"
+        "+    nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+        "     optimizer.step()\n"
+    )
+    assert (project / "bad.py").read_text() == BAD
+
+
+def test_fix_leaves_noqa_lines_alone(project):
+    noqa = BAD.replace("1.0)\n", "1.0)  # noqa: LC101\n", 1)
+    (project / "bad.py").write_text(noqa)
+    result = run("--fix", "bad.py")
+    assert result.exit_code == 0
+    assert result.output == "All checks passed!\n"
+    assert (project / "bad.py").read_text() == noqa
+
+
+def test_unsafe_fixes_need_the_flag(project):
+    source = (Path(__file__).resolve().parent.parent / "fixtures" / "LC301_bad.py").read_text()
+    (project / "train.py").write_text(source)
+    result = run("--fix", "train.py")
+    assert result.exit_code == 1
+    assert result.output.splitlines()[-1] == (
+        "No fixes available (1 hidden fix can be enabled with the `--unsafe-fixes` option)."
+    )
+    assert (project / "train.py").read_text() == source
+    result = run("--fix", "--unsafe-fixes", "train.py")
+    assert result.exit_code == 0
+    assert result.output == "Found 1 error (1 fixed, 0 remaining).\n"
+    assert "model.train()" in (project / "train.py").read_text().split("for epoch", 1)[1]
+
+
+def test_fix_from_stdin_writes_the_fixed_program_to_stdout(project):
+    result = CliRunner().invoke(main, ["--fix", "-", "--stdin-filename", "train.py"], input=BAD)
+    assert result.exit_code == 0
+    assert result.stdout == GOOD

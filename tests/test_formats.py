@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from loopcheck.cli import lint_text, main
 from loopcheck.reporters import Context, write_full
 from loopcheck.rules import INFOS
-from test_cli import BAD, GOOD, MESSAGE
+from test_cli import BAD, FIX_EDITS, FIX_MESSAGE, GOOD, MESSAGE
 
 # BAD, and the model left in eval mode for a forward pass with autograd on: LC101, LC301, LC302.
 MODES = BAD.replace("    optimizer.step()\n", "    optimizer.step()\n    model.eval()\n    model(x)\n")
@@ -31,6 +31,7 @@ bad.py:9:5: LC101 {MESSAGE}
    |
 
 Found 1 error.
+[*] 1 fixable with the `--fix` option.
 """
 
 
@@ -82,11 +83,11 @@ def test_colour_only_when_asked_and_same_text_without_escapes(project):
 
 
 def test_no_color_flag_and_default_format_off_a_terminal(project):
-    assert run("--no-color", "bad.py").output == f"bad.py:9:5: LC101 {MESSAGE}\nFound 1 error.\n"
+    assert run("--no-color", "bad.py").output == f"bad.py:9:5: LC101 {MESSAGE}\nFound 1 error.\n[*] 1 fixable with the `--fix` option.\n"
 
 
 def test_concise_and_its_text_alias(project):
-    expected = f"bad.py:9:5: LC101 {MESSAGE}\nFound 1 error.\n"
+    expected = f"bad.py:9:5: LC101 {MESSAGE}\nFound 1 error.\n[*] 1 fixable with the `--fix` option.\n"
     assert run("--output-format", "concise", "bad.py").output == expected
     assert run("--output-format", "text", "bad.py").output == expected
 
@@ -101,7 +102,7 @@ def test_json_lines(project):
         "filename": "bad.py",
         "location": {"row": 9, "column": 5},
         "end_location": {"row": 9, "column": 54},
-        "fix": None,
+        "fix": {"applicability": "safe", "message": FIX_MESSAGE, "edits": FIX_EDITS},
         "url": INFOS["LC101"].url,
         "noqa_row": 9,
         "related": [{"row": 11, "column": 5, "message": "backward() fills .grad only here"}],
@@ -198,7 +199,7 @@ def test_statistics(project):
 def test_exit_zero_and_quiet(project):
     result = run("--exit-zero", "bad.py")
     assert result.exit_code == 0
-    assert result.output == f"bad.py:9:5: LC101 {MESSAGE}\nFound 1 error.\n"
+    assert result.output == f"bad.py:9:5: LC101 {MESSAGE}\nFound 1 error.\n[*] 1 fixable with the `--fix` option.\n"
     result = run("--quiet", "bad.py")
     assert result.exit_code == 1
     assert result.output == f"bad.py:9:5: LC101 {MESSAGE}\n"
@@ -214,9 +215,9 @@ def test_exit_zero_keeps_exit_2_for_errors(project):
 def test_stdin_with_stdin_filename(project):
     result = run("-", "--stdin-filename", "train.py", input=BAD)
     assert result.exit_code == 1
-    assert result.output == f"train.py:9:5: LC101 {MESSAGE}\nFound 1 error.\n"
+    assert result.output == f"train.py:9:5: LC101 {MESSAGE}\nFound 1 error.\n[*] 1 fixable with the `--fix` option.\n"
     result = run("--stdin-filename", "train.py", input=BAD)  # no path: standard input too
-    assert result.output == f"train.py:9:5: LC101 {MESSAGE}\nFound 1 error.\n"
+    assert result.output == f"train.py:9:5: LC101 {MESSAGE}\nFound 1 error.\n[*] 1 fixable with the `--fix` option.\n"
     result = run("-", input=GOOD)
     assert (result.exit_code, result.output) == (0, "All checks passed!\n")
 

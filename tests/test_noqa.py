@@ -44,7 +44,7 @@ def test_noqa_suppresses(comment):
 def test_noqa_for_other_codes_does_not_suppress(comment):
     result = check(with_comment(comment))
     assert result.exit_code == 1
-    assert result.output == f"train.py:9:5: LC101 {MESSAGE}\nFound 1 error.\n"
+    assert result.output == f"train.py:9:5: LC101 {MESSAGE}\nFound 1 error.\n[*] 1 fixable with the `--fix` option.\n"
 
 
 def test_noqa_must_be_on_the_reported_line():

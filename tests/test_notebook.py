@@ -60,7 +60,7 @@ def project(tmp_path: Path, monkeypatch) -> Path:
 def test_concise_places_findings_in_cells(project):
     result = run("train.ipynb")
     assert result.exit_code == 1
-    assert result.output == f"train.ipynb:cell 4:4:5: LC101 {CLIP_MESSAGE}\nFound 1 error.\n"
+    assert result.output == f"train.ipynb:cell 4:4:5: LC101 {CLIP_MESSAGE}\nFound 1 error.\n[*] 1 fixable with the `--fix` option.\n"
 
 
 def test_json_has_the_cell_and_rows_in_the_cell(project):
@@ -90,6 +90,7 @@ def test_full_shows_the_cell_lines_with_their_magics(project):
         "  |\n"
         "\n"
         "Found 1 error.\n"
+        "[*] 1 fixable with the `--fix` option.\n"
     )
 
 
@@ -126,7 +127,7 @@ def test_directories_include_notebooks_but_not_checkpoints(project):
     (project / "other.ipynb").write_text(notebook(SETUP, LOOP.replace("clip_grad_norm_", "clip_grad_value_")))
     result = run(".")
     assert [line.split(":")[0] for line in result.output.splitlines()] == [
-        "other.ipynb", "train.ipynb", "Found 2 errors."
+        "other.ipynb", "train.ipynb", "Found 2 errors.", "[*] 2 fixable with the `--fix` option."
     ]
 
 
@@ -144,7 +145,7 @@ def test_skip_file_in_a_cell(project):
 def test_notebook_from_stdin(project):
     text = (project / "train.ipynb").read_text()
     result = run("-", "--stdin-filename", "nb.ipynb", input=text)
-    assert result.output == f"nb.ipynb:cell 4:4:5: LC101 {CLIP_MESSAGE}\nFound 1 error.\n"
+    assert result.output == f"nb.ipynb:cell 4:4:5: LC101 {CLIP_MESSAGE}\nFound 1 error.\n[*] 1 fixable with the `--fix` option.\n"
 
 
 def test_other_languages_are_not_checked(project):
@@ -175,3 +176,26 @@ def test_read_notebook_maps_rows_to_cells():
     assert nb.cells == [(1, 1), (1, 2), (4, 1)]
     assert nb.locate(3) == (4, 1)
     assert nb.relabel("see line 3 and line 9") == "see line 1 of cell 4 and line 9"
+
+
+def test_fix_writes_a_valid_notebook_that_is_then_clean(project):
+    path = project / "train.ipynb"
+    before = nbformat.reads(path.read_text(), as_version=4)
+    result = run("--fix", "train.ipynb")
+    assert result.exit_code == 0
+    assert result.output == "Found 1 error (1 fixed, 0 remaining).\n"
+    after = nbformat.reads(path.read_text(), as_version=4)
+    nbformat.validate(after)
+    assert [c.cell_type for c in after.cells] == [c.cell_type for c in before.cells]
+    assert after.cells[1].source == before.cells[1].source  # magics and shell lines kept
+    assert after.cells[3].source == (
+        "for step in range(10):\n"
+        "    x = torch.randn(8, 4)\n"
+        "    optimizer.zero_grad()\n"
+        "    loss = model(x).pow(2).mean()\n"
+        "    %time y = 1\n"
+        "    loss.backward()\n"
+        "    nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+        "    optimizer.step()"
+    )
+    assert run("train.ipynb").exit_code == 0
