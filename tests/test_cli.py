@@ -255,3 +255,14 @@ def test_fix_from_stdin_writes_the_fixed_program_to_stdout(project):
     result = CliRunner().invoke(main, ["--fix", "-", "--stdin-filename", "train.py"], input=BAD)
     assert result.exit_code == 0
     assert result.stdout == GOOD
+
+
+def test_every_rule_page_says_whether_it_has_an_autofix():
+    from loopcheck.fixes import FIXABLE
+
+    root = Path(__file__).resolve().parent.parent / "rules"
+    for code in INFOS:
+        page = (root / f"{code}.md").read_text()
+        section = page.split("## Autofix\n\n", 1)[1].split("\n\n", 1)[0]
+        applicability = FIXABLE.get(code)
+        assert section.startswith(f"Autofix ({applicability}" if applicability else "No autofix: "), code
