@@ -14,7 +14,7 @@ methods of class ``Trainer`` is ``self@Trainer`` whoever calls them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import count
 
 import libcst as cst
@@ -427,7 +427,7 @@ class UnitBuilder:
         callee.instances = frame.instances
         self._stack.append(func)
         try:
-            body = self.function_body(callee, func, ctx)
+            body = self.function_body(callee, func, replace(ctx, calls=ctx.calls + (raw.node,)))
         finally:
             self._stack.pop()
         return Inline(func, body)
@@ -449,7 +449,7 @@ class UnitBuilder:
                 grad = "disabled"
             elif q in ENABLE_GRAD:
                 grad = "enabled"
-        inner_ctx = Context(ctx.loops, grad, ctx.conds)
+        inner_ctx = replace(ctx, grad=grad)
         return self.block(frame, func.body, inner_ctx)
 
     # -- entry points --------------------------------------------------------------------
@@ -501,13 +501,13 @@ class UnitBuilder:
         elif isinstance(stmt, cst.For):
             self.expr_events(frame, stmt.iter, ctx, out)
             info = self.loop_info(frame, stmt, stmt.target, stmt.iter)
-            inner = Context(ctx.loops + (info,), ctx.grad, ())
+            inner = replace(ctx, loops=ctx.loops + (info,), conds=())
             body = self.block(frame, stmt.body, inner)
             orelse = self.block(frame, stmt.orelse.body, ctx) if stmt.orelse else Seq()
             out.append(Loop(info, body, orelse))
         elif isinstance(stmt, cst.While):
             info = self.loop_info(frame, stmt, None, stmt.test)
-            inner = Context(ctx.loops + (info,), ctx.grad, ())
+            inner = replace(ctx, loops=ctx.loops + (info,), conds=())
             body = Seq()
             self.expr_events(frame, stmt.test, inner, body.items)
             body.items.extend(self.block(frame, stmt.body, inner).items)
@@ -523,7 +523,7 @@ class UnitBuilder:
                 if item.asname is not None:
                     targets = self._target_syms(frame, item.asname.name)
                     self.expr_events(frame, item.item, ctx, out, targets)
-            inner = Context(ctx.loops, grad, ctx.conds)
+            inner = replace(ctx, grad=grad)
             out.extend(self.block(frame, stmt.body, inner).items)
         elif isinstance(stmt, cst.Try) or isinstance(stmt, getattr(cst, "TryStar", ())):
             body = self.block(frame, stmt.body, ctx)
@@ -533,7 +533,7 @@ class UnitBuilder:
             out.append(Try(body, handlers, orelse, final))
         elif isinstance(stmt, cst.Match):
             self.expr_events(frame, stmt.subject, ctx, out)
-            branches = [self.block(frame, c.body, Context(ctx.loops, ctx.grad, ctx.conds + (stmt,))) for c in stmt.cases]
+            branches = [self.block(frame, c.body, replace(ctx, conds=ctx.conds + (stmt,))) for c in stmt.cases]
             node: Node = Seq()
             for branch in reversed(branches):
                 node = If(stmt, branch, node if isinstance(node, Seq) else Seq([node]))
@@ -542,7 +542,7 @@ class UnitBuilder:
 
     def if_stmt(self, frame: Frame, stmt: cst.If, ctx: Context, out: list[Node]) -> None:
         self.expr_events(frame, stmt.test, ctx, out)
-        inner = Context(ctx.loops, ctx.grad, ctx.conds + (stmt,))
+        inner = replace(ctx, conds=ctx.conds + (stmt,))
         body = self.block(frame, stmt.body, inner)
         orelse = Seq()
         if isinstance(stmt.orelse, cst.If):

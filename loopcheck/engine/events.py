@@ -39,6 +39,7 @@ MODEL_READONLY = {
     "gradient_checkpointing_enable", "tie_weights", "extra_repr", "get_submodule",
     "requires_grad_", "share_memory", "estimate_tokens", "floating_point_ops",
 }
+METER_NAME = re.compile(r"(meter|avg|average|losses|running)", re.I)
 SELF_RETURNING = {"to", "cuda", "cpu", "half", "float", "double", "bfloat16", "train", "eval", "requires_grad_"}
 OPT_READONLY = {"state_dict", "add_param_group", "param_groups"}
 PURE_FUNCS = re.compile(
@@ -224,6 +225,12 @@ def classify_call(c: Call, roles: Roles) -> list[Event]:
         if a.sym and roles.canon(a.sym) in roles.losses:
             ev("store_loss", recv, loss=roles.canon(a.sym), how=f"{last(c.receiver)}.{method}()")
         return out
+    if method == "update" and c.args and METER_NAME.search(last(c.receiver)):
+        # AverageMeter.update(val, n): ``self.sum += val * n`` keeps the graph of every step
+        a = c.args[0]
+        if a.sym and a.keyword is None and roles.canon(a.sym) in roles.losses:
+            ev("store_loss", recv, loss=roles.canon(a.sym), how=f"{last(c.receiver)}.update()")
+        return out
     if not PURE_FUNCS.match(c.func or ""):
         _havoc_args(c, roles, ev)
     return out
@@ -260,8 +267,11 @@ def classify_assign(a: Assign, roles: Roles) -> list[Event]:
     ):
         out.append(Event("submodule_replace", canon_prefix, a.node, a, {"attr": attr}))
         return out
-    if a.value_sym and roles.canon(a.value_sym) in roles.losses and a.op != "=":
-        out.append(Event("store_loss", target, a.node, a, {"loss": roles.canon(a.value_sym), "how": a.op}))
+    if a.op != "=" and a.value_kind == "expr":
+        # ``total += loss``, ``self.sum += val * n``: the bare tensor, not loss.item()
+        loss = next((roles.canon(m) for m in sorted(a.mentions) if roles.canon(m) in roles.losses), None)
+        if loss is not None:
+            out.append(Event("store_loss", target, a.node, a, {"loss": loss, "how": a.op}))
     if target in roles.losses or roles.canon(target) in roles.losses:
         out.append(Event("loss_assign", roles.canon(target), a.node, a, {"value_kind": a.value_kind}))
     return out

@@ -42,11 +42,13 @@ class Context:
             or ``"unknown"``.
         conds: the ``if`` statements between the event and its innermost loop (or the
             entry when it is in no loop), outermost first.
+        calls: the calls of inlined functions that lead to the event, outermost first.
     """
 
     loops: tuple[LoopInfo, ...] = ()
     grad: str = "enabled"
     conds: tuple[cst.CSTNode, ...] = ()
+    calls: tuple[cst.Call, ...] = ()
 
 
 @dataclass(eq=False)

@@ -68,6 +68,15 @@ class LossTensorKept(Rule):
         "A loss tensor is stored or accumulated instead of loss.item(): its autograd graph stays in memory.",
     )
 
+    @staticmethod
+    def _local_to_callee(unit: Unit, ev: Event, loss: str) -> bool:
+        """Whether the loss was computed inside the inlined function itself (then the store
+        is reported where it is written)."""
+        return any(
+            e.kind == "loss_assign" and e.subject == loss and e.ctx.calls == ev.ctx.calls
+            for e in unit.of_kind("loss_assign")
+        )
+
     def check(self, unit: Unit) -> Iterable[Report]:
         feeds = None
         for ev in unit.of_kind("store_loss"):
@@ -92,10 +101,12 @@ class LossTensorKept(Rule):
                 effect = "keeps every step's tensor and autograd graph alive, so memory grows with every step"
             else:
                 effect = "chains every step's autograd graph onto the total, so memory grows with every step"
+            # stored inside a helper of this file (AverageMeter.update): report the call
+            node = ev.ctx.calls[-1] if ev.ctx.calls and not self._local_to_callee(unit, ev, loss) else ev.node
             yield Report(
-                self.info.code, ev.node,
-                lambda d, ev=ev, bw=bw, effect=effect: (
-                    f"{d.code(ev.node, 50)} stores the loss tensor, not its value: it {effect}"
+                self.info.code, node,
+                lambda d, node=node, bw=bw, effect=effect: (
+                    f"{d.code(node, 50)} stores the loss tensor, not its value: it {effect}"
                     + (f" (the graph {d.call(bw.node)} at line {d.line(bw.node)} ran through)" if bw else "")
                     + "; use loss.item() (or loss.detach())"
                 ),
