@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from loopcheck.engine.ir import Assign, Call, RawEvent
-from loopcheck.engine.roles import Roles, last
+from loopcheck.engine.roles import Roles, last, parameter_owner
 
 CLIP_FUNCS = {
     "torch.nn.utils.clip_grad_norm_",
@@ -72,11 +72,12 @@ class Event:
 
 
 def _models_of(roles: Roles, mentions) -> set[str]:
+    """The models whose parameters (or which, named directly) a clip call's arguments take."""
     out = set()
     for m in mentions:
-        for marker in (".parameters", ".named_parameters"):
-            if marker in m:
-                out.add(roles.canon(m.split(marker)[0]))
+        owner = parameter_owner(m)
+        if owner is not None:
+            out.add(roles.canon(owner))
         c = roles.canon(m)
         if c in roles.models:
             out.add(c)

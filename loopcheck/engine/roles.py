@@ -222,12 +222,23 @@ def exponential_unit(call: Call) -> str:
     return "unknown"
 
 
+def parameter_owner(chain: str) -> str | None:
+    """``"model.backbone"`` for ``"model.backbone.parameters"`` (also ``named_parameters``);
+    ``None`` when the chain does not take a module's parameters."""
+    for marker in (".parameters", ".named_parameters"):
+        if chain.endswith(marker) or (marker + ".") in chain:
+            return chain.split(marker)[0]
+    return None
+
+
 def _param_models(mentions, defs: dict[str, list[frozenset[str]]], depth: int = 0) -> set[str]:
+    """Modules whose parameters an optimizer's arguments take, following up to three
+    assignments (``params = [p for p in model.parameters() if p.requires_grad]``)."""
     out: set[str] = set()
     for m in mentions:
-        for marker in (".parameters", ".named_parameters"):
-            if m.endswith(marker) or (marker + ".") in m:
-                out.add(m.split(marker)[0])
+        owner = parameter_owner(m)
+        if owner is not None:
+            out.add(owner)
         if depth < 3 and m in defs:
             for d in defs[m]:
                 out |= _param_models(d, defs, depth + 1)

@@ -9,7 +9,7 @@ clipping; ``scaler.step(optimizer)`` unscales (if needed), skips the step on inf
 
 from __future__ import annotations
 
-from typing import Iterable, NamedTuple
+from typing import Iterable, Iterator, NamedTuple
 
 from loopcheck.engine.dataflow import Machine
 from loopcheck.engine.events import Event
@@ -92,6 +92,20 @@ def _all(states, phase: str) -> bool:
     return bool(states) and all(s.phase == phase for s in states)
 
 
+def reached_only_in(unit: Unit, kind: str, phase: str, accept) -> Iterator[tuple[Event, Event]]:
+    """``(event, backward)`` for each event of ``kind`` that ``accept(event, optimizer)``
+    relates to a scaled optimizer and that runs only while its gradients are in ``phase``;
+    ``backward`` is the backward that put them there."""
+    for opt in scaled_optimizers(unit):
+        flow = scaling_flow(unit, opt)
+        for ev in unit.of_kind(kind):
+            if not accept(ev, opt):
+                continue
+            states = flow.states(ev)
+            if _all(states, phase):
+                yield ev, next(s.bw for s in states)
+
+
 @register
 class ClipWithoutUnscale(Rule):
     info = RuleInfo(
@@ -100,25 +114,20 @@ class ClipWithoutUnscale(Rule):
     )
 
     def check(self, unit: Unit) -> Iterable[Report]:
-        for opt in scaled_optimizers(unit):
-            flow = scaling_flow(unit, opt)
-            for ev in unit.of_kind("clip"):
-                if ev.extra.get("managed") or ev.extra.get("measure_only") or not touches(unit, opt, ev):
-                    continue
-                states = flow.states(ev)
-                if not _all(states, "scaled"):
-                    continue
-                bw = next(s.bw for s in states)
-                yield Report(
-                    self.info.code, ev.node,
-                    lambda d, ev=ev, bw=bw: (
-                        f"{d.call(ev.node)} clips the gradients of {d.code(bw.node, 40)} at line "
-                        f"{d.line(bw.node)} while they are still multiplied by the loss scale: every step is "
-                        "clipped to max_norm in scaled units, so the applied update shrinks to max_norm / scale; "
-                        "call scaler.unscale_(optimizer) before clipping"
-                    ),
-                    [(bw.node, "the scaled backward")],
-                )
+        def accept(ev: Event, opt: str) -> bool:
+            return not ev.extra.get("managed") and not ev.extra.get("measure_only") and touches(unit, opt, ev)
+
+        for ev, bw in reached_only_in(unit, "clip", "scaled", accept):
+            yield Report(
+                self.info.code, ev.node,
+                lambda d, ev=ev, bw=bw: (
+                    f"{d.call(ev.node)} clips the gradients of {d.code(bw.node, 40)} at line "
+                    f"{d.line(bw.node)} while they are still multiplied by the loss scale: every step is "
+                    "clipped to max_norm in scaled units, so the applied update shrinks to max_norm / scale; "
+                    "call scaler.unscale_(optimizer) before clipping"
+                ),
+                [(bw.node, "the scaled backward")],
+            )
 
 
 @register
@@ -129,24 +138,19 @@ class StepBypassesScaler(Rule):
     )
 
     def check(self, unit: Unit) -> Iterable[Report]:
-        for opt in scaled_optimizers(unit):
-            flow = scaling_flow(unit, opt)
-            for ev in unit.of_kind("step"):
-                if ev.subject != opt or ev.extra.get("scaler"):
-                    continue
-                states = flow.states(ev)
-                if not _all(states, "scaled"):
-                    continue
-                bw = next(s.bw for s in states)
-                yield Report(
-                    self.info.code, ev.node,
-                    lambda d, ev=ev, bw=bw: (
-                        f"{d.call(ev.node)} applies the gradients of {d.code(bw.node, 40)} at line "
-                        f"{d.line(bw.node)} still multiplied by the loss scale, and applies inf/NaN "
-                        "gradients instead of skipping them; use scaler.step(optimizer) and scaler.update()"
-                    ),
-                    [(bw.node, "the scaled backward")],
-                )
+        def accept(ev: Event, opt: str) -> bool:
+            return ev.subject == opt and not ev.extra.get("scaler")
+
+        for ev, bw in reached_only_in(unit, "step", "scaled", accept):
+            yield Report(
+                self.info.code, ev.node,
+                lambda d, ev=ev, bw=bw: (
+                    f"{d.call(ev.node)} applies the gradients of {d.code(bw.node, 40)} at line "
+                    f"{d.line(bw.node)} still multiplied by the loss scale, and applies inf/NaN "
+                    "gradients instead of skipping them; use scaler.step(optimizer) and scaler.update()"
+                ),
+                [(bw.node, "the scaled backward")],
+            )
 
 
 @register
@@ -158,27 +162,19 @@ class BackwardOnUnscaledLoss(Rule):
 
     def check(self, unit: Unit) -> Iterable[Report]:
         reported = set()
-        for opt in scaled_optimizers(unit):
-            flow = scaling_flow(unit, opt)
-            for ev in unit.of_kind("scaler_step"):
-                if ev.extra.get("optimizer") != opt:
-                    continue
-                states = flow.states(ev)
-                if not _all(states, "plain"):
-                    continue
-                bw = next(s.bw for s in states)
-                if id(bw) in reported:
-                    continue
-                reported.add(id(bw))
-                yield Report(
-                    self.info.code, bw.node,
-                    lambda d, ev=ev, bw=bw: (
-                        f"{d.call(bw.node)} runs on the unscaled loss, but {d.call(ev.node)} at line "
-                        f"{d.line(ev.node)} divides the gradients by the loss scale: every update is scale× "
-                        "too small (and fp16 gradients can underflow); use scaler.scale(loss).backward()"
-                    ),
-                    [(ev.node, "scaler.step() that unscales")],
-                )
+        for ev, bw in reached_only_in(unit, "scaler_step", "plain", lambda ev, opt: ev.extra.get("optimizer") == opt):
+            if id(bw) in reported:
+                continue
+            reported.add(id(bw))
+            yield Report(
+                self.info.code, bw.node,
+                lambda d, ev=ev, bw=bw: (
+                    f"{d.call(bw.node)} runs on the unscaled loss, but {d.call(ev.node)} at line "
+                    f"{d.line(ev.node)} divides the gradients by the loss scale: every update is scale× "
+                    "too small (and fp16 gradients can underflow); use scaler.scale(loss).backward()"
+                ),
+                [(ev.node, "scaler.step() that unscales")],
+            )
 
 
 @register
