@@ -280,7 +280,7 @@ def check(paths, select, extend_select, ignore, exclude, extend_exclude, respect
     fixed = 0
     if show_diff:
         changes = fix_files(run, unsafe_fixes, write=False, stdin=read_stdin)
-        for filename, (old, new, n) in changes.items():
+        for filename, (old, new, _n) in changes.items():
             sys.stdout.write(diff(old, new, filename))
         n = sum(n for _, _, n in changes.values())
         if n:

@@ -224,7 +224,6 @@ class Frame:
 
 NUMBER_METHODS = {"item", "tolist", "numpy"}
 NUMBER_FUNCS = {"float", "int", "round", "math.isfinite", "math.isnan"}
-DETACH_METHODS = {"detach", "detach_", "cpu"}  # .cpu() alone keeps grad_fn; checked below
 
 
 class UnitBuilder:

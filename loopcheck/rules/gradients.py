@@ -176,7 +176,7 @@ class ClipBeforeBackward(Rule):
     )
 
     def check(self, unit: Unit) -> Iterable[Report]:
-        for ev, opt, states in _clips(unit):
+        for ev, _opt, states in _clips(unit):
             phases = {s.phase for s in states}
             if not phases or phases - {"empty", "applied"} or phases == {"applied"}:
                 continue
@@ -200,7 +200,7 @@ class ClipAfterStep(Rule):
     )
 
     def check(self, unit: Unit) -> Iterable[Report]:
-        for ev, opt, states in _clips(unit):
+        for ev, _opt, states in _clips(unit):
             if not states or any(s.phase != "applied" for s in states):
                 continue
             step = next(s.step for s in states)

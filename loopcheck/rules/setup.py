@@ -72,7 +72,9 @@ class ModelConvertedAfterOptimizer(Rule):
         for opt, info in unit.roles.optimizers.items():
             if not info.models:
                 continue
-            flow = unit.flow(("setup", opt), lambda: OptimizerModelMachine(opt, info.models, info.eager_state))
+            flow = unit.flow(
+                ("setup", opt), lambda opt=opt, info=info: OptimizerModelMachine(opt, info.models, info.eager_state)
+            )
             for step in unit.of_kind("step"):
                 if step.subject != opt:
                     continue
