@@ -115,8 +115,8 @@ class ValidationWithoutNoGrad(Rule):
     def check(self, unit: Unit) -> Iterable[Report]:
         firsts: dict[int, tuple[Event, Event]] = {}
         for fwd in unit.of_kind("forward"):
-            if fwd.ctx.grad != "enabled":
-                continue
+            if fwd.ctx.grad != "enabled" or not fwd.ctx.loops:
+                continue  # a single forward outside any loop (a test, an export) costs one graph
             states = mode_flow(unit, fwd.subject).states(fwd)
             if not states or any(kind != "eval" for kind, _ in states):
                 continue
