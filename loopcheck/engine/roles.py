@@ -74,7 +74,7 @@ WRAPPERS = re.compile(
     r"setup_module|initialize|convert_sync_batchnorm|to|cuda|half|float|double|bfloat16|"
     r"train|eval|module)$"
 )
-NEW_MODEL_FACTORIES = re.compile(r"^(torch\.load|copy\.deepcopy|torch\.distributed\.fsdp\.\w+|\w+\.FullyShardedDataParallel|FSDP)$")
+NOT_MODELS = re.compile(r"(Loss|Dropout|Parameter|ModuleList|ModuleDict|ParameterList)$")
 ACCELERATOR_CTORS = re.compile(r"^(accelerate\.Accelerator|lightning\.\w*\.?Fabric|lightning\.fabric\.Fabric|lightning\.Fabric)$")
 FUNCTIONAL_LOSS = re.compile(
     r"^torch\.nn\.functional\.(\w*loss\w*|cross_entropy|binary_cross_entropy\w*|kl_div|\w+_loss)$"
@@ -307,9 +307,8 @@ def infer_roles(index: ModuleIndex, events: list[RawEvent]) -> Roles:
             roles.criteria.add(target)
         elif q and ACCELERATOR_CTORS.match(q):
             roles.accelerators.add(target)
-        elif q and MODEL_FACTORIES.match(q) and not q.endswith("Loss"):
-            if not re.search(r"(Loss|Dropout|Parameter|ModuleList|ModuleDict|ParameterList)$", q):
-                roles.models.add(target)
+        elif q and MODEL_FACTORIES.match(q) and not NOT_MODELS.search(q):
+            roles.models.add(target)
 
     # 1b. plain re-bindings of constructed objects (``optimizer, sched = build(...)``)
     constructed = set(roles.optimizers) | set(roles.schedulers) | set(roles.scalers) | set(roles.models) | roles.criteria
@@ -319,18 +318,17 @@ def infer_roles(index: ModuleIndex, events: list[RawEvent]) -> Roles:
 
     # 2. usage
     for sym, ms in methods.items():
-        base = sym
         if sym in roles.alias or sym in roles.optimizers or sym in roles.schedulers or sym in roles.scalers:
             continue
-        name = last(base)
-        if "zero_grad" in ms and "step" in ms and base not in roles.models:
-            roles.optimizers[base] = OptimizerInfo(None, None)
+        name = last(sym)
+        if "zero_grad" in ms and "step" in ms and sym not in roles.models:
+            roles.optimizers[sym] = OptimizerInfo(None, None)
         elif {"train", "eval"} & ms and "step" not in ms:
-            roles.models.add(base)
+            roles.models.add(sym)
         elif "step" in ms and SCHEDULER_NAME.search(name) and "scale" not in ms:
-            roles.schedulers[base] = SchedulerInfo(None, None, "unknown")
+            roles.schedulers[sym] = SchedulerInfo(None, None, "unknown")
         elif "scale" in ms and ("update" in ms or SCALER_NAME.search(name)):
-            roles.scalers[base] = None
+            roles.scalers[sym] = None
     for c in calls:
         if c.receiver in roles.scalers and c.method in ("step", "unscale_") and c.args:
             sym = c.args[0].sym
@@ -368,7 +366,7 @@ def infer_roles(index: ModuleIndex, events: list[RawEvent]) -> Roles:
             if v in tracked and e.target not in tracked:
                 roles.alias[e.target] = v
 
-    # optimizer → models, falling back on the only model there is
+    # the models an optimizer updates, through their aliases; they are models too
     for info in roles.optimizers.values():
         info.models = {roles.canon(m) for m in info.models}  # type: ignore[misc]
         roles.models |= info.models
