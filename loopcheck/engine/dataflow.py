@@ -19,7 +19,7 @@ from typing import Hashable, Iterable
 import libcst as cst
 
 from loopcheck.engine.events import Event
-from loopcheck.engine.ir import Assign, Call, If, Inline, Jump, Loop, Node, Seq, Try
+from loopcheck.engine.ir import Assign, Call, If, Inline, Jump, Loop, Node, Seq, Try, parts
 from loopcheck.engine.walk import names_in
 
 State = Hashable
@@ -75,19 +75,8 @@ _REPEATED: "weakref.WeakKeyDictionary[Seq, dict]" = weakref.WeakKeyDictionary()
 def _ifs(node: Node):
     if isinstance(node, If):
         yield node
-        yield from _ifs(node.body)
-        yield from _ifs(node.orelse)
-    elif isinstance(node, Seq):
-        for item in node.items:
-            yield from _ifs(item)
-    elif isinstance(node, Loop):
-        yield from _ifs(node.body)
-        yield from _ifs(node.orelse)
-    elif isinstance(node, Try):
-        for part in (node.body, *node.handlers, node.orelse, node.final):
-            yield from _ifs(part)
-    elif isinstance(node, Inline):
-        yield from _ifs(node.body)
+    for part in parts(node):
+        yield from _ifs(part)
 
 
 def repeated_tests(unit: Seq) -> dict[int, tuple[str, frozenset[str]]]:
@@ -151,24 +140,15 @@ def summaries(unit: Seq) -> dict[int, _Summary]:
         if isinstance(node, Jump):
             sm.jumps = True
             return sm
-        if isinstance(node, Seq):
-            parts = node.items
-        elif isinstance(node, If):
-            parts = [node.body, node.orelse]
-        elif isinstance(node, Loop):
-            parts = [node.body, node.orelse]
+        if isinstance(node, Loop):
             sm.names.update(node.info.targets)
-        elif isinstance(node, Try):
-            parts = [node.body, *node.handlers, node.orelse, node.final]
-        else:  # Inline
-            parts = [node.body]
-        for part in parts:
+        for part in parts(node):
             sub = rec(part)
             sm.kinds |= sub.kinds
             sm.names |= sub.names
             sm.jumps = sm.jumps or sub.jumps
         if isinstance(node, Loop):
-            sm.jumps = False if not _returns(node) else True
+            sm.jumps = _returns(node)
         elif isinstance(node, Inline):
             sm.jumps = False
         table[id(node)] = sm
@@ -183,15 +163,7 @@ def _returns(node: Node) -> bool:
     """Whether a ``return`` inside ``node`` leaves it (break/continue stay in their loop)."""
     if isinstance(node, Jump):
         return node.kind == "return"
-    if isinstance(node, Seq):
-        return any(_returns(i) for i in node.items)
-    if isinstance(node, If):
-        return _returns(node.body) or _returns(node.orelse)
-    if isinstance(node, Loop):
-        return _returns(node.body) or _returns(node.orelse)
-    if isinstance(node, Try):
-        return any(_returns(p) for p in (node.body, *node.handlers, node.orelse, node.final))
-    return False
+    return any(_returns(p) for p in parts(node))
 
 
 class _Interpreter:

@@ -166,24 +166,23 @@ class Inline:
 Node = Call | Assign | Seq | If | Loop | Jump | Try | Inline
 
 
+def parts(node: Node) -> list[Node]:
+    """The direct sub-programs of a compound IR node (none for events and jumps)."""
+    if isinstance(node, Seq):
+        return node.items
+    if isinstance(node, (If, Loop)):
+        return [node.body, node.orelse]
+    if isinstance(node, Try):
+        return [node.body, *node.handlers, node.orelse, node.final]
+    if isinstance(node, Inline):
+        return [node.body]
+    return []
+
+
 def walk_events(node: Node):
     """Yield every raw event of an IR tree in program order."""
     if isinstance(node, (Call, Assign)):
         yield node
-    elif isinstance(node, Seq):
-        for item in node.items:
-            yield from walk_events(item)
-    elif isinstance(node, If):
-        yield from walk_events(node.body)
-        yield from walk_events(node.orelse)
-    elif isinstance(node, Loop):
-        yield from walk_events(node.body)
-        yield from walk_events(node.orelse)
-    elif isinstance(node, Try):
-        yield from walk_events(node.body)
-        for h in node.handlers:
-            yield from walk_events(h)
-        yield from walk_events(node.orelse)
-        yield from walk_events(node.final)
-    elif isinstance(node, Inline):
-        yield from walk_events(node.body)
+        return
+    for part in parts(node):
+        yield from walk_events(part)
