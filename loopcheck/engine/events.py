@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from loopcheck.engine.ir import Assign, Call, RawEvent
-from loopcheck.engine.roles import Roles, last, parameter_owner
+from loopcheck.engine.roles import WRAPPERS, Roles, last, parameter_owner
 
 CLIP_FUNCS = {
     "torch.nn.utils.clip_grad_norm_",
@@ -108,11 +108,11 @@ def classify_call(c: Call, roles: Roles) -> list[Event]:
     # construction
     if target is not None:
         t = roles.canon(target)
-        if target in roles.optimizers and roles.optimizers[target].ctor is c:
+        if target in roles.optimizers and roles.optimizers[target].builds(c):
             info = roles.optimizers[target]
             ev("opt_build", target, models=info.models, eager=info.eager_state)
             return out
-        if target in roles.schedulers and roles.schedulers[target].ctor is c:
+        if target in roles.schedulers and roles.schedulers[target].builds(c):
             ev("sched_build", target)
             return out
         if target in roles.scalers and roles.scalers[target] is c:
@@ -144,7 +144,7 @@ def classify_call(c: Call, roles: Roles) -> list[Event]:
                measure_only=max_norm is not None and _inf_literal(max_norm) or q.endswith("get_total_norm"))
         elif q == "torch.autograd.backward" and c.args:
             ev("backward", c.args[0].sym, scaler=None)
-        else:
+        elif not WRAPPERS.search(q):  # DDP(model), torch.compile(model) share its parameters
             _havoc_args(c, roles, ev)
         return out
 
@@ -198,6 +198,8 @@ def classify_call(c: Call, roles: Roles) -> list[Event]:
             ev("zero_grad_model", recv)
         elif method == "forward":
             ev("forward", recv)
+        elif method == "float" and c.inner is not None and c.inner.method in DTYPE_CONVERSIONS:
+            ev("convert", recv, how="restore")  # model.half().float(): back to float32
         elif method in DTYPE_CONVERSIONS:
             ev("convert", recv, how="dtype")
         elif method in DEVICE_CONVERSIONS:
@@ -238,8 +240,13 @@ def classify_call(c: Call, roles: Roles) -> list[Event]:
 
 
 def _wraps(c: Call, roles: Roles, t: str) -> bool:
-    """``model = DDP(model)``: a wrapper around the same module, not a new model."""
-    return any(roles.canon(a.sym) == t for a in c.args if a.sym) or roles.canon(c.receiver) == t
+    """``model = DDP(model)``, ``model = convert_sync_batchnorm(model).to(device)``: the same
+    module (or a wrapper sharing its parameters), not a new model."""
+    while c is not None:
+        if any(roles.canon(a.sym) == t for a in c.args if a.sym) or roles.canon(c.receiver) == t:
+            return True
+        c = c.inner
+    return False
 
 
 def _havoc_args(c: Call, roles: Roles, ev) -> None:

@@ -99,6 +99,11 @@ class OptimizerInfo:
     qualname: str | None
     models: set[str] = field(default_factory=set)
     eager_state: bool = False
+    others: list[Call] = field(default_factory=list)  # more constructions (``if``/``elif`` arms)
+
+    def builds(self, call: Call) -> bool:
+        """Whether ``call`` constructs this optimizer."""
+        return call is self.ctor or any(call is c for c in self.others)
 
 
 @dataclass
@@ -118,6 +123,11 @@ class SchedulerInfo:
     kind: str
     unit: str = "unknown"
     optimizer: str | None = None
+    others: list[Call] = field(default_factory=list)  # more constructions (``if``/``elif`` arms)
+
+    def builds(self, call: Call) -> bool:
+        """Whether ``call`` constructs this scheduler."""
+        return call is self.ctor or any(call is c for c in self.others)
 
 
 @dataclass
@@ -283,9 +293,14 @@ def infer_roles(index: ModuleIndex, events: list[RawEvent]) -> Roles:
             roles.models.add(target)
         elif _is_optimizer_ctor(q):
             mentions = frozenset().union(*(a.mentions for a in c.args)) if c.args else frozenset()
-            roles.optimizers[target] = OptimizerInfo(
-                c, q, _param_models(mentions, defs), q in EAGER_STATE_OPTIMIZERS
-            )
+            models = _param_models(mentions, defs)
+            known = roles.optimizers.get(target)
+            if known is not None and known.ctor is not None:  # built in each arm of an if/elif
+                known.others.append(c)
+                known.models |= models
+                known.eager_state = known.eager_state or q in EAGER_STATE_OPTIMIZERS
+            else:
+                roles.optimizers[target] = OptimizerInfo(c, q, models, q in EAGER_STATE_OPTIMIZERS)
         elif (kind := scheduler_kind(q)) is not None:
             info = SchedulerInfo(c, q, kind)
             name = (q or "").rpartition(".")[2]
@@ -298,7 +313,13 @@ def infer_roles(index: ModuleIndex, events: list[RawEvent]) -> Roles:
                     info.unit = "literal" if arg is None or arg.literal else period_unit(arg.node)
             opt_arg = _arg(c, 0, "optimizer")
             info.optimizer = opt_arg.sym if opt_arg else None
-            roles.schedulers[target] = info
+            known = roles.schedulers.get(target)
+            if known is not None and known.ctor is not None:  # one scheduler per if/elif arm
+                known.others.append(c)
+                if (known.kind, known.unit) != (info.kind, info.unit):
+                    known.kind, known.unit = "unknown", "unknown"
+            else:
+                roles.schedulers[target] = info
         elif q in SCALERS:
             roles.scalers[target] = c
         elif q in LOADERS:
@@ -341,6 +362,22 @@ def infer_roles(index: ModuleIndex, events: list[RawEvent]) -> Roles:
             and c.receiver not in roles.models
         ):
             roles.optimizers[c.receiver] = OptimizerInfo(None, None)
+
+    # 2b. optimizers known by use but built by a factory (``model.configure_optimizers()``,
+    # ``smart_optimizer(model, ...)``): the one call they are assigned from builds them
+    built_by: dict[str, list[Call]] = {}
+    for c in calls:
+        for t in c.targets:
+            if t:
+                built_by.setdefault(t, []).append(c)
+    for sym, info in roles.optimizers.items():
+        if info.ctor is None and len(built_by.get(sym, ())) == 1:
+            c = built_by[sym][0]
+            mentions = set().union(*(a.mentions for a in c.args)) if c.args else set()
+            if c.receiver:
+                mentions.add(c.receiver)
+            info.ctor = c
+            info.models = _param_models(mentions, defs) | {m for m in mentions if m in roles.models}
 
     # 3. aliases: wrappers share parameters with the wrapped model
     tracked = set(roles.optimizers) | set(roles.models) | set(roles.schedulers) | set(roles.scalers)

@@ -123,8 +123,8 @@ class ClipWithoutUnscale(Rule):
                 lambda d, ev=ev, bw=bw: (
                     f"{d.call(ev.node)} clips the gradients of {d.code(bw.node, 40)} at line "
                     f"{d.line(bw.node)} while they are still multiplied by the loss scale: every step is "
-                    "clipped to max_norm in scaled units, so the applied update shrinks to max_norm / scale; "
-                    "call scaler.unscale_(optimizer) before clipping"
+                    "clipped to max_norm in scaled units, so the gradient step() applies shrinks to "
+                    "max_norm / scale; call scaler.unscale_(optimizer) before clipping"
                 ),
                 [(bw.node, "the scaled backward")],
             )

@@ -27,7 +27,9 @@ from loopcheck.engine.unit import Unit
 from loopcheck.findings import Report
 from loopcheck.rules.base import Rule, RuleInfo, register
 
-ACCUMULATION_TEST = re.compile(r"%|accum|sync_grad|update_freq|grad_acc|should_step|do_step", re.I)
+# The guard of a step skipped for gradient accumulation: a counter modulo, or a named flag.
+# A run-constant option (``if args.use_optimizer:``) is not accumulation.
+ACCUMULATION_TEST = re.compile(r"%|accum|sync_grad|update_freq|grad_acc", re.I)
 
 
 class G(NamedTuple):
@@ -285,8 +287,10 @@ class StepBeforeBackward(Rule):
                 if ev.subject != opt or not ev.ctx.loops or ev.extra.get("closure"):
                     continue
                 states = flow.states(ev)
+                # gradients emptied, or only from a backward later in the loop body (the previous
+                # iteration's); a wipe after a backward of this iteration is LC103's, not this rule's
                 if not states or not all(
-                    s.phase in ("empty", "wiped") or s.phase == "filled" and unit.order(s.bw) > unit.order(ev)
+                    s.phase == "empty" or s.phase in ("filled", "wiped") and unit.order(s.bw) > unit.order(ev)
                     for s in states
                 ):
                     continue

@@ -130,7 +130,7 @@ class ValidationWithoutNoGrad(Rule):
                 self.info.code, fwd.node,
                 lambda d, ev=ev, fwd=fwd: (
                     f"{d.call(fwd.node)} runs in eval mode (set at line {d.line(ev.node)}) without "
-                    "torch.no_grad(): every batch records an autograd graph and saves activations for a "
+                    "torch.no_grad(): each call records an autograd graph and saves activations for a "
                     "backward pass that never comes, and any output kept keeps its graph; wrap the "
                     "evaluation in torch.no_grad() or torch.inference_mode()"
                 ),

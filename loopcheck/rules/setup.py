@@ -53,6 +53,8 @@ class OptimizerModelMachine(Machine):
             return s
         if s.built is None or ev.subject not in self.models:
             return s
+        if k == "convert" and ev.extra["how"] == "restore":
+            return s._replace(pending=None)  # the conversion just before it is undone
         if k == "convert" and ev.extra["how"] == "device" and s.has_state and not self.eager:
             return s  # a device move once training runs is a round trip (checkpoint to CPU and back)
         if k in ("convert", "model_build", "submodule_replace"):
