@@ -323,7 +323,7 @@ class MissingZeroGrad(Rule):
                 states = flow.states(ev)
                 if not any(s.phase == "filled" and s.stale is True for s in states):
                     continue
-                if any(s.phase in ("unknown", "wiped") or s.stale is None for s in states):
+                if any(s.phase in ("unknown", "wiped") for s in states):
                     continue
                 if any(s.phase == "filled" and s.stale is False and s.stepped for s in states):
                     continue
