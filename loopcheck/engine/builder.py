@@ -271,14 +271,19 @@ class UnitBuilder:
                 out.add(sym)
         return frozenset(out)
 
+    def _target_sym(self, frame: Frame, target: cst.BaseExpression) -> str | None:
+        sym, qualified = self.resolve(frame, dotted_name(target))
+        return None if qualified else sym
+
     def _target_syms(self, frame: Frame, target: cst.BaseExpression) -> tuple[str | None, ...]:
+        """The symbols an assignment target binds: one per element of a tuple target
+        (``None`` for nested tuples, subscripts and starred elements)."""
         if isinstance(target, (cst.Tuple, cst.List)):
             return tuple(
-                self._target_syms(frame, el.value)[0] if not isinstance(el.value, (cst.Tuple, cst.List)) else None
+                None if isinstance(el.value, (cst.Tuple, cst.List)) else self._target_sym(frame, el.value)
                 for el in target.elements
             )
-        sym, qualified = self.resolve(frame, dotted_name(target))
-        return (None if qualified else sym,)
+        return (self._target_sym(frame, target),)
 
     # -- expressions ---------------------------------------------------------------------
     def expr_events(
