@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Collection
+from typing import Collection, Mapping
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -64,31 +64,24 @@ def check_module(module: cst.Module, select: Collection[str] | None = None) -> l
     return reports
 
 
-def check_source(source: str, filename: str, select: Collection[str] | None = None) -> list[Finding]:
-    """Check the text of one Python file.
-
-    Args:
-        source: the file's text.
-        filename: the name to put in findings.
-        select: rule codes to run (``None``: all).
-
-    Returns:
-        Findings sorted by position. A file that does not parse gives one ``LC001``
-        finding at the error; this function does not raise on bad input.
-    """
+def check_parsed(
+    source: str, filename: str, select: Collection[str] | None = None
+) -> tuple[list[Finding], cst.Module | None, Mapping | None]:
+    """:func:`check_source`, also returning the parsed module and its positions (both
+    ``None`` when nothing was parsed or nothing found), so that fixes reuse them."""
     if not might_have_loop(source):
-        return []
+        return [], None, None
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as err:
         if not _selected(SYNTAX_ERROR.code, select):
-            return []
+            return [], None, None
         msg = str(err.message).replace("\n", " ")
         row, col = err.raw_line, err.raw_column + 1
-        return [Finding(SYNTAX_ERROR.code, f"SyntaxError: {msg}", filename, row, col, row, col, [], row)]
+        return [Finding(SYNTAX_ERROR.code, f"SyntaxError: {msg}", filename, row, col, row, col, [], row)], None, None
     reports = check_module(module, select)
     if not reports:
-        return []
+        return [], None, None
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     positions = wrapper.resolve(PositionProvider)
     d = Describe(module, positions)
@@ -105,4 +98,19 @@ def check_source(source: str, filename: str, select: Collection[str] | None = No
             )
         )
     findings.sort(key=lambda f: f.sort_key)
-    return findings
+    return findings, module, positions
+
+
+def check_source(source: str, filename: str, select: Collection[str] | None = None) -> list[Finding]:
+    """Check the text of one Python file.
+
+    Args:
+        source: the file's text.
+        filename: the name to put in findings.
+        select: rule codes to run (``None``: all).
+
+    Returns:
+        Findings sorted by position. A file that does not parse gives one ``LC001``
+        finding at the error; this function does not raise on bad input.
+    """
+    return check_parsed(source, filename, select)[0]

@@ -17,7 +17,7 @@ from typing import Collection
 import click
 
 from loopcheck import __version__
-from loopcheck.analysis import check_source
+from loopcheck.analysis import check_parsed
 from loopcheck.config import ConfigError, Options, Resolver, match_codes, select_codes
 from loopcheck.discovery import is_force_excluded, iter_source_files
 from loopcheck.findings import Finding
@@ -91,9 +91,10 @@ def lint_text(text: str, filename: str, codes: Collection[str] | None = None) ->
     source = SourceFile(filename, program, notebook)
     if is_skipped(program):
         return [], source
-    found = filter_findings(check_source(program, filename, codes), program)
+    found, module, positions = check_parsed(program, filename, codes)
+    found = filter_findings(found, program)
     if found:
-        attach_fixes(program, found)
+        attach_fixes(program, found, module, positions)
     return found, source
 
 

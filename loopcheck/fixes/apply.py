@@ -35,13 +35,16 @@ def compute_fix(module: cst.Module | None, source: str, finding: Finding,
         return None
 
 
-def attach_fixes(source: str, findings: Iterable[Finding]) -> list[Finding]:
-    """Set ``finding.fix`` on each finding of ``source`` (one parse for all) and return them."""
+def attach_fixes(source: str, findings: Iterable[Finding], module: cst.Module | None = None,
+                 positions=None) -> list[Finding]:
+    """Set ``finding.fix`` on each finding of ``source`` and return them. ``module`` and
+    ``positions`` from the check (:func:`loopcheck.analysis.check_parsed`) are reused;
+    otherwise ``source`` is parsed once for all findings."""
     findings = list(findings)
     if not any(f.code in FIXERS for f in findings):
         return findings
     try:
-        ctx = FixContext(source)
+        ctx = FixContext(source, module, positions)
     except cst.ParserSyntaxError:
         return findings
     for f in findings:

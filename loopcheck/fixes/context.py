@@ -51,10 +51,14 @@ def _parents(module: cst.Module) -> dict[cst.CSTNode, cst.CSTNode]:
 class FixContext:
     """One parsed source with the lookups fixers need. Build it once per text."""
 
-    def __init__(self, source: str, module: cst.Module | None = None) -> None:
+    def __init__(self, source: str, module: cst.Module | None = None, positions=None) -> None:
+        """``module`` and ``positions`` (its ``PositionProvider`` map), when the caller already
+        has them, spare a second parse."""
         self.source = source
         self.module = module if module is not None else cst.parse_module(source)
-        self.positions = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+        if positions is None or module is None:
+            positions = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+        self.positions = positions
         self.parents = _parents(self.module)  # ParentNodeProvider is several times slower
         self._roles: dict[str, set[str]] = {}
         self._by_start: dict[tuple[int, int], list[cst.CSTNode]] | None = None
