@@ -161,6 +161,15 @@ def gradient_flow(unit: Unit, opt: str):
     return unit.flow(("grad", opt), lambda: GradientMachine(unit, opt))
 
 
+def _steps(unit: Unit) -> Iterable[tuple[Event, set]]:
+    """Each ``optimizer.step()`` inside a loop with the gradient states that reach it."""
+    for opt in active_optimizers(unit):
+        flow = gradient_flow(unit, opt)
+        for ev in unit.of_kind("step"):
+            if ev.subject == opt and ev.ctx.loops:
+                yield ev, flow.states(ev)
+
+
 def _clips(unit: Unit) -> Iterable[tuple[Event, str, set]]:
     for ev in unit.of_kind("clip"):
         if ev.extra.get("measure_only"):
@@ -281,30 +290,27 @@ class StepBeforeBackward(Rule):
     )
 
     def check(self, unit: Unit) -> Iterable[Report]:
-        for opt in active_optimizers(unit):
-            flow = gradient_flow(unit, opt)
-            for ev in unit.of_kind("step"):
-                if ev.subject != opt or not ev.ctx.loops or ev.extra.get("closure"):
-                    continue
-                states = flow.states(ev)
-                # gradients emptied, or only from a backward later in the loop body (the previous
-                # iteration's); a wipe after a backward of this iteration is LC103's, not this rule's
-                if not states or not all(
-                    s.phase == "empty" or s.phase in ("filled", "wiped") and unit.order(s.bw) > unit.order(ev)
-                    for s in states
-                ):
-                    continue
-                bw = unit.next_event(ev, ("backward",))
-                if bw is None or bw.ctx.loops != ev.ctx.loops:
-                    continue
-                yield Report(
-                    self.info.code, ev.node,
-                    lambda d, ev=ev, bw=bw: (
-                        f"{d.call(ev.node)} runs before {d.call(bw.node)} at line {d.line(bw.node)} in the same "
-                        "iteration: the gradients are empty when it runs, so the parameters do not move"
-                    ),
-                    [(bw.node, "backward() that comes after the step")],
-                )
+        for ev, states in _steps(unit):
+            if ev.extra.get("closure"):
+                continue
+            # gradients emptied, or only from a backward later in the loop body (the previous
+            # iteration's); a wipe after a backward of this iteration is LC103's, not this rule's
+            if not states or not all(
+                s.phase == "empty" or s.phase in ("filled", "wiped") and unit.order(s.bw) > unit.order(ev)
+                for s in states
+            ):
+                continue
+            bw = unit.next_event(ev, ("backward",))
+            if bw is None or bw.ctx.loops != ev.ctx.loops:
+                continue
+            yield Report(
+                self.info.code, ev.node,
+                lambda d, ev=ev, bw=bw: (
+                    f"{d.call(ev.node)} runs before {d.call(bw.node)} at line {d.line(bw.node)} in the same "
+                    "iteration: the gradients are empty when it runs, so the parameters do not move"
+                ),
+                [(bw.node, "backward() that comes after the step")],
+            )
 
 
 @register
@@ -315,25 +321,24 @@ class MissingZeroGrad(Rule):
     )
 
     def check(self, unit: Unit) -> Iterable[Report]:
-        for opt in active_optimizers(unit):
-            flow = gradient_flow(unit, opt)
-            for ev in unit.of_kind("step"):
-                if ev.subject != opt or not ev.ctx.loops:
-                    continue
-                states = flow.states(ev)
-                if not any(s.phase == "filled" and s.stale is True for s in states):
-                    continue
-                if any(s.phase in ("unknown", "wiped") for s in states):
-                    continue
-                if any(s.phase == "filled" and s.stale is False and s.stepped for s in states):
-                    continue
-                bw = next(s.bw for s in states if s.stale)
-                yield Report(
-                    self.info.code, ev.node,
-                    lambda d, ev=ev, bw=bw: (
-                        f"nothing clears the gradients between iterations: each {d.call(ev.node)} applies the "
-                        f"sum of every {d.call(bw.node)} at line {d.line(bw.node)} so far; call zero_grad() "
-                        "once per step"
-                    ),
-                    [(bw.node, "backward() that adds to .grad every iteration")],
-                )
+        reported = set()
+        for ev, states in _steps(unit):
+            if not any(s.phase == "filled" and s.stale is True for s in states):
+                continue
+            if any(s.phase in ("unknown", "wiped") for s in states):
+                continue
+            if any(s.phase == "filled" and s.stale is False and s.stepped for s in states):
+                continue
+            bw = next(s.bw for s in states if s.stale)
+            if id(bw) in reported:  # one finding per backward, however many steps apply it
+                continue
+            reported.add(id(bw))
+            yield Report(
+                self.info.code, ev.node,
+                lambda d, ev=ev, bw=bw: (
+                    f"nothing clears the gradients between iterations: each {d.call(ev.node)} applies the "
+                    f"sum of every {d.call(bw.node)} at line {d.line(bw.node)} so far; call zero_grad() "
+                    "once per step"
+                ),
+                [(bw.node, "backward() that adds to .grad every iteration")],
+            )
