@@ -95,6 +95,7 @@ def check_parsed(
             Finding(
                 rep.code, rep.message(d), filename, rng.start.line, rng.start.column + 1,
                 rng.end.line, rng.end.column + 1, related, rng.start.line,
+                rep.note(d) if rep.note is not None else None,
             )
         )
     findings.sort(key=lambda f: f.sort_key)

@@ -44,21 +44,35 @@ class Report:
     Attributes:
         code: the rule code (``"LC101"``).
         node: the LibCST node the finding points at.
-        message: ``message(describe) -> str``; names the lines of the related nodes.
+        message: ``message(describe) -> str``: one sentence, under 120 characters, that says
+            what is wrong and names the lines of the related nodes.
         related: ``[(node, note)]`` — the other lines that make it a bug.
+        note: ``note(describe) -> str`` or ``None``: the explanation (what breaks at runtime,
+            the measured numbers, the fix), shown by the ``full`` output and in JSON.
     """
 
     code: str
     node: cst.CSTNode
     message: Callable[[Describe], str]
     related: list[tuple[cst.CSTNode, str]] = field(default_factory=list)
+    note: Callable[[Describe], str] | None = None
 
 
 @dataclass
 class Related:
+    """Another line that makes a finding a bug.
+
+    Attributes:
+        row, column: 1-based position in ``filename``.
+        message: what that line does (``"backward() fills .grad only here"``).
+        filename: the file it is in, when it is not the finding's own file (a loop split
+            across modules); ``None`` for the finding's file.
+    """
+
     row: int
     column: int
     message: str
+    filename: str | None = None
 
 
 @dataclass
@@ -70,6 +84,7 @@ class Finding:
         row, column, end_row, end_column: the span of the flagged node.
         related: the other lines involved.
         noqa_row: the row a ``# noqa`` comment must be on to suppress the finding.
+        note: the explanation beyond the one-sentence message, or ``None``.
         fix: the finding's fix, when computed (``loopcheck.fixes.attach_fixes``); ``None``
             when not computed or when no fix exists.
     """
@@ -83,6 +98,7 @@ class Finding:
     end_column: int
     related: list[Related] = field(default_factory=list)
     noqa_row: int | None = None
+    note: str | None = None
     fix: Fix | None = field(default=None, compare=False, repr=False)
 
     @property
