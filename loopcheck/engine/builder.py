@@ -14,6 +14,7 @@ methods of class ``Trainer`` is ``self@Trainer`` whoever calls them.
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass, field, replace
 from itertools import count
 
@@ -33,19 +34,11 @@ from loopcheck.engine.ir import (
     Seq,
     Try,
 )
+from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.names import ImportMap, dotted_name
 from loopcheck.engine.walk import calls_in_order, dotted_chains, small_statements
 
-NO_GRAD_CONTEXTS = {
-    "torch.no_grad",
-    "torch.inference_mode",
-    "torch.autograd.no_grad",
-    "torch.autograd.grad_mode.no_grad",
-    "torch.autograd.grad_mode.inference_mode",
-}
-SET_GRAD_ENABLED = {"torch.set_grad_enabled", "torch.autograd.set_grad_enabled"}
-ENABLE_GRAD = {"torch.enable_grad", "torch.autograd.enable_grad"}
-
+BUILTINS = frozenset(dir(builtins))
 MAX_INLINE_DEPTH = 6
 MAX_EVENTS_PER_UNIT = 20_000
 
@@ -222,8 +215,6 @@ class Frame:
     literal_params: set[str] = field(default_factory=set)  # unbound parameters with a numeric default
 
 
-NUMBER_METHODS = {"item", "tolist", "numpy"}
-NUMBER_FUNCS = {"float", "int", "round", "math.isfinite", "math.isnan"}
 
 
 class UnitBuilder:
@@ -258,7 +249,48 @@ class UnitBuilder:
             f = f.parent
         if head in self.index.imports.aliases and head not in self.index.globals:
             return self.index.imports.qualify(dotted), True
+        if head in BUILTINS and head not in self.index.globals:
+            return dotted, True
         return dotted, False
+
+    def operands(self, frame: Frame, expr: cst.BaseExpression) -> tuple[str, ...]:
+        """The symbols an expression computes its value from, through arithmetic, indexing,
+        methods called on them and calls that derive their result from their arguments
+        (``(loss / n)`` → ``loss``, ``n``; ``losses[-1]``, ``sum(losses)`` → ``losses``;
+        ``loss.mean()`` → ``loss``); not through other calls (``model(x)`` is a new value)."""
+        out: list[str] = []
+        stack = [expr]
+        kb = knowledge()
+        while stack:
+            e = stack.pop()
+            t = type(e)
+            if t is cst.Name or t is cst.Attribute:
+                dotted = dotted_name(e)
+                if dotted is None:
+                    stack.append(e.value)
+                    continue
+                sym, q = self.resolve(frame, dotted)
+                if sym and not q:
+                    out.append(sym)
+            elif t is cst.BinaryOperation:
+                stack += [e.right, e.left]
+            elif t is cst.UnaryOperation:
+                stack.append(e.expression)
+            elif t is cst.Subscript:
+                stack.append(e.value)
+            elif t is cst.Call:
+                if isinstance(e.func, cst.Attribute) and dotted_name(e.func) is None:
+                    stack.append(e.func.value)  # (a + b).mean(), losses[0].sum()
+                    continue
+                q, qualified = self.resolve(frame, dotted_name(e.func))
+                summary = kb.function(q) if qualified else None
+                if summary is not None and summary.returns is not None and summary.returns.value == "derived":
+                    stack += [a.value for a in reversed(e.args) if a.keyword is None]
+                elif isinstance(e.func, cst.Attribute) and not qualified:
+                    stack.append(e.func.value)  # loss.mean(), outputs.loss.float()
+            elif t is cst.List or t is cst.Tuple:
+                stack += [el.value for el in reversed(e.elements)]
+        return tuple(dict.fromkeys(out))
 
     def mentions(self, frame: Frame, expr: cst.CSTNode) -> frozenset[str]:
         out = set()
@@ -309,10 +341,15 @@ class UnitBuilder:
         targets: tuple[str | None, ...],
     ) -> Node | None:
         inner = None
+        operands: tuple[str, ...] = ()
         func_expr = call.func
         if isinstance(func_expr, cst.Attribute) and isinstance(func_expr.value, cst.Call):
             inner = made.get(func_expr.value)
             func, qualified = "." + func_expr.attr.value, False
+        elif isinstance(func_expr, cst.Attribute) and dotted_name(func_expr) is None:
+            # a method on an expression: (loss / n).backward(), losses[-1].backward()
+            func, qualified = "." + func_expr.attr.value, False
+            operands = self.operands(frame, func_expr.value)
         else:
             func, qualified = self.resolve(frame, dotted_name(func_expr))
         args = []
@@ -327,11 +364,14 @@ class UnitBuilder:
                     _is_literal(a.value, frame.literal_params),
                 )
             )
-        raw = Call(call, func, args, ctx, targets, inner, qualified)
+        raw = Call(call, func, args, ctx, targets, inner, qualified, operands=operands)
         made[call] = raw
         self.n_events += 1
         inlined = self.try_inline(frame, raw, ctx)
-        return inlined if inlined is not None else raw
+        if inlined is None:
+            return raw
+        raw.inlined = True  # kept for the roles (Trainer(...), scheduler.step() of a local class)
+        return Seq([raw, inlined])
 
     # -- inlining ------------------------------------------------------------------------
     def _callee(self, frame: Frame, raw: Call) -> tuple[cst.FunctionDef, str | None, str | None] | None:
@@ -447,12 +487,7 @@ class UnitBuilder:
     def function_body(self, frame: Frame, func: cst.FunctionDef, ctx: Context) -> Seq:
         grad = ctx.grad
         for dec in func.decorators:
-            expr = dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator
-            q = self.index.imports.qualify(dotted_name(expr))
-            if q in NO_GRAD_CONTEXTS:
-                grad = "disabled"
-            elif q in ENABLE_GRAD:
-                grad = "enabled"
+            grad = self.with_grad(frame.parent or frame, dec.decorator, grad)
         inner_ctx = replace(ctx, grad=grad)
         return self.block(frame, func.body, inner_ctx)
 
@@ -556,18 +591,21 @@ class UnitBuilder:
         out.append(If(stmt, body, orelse))
 
     def with_grad(self, frame: Frame, item: cst.BaseExpression, grad: str) -> str:
+        """The grad mode inside ``with item:`` (or a function decorated with ``@item``),
+        entered in mode ``grad``: from the library knowledge (``torch.no_grad``: disabled;
+        ``torch.set_grad_enabled(x)``: from ``x``)."""
         call = item if isinstance(item, cst.Call) else None
-        q, _ = self.resolve(frame, dotted_name(call.func if call else item))
-        if q in NO_GRAD_CONTEXTS:
-            return "disabled"
-        if q in ENABLE_GRAD:
-            return "enabled"
-        if q in SET_GRAD_ENABLED and call is not None and call.args:
+        q, qualified = self.resolve(frame, dotted_name(call.func if call else item))
+        summary = knowledge().callable(q) if qualified else None
+        mode = summary.grad if summary is not None else None
+        if mode == "arg":
+            if call is None or not call.args:
+                return "unknown"
             v = call.args[0].value
             if isinstance(v, cst.Name) and v.value in ("True", "False"):
                 return "enabled" if v.value == "True" else "disabled"
             return "unknown"
-        return grad
+        return mode or grad
 
     def loop_info(self, frame: Frame, node, target, iter_expr) -> LoopInfo:
         names: set[str] = set()
@@ -623,6 +661,7 @@ class UnitBuilder:
     ) -> None:
         if target is not None:
             if isinstance(target, (cst.Tuple, cst.List)):
+                self._unpack(frame, stmt, target, op, value, ctx, out)
                 return
             if isinstance(target, cst.Subscript):
                 sym, q = self.resolve(frame, dotted_name(target.value))
@@ -637,11 +676,34 @@ class UnitBuilder:
         vsym, vq = self.resolve(frame, dotted_name(value))
         out.append(
             Assign(stmt, target_sym, op, value, None if vq else vsym, value_kind(self.index.imports, value),
-                   self.mentions(frame, value), ctx)
+                   self.mentions(frame, value), ctx, operands=self.operands(frame, value))
         )
         self.n_events += 1
         if isinstance(value, cst.Call) and dotted_name(value.func) in self.index.classes:
             frame.instances[target_sym] = dotted_name(value.func)  # type: ignore[assignment]
+
+
+    def _unpack(
+        self, frame: Frame, stmt: cst.CSTNode, target: cst.Tuple | cst.List, op: str,
+        value: cst.BaseExpression, ctx: Context, out: list[Node],
+    ) -> None:
+        """``a, b = x, y`` assigns pairwise; ``loss, aux = criterion(...)`` gives each name a
+        part of the call's result."""
+        elements = [el.value for el in target.elements]
+        if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elements) and not any(
+            isinstance(el, cst.StarredElement) for el in (*target.elements, *value.elements)
+        ):
+            for t, v in zip(elements, value.elements):
+                self.assign_event(frame, stmt, t, op, v.value, ctx, out)
+            return
+        if not isinstance(value, cst.Call):
+            return
+        for t in elements:
+            if isinstance(t, (cst.Name, cst.Attribute)):
+                sym = self._target_sym(frame, t)
+                if sym is not None:
+                    out.append(Assign(stmt, sym, op, value, None, "part", self.mentions(frame, value), ctx))
+                    self.n_events += 1
 
 
 def _is_literal(expr: cst.CSTNode, literal_names: set[str]) -> bool:
@@ -662,19 +724,21 @@ def _is_literal(expr: cst.CSTNode, literal_names: set[str]) -> bool:
 
 def value_kind(imports: ImportMap, value: cst.BaseExpression) -> str:
     """Classify an assigned value: ``number`` (``x.item()``, ``float(x)``), ``detached``
-    (``x.detach()``, ``x.data``), ``call`` or ``expr``."""
+    (``x.detach()``, ``x.data``), ``call`` or ``expr``. What a call returns comes from the
+    library knowledge (``torch.Tensor.item`` returns a number, ``float`` too)."""
     if isinstance(value, cst.Call):
         func = value.func
+        kb = knowledge()
         if isinstance(func, cst.Attribute):
-            if func.attr.value in NUMBER_METHODS:
-                return "number"
-            if func.attr.value in ("detach", "detach_"):
-                return "detached"
+            summary = kb.method("torch.Tensor", func.attr.value)
+            if summary is not None and summary.returns is not None and summary.returns.value in ("number", "detached"):
+                return summary.returns.value
             if func.attr.value in ("cpu", "clone", "mean", "sum") and isinstance(func.value, cst.Call):
                 return value_kind(imports, func.value)
         q = imports.qualify(dotted_name(func))
-        if q in NUMBER_FUNCS:
-            return "number"
+        summary = kb.function(q)
+        if summary is not None and summary.returns is not None and summary.returns.value in ("number", "detached"):
+            return summary.returns.value
         return "call"
     if isinstance(value, cst.Attribute) and value.attr.value == "data":
         return "detached"

@@ -2,10 +2,14 @@
 
 :func:`classify` turns each raw event of the IR into zero or more :class:`Event` objects
 (``zero_grad``, ``backward``, ``clip``, ``step``, ``sched_step``, ``train``/``eval``,
-``forward``, ``convert``, ...) using the file's :class:`~loopcheck.engine.roles.Roles`.
-Rules only ever see typed events. A call the engine does not understand that receives a
-tracked object (``evaluate(model)`` from another module) becomes a ``havoc`` event: the
-rules forget what they knew about that object and stay silent.
+``forward``, ``convert``, ...) using the unit's :class:`~loopcheck.engine.roles.Roles` and the
+effect summaries of the calls (:mod:`loopcheck.engine.knowledge`): a call with a summary has
+exactly the effects it lists. A call the engine cannot see into that receives a tracked object
+(``evaluate(model)`` from an unknown library) becomes a ``havoc`` event for that object: the
+rules forget what they knew about it and stay silent. A havoc names the *aspects* it may
+change (``mode``, ``grads``, ``lr``, ``scale``, ``params``), so a call that cannot change a
+state does not erase it: an unknown method of a model (``model.init_hidden()``) changes
+nothing the rules follow, an unknown method of an optimizer may change its gradients.
 """
 
 from __future__ import annotations
@@ -16,36 +20,14 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from loopcheck.engine.ir import Assign, Call, RawEvent
-from loopcheck.engine.roles import WRAPPERS, Roles, last, parameter_owner
+from loopcheck.engine.knowledge import ASPECTS, Effect, Summary, knowledge
+from loopcheck.engine.roles import ACCELERATOR_NAME, Roles, arg_at, last, parameter_owner, receiver_of, summary_of
 
-CLIP_FUNCS = {
-    "torch.nn.utils.clip_grad_norm_",
-    "torch.nn.utils.clip_grad_norm",
-    "torch.nn.utils.clip_grad_value_",
-    "torch.nn.utils.clip_grad.clip_grad_norm_",
-    "torch.nn.utils.clip_grad.clip_grad_value_",
-    "torch.nn.utils.get_total_norm",
-}
-DTYPE_CONVERSIONS = {"half", "float", "double", "bfloat16"}
-DEVICE_CONVERSIONS = {"cuda", "cpu", "xpu", "mps"}
 DTYPE_WORDS = re.compile(r"(float|half|bfloat16|double|dtype|fp16|bf16|int8)", re.I)
-# Methods of nn.Module that change neither its mode, its gradients nor its parameters.
-MODEL_READONLY = {
-    "parameters", "named_parameters", "state_dict", "modules", "named_modules", "children",
-    "named_children", "buffers", "named_buffers", "load_state_dict", "register_forward_hook",
-    "register_forward_pre_hook", "register_full_backward_hook", "register_buffer",
-    "save_pretrained", "get_input_embeddings", "get_output_embeddings", "num_parameters",
-    "resize_token_embeddings", "config", "generate", "print_trainable_parameters",
-    "gradient_checkpointing_enable", "tie_weights", "extra_repr", "get_submodule",
-    "requires_grad_", "share_memory", "estimate_tokens", "floating_point_ops",
-}
 METER_NAME = re.compile(r"(meter|avg|average|losses|running)", re.I)
-SELF_RETURNING = {"to", "cuda", "cpu", "half", "float", "double", "bfloat16", "train", "eval", "requires_grad_"}
-OPT_READONLY = {"state_dict", "add_param_group", "param_groups"}
-PURE_FUNCS = re.compile(
-    r"^(print|len|str|repr|isinstance|hasattr|getattr|id|type|sum|vars|format|copy\.deepcopy|"
-    r"torch\.save|logging\.\w+|wandb\.\w+|\w*logger\.\w+|log\.\w+|pprint\w*)$"
-)
+#: Receivers whose methods only log (``logger.info(model)``): untyped, known by name.
+LOGGER_NAME = re.compile(r"^(\w*logger|log|writer|tb_writer|summary_writer|tb|pbar|progress\w*|console)$", re.I)
+ALL_ASPECTS = ASPECTS
 
 
 @dataclass(eq=False)
@@ -57,7 +39,7 @@ class Event:
         subject: the symbol it happens to (optimizer, model, scheduler, scaler, loss), or None.
         node: the LibCST node to report (a ``cst.Call`` or a statement).
         raw: the raw event it came from (its ``ctx`` gives loops, grad mode, conditions).
-        extra: kind-specific details (``scaler``, ``models``, ``managed``, ...).
+        extra: kind-specific details (``scaler``, ``models``, ``managed``, ``aspects``, ...).
     """
 
     kind: str
@@ -70,9 +52,14 @@ class Event:
     def ctx(self):
         return self.raw.ctx
 
+    def may_change(self, aspect: str) -> bool:
+        """For a ``havoc``: whether the call may change ``aspect`` of its subject."""
+        return aspect in self.extra.get("aspects", ALL_ASPECTS)
 
-def _models_of(roles: Roles, mentions) -> set[str]:
-    """The models whose parameters (or which, named directly) a clip call's arguments take."""
+
+def models_of(roles: Roles, mentions) -> set[str]:
+    """The models whose parameters (or which, named directly) an argument takes:
+    ``model.parameters()``, ``model``, or a variable holding ``list(model.parameters())``."""
     out = set()
     for m in mentions:
         owner = parameter_owner(m)
@@ -81,11 +68,14 @@ def _models_of(roles: Roles, mentions) -> set[str]:
         c = roles.canon(m)
         if c in roles.models:
             out.add(c)
+        out |= roles.param_sources.get(m, set())
     return out
 
 
-def _is_false(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Name) and node.value == "False"
+def _literal_bool(node: cst.BaseExpression) -> bool | None:
+    if isinstance(node, cst.Name) and node.value in ("True", "False"):
+        return node.value == "True"
+    return None
 
 
 def _inf_literal(node: cst.BaseExpression) -> bool:
@@ -93,169 +83,232 @@ def _inf_literal(node: cst.BaseExpression) -> bool:
     return code in ("float('inf')", 'float("inf")', "math.inf", "torch.inf", "np.inf", "inf")
 
 
-def classify_call(c: Call, roles: Roles) -> list[Event]:
-    """The typed events of one raw call (usually zero or one)."""
-    out: list[Event] = []
-    method = c.method
-    recv = roles.canon(c.receiver) if c.receiver else None
-    # model.to(device).train(): methods that return the module itself keep the receiver
-    if c.inner is not None and c.inner.method in SELF_RETURNING and c.inner.receiver and method != "backward":
-        recv = roles.canon(c.inner.receiver)
-    q = c.func if c.qualified else None
-    target = c.targets[0] if len(c.targets) == 1 else None
-    ev = lambda kind, subject, **extra: out.append(Event(kind, subject, c.node, c, extra))  # noqa: E731
+class _Typer:
+    """Classifies one raw call."""
 
-    # construction
-    if target is not None:
-        t = roles.canon(target)
+    def __init__(self, c: Call, roles: Roles) -> None:
+        self.c = c
+        self.roles = roles
+        self.out: list[Event] = []
+
+    def ev(self, kind: str, subject: str | None, **extra) -> None:
+        self.out.append(Event(kind, subject, self.c.node, self.c, extra))
+
+    def sym(self, ref) -> str | None:
+        """The canonical symbol an argument reference names (``"self"``: the receiver)."""
+        if ref == "self":
+            return self.roles.canon(receiver_of(self.c))
+        a = arg_at(self.c, ref)
+        return self.roles.canon(a.sym) if a is not None and a.sym else None
+
+    # -- the call ---------------------------------------------------------------------------
+    def run(self) -> list[Event]:
+        c, roles = self.c, self.roles
+        if self.construction():
+            return self.out
+        if c.method == "backward" and not c.qualified and self.backward():
+            return self.out
+        f = roles.canon(c.func) if c.func and not c.qualified and c.inner is None and not c.operands else None
+        if f in roles.models and not c.inlined:
+            self.ev("forward", f)  # model(x), self.model(x)
+            return self.out
+        summary = summary_of(c, roles)
+        if summary is not None:
+            self.apply(summary)
+            return self.out
+        if c.inlined:
+            return self.out  # the callee's body follows in the IR
+        self.fallback()
+        return self.out
+
+    def construction(self) -> bool:
+        """``opt_build``/``sched_build``/``scaler_build``/``model_build`` for the call that
+        builds the object its target names."""
+        c, roles = self.c, self.roles
+        target = c.targets[0] if len(c.targets) == 1 else None
+        if target is None:
+            return False
         if target in roles.optimizers and roles.optimizers[target].builds(c):
             info = roles.optimizers[target]
-            ev("opt_build", target, models=info.models, eager=info.eager_state)
-            return out
+            self.ev("opt_build", target, models=info.models, eager=info.eager_state)
+            return True
         if target in roles.schedulers and roles.schedulers[target].builds(c):
-            ev("sched_build", target)
-            return out
+            self.ev("sched_build", target)
+            return True
         if target in roles.scalers and roles.scalers[target] is c:
-            ev("scaler_build", target)
-            return out
-        if t in roles.models and target not in roles.alias and not _wraps(c, roles, t):
-            ev("model_build", t)
-            return out
+            self.ev("scaler_build", target)
+            return True
+        t = roles.canon(target)
+        if t in roles.models and target not in roles.alias and not self._wraps(t):
+            self.ev("model_build", t)
+            return True
+        return False
 
-    # calls on a call result: scaler.scale(loss).backward(), loss.mean().backward()
-    if c.inner is not None and recv is None:
-        if method == "backward":
-            inner = c.inner
+    def _wraps(self, t: str) -> bool:
+        """``model = DDP(model)``, ``model = convert_sync_batchnorm(model).to(device)``: the same
+        module (or a wrapper sharing its parameters), not a new model."""
+        c = self.c
+        while c is not None:
+            if any(self.roles.canon(a.sym) == t for a in c.args if a.sym) or self.roles.canon(c.receiver) == t:
+                return True
+            c = c.inner
+        return False
+
+    def backward(self) -> bool:
+        """``loss.backward()``, ``scaler.scale(loss).backward()``, ``(loss / n).backward()``,
+        ``losses[-1].backward()``; a ``backward`` method of a typed object (an accelerator, a
+        DeepSpeed engine) goes through its summary instead."""
+        c, roles = self.c, self.roles
+        if c.receiver is not None:
+            t = roles.type_of(c.receiver)
+            if t is not None:
+                return False  # accelerator.backward(loss), engine.backward(loss): summaries
+            if ACCELERATOR_NAME.search(last(c.receiver)) and c.args:
+                self.ev("backward", roles.canon(c.args[0].sym) if c.args[0].sym else None, scaler=None, managed=True)
+                return True
+            a0 = c.args[0] if c.args else None
+            if a0 is not None and a0.keyword is None and a0.sym is not None and "grad" not in a0.sym:
+                return True  # something.backward(loss) of an unknown engine: nothing known
+            self.ev("backward", c.receiver, scaler=roles.scaled.get(roles.canon(c.receiver)))
+            return True
+        inner = c.inner
+        if inner is not None:
             if inner.receiver and roles.canon(inner.receiver) in roles.scalers and inner.method == "scale":
                 loss = inner.args[0].sym if inner.args else None
-                ev("backward", loss, scaler=roles.canon(inner.receiver))
+                self.ev("backward", loss, scaler=roles.canon(inner.receiver))
             else:
-                ev("backward", inner.receiver, scaler=None)
-        return out
-
-    if q is not None:
-        if q in CLIP_FUNCS:
-            params = c.args[0].mentions if c.args else frozenset()
-            max_norm = next((a.node for a in c.args[1:2] if a.keyword is None), None)
-            for a in c.args:
-                if a.keyword in ("max_norm", "clip_value"):
-                    max_norm = a.node
-            ev("clip", None, models=_models_of(roles, params),
-               measure_only=max_norm is not None and _inf_literal(max_norm) or q.endswith("get_total_norm"))
-        elif q == "torch.autograd.backward" and c.args:
-            ev("backward", c.args[0].sym, scaler=None)
-        elif not WRAPPERS.search(q):  # DDP(model), torch.compile(model) share its parameters
-            _havoc_args(c, roles, ev)
-        return out
-
-    if recv is None:
-        # a plain call of a local symbol: the forward pass of a model
-        f = roles.canon(c.func) if c.func else None
-        if f in roles.models:
-            ev("forward", f)
-        elif f and not PURE_FUNCS.match(c.func or ""):
-            _havoc_args(c, roles, ev)
-        return out
-
-    if recv in roles.optimizers:
-        if method == "zero_grad":
-            ev("zero_grad", recv)
-        elif method == "step":
-            ev("step", recv, scaler=None, closure=bool(c.args))
-        elif method == "load_state_dict":
-            ev("opt_load_state", recv)
-        elif method not in OPT_READONLY:
-            ev("havoc", recv)
-        return out
-    if recv in roles.schedulers:
-        if method == "step":
-            ev("sched_step", recv, nargs=len(c.args))
-        return out
-    if recv in roles.scalers:
-        opt = roles.canon(c.args[0].sym) if c.args and c.args[0].sym else None
-        if method == "step":
-            ev("scaler_step", recv, optimizer=opt)
-            if opt is not None:
-                ev("step", opt, scaler=recv, closure=False)
-        elif method == "unscale_":
-            ev("unscale", recv, optimizer=opt)
-        elif method == "update":
-            ev("scaler_update", recv)
-        return out
-    if recv in roles.models:
-        if method == "train":
-            if not c.args:
-                ev("train", recv)
-            elif _is_false(c.args[0].node):
-                ev("eval", recv)
-            elif isinstance(c.args[0].node, cst.Name) and c.args[0].node.value == "True":
-                ev("train", recv)
-            else:
-                ev("mode_unknown", recv)
-        elif method == "eval":
-            ev("eval", recv)
-        elif method == "zero_grad":
-            ev("zero_grad_model", recv)
-        elif method == "forward":
-            ev("forward", recv)
-        elif method == "float" and c.inner is not None and c.inner.method in DTYPE_CONVERSIONS:
-            ev("convert", recv, how="restore")  # model.half().float(): back to float32
-        elif method in DTYPE_CONVERSIONS:
-            ev("convert", recv, how="dtype")
-        elif method in DEVICE_CONVERSIONS:
-            ev("convert", recv, how="device")
-        elif method in ("to", "type"):
-            text = " ".join(cst.Module([]).code_for_node(a.node) for a in c.args)
-            ev("convert", recv, how="dtype" if DTYPE_WORDS.search(text) else "device")
-        elif method not in MODEL_READONLY:
-            ev("havoc", recv)
-        return out
-    if method == "backward" and c.receiver:
-        if c.args and (recv in roles.accelerators or re.search(r"(accelerator|fabric)", last(recv), re.I)):
-            ev("backward", c.args[0].sym, scaler=None, managed=True)
-        elif not c.args or c.args[0].keyword is not None or c.args[0].sym is None or "grad" in (c.args[0].sym or ""):
-            ev("backward", c.receiver, scaler=roles.scaled.get(roles.canon(c.receiver)))
-        return out
-    if method == "clip_grad_norm_" or method == "clip_grad_value_":
-        params = c.args[0].mentions if c.args else frozenset()
-        ev("clip", None, models=_models_of(roles, params), managed=True, measure_only=False)
-        return out
-    if method in ("zero_", "zero") and c.receiver and (c.receiver.endswith(".grad") or c.receiver.endswith(".grad.data")):
-        ev("zero_grad_all", None)
-        return out
-    if method in ("append", "extend", "add", "insert", "put") and c.args:
-        a = c.args[-1]
-        if a.sym and roles.canon(a.sym) in roles.losses:
-            ev("store_loss", recv, loss=roles.canon(a.sym), how=f"{last(c.receiver)}.{method}()")
-        return out
-    if method == "update" and c.args and METER_NAME.search(last(c.receiver)):
-        # AverageMeter.update(val, n): ``self.sum += val * n`` keeps the graph of every step
-        a = c.args[0]
-        if a.sym and a.keyword is None and roles.canon(a.sym) in roles.losses:
-            ev("store_loss", recv, loss=roles.canon(a.sym), how=f"{last(c.receiver)}.update()")
-        return out
-    if not PURE_FUNCS.match(c.func or ""):
-        _havoc_args(c, roles, ev)
-    return out
-
-
-def _wraps(c: Call, roles: Roles, t: str) -> bool:
-    """``model = DDP(model)``, ``model = convert_sync_batchnorm(model).to(device)``: the same
-    module (or a wrapper sharing its parameters), not a new model."""
-    while c is not None:
-        if any(roles.canon(a.sym) == t for a in c.args if a.sym) or roles.canon(c.receiver) == t:
+                self.ev("backward", inner.receiver or self._loss_operand(inner.operands), scaler=None)
             return True
-        c = c.inner
-    return False
+        self.ev("backward", self._loss_operand(c.operands), scaler=None)
+        return True
+
+    def _loss_operand(self, operands) -> str | None:
+        for m in operands:
+            m = self.roles.canon(m)
+            if m in self.roles.losses or m in self.roles.loss_containers:
+                return m
+        return None
+
+    # -- summaries ------------------------------------------------------------------------
+    def apply(self, summary: Summary) -> None:
+        """The events of a call with a summary: exactly its effects."""
+        scaler_step = any(e.event == "scaler_step" for e in summary.effects)
+        for eff in summary.effects:
+            self.effect(eff, scaler_step)
+
+    def effect(self, eff: Effect, scaler_step: bool) -> None:
+        c, roles = self.c, self.roles
+        k = eff.event
+        if k == "backward":
+            self.ev("backward", self.sym(eff.get("loss")), scaler=None, managed=bool(eff.get("managed")))
+        elif k == "clip":
+            arg = arg_at(c, eff.get("params"))
+            mentions = arg.mentions if arg is not None else frozenset()
+            norm = arg_at(c, eff.get("max_norm")) if eff.get("max_norm") is not None else None
+            measure = bool(eff.get("measure_only")) or (norm is not None and _inf_literal(norm.node))
+            self.ev("clip", None, models=models_of(roles, mentions), managed=bool(eff.get("managed")),
+                    measure_only=measure)
+        elif k == "step":
+            opt = self.sym(eff.get("optimizer"))
+            if opt is not None:
+                closure = eff.get("closure")
+                self.ev("step", opt, scaler=self.sym("self") if scaler_step else None,
+                        closure=closure is not None and arg_at(c, closure) is not None)
+        elif k == "zero_grad":
+            if eff.get("optimizer") is not None:
+                opt = self.sym(eff.get("optimizer"))
+                if opt is not None:
+                    self.ev("zero_grad", opt)
+            else:
+                model = self.sym(eff.get("params"))
+                if model is not None:
+                    self.ev("zero_grad_model", model)
+        elif k == "opt_load_state":
+            self.ev("opt_load_state", self.sym(eff.get("optimizer")))
+        elif k == "sched_step":
+            metric = eff.get("metric")
+            given = metric is not None and arg_at(c, metric) is not None
+            self.ev("sched_step", self.sym(eff.get("scheduler")), nargs=1 if given or c.args else 0)
+        elif k == "train":
+            model = self.sym(eff.get("model"))
+            arg = arg_at(c, eff.get("mode")) if eff.get("mode") is not None else None
+            mode = True if arg is None else _literal_bool(arg.node)
+            self.ev("train" if mode else "eval" if mode is False else "mode_unknown", model)
+        elif k in ("eval", "forward"):
+            self.ev(k, self.sym(eff.get("model")))
+        elif k == "convert":
+            self.convert(self.sym(eff.get("model")), eff.get("how"))
+        elif k in ("unscale", "scaler_step"):
+            self.ev(k, self.sym(eff.get("scaler")), optimizer=self.sym(eff.get("optimizer")))
+        elif k == "scaler_update":
+            self.ev(k, self.sym(eff.get("scaler")))
+        elif k == "store":
+            loss = self.sym(eff.get("value"))
+            if loss is not None and loss in roles.losses:
+                self.ev("store_loss", self.sym(eff.get("container")), loss=loss,
+                        how=f"{last(c.receiver or c.func or '')}.{c.method}()")
+        elif k == "havoc":
+            aspects = frozenset(eff.get("aspects") or ALL_ASPECTS)
+            ref = eff.get("arg")
+            syms = [roles.canon(a.sym) for a in c.args if a.sym and a.keyword is None] if ref == "*" else [self.sym(ref)]
+            for s in dict.fromkeys(syms):
+                if roles.tracked(s):
+                    self.ev("havoc", s, aspects=aspects)
+
+    def convert(self, model: str | None, how: str | None) -> None:
+        c = self.c
+        if model is None:
+            return
+        inner = c.inner
+        if c.method == "float" and inner is not None and inner.method in ("half", "bfloat16", "double"):
+            self.ev("convert", model, how="restore")  # model.half().float(): back to float32
+            return
+        if how == "auto":
+            text = " ".join(cst.Module([]).code_for_node(a.node) for a in c.args)
+            how = "dtype" if DTYPE_WORDS.search(text) else "device"
+        self.ev("convert", model, how=how, target=" ".join(cst.Module([]).code_for_node(a.node) for a in c.args))
+
+    # -- calls no summary describes -----------------------------------------------------
+    def fallback(self) -> None:
+        c, roles = self.c, self.roles
+        recv = roles.canon(receiver_of(c)) if c.receiver or c.inner else None
+        method = c.method
+        if recv is not None:
+            role = roles.role(recv)
+            if role == "model":
+                return  # a method of the model no summary lists: it changes neither mode nor gradients
+            if role == "optimizer":
+                self.ev("havoc", recv, aspects=frozenset({"grads"}))
+                return
+            if role in ("scheduler", "scaler", "loader", "accelerator"):
+                return
+        if method in ("zero_", "zero") and c.receiver and (c.receiver.endswith(".grad") or c.receiver.endswith(".grad.data")):
+            self.ev("zero_grad_all", None)
+            return
+        if method in ("append", "extend", "add", "insert", "put") and c.args and c.receiver:
+            a = c.args[-1]
+            if a.sym and roles.canon(a.sym) in roles.losses:
+                self.ev("store_loss", recv, loss=roles.canon(a.sym), how=f"{last(c.receiver)}.{method}()")
+            return
+        if method == "update" and c.args and c.receiver and METER_NAME.search(last(c.receiver)):
+            # AverageMeter.update(val, n): ``self.sum += val * n`` keeps the graph of every step
+            a = c.args[0]
+            if a.sym and a.keyword is None and roles.canon(a.sym) in roles.losses:
+                self.ev("store_loss", recv, loss=roles.canon(a.sym), how=f"{last(c.receiver)}.update()")
+            return
+        if c.receiver and LOGGER_NAME.search(last(c.receiver)):
+            return
+        seen = set()
+        for a in c.args:
+            s = roles.canon(a.sym) if a.sym else None
+            if s and s not in seen and roles.tracked(s):
+                seen.add(s)
+                self.ev("havoc", s, aspects=ALL_ASPECTS)
 
 
-def _havoc_args(c: Call, roles: Roles, ev) -> None:
-    seen = set()
-    for a in c.args:
-        s = roles.canon(a.sym) if a.sym else None
-        if s and s not in seen and (s in roles.models or s in roles.optimizers or s in roles.scalers or s in roles.schedulers):
-            seen.add(s)
-            ev("havoc", s)
+def classify_call(c: Call, roles: Roles) -> list[Event]:
+    """The typed events of one raw call (usually zero or one)."""
+    return _Typer(c, roles).run()
 
 
 def classify_assign(a: Assign, roles: Roles) -> list[Event]:
@@ -265,7 +318,8 @@ def classify_assign(a: Assign, roles: Roles) -> list[Event]:
     if target is None:
         return out
     if target.endswith(".grad") and a.op == "=":
-        out.append(Event("zero_grad_all", None, a.node, a))
+        if _clears(a.value):
+            out.append(Event("zero_grad_all", None, a.node, a))
         return out
     prefix, _, attr = target.rpartition(".")
     canon_prefix = roles.canon(prefix) if prefix else None
@@ -283,6 +337,18 @@ def classify_assign(a: Assign, roles: Roles) -> list[Event]:
     if target in roles.losses or roles.canon(target) in roles.losses:
         out.append(Event("loss_assign", roles.canon(target), a.node, a, {"value_kind": a.value_kind}))
     return out
+
+
+def _clears(value: cst.BaseExpression | None) -> bool:
+    """``p.grad = None`` or ``p.grad = torch.zeros_like(p)``: the gradient is cleared, not set."""
+    if value is None:
+        return False
+    if isinstance(value, cst.Name) and value.value == "None":
+        return True
+    if isinstance(value, cst.Call):
+        name = value.func.attr.value if isinstance(value.func, cst.Attribute) else getattr(value.func, "value", "")
+        return name in ("zeros_like", "zeros")
+    return isinstance(value, cst.Integer) and value.value == "0"
 
 
 def _builds_module(call: cst.Call) -> bool:

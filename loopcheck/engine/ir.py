@@ -67,7 +67,12 @@ class Arg:
 class Call:
     """A raw call event: ``func`` is the callee's symbol or qualified name
     (``"opt.step"``, ``"torch.optim.Adam"``); ``inner`` is set for calls on a call result
-    (``scaler.scale(loss).backward()``: ``inner`` is the ``scale`` call, ``func`` is ``".backward"``)."""
+    (``scaler.scale(loss).backward()``: ``inner`` is the ``scale`` call, ``func`` is ``".backward"``).
+
+    A method called on another expression (``(loss / n).backward()``, ``losses[-1].backward()``)
+    has ``func`` ``".backward"`` and ``operands``: the symbols the expression computes from
+    (``loss``, ``n``; ``losses``). ``qualified`` is set for names that come from an import
+    (``torch.optim.Adam``) or are Python builtins (``print``, ``sum``)."""
 
     node: cst.Call
     func: str | None
@@ -75,8 +80,10 @@ class Call:
     ctx: Context
     targets: tuple[str | None, ...] = ()
     inner: "Call | None" = None
-    qualified: bool = False  # func came from an import (torch.*), not a local symbol
+    qualified: bool = False
     typed: list = field(default_factory=list)
+    operands: tuple[str, ...] = ()
+    inlined: bool = False  # the callee's body follows in the IR (a function of the project)
 
     @property
     def receiver(self) -> str | None:
@@ -106,6 +113,8 @@ class Assign:
             ``"detached"`` for ``x.detach()``/``x.data``, ``"call"`` for other calls,
             ``"expr"`` otherwise.
         mentions: every symbol mentioned in the value.
+        operands: the symbols the value is computed from by arithmetic, indexing or tensor
+            methods (``raw_loss`` in ``loss = raw_loss + 0.1 * reg``), not through other calls.
     """
 
     node: cst.CSTNode
@@ -117,6 +126,7 @@ class Assign:
     mentions: frozenset[str]
     ctx: Context
     typed: list = field(default_factory=list)
+    operands: tuple[str, ...] = ()
 
 
 RawEvent = Call | Assign

@@ -1,15 +1,21 @@
-"""Roles: what each symbol of a file is — model, optimizer, LR scheduler, GradScaler, loss.
+"""Roles: what each symbol of a unit is — model, optimizer, LR scheduler, GradScaler, loss.
 
-Roles are inferred flow-insensitively from all raw events of a file, first from how a
-symbol is built (``torch.optim.Adam(model.parameters())``), then from how it is used
-(``x.zero_grad()`` and ``x.step()`` make an optimizer), then from its name as a last
-resort for ``.step()`` receivers (``lr_scheduler``). A symbol whose role stays unclear
-gets none, and rules ignore it.
+Roles are inferred flow-insensitively from all raw events of a file, in this order:
 
-Knowledge sources: the ``torch.optim`` and ``torch.optim.lr_scheduler`` API reference
-(which schedulers are meant to be stepped per epoch or per batch, which constructor
-argument is the period), ``torch.amp.GradScaler``, transformers/diffusers/timm scheduler
-factories, and the seeds in ``shared/seeds``.
+1. **construction**: a call whose summary returns a role (``torch.optim.Adam(...)`` builds an
+   optimizer; the library summaries come from :mod:`loopcheck.engine.knowledge`), a project
+   class deriving from ``nn.Module`` or from a library class with a role;
+2. **usage**: ``x.zero_grad()`` and ``x.step()`` make an optimizer, ``x.train()``/``x.eval()``
+   a model, ``x.scale()`` with ``x.update()`` a GradScaler, and names as a last resort for
+   ``.step()`` receivers (``lr_scheduler``); an object known by use but assigned from one
+   call was built by that call (a factory);
+3. **aliases**: calls whose summary returns their arguments (``DDP(model)``,
+   ``accelerator.prepare(model, optimizer)``, ``model.to(device)``) and plain re-bindings
+   (``self.model = model``) name the same object;
+4. **losses**: what ``backward()`` runs on, the output of a criterion or a loss function, and
+   what flows into those through arithmetic.
+
+A symbol whose role stays unclear gets none, and rules ignore it.
 """
 
 from __future__ import annotations
@@ -20,69 +26,34 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from loopcheck.engine.builder import ModuleIndex
-from loopcheck.engine.ir import Assign, Call, RawEvent
+from loopcheck.engine.ir import Arg, Assign, Call, RawEvent
+from loopcheck.engine.knowledge import Returns, Summary, knowledge
 from loopcheck.engine.walk import names_in
 
-# -- knowledge tables ---------------------------------------------------------------------
+# -- naming heuristics (last resort, when construction and usage say nothing) -----------------
 
-OPTIMIZER_FACTORIES = {
-    "timm.optim.create_optimizer_v2",
-    "timm.optim.create_optimizer",
-    "timm.optim.optim_factory.create_optimizer_v2",
-    "transformers.AdamW",
-    "transformers.optimization.AdamW",
-    "transformers.Adafactor",
-    "torch.distributed.optim.ZeroRedundancyOptimizer",
-}
-OPTIMIZER_MODULE_PREFIXES = ("torch.optim.", "bitsandbytes.optim.", "apex.optimizers.", "torch_optimizer.")
-EAGER_STATE_OPTIMIZERS = {"torch.optim.Adagrad"}
-
-# Schedulers meant to be stepped once per epoch, with the positional index and keyword of
-# the argument that gives the schedule's period (None: no period argument).
-EPOCH_SCHEDULERS = {
-    "StepLR": (1, "step_size"),
-    "MultiStepLR": (1, "milestones"),
-    "CosineAnnealingLR": (1, "T_max"),
-    "ExponentialLR": (None, None),
-    "PolynomialLR": (1, "total_iters"),
-    "LinearLR": (3, "total_iters"),
-    "ConstantLR": (2, "total_iters"),
-}
-BATCH_SCHEDULERS = {"OneCycleLR", "CyclicLR"}
-PLATEAU_SCHEDULERS = {"ReduceLROnPlateau"}
-SCHEDULER_MODULES = ("torch.optim.lr_scheduler.", "torch.optim.")
-BATCH_SCHEDULER_FACTORY = re.compile(
-    r"^(transformers|diffusers\.optimization|transformers\.optimization)\.get_\w*(schedule|scheduler)\w*$"
-)
-OTHER_SCHEDULER_FACTORY = re.compile(r"^timm\.scheduler\.\w+$")
-
-SCALERS = {
-    "torch.amp.GradScaler",
-    "torch.cuda.amp.GradScaler",
-    "torch.cpu.amp.GradScaler",
-    "torch.amp.grad_scaler.GradScaler",
-    "torch.cuda.amp.grad_scaler.GradScaler",
-}
-LOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
-MODEL_FACTORIES = re.compile(
-    r"^(torch\.nn\.(?!functional)[A-Z]\w*|torchvision\.models\.\w+(\.\w+)?|timm\.create_model|"
-    r"transformers\.\w*(Model|For)\w*\.from_pretrained|transformers\.\w*(Model|For)\w*|"
-    r"torch\.hub\.load)$"
-)
+OPTIMIZER_NAME = re.compile(r"^(optimizer|optimiser|optim|opt)(_\w+)?$|_(optimizer|optimiser|opt|optim)$|^optimizer\w*$")
+SCHEDULER_NAME = re.compile(r"sched")
+SCALER_NAME = re.compile(r"scaler")
+LOADER_NAME = re.compile(r"(loader|_dl$|^dl$|dataloader|batches)", re.I)
+ACCELERATOR_NAME = re.compile(r"(accelerator|fabric)", re.I)
+LOSS_NAME = re.compile(r"(loss|cost|objective|nll|elbo)", re.I)
+#: Method names that return the object they are called on or wrap it, for receivers of unknown
+#: type (an accelerator passed in as a parameter, ``model.module``).
 WRAPPERS = re.compile(
     r"(^|\.)(DistributedDataParallel|DataParallel|DDP|compile|prepare|prepare_model|setup|"
     r"setup_module|initialize|convert_sync_batchnorm|to|cuda|half|float|double|bfloat16|"
     r"train|eval|module)$"
 )
-NOT_MODELS = re.compile(r"(Loss|Dropout|Parameter|ModuleList|ModuleDict|ParameterList)$")
-ACCELERATOR_CTORS = re.compile(r"^(accelerate\.Accelerator|lightning\.\w*\.?Fabric|lightning\.fabric\.Fabric|lightning\.Fabric)$")
-FUNCTIONAL_LOSS = re.compile(
-    r"^torch\.nn\.functional\.(\w*loss\w*|cross_entropy|binary_cross_entropy\w*|kl_div|\w+_loss)$"
-)
-OPTIMIZER_NAME = re.compile(r"^(optimizer|optimiser|optim|opt)(_\w+)?$|_(optimizer|optimiser|opt|optim)$|^optimizer\w*$")
-SCHEDULER_NAME = re.compile(r"sched")
-SCALER_NAME = re.compile(r"scaler")
-LOADER_NAME = re.compile(r"(loader|_dl$|^dl$|dataloader|batches)", re.I)
+#: The library class a role's objects are taken to be when nothing says more.
+ROLE_TYPES = {
+    "optimizer": "torch.optim.Optimizer",
+    "scheduler": "torch.optim.lr_scheduler.LRScheduler",
+    "scaler": "torch.amp.GradScaler",
+    "model": "torch.nn.Module",
+    "loader": "torch.utils.data.DataLoader",
+    "accelerator": "accelerate.Accelerator",
+}
 
 
 def last(sym: str) -> str:
@@ -92,18 +63,42 @@ def last(sym: str) -> str:
 
 @dataclass
 class OptimizerInfo:
-    """An optimizer symbol: its constructor call, qualified class, the model symbols whose
-    parameters it was built from, and whether it builds its state in ``__init__``."""
+    """An optimizer symbol: its constructor calls, qualified class, the model symbols whose
+    parameters it was built from, and whether it builds its state in ``__init__``.
+
+    Attributes:
+        ctor: the first construction (``None`` when built outside the file).
+        models: models whose parameters any of its constructions takes.
+        by_ctor: ``id(construction) → models`` it takes, ``None`` when they cannot be told
+            (parameters from an unknown source); ``set()`` means known to take no model's
+            parameters (``Adam([embedding])``).
+        others: more constructions (``if``/``elif`` arms, a later re-binding of the name).
+    """
 
     ctor: Call | None
     qualname: str | None
     models: set[str] = field(default_factory=set)
     eager_state: bool = False
-    others: list[Call] = field(default_factory=list)  # more constructions (``if``/``elif`` arms)
+    others: list[Call] = field(default_factory=list)
+    by_ctor: dict[int, set[str] | None] = field(default_factory=dict)
 
     def builds(self, call: Call) -> bool:
         """Whether ``call`` constructs this optimizer."""
         return call is self.ctor or any(call is c for c in self.others)
+
+    def models_of(self, ctors) -> set[str] | None:
+        """The models trained by the given constructions (all of them when ``ctors`` is
+        empty); ``None`` when one of them takes parameters of unknown origin."""
+        calls = list(ctors) or [c for c in (self.ctor, *self.others) if c is not None]
+        if not calls:
+            return set(self.models) or None
+        out: set[str] = set()
+        for c in calls:
+            m = self.by_ctor.get(id(c), set(self.models))
+            if m is None:
+                return None
+            out |= m
+        return out
 
 
 @dataclass
@@ -116,6 +111,7 @@ class SchedulerInfo:
             (ReduceLROnPlateau) or ``"unknown"``.
         unit: for epoch schedulers, what the period argument counts: ``"epochs"``,
             ``"steps"``, ``"literal"`` (a number) or ``"unknown"``.
+        optimizer: the optimizer symbol it schedules, when known.
     """
 
     ctor: Call | None
@@ -123,7 +119,7 @@ class SchedulerInfo:
     kind: str
     unit: str = "unknown"
     optimizer: str | None = None
-    others: list[Call] = field(default_factory=list)  # more constructions (``if``/``elif`` arms)
+    others: list[Call] = field(default_factory=list)
 
     def builds(self, call: Call) -> bool:
         """Whether ``call`` constructs this scheduler."""
@@ -132,17 +128,31 @@ class SchedulerInfo:
 
 @dataclass
 class Roles:
+    """The roles of a unit's symbols (see module docstring).
+
+    Attributes:
+        types: symbol → qualified library class of the object, when known.
+        loss_containers: lists and dicts of loss tensors whose elements are backpropagated
+            (``losses[-1].backward()``, ``sum(losses).backward()``).
+        alias: symbol → the symbol of the same object (``model = DDP(model)``).
+        scaled: ``x = scaler.scale(loss)``: x → scaler.
+    """
+
     optimizers: dict[str, OptimizerInfo] = field(default_factory=dict)
     schedulers: dict[str, SchedulerInfo] = field(default_factory=dict)
     scalers: dict[str, Call | None] = field(default_factory=dict)
     models: set[str] = field(default_factory=set)
     loaders: set[str] = field(default_factory=set)
     losses: set[str] = field(default_factory=set)
-    criteria: set[str] = field(default_factory=set)  # ``criterion = nn.CrossEntropyLoss()``
+    loss_containers: set[str] = field(default_factory=set)
+    criteria: set[str] = field(default_factory=set)
     accelerators: set[str] = field(default_factory=set)
+    samplers: dict[str, str] = field(default_factory=dict)
     local_modules: set[str] = field(default_factory=set)
+    types: dict[str, str] = field(default_factory=dict)
     alias: dict[str, str] = field(default_factory=dict)
-    scaled: dict[str, str] = field(default_factory=dict)  # ``x = scaler.scale(loss)``: x → scaler
+    scaled: dict[str, str] = field(default_factory=dict)
+    param_sources: dict[str, set[str]] = field(default_factory=dict)
 
     def canon(self, sym: str | None) -> str | None:
         """The representative of a symbol's alias class; ``model.module`` → ``model``."""
@@ -158,41 +168,111 @@ class Roles:
             seen.add(sym)
             sym = nxt
 
-
-def _is_optimizer_ctor(q: str | None) -> bool:
-    if not q:
-        return False
-    if q in OPTIMIZER_FACTORIES:
-        return True
-    if "lr_scheduler" in q or "swa_utils" in q:
-        return False
-    name = q.rpartition(".")[2]
-    return q.startswith(OPTIMIZER_MODULE_PREFIXES) and name[:1].isupper() and name != "Optimizer"
-
-
-def scheduler_kind(q: str | None) -> str | None:
-    """``"epoch"``/``"batch"``/``"plateau"``/``"unknown"`` for a scheduler constructor's
-    qualified name, ``None`` when ``q`` is not a scheduler."""
-    if not q:
+    def role(self, sym: str | None) -> str | None:
+        """``"optimizer"``, ``"scheduler"``, ``"scaler"``, ``"model"``, ``"loader"``,
+        ``"accelerator"`` or ``None`` for a (canonical) symbol."""
+        if sym is None:
+            return None
+        if sym in self.optimizers:
+            return "optimizer"
+        if sym in self.schedulers:
+            return "scheduler"
+        if sym in self.scalers:
+            return "scaler"
+        if sym in self.models:
+            return "model"
+        if sym in self.accelerators:
+            return "accelerator"
+        if sym in self.loaders:
+            return "loader"
         return None
-    if BATCH_SCHEDULER_FACTORY.match(q):
-        return "batch"
-    if OTHER_SCHEDULER_FACTORY.match(q):
-        return "unknown"
-    if not q.startswith("torch.optim.lr_scheduler."):
+
+    def tracked(self, sym: str | None) -> bool:
+        """Whether a rule follows the state of this object (model, optimizer, scheduler, scaler)."""
+        return self.role(sym) in ("optimizer", "scheduler", "scaler", "model")
+
+    def type_of(self, sym: str | None) -> str | None:
+        """The library class of a symbol's object: its own, or its role's."""
+        if sym is None:
+            return None
+        c = self.canon(sym)
+        t = self.types.get(sym) or self.types.get(c)
+        if t is not None:
+            return t
+        role = self.role(c)
+        return ROLE_TYPES.get(role) if role else None
+
+
+# -- argument references ----------------------------------------------------------------------
+
+
+def arg_at(call: Call, ref) -> Arg | None:
+    """The argument of ``call`` a knowledge reference names (``0``, ``"params"``,
+    ``(1, "max_norm")``); ``None`` when absent or when ``ref`` is ``"self"``/``"*"``."""
+    if isinstance(ref, tuple):
+        index, keyword = ref
+    elif isinstance(ref, int):
+        index, keyword = ref, None
+    elif isinstance(ref, str) and ref not in ("self", "*"):
+        index, keyword = None, ref
+    else:
         return None
-    name = q.rpartition(".")[2]
-    if name in EPOCH_SCHEDULERS:
-        return "epoch"
-    if name in BATCH_SCHEDULERS:
-        return "batch"
-    if name in PLATEAU_SCHEDULERS:
-        return "plateau"
-    return "unknown" if name[:1].isupper() else None
+    if keyword is not None:
+        for a in call.args:
+            if a.keyword == keyword:
+                return a
+    if index is not None:
+        positional = [a for a in call.args if a.keyword is None]
+        if index < len(positional) and not isinstance(positional[index].node, cst.StarredElement):
+            return positional[index]
+    return None
 
 
-STEP_WORDS = re.compile(r"(steps|iter|batch|total|num_training|updates|^len$)", re.I)
-EPOCH_WORDS = re.compile(r"epoch", re.I)
+def receiver_of(call: Call) -> str | None:
+    """The receiver symbol of a method call, through calls that return their receiver
+    (``model.to(device).train()`` → ``model``)."""
+    if call.receiver:
+        return call.receiver
+    inner = call.inner
+    while inner is not None:
+        if inner.receiver:
+            summary = knowledge().method("torch.nn.Module", inner.method or "")
+            if summary is not None and summary.returns is not None and "self" in summary.returns.same:
+                return inner.receiver
+            return None
+        inner = inner.inner
+    return None
+
+
+def summary_of(call: Call, roles: Roles) -> Summary | None:
+    """What the library knowledge says a call does, or ``None``: a qualified function or
+    class, a method of an object whose library class is known (``writer.add_graph``,
+    ``accelerator.prepare``), or calling such an object (``loss_scaler(loss, optimizer)``)."""
+    kb = knowledge()
+    if call.qualified:
+        return kb.callable(call.func)
+    if call.inner is not None or call.operands:
+        return None
+    recv = call.receiver
+    if recv is not None:
+        return kb.method(roles.type_of(recv), call.method or "")
+    if call.func is not None:
+        t = roles.type_of(call.func)
+        if t is not None:
+            return kb.method(t, "__call__")
+    return None
+
+
+# -- inference ----------------------------------------------------------------------------------
+
+
+def parameter_owner(chain: str) -> str | None:
+    """``"model.backbone"`` for ``"model.backbone.parameters"`` (also ``named_parameters``);
+    ``None`` when the chain does not take a module's parameters."""
+    for marker in (".parameters", ".named_parameters"):
+        if chain.endswith(marker) or (marker + ".") in chain:
+            return chain.split(marker)[0]
+    return None
 
 
 def period_unit(node: cst.BaseExpression | None) -> str:
@@ -211,19 +291,13 @@ def period_unit(node: cst.BaseExpression | None) -> str:
     return "unknown"
 
 
-def _arg(call: Call, index: int | None, keyword: str | None):
-    for a in call.args:
-        if keyword is not None and a.keyword == keyword:
-            return a
-    positional = [a for a in call.args if a.keyword is None]
-    if index is not None and index < len(positional):
-        return positional[index]
-    return None
+STEP_WORDS = re.compile(r"(steps|iter|batch|total|num_training|updates|^len$)", re.I)
+EPOCH_WORDS = re.compile(r"epoch", re.I)
 
 
 def exponential_unit(call: Call) -> str:
     """ExponentialLR has no period: a gamma below 0.99 only makes sense per epoch."""
-    arg = _arg(call, 1, "gamma")
+    arg = arg_at(call, (1, "gamma"))
     if arg is not None and isinstance(arg.node, cst.Float):
         try:
             return "literal" if float(arg.node.value) < 0.99 else "steps"
@@ -232,86 +306,113 @@ def exponential_unit(call: Call) -> str:
     return "unknown"
 
 
-def parameter_owner(chain: str) -> str | None:
-    """``"model.backbone"`` for ``"model.backbone.parameters"`` (also ``named_parameters``);
-    ``None`` when the chain does not take a module's parameters."""
-    for marker in (".parameters", ".named_parameters"):
-        if chain.endswith(marker) or (marker + ".") in chain:
-            return chain.split(marker)[0]
-    return None
+class _Inference:
+    """One pass of role inference over the raw events of a file."""
 
+    def __init__(self, index: ModuleIndex, events: list[RawEvent], project_classes=None) -> None:
+        self.index = index
+        self.kb = knowledge()
+        self.roles = Roles()
+        self.events = events
+        self.calls = [e for e in events if isinstance(e, Call)]
+        self.project_classes = project_classes
+        # symbol → definitions: (mentions of the value, kind) for each assignment or call target
+        self.defs: dict[str, list[tuple[frozenset[str], str]]] = {}
+        self.methods: dict[str, set[str]] = {}
+        for e in events:
+            if isinstance(e, Assign) and e.op == "=":
+                self.defs.setdefault(e.target, []).append((e.mentions, e.value_kind))
+            elif isinstance(e, Call):
+                for t in e.targets:
+                    if t:
+                        mentions = frozenset().union(*(a.mentions for a in e.args)) if e.args else frozenset()
+                        self.defs.setdefault(t, []).append((mentions, "call"))
+                if isinstance(e, Call) and e.receiver and e.method and not (e.inlined and e.method in ("train", "eval")):
+                    self.methods.setdefault(e.receiver, set()).add(e.method)
 
-def _param_models(mentions, defs: dict[str, list[frozenset[str]]], depth: int = 0) -> set[str]:
-    """Modules whose parameters an optimizer's arguments take, following up to three
-    assignments (``params = [p for p in model.parameters() if p.requires_grad]``)."""
-    out: set[str] = set()
-    for m in mentions:
-        owner = parameter_owner(m)
-        if owner is not None:
-            out.add(owner)
-        if depth < 3 and m in defs:
-            for d in defs[m]:
-                out |= _param_models(d, defs, depth + 1)
-    return out
-
-
-def infer_roles(index: ModuleIndex, events: list[RawEvent]) -> Roles:
-    """Infer the roles of every symbol from the raw events of all units of one file."""
-    roles = Roles()
-    for name, info in index.classes.items():
-        if any(b.startswith("torch.nn.") or b in index.classes for b in info.bases):
-            roles.local_modules.add(name)
-    # local classes that subclass local modules
-    changed = True
-    while changed:
-        changed = False
-        for name, info in index.classes.items():
-            if name not in roles.local_modules and any(b in roles.local_modules for b in info.bases):
-                roles.local_modules.add(name)
-                changed = True
-
-    defs: dict[str, list[frozenset[str]]] = {}
-    methods: dict[str, set[str]] = {}
-    calls = [e for e in events if isinstance(e, Call)]
-    for e in events:
-        if isinstance(e, Assign) and e.op == "=":
-            defs.setdefault(e.target, []).append(e.mentions)
-        elif isinstance(e, Call):
-            for t in e.targets:
-                if t:
-                    defs.setdefault(t, []).append(frozenset().union(*(a.mentions for a in e.args)) if e.args else frozenset())
-            if e.receiver and e.method:
-                methods.setdefault(e.receiver, set()).add(e.method)
-
-    # 1. construction
-    for c in calls:
-        q = c.func if c.qualified else None
-        target = c.targets[0] if len(c.targets) == 1 else None
-        if target is None:
-            continue
-        if c.qualified is False and c.func in index.classes and c.func in roles.local_modules:
-            roles.models.add(target)
-        elif _is_optimizer_ctor(q):
-            mentions = frozenset().union(*(a.mentions for a in c.args)) if c.args else frozenset()
-            models = _param_models(mentions, defs)
-            known = roles.optimizers.get(target)
-            if known is not None and known.ctor is not None:  # built in each arm of an if/elif
-                known.others.append(c)
-                known.models |= models
-                known.eager_state = known.eager_state or q in EAGER_STATE_OPTIMIZERS
+    # -- 0. project classes -------------------------------------------------------------
+    def class_summary(self, name: str, _seen: frozenset = frozenset()) -> Summary | None:
+        """The constructor summary a project class inherits: a local ``nn.Module`` subclass
+        builds a model; a subclass of a library class with a role builds that role."""
+        info = self.index.classes.get(name)
+        if info is None or name in _seen:
+            return None
+        for base in info.bases:
+            if base in self.index.classes:
+                found = self.class_summary(base, _seen | {name})
             else:
-                roles.optimizers[target] = OptimizerInfo(c, q, models, q in EAGER_STATE_OPTIMIZERS)
-        elif (kind := scheduler_kind(q)) is not None:
-            info = SchedulerInfo(c, q, kind)
-            name = (q or "").rpartition(".")[2]
+                found = self.kb.callable(base)
+            if found is not None and found.returns is not None and found.returns.role:
+                return found
+        return None
+
+    # -- 1. construction ----------------------------------------------------------------
+    def construction(self, c: Call) -> Summary | None:
+        if c.qualified:
+            return self.kb.callable(c.func)
+        if c.func in self.index.classes:
+            return self.class_summary(c.func)
+        return None
+
+    def construct(self) -> None:
+        roles = self.roles
+        for name in self.index.classes:
+            s = self.class_summary(name)
+            if s is not None and s.returns.role == "model":
+                roles.local_modules.add(name)
+        for c in self.calls:
+            if not c.targets:
+                continue
+            summary = self.construction(c)
+            if summary is None or summary.returns is None:
+                continue
+            ret = summary.returns
+            if ret.items:
+                pairs = list(zip(c.targets, ret.items))
+            elif len(c.targets) == 1:
+                pairs = [(c.targets[0], ret)]
+            else:
+                continue
+            for target, r in pairs:
+                if target is None or r is None:
+                    continue
+                if r.type:
+                    roles.types[target] = r.type
+                elif c.qualified and self.kb.cls(c.func) is not None:
+                    roles.types[target] = c.func
+                if r.role:
+                    self.register(target, r, c, summary)
+                if r.get("sampler"):
+                    roles.samplers[target] = r.get("sampler")
+
+    def register(self, target: str, r: Returns, c: Call, summary: Summary) -> None:
+        roles = self.roles
+        role = r.role
+        q = c.func if c.qualified else None
+        if role == "optimizer":
+            arg = arg_at(c, r.get("params", 0))
+            models, known = self.param_models(arg.mentions if arg else frozenset())
+            known = known and arg is not None
+            eager = bool(r.get("eager_state"))
+            info = roles.optimizers.get(target)
+            if info is not None and info.ctor is not None:  # built again: if/elif arms, re-binding
+                info.others.append(c)
+                info.models |= models
+                info.eager_state = info.eager_state or eager
+            else:
+                info = roles.optimizers[target] = OptimizerInfo(c, q, set(models), eager)
+            info.by_ctor[id(c)] = set(models) if known else None
+        elif role == "scheduler":
+            kind = r.get("schedule", "unknown")
+            name = (summary.name or "").rpartition(".")[2]
+            info = SchedulerInfo(c, q or summary.name, kind)
             if kind == "epoch":
                 if name == "ExponentialLR":
                     info.unit = exponential_unit(c)
                 else:
-                    idx, kw = EPOCH_SCHEDULERS[name]
-                    arg = _arg(c, idx, kw)
+                    arg = arg_at(c, r.get("period"))
                     info.unit = "literal" if arg is None or arg.literal else period_unit(arg.node)
-            opt_arg = _arg(c, 0, "optimizer")
+            opt_arg = arg_at(c, r.get("optimizer", 0))
             info.optimizer = opt_arg.sym if opt_arg else None
             known = roles.schedulers.get(target)
             if known is not None and known.ctor is not None:  # one scheduler per if/elif arm
@@ -320,114 +421,258 @@ def infer_roles(index: ModuleIndex, events: list[RawEvent]) -> Roles:
                     known.kind, known.unit = "unknown", "unknown"
             else:
                 roles.schedulers[target] = info
-        elif q in SCALERS:
+        elif role == "scaler":
             roles.scalers[target] = c
-        elif q in LOADERS:
+        elif role == "loader":
             roles.loaders.add(target)
-        elif q and q.startswith("torch.nn.") and q.endswith("Loss"):
+        elif role == "criterion":
             roles.criteria.add(target)
-        elif q and ACCELERATOR_CTORS.match(q):
+        elif role == "accelerator":
             roles.accelerators.add(target)
-        elif q and MODEL_FACTORIES.match(q) and not NOT_MODELS.search(q):
+            roles.types.setdefault(target, summary.name)
+        elif role == "model":
             roles.models.add(target)
+        elif role == "loss":
+            roles.losses.add(target)
 
-    # 1b. plain re-bindings of constructed objects (``optimizer, sched = build(...)``)
-    constructed = set(roles.optimizers) | set(roles.schedulers) | set(roles.scalers) | set(roles.models) | roles.criteria
-    for e in events:
-        if isinstance(e, Assign) and e.op == "=" and e.value_sym in constructed and e.target not in constructed:
-            roles.alias[e.target] = e.value_sym
+    def param_models(self, mentions, depth: int = 0) -> tuple[set[str], bool]:
+        """Models whose parameters an optimizer's parameter argument takes, following up to
+        three assignments (``params = [p for p in model.parameters() if p.requires_grad]``),
+        and whether every source was understood (a tensor built here is understood and is
+        no model's; a function parameter is not)."""
+        out: set[str] = set()
+        known = True
+        for m in mentions:
+            owner = parameter_owner(m)
+            if owner is not None:
+                out.add(owner)
+            elif m in self.roles.models:
+                out.add(m)
+            elif depth < 3 and m in self.defs:
+                for mentions2, _kind in self.defs[m]:
+                    sub, k = self.param_models(mentions2, depth + 1)
+                    out |= sub
+                    known = known and k
+            elif "." in m and m.rpartition(".")[0] in self.defs:
+                continue  # an attribute of something built here (args.lr): no parameters
+            else:
+                known = False
+        return out, known
 
-    # 2. usage
-    for sym, ms in methods.items():
-        if sym in roles.alias or sym in roles.optimizers or sym in roles.schedulers or sym in roles.scalers:
-            continue
-        name = last(sym)
-        if "zero_grad" in ms and "step" in ms and sym not in roles.models:
-            roles.optimizers[sym] = OptimizerInfo(None, None)
-        elif {"train", "eval"} & ms and "step" not in ms:
-            roles.models.add(sym)
-        elif "step" in ms and SCHEDULER_NAME.search(name) and "scale" not in ms:
-            roles.schedulers[sym] = SchedulerInfo(None, None, "unknown")
-        elif "scale" in ms and ("update" in ms or SCALER_NAME.search(name)):
-            roles.scalers[sym] = None
-    for c in calls:
-        if c.receiver in roles.scalers and c.method in ("step", "unscale_") and c.args:
-            sym = c.args[0].sym
-            if sym and sym not in roles.optimizers:
+    # -- 2. usage -----------------------------------------------------------------------
+    def usage(self) -> None:
+        roles = self.roles
+        constructed = set(roles.optimizers) | set(roles.schedulers) | set(roles.scalers) | roles.models | roles.criteria
+        for e in self.events:
+            if isinstance(e, Assign) and e.op == "=" and e.value_sym in constructed and e.target not in constructed:
+                roles.alias[e.target] = e.value_sym
+        for sym, ms in self.methods.items():
+            if sym in roles.alias or sym in roles.optimizers or sym in roles.schedulers or sym in roles.scalers:
+                continue
+            if sym in roles.accelerators or sym in roles.types:
+                continue
+            name = last(sym)
+            if "zero_grad" in ms and "step" in ms and sym not in roles.models:
                 roles.optimizers[sym] = OptimizerInfo(None, None)
-        elif (
-            c.method == "step" and c.receiver and not c.args and c.receiver not in roles.optimizers
-            and c.receiver not in roles.alias
-            and c.receiver not in roles.schedulers and OPTIMIZER_NAME.search(last(c.receiver))
-            and c.receiver not in roles.models
-        ):
-            roles.optimizers[c.receiver] = OptimizerInfo(None, None)
+            elif {"train", "eval"} & ms and "step" not in ms:
+                roles.models.add(sym)
+            elif "step" in ms and SCHEDULER_NAME.search(name) and "scale" not in ms:
+                roles.schedulers[sym] = SchedulerInfo(None, None, "unknown")
+            elif "scale" in ms and ("update" in ms or SCALER_NAME.search(name)):
+                roles.scalers[sym] = None
+            elif ms & {"prepare", "backward", "clip_grad_norm_", "accumulate"} and ACCELERATOR_NAME.search(name):
+                roles.accelerators.add(sym)
+        for c in self.calls:
+            if c.receiver in roles.scalers and c.method in ("step", "unscale_") and c.args:
+                sym = c.args[0].sym
+                if sym and sym not in roles.optimizers:
+                    roles.optimizers[sym] = OptimizerInfo(None, None)
+            elif (
+                c.method == "step" and c.receiver and not c.args and c.receiver not in roles.optimizers
+                and c.receiver not in roles.alias
+                and c.receiver not in roles.schedulers and OPTIMIZER_NAME.search(last(c.receiver))
+                and c.receiver not in roles.models
+            ):
+                roles.optimizers[c.receiver] = OptimizerInfo(None, None)
 
-    # 2b. optimizers known by use but built by a factory (``model.configure_optimizers()``,
-    # ``smart_optimizer(model, ...)``): the one call they are assigned from builds them
-    built_by: dict[str, list[Call]] = {}
-    for c in calls:
-        for t in c.targets:
-            if t:
-                built_by.setdefault(t, []).append(c)
-    for sym, info in roles.optimizers.items():
-        if info.ctor is None and len(built_by.get(sym, ())) == 1:
-            c = built_by[sym][0]
-            mentions = set().union(*(a.mentions for a in c.args)) if c.args else set()
-            if c.receiver:
-                mentions.add(c.receiver)
-            info.ctor = c
-            info.models = _param_models(mentions, defs) | {m for m in mentions if m in roles.models}
-
-    # 3. aliases: wrappers share parameters with the wrapped model
-    tracked = set(roles.optimizers) | set(roles.models) | set(roles.schedulers) | set(roles.scalers)
-    for c in calls:
-        if not c.targets:
-            continue
-        func = c.func or ""
-        if c.inner is None and WRAPPERS.search(func):
-            positional = [a.sym for a in c.args if a.keyword is None]
-            recv = c.receiver if not c.qualified else None
-            if recv in tracked and len(c.targets) == 1 and c.targets[0] and c.targets[0] != recv:
-                roles.alias[c.targets[0]] = recv
-            elif len(c.targets) == len(positional):
-                for t, a in zip(c.targets, positional):
-                    if t and a and t != a and a in tracked:
-                        roles.alias[t] = a
-            elif len(c.targets) == 1 and c.targets[0] and positional and positional[0] in tracked:
-                if c.targets[0] != positional[0]:
-                    roles.alias[c.targets[0]] = positional[0]
-    for e in events:
-        if isinstance(e, Assign) and e.op == "=" and e.value_sym and e.target != e.value_sym:
-            v = roles.canon(e.value_sym)
-            if v in tracked and e.target not in tracked:
-                roles.alias[e.target] = v
-
-    # the models an optimizer updates, through their aliases; they are models too
-    for info in roles.optimizers.values():
-        info.models = {roles.canon(m) for m in info.models}  # type: ignore[misc]
-        roles.models |= info.models
-    for c in calls:
-        if c.method == "scale" and c.receiver and roles.canon(c.receiver) in roles.scalers:
+    def factories(self) -> None:
+        """Objects known by use but assigned from one call were built by it
+        (``model.configure_optimizers()``, ``get_scheduler(optimizer)``)."""
+        roles = self.roles
+        built_by: dict[str, list[Call]] = {}
+        for c in self.calls:
             for t in c.targets:
                 if t:
-                    roles.scaled[t] = roles.canon(c.receiver)
-    # 4. losses: what backward() is called on, and what a loss function returns
-    for c in calls:
-        if len(c.targets) == 1 and c.targets[0] and c.inner is None and (
-            (not c.qualified and roles.canon(c.func) in roles.criteria)
-            or (c.qualified and FUNCTIONAL_LOSS.match(c.func or ""))
-        ):
-            roles.losses.add(c.targets[0])
-        if c.method == "backward":
-            if c.inner is not None and c.inner.method == "scale" and c.inner.args and c.inner.args[0].sym:
-                roles.losses.add(c.inner.args[0].sym)
-            elif c.inner is not None and c.inner.receiver:
-                roles.losses.add(c.inner.receiver)
-            elif c.receiver:
-                roles.losses.add(c.receiver)
-            elif c.args and c.args[0].sym and c.func and not c.qualified:
-                roles.losses.add(c.args[0].sym)
-            elif c.qualified and c.func == "torch.autograd.backward" and c.args and c.args[0].sym:
-                roles.losses.add(c.args[0].sym)
-    return roles
+                    built_by.setdefault(t, []).append(c)
+        for sym, info in roles.optimizers.items():
+            if info.ctor is None and len(built_by.get(sym, ())) == 1:
+                c = built_by[sym][0]
+                mentions = set().union(*(a.mentions for a in c.args)) if c.args else set()
+                if c.receiver:
+                    mentions.add(c.receiver)
+                info.ctor = c
+                models, _known = self.param_models(frozenset(mentions))
+                info.models = models | {m for m in mentions if m in roles.models}
+                info.by_ctor[id(c)] = set(info.models) if info.models else None
+        for sym, info in roles.schedulers.items():
+            if info.ctor is None and len(built_by.get(sym, ())) == 1:
+                c = built_by[sym][0]
+                opt = next((a.sym for a in c.args if a.sym and self.roles.canon(a.sym) in roles.optimizers), None)
+                if opt is not None:
+                    info.ctor = c
+                    info.optimizer = opt
+
+    # -- 3. aliases ---------------------------------------------------------------------
+    def aliases(self) -> None:
+        roles = self.roles
+        for info in roles.optimizers.values():
+            roles.models |= info.models
+        changed = True
+        while changed:
+            changed = False
+            tracked = set(roles.optimizers) | roles.models | set(roles.schedulers) | set(roles.scalers) | roles.loaders
+            for c in self.calls:
+                if not c.targets:
+                    continue
+                for t, a in self._same(c, tracked):
+                    if t and a and t != a and roles.canon(a) in tracked and t not in tracked and roles.alias.get(t) != a:
+                        roles.alias[t] = a
+                        changed = True
+            for e in self.events:
+                if isinstance(e, Assign) and e.op == "=" and e.value_sym and e.target != e.value_sym:
+                    v = roles.canon(e.value_sym)
+                    if v in tracked and e.target not in tracked and roles.alias.get(e.target) != v:
+                        roles.alias[e.target] = v
+                        changed = True
+        for info in roles.optimizers.values():
+            info.models = {roles.canon(m) for m in info.models}  # type: ignore[misc]
+            for k, v in info.by_ctor.items():
+                if v is not None:
+                    info.by_ctor[k] = {roles.canon(m) for m in v}  # type: ignore[misc]
+            roles.models |= info.models
+        for c in self.calls:
+            if c.method == "scale" and c.receiver and roles.canon(c.receiver) in roles.scalers:
+                for t in c.targets:
+                    if t:
+                        roles.scaled[t] = roles.canon(c.receiver)
+
+    def _same(self, c: Call, tracked: set[str]):
+        """``(target, argument)`` pairs a call returns unchanged (its summary's ``same``)."""
+        summary = summary_of(c, self.roles)
+        if summary is None and c.receiver and ACCELERATOR_NAME.search(last(c.receiver)):
+            summary = self.kb.method("accelerate.Accelerator", c.method or "")
+        positional = [a.sym for a in c.args if a.keyword is None]
+        if summary is not None:
+            same = summary.returns.same if summary.returns is not None else ()
+            for ref in same:
+                if ref == "*":
+                    if len(c.targets) == len(positional):
+                        yield from zip(c.targets, positional)
+                    elif len(c.targets) == 1 and positional:
+                        yield c.targets[0], positional[0]
+                elif ref == "self":
+                    if len(c.targets) == 1:
+                        yield c.targets[0], receiver_of(c)
+                else:
+                    a = arg_at(c, ref)
+                    if a is not None and len(c.targets) == 1:
+                        yield c.targets[0], a.sym
+            return
+        # a method of an object of unknown type named like a wrapper (self.accelerator.prepare)
+        func = c.func or ""
+        if c.inner is None and WRAPPERS.search(func):
+            recv = c.receiver if not c.qualified else None
+            if recv in tracked and len(c.targets) == 1:
+                yield c.targets[0], recv
+            elif len(c.targets) == len(positional):
+                yield from zip(c.targets, positional)
+            elif len(c.targets) == 1 and positional and positional[0] in tracked:
+                yield c.targets[0], positional[0]
+
+    # -- 4. losses ----------------------------------------------------------------------
+    def losses(self) -> None:
+        roles = self.roles
+        for c in self.calls:
+            if len(c.targets) >= 1 and c.targets[0] and c.inner is None and not c.qualified and (
+                roles.canon(c.func) in roles.criteria
+            ):
+                roles.losses.add(c.targets[0])
+            if c.method == "backward" or (c.qualified and c.func == "torch.autograd.backward"):
+                for sym in self._backward_operands(c):
+                    (roles.loss_containers if self._container(sym) else roles.losses).add(sym)
+        # what flows into a loss through arithmetic is a loss tensor too (raw_loss in
+        # ``loss = raw_loss + reg``), if it is a tensor computed here
+        defs: dict[str, list[Assign]] = {}
+        for e in self.events:
+            if isinstance(e, Assign) and e.target and e.op in ("=", "AddAssign", "SubtractAssign", "MultiplyAssign", "DivideAssign"):
+                defs.setdefault(e.target, []).append(e)
+        todo = list(roles.losses)
+        while todo:
+            sym = todo.pop()
+            for a in defs.get(sym, ()):
+                for m in a.operands:
+                    if m not in roles.losses and m not in roles.loss_containers and self._tensor(m):
+                        (roles.loss_containers if self._container(m) else roles.losses).add(m)
+                        todo.append(m)
+
+    def _backward_operands(self, c: Call) -> list[str]:
+        roles = self.roles
+        if c.qualified:
+            return [c.args[0].sym] if c.args and c.args[0].sym else []
+        recv = c.receiver
+        if recv is not None:
+            if roles.canon(recv) in roles.accelerators or ACCELERATOR_NAME.search(last(recv)):
+                return [c.args[0].sym] if c.args and c.args[0].sym else []
+            if c.args and c.args[0].keyword is None and c.args[0].sym and "grad" not in c.args[0].sym:
+                return []  # engine.backward(loss) of an unknown engine: handled by summaries
+            return [recv]
+        inner = c.inner
+        if inner is not None:
+            if inner.method == "scale" and inner.args and inner.args[0].sym:
+                return [inner.args[0].sym]
+            if inner.receiver:
+                return [inner.receiver]
+            if inner.operands:
+                return self._loss_like(inner.operands)
+            summary = self.kb.function(inner.func) if inner.qualified else None
+            if summary is not None and summary.returns is not None and summary.returns.value == "derived":
+                return [a.sym for a in inner.args if a.sym and a.keyword is None]
+            return []
+        return self._loss_like(c.operands)
+
+    def _loss_like(self, operands) -> list[str]:
+        """The operands of a backpropagated expression that are loss tensors: those named
+        like a loss, or computed by a call here; ``accum_steps`` and ``args.scale`` are not."""
+        out = [m for m in operands if LOSS_NAME.search(last(m)) or self._tensor(m)]
+        return out
+
+    def _tensor(self, sym: str) -> bool:
+        """Whether ``sym`` holds a value computed here by a call or tensor arithmetic (not a
+        number, a configuration attribute or a parameter)."""
+        if LOSS_NAME.search(last(sym)) or sym in self.roles.losses:
+            return True
+        return any(kind in ("call", "part") for _mentions, kind in self.defs.get(sym, ()))
+
+    def _container(self, sym: str) -> bool:
+        return "append" in self.methods.get(sym, ()) or "extend" in self.methods.get(sym, ())
+
+    def run(self) -> Roles:
+        self.construct()
+        self.usage()
+        self.factories()
+        self.aliases()
+        self.losses()
+        self.param_variables()
+        return self.roles
+
+    def param_variables(self) -> None:
+        """``params = list(model.parameters())``: a variable holding a model's parameters."""
+        for sym in self.defs:
+            models, _known = self.param_models(frozenset({sym}))
+            if models:
+                self.roles.param_sources[sym] = {self.roles.canon(m) for m in models}  # type: ignore[misc]
+
+
+def infer_roles(index: ModuleIndex, events: list[RawEvent]) -> Roles:
+    """Infer the roles of every symbol from the raw events of all units of one file."""
+    return _Inference(index, events).run()

@@ -1,0 +1,406 @@
+"""What library calls do to a training loop, read from declarative entries.
+
+The entries live in ``loopcheck/knowledge/*.toml``, one file per library, beside the engine
+(as typeshed is for types). Each entry describes a library function or class in the same
+vocabulary the engine uses for the project's own functions (:class:`Summary`): the training
+events a call causes on its arguments (``backward`` of argument 0, ``step`` of the receiver,
+...), what it returns (one of its arguments, an object with a role such as ``optimizer``, an
+instance of a library class whose methods have entries of their own, a number), and the
+grad mode its body or ``with`` block runs in. A call that matches an entry has exactly the
+effects listed there and no others; a call into a library with no entry is opaque, and the
+rules forget what they knew about the tracked objects it receives.
+
+File format (see ``loopcheck/knowledge/README.md``)::
+
+    [[function]]
+    names = ["torch.nn.utils.clip_grad_norm_"]     # qualified names; fnmatch patterns allowed
+    effects = [{event = "clip", params = 0, max_norm = [1, "max_norm"]}]
+    source = "https://pytorch.org/docs/stable/generated/torch.nn.utils.clip_grad_norm_.html"
+
+    [[class]]
+    names = ["torch.optim.Adam"]
+    bases = ["torch.optim.Optimizer"]              # methods not listed here come from the bases
+    returns = {role = "optimizer", params = [0, "params"]}   # what the constructor returns
+    [class.methods]
+    step = [{event = "step", optimizer = "self"}]
+
+An argument reference is a position (``0``), a keyword (``"params"``), both as a pair
+(``[1, "max_norm"]``), ``"self"`` (the receiver of a method call) or ``"*"`` (every
+positional argument).
+
+Raises:
+    KnowledgeError: at import, when an entry uses a key or an event the engine does not know
+        (the entries ship with the package; a bad entry is a bug caught by the tests).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Union
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+ArgRef = Union[int, str, tuple]  # 0 | "params" | (0, "params") | "self" | "*"
+
+#: Event kinds an entry may name, with the argument keys each takes. The engine's typed
+#: events (:mod:`loopcheck.engine.events`) use the same names.
+EVENTS: dict[str, frozenset[str]] = {
+    "backward": frozenset({"loss", "managed"}),
+    "clip": frozenset({"params", "max_norm", "managed", "measure_only"}),
+    "step": frozenset({"optimizer", "closure"}),
+    "zero_grad": frozenset({"optimizer", "params"}),
+    "opt_load_state": frozenset({"optimizer"}),
+    "sched_step": frozenset({"scheduler", "metric"}),
+    "train": frozenset({"model", "mode"}),
+    "eval": frozenset({"model"}),
+    "forward": frozenset({"model"}),
+    "convert": frozenset({"model", "how"}),
+    "unscale": frozenset({"scaler", "optimizer"}),
+    "scaler_step": frozenset({"scaler", "optimizer"}),
+    "scaler_update": frozenset({"scaler"}),
+    "store": frozenset({"value", "container"}),
+    "havoc": frozenset({"arg", "aspects"}),
+}
+#: What a havoc can make unknown: a model's train/eval mode, gradients (of a model or an
+#: optimizer), a scheduler's position, a GradScaler's state, a model's parameters.
+ASPECTS = frozenset({"mode", "grads", "lr", "scale", "params"})
+ROLES = frozenset({"optimizer", "scheduler", "scaler", "loader", "model", "criterion", "loss", "accelerator"})
+_ROLE_KEYS = frozenset({
+    "role", "params", "eager_state", "schedule", "period", "optimizer", "same", "type", "value", "sampler", "items",
+})
+_ENTRY_KEYS = frozenset({
+    "names", "bases", "effects", "returns", "methods", "attributes", "grad", "source", "pure", "context",
+})
+
+
+def glob(pattern: str) -> re.Pattern:
+    """Compile a dotted-name pattern: ``*`` matches within one component (``torch.optim.[A-Z]*``
+    matches ``torch.optim.Adam``, not ``torch.optim.lr_scheduler.StepLR``), ``**`` across
+    components, ``?`` one character, ``[...]`` a character class."""
+    out = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+            continue
+        if c == "*":
+            out.append(r"[^.]*")
+        elif c == "?":
+            out.append(r"[^.]")
+        elif c == "[":
+            j = pattern.index("]", i)
+            out.append(pattern[i:j + 1])
+            i = j + 1
+            continue
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+class KnowledgeError(ValueError):
+    """A knowledge file has an entry the engine cannot read."""
+
+
+@dataclass(frozen=True)
+class Effect:
+    """One training event a call causes.
+
+    Attributes:
+        event: a key of :data:`EVENTS` (``"backward"``, ``"step"``, ...).
+        args: the event's arguments: argument references (``{"loss": 0}``,
+            ``{"optimizer": "self"}``) and flags (``{"managed": True}``, ``{"how": "device"}``,
+            ``{"aspects": ("mode",)}``).
+    """
+
+    event: str
+    args: tuple[tuple[str, object], ...]
+
+    def get(self, key: str, default=None):
+        for k, v in self.args:
+            if k == key:
+                return v
+        return default
+
+
+@dataclass(frozen=True)
+class Returns:
+    """What a call returns, as the engine needs to know it.
+
+    Attributes:
+        role: the role of a new object (``"optimizer"``, ``"scheduler"``, ``"model"``, ...) or
+            ``None``.
+        same: argument references whose objects are returned unchanged in role (``"*"``:
+            ``accelerator.prepare(model, optimizer)`` returns its arguments; ``0``:
+            ``DDP(model)`` shares its module's parameters).
+        type: the qualified library class of the returned object, whose methods have entries.
+        value: ``"number"`` (``loss.item()``) or ``"detached"`` (``loss.detach()``) for values
+            that keep no autograd graph; ``"derived"`` for a value computed from the positional
+            arguments that keeps their graph (``sum(losses)``, ``torch.stack(losses)``).
+        details: role details: ``params`` (the argument that holds an optimizer's parameters),
+            ``eager_state``, ``schedule`` (``"epoch"``/``"batch"``/``"plateau"``/``"unknown"``),
+            ``period`` (the argument that gives an epoch schedule's period), ``optimizer``
+            (the argument holding a scheduler's optimizer), ``sampler``.
+        items: for a returned tuple, what each element is (``deepspeed.initialize``).
+    """
+
+    role: str | None = None
+    same: tuple = ()
+    type: str | None = None
+    value: str | None = None
+    details: tuple[tuple[str, object], ...] = ()
+    items: tuple["Returns | None", ...] = ()
+
+    def get(self, key: str, default=None):
+        for k, v in self.details:
+            if k == key:
+                return v
+        return default
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The effect summary of a callable: a library entry, or one the engine inferred from
+    the project's code.
+
+    Attributes:
+        name: the qualified name it describes.
+        effects: the training events a call causes, in order.
+        returns: what it returns, or ``None`` when nothing the rules follow.
+        grad: ``"disabled"``/``"enabled"`` for a context manager or decorator whose block or
+            decorated function runs with autograd off/on; ``"arg"`` when its first argument
+            decides (``torch.set_grad_enabled(mode)``); ``None`` otherwise.
+        context: ``"accumulate"`` for a context whose block runs gradient accumulation
+            micro-steps (``accelerator.accumulate(model)``).
+        source: where the knowledge comes from (documentation or code URL).
+    """
+
+    name: str
+    effects: tuple[Effect, ...] = ()
+    returns: Returns | None = None
+    grad: str | None = None
+    context: str | None = None
+    source: str = ""
+
+
+@dataclass
+class ClassEntry:
+    """A library class: its constructor's summary, its methods and attributes, its bases."""
+
+    name: str
+    ctor: Summary
+    methods: dict[str, Summary] = field(default_factory=dict)
+    attributes: dict[str, str] = field(default_factory=dict)
+    bases: tuple[str, ...] = ()
+
+
+def _arg_ref(value, where: str) -> ArgRef:
+    if isinstance(value, bool):
+        raise KnowledgeError(f"{where}: an argument reference cannot be a boolean")
+    if isinstance(value, (int, str)):
+        return value
+    if isinstance(value, list) and len(value) == 2 and isinstance(value[0], int) and isinstance(value[1], str):
+        return (value[0], value[1])
+    raise KnowledgeError(f"{where}: bad argument reference {value!r}")
+
+
+_REF_KEYS = frozenset({"loss", "params", "max_norm", "optimizer", "scheduler", "metric", "model", "scaler",
+                       "value", "container", "arg", "mode"})
+
+
+def _effect(raw: dict, where: str) -> Effect:
+    if not isinstance(raw, dict) or "event" not in raw:
+        raise KnowledgeError(f"{where}: an effect is a table with an 'event' key")
+    kind = raw["event"]
+    if kind not in EVENTS:
+        raise KnowledgeError(f"{where}: unknown event {kind!r}")
+    args = []
+    for k, v in raw.items():
+        if k == "event":
+            continue
+        if k not in EVENTS[kind]:
+            raise KnowledgeError(f"{where}: event {kind!r} takes no {k!r}")
+        if k == "aspects":
+            bad = set(v) - ASPECTS
+            if bad:
+                raise KnowledgeError(f"{where}: unknown aspects {sorted(bad)}")
+            v = tuple(v)
+        elif k in _REF_KEYS:
+            v = _arg_ref(v, where)
+        args.append((k, v))
+    return Effect(kind, tuple(args))
+
+
+def _returns(raw, where: str) -> Returns | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise KnowledgeError(f"{where}: 'returns' is a table")
+    bad = set(raw) - _ROLE_KEYS
+    if bad:
+        raise KnowledgeError(f"{where}: unknown 'returns' keys {sorted(bad)}")
+    role = raw.get("role")
+    if role is not None and role not in ROLES:
+        raise KnowledgeError(f"{where}: unknown role {role!r}")
+    same = raw.get("same")
+    same = () if same is None else tuple(_arg_ref(s, where) for s in (same if isinstance(same, list) else [same]))
+    details = []
+    for k in ("params", "period", "optimizer"):
+        if k in raw:
+            details.append((k, _arg_ref(raw[k], where)))
+    for k in ("eager_state", "schedule", "sampler"):
+        if k in raw:
+            details.append((k, raw[k]))
+    items = tuple(_returns(item, where) for item in raw.get("items", ()))
+    return Returns(role, same, raw.get("type"), raw.get("value"), tuple(details), items)
+
+
+def _summary(name: str, raw: dict, where: str) -> Summary:
+    effects = tuple(_effect(e, where) for e in raw.get("effects", ()))
+    grad = raw.get("grad")
+    if grad not in (None, "disabled", "enabled", "arg"):
+        raise KnowledgeError(f"{where}: bad grad {grad!r}")
+    return Summary(name, effects, _returns(raw.get("returns"), where), grad, raw.get("context"), raw.get("source", ""))
+
+
+def _method(cls: str, name: str, raw, source: str, where: str) -> Summary:
+    if isinstance(raw, list):
+        raw = {"effects": raw}
+    return _summary(f"{cls}.{name}", {"source": source, **raw}, where)
+
+
+class Knowledge:
+    """All entries, looked up by qualified name (exact names first, then patterns in the
+    order the files list them)."""
+
+    def __init__(self) -> None:
+        self.functions: dict[str, Summary] = {}
+        self.classes: dict[str, ClassEntry] = {}
+        self._function_patterns: list[tuple[re.Pattern, Summary]] = []
+        self._class_patterns: list[tuple[re.Pattern, ClassEntry]] = []
+
+    def load(self, text: str, origin: str) -> None:
+        """Add the entries of one TOML document.
+
+        Raises:
+            KnowledgeError: an entry uses an unknown key, event, role or aspect.
+        """
+        data = tomllib.loads(text)
+        for i, raw in enumerate(data.get("function", [])):
+            where = f"{origin}: function #{i + 1}"
+            self._check_keys(raw, where)
+            for name in raw["names"]:
+                self._add(name, _summary(name, raw, where), self.functions, self._function_patterns)
+        for i, raw in enumerate(data.get("class", [])):
+            where = f"{origin}: class #{i + 1}"
+            self._check_keys(raw, where)
+            source = raw.get("source", "")
+            for name in raw["names"]:
+                ctor = _summary(name, {k: v for k, v in raw.items() if k not in ("methods", "attributes", "bases")}, where)
+                methods = {m: _method(name, m, v, source, where) for m, v in raw.get("methods", {}).items()}
+                entry = ClassEntry(name, ctor, methods, dict(raw.get("attributes", {})), tuple(raw.get("bases", ())))
+                self._add(name, entry, self.classes, self._class_patterns)
+        unknown = set(data) - {"function", "class"}
+        if unknown:
+            raise KnowledgeError(f"{origin}: unknown top-level keys {sorted(unknown)}")
+
+    @staticmethod
+    def _check_keys(raw: dict, where: str) -> None:
+        if "names" not in raw or not isinstance(raw["names"], list):
+            raise KnowledgeError(f"{where}: 'names' (a list) is required")
+        bad = set(raw) - _ENTRY_KEYS
+        if bad:
+            raise KnowledgeError(f"{where}: unknown keys {sorted(bad)}")
+
+    @staticmethod
+    def _add(name: str, value, exact: dict, patterns: list) -> None:
+        if any(c in name for c in "*?["):
+            patterns.append((glob(name), value))
+        else:
+            exact.setdefault(name, value)
+
+    def function(self, qualname: str | None) -> Summary | None:
+        """The summary of library function ``qualname`` (``"torch.nn.utils.clip_grad_norm_"``)."""
+        if not qualname:
+            return None
+        hit = self.functions.get(qualname)
+        if hit is None:
+            hit = next((s for p, s in self._function_patterns if p.match(qualname)), None)
+        return hit
+
+    def cls(self, qualname: str | None) -> ClassEntry | None:
+        """The entry of library class ``qualname`` (``"torch.optim.Adam"``)."""
+        if not qualname:
+            return None
+        hit = self.classes.get(qualname)
+        if hit is None:
+            hit = next((c for p, c in self._class_patterns if p.match(qualname)), None)
+        return hit
+
+    def callable(self, qualname: str | None) -> Summary | None:
+        """What calling ``qualname`` does: a function's summary or a class's constructor
+        (exact names before patterns, class patterns before function patterns)."""
+        if not qualname:
+            return None
+        hit = self.functions.get(qualname)
+        if hit is not None:
+            return hit
+        entry = self.classes.get(qualname) or next((c for p, c in self._class_patterns if p.match(qualname)), None)
+        if entry is not None:
+            return entry.ctor
+        return next((s for p, s in self._function_patterns if p.match(qualname)), None)
+
+    def method(self, cls: str | None, name: str, _seen: frozenset = frozenset()) -> Summary | None:
+        """The summary of method ``name`` of library class ``cls``, looked up through the
+        entry's bases; ``None`` when no entry lists it."""
+        entry = self.cls(cls)
+        if entry is None or entry.name in _seen:
+            return None
+        if name in entry.methods:
+            return entry.methods[name]
+        for base in entry.bases:
+            found = self.method(base, name, _seen | {entry.name})
+            if found is not None:
+                return found
+        return entry.methods.get("*")
+
+    def attribute(self, cls: str | None, name: str, _seen: frozenset = frozenset()) -> str | None:
+        """What attribute ``name`` of class ``cls`` is (``"accumulation_flag"``), if known."""
+        entry = self.cls(cls)
+        if entry is None or entry.name in _seen:
+            return None
+        if name in entry.attributes:
+            return entry.attributes[name]
+        for base in entry.bases:
+            found = self.attribute(base, name, _seen | {entry.name})
+            if found is not None:
+                return found
+        return None
+
+    def is_subclass(self, cls: str | None, base: str, _seen: frozenset = frozenset()) -> bool:
+        """Whether library class ``cls`` is ``base`` or derives from it (per the entries)."""
+        entry = self.cls(cls)
+        if cls == base or (entry is not None and entry.name == base):
+            return True
+        if entry is None or entry.name in _seen:
+            return False
+        return any(self.is_subclass(b, base, _seen | {entry.name}) for b in entry.bases)
+
+
+@lru_cache(maxsize=1)
+def knowledge() -> Knowledge:
+    """The entries of every ``*.toml`` file in ``loopcheck/knowledge/``, loaded once."""
+    kb = Knowledge()
+    folder = resources.files("loopcheck").joinpath("knowledge")
+    for item in sorted(folder.iterdir(), key=lambda p: p.name):
+        if item.name.endswith(".toml"):
+            kb.load(item.read_text(encoding="utf-8"), f"knowledge/{item.name}")
+    return kb
