@@ -201,6 +201,17 @@ def index_module(module: cst.Module) -> ModuleIndex:
 
 
 @dataclass
+class Callee:
+    """A function of the project a call runs: the function, the symbol and class ``self`` is
+    bound to (methods and constructors), and the frame it was defined in (closures)."""
+
+    func: cst.FunctionDef
+    self_sym: str | None = None
+    cls: str | None = None
+    parent: "Frame | None" = None
+
+
+@dataclass
 class Frame:
     """One activation of a function being built: how its names map to symbols."""
 
@@ -213,6 +224,7 @@ class Frame:
     return_targets: tuple[str | None, ...] = ()
     instances: dict[str, str] = field(default_factory=dict)  # symbol -> local class name
     literal_params: set[str] = field(default_factory=set)  # unbound parameters with a numeric default
+    name: str | None = None  # the function's name (None: module level)
 
 
 
@@ -231,6 +243,8 @@ class UnitBuilder:
         # per-expression caches: an inlined function is rebuilt at every call site
         self._calls: dict[cst.CSTNode, list[cst.Call]] = {}
         self._chains: dict[cst.CSTNode, list[str]] = {}
+        # symbols bound to a nested function returned by an inlined call (closures)
+        self.func_values: dict[str, tuple[cst.FunctionDef, Frame]] = {}
 
     # -- symbols -------------------------------------------------------------------------
     def resolve(self, frame: Frame, dotted: str | None) -> tuple[str | None, bool]:
@@ -298,8 +312,10 @@ class UnitBuilder:
         if chains is None:
             chains = self._chains[expr] = dotted_chains(expr)
         for chain in chains:
-            sym, _ = self.resolve(frame, chain)
-            if sym:
+            if chain in ("True", "False", "None"):
+                continue
+            sym, qualified = self.resolve(frame, chain)
+            if sym and not qualified:
                 out.add(sym)
         return frozenset(out)
 
@@ -374,8 +390,8 @@ class UnitBuilder:
         return Seq([raw, inlined])
 
     # -- inlining ------------------------------------------------------------------------
-    def _callee(self, frame: Frame, raw: Call) -> tuple[cst.FunctionDef, str | None, str | None] | None:
-        """``(function, self symbol, class)`` for a call into this file, else ``None``."""
+    def _callee(self, frame: Frame, raw: Call) -> Callee | None:
+        """The function of the project a call runs, with how to bind it, else ``None``."""
         if raw.func is None or raw.inner is not None:
             return None
         dotted = dotted_name(raw.node.func)
@@ -383,19 +399,23 @@ class UnitBuilder:
             return None
         head, _, rest = dotted.partition(".")
         if not rest:
+            sym, _q = self.resolve(frame, head)
+            if sym in self.func_values:  # train_op = make_train_op(...); train_op()
+                func, closure = self.func_values[sym]
+                return Callee(func, parent=closure)
             f: Frame | None = frame
             while f is not None:
                 if head in f.defs:
-                    return f.defs[head], None, None
+                    return Callee(f.defs[head], parent=f)
                 if head in f.locals or head in f.subst:
                     return None
                 f = f.parent
             if head in self.index.functions:
-                return self.index.functions[head], None, None
+                return Callee(self.index.functions[head])
             if head in self.index.classes:
                 found = self.index.method(head, "__init__")
                 if found:
-                    return found[1], f"self@{found[0]}", found[0]
+                    return Callee(found[1], f"self@{found[0]}", found[0])
             return None
         if "." in rest:
             return None
@@ -410,13 +430,13 @@ class UnitBuilder:
         found = self.index.method(cls, rest)
         if found is None:
             return None
-        return found[1], f"self@{found[0]}", found[0]
+        return Callee(found[1], f"self@{found[0]}", found[0])
 
     def try_inline(self, frame: Frame, raw: Call, ctx: Context) -> Node | None:
         callee = self._callee(frame, raw)
         if callee is None:
             return None
-        func, self_sym, cls = callee
+        func, self_sym, cls = callee.func, callee.self_sym, callee.cls
         if func not in self._generators:
             self._generators[func] = is_generator(func)
         if self._generators[func]:
@@ -429,7 +449,7 @@ class UnitBuilder:
         is_init = func.name.value == "__init__" and dotted_name(raw.node.func) in self.index.classes
         if is_init and raw.targets and raw.targets[0]:
             frame.instances[raw.targets[0]] = cls
-        return self.inline(frame, func, raw, ctx, self_sym, cls, () if is_init else raw.targets)
+        return self.inline(frame, func, raw, ctx, self_sym, cls, () if is_init else raw.targets, callee.parent)
 
     def new_frame(
         self, func: cst.FunctionDef, parent: Frame | None, subst: dict[str, str],
@@ -442,25 +462,34 @@ class UnitBuilder:
         fid = f"f{next(self._ids)}"
         local_names = (names | set(_all_param_names(func))) - declared - set(subst)
         defs = {s.name.value: s for s in func.body.body if isinstance(s, cst.FunctionDef)}
-        return Frame(fid, subst, local_names, self_cls, defs, parent)
+        return Frame(fid, subst, local_names, self_cls, defs, parent, name=func.name.value)
 
     def inline(
         self, frame: Frame, func: cst.FunctionDef, raw: Call, ctx: Context,
         self_sym: str | None, cls: str | None, targets: tuple[str | None, ...],
+        parent: Frame | None = None,
     ) -> Inline:
         params = _param_names(func)
         subst: dict[str, str] = {}
+        bound: dict[str, Arg] = {}  # parameters given an expression (model.parameters())
         positional = [a for a in raw.args if a.keyword is None]
         if self_sym is not None and params:
             subst[params[0]] = self_sym
             params = params[1:]
+        if any(isinstance(a.node, cst.StarredElement) for a in positional):
+            positional = []
         for name, arg in zip(params, positional):
-            if arg.sym is not None and not isinstance(arg.node, cst.StarredElement):
+            if arg.sym is not None:
                 subst[name] = arg.sym
+            else:
+                bound[name] = arg
         for arg in raw.args:
             if arg.keyword and arg.sym is not None:
                 subst[arg.keyword] = arg.sym
-        parent = self._lexical_parent(frame, func)
+            elif arg.keyword:
+                bound[arg.keyword] = arg
+        if parent is None:
+            parent = self._lexical_parent(frame, func)
         callee = self.new_frame(func, parent, subst, cls)
         p = func.params
         callee.literal_params = {
@@ -469,11 +498,19 @@ class UnitBuilder:
         }
         callee.return_targets = targets
         callee.instances = frame.instances
+        inner_ctx = replace(ctx, calls=ctx.calls + (raw.node,))
         self._stack.append(func)
         try:
-            body = self.function_body(callee, func, replace(ctx, calls=ctx.calls + (raw.node,)))
+            body = self.function_body(callee, func, inner_ctx)
         finally:
             self._stack.pop()
+        binds = [
+            Assign(raw.node, f"{callee.fid}:{name}", "=", arg.node, None, "call" if isinstance(arg.node, cst.Call) else "expr",
+                   arg.mentions, inner_ctx, operands=self.operands(frame, arg.node))
+            for name, arg in bound.items() if name in callee.locals
+        ]
+        if binds:
+            body.items[:0] = binds
         return Inline(func, body)
 
     def _lexical_parent(self, frame: Frame, func: cst.FunctionDef) -> Frame | None:
@@ -588,7 +625,47 @@ class UnitBuilder:
             self.if_stmt(frame, stmt.orelse, inner, orelse.items)
         elif isinstance(stmt.orelse, cst.Else):
             orelse = self.block(frame, stmt.orelse.body, inner)
-        out.append(If(stmt, body, orelse))
+        out.append(If(stmt, body, orelse, self.absence(frame, stmt.test)))
+
+    def absence(self, frame: Frame, test: cst.BaseExpression) -> tuple[tuple[str, bool], ...]:
+        """Where an ``if`` test says an object is not there: ``x is None`` (body),
+        ``x is not None``/``x`` (else-arm), ``isinstance(x, nn.Module)`` (else-arm), and each
+        conjunct of an ``and`` for the body."""
+        out: list[tuple[str, bool]] = []
+
+        def sym(e) -> str | None:
+            s, q = self.resolve(frame, dotted_name(e))
+            return None if q else s
+
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+            for part in (test.left, test.right):
+                out += [(x, arm) for x, arm in self.absence(frame, part) if arm is True]
+            return tuple(out)
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            return tuple((x, not arm) for x, arm in self.absence(frame, test.expression))
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            comp = test.comparisons[0]
+            if isinstance(comp.comparator, cst.Name) and comp.comparator.value == "None":
+                x = sym(test.left)
+                if x is not None:
+                    if isinstance(comp.operator, cst.Is):
+                        out.append((x, True))
+                    elif isinstance(comp.operator, cst.IsNot):
+                        out.append((x, False))
+            return tuple(out)
+        if isinstance(test, cst.Call) and dotted_name(test.func) == "isinstance" and len(test.args) == 2:
+            classes = test.args[1].value
+            names = [dotted_name(e.value) for e in classes.elements] if isinstance(classes, cst.Tuple) else [dotted_name(classes)]
+            if any(n and n.rpartition(".")[2] in ("Module", "Optimizer", "LRScheduler", "_LRScheduler") for n in names):
+                x = sym(test.args[0].value)
+                if x is not None:
+                    out.append((x, False))
+            return tuple(out)
+        if isinstance(test, (cst.Name, cst.Attribute)):
+            x = sym(test)
+            if x is not None:
+                out.append((x, False))
+        return tuple(out)
 
     def with_grad(self, frame: Frame, item: cst.BaseExpression, grad: str) -> str:
         """The grad mode inside ``with item:`` (or a function decorated with ``@item``),
@@ -614,7 +691,7 @@ class UnitBuilder:
         calls = tuple(
             q for q in (self.resolve(frame, dotted_name(c.func))[0] for c in calls_in_order(iter_expr)) if q
         )
-        return LoopInfo(node, tuple(sorted(names)), tuple(sorted(self.mentions(frame, iter_expr))), calls)
+        return LoopInfo(node, tuple(sorted(names)), tuple(sorted(self.mentions(frame, iter_expr))), calls, frame.name)
 
     def small_stmt(self, frame: Frame, s: cst.CSTNode, ctx: Context, out: list[Node]) -> None:
         if isinstance(s, cst.Expr):
@@ -636,6 +713,8 @@ class UnitBuilder:
             self.assign_event(frame, s, s.target, s.operator.__class__.__name__, s.value, ctx, out)
         elif isinstance(s, cst.Return):
             if s.value is not None:
+                if frame.return_targets and frame.return_targets[0] and isinstance(s.value, cst.Name) and s.value.value in frame.defs:
+                    self.func_values[frame.return_targets[0]] = (frame.defs[s.value.value], frame)
                 self.expr_events(frame, s.value, ctx, out, frame.return_targets if isinstance(s.value, cst.Call) else ())
                 if frame.return_targets and not isinstance(s.value, cst.Call):
                     values = s.value.elements if isinstance(s.value, cst.Tuple) else None

@@ -30,12 +30,21 @@ class Machine:
 
     ``kinds``: the event kinds :meth:`transfer` reacts to (``None``: all). Parts of the
     program without such events (and without jumps) are skipped.
+
+    ``subjects``: the symbols of the object the machine follows (its name and aliases); in an
+    ``if`` arm where the test says that object is not there (``if opt is not None:``), the
+    state becomes :meth:`absent`, when the machine has such a state.
     """
 
     kinds: frozenset[str] | None = None
+    subjects: frozenset[str] = frozenset()
 
     def initial(self) -> State:
         raise NotImplementedError
+
+    def absent(self) -> State | None:
+        """The state of a path on which the object does not exist (``None``: no such state)."""
+        return None
 
     def transfer(self, state: State, event: Event) -> State:
         """The state after ``event`` runs in ``state``."""
@@ -212,7 +221,11 @@ class _Interpreter:
     def _arm(self, node: If, states: set, taken: bool) -> set:
         test = self._test(node)
         out = set()
+        gone = node.absent_in and any(arm is taken and sym in self.m.subjects for sym, arm in node.absent_in)
+        absent = self.m.absent() if gone else None
         for ms, conds in states:
+            if absent is not None:
+                ms = absent
             if test is not None:
                 text, names = test
                 if (text, not taken, names) in conds:

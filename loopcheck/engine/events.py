@@ -141,6 +141,11 @@ class _Typer:
         t = roles.canon(target)
         if t in roles.models and target not in roles.alias and not self._wraps(t):
             self.ev("model_build", t)
+            # model = Net().to(device): built, then moved
+            summary = knowledge().method("torch.nn.Module", c.method or "") if c.inner is not None else None
+            for eff in summary.effects if summary is not None else ():
+                if eff.event == "convert":
+                    self.convert(t, eff.get("how"))
             return True
         return False
 
@@ -320,6 +325,8 @@ def classify_assign(a: Assign, roles: Roles) -> list[Event]:
     if target.endswith(".grad") and a.op == "=":
         if _clears(a.value):
             out.append(Event("zero_grad_all", None, a.node, a))
+        else:  # w.grad = g: gradients written by hand
+            out.append(Event("grad_set", target[: -len(".grad")], a.node, a))
         return out
     prefix, _, attr = target.rpartition(".")
     canon_prefix = roles.canon(prefix) if prefix else None

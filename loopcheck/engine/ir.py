@@ -21,6 +21,8 @@ class LoopInfo:
     Attributes:
         node: the ``cst.For``/``cst.While`` statement.
         targets: names bound by the ``for`` target (``epoch``, ``batch_idx``, ...).
+        function: the name of the function whose body holds the loop (``train_one_epoch``),
+            ``None`` at module level.
         iter_names: every dotted name in the iterable expression, resolved to symbols
             (``train_loader``, ``range``, ``args.epochs``, ...).
         iter_calls: qualified names of the calls in the iterable (``enumerate``, ``range``).
@@ -30,6 +32,7 @@ class LoopInfo:
     targets: tuple[str, ...] = ()
     iter_names: tuple[str, ...] = ()
     iter_calls: tuple[str, ...] = ()
+    function: str | None = None  # the name of the function whose body holds the loop
 
 
 @dataclass(frozen=True)
@@ -139,9 +142,18 @@ class Seq:
 
 @dataclass(eq=False)
 class If:
+    """An ``if`` (or a ``match`` case).
+
+    Attributes:
+        absent_in: ``(symbol, arm)`` pairs: in the arm (``True``: the body, ``False``: the
+            else-arm) the test says the symbol's object is not there (``if opt is not None:``
+            has ``(opt, False)``; ``if isinstance(net, nn.Module):`` has ``(net, False)``).
+    """
+
     node: cst.CSTNode
     body: Seq
     orelse: Seq
+    absent_in: tuple[tuple[str, bool], ...] = ()
 
 
 @dataclass(eq=False)

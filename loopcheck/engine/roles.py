@@ -81,6 +81,12 @@ class OptimizerInfo:
     eager_state: bool = False
     others: list[Call] = field(default_factory=list)
     by_ctor: dict[int, set[str] | None] = field(default_factory=dict)
+    params: set[str] = field(default_factory=set)  # the symbols its parameter arguments name
+
+    @property
+    def no_model(self) -> bool:
+        """Known to train no model's parameters (only tensors built here: ``Adam([w])``)."""
+        return bool(self.by_ctor) and all(v == set() for v in self.by_ctor.values())
 
     def builds(self, call: Call) -> bool:
         """Whether ``call`` constructs this optimizer."""
@@ -167,6 +173,14 @@ class Roles:
                 return sym
             seen.add(sym)
             sym = nxt
+
+    def names_of(self, sym: str) -> frozenset[str]:
+        """Every symbol that names the same object as ``sym`` (its aliases and itself)."""
+        out = {sym}
+        for a in self.alias:
+            if self.canon(a) == sym:
+                out.add(a)
+        return frozenset(out)
 
     def role(self, sym: str | None) -> str | None:
         """``"optimizer"``, ``"scheduler"``, ``"scaler"``, ``"model"``, ``"loader"``,
@@ -402,6 +416,7 @@ class _Inference:
             else:
                 info = roles.optimizers[target] = OptimizerInfo(c, q, set(models), eager)
             info.by_ctor[id(c)] = set(models) if known else None
+            info.params |= set(arg.mentions) if arg else set()
         elif role == "scheduler":
             kind = r.get("schedule", "unknown")
             name = (summary.name or "").rpartition(".")[2]
@@ -600,6 +615,12 @@ class _Inference:
             if c.method == "backward" or (c.qualified and c.func == "torch.autograd.backward"):
                 for sym in self._backward_operands(c):
                     (roles.loss_containers if self._container(sym) else roles.losses).add(sym)
+        # what is put into a list of losses that is backpropagated is a loss
+        for c in self.calls:
+            if c.method in ("append", "extend", "insert") and c.receiver and c.args and roles.canon(c.receiver) in roles.loss_containers:
+                sym = c.args[-1].sym
+                if sym and self._tensor(sym):
+                    roles.losses.add(sym)
         # what flows into a loss through arithmetic is a loss tensor too (raw_loss in
         # ``loss = raw_loss + reg``), if it is a tensor computed here
         defs: dict[str, list[Assign]] = {}

@@ -11,6 +11,22 @@ from loopcheck.engine.ir import Seq, walk_events
 from loopcheck.engine.roles import Roles
 
 
+class _Builds(Machine):
+    """The construction of a symbol that reaches each point (reaching definitions)."""
+
+    def __init__(self, sym: str, kind: str, queried: str) -> None:
+        self.sym, self.kind = sym, kind
+        self.kinds = frozenset({kind, queried})  # the queried events must be visited too
+
+    def initial(self):
+        return frozenset()
+
+    def transfer(self, state, event: Event):
+        if event.kind == self.kind and event.subject == self.sym:
+            return frozenset({event})
+        return state
+
+
 @dataclass(eq=False)
 class Unit:
     """One entry point (module code or an uncalled function) ready for the rules.
@@ -41,6 +57,13 @@ class Unit:
         if key not in self._flows:
             self._flows[key] = run(factory(), self.ir)
         return self._flows[key]
+
+    def builds_reaching(self, event: Event, sym: str, kind: str = "opt_build") -> list[Event]:
+        """The constructions of ``sym`` (events of ``kind``) that can reach ``event``: after
+        ``opt = Adam([w])`` ... ``opt = Adam(model.parameters())``, a step in between is the
+        first optimizer's. Empty when none of the unit's constructions reaches it."""
+        flow = self.flow(("builds", sym, kind, event.kind), lambda: _Builds(sym, kind, event.kind))
+        return [b for states in flow.states(event) for b in states]
 
     def of_kind(self, *kinds: str) -> list[Event]:
         return [e for e in self.events if e.kind in kinds]

@@ -81,25 +81,44 @@ def calls_in_order(expr: cst.CSTNode) -> list[cst.Call]:
     return out
 
 
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
+
+
 def dotted_chains(expr: cst.CSTNode) -> list[str]:
-    """Maximal ``Name``/``Attribute`` chains in ``expr`` (``model.parameters``, ``lr``)."""
+    """Maximal ``Name``/``Attribute`` chains in ``expr`` (``model.parameters``, ``lr``): the
+    names the expression reads. Keyword names of arguments and the variables a comprehension
+    binds (``p`` in ``[p for p in model.parameters()]``) are not read from outside, so they
+    are left out; lambdas are not entered."""
     from loopcheck.engine.names import dotted_name
 
     out: list[str] = []
-    stack = [expr]
+    stack: list[tuple[cst.CSTNode, frozenset[str]]] = [(expr, frozenset())]
     while stack:
-        n = stack.pop()
-        if isinstance(n, cst.Name):
-            out.append(n.value)
+        n, bound = stack.pop()
+        t = type(n)
+        if t is cst.Name:
+            if n.value not in bound:
+                out.append(n.value)
             continue
-        if isinstance(n, cst.Attribute):
+        if t is cst.Attribute:
             d = dotted_name(n)
             if d is not None:
-                out.append(d)
+                if d.partition(".")[0] not in bound:
+                    out.append(d)
                 continue
-        if type(n) is cst.Lambda:
+        if t is cst.Lambda:
             continue
-        stack.extend(children(n))
+        if t is cst.Arg:
+            stack.append((n.value, bound))
+            continue
+        if t in _COMPREHENSIONS:
+            targets = set(bound)
+            comp = n.for_in
+            while comp is not None:
+                targets |= names_in(comp.target)
+                comp = comp.inner_for_in
+            bound = frozenset(targets)
+        stack.extend((c, bound) for c in children(n))
     return out
 
 

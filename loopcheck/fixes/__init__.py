@@ -93,6 +93,7 @@ FIXABLE: dict[str, str | None] = {
     "LC302": "safe",
     "LC401": "safe",
     "LC501": None,
+    "LC502": None,
     "LC601": "safe",
     "LC602": "safe",
     "LC603": "safe",

@@ -6,7 +6,7 @@
 | 2xx    | schedulers.py | LC201–LC203    |
 | 3xx    | modes.py      | LC301–LC302    |
 | 4xx    | memory.py     | LC401          |
-| 5xx    | setup.py      | LC501          |
+| 5xx    | setup.py      | LC501–LC502    |
 | 6xx    | amp.py        | LC601–LC605    |
 
 To add a rule: write a ``Rule`` subclass with a ``RuleInfo`` in its family's module,

@@ -22,54 +22,67 @@ from loopcheck.rules.gradients import built_here, touches
 class A(NamedTuple):
     """Scaling state of one optimizer's gradients.
 
-    phase: ``unknown`` | ``none`` | ``scaled`` (after scaler.scale(loss).backward())
-    | ``unscaled`` (after unscale_) | ``plain`` (after a backward on the unscaled loss).
+    phase: ``absent`` (not built on this path) | ``unknown`` | ``none`` | ``scaled`` (after
+    scaler.scale(loss).backward()) | ``unscaled`` (after unscale_) | ``plain`` (after a
+    backward on the unscaled loss).
+    bw: the backward that put the gradients in this phase.
+    unscale: the ``unscale_`` since the last ``scaler.update()`` (GradScaler allows one per
+        optimizer until then; a backward after it starts a new scaled phase but the scaler still
+        remembers it).
+    scaler_step: the ``scaler.step(opt)`` since the last ``update()``.
+    last_step: the last ``scaler.step(opt)``, updated or not.
     """
 
     phase: str
     bw: Event | None = None
     unscale: Event | None = None
-    scaler_step: Event | None = None  # scaler.step(opt) since the last update()
-    last_step: Event | None = None  # the last scaler.step(opt), update() or not
+    scaler_step: Event | None = None
+    last_step: Event | None = None
+
+
+ABSENT = A("absent")
 
 
 class ScalingMachine(Machine):
-    kinds = frozenset({'backward', 'unscale', 'scaler_step', 'step', 'scaler_update', 'opt_build', 'zero_grad', 'zero_grad_model', 'zero_grad_all', 'havoc', 'clip'})
+    kinds = frozenset({'backward', 'unscale', 'scaler_step', 'step', 'scaler_update', 'opt_build', 'zero_grad',
+                       'zero_grad_model', 'zero_grad_all', 'havoc', 'clip'})
 
     def __init__(self, unit: Unit, opt: str) -> None:
         self.unit, self.opt = unit, opt
+        self.subjects = unit.roles.names_of(opt)
 
     def initial(self) -> A:
-        return A("absent") if built_here(self.unit, self.opt) else A("unknown")
+        return ABSENT if built_here(self.unit, self.opt) else A("unknown")
+
+    def absent(self) -> A:
+        return ABSENT
 
     def transfer(self, s: A, ev: Event) -> A:
         k = ev.kind
-        if s.phase == "absent" and not (k == "opt_build" and ev.subject == self.opt):
+        if k == "opt_build" and ev.subject == self.opt:
+            return A("none")
+        if s.phase == "absent":
             return s
         if k == "backward":
             if ev.extra.get("managed"):
                 return A("unknown")
             if ev.extra.get("scaler"):
-                phase = "scaled" if s.phase in ("none", "scaled", "unknown") else "unknown"
+                phase = "scaled" if s.phase in ("none", "scaled", "unknown", "unscaled") else "unknown"
             else:
                 phase = "plain" if s.phase in ("none", "plain", "unknown") else "unknown"
-            return A(phase, ev, None, s.scaler_step, None)
+            return s._replace(phase=phase, bw=ev, last_step=None)
         if k == "unscale" and ev.extra.get("optimizer") == self.opt:
             return s._replace(phase="unscaled" if s.phase == "scaled" else s.phase, unscale=ev)
         if k == "scaler_step" and ev.extra.get("optimizer") == self.opt:
-            return A("none", None, None, ev, ev)
+            return A("none", None, s.unscale, ev, ev)
         if k == "step" and ev.subject == self.opt and not ev.extra.get("scaler"):
-            return A("none", None, None, s.scaler_step, None)
+            return s._replace(phase="none", bw=None, last_step=None)
         if k == "scaler_update":
-            return s._replace(scaler_step=None)
-        if k in ("opt_build",) and ev.subject == self.opt:
-            return A("none")
-        if k in ("zero_grad", "zero_grad_model", "zero_grad_all", "havoc") and (
-            k == "zero_grad_all" or touches(self.unit, self.opt, ev)
-        ):
-            if k == "havoc":
-                return A("unknown")
-            return A("none", None, None, s.scaler_step, s.last_step)
+            return s._replace(scaler_step=None, unscale=None)
+        if k == "havoc" and (ev.may_change("grads") or ev.may_change("scale")) and touches(self.unit, self.opt, ev):
+            return A("unknown")
+        if k in ("zero_grad", "zero_grad_model", "zero_grad_all") and (k == "zero_grad_all" or touches(self.unit, self.opt, ev)):
+            return s._replace(phase="none", bw=None)
         return s
 
 
@@ -88,6 +101,11 @@ def scaling_flow(unit: Unit, opt: str):
     return unit.flow(("scaling", opt), lambda: ScalingMachine(unit, opt))
 
 
+def scaling_states(unit: Unit, opt: str, ev: Event) -> set:
+    """The scaling states of ``opt`` on the paths (where it exists) that reach ``ev``."""
+    return {s for s in scaling_flow(unit, opt).states(ev) if s.phase != "absent"}
+
+
 def _all(states, phase: str) -> bool:
     return bool(states) and all(s.phase == phase for s in states)
 
@@ -97,11 +115,10 @@ def reached_only_in(unit: Unit, kind: str, phase: str, accept) -> Iterator[tuple
     relates to a scaled optimizer and that runs only while its gradients are in ``phase``;
     ``backward`` is the backward that put them there."""
     for opt in scaled_optimizers(unit):
-        flow = scaling_flow(unit, opt)
         for ev in unit.of_kind(kind):
             if not accept(ev, opt):
                 continue
-            states = flow.states(ev)
+            states = scaling_states(unit, opt, ev)
             if _all(states, phase):
                 yield ev, next(s.bw for s in states)
 
@@ -138,19 +155,30 @@ class StepBypassesScaler(Rule):
     )
 
     def check(self, unit: Unit) -> Iterable[Report]:
-        def accept(ev: Event, opt: str) -> bool:
-            return ev.subject == opt and not ev.extra.get("scaler")
+        for opt in scaled_optimizers(unit):
+            for ev in unit.of_kind("step"):
+                if ev.subject != opt or ev.extra.get("scaler"):
+                    continue
+                states = scaling_states(unit, opt, ev)
+                # scaled on every path, or on some while unscale_ ran on the others (clipping
+                # switched off skips unscale_): both mean scaled gradients reach the step
+                if not states or any(s.phase not in ("scaled", "unscaled") for s in states):
+                    continue
+                bw = next((s.bw for s in states if s.phase == "scaled"), None)
+                if bw is None:
+                    continue
+                yield self._report(ev, bw)
 
-        for ev, bw in reached_only_in(unit, "step", "scaled", accept):
-            yield Report(
-                self.info.code, ev.node,
-                lambda d, ev=ev, bw=bw: (
-                    f"{d.call(ev.node)} applies the gradients of {d.code(bw.node, 40)} at line "
-                    f"{d.line(bw.node)} still multiplied by the loss scale, and applies inf/NaN "
-                    "gradients instead of skipping them; use scaler.step(optimizer) and scaler.update()"
-                ),
-                [(bw.node, "the scaled backward")],
-            )
+    def _report(self, ev: Event, bw: Event) -> Report:
+        return Report(
+            self.info.code, ev.node,
+            lambda d: (
+                f"{d.call(ev.node)} applies the gradients of {d.code(bw.node, 40)} at line "
+                f"{d.line(bw.node)} still multiplied by the loss scale, and applies inf/NaN "
+                "gradients instead of skipping them; use scaler.step(optimizer) and scaler.update()"
+            ),
+            [(bw.node, "the scaled backward")],
+        )
 
 
 @register
@@ -181,27 +209,34 @@ class BackwardOnUnscaledLoss(Rule):
 class ScalerStepWithoutUpdate(Rule):
     info = RuleInfo(
         "LC604", "scaler-step-without-update", "error",
-        "scaler.step() runs in a loop whose iterations never call scaler.update().",
+        "scaler.step() is not followed by scaler.update() before the next scaler.step().",
     )
 
     def check(self, unit: Unit) -> Iterable[Report]:
-        updates = [e for e in unit.of_kind("scaler_update", "havoc")]
-        for ev in unit.of_kind("scaler_step"):
-            if not ev.ctx.loops:
-                continue
-            loop = ev.ctx.loops[-1]
-            if any(u.subject == ev.subject and loop in u.ctx.loops for u in updates):
-                continue
-            yield Report(
-                self.info.code, ev.node,
-                lambda d, ev=ev, loop=loop: (
-                    f"{d.call(ev.node)} runs every iteration of the loop at line {d.line(loop.node)}, but "
-                    "scaler.update() does not: the second scaler.step() on the same optimizer raises "
-                    "RuntimeError (and the loss scale could never adapt); call scaler.update() once per "
-                    "iteration, after the step"
-                ),
-                [(loop.node, "the loop without scaler.update()")],
-            )
+        reported = set()
+        for opt in scaled_optimizers(unit):
+            for ev in unit.of_kind("scaler_step"):
+                if ev.extra.get("optimizer") != opt or not ev.ctx.loops:
+                    continue
+                for s in scaling_states(unit, opt, ev):
+                    prev = s.scaler_step
+                    if prev is None or id(prev) in reported or s.phase == "unknown":
+                        continue
+                    reported.add(id(prev))
+                    yield self._report(prev, ev)
+
+    def _report(self, prev: Event, nxt: Event) -> Report:
+        loop = prev.ctx.loops[-1] if prev.ctx.loops else nxt.ctx.loops[-1]
+        return Report(
+            self.info.code, prev.node,
+            lambda d: (
+                f"{d.call(prev.node)} is not followed by scaler.update() on every path before "
+                f"{d.call(nxt.node)} at line {d.line(nxt.node)} runs again (loop at line {d.line(loop.node)}): "
+                "the second scaler.step() on the same optimizer raises RuntimeError (and the loss scale "
+                "could never adapt); call scaler.update() once per iteration, after the step"
+            ),
+            [(nxt.node, "the next scaler.step()"), (loop.node, "the loop")],
+        )
 
 
 @register
@@ -213,38 +248,46 @@ class UnscaleMisplaced(Rule):
 
     def check(self, unit: Unit) -> Iterable[Report]:
         for opt in scaled_optimizers(unit):
-            flow = scaling_flow(unit, opt)
             for ev in unit.of_kind("unscale"):
                 if ev.extra.get("optimizer") != opt:
                     continue
-                states = flow.states(ev)
-                if not states or any(s.phase in ("unknown", "scaled", "plain") for s in states):
+                states = scaling_states(unit, opt, ev)
+                if not states or any(s.phase in ("unknown", "plain") for s in states):
                     continue
-                if all(s.phase == "unscaled" for s in states):
-                    prev = next(s.unscale for s in states)
-                    yield Report(
-                        self.info.code, ev.node,
-                        lambda d, ev=ev, prev=prev: (
-                            f"{d.call(ev.node)} runs a second time after {d.call(prev.node)} at line "
-                            f"{d.line(prev.node)} before the step: GradScaler allows one unscale_() per "
-                            "optimizer per step and raises RuntimeError"
-                        ),
-                        [(prev.node, "the first unscale_()")],
-                    )
+                twice = [s for s in states if s.unscale is not None]
+                if twice:
+                    yield self._twice(ev, twice[0].unscale)
                 elif all(s.phase == "none" and s.last_step is not None for s in states):
                     prev = next(s.last_step for s in states)
-                    updated = all(s.scaler_step is None for s in states)
-                    yield Report(
-                        self.info.code, ev.node,
-                        lambda d, ev=ev, prev=prev, updated=updated: (
-                            f"{d.call(ev.node)} runs after {d.call(prev.node)} at line {d.line(prev.node)}, "
-                            + (
-                                "so GradScaler counts the next iteration's gradients as already unscaled: "
-                                "the next scaler.step() applies them still multiplied by the loss scale; "
-                                if updated else
-                                "before scaler.update(): GradScaler raises RuntimeError; "
-                            )
-                            + "unscale between backward() and scaler.step()"
-                        ),
-                        [(prev.node, "scaler.step() that already ran")],
-                    )
+                    yield self._after_step(ev, prev, updated=all(s.scaler_step is None for s in states))
+
+    def _twice(self, ev: Event, prev: Event) -> Report:
+        again = prev is ev
+        return Report(
+            self.info.code, ev.node,
+            lambda d: (
+                (f"{d.call(ev.node)} runs again on the next iteration before scaler.update(): "
+                 if again else
+                 f"{d.call(ev.node)} runs a second time after {d.call(prev.node)} at line {d.line(prev.node)} "
+                 "before scaler.update(): ")
+                + "GradScaler allows one unscale_() per optimizer between updates and raises RuntimeError"
+                + ("; unscale (and clip) only on the iterations that step" if again else "")
+            ),
+            [] if again else [(prev.node, "the first unscale_()")],
+        )
+
+    def _after_step(self, ev: Event, prev: Event, updated: bool) -> Report:
+        return Report(
+            self.info.code, ev.node,
+            lambda d: (
+                f"{d.call(ev.node)} runs after {d.call(prev.node)} at line {d.line(prev.node)}, "
+                + (
+                    "so GradScaler counts the next iteration's gradients as already unscaled: "
+                    "the next scaler.step() applies them still multiplied by the loss scale; "
+                    if updated else
+                    "before scaler.update(): GradScaler raises RuntimeError; "
+                )
+                + "unscale between backward() and scaler.step()"
+            ),
+            [(prev.node, "scaler.step() that already ran")],
+        )

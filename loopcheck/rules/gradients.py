@@ -61,7 +61,9 @@ def built_here(unit: Unit, opt: str) -> bool:
 
 
 def touches(unit: Unit, opt: str, ev: Event) -> bool:
-    """Whether ``ev`` (zero_grad of a model, clip, havoc) concerns optimizer ``opt``."""
+    """Whether ``ev`` (zero_grad of a model, clip, havoc, a ``.grad`` set) concerns optimizer
+    ``opt``: the event names it, or a model whose parameters it takes, or — when the optimizer's
+    parameters are not known — possibly so."""
     info = unit.roles.optimizers.get(opt)
     models = info.models if info else set()
     if ev.kind in ("zero_grad_model", "havoc"):
@@ -70,8 +72,20 @@ def touches(unit: Unit, opt: str, ev: Event) -> bool:
         clip_models = ev.extra.get("models") or set()
         if clip_models and models:
             return bool(clip_models & models)
+        if clip_models and info is not None and info.no_model:
+            return False  # Adam([w]) does not step the clipped model
         return len(active_optimizers(unit)) == 1
+    if ev.kind == "grad_set":
+        base = ev.subject
+        if info is None or base is None or any(v is None for v in info.by_ctor.values()) or not info.by_ctor:
+            return True  # the optimizer's parameters are not known
+        return base in info.params or any(base == m or base.startswith(m + ".") for m in models)
     return ev.subject == opt
+
+
+def present(states) -> set:
+    """The states of the paths on which the optimizer exists."""
+    return {s for s in states if s.phase != "absent"}
 
 
 def active_optimizers(unit: Unit) -> list[str]:
@@ -101,15 +115,20 @@ def _has_backward(node) -> bool:
 class GradientMachine(Machine):
     """Typestate of one optimizer's gradients (see module docstring)."""
 
-    kinds = frozenset({'opt_build', 'backward', 'step', 'zero_grad', 'zero_grad_model', 'zero_grad_all', 'havoc', 'clip'})
+    kinds = frozenset({'opt_build', 'backward', 'step', 'zero_grad', 'zero_grad_model', 'zero_grad_all', 'havoc', 'clip',
+                       'grad_set'})
 
     def __init__(self, unit: Unit, opt: str) -> None:
         self.unit = unit
         self.opt = opt
+        self.subjects = unit.roles.names_of(opt)
         self._if_steps: dict[int, tuple] = {}
 
     def initial(self) -> G:
         return ABSENT if built_here(self.unit, self.opt) else UNKNOWN
+
+    def absent(self) -> G:
+        return ABSENT
 
     def transfer(self, s: G, ev: Event) -> G:
         k = ev.kind
@@ -133,8 +152,10 @@ class GradientMachine(Machine):
             if s.phase == "filled":
                 return G("wiped", bw=s.bw, zg=ev, stepped=s.stepped, skip=s.skip)
             return G("empty", stepped=s.stepped)
-        if k == "havoc" and touches(self.unit, self.opt, ev):
+        if k == "havoc" and ev.may_change("grads") and touches(self.unit, self.opt, ev):
             return UNKNOWN
+        if k == "grad_set" and touches(self.unit, self.opt, ev):
+            return G("filled", bw=ev, stale=False, stepped=s.stepped)  # gradients written by hand
         return s
 
     def branch(self, s: G, node: If, taken: bool) -> G:
@@ -167,7 +188,7 @@ def _steps(unit: Unit) -> Iterable[tuple[Event, set]]:
         flow = gradient_flow(unit, opt)
         for ev in unit.of_kind("step"):
             if ev.subject == opt and ev.ctx.loops:
-                yield ev, flow.states(ev)
+                yield ev, present(flow.states(ev))
 
 
 def _clips(unit: Unit) -> Iterable[tuple[Event, str, set]]:
@@ -176,7 +197,7 @@ def _clips(unit: Unit) -> Iterable[tuple[Event, str, set]]:
             continue
         for opt in active_optimizers(unit):
             if touches(unit, opt, ev):
-                yield ev, opt, gradient_flow(unit, opt).states(ev)
+                yield ev, opt, present(gradient_flow(unit, opt).states(ev))
 
 
 @register
@@ -237,7 +258,7 @@ class ZeroGradBetweenBackwardAndStep(Rule):
             flow = gradient_flow(unit, opt)
             reported = set()
             for ev in unit.events:
-                states = flow.states(ev)
+                states = present(flow.states(ev))
                 if ev.kind == "step" and ev.subject == opt:
                     for s in states:
                         if (

@@ -61,6 +61,15 @@ def _feeds_backward(unit: Unit) -> set[str]:
     return out
 
 
+def _rebound_in(unit: Unit, sym: str, loop) -> bool:
+    """Whether ``sym`` is assigned anew inside ``loop`` (a list started again every step)."""
+    canon = unit.roles.canon
+    return any(
+        isinstance(raw, Assign) and raw.op == "=" and canon(raw.target) == sym and loop in raw.ctx.loops
+        for raw in walk_events(unit.ir)
+    )
+
+
 @register
 class LossTensorKept(Rule):
     info = RuleInfo(
@@ -87,9 +96,9 @@ class LossTensorKept(Rule):
             if container in unit.roles.losses:
                 continue
             if feeds is None:
-                feeds = _feeds_backward(unit)
-            if container in feeds:
-                continue
+                feeds = _feeds_backward(unit) | unit.roles.loss_containers
+            if container in feeds and (not ev.ctx.loops or _rebound_in(unit, container, ev.ctx.loops[-1])):
+                continue  # a per-step list of losses that a backward consumes
             states = unit.flow(("loss", loss), lambda loss=loss: LossValueMachine(loss)).states(ev)
             if states != {"tensor"}:
                 continue

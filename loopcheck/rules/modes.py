@@ -8,16 +8,22 @@ for a backward pass (PyTorch autograd mechanics notes; seeds/annotated-training-
 
 from __future__ import annotations
 
+import re
 from typing import Iterable
 
 from loopcheck.engine.dataflow import Machine
 from loopcheck.engine.events import Event
+from loopcheck.engine.ir import LoopInfo
+from loopcheck.engine.roles import last
 from loopcheck.engine.unit import Unit
 from loopcheck.findings import Report
 from loopcheck.rules.base import Rule, RuleInfo, register
 
 UNKNOWN = ("unknown", None)
 TRAIN = ("train", None)
+ABSENT = ("absent", None)  # a path on which the model does not exist (``if model is not None``)
+#: Names of data that is evaluated, not trained on: ``val_loader``, ``test_x``, ``dev_iter``.
+EVAL_DATA = re.compile(r"(^|_)(val|valid|validation|test|eval|evaluation|dev|holdout)(_|$|\d)", re.I)
 
 
 class ModeMachine(Machine):
@@ -29,11 +35,15 @@ class ModeMachine(Machine):
 
     kinds = frozenset({'model_build', 'train', 'eval', 'mode_unknown', 'havoc', 'step', 'forward'})
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, unit: Unit, model: str) -> None:
         self.model = model
+        self.subjects = unit.roles.names_of(model)
 
     def initial(self):
         return UNKNOWN
+
+    def absent(self):
+        return ABSENT
 
     def _mine(self, subject: str | None) -> bool:
         return subject is not None and (subject == self.model or self.model.startswith(subject + "."))
@@ -44,28 +54,42 @@ class ModeMachine(Machine):
         k = ev.kind
         if k == "model_build" and ev.subject == self.model:
             return TRAIN
+        if s == ABSENT:
+            return s
         if k == "train":
             return TRAIN
         if k == "eval":
             return ("eval", ev)
-        if k in ("mode_unknown", "havoc"):
+        if k == "mode_unknown" or (k == "havoc" and ev.may_change("mode")):
             return UNKNOWN
         return s
 
 
 def mode_flow(unit: Unit, model: str):
-    return unit.flow(("mode", model), lambda: ModeMachine(model))
+    return unit.flow(("mode", model), lambda: ModeMachine(unit, model))
+
+
+def modes_at(unit: Unit, model: str, ev: Event) -> set:
+    """The mode states of ``model`` on the paths (where it exists) that reach ``ev``."""
+    return {s for s in mode_flow(unit, model).states(ev) if s != ABSENT}
 
 
 def trained_models(unit: Unit) -> dict[str, list[Event]]:
-    """Models whose parameters a stepping optimizer updates → the steps that update them."""
+    """Models whose parameters a stepping optimizer updates → the steps that update them.
+
+    The models of a step are those of the optimizer constructions that reach it (after
+    ``optimizer = Adam([emb])`` ... ``optimizer = Adam(unet.parameters())``, a step in between
+    trains only ``emb``). When the parameters' origin is unknown and a single model has its
+    mode set in the unit, that model is taken to be the one trained."""
     out: dict[str, list[Event]] = {}
     moded = {e.subject for e in unit.of_kind("train", "eval")}
     for step in unit.of_kind("step"):
         info = unit.roles.optimizers.get(step.subject)
-        models = set(info.models) if info and info.models else set()
-        if not models and len(moded) == 1:
-            models = set(moded)
+        models = None
+        if info is not None:
+            models = info.models_of([b.raw for b in unit.builds_reaching(step, step.subject)])
+        if models is None or (not models and not (info and info.by_ctor)):
+            models = set(moded) if len(moded) == 1 else set()
         for m in models:
             out.setdefault(m, []).append(step)
     return out
@@ -87,7 +111,7 @@ class EvalModeNotReset(Rule):
                 for e in unit.of_kind("train")
             )
             for step in steps:
-                states = flow.states(step)
+                states = {x for x in flow.states(step) if x != ABSENT}
                 if not (has_train or TRAIN in states):
                     continue
                 for kind, ev in states:
@@ -113,29 +137,50 @@ class ValidationWithoutNoGrad(Rule):
     )
 
     def check(self, unit: Unit) -> Iterable[Report]:
-        firsts: dict[int, tuple[Event, Event]] = {}
+        firsts: dict[int, tuple[Event, Event | None]] = {}
         for fwd in unit.of_kind("forward"):
             if fwd.ctx.grad != "enabled" or not fwd.ctx.loops:
                 continue  # a single forward outside any loop (a test, an export) costs one graph
-            states = mode_flow(unit, fwd.subject).states(fwd)
-            if not states or any(kind != "eval" for kind, _ in states):
+            states = modes_at(unit, fwd.subject, fwd)
+            in_eval = bool(states) and all(kind == "eval" for kind, _ in states)
+            if not in_eval and not self._evaluation_pass(unit, fwd, states):
                 continue
             if self._followed_by_backward(unit, fwd):
                 continue
-            for _, ev in states:
-                if id(ev) not in firsts:
-                    firsts[id(ev)] = (ev, fwd)
-        for ev, fwd in firsts.values():
+            evals = [ev for _, ev in states if ev is not None] if in_eval else []
+            for ev in evals or [None]:
+                key = id(ev) if ev is not None else id(fwd.ctx.loops[-1])
+                if key not in firsts:
+                    firsts[key] = (fwd, ev)
+        for fwd, ev in firsts.values():
+            related = [(ev.node, "model.eval(): this is evaluation")] if ev is not None else []
             yield Report(
                 self.info.code, fwd.node,
                 lambda d, ev=ev, fwd=fwd: (
-                    f"{d.call(fwd.node)} runs in eval mode (set at line {d.line(ev.node)}) without "
-                    "torch.no_grad(): each call records an autograd graph and saves activations for a "
+                    f"{d.call(fwd.node)} runs "
+                    + (f"in eval mode (set at line {d.line(ev.node)}) " if ev is not None else "in an evaluation pass ")
+                    + "without torch.no_grad(): each call records an autograd graph and saves activations for a "
                     "backward pass that never comes, and any output kept keeps its graph; wrap the "
                     "evaluation in torch.no_grad() or torch.inference_mode()"
                 ),
-                [(ev.node, "model.eval(): this is evaluation")],
+                related,
             )
+
+    @staticmethod
+    def _evaluation_pass(unit: Unit, fwd: Event, states: set) -> bool:
+        """A forward that evaluates although ``eval()`` was not called: in a loop over
+        validation or test data that neither backpropagates nor steps, or on validation or test
+        inputs (``model(test_x)`` every N training steps). The model must not be known to be
+        in eval mode on some paths only (that is the eval-mode branch's business)."""
+        if any(kind == "eval" for kind, _ in states):
+            return False
+        inputs = [a for a in fwd.raw.args if a.keyword in (None, "x", "input", "inputs", "input_ids", "images", "pixel_values")]
+        if any(EVAL_DATA.search(last(m)) for arg in inputs for m in arg.mentions):
+            return True
+        loop = fwd.ctx.loops[-1]
+        if not any(EVAL_DATA.search(last(n)) for n in loop.iter_names):
+            return False
+        return not _trains_in(unit, loop)
 
     @staticmethod
     def _followed_by_backward(unit: Unit, fwd: Event) -> bool:
@@ -146,3 +191,11 @@ class ValidationWithoutNoGrad(Rule):
             if ev.kind == "backward":
                 return True
         return False
+
+
+def _trains_in(unit: Unit, loop: LoopInfo) -> bool:
+    """Whether a backward, an optimizer step or an opaque call runs inside ``loop``."""
+    for ev in unit.events:
+        if loop in ev.ctx.loops and (ev.kind in ("backward", "step", "zero_grad") or ev.kind == "havoc"):
+            return True
+    return False

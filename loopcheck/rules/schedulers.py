@@ -48,6 +48,12 @@ def batch_loop(unit: Unit, ev: Event) -> LoopInfo | None:
     return None
 
 
+def in_epoch_function(loop: LoopInfo) -> bool:
+    """A loop in a function named for one epoch (``train_one_epoch``, ``run_epoch``): its
+    caller runs the epochs."""
+    return loop.function is not None and "epoch" in loop.function.lower()
+
+
 @register
 class EpochSchedulerPerBatch(Rule):
     info = RuleInfo(
@@ -63,7 +69,7 @@ class EpochSchedulerPerBatch(Rule):
             if info.unit not in ("epochs", "literal"):
                 continue
             loop = batch_loop(unit, ev)
-            if loop is None or (info.unit == "literal" and len(ev.ctx.loops) < 2):
+            if loop is None or (info.unit == "literal" and len(ev.ctx.loops) < 2 and not in_epoch_function(loop)):
                 continue
             if ev.ctx.conds and not self._with_step(unit, ev):
                 continue

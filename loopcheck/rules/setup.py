@@ -25,9 +25,28 @@ from loopcheck.rules.base import Rule, RuleInfo, register
 
 
 class S(NamedTuple):
-    built: Event | None  # the optimizer construction on this path
+    """What the model went through since one optimizer was built from its parameters.
+
+    built: the optimizer construction on this path (``None``: not built here).
+    has_state: the optimizer has state (a step ran, ``load_state_dict``, or it builds its state
+        in ``__init__``); ``None`` when unknown.
+    pending: the change of the model waiting for the next step (reported there).
+    at_build: the device the model was moved to before the optimizer was built (the text of
+        the move's arguments, ``"device"``), and current: where it is now.
+    """
+
+    built: Event | None
     has_state: bool | None = False
     pending: Event | None = None
+    at_build: str | None = None
+    current: str | None = None
+
+
+def device_of(ev: Event) -> str:
+    """A device move's target as text: ``to(device)`` → ``"device"``, ``cuda()`` → ``"cuda"``."""
+    target = ev.extra.get("target") or ""
+    method = ev.raw.method or ""
+    return target if method in ("to", "type", "to_empty") else f"{method}:{target}" if target else method
 
 
 class OptimizerModelMachine(Machine):
@@ -43,48 +62,65 @@ class OptimizerModelMachine(Machine):
         k = ev.kind
         if ev.subject == self.opt:
             if k == "opt_build":
-                return S(ev, self.eager)
+                return S(ev, self.eager, None, s.current, s.current)
             if k == "step":
                 return s._replace(has_state=True, pending=None)
             if k == "opt_load_state":
                 return s._replace(has_state=True)
             if k == "havoc":
-                return S(None, None)
+                return S(None, None, None, s.current, s.current)
             return s
-        if s.built is None or ev.subject not in self.models:
+        if ev.subject not in self.models:
+            return s
+        if k == "convert" and ev.extra["how"] == "device":
+            where = device_of(ev)
+            if s.built is None or where == s.current:
+                return s._replace(current=where)  # before the optimizer, or a move to where it is
+            if where == s.at_build and s.pending is not None and s.pending.kind == "convert":
+                return s._replace(pending=None, current=where)  # back where it was: a round trip
+            return s._replace(pending=ev, current=where)
+        if s.built is None:
             return s
         if k == "convert" and ev.extra["how"] == "restore":
             return s._replace(pending=None)  # the conversion just before it is undone
-        if k == "convert" and ev.extra["how"] == "device" and s.has_state and not self.eager:
-            return s  # a device move once training runs is a round trip (checkpoint to CPU and back)
         if k in ("convert", "model_build", "submodule_replace"):
             return s._replace(pending=ev)
         return s
+
+
+def _flows(unit: Unit):
+    for opt, info in unit.roles.optimizers.items():
+        if not info.models:
+            continue
+        flow = unit.flow(
+            ("setup", opt), lambda opt=opt, info=info: OptimizerModelMachine(opt, info.models, info.eager_state)
+        )
+        for step in unit.of_kind("step"):
+            if step.subject == opt:
+                for s in flow.states(step):
+                    if s.pending is not None:
+                        yield s, step
+
+
+def _only_moved(s: S) -> bool:
+    """A device move before the optimizer has state, of an optimizer that builds it lazily."""
+    return s.pending.kind == "convert" and s.pending.extra["how"] == "device" and s.has_state is False
 
 
 @register
 class ModelConvertedAfterOptimizer(Rule):
     info = RuleInfo(
         "LC501", "model-converted-after-optimizer", "error",
-        "The model is converted, moved or replaced after the optimizer was built from its parameters.",
+        "The model is replaced, converted to another dtype, or moved once the optimizer has state, after the optimizer was built.",
     )
 
     def check(self, unit: Unit) -> Iterable[Report]:
         reported = set()
-        for opt, info in unit.roles.optimizers.items():
-            if not info.models:
+        for s, step in _flows(unit):
+            if _only_moved(s) or id(s.pending) in reported:
                 continue
-            flow = unit.flow(
-                ("setup", opt), lambda opt=opt, info=info: OptimizerModelMachine(opt, info.models, info.eager_state)
-            )
-            for step in unit.of_kind("step"):
-                if step.subject != opt:
-                    continue
-                for s in flow.states(step):
-                    if s.pending is None or id(s.pending) in reported:
-                        continue
-                    reported.add(id(s.pending))
-                    yield self._report(s, step)
+            reported.add(id(s.pending))
+            yield self._report(s, step)
 
     def _report(self, s: S, step: Event) -> Report:
         ev, built = s.pending, s.built
@@ -95,14 +131,18 @@ class ModelConvertedAfterOptimizer(Rule):
         elif k == "submodule_replace":
             what = (f"replaces the submodule .{ev.extra['attr']}: its new parameters are not in the "
                     "optimizer and never train")
+        elif ev.extra["how"] == "device":
+            what = ("moves the parameters while the optimizer's state stays on the old device"
+                    + (" (it builds its state in its constructor)" if s.has_state and built.extra.get("eager") else "")
+                    + ": the next step() raises a device mismatch error")
         elif s.has_state:
             what = ("changes the parameters' dtype after the optimizer already has state in the old dtype: "
                     "Adam's next step() raises a dtype error")
         else:
-            what = ("changes the parameters after the optimizer holds them; PyTorch converts them in place "
-                    "by default, so this optimizer still trains them, but the torch.optim docs require "
-                    "converting first: Adam fails once it has state (a resumed run), and with "
-                    "set_overwrite_module_params_on_conversion(True) the optimizer updates orphaned copies")
+            what = ("changes the parameters' dtype after the optimizer holds them; PyTorch converts them in place "
+                    "by default, so this optimizer still trains them, but Adam fails once it has state (a "
+                    "resumed run), and with set_overwrite_module_params_on_conversion(True) the optimizer "
+                    "updates orphaned copies")
         return Report(
             self.info.code, ev.node,
             lambda d: (
@@ -111,3 +151,29 @@ class ModelConvertedAfterOptimizer(Rule):
             ),
             [(built.node, "the optimizer, built from the old parameters"), (step.node, "the step that follows")],
         )
+
+
+@register
+class ModelMovedAfterOptimizer(Rule):
+    info = RuleInfo(
+        "LC502", "model-moved-after-optimizer", "warning",
+        "The model is moved to a device after the optimizer was built: it trains, but only because PyTorch moves parameters in place.",
+    )
+
+    def check(self, unit: Unit) -> Iterable[Report]:
+        reported = set()
+        for s, step in _flows(unit):
+            if not _only_moved(s) or id(s.pending) in reported:
+                continue
+            reported.add(id(s.pending))
+            ev, built = s.pending, s.built
+            yield Report(
+                self.info.code, ev.node,
+                lambda d, ev=ev, built=built: (
+                    f"{d.code(ev.node, 50)} moves the model after the optimizer at line {d.line(built.node)} "
+                    "was built from its parameters: it trains today because PyTorch moves parameters in place "
+                    "and the optimizer has no state yet, but a resumed optimizer (load_state_dict) or "
+                    "set_overwrite_module_params_on_conversion(True) breaks it; move the model first"
+                ),
+                [(built.node, "the optimizer, built before the move")],
+            )
