@@ -21,6 +21,7 @@ from itertools import count
 import libcst as cst
 
 from loopcheck.engine.ir import (
+    Sources,
     Arg,
     Assign,
     Call,
@@ -36,7 +37,7 @@ from loopcheck.engine.ir import (
 )
 from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.names import ImportMap, dotted_name
-from loopcheck.engine.walk import calls_in_order, dotted_chains, small_statements
+from loopcheck.engine.walk import calls_in_order, children, dotted_chains, small_statements
 
 BUILTINS = frozenset(dir(builtins))
 MAX_INLINE_DEPTH = 6
@@ -245,6 +246,7 @@ class UnitBuilder:
         self._chains: dict[cst.CSTNode, list[str]] = {}
         # symbols bound to a nested function returned by an inlined call (closures)
         self.func_values: dict[str, tuple[cst.FunctionDef, Frame]] = {}
+        self._raw_of: dict[cst.Call, Call] = {}  # the latest raw event of each call node
 
     # -- symbols -------------------------------------------------------------------------
     def resolve(self, frame: Frame, dotted: str | None) -> tuple[str | None, bool]:
@@ -305,6 +307,43 @@ class UnitBuilder:
             elif t is cst.List or t is cst.Tuple:
                 stack += [el.value for el in reversed(e.elements)]
         return tuple(dict.fromkeys(out))
+
+    def sources(self, frame: Frame, expr: cst.BaseExpression) -> Sources:
+        """What ``expr`` computes its value from, leaving out the parts it detaches
+        (``G(z).detach()``, ``loss.item()``, ``p.data``): the symbols read and the calls made."""
+        names: set[str] = set()
+        calls: list[Call] = []
+        kb = knowledge()
+        stack: list[cst.CSTNode] = [expr]
+        while stack:
+            e = stack.pop()
+            t = type(e)
+            if t is cst.Name or t is cst.Attribute:
+                dotted = dotted_name(e)
+                if dotted is not None:
+                    sym, q = self.resolve(frame, dotted)
+                    if sym and not q and dotted not in ("True", "False", "None"):
+                        names.add(sym)
+                    continue
+                if e.attr.value != "data":
+                    stack.append(e.value)
+                continue
+            if t is cst.Lambda:
+                continue
+            if t is cst.Call:
+                f = e.func
+                stack.extend(a.value for a in e.args)
+                if isinstance(f, cst.Attribute):
+                    m = kb.method("torch.Tensor", f.attr.value)
+                    if m is not None and m.returns is not None and m.returns.value in ("number", "detached"):
+                        continue  # x.detach(), x.item(): nothing of x flows on
+                raw = self._raw_of.get(e)
+                if raw is not None:
+                    calls.append(raw)
+                stack.append(f)
+                continue
+            stack.extend(children(e))
+        return Sources(frozenset(names), tuple(calls))
 
     def mentions(self, frame: Frame, expr: cst.CSTNode) -> frozenset[str]:
         out = set()
@@ -382,6 +421,9 @@ class UnitBuilder:
             )
         raw = Call(call, func, args, ctx, targets, inner, qualified, operands=operands)
         made[call] = raw
+        self._raw_of[call] = raw
+        if targets:
+            raw.sources = self.sources(frame, call)
         self.n_events += 1
         inlined = self.try_inline(frame, raw, ctx)
         if inlined is None:
@@ -755,7 +797,8 @@ class UnitBuilder:
         vsym, vq = self.resolve(frame, dotted_name(value))
         out.append(
             Assign(stmt, target_sym, op, value, None if vq else vsym, value_kind(self.index.imports, value),
-                   self.mentions(frame, value), ctx, operands=self.operands(frame, value))
+                   self.mentions(frame, value), ctx, operands=self.operands(frame, value),
+                   sources=self.sources(frame, value))
         )
         self.n_events += 1
         if isinstance(value, cst.Call) and dotted_name(value.func) in self.index.classes:

@@ -92,6 +92,8 @@ class _Typer:
         self.out: list[Event] = []
 
     def ev(self, kind: str, subject: str | None, **extra) -> None:
+        if kind == "backward":  # the models the loss comes from (None: any)
+            extra["models"] = self.roles.provenance.get(subject) if subject else None
         self.out.append(Event(kind, subject, self.c.node, self.c, extra))
 
     def sym(self, ref) -> str | None:

@@ -87,6 +87,7 @@ class Call:
     typed: list = field(default_factory=list)
     operands: tuple[str, ...] = ()
     inlined: bool = False  # the callee's body follows in the IR (a function of the project)
+    sources: "Sources | None" = None  # for calls with targets: what the result is computed from
 
     @property
     def receiver(self) -> str | None:
@@ -130,6 +131,16 @@ class Assign:
     ctx: Context
     typed: list = field(default_factory=list)
     operands: tuple[str, ...] = ()
+    sources: "Sources | None" = None
+
+
+@dataclass(eq=False)
+class Sources:
+    """What a value is computed from, outside detached parts (``x.detach()``, ``x.item()``,
+    ``x.data``): the symbols it reads and the calls it makes (their raw events)."""
+
+    names: frozenset[str]
+    calls: tuple["Call", ...]
 
 
 RawEvent = Call | Assign

@@ -75,7 +75,7 @@ _ROLE_KEYS = frozenset({
     "role", "params", "eager_state", "schedule", "period", "optimizer", "same", "type", "value", "sampler", "items",
 })
 _ENTRY_KEYS = frozenset({
-    "names", "bases", "effects", "returns", "methods", "attributes", "grad", "source", "pure", "context",
+    "names", "bases", "effects", "returns", "methods", "attributes", "grad", "source", "context", "modes",
 })
 
 
@@ -200,6 +200,7 @@ class ClassEntry:
     methods: dict[str, Summary] = field(default_factory=dict)
     attributes: dict[str, str] = field(default_factory=dict)
     bases: tuple[str, ...] = ()
+    modes: str | None = None  # "none": train()/eval() change nothing in this module
 
 
 def _arg_ref(value, where: str) -> ArgRef:
@@ -304,9 +305,12 @@ class Knowledge:
             self._check_keys(raw, where)
             source = raw.get("source", "")
             for name in raw["names"]:
-                ctor = _summary(name, {k: v for k, v in raw.items() if k not in ("methods", "attributes", "bases")}, where)
+                ctor = _summary(name, {k: v for k, v in raw.items() if k not in ("methods", "attributes", "bases", "modes")}, where)
                 methods = {m: _method(name, m, v, source, where) for m, v in raw.get("methods", {}).items()}
-                entry = ClassEntry(name, ctor, methods, dict(raw.get("attributes", {})), tuple(raw.get("bases", ())))
+                if raw.get("modes") not in (None, "none"):
+                    raise KnowledgeError(f"{where}: 'modes' can only be \"none\"")
+                entry = ClassEntry(name, ctor, methods, dict(raw.get("attributes", {})), tuple(raw.get("bases", ())),
+                                   raw.get("modes"))
                 self._add(name, entry, self.classes, self._class_patterns)
         unknown = set(data) - {"function", "class"}
         if unknown:

@@ -138,6 +138,9 @@ class Roles:
 
     Attributes:
         types: symbol → qualified library class of the object, when known.
+        provenance: loss symbol → the models whose forward passes it is computed from (not
+            counting detached parts: ``D(G(z).detach())`` is D's only); ``None`` when a call on
+            the way is opaque.
         loss_containers: lists and dicts of loss tensors whose elements are backpropagated
             (``losses[-1].backward()``, ``sum(losses).backward()``).
         alias: symbol → the symbol of the same object (``model = DDP(model)``).
@@ -159,6 +162,7 @@ class Roles:
     alias: dict[str, str] = field(default_factory=dict)
     scaled: dict[str, str] = field(default_factory=dict)
     param_sources: dict[str, set[str]] = field(default_factory=dict)
+    provenance: dict[str, frozenset[str] | None] = field(default_factory=dict)
 
     def canon(self, sym: str | None) -> str | None:
         """The representative of a symbol's alias class; ``model.module`` → ``model``."""
@@ -333,7 +337,12 @@ class _Inference:
         # symbol → definitions: (mentions of the value, kind) for each assignment or call target
         self.defs: dict[str, list[tuple[frozenset[str], str]]] = {}
         self.methods: dict[str, set[str]] = {}
+        self.sources: dict[str, list] = {}
         for e in events:
+            if e.sources is not None:
+                for t in (e.targets if isinstance(e, Call) else (e.target,)):
+                    if t:
+                        self.sources.setdefault(t, []).append(e.sources)
             if isinstance(e, Assign) and e.op == "=":
                 self.defs.setdefault(e.target, []).append((e.mentions, e.value_kind))
             elif isinstance(e, Call):
@@ -684,7 +693,65 @@ class _Inference:
         self.aliases()
         self.losses()
         self.param_variables()
+        for loss in self.roles.losses:
+            self.roles.provenance[loss] = self.provenance(loss)
         return self.roles
+
+    # -- 5. provenance of losses ------------------------------------------------------------
+    def provenance(self, sym: str) -> frozenset[str] | None:
+        """The models whose forward passes ``sym`` is computed from, following assignments;
+        ``None`` when a call on the way could hide one (an opaque function or method)."""
+        roles = self.roles
+        models: set[str] = set()
+        seen: set[str] = set()
+        todo = [sym]
+        while todo:
+            s = todo.pop()
+            if s in seen:
+                continue
+            seen.add(s)
+            c = roles.canon(s)
+            if c in roles.models:
+                models.add(c)
+                continue
+            for src in self._sources_for(s):
+                for call in src.calls:
+                    if not self._understood(call):
+                        return None
+                    f = roles.canon(call.func) if call.func and not call.qualified else None
+                    if f in roles.models:
+                        models.add(f)
+                todo.extend(src.names)
+        return frozenset(models)
+
+    def _sources_for(self, sym: str) -> list:
+        while True:
+            if sym in self.sources:
+                return self.sources[sym]
+            if "." not in sym:
+                return []
+            sym = sym.rpartition(".")[0]  # outputs.loss: what outputs is computed from
+
+    def _understood(self, c: Call) -> bool:
+        """Whether the engine knows which models a call's result can come from: a forward, a
+        criterion, a function of the project it read, a library function it has an entry for,
+        or a tensor method."""
+        roles = self.roles
+        if c.inlined:
+            return True
+        f = roles.canon(c.func) if c.func and not c.qualified else None
+        if f in roles.models or f in roles.criteria:
+            return True
+        if c.qualified:
+            return self.kb.callable(c.func) is not None
+        if c.inner is not None or c.operands:
+            return True  # a method of a computed value: out.pow(2).mean()
+        recv = c.receiver
+        if recv is None:
+            return False  # a function no one here defines or describes
+        if recv.startswith("self@") or roles.role(roles.canon(recv)) or recv in roles.types:
+            return summary_of(c, roles) is not None
+        return True  # a method of a value (a tensor): logits.softmax(-1)
 
     def param_variables(self) -> None:
         """``params = list(model.parameters())``: a variable holding a model's parameters."""

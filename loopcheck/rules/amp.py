@@ -16,7 +16,7 @@ from loopcheck.engine.events import Event
 from loopcheck.engine.unit import Unit
 from loopcheck.findings import Report
 from loopcheck.rules.base import Rule, RuleInfo, register
-from loopcheck.rules.gradients import built_here, touches
+from loopcheck.rules.gradients import built_here, reaches, touches
 
 
 class A(NamedTuple):
@@ -64,6 +64,8 @@ class ScalingMachine(Machine):
         if s.phase == "absent":
             return s
         if k == "backward":
+            if not reaches(self.unit, self.opt, ev):
+                return s
             if ev.extra.get("managed"):
                 return A("unknown")
             if ev.extra.get("scaler"):

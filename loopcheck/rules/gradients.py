@@ -83,6 +83,17 @@ def touches(unit: Unit, opt: str, ev: Event) -> bool:
     return ev.subject == opt
 
 
+def reaches(unit: Unit, opt: str, ev: Event) -> bool:
+    """Whether a backward can fill optimizer ``opt``'s gradients: always, unless both the
+    models its loss comes from and the models the optimizer trains are known, and disjoint
+    (a discriminator loss on ``G(z).detach()`` does not reach the generator's optimizer)."""
+    models = ev.extra.get("models")
+    info = unit.roles.optimizers.get(opt)
+    if models is None or info is None or not info.by_ctor or any(v is None for v in info.by_ctor.values()):
+        return True
+    return bool(set(models) & info.models) or not info.models
+
+
 def present(states) -> set:
     """The states of the paths on which the optimizer exists."""
     return {s for s in states if s.phase != "absent"}
@@ -137,6 +148,8 @@ class GradientMachine(Machine):
         if s.phase == "absent":
             return s
         if k == "backward":
+            if not reaches(self.unit, self.opt, ev):
+                return s
             if s.phase in ("applied",):
                 return s._replace(phase="filled", bw=ev, stale=True)
             if s.phase in ("empty", "wiped"):

@@ -14,6 +14,7 @@ from typing import Iterable
 from loopcheck.engine.dataflow import Machine
 from loopcheck.engine.events import Event
 from loopcheck.engine.ir import LoopInfo
+from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.roles import last
 from loopcheck.engine.unit import Unit
 from loopcheck.findings import Report
@@ -104,7 +105,11 @@ class EvalModeNotReset(Rule):
 
     def check(self, unit: Unit) -> Iterable[Report]:
         reported = set()
+        kb = knowledge()
         for model, steps in trained_models(unit).items():
+            entry = kb.cls(unit.roles.types.get(model))
+            if entry is not None and entry.modes == "none":
+                continue  # a Linear head trained under a frozen backbone in eval(): nothing changes
             flow = mode_flow(unit, model)
             has_train = any(
                 e.kind == "train" and (e.subject == model or model.startswith(e.subject + "."))

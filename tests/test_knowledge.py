@@ -1,0 +1,86 @@
+"""The library knowledge files: every entry loads, names its source, and is looked up as documented."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from loopcheck.engine.knowledge import Knowledge, KnowledgeError, glob, knowledge
+
+
+def test_every_entry_names_its_source():
+    kb = knowledge()
+    entries = list(kb.functions.values()) + [s for _, s in kb._function_patterns]
+    entries += [c.ctor for c in kb.classes.values()] + [c.ctor for _, c in kb._class_patterns]
+    assert len(entries) > 150
+    assert [e.name for e in entries if not e.source.startswith("https://")] == []
+
+
+def test_patterns_match_within_one_component():
+    assert glob("torch.optim.[A-Z]*").match("torch.optim.Adam")
+    assert not glob("torch.optim.[A-Z]*").match("torch.optim.lr_scheduler.StepLR")
+    assert glob("wandb.**").match("wandb.sdk.wandb_run.Run.log")
+    assert not glob("torch.[a-z]*").match("torch.nn.functional.relu")
+
+
+@pytest.mark.parametrize("name, role, detail", [
+    ("torch.optim.AdamW", "optimizer", ("params", (0, "params"))),
+    ("torch.optim.Adagrad", "optimizer", ("eager_state", True)),
+    ("torch.optim.lr_scheduler.StepLR", "scheduler", ("schedule", "epoch")),
+    ("torch.optim.lr_scheduler.OneCycleLR", "scheduler", ("schedule", "batch")),
+    ("torch.optim.lr_scheduler.SomeFutureLR", "scheduler", ("schedule", "unknown")),
+    ("transformers.get_cosine_schedule_with_warmup", "scheduler", ("schedule", "batch")),
+    ("transformers.get_scheduler", "scheduler", ("optimizer", (1, "optimizer"))),
+    ("timm.optim.create_optimizer_v2", "optimizer", ("params", (0, "model_or_params"))),
+    ("torch.nn.CrossEntropyLoss", "criterion", None),
+    ("torch.nn.Conv2d", "model", None),
+    ("torch.cuda.amp.GradScaler", "scaler", None),
+    ("accelerate.Accelerator", "accelerator", None),
+])
+def test_constructors_build_their_role(name, role, detail):
+    summary = knowledge().callable(name)
+    assert summary is not None and summary.returns is not None
+    assert summary.returns.role == role
+    if detail is not None:
+        assert summary.returns.get(detail[0]) == detail[1]
+
+
+def test_containers_and_dropout_are_not_models():
+    for name in ("torch.nn.ModuleList", "torch.nn.Dropout", "torch.nn.Parameter"):
+        summary = knowledge().callable(name)
+        assert summary is not None and summary.returns is None
+
+
+def test_methods_come_from_the_bases_and_wildcards():
+    kb = knowledge()
+    step = kb.method("torch.optim.lr_scheduler.CosineAnnealingLR", "step")
+    assert [e.event for e in step.effects] == ["sched_step"]
+    assert kb.method("torch.optim.lr_scheduler.CosineAnnealingLR", "get_last_lr").effects == ()
+    assert kb.method("torch.utils.tensorboard.SummaryWriter", "add_graph").effects == ()
+    assert kb.method("accelerate.Accelerator", "prepare").returns.same == ("*",)
+    assert [e.event for e in kb.method("torch.amp.GradScaler", "step").effects] == ["scaler_step", "step"]
+    assert kb.method("torch.nn.Module", "init_hidden") is None  # the engine decides: no effect on the mode
+    assert kb.method("torch.optim.SGD", "swap_ema") is None
+
+
+def test_grad_contexts():
+    kb = knowledge()
+    assert kb.callable("torch.no_grad").grad == "disabled"
+    assert kb.callable("torch.inference_mode").grad == "disabled"
+    assert kb.callable("torch.enable_grad").grad == "enabled"
+    assert kb.callable("torch.set_grad_enabled").grad == "arg"
+    assert kb.method("accelerate.Accelerator", "accumulate").context == "accumulate"
+
+
+@pytest.mark.parametrize("text, message", [
+    ('[[function]]\nnames = ["x.f"]\neffects = [{event = "jump"}]', "unknown event 'jump'"),
+    ('[[function]]\nnames = ["x.f"]\neffects = [{event = "step", model = 0}]', "event 'step' takes no 'model'"),
+    ('[[function]]\nnames = ["x.f"]\nreturn = {role = "model"}', "unknown keys ['return']"),
+    ('[[function]]\nnames = ["x.f"]\nreturns = {role = "modle"}', "unknown role 'modle'"),
+    ('[[function]]\nnames = ["x.f"]\neffects = [{event = "havoc", arg = 0, aspects = ["moods"]}]', "unknown aspects"),
+    ('[[class]]\nnames = ["x.C"]\nmodes = "train"', "'modes' can only be"),
+])
+def test_a_bad_entry_is_an_error_that_names_it(text, message):
+    with pytest.raises(KnowledgeError, match=re.escape(message)):
+        Knowledge().load(text, "test.toml")
