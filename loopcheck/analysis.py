@@ -1,36 +1,78 @@
-"""Check one file: parse, build units, infer roles, type events, run rules, place findings."""
+"""Check one file: parse, build units, infer roles, type events, run rules, place findings.
+
+The file is checked as part of its project (:mod:`loopcheck.engine.project`): calls into the
+other modules it imports are followed, but findings are reported only in the checked file. A
+finding whose lines lie in several modules is placed in the frame that holds all of them: for
+``evaluate()`` in ``eval.py`` that leaves the model in eval mode while ``train.py``'s epoch loop
+steps, the finding is on the ``evaluate(...)`` call in ``train.py``, with the ``eval()`` line of
+``eval.py`` among its related lines.
+"""
 
 from __future__ import annotations
 
+import os
+import re
+from pathlib import Path
 from typing import Collection, Mapping
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from loopcheck.engine.builder import UnitBuilder, index_module
+from loopcheck.engine.builder import ModuleIndex, UnitBuilder, index_module
 from loopcheck.engine.events import classify
 from loopcheck.engine.ir import walk_events
+from loopcheck.engine.project import Project, project_for
 from loopcheck.engine.roles import infer_roles
 from loopcheck.engine.unit import Unit
 from loopcheck.findings import Describe, Finding, Related, Report
 from loopcheck.rules import REGISTRY, SYNTAX_ERROR
 
-# A file none of these occur in holds no training loop any rule can speak about.
+# A file none of these occur in holds no training loop any rule can speak about, unless it
+# drives one that another module of the project holds (main.py calling engine.train_one_epoch).
 TRIGGERS = ("backward", ".step(", ".eval(", ".train(")
+IMPORT = re.compile(r"^\s*(?:from\s+(\.*[\w.]*)\s+import|import\s+([\w.]+))", re.M)
 
 
-def might_have_loop(source: str) -> bool:
-    """Cheap text test run before parsing: most files of a repository hold no training loop."""
-    return any(t in source for t in TRIGGERS)
+def might_have_loop(source: str, filename: str | None = None, project: Project | None = None) -> bool:
+    """Cheap text test run before parsing: most files of a repository hold no training loop.
+    A file without one of :data:`TRIGGERS` still passes when it imports a module of the
+    project that has one."""
+    if any(t in source for t in TRIGGERS):
+        return True
+    if project is None or not filename:
+        return False
+    near = Path(filename).resolve()
+    for m in IMPORT.finditer(source):
+        dotted = (m.group(1) or m.group(2) or "").lstrip(".")
+        path = project.find_module(dotted, near) if dotted else None
+        if path is None and m.group(1) and m.group(1).startswith("."):
+            path = project.find_module(".".join(filter(None, [_package_of(near), dotted])), near)
+        if path is not None and path != near:
+            info = project.load(path)
+            if info is not None and any(t in info.source for t in TRIGGERS):
+                return True
+    return False
+
+
+def _package_of(path: Path) -> str:
+    from loopcheck.engine.project import module_name
+
+    name, _ = module_name(path)
+    return name.rpartition(".")[0]
 
 
 def _selected(code: str, select: Collection[str] | None) -> bool:
     return select is None or code in select
 
 
-def build_units(module: cst.Module) -> list[Unit]:
-    """The analysis units of a parsed module (module code + functions no one here calls)."""
-    index = index_module(module)
+def build_units(module: cst.Module, index: ModuleIndex | None = None) -> list[Unit]:
+    """The analysis units of a parsed module (module code + functions no one here calls).
+
+    Args:
+        module: the parsed module.
+        index: its index, when it is part of a project (imports are then followed).
+    """
+    index = index or index_module(module)
     builder = UnitBuilder(index)
     candidates = [(None, builder.module_unit())]
     funcs = list(index.functions.values())
@@ -44,32 +86,119 @@ def build_units(module: cst.Module) -> list[Unit]:
     roles = infer_roles(index, raws)
     for raw in raws:
         raw.typed = classify(raw, roles)
-    return [Unit(ir, roles) for ir in irs]
+    return [Unit(ir, roles, module=index, node_module=builder.node_module) for ir in irs]
 
 
-def check_module(module: cst.Module, select: Collection[str] | None = None) -> list[Report]:
-    """Run the selected rules (codes; ``None`` = all) over a parsed module."""
+def place(unit: Unit, rep: Report) -> Report:
+    """Where a finding belongs: in the frame that holds its event and the events of its
+    related lines, at the deepest line of that frame's module on the way to its event. A
+    report moved from another module names the original line among its related ones."""
+    calls = unit.calls_to(rep.node)
+    if calls is None:
+        return rep
+    prefix = len(calls)
+    for node, _note in rep.related:
+        other = unit.calls_to(node)
+        if other is None:
+            continue
+        n = 0
+        while n < min(prefix, len(other)) and calls[n] is other[n]:
+            n += 1
+        prefix = n
+    chain = [*calls[prefix:], rep.node]
+    target = unit.module_of(chain[0])
+    pick = chain[0]
+    for node in chain[1:]:
+        if unit.module_of(node) is not target:
+            break
+        pick = node
+    if pick is rep.node:
+        return rep
+    return Report(rep.code, pick, rep.message, [(rep.node, "where it happens"), *rep.related], rep.note)
+
+
+def check_module(
+    module: cst.Module, select: Collection[str] | None = None, index: ModuleIndex | None = None,
+) -> tuple[list[Report], dict]:
+    """Run the selected rules (codes; ``None`` = all) over a parsed module: the reports placed
+    in this module, and ``id(node) → module index`` for the nodes they name."""
     reports: list[Report] = []
+    where: dict = {}
     seen: set[tuple[str, int]] = set()
     rules = [r for code, r in REGISTRY.items() if _selected(code, select)]
-    for unit in build_units(module):
+    for unit in build_units(module, index):
         if not unit.events:
             continue
         for rule in rules:
             for rep in rule.check(unit):
+                rep = place(unit, rep)
+                if unit.module_of(rep.node) is not unit.module:
+                    continue  # it belongs to another module: reported when that one is checked
                 key = (rep.code, id(rep.node))
                 if key not in seen:
                     seen.add(key)
                     reports.append(rep)
-    return reports
+                    for node, _ in rep.related:
+                        where[id(node)] = unit.module_of(node)
+    return reports, where
+
+
+class _Places(Describe):
+    """Lines and source text of nodes in the checked module and in the other modules a
+    finding's related lines lie in (``"12 of engine.py"``)."""
+
+    def __init__(self, module: cst.Module, positions, where: dict, index: ModuleIndex | None, filename: str) -> None:
+        super().__init__(module, positions)
+        self.where = where
+        self.index = index
+        self.filename = filename
+        self._others: dict[int, tuple] = {}
+
+    def other(self, node) -> tuple | None:
+        """``(index, positions)`` for a node of another module, else ``None``."""
+        idx = self.where.get(id(node))
+        if idx is None or idx is self.index or getattr(idx, "tree", None) is None:
+            return None
+        if id(idx) not in self._others:
+            wrapper = MetadataWrapper(idx.tree, unsafe_skip_copy=True)
+            self._others[id(idx)] = (idx, wrapper.resolve(PositionProvider))
+        return self._others[id(idx)]
+
+    def relpath(self, idx) -> str:
+        """The other module's file, as a path like the checked file's name."""
+        base = os.path.dirname(self.filename)
+        mine = Path(self.index.path).parent if self.index is not None and self.index.path else Path(base or ".").resolve()
+        return os.path.normpath(os.path.join(base, os.path.relpath(str(idx.path), str(mine))))
+
+    def line(self, node):
+        other = self.other(node)
+        if other is None:
+            return super().line(node)
+        return f"{other[1][node].start.line} of {os.path.basename(str(other[0].path))}"
+
+    def code(self, node, limit: int = 60) -> str:
+        other = self.other(node)
+        if other is None:
+            return super().code(node, limit)
+        text = " ".join(other[0].tree.code_for_node(node).split())
+        return text if len(text) <= limit else text[: limit - 3] + "..."
+
+    def related(self, node, note: str) -> Related:
+        other = self.other(node)
+        if other is None:
+            pos = self.positions[node]
+            return Related(pos.start.line, pos.start.column + 1, note)
+        pos = other[1][node]
+        return Related(pos.start.line, pos.start.column + 1, note, self.relpath(other[0]))
 
 
 def check_parsed(
-    source: str, filename: str, select: Collection[str] | None = None
+    source: str, filename: str, select: Collection[str] | None = None, project: Project | None = None,
 ) -> tuple[list[Finding], cst.Module | None, Mapping | None]:
     """:func:`check_source`, also returning the parsed module and its positions (both
     ``None`` when nothing was parsed or nothing found), so that fixes reuse them."""
-    if not might_have_loop(source):
+    project = project or project_for(filename)
+    if not might_have_loop(source, filename, project):
         return [], None, None
     try:
         module = cst.parse_module(source)
@@ -79,18 +208,19 @@ def check_parsed(
         msg = str(err.message).replace("\n", " ")
         row, col = err.raw_line, err.raw_column + 1
         return [Finding(SYNTAX_ERROR.code, f"SyntaxError: {msg}", filename, row, col, row, col, [], row)], None, None
-    reports = check_module(module, select)
+    index = None
+    if project is not None:
+        index = project.add(Path(filename), source, module=module).index
+    reports, where = check_module(module, select, index)
     if not reports:
         return [], None, None
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     positions = wrapper.resolve(PositionProvider)
-    d = Describe(module, positions)
+    d = _Places(module, positions, where, index, filename)
     findings = []
     for rep in reports:
         rng = positions[rep.node]
-        related = [
-            Related(positions[n].start.line, positions[n].start.column + 1, note) for n, note in rep.related
-        ]
+        related = [d.related(n, note) for n, note in rep.related]
         findings.append(
             Finding(
                 rep.code, rep.message(d), filename, rng.start.line, rng.start.column + 1,
@@ -102,16 +232,21 @@ def check_parsed(
     return findings, module, positions
 
 
-def check_source(source: str, filename: str, select: Collection[str] | None = None) -> list[Finding]:
-    """Check the text of one Python file.
+def check_source(
+    source: str, filename: str, select: Collection[str] | None = None, project: Project | None = None,
+) -> list[Finding]:
+    """Check the text of one Python file, as part of its project.
 
     Args:
         source: the file's text.
-        filename: the name to put in findings.
+        filename: the name to put in findings; when it names a file on disk, the modules of
+            its project that it imports are read from disk too.
         select: rule codes to run (``None``: all).
+        project: the project to read imported modules from (default: the file's own,
+            shared by every check of this process).
 
     Returns:
         Findings sorted by position. A file that does not parse gives one ``LC001``
         finding at the error; this function does not raise on bad input.
     """
-    return check_parsed(source, filename, select)[0]
+    return check_parsed(source, filename, select, project)[0]

@@ -2,14 +2,16 @@
 
 An *entry point* is the module's top-level code, or a function or method that no code of
 the same file calls by name (a ``train()`` run by a framework, a Trainer method called from
-elsewhere). Calls to functions, methods (``self.validate()``) and classes (``Trainer(...)``
-runs ``__init__``) of the same file are inlined with their parameters bound to the
-caller's symbols, so a loop split into ``train_one_epoch()`` and ``evaluate()`` reads as
-one loop.
+elsewhere). Calls to functions, methods (``self.validate()``, ``super().__init__()``) and
+classes (``Trainer(...)`` runs ``__init__``) of the same file, and of the other modules of the
+project (:mod:`loopcheck.engine.project`: ``from engine import train_one_epoch``, a base class
+in ``base/base_trainer.py``), are inlined with their parameters bound to the caller's
+symbols, so a loop split into ``train_one_epoch()`` and ``evaluate()`` reads as one loop.
 
-Symbols are dotted names scoped to where they live: module globals keep their name
-(``model``), a function's locals get its frame id (``f3:model``), and ``self`` inside
-methods of class ``Trainer`` is ``self@Trainer`` whoever calls them.
+Symbols are dotted names scoped to where they live: the checked module's globals keep their
+name (``model``), another module's globals get its name (``engine::device``), a function's
+locals get its frame id (``f3:model``), and ``self`` inside the methods of an instance of
+class ``Trainer`` is ``self@Trainer``, whichever class defines the method.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from loopcheck.engine.ir import (
 )
 from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.names import ImportMap, dotted_name
+from loopcheck.engine.summaries import ContextSplit, decorator_grad, is_context_manager, split_context_manager
 from loopcheck.engine.walk import calls_in_order, children, dotted_chains, small_statements
 
 BUILTINS = frozenset(dir(builtins))
@@ -51,9 +54,15 @@ class ClassInfo:
     bases: tuple[str, ...]  # qualified names of the base classes
 
 
-@dataclass
+@dataclass(eq=False)
 class ModuleIndex:
-    """What one module defines: imports, top-level functions and classes, global names."""
+    """What one module defines: imports, top-level functions and classes, global names.
+
+    Attributes:
+        name: the module's dotted name (``"pkg.engine"``; ``""`` when unknown).
+        path: its file, when it has one.
+        project: the project its imports are looked up in (``None``: this file alone).
+    """
 
     imports: ImportMap
     functions: dict[str, cst.FunctionDef]
@@ -61,19 +70,66 @@ class ModuleIndex:
     globals: set[str]
     body: list[cst.BaseStatement]
     method_class: dict[cst.FunctionDef, str] = field(default_factory=dict)
+    name: str = ""
+    path: object = None
+    project: object = None
+    tree: cst.Module | None = None
 
-    def method(self, cls: str, name: str, _seen: frozenset = frozenset()) -> tuple[str, cst.FunctionDef] | None:
-        """Find method ``name`` on class ``cls`` or on its bases defined in this file."""
-        info = self.classes.get(cls)
-        if info is None or cls in _seen:
+    def class_ref(self, name: str | None, qualified: bool = False) -> "ClassRef | None":
+        """The class a name refers to in this module: one defined here (``Trainer``) or, for a
+        qualified name, one of another module of the project (``base.base_trainer.BaseTrainer``)."""
+        if name is None:
             return None
-        if name in info.methods:
-            return cls, info.methods[name]
-        for base in info.bases:
-            found = self.method(base, name, _seen | {cls})
-            if found:
-                return found
+        if not qualified and name in self.classes:
+            return ClassRef(self, name)
+        if qualified and self.project is not None:
+            member = self.project.lookup(name, self.path)
+            if member is not None and member.function is None and member.cls and member.info.index is not None:
+                return ClassRef(member.info.index, member.cls)
         return None
+
+    def method(self, cls: str, name: str) -> tuple[str, cst.FunctionDef] | None:
+        """Find method ``name`` on class ``cls`` of this module or on its bases (here or in the
+        project): ``(defining class name, function)``."""
+        found = find_method(ClassRef(self, cls), name)
+        return (found[0].name, found[1]) if found else None
+
+
+@dataclass(frozen=True)
+class ClassRef:
+    """A class of the project: the module that defines it and its name."""
+
+    module: ModuleIndex
+    name: str
+
+    @property
+    def info(self) -> ClassInfo | None:
+        return self.module.classes.get(self.name)
+
+    def bases(self) -> list["ClassRef"]:
+        """Its base classes that are classes of the project."""
+        info = self.info
+        out = []
+        for base in info.bases if info else ():
+            ref = self.module.class_ref(base) or self.module.class_ref(base, qualified=True)
+            if ref is not None:
+                out.append(ref)
+        return out
+
+
+def find_method(cls: ClassRef, name: str, _seen: frozenset = frozenset()) -> tuple[ClassRef, cst.FunctionDef] | None:
+    """Method ``name`` of ``cls`` or of its bases in the project, in method-resolution order
+    (depth first): ``(defining class, function)``."""
+    info = cls.info
+    if info is None or cls in _seen:
+        return None
+    if name in info.methods:
+        return cls, info.methods[name]
+    for base in cls.bases():
+        found = find_method(base, name, _seen | {cls})
+        if found:
+            return found
+    return None
 
 
 def _assigned_names(target: cst.BaseExpression, out: set[str]) -> None:
@@ -174,9 +230,17 @@ def _all_param_names(func: cst.FunctionDef) -> list[str]:
     return names
 
 
-def index_module(module: cst.Module) -> ModuleIndex:
-    """Collect imports (anywhere in the file), top-level functions, classes and globals."""
-    imports = ImportMap()
+def index_module(
+    module: cst.Module, package: str | None = None, name: str = "", path=None, project=None,
+) -> ModuleIndex:
+    """Collect imports (anywhere in the file), top-level functions, classes and globals.
+
+    Args:
+        module: the parsed module.
+        package: its package (for relative imports), ``None`` when unknown.
+        name, path, project: its dotted name, file, and the project to resolve imports in.
+    """
+    imports = ImportMap(package)
     for node in small_statements(module):
         if type(node) is cst.Import or type(node) is cst.ImportFrom:
             imports.add(node)
@@ -198,18 +262,23 @@ def index_module(module: cst.Module) -> ModuleIndex:
             for m in methods.values():
                 method_class[m] = stmt.name.value
         global_names |= bound_names(stmt)[0] if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) else {stmt.name.value}
-    return ModuleIndex(imports, functions, classes, global_names, list(module.body), method_class)
+    return ModuleIndex(imports, functions, classes, global_names, list(module.body), method_class, name, path, project,
+                       module)
 
 
 @dataclass
 class Callee:
-    """A function of the project a call runs: the function, the symbol and class ``self`` is
-    bound to (methods and constructors), and the frame it was defined in (closures)."""
+    """A function of the project a call runs: the function, the module it is defined in, the
+    symbol and instance class ``self`` is bound to (methods and constructors), the class that
+    defines it (for ``super()``), and the frame it was defined in (closures)."""
 
     func: cst.FunctionDef
+    module: ModuleIndex
     self_sym: str | None = None
-    cls: str | None = None
+    cls: ClassRef | None = None
+    def_class: ClassRef | None = None
     parent: "Frame | None" = None
+    ctor: bool = False  # Trainer(...): the instance is the call's result
 
 
 @dataclass
@@ -219,13 +288,16 @@ class Frame:
     fid: str
     subst: dict[str, str]
     locals: set[str]
-    self_class: str | None = None
+    module: ModuleIndex
+    self_class: ClassRef | None = None
     defs: dict[str, cst.FunctionDef] = field(default_factory=dict)
     parent: "Frame | None" = None
     return_targets: tuple[str | None, ...] = ()
-    instances: dict[str, str] = field(default_factory=dict)  # symbol -> local class name
+    instances: dict[str, ClassRef] = field(default_factory=dict)  # symbol -> its class
     literal_params: set[str] = field(default_factory=set)  # unbound parameters with a numeric default
     name: str | None = None  # the function's name (None: module level)
+    def_class: ClassRef | None = None  # the class defining the function (for super())
+    self_sym: str | None = None
 
 
 
@@ -247,6 +319,8 @@ class UnitBuilder:
         # symbols bound to a nested function returned by an inlined call (closures)
         self.func_values: dict[str, tuple[cst.FunctionDef, Frame]] = {}
         self._raw_of: dict[cst.Call, Call] = {}  # the latest raw event of each call node
+        self.node_module: dict[int, ModuleIndex] = {}  # id(node) -> the module it is in
+        self._splits: dict[int, ContextSplit | None] = {}
 
     # -- symbols -------------------------------------------------------------------------
     def resolve(self, frame: Frame, dotted: str | None) -> tuple[str | None, bool]:
@@ -263,10 +337,13 @@ class UnitBuilder:
                 base = f"{f.fid}:{head}" if f.fid else head
                 return base + dot + rest, False
             f = f.parent
-        if head in self.index.imports.aliases and head not in self.index.globals:
-            return self.index.imports.qualify(dotted), True
-        if head in BUILTINS and head not in self.index.globals:
+        m = frame.module
+        if head in m.imports.aliases and head not in m.globals:
+            return m.imports.qualify(dotted), True
+        if head in BUILTINS and head not in m.globals:
             return dotted, True
+        if m is not self.index and m.name:
+            return f"{m.name}::{dotted}", False  # a global of another module
         return dotted, False
 
     def operands(self, frame: Frame, expr: cst.BaseExpression) -> tuple[str, ...]:
@@ -332,6 +409,10 @@ class UnitBuilder:
                 continue
             if t is cst.Call:
                 f = e.func
+                fname, fq = self.resolve(frame, dotted_name(f))
+                number = kb.function(fname) if fq else None
+                if number is not None and number.returns is not None and number.returns.value == "number":
+                    continue  # float(loss), int(n): a number
                 stack.extend(a.value for a in e.args)
                 if isinstance(f, cst.Attribute):
                     m = kb.method("torch.Tensor", f.attr.value)
@@ -422,8 +503,12 @@ class UnitBuilder:
         raw = Call(call, func, args, ctx, targets, inner, qualified, operands=operands)
         made[call] = raw
         self._raw_of[call] = raw
+        self.node_module[id(call)] = frame.module
         if targets:
             raw.sources = self.sources(frame, call)
+            local = dotted_name(func_expr)
+            if local is not None and func is not None:
+                raw.cls = frame.module.class_ref(local) if not qualified else frame.module.class_ref(func, True)
         self.n_events += 1
         inlined = self.try_inline(frame, raw, ctx)
         if inlined is None:
@@ -434,51 +519,88 @@ class UnitBuilder:
     # -- inlining ------------------------------------------------------------------------
     def _callee(self, frame: Frame, raw: Call) -> Callee | None:
         """The function of the project a call runs, with how to bind it, else ``None``."""
-        if raw.func is None or raw.inner is not None:
+        if raw.func is None:
             return None
-        dotted = dotted_name(raw.node.func)
+        node_func = raw.node.func
+        m = frame.module
+        if (
+            isinstance(node_func, cst.Attribute) and isinstance(node_func.value, cst.Call)
+            and dotted_name(node_func.value.func) == "super" and frame.def_class is not None
+        ):  # super().__init__(...)
+            for base in frame.def_class.bases():
+                found = find_method(base, node_func.attr.value)
+                if found:
+                    return Callee(found[1], found[0].module, frame.self_sym, frame.self_class, found[0])
+            return None
+        if raw.inner is not None:
+            return None
+        dotted = dotted_name(node_func)
         if dotted is None:
             return None
         head, _, rest = dotted.partition(".")
         if not rest:
-            sym, _q = self.resolve(frame, head)
+            sym, qualified = self.resolve(frame, head)
             if sym in self.func_values:  # train_op = make_train_op(...); train_op()
                 func, closure = self.func_values[sym]
-                return Callee(func, parent=closure)
+                return Callee(func, closure.module, parent=closure)
             f: Frame | None = frame
             while f is not None:
                 if head in f.defs:
-                    return Callee(f.defs[head], parent=f)
+                    return Callee(f.defs[head], f.module, parent=f)
                 if head in f.locals or head in f.subst:
                     return None
                 f = f.parent
-            if head in self.index.functions:
-                return Callee(self.index.functions[head])
-            if head in self.index.classes:
-                found = self.index.method(head, "__init__")
-                if found:
-                    return Callee(found[1], f"self@{found[0]}", found[0])
+            if not qualified and head in m.functions:
+                return Callee(m.functions[head], m)
+            if not qualified and head in m.classes:
+                return self._constructor(ClassRef(m, head))
+            if qualified:
+                return self._project_callee(m, sym)
+            for star in m.imports.stars:
+                found = self._project_callee(m, f"{star}.{head}")
+                if found is not None:
+                    return found
             return None
-        if "." in rest:
-            return None
-        recv_sym, _ = self.resolve(frame, head)
-        cls = None
-        if recv_sym is not None and recv_sym.startswith("self@"):
-            cls = recv_sym[5:]
-        elif recv_sym in frame.instances:
-            cls = frame.instances[recv_sym]
+        sym, qualified = self.resolve(frame, dotted)
+        if qualified:  # engine.train_one_epoch(...), models.Net(...)
+            return self._project_callee(m, sym)
+        recv_sym, _ = self.resolve(frame, dotted.rpartition(".")[0])
+        method = dotted.rpartition(".")[2]
+        cls = frame.instances.get(recv_sym)
+        if cls is None and recv_sym is not None and recv_sym == frame.self_sym:
+            cls = frame.self_class
         if cls is None:
             return None
-        found = self.index.method(cls, rest)
+        found = find_method(cls, method)
         if found is None:
             return None
-        return Callee(found[1], f"self@{found[0]}", found[0])
+        return Callee(found[1], found[0].module, f"self@{cls.name}", cls, found[0])
+
+    def _constructor(self, cls: ClassRef) -> Callee | None:
+        found = find_method(cls, "__init__")
+        if found is None:
+            return None
+        return Callee(found[1], found[0].module, f"self@{cls.name}", cls, found[0], ctor=True)
+
+    def _project_callee(self, m: ModuleIndex, qualname: str | None) -> Callee | None:
+        """A function or class of another module of the project, by qualified name."""
+        if m.project is None or not qualname:
+            return None
+        member = m.project.lookup(qualname, m.path)
+        if member is None or member.info.index is None:
+            return None
+        index = member.info.index
+        if member.cls is not None and member.function is None:
+            return self._constructor(ClassRef(index, member.cls))
+        if member.cls is not None:  # Class.method(...) through the class
+            return Callee(member.function, index, None, None, ClassRef(index, member.cls))
+        return Callee(member.function, index)
 
     def try_inline(self, frame: Frame, raw: Call, ctx: Context) -> Node | None:
         callee = self._callee(frame, raw)
         if callee is None:
             return None
-        func, self_sym, cls = callee.func, callee.self_sym, callee.cls
+        func = callee.func
         if func not in self._generators:
             self._generators[func] = is_generator(func)
         if self._generators[func]:
@@ -488,14 +610,14 @@ class UnitBuilder:
         if self.n_events > MAX_EVENTS_PER_UNIT:
             return None
         self.called.add(func)
-        is_init = func.name.value == "__init__" and dotted_name(raw.node.func) in self.index.classes
-        if is_init and raw.targets and raw.targets[0]:
-            frame.instances[raw.targets[0]] = cls
-        return self.inline(frame, func, raw, ctx, self_sym, cls, () if is_init else raw.targets, callee.parent)
+        is_init = callee.ctor
+        if is_init and raw.targets and raw.targets[0] and callee.cls is not None:
+            frame.instances[raw.targets[0]] = callee.cls
+        return self.inline(frame, callee, raw, ctx, () if is_init else raw.targets)
 
     def new_frame(
-        self, func: cst.FunctionDef, parent: Frame | None, subst: dict[str, str],
-        self_cls: str | None,
+        self, func: cst.FunctionDef, module: ModuleIndex, parent: Frame | None, subst: dict[str, str],
+        self_cls: ClassRef | None = None, def_cls: ClassRef | None = None, self_sym: str | None = None,
     ) -> Frame:
         key = id(func)
         if key not in self._locals:
@@ -504,18 +626,18 @@ class UnitBuilder:
         fid = f"f{next(self._ids)}"
         local_names = (names | set(_all_param_names(func))) - declared - set(subst)
         defs = {s.name.value: s for s in func.body.body if isinstance(s, cst.FunctionDef)}
-        return Frame(fid, subst, local_names, self_cls, defs, parent, name=func.name.value)
+        return Frame(fid, subst, local_names, module, self_cls, defs, parent, name=func.name.value,
+                     def_class=def_cls, self_sym=self_sym)
 
     def inline(
-        self, frame: Frame, func: cst.FunctionDef, raw: Call, ctx: Context,
-        self_sym: str | None, cls: str | None, targets: tuple[str | None, ...],
-        parent: Frame | None = None,
+        self, frame: Frame, callee_info: Callee, raw: Call, ctx: Context, targets: tuple[str | None, ...],
     ) -> Inline:
+        func, self_sym = callee_info.func, callee_info.self_sym
         params = _param_names(func)
         subst: dict[str, str] = {}
         bound: dict[str, Arg] = {}  # parameters given an expression (model.parameters())
         positional = [a for a in raw.args if a.keyword is None]
-        if self_sym is not None and params:
+        if self_sym is not None and params and not _is_static(func):
             subst[params[0]] = self_sym
             params = params[1:]
         if any(isinstance(a.node, cst.StarredElement) for a in positional):
@@ -530,9 +652,9 @@ class UnitBuilder:
                 subst[arg.keyword] = arg.sym
             elif arg.keyword:
                 bound[arg.keyword] = arg
-        if parent is None:
-            parent = self._lexical_parent(frame, func)
-        callee = self.new_frame(func, parent, subst, cls)
+        parent = callee_info.parent or self._lexical_parent(frame, func)
+        callee = self.new_frame(func, callee_info.module, parent, subst, callee_info.cls, callee_info.def_class,
+                                self_sym)
         p = func.params
         callee.literal_params = {
             x.name.value for x in (*p.params, *p.kwonly_params)
@@ -565,27 +687,81 @@ class UnitBuilder:
 
     def function_body(self, frame: Frame, func: cst.FunctionDef, ctx: Context) -> Seq:
         grad = ctx.grad
+        outer = frame.parent or frame
         for dec in func.decorators:
-            grad = self.with_grad(frame.parent or frame, dec.decorator, grad)
+            mode = self.with_grad(outer, dec.decorator, None)
+            if mode is None:  # a decorator of the project: @smart_inference_mode()
+                target = dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator
+                callee = self._function_named(outer, target)
+                if callee is not None:
+                    mode = decorator_grad(callee.func, callee.module.imports)
+            grad = mode or grad
         inner_ctx = replace(ctx, grad=grad)
         return self.block(frame, func.body, inner_ctx)
 
+    def _function_named(self, frame: Frame, expr: cst.BaseExpression) -> Callee | None:
+        """The project function an expression names (a decorator, a context manager)."""
+        sym, qualified = self.resolve(frame, dotted_name(expr))
+        if sym is None:
+            return None
+        probe = Call(cst.Call(func=expr), sym, [], Context(), (), None, qualified)
+        return self._callee(frame, probe)
+
+    def _probe(self, frame: Frame, call: cst.Call, ctx: Context) -> Call:
+        """A raw call with resolved arguments, to bind a callee's parameters (emits nothing)."""
+        args = []
+        for a in call.args:
+            sym, q = self.resolve(frame, dotted_name(a.value))
+            args.append(Arg(a.keyword.value if a.keyword else None, a.value, None if q or a.star else sym,
+                            self.mentions(frame, a.value), _is_literal(a.value, frame.literal_params)))
+        self.node_module[id(call)] = frame.module
+        return Call(call, None, args, ctx)
+
+    def _context_class(self, frame: Frame, item: cst.BaseExpression) -> tuple[Callee, Callee | None] | None:
+        """``(__enter__, __exit__)`` for a ``with`` item that builds an instance of a project
+        class defining ``__enter__``."""
+        if not isinstance(item, cst.Call):
+            return None
+        ctor = self._function_named(frame, item.func)
+        if ctor is None or not ctor.ctor or ctor.cls is None:
+            return None
+        found = find_method(ctor.cls, "__enter__")
+        if found is None:
+            return None
+        enter = Callee(found[1], found[0].module, ctor.self_sym, ctor.cls, found[0])
+        out = find_method(ctor.cls, "__exit__")
+        exit_ = Callee(out[1], out[0].module, ctor.self_sym, ctor.cls, out[0]) if out else None
+        return enter, exit_
+
+    def _context_manager(self, frame: Frame, item: cst.BaseExpression) -> tuple[Callee, ContextSplit] | None:
+        """A ``with`` item that calls a ``@contextmanager`` generator of the project, cut at its yield."""
+        if not isinstance(item, cst.Call):
+            return None
+        callee = self._function_named(frame, item.func)
+        if callee is None or not is_context_manager(callee.func, callee.module.imports):
+            return None
+        key = id(callee.func)
+        if key not in self._splits:
+            self._splits[key] = split_context_manager(callee.func, callee.module.imports)
+        split = self._splits[key]
+        return (callee, split) if split is not None else None
+
     # -- entry points --------------------------------------------------------------------
     def module_unit(self) -> Seq:
-        frame = Frame("", {}, set(self.index.globals), None,
-                      dict(self.index.functions), None)
+        frame = Frame("", {}, set(self.index.globals), self.index, None, dict(self.index.functions), None)
         stmts = [s for s in self.index.body if not isinstance(s, (cst.FunctionDef, cst.ClassDef))]
         return self.stmts(frame, stmts, Context())
 
     def function_unit(self, func: cst.FunctionDef) -> Seq:
-        cls = self.index.method_class.get(func)
+        cls_name = self.index.method_class.get(func)
+        cls = ClassRef(self.index, cls_name) if cls_name is not None else None
         subst: dict[str, str] = {}
         params = _param_names(func)
-        if cls is not None and params and not any(
-            dotted_name(d.decorator) == "staticmethod" for d in func.decorators
-        ):
-            subst[params[0]] = f"self@{cls}"
-        frame = self.new_frame(func, None, subst, cls)
+        self_sym = None
+        if cls is not None and params and not _is_static(func):
+            self_sym = f"self@{cls.name}"
+            subst[params[0]] = self_sym
+        frame = self.new_frame(func, self.index, None, subst, cls, cls, self_sym)
         self._stack.append(func)
         try:
             return self.function_body(frame, func, Context())
@@ -636,13 +812,30 @@ class UnitBuilder:
             out.append(Loop(info, body, orelse, infinite))
         elif isinstance(stmt, cst.With):
             grad = ctx.grad
+            exits: list[Node] = []
             for item in stmt.items:
                 grad = self.with_grad(frame, item.item, grad)
-                if item.asname is not None:
+                cm = self._context_manager(frame, item.item)
+                if cm is not None:  # with eval_mode(model): the generator's code around the block
+                    callee, split = cm
+                    probe = self._probe(frame, item.item, ctx)
+                    out.append(self.inline(frame, replace(callee, func=split.enter), probe, ctx, ()))
+                    exits.append(self.inline(frame, replace(callee, func=split.exit), probe, ctx, ()))
+                    grad = split.grad or grad
+                elif (methods := self._context_class(frame, item.item)) is not None:
+                    enter, exit_ = methods  # with Timer(model): __init__, __enter__ ... __exit__
+                    targets = self._target_syms(frame, item.asname.name) if item.asname is not None else ()
+                    self.expr_events(frame, item.item, ctx, out, targets)
+                    probe = Call(item.item, None, [], ctx)
+                    out.append(self.inline(frame, enter, probe, ctx, ()))
+                    if exit_ is not None:
+                        exits.append(self.inline(frame, exit_, probe, ctx, ()))
+                elif item.asname is not None:
                     targets = self._target_syms(frame, item.asname.name)
                     self.expr_events(frame, item.item, ctx, out, targets)
             inner = replace(ctx, grad=grad)
             out.extend(self.block(frame, stmt.body, inner).items)
+            out.extend(reversed(exits))
         elif isinstance(stmt, cst.Try) or isinstance(stmt, getattr(cst, "TryStar", ())):
             body = self.block(frame, stmt.body, ctx)
             handlers = [self.block(frame, h.body, ctx) for h in stmt.handlers]
@@ -667,6 +860,7 @@ class UnitBuilder:
             self.if_stmt(frame, stmt.orelse, inner, orelse.items)
         elif isinstance(stmt.orelse, cst.Else):
             orelse = self.block(frame, stmt.orelse.body, inner)
+        self.node_module[id(stmt)] = frame.module
         out.append(If(stmt, body, orelse, self.absence(frame, stmt.test)))
 
     def absence(self, frame: Frame, test: cst.BaseExpression) -> tuple[tuple[str, bool], ...]:
@@ -727,6 +921,7 @@ class UnitBuilder:
         return mode or grad
 
     def loop_info(self, frame: Frame, node, target, iter_expr) -> LoopInfo:
+        self.node_module[id(node)] = frame.module
         names: set[str] = set()
         if target is not None:
             _assigned_names(target, names)
@@ -795,14 +990,18 @@ class UnitBuilder:
         if target_sym is None:
             return
         vsym, vq = self.resolve(frame, dotted_name(value))
+        self.node_module[id(stmt)] = frame.module
         out.append(
-            Assign(stmt, target_sym, op, value, None if vq else vsym, value_kind(self.index.imports, value),
+            Assign(stmt, target_sym, op, value, None if vq else vsym, value_kind(frame.module.imports, value),
                    self.mentions(frame, value), ctx, operands=self.operands(frame, value),
                    sources=self.sources(frame, value))
         )
         self.n_events += 1
-        if isinstance(value, cst.Call) and dotted_name(value.func) in self.index.classes:
-            frame.instances[target_sym] = dotted_name(value.func)  # type: ignore[assignment]
+        if isinstance(value, cst.Call):
+            fname, qualified = self.resolve(frame, dotted_name(value.func))
+            ref = frame.module.class_ref(fname, qualified) if fname else None
+            if ref is not None:
+                frame.instances[target_sym] = ref
 
 
     def _unpack(
@@ -824,8 +1023,13 @@ class UnitBuilder:
             if isinstance(t, (cst.Name, cst.Attribute)):
                 sym = self._target_sym(frame, t)
                 if sym is not None:
+                    self.node_module[id(stmt)] = frame.module
                     out.append(Assign(stmt, sym, op, value, None, "part", self.mentions(frame, value), ctx))
                     self.n_events += 1
+
+
+def _is_static(func: cst.FunctionDef) -> bool:
+    return any(dotted_name(d.decorator) == "staticmethod" for d in func.decorators)
 
 
 def _is_literal(expr: cst.CSTNode, literal_names: set[str]) -> bool:

@@ -338,9 +338,10 @@ def classify_assign(a: Assign, roles: Roles) -> list[Event]:
     ):
         out.append(Event("submodule_replace", canon_prefix, a.node, a, {"attr": attr}))
         return out
-    if a.op != "=" and a.value_kind == "expr":
-        # ``total += loss``, ``self.sum += val * n``: the bare tensor, not loss.item()
-        loss = next((roles.canon(m) for m in sorted(a.mentions) if roles.canon(m) in roles.losses), None)
+    if a.op != "=" and a.sources is not None:
+        # ``total += loss``, ``self.sum += val * n``, ``self.sum += v.sum()``: the tensor itself
+        # (``v.item()``, ``float(v)``, ``v.data.sum()`` keep no graph)
+        loss = next((roles.canon(m) for m in sorted(a.sources.names) if roles.canon(m) in roles.losses), None)
         if loss is not None:
             out.append(Event("store_loss", target, a.node, a, {"loss": loss, "how": a.op}))
     if target in roles.losses or roles.canon(target) in roles.losses:

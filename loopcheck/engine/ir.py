@@ -88,6 +88,7 @@ class Call:
     operands: tuple[str, ...] = ()
     inlined: bool = False  # the callee's body follows in the IR (a function of the project)
     sources: "Sources | None" = None  # for calls with targets: what the result is computed from
+    cls: object = None  # the project class the call constructs (a builder.ClassRef), if any
 
     @property
     def receiver(self) -> str | None:

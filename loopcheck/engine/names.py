@@ -36,11 +36,20 @@ class ImportMap:
 
     Imports anywhere in the file (module level or inside functions) are merged: training
     scripts rarely rebind an imported name to something else, and a wrong alias can only
-    make a call unrecognised, never invent one.
+    make a call unrecognised, never invent one. Relative imports (``from .utils import f``)
+    are made absolute with the file's package (``pkg.utils.f``) when it is known; star imports
+    are remembered as modules to look names up in.
+
+    Args:
+        package: the dotted package the file belongs to (``"pkg.sub"`` for
+            ``pkg/sub/train.py``, ``""`` for a top-level module), ``None`` when unknown
+            (relative imports are then ignored).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, package: str | None = None) -> None:
         self.aliases: dict[str, str] = {}
+        self.package = package
+        self.stars: list[str] = []
 
     def add(self, node: cst.Import | cst.ImportFrom) -> None:
         """Record the aliases one ``import``/``from ... import`` statement binds."""
@@ -53,9 +62,19 @@ class ImportMap:
                     top = full.split(".")[0]
                     self.aliases.setdefault(top, top)
             return
-        if node.relative or isinstance(node.names, cst.ImportStar):
-            return
         base = _module_path(node.module)
+        if node.relative:
+            if self.package is None:
+                return
+            parts = self.package.split(".") if self.package else []
+            up = len(node.relative) - 1
+            if up > len(parts):
+                return
+            base = ".".join(parts[: len(parts) - up] + ([base] if base else []))
+        if isinstance(node.names, cst.ImportStar):
+            if base:
+                self.stars.append(base)
+            return
         for alias in node.names:
             name = _module_path(alias.name)
             local = name

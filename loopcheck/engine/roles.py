@@ -157,7 +157,6 @@ class Roles:
     criteria: set[str] = field(default_factory=set)
     accelerators: set[str] = field(default_factory=set)
     samplers: dict[str, str] = field(default_factory=dict)
-    local_modules: set[str] = field(default_factory=set)
     types: dict[str, str] = field(default_factory=dict)
     alias: dict[str, str] = field(default_factory=dict)
     scaled: dict[str, str] = field(default_factory=dict)
@@ -354,35 +353,30 @@ class _Inference:
                     self.methods.setdefault(e.receiver, set()).add(e.method)
 
     # -- 0. project classes -------------------------------------------------------------
-    def class_summary(self, name: str, _seen: frozenset = frozenset()) -> Summary | None:
-        """The constructor summary a project class inherits: a local ``nn.Module`` subclass
-        builds a model; a subclass of a library class with a role builds that role."""
-        info = self.index.classes.get(name)
-        if info is None or name in _seen:
+    def class_summary(self, ref, _seen: frozenset = frozenset()) -> Summary | None:
+        """The constructor summary a project class inherits: an ``nn.Module`` subclass builds a
+        model; a subclass of a library class with a role builds that role (bases in other
+        modules of the project included)."""
+        info = ref.info
+        if info is None or ref in _seen:
             return None
         for base in info.bases:
-            if base in self.index.classes:
-                found = self.class_summary(base, _seen | {name})
-            else:
-                found = self.kb.callable(base)
+            bref = ref.module.class_ref(base) or ref.module.class_ref(base, qualified=True)
+            found = self.class_summary(bref, _seen | {ref}) if bref is not None else self.kb.callable(base)
             if found is not None and found.returns is not None and found.returns.role:
                 return found
         return None
 
     # -- 1. construction ----------------------------------------------------------------
     def construction(self, c: Call) -> Summary | None:
+        if c.cls is not None:
+            return self.class_summary(c.cls)
         if c.qualified:
             return self.kb.callable(c.func)
-        if c.func in self.index.classes:
-            return self.class_summary(c.func)
         return None
 
     def construct(self) -> None:
         roles = self.roles
-        for name in self.index.classes:
-            s = self.class_summary(name)
-            if s is not None and s.returns.role == "model":
-                roles.local_modules.add(name)
         for c in self.calls:
             if not c.targets:
                 continue
@@ -624,6 +618,15 @@ class _Inference:
             if c.method == "backward" or (c.qualified and c.func == "torch.autograd.backward"):
                 for sym in self._backward_operands(c):
                     (roles.loss_containers if self._container(sym) else roles.losses).add(sym)
+        # a name given a loss's value holds the same tensor (returned from a helper, re-bound)
+        changed = True
+        while changed:
+            changed = False
+            for e in self.events:
+                if isinstance(e, Assign) and e.op == "=" and e.value_sym and e.target not in roles.losses:
+                    if roles.canon(e.value_sym) in roles.losses or e.value_sym in roles.losses:
+                        roles.losses.add(e.target)
+                        changed = True
         # what is put into a list of losses that is backpropagated is a loss
         for c in self.calls:
             if c.method in ("append", "extend", "insert") and c.receiver and c.args and roles.canon(c.receiver) in roles.loss_containers:

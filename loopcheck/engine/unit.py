@@ -35,18 +35,36 @@ class Unit:
         ir: the event IR.
         roles: the roles of the file's symbols.
         events: the typed events in program order (inlined calls included).
+        module: the index of the checked module (its entry points are the unit's).
+        node_module: ``id(node) → index`` of the module each IR node comes from (calls of
+            other modules of the project are inlined).
     """
 
     ir: Seq
     roles: Roles
     events: list[Event] = field(default_factory=list)
+    module: object = None
+    node_module: dict = field(default_factory=dict)
     _flows: dict = field(default_factory=dict)
     _order: dict = field(default_factory=dict)
+    _chains: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.events:
             self.events = [ev for raw in walk_events(self.ir) for ev in raw.typed]
         self._order = {id(ev): i for i, ev in enumerate(self.events)}
+
+    def module_of(self, node) -> object:
+        """The index of the module a node of the IR comes from."""
+        return self.node_module.get(id(node), self.module)
+
+    def calls_to(self, node) -> tuple | None:
+        """The inlined calls that lead to the event at ``node``, outermost first (``None``
+        when no event of the unit is at ``node``)."""
+        if not self._chains:
+            for raw in walk_events(self.ir):
+                self._chains.setdefault(id(raw.node), raw.ctx.calls)
+        return self._chains.get(id(node))
 
     def order(self, event: Event) -> int:
         """Program-order index of an event within this unit."""

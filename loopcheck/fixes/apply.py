@@ -24,8 +24,8 @@ def compute_fix(module: cst.Module | None, source: str, finding: Finding,
     it), or ``None`` when its rule has no fixer or no local fix exists here. Never raises on a
     finding it does not understand."""
     fixer = FIXERS.get(finding.code)
-    if fixer is None:
-        return None
+    if fixer is None or any(r.filename for r in finding.related):
+        return None  # a fix edits one file; this finding's evidence lies in others too
     try:
         ctx = context or FixContext(source, module)
         return fixer(ctx, finding)

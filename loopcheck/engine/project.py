@@ -1,0 +1,250 @@
+"""The project: the modules a checked file imports, found as Python would find them.
+
+A training loop is rarely one file: ``main.py`` drives ``engine.train_one_epoch()``, the
+trainer's base class lives in ``base/base_trainer.py``, ``evaluate()`` in ``eval.py``. The
+engine reads those modules too (as mypy follows imports), so a call into them is understood
+as well as a call into the same file; findings are still reported only for the files that
+were asked for.
+
+Where modules are looked for, in order:
+
+1. the directory that holds the checked file's top package (the checked file's own directory
+   for a plain script; for ``pkg/sub/train.py`` with ``__init__.py`` files, the parent of ``pkg``);
+2. the checked file's directory;
+3. the project root: the closest directory above the file with a ``pyproject.toml``,
+   ``setup.py``, ``setup.cfg`` or ``.git``, and its ``src/`` directory;
+4. the source roots the configuration names (``src = ["lib"]``, relative to the root).
+
+Only files under these directories are read: an import that resolves nowhere there is a
+library's (its behaviour comes from :mod:`loopcheck.engine.knowledge`). A module that does
+not parse, or cannot be read, is treated as unknown; import cycles are followed once.
+Each module is read, parsed and indexed once per :class:`Project` (and again only when the
+file changes on disk), however many files import it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import libcst as cst
+
+ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+MAX_MODULE_BYTES = 2_000_000  # larger modules are not read for their definitions
+MAX_REEXPORT_DEPTH = 8
+
+
+def find_root(path: Path) -> Path:
+    """The closest directory at or above ``path``'s directory holding a project marker
+    (``pyproject.toml``, ``setup.py``, ``setup.cfg``, ``.git``); else ``path``'s directory."""
+    start = path.parent if path.suffix else path
+    for d in (start, *start.parents):
+        if any((d / m).exists() for m in ROOT_MARKERS):
+            return d
+    return start
+
+
+def module_name(path: Path) -> tuple[str, Path]:
+    """``("pkg.sub.train", search root)`` for ``.../pkg/sub/train.py`` when ``pkg`` and
+    ``pkg/sub`` hold an ``__init__.py``; ``("train", its directory)`` for a plain script."""
+    parts = [] if path.stem == "__init__" else [path.stem]
+    d = path.parent
+    while (d / "__init__.py").is_file() and d.name:
+        parts.insert(0, d.name)
+        d = d.parent
+    return ".".join(parts), d
+
+
+@dataclass(eq=False)
+class ModuleInfo:
+    """One module of the project.
+
+    Attributes:
+        path: its file (absolute).
+        name: its dotted name from its search root (``"pkg.utils"``).
+        source: its text.
+        module: the parsed tree, ``None`` when it does not parse.
+        index: what it defines (:class:`loopcheck.engine.builder.ModuleIndex`), ``None`` when
+            it does not parse.
+    """
+
+    path: Path
+    name: str
+    source: str
+    module: cst.Module | None
+    index: object | None
+    stamp: tuple = ()
+
+
+@dataclass
+class Member:
+    """A definition found in a project module: a function, a class, or a class's method."""
+
+    info: ModuleInfo
+    function: cst.FunctionDef | None = None
+    cls: str | None = None  # the class name (for a class or a method)
+
+
+@dataclass(eq=False)
+class Project:
+    """The modules a check may read, found from ``root`` (see module docstring).
+
+    Args:
+        root: the project root.
+        src: extra source roots (absolute, or relative to ``root``).
+    """
+
+    root: Path
+    src: tuple[Path, ...] = ()
+    _modules: dict[Path, ModuleInfo] = field(default_factory=dict)
+    _found: dict[tuple, Path | None] = field(default_factory=dict)
+
+    def roots_for(self, path: Path | None) -> list[Path]:
+        """The directories modules are looked up in, for code in file ``path``."""
+        out: list[Path] = []
+        if path is not None:
+            out += [module_name(path)[1], path.parent]
+        out += [self.root, self.root / "src"]
+        out += [p if p.is_absolute() else self.root / p for p in self.src]
+        seen: list[Path] = []
+        for d in out:
+            if d not in seen:
+                seen.append(d)
+        return seen
+
+    def find_module(self, dotted: str, near: Path | None) -> Path | None:
+        """The file of module ``dotted`` (``a/b.py`` or ``a/b/__init__.py``), or ``None``."""
+        key = (dotted, near.parent if near is not None else None)
+        if key in self._found:
+            return self._found[key]
+        found = None
+        rel = Path(*dotted.split(".")) if dotted else None
+        if rel is not None:
+            for root in self.roots_for(near):
+                for cand in (root / rel.with_suffix(".py") if rel.name else None, root / rel / "__init__.py"):
+                    if cand is not None and cand.is_file():
+                        found = cand.resolve()
+                        break
+                if found is not None:
+                    break
+        self._found[key] = found
+        return found
+
+    def load(self, path: Path) -> ModuleInfo | None:
+        """Read, parse and index ``path`` once (again only when it changed on disk)."""
+        from loopcheck.engine.builder import index_module  # the builder imports this module
+
+        path = path.resolve()
+        try:
+            st = path.stat()
+        except OSError:
+            return None
+        stamp = (st.st_mtime_ns, st.st_size)
+        info = self._modules.get(path)
+        if info is not None and info.stamp == stamp:
+            return info
+        if st.st_size > MAX_MODULE_BYTES:
+            return None
+        try:
+            source = read_source(path)
+        except (OSError, UnicodeDecodeError, SyntaxError):
+            return None
+        info = self.add(path, source, stamp)
+        return info
+
+    def add(self, path: Path, source: str, stamp: tuple = (), module: cst.Module | None = None) -> ModuleInfo:
+        """Index the text ``source`` (already parsed as ``module``, when given) as module
+        ``path``: the checked file, an editor buffer."""
+        from loopcheck.engine.builder import index_module
+
+        path = path.resolve()
+        name, _root = module_name(path)
+        package = name.rpartition(".")[0] if path.stem != "__init__" else name
+        if module is None:
+            try:
+                module = cst.parse_module(source)
+            except (cst.ParserSyntaxError, RecursionError, MemoryError, ValueError):
+                module = None
+        index = index_module(module, package=package, name=name, path=path, project=self) if module is not None else None
+        info = ModuleInfo(path, name, source, module, index, stamp)
+        self._modules[path] = info
+        return info
+
+    def lookup(self, qualname: str | None, near: Path | None, _depth: int = 0) -> Member | None:
+        """The project definition a qualified name refers to (``engine.train_one_epoch``,
+        ``models.Net``, ``trainer.Trainer.fit``, or a name re-exported by a package's
+        ``__init__.py``), or ``None`` for names of libraries."""
+        if not qualname or _depth > MAX_REEXPORT_DEPTH:
+            return None
+        parts = qualname.split(".")
+        for i in range(len(parts) - 1, 0, -1):
+            path = self.find_module(".".join(parts[:i]), near)
+            if path is None:
+                continue
+            info = self.load(path)
+            if info is None or info.index is None:
+                return None
+            return self.member(info, parts[i:], _depth)
+        return None
+
+    def member(self, info: ModuleInfo, rest: list[str], _depth: int = 0) -> Member | None:
+        """``rest`` (``["Trainer", "fit"]``) looked up in module ``info``."""
+        index = info.index
+        name = rest[0]
+        if name in index.functions and len(rest) == 1:
+            return Member(info, index.functions[name])
+        if name in index.classes:
+            if len(rest) == 1:
+                return Member(info, None, name)
+            if len(rest) == 2 and rest[1] in index.classes[name].methods:
+                return Member(info, index.classes[name].methods[rest[1]], name)
+            return None
+        target = index.imports.aliases.get(name)
+        if target is not None and target != f"{info.name}.{name}":
+            return self.lookup(".".join([target, *rest[1:]]), info.path, _depth + 1)
+        for star in index.imports.stars:
+            found = self.lookup(".".join([star, *rest]), info.path, _depth + 1)
+            if found is not None:
+                return found
+        return None
+
+    def module_of(self, path: Path) -> ModuleInfo | None:
+        return self._modules.get(path.resolve())
+
+
+def read_source(path: Path) -> str:
+    """A Python file's text, decoded as Python does (BOM, ``# -*- coding: ... -*-``).
+
+    Raises:
+        OSError: the file cannot be read.
+        SyntaxError: its coding cookie names an unknown encoding.
+        UnicodeDecodeError: it is not valid in its encoding.
+    """
+    import tokenize
+
+    with open(path, "rb") as f:
+        data = f.read()
+    import io
+
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    text = data.decode(encoding)
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+_PROJECTS: dict[tuple, Project] = {}
+
+
+def project_for(path: str | os.PathLike | None, src: tuple = ()) -> Project | None:
+    """The project a checked file belongs to, shared by every file of the same root in this
+    process (so each module is read once per run); ``None`` for text with no file
+    (standard input without a name)."""
+    if path is None or str(path) in ("", "-"):
+        return None
+    p = Path(path).resolve()
+    root = find_root(p)
+    key = (root, tuple(src))
+    proj = _PROJECTS.get(key)
+    if proj is None:
+        proj = _PROJECTS[key] = Project(root, tuple(Path(s) for s in src))
+    return proj

@@ -1,0 +1,178 @@
+"""Effect summaries the engine infers for the project's own decorators and context managers.
+
+Calls to the project's functions are inlined (:mod:`loopcheck.engine.builder`), but two kinds of
+function act on code they do not call directly, so inlining cannot show what they do:
+
+* a **decorator** (or decorator factory) wraps the decorated function: ``@smart_inference_mode()``
+  runs it under ``torch.inference_mode()``. :func:`decorator_grad` finds the grad mode a
+  decorator runs the function in, in the same vocabulary as the library entries (the ``grad``
+  of a :class:`~loopcheck.engine.knowledge.Summary`): a wrapper that calls under
+  ``with <context>:``, or ``return <context>()(fn)``, where the context is a library grad
+  context, a name assigned one, or ``a if cond else b`` of two that agree.
+* a **context manager** runs code before and after a ``with`` block: a ``@contextmanager``
+  generator's statements before its ``yield`` run on entering, the ones after it (or in its
+  ``finally``) on leaving, and a ``yield`` inside ``with torch.no_grad():`` runs the block
+  without grad. :func:`split_context_manager` cuts the generator there.
+
+Both return ``None`` when the shape is not one of these: the engine then knows nothing more.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from loopcheck.engine.knowledge import knowledge
+from loopcheck.engine.names import dotted_name
+
+MAX_DEPTH = 4
+CONTEXTMANAGERS = {"contextlib.contextmanager", "contextmanager", "contextlib.asynccontextmanager"}
+
+
+def _statements(body: cst.BaseSuite) -> list[cst.BaseStatement]:
+    return list(body.body) if isinstance(body, cst.IndentedBlock) else [cst.SimpleStatementLine(body.body)]
+
+
+def _smalls(stmts) -> list[cst.BaseSmallStatement]:
+    out = []
+    for st in stmts:
+        if isinstance(st, cst.SimpleStatementLine):
+            out.extend(st.body)
+    return out
+
+
+def _env(func: cst.FunctionDef) -> dict[str, cst.BaseExpression]:
+    """Names a function assigns at its top level: ``ctx = torch.inference_mode if ok else torch.no_grad``."""
+    env = {}
+    for small in _smalls(_statements(func.body)):
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+            env[small.targets[0].target.value] = small.value
+    return env
+
+
+def grad_of(expr: cst.BaseExpression, imports, env: dict) -> str | None:
+    """The grad mode a context expression sets: ``torch.no_grad()``, ``ctx()`` with
+    ``ctx = torch.inference_mode if cond else torch.no_grad``, ``torch.no_grad()(fn)``."""
+    if isinstance(expr, cst.Call):
+        return grad_of(expr.func, imports, env)
+    if isinstance(expr, cst.IfExp):
+        a, b = grad_of(expr.body, imports, env), grad_of(expr.orelse, imports, env)
+        return a if a == b else None
+    if isinstance(expr, cst.Name) and expr.value in env:
+        return grad_of(env[expr.value], imports, {k: v for k, v in env.items() if k != expr.value})
+    summary = knowledge().callable(imports.qualify(dotted_name(expr)))
+    grad = summary.grad if summary is not None else None
+    return grad if grad in ("disabled", "enabled") else None
+
+
+def _returns(func: cst.FunctionDef) -> list[cst.BaseExpression]:
+    out = []
+    stack = list(_statements(func.body))
+    while stack:
+        st = stack.pop()
+        if isinstance(st, cst.SimpleStatementLine):
+            out += [s.value for s in st.body if isinstance(s, cst.Return) and s.value is not None]
+        elif isinstance(st, (cst.If, cst.Try, cst.With)):
+            stack += _statements(st.body)
+            orelse = getattr(st, "orelse", None)
+            if isinstance(orelse, cst.Else):
+                stack += _statements(orelse.body)
+            elif isinstance(orelse, cst.If):
+                stack.append(orelse)
+    return out
+
+
+def _wrapper_grad(wrapper: cst.FunctionDef, imports, env: dict) -> str | None:
+    """A wrapper that calls the decorated function under ``with <context>:``."""
+    env = {**env, **_env(wrapper)}
+    for st in _statements(wrapper.body):
+        if isinstance(st, cst.With):
+            modes = {grad_of(item.item, imports, env) for item in st.items} - {None}
+            if len(modes) == 1:
+                return modes.pop()
+    return None
+
+
+def decorator_grad(func: cst.FunctionDef, imports, env: dict | None = None, depth: int = 0) -> str | None:
+    """The grad mode project decorator ``func`` runs the decorated function in, or ``None``.
+
+    ``func`` is the decorator itself (``@no_grad_wrapper``) or a decorator factory
+    (``@smart_inference_mode()``): whatever it returns is followed, through nested functions,
+    up to :data:`MAX_DEPTH` levels.
+
+    Args:
+        func: the function the ``@`` expression names.
+        imports: the :class:`~loopcheck.engine.names.ImportMap` of its module.
+    """
+    if depth > MAX_DEPTH:
+        return None
+    env = {**(env or {}), **_env(func)}
+    nested = {s.name.value: s for s in _statements(func.body) if isinstance(s, cst.FunctionDef)}
+    for value in _returns(func):
+        if isinstance(value, cst.Name) and value.value in nested:
+            inner = nested[value.value]
+            grad = _wrapper_grad(inner, imports, env) or decorator_grad(inner, imports, env, depth + 1)
+        else:
+            grad = grad_of(value, imports, env)  # return torch.no_grad()(fn)
+        if grad is not None:
+            return grad
+    return None
+
+
+@dataclass
+class ContextSplit:
+    """A ``@contextmanager`` generator cut at its ``yield``: what runs on entering, what runs
+    on leaving, and the grad mode the ``with`` block runs in (``None``: unchanged)."""
+
+    enter: cst.FunctionDef
+    exit: cst.FunctionDef
+    grad: str | None = None
+
+
+def is_context_manager(func: cst.FunctionDef, imports) -> bool:
+    return any(imports.qualify(dotted_name(d.decorator)) in CONTEXTMANAGERS for d in func.decorators)
+
+
+def _is_yield(st) -> bool:
+    return isinstance(st, cst.SimpleStatementLine) and any(
+        isinstance(s, cst.Expr) and isinstance(s.value, cst.Yield) or isinstance(getattr(s, "value", None), cst.Yield)
+        for s in st.body
+    )
+
+
+def _cut(stmts, imports, env) -> tuple[list, list, str | None] | None:
+    """``(before, after, grad)`` around the one ``yield`` in ``stmts`` (at the top level, in a
+    ``try`` body or in a ``with`` body), or ``None``."""
+    for i, st in enumerate(stmts):
+        if _is_yield(st):
+            return stmts[:i], stmts[i + 1:], None
+        if isinstance(st, cst.Try):
+            inner = _cut(_statements(st.body), imports, env)
+            if inner is not None:
+                before, after, grad = inner
+                final = _statements(st.finalbody.body) if st.finalbody is not None else []
+                return stmts[:i] + before, after + final + stmts[i + 1:], grad
+        if isinstance(st, cst.With):
+            inner = _cut(_statements(st.body), imports, env)
+            if inner is not None:
+                before, after, grad = inner
+                modes = {grad_of(item.item, imports, env) for item in st.items} - {None}
+                return stmts[:i] + before, after + stmts[i + 1:], (modes.pop() if len(modes) == 1 else grad)
+    return None
+
+
+def split_context_manager(func: cst.FunctionDef, imports) -> ContextSplit | None:
+    """Cut a ``@contextmanager`` generator at its ``yield`` (see :class:`ContextSplit`); the
+    parts are new function nodes over the same statements, so callers keep one split per
+    function."""
+    cut = _cut(_statements(func.body), imports, _env(func))
+    if cut is None:
+        return None
+    before, after, grad = cut
+
+    def part(stmts):
+        return func.with_changes(body=cst.IndentedBlock(stmts or [cst.SimpleStatementLine([cst.Pass()])]),
+                                 decorators=())
+
+    return ContextSplit(part(before), part(after), grad)
