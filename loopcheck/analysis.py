@@ -61,6 +61,21 @@ def _package_of(path: Path) -> str:
     return name.rpartition(".")[0]
 
 
+def _syntax_error(source: str, err: cst.ParserSyntaxError) -> tuple[str, int, int]:
+    """``(message, row, column)`` of a syntax error as Python reports it (``expected ':'``
+    on the line of the ``def``), or as LibCST does when Python accepts the code."""
+    import ast
+
+    try:
+        ast.parse(source)
+    except SyntaxError as py:
+        if py.lineno:
+            return py.msg, py.lineno, max(py.offset or 1, 1)
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    return str(err.message).replace("\n", " "), err.raw_line, err.raw_column + 1
+
+
 def _selected(code: str, select: Collection[str] | None) -> bool:
     return select is None or code in select
 
@@ -114,7 +129,11 @@ def place(unit: Unit, rep: Report) -> Report:
         pick = node
     if pick is rep.node:
         return rep
-    return Report(rep.code, pick, rep.message, [(rep.node, "where it happens"), *rep.related], rep.note)
+    original, message = rep.node, rep.message
+    return Report(
+        rep.code, pick, lambda d: f"in {d.call(pick)} (line {d.line(original)}): {message(d)}",
+        [(original, "where it happens"), *rep.related], rep.note,
+    )
 
 
 def check_module(
@@ -205,8 +224,7 @@ def check_parsed(
     except cst.ParserSyntaxError as err:
         if not _selected(SYNTAX_ERROR.code, select):
             return [], None, None
-        msg = str(err.message).replace("\n", " ")
-        row, col = err.raw_line, err.raw_column + 1
+        msg, row, col = _syntax_error(source, err)
         return [Finding(SYNTAX_ERROR.code, f"SyntaxError: {msg}", filename, row, col, row, col, [], row)], None, None
     index = None
     if project is not None:

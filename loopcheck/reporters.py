@@ -294,8 +294,9 @@ def to_json_obj(f: Finding, ctx: Context | None = None) -> dict:
         "url": info.url if info else None,
         "noqa_row": v.noqa_row,
         "related": [
-            {**({"cell": p.cell} if p.cell is not None else {}), "row": p.row, "column": p.column, "message": m}
-            for p, m in v.related
+            {**({"cell": p.cell} if p.cell is not None else {}), **({"filename": r.filename} if r.filename else {}),
+             "row": p.row, "column": p.column, "message": m}
+            for (p, m), r in zip(v.related, f.related)
         ],
     }
     if v.start.cell is not None:

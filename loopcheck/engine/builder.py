@@ -462,15 +462,31 @@ class UnitBuilder:
         if expr is None:
             return {}
         made: dict[cst.Call, Call] = {}
-        calls = self._calls.get(expr)
-        if calls is None:
-            calls = self._calls[expr] = calls_in_order(expr)
-        for call in calls:
-            tgt = targets if call is expr else ()
-            node = self.make_call(frame, call, ctx, made, tgt)
+        items = self._calls.get(expr)
+        if items is None:
+            items = self._calls[expr] = evaluation_order(expr)
+        self._emit(frame, items, ctx, out, made, targets, expr)
+        return made
+
+    def _emit(self, frame: Frame, items: list, ctx: Context, out: list[Node], made: dict, targets, expr) -> None:
+        for item in items:
+            if isinstance(item, Comprehension):  # [model(x) for x in loader]: a loop
+                first = item.node.for_in
+                info = self.loop_info(frame, item.node, first.target, first.iter)
+                comp = first.inner_for_in
+                while comp is not None:
+                    extra: set[str] = set()
+                    _assigned_names(comp.target, extra)
+                    info.targets = tuple(sorted({*info.targets, *extra}))
+                    comp = comp.inner_for_in
+                body = Seq()
+                self._emit(frame, item.body, replace(ctx, loops=ctx.loops + (info,), conds=()), body.items, made, (), expr)
+                out.append(Loop(info, body, Seq()))
+                continue
+            tgt = targets if item is expr else ()
+            node = self.make_call(frame, item, ctx, made, tgt)
             if node is not None:
                 out.append(node)
-        return made
 
     def make_call(
         self, frame: Frame, call: cst.Call, ctx: Context, made: dict[cst.Call, Call],
@@ -642,13 +658,17 @@ class UnitBuilder:
             params = params[1:]
         if any(isinstance(a.node, cst.StarredElement) for a in positional):
             positional = []
+        key = id(func)
+        if key not in self._locals:
+            self._locals[key] = bound_names(func.body)
+        assigned = self._locals[key][0]  # a parameter the callee re-binds is its own variable
         for name, arg in zip(params, positional):
-            if arg.sym is not None:
+            if arg.sym is not None and name not in assigned:
                 subst[name] = arg.sym
             else:
                 bound[name] = arg
         for arg in raw.args:
-            if arg.keyword and arg.sym is not None:
+            if arg.keyword and arg.sym is not None and arg.keyword not in assigned:
                 subst[arg.keyword] = arg.sym
             elif arg.keyword:
                 bound[arg.keyword] = arg
@@ -669,8 +689,9 @@ class UnitBuilder:
         finally:
             self._stack.pop()
         binds = [
-            Assign(raw.node, f"{callee.fid}:{name}", "=", arg.node, None, "call" if isinstance(arg.node, cst.Call) else "expr",
-                   arg.mentions, inner_ctx, operands=self.operands(frame, arg.node))
+            Assign(raw.node, f"{callee.fid}:{name}", "=", arg.node, arg.sym,
+                   "call" if isinstance(arg.node, cst.Call) else "expr", arg.mentions, inner_ctx,
+                   operands=self.operands(frame, arg.node), sources=self.sources(frame, arg.node))
             for name, arg in bound.items() if name in callee.locals
         ]
         if binds:
@@ -1028,6 +1049,52 @@ class UnitBuilder:
                     self.n_events += 1
 
 
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
+
+
+@dataclass(eq=False)
+class Comprehension:
+    """A comprehension inside an expression: the calls its elements make run once per item."""
+
+    node: cst.CSTNode
+    body: list
+
+
+def evaluation_order(expr: cst.CSTNode) -> list:
+    """The calls of ``expr`` in evaluation order (arguments before the call), not entering
+    lambdas; a comprehension becomes a :class:`Comprehension` holding the calls it makes per
+    item, after the calls of its first iterable."""
+    out: list = []
+
+    def rec(n: cst.CSTNode, out: list) -> None:
+        t = type(n)
+        if t is cst.Lambda:
+            return
+        if t in _COMPREHENSIONS:
+            first = n.for_in
+            rec(first.iter, out)
+            body: list = []
+            comp = first
+            while comp is not None:
+                if comp is not first:
+                    rec(comp.iter, body)
+                for cond in comp.ifs:
+                    rec(cond.test, body)
+                comp = comp.inner_for_in
+            for part in (getattr(n, "key", None), getattr(n, "value", None), getattr(n, "elt", None)):
+                if part is not None:
+                    rec(part, body)
+            out.append(Comprehension(n, body))
+            return
+        for c in children(n):
+            rec(c, out)
+        if t is cst.Call:
+            out.append(n)
+
+    rec(expr, out)
+    return out
+
+
 def _is_static(func: cst.FunctionDef) -> bool:
     return any(dotted_name(d.decorator) == "staticmethod" for d in func.decorators)
 
@@ -1059,8 +1126,10 @@ def value_kind(imports: ImportMap, value: cst.BaseExpression) -> str:
             summary = kb.method("torch.Tensor", func.attr.value)
             if summary is not None and summary.returns is not None and summary.returns.value in ("number", "detached"):
                 return summary.returns.value
-            if func.attr.value in ("cpu", "clone", "mean", "sum") and isinstance(func.value, cst.Call):
-                return value_kind(imports, func.value)
+            if isinstance(func.value, (cst.Call, cst.Attribute)):
+                inner = value_kind(imports, func.value)  # v.data.sum(), loss.detach().cpu()
+                if inner in ("number", "detached"):
+                    return inner
         q = imports.qualify(dotted_name(func))
         summary = kb.function(q)
         if summary is not None and summary.returns is not None and summary.returns.value in ("number", "detached"):

@@ -337,6 +337,7 @@ class _Inference:
         self.defs: dict[str, list[tuple[frozenset[str], str]]] = {}
         self.methods: dict[str, set[str]] = {}
         self.sources: dict[str, list] = {}
+        self.by_usage: set[str] = set()  # models known only from their train()/eval() calls
         for e in events:
             if e.sources is not None:
                 for t in (e.targets if isinstance(e, Call) else (e.target,)):
@@ -494,6 +495,7 @@ class _Inference:
                 roles.optimizers[sym] = OptimizerInfo(None, None)
             elif {"train", "eval"} & ms and "step" not in ms:
                 roles.models.add(sym)
+                self.by_usage.add(sym)
             elif "step" in ms and SCHEDULER_NAME.search(name) and "scale" not in ms:
                 roles.schedulers[sym] = SchedulerInfo(None, None, "unknown")
             elif "scale" in ms and ("update" in ms or SCALER_NAME.search(name)):
@@ -515,8 +517,26 @@ class _Inference:
 
     def factories(self) -> None:
         """Objects known by use but assigned from one call were built by it
-        (``model.configure_optimizers()``, ``get_scheduler(optimizer)``)."""
+        (``model.configure_optimizers()``, ``get_scheduler(optimizer)``); an attribute known by
+        use but only ever assigned from a variable (``self.optimizer = optimizer``) gives the
+        role to that variable, built by the call that built it."""
         roles = self.roles
+        plain: dict[str, set[str | None]] = {}
+        for e in self.events:
+            if isinstance(e, Assign) and e.op == "=" and e.target:
+                plain.setdefault(e.target, set()).add(e.value_sym)
+            elif isinstance(e, Call):
+                for t in e.targets:
+                    if t:
+                        plain.setdefault(t, set()).add(None)
+        for table in (roles.optimizers, roles.schedulers):
+            for sym, info in list(table.items()):
+                sources = plain.get(sym, set())
+                if info.ctor is None and len(sources) == 1 and None not in sources:
+                    src = next(iter(sources))
+                    if src not in table and self.roles.role(src) is None:
+                        table[src] = table.pop(sym)
+                        roles.alias[sym] = src
         built_by: dict[str, list[Call]] = {}
         for c in self.calls:
             for t in c.targets:
@@ -553,13 +573,15 @@ class _Inference:
                 if not c.targets:
                     continue
                 for t, a in self._same(c, tracked):
-                    if t and a and t != a and roles.canon(a) in tracked and t not in tracked and roles.alias.get(t) != a:
+                    if (t and a and t != a and roles.canon(a) in tracked and (t not in tracked or t in self.by_usage)
+                            and roles.alias.get(t) != a and roles.canon(a) != t):
                         roles.alias[t] = a
                         changed = True
             for e in self.events:
                 if isinstance(e, Assign) and e.op == "=" and e.value_sym and e.target != e.value_sym:
                     v = roles.canon(e.value_sym)
-                    if v in tracked and e.target not in tracked and roles.alias.get(e.target) != v:
+                    if (v in tracked and (e.target not in tracked or e.target in self.by_usage)
+                            and roles.alias.get(e.target) != v and v != e.target):
                         roles.alias[e.target] = v
                         changed = True
         for info in roles.optimizers.values():

@@ -40,6 +40,7 @@ class S(NamedTuple):
     pending: Event | None = None
     at_build: str | None = None
     current: str | None = None
+    pending_state: bool | None = False  # whether the optimizer had state when ``pending`` ran
 
 
 def device_of(ev: Event) -> str:
@@ -78,13 +79,13 @@ class OptimizerModelMachine(Machine):
                 return s._replace(current=where)  # before the optimizer, or a move to where it is
             if where == s.at_build and s.pending is not None and s.pending.kind == "convert":
                 return s._replace(pending=None, current=where)  # back where it was: a round trip
-            return s._replace(pending=ev, current=where)
+            return s._replace(pending=ev, current=where, pending_state=s.has_state)
         if s.built is None:
             return s
         if k == "convert" and ev.extra["how"] == "restore":
             return s._replace(pending=None)  # the conversion just before it is undone
         if k in ("convert", "model_build", "submodule_replace"):
-            return s._replace(pending=ev)
+            return s._replace(pending=ev, pending_state=s.has_state)
         return s
 
 
@@ -103,8 +104,8 @@ def _flows(unit: Unit):
 
 
 def _only_moved(s: S) -> bool:
-    """A device move before the optimizer has state, of an optimizer that builds it lazily."""
-    return s.pending.kind == "convert" and s.pending.extra["how"] == "device" and s.has_state is False
+    """A device move made before the optimizer had state, of an optimizer that builds it lazily."""
+    return s.pending.kind == "convert" and s.pending.extra["how"] == "device" and s.pending_state is False
 
 
 @register
@@ -133,9 +134,9 @@ class ModelConvertedAfterOptimizer(Rule):
                     "optimizer and never train")
         elif ev.extra["how"] == "device":
             what = ("moves the parameters while the optimizer's state stays on the old device"
-                    + (" (it builds its state in its constructor)" if s.has_state and built.extra.get("eager") else "")
+                    + (" (it builds its state in its constructor)" if built.extra.get("eager") else "")
                     + ": the next step() raises a device mismatch error")
-        elif s.has_state:
+        elif s.pending_state:
             what = ("changes the parameters' dtype after the optimizer already has state in the old dtype: "
                     "Adam's next step() raises a dtype error")
         else:

@@ -1,0 +1,123 @@
+"""A project is not one file: imports are followed, findings stay in the files that were asked for."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from loopcheck.analysis import check_source
+from loopcheck.cli import main
+from loopcheck.engine.project import Project, find_root, module_name
+from test_fixtures import expected
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+PROJECTS = sorted(p for p in FIXTURES.iterdir() if p.is_dir() and p.name.startswith("project_"))
+
+
+def run_json(*args: str) -> list[dict]:
+    result = CliRunner().invoke(main, ["--output-format", "json", *args])
+    assert result.exit_code in (0, 1), result.output
+    return json.loads(result.stdout)
+
+
+def test_there_are_multi_file_fixtures():
+    assert len(PROJECTS) >= 12
+
+
+@pytest.mark.parametrize("folder", PROJECTS, ids=lambda p: p.name)
+def test_a_folder_is_checked_as_one_project(folder: Path):
+    """Every file's `# expect:` lines, and nothing else, when the whole folder is checked."""
+    want = set()
+    for path in folder.rglob("*.py"):
+        want |= {(str(path.resolve()), code, row) for code, row in expected(path.read_text(encoding="utf-8"))}
+    got = {(str(Path(f["filename"]).resolve()), f["code"], f["location"]["row"]) for f in run_json(str(folder))}
+    assert got == want
+
+
+def test_one_file_of_a_project_reports_its_own_findings_only():
+    main_py = FIXTURES / "project_engine_main" / "main.py"
+    found = run_json(str(main_py))
+    assert {Path(f["filename"]).name for f in found} == {"main.py"}
+    assert sorted(f["code"] for f in found) == ["LC201", "LC301", "LC302", "LC401"]
+
+
+def test_a_finding_names_the_lines_of_the_other_module():
+    train = FIXTURES / "project_eval_module" / "train.py"
+    [f] = run_json(str(train))
+    assert (f["code"], f["location"]["row"]) == ("LC301", 18)
+    assert f["message"].startswith("in evaluate() (line 6 of evaluation.py): net.eval() is still in effect")
+    other = [r for r in f["related"] if r.get("filename")]
+    assert [(Path(r["filename"]).name, r["row"]) for r in other] == [("evaluation.py", 6)]
+    assert Path(other[0]["filename"]).resolve() == (train.parent / "evaluation.py").resolve()
+    assert f["fix"] is None  # a fix edits one file; this one's evidence is in two
+
+
+def test_a_project_decorator_and_helper_keep_it_silent():
+    for folder in ("project_inference_decorator", "project_zero_grad_helper"):
+        assert run_json(str(FIXTURES / folder)) == []
+
+
+def test_without_the_other_module_the_call_is_unknown(tmp_path: Path):
+    """The same train.py alone (its evaluation module missing): the call is opaque, no finding."""
+    (tmp_path / "train.py").write_text((FIXTURES / "project_eval_module" / "train.py").read_text())
+    assert run_json(str(tmp_path / "train.py")) == []
+
+
+def test_module_names_and_roots(tmp_path: Path):
+    pkg = tmp_path / "repo" / "src" / "pkg" / "sub"
+    pkg.mkdir(parents=True)
+    for d in (pkg, pkg.parent):
+        (d / "__init__.py").write_text("")
+    (tmp_path / "repo" / "pyproject.toml").write_text("[project]\nname = 'pkg'\n")
+    mod = pkg / "train.py"
+    mod.write_text("")
+    assert module_name(mod) == ("pkg.sub.train", tmp_path / "repo" / "src")
+    assert find_root(mod) == tmp_path / "repo"
+    script = tmp_path / "scripts" / "run.py"
+    script.parent.mkdir()
+    script.write_text("")
+    assert module_name(script) == ("run", script.parent)
+
+
+def test_lookup_follows_reexports_relative_imports_and_cycles(tmp_path: Path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from .engine import train_one_epoch\nfrom .a import *\n")
+    (pkg / "engine.py").write_text("def train_one_epoch(model):\n    model.train()\n")
+    (pkg / "a.py").write_text("from .b import helper\n")
+    (pkg / "b.py").write_text("from .a import helper\n")  # a cycle: neither defines helper
+    (pkg / "broken.py").write_text("def f(:\n")
+    project = Project(tmp_path)
+    near = tmp_path / "main.py"
+    member = project.lookup("pkg.train_one_epoch", near)
+    assert member is not None and member.function.name.value == "train_one_epoch"
+    assert member.info.path == (pkg / "engine.py").resolve()
+    assert project.lookup("pkg.helper", near) is None
+    assert project.lookup("pkg.broken.f", near) is None
+    assert project.lookup("torch.optim.Adam", near) is None
+
+
+def test_the_checked_text_wins_over_the_file_on_disk(tmp_path: Path):
+    """An editor buffer: the text given is checked, the imported modules come from disk."""
+    (tmp_path / "evaluation.py").write_text((FIXTURES / "project_eval_module" / "evaluation.py").read_text())
+    text = (FIXTURES / "project_eval_module" / "train.py").read_text()
+    (tmp_path / "train.py").write_text("")
+    found = check_source(text, str(tmp_path / "train.py"))
+    assert [(f.code, f.row) for f in found] == [("LC301", 18)]
+    fixed = text.replace("        acc = evaluate(net, val_loader)", "        acc = evaluate(net, val_loader)\n        net.train()")
+    assert check_source(fixed, str(tmp_path / "train.py")) == []
+
+
+def test_a_changed_module_is_read_again(tmp_path: Path):
+    os.makedirs(tmp_path, exist_ok=True)
+    (tmp_path / "evaluation.py").write_text("def evaluate(net, loader):\n    return 0\n")
+    train = tmp_path / "train.py"
+    train.write_text((FIXTURES / "project_eval_module" / "train.py").read_text())
+    assert check_source(train.read_text(), str(train)) == []
+    (tmp_path / "evaluation.py").write_text((FIXTURES / "project_eval_module" / "evaluation.py").read_text() + "\n")
+    assert [f.code for f in check_source(train.read_text(), str(train))] == ["LC301"]
