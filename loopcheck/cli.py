@@ -18,6 +18,7 @@ import click
 
 from loopcheck import __version__
 from loopcheck.analysis import check_parsed
+from loopcheck.engine.project import project_for
 from loopcheck.config import ConfigError, Options, Resolver, match_codes, select_codes
 from loopcheck.discovery import is_force_excluded, iter_source_files
 from loopcheck.findings import Finding
@@ -67,7 +68,9 @@ def resolve_selection(select: list[str], ignore: list[str]) -> set[str]:
     return select_codes([layer])
 
 
-def lint_text(text: str, filename: str, codes: Collection[str] | None = None) -> tuple[list[Finding], SourceFile]:
+def lint_text(
+    text: str, filename: str, codes: Collection[str] | None = None, src: tuple = (),
+) -> tuple[list[Finding], SourceFile]:
     """Check the text of one file as the command line does.
 
     A name ending in ``.ipynb`` is read as a notebook (its code cells joined); a file with
@@ -78,6 +81,7 @@ def lint_text(text: str, filename: str, codes: Collection[str] | None = None) ->
         text: the file's text (a notebook's JSON).
         filename: the name findings carry.
         codes: the rule codes to run (``None``: all).
+        src: extra source roots of the project (the ``src`` setting).
 
     Returns:
         The findings (rows of the checked program; notebooks' rows are mapped to cells when
@@ -91,7 +95,7 @@ def lint_text(text: str, filename: str, codes: Collection[str] | None = None) ->
     source = SourceFile(filename, program, notebook)
     if is_skipped(program):
         return [], source
-    found, module, positions = check_parsed(program, filename, codes)
+    found, module, positions = check_parsed(program, filename, codes, project_for(filename, src))
     found = filter_findings(found, program)
     if found:
         attach_fixes(program, found, module, positions)
@@ -109,9 +113,9 @@ class Run:
     codes: dict[str, Collection[str] | None] = field(default_factory=dict)  # rules run per file
 
 
-def _lint_one(run: Run, text: str, filename: str, codes) -> None:
+def _lint_one(run: Run, text: str, filename: str, codes, src: tuple = ()) -> None:
     try:
-        found, source = lint_text(text, filename, codes)
+        found, source = lint_text(text, filename, codes, src)
     except NotebookError as err:
         click.echo(f"loopcheck: cannot read {filename}: {err}", err=True)
         run.failed = True
@@ -141,7 +145,8 @@ def lint_paths(paths: list[str], resolver: Resolver, force_exclude: bool = False
             click.echo(f"loopcheck: cannot read {path}: {err}", err=True)
             run.failed = True
             continue
-        _lint_one(run, text, str(path), resolver.for_file(path).codes_for(path))
+        settings = resolver.for_file(path)
+        _lint_one(run, text, str(path), settings.codes_for(path), settings.src)
     return run
 
 
@@ -159,7 +164,8 @@ def lint_stdin(stdin_filename: str | None, resolver: Resolver, force_exclude: bo
     path = Path(stdin_filename) if stdin_filename else Path("-")
     if stdin_filename and force_exclude and is_force_excluded(path, resolver.for_directory):
         return run
-    _lint_one(run, text, name, resolver.for_file(path).codes_for(path))
+    settings = resolver.for_file(path)
+    _lint_one(run, text, name, settings.codes_for(path), settings.src if stdin_filename else ())
     return run
 
 

@@ -93,6 +93,7 @@ class Options:
     exclude: tuple[str, ...] | None = None
     extend_exclude: tuple[str, ...] = ()
     respect_gitignore: bool | None = None
+    src: tuple[str, ...] | None = None
 
 
 # --- reading and validating a file ----------------------------------------------------
@@ -140,6 +141,7 @@ KEYS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
     "exclude": ("exclude", _string_list),
     "extend-exclude": ("extend_exclude", _string_list),
     "respect-gitignore": ("respect_gitignore", _bool),
+    "src": ("src", _string_list),
 }
 
 
@@ -229,6 +231,7 @@ class Settings:
         per_file_ignores: ``(pattern, negated, codes)`` triples.
         respect_gitignore: skip what ``.gitignore`` files exclude.
         config_path: the file these settings come from (``None``: defaults).
+        src: extra directories the project's modules are looked up in (absolute).
     """
 
     base: Path
@@ -237,6 +240,7 @@ class Settings:
     per_file_ignores: list[tuple[pathspec.GitIgnoreSpec, bool, frozenset[str]]] = field(default_factory=list)
     respect_gitignore: bool = True
     config_path: Path | None = None
+    src: tuple[Path, ...] = ()
 
     def _relative(self, path: Path) -> str:
         path = Path(os.path.abspath(path))
@@ -322,6 +326,7 @@ def resolve(file: Options, cli: Options, base: Path, config_path: Path | None = 
         per_file_ignores=per_file,
         respect_gitignore=True if respect is None else respect,
         config_path=config_path,
+        src=tuple(Path(os.path.abspath(os.path.join(base, p))) for p in (file.src or ())),
     )
 
 

@@ -121,3 +121,16 @@ def test_a_changed_module_is_read_again(tmp_path: Path):
     assert check_source(train.read_text(), str(train)) == []
     (tmp_path / "evaluation.py").write_text((FIXTURES / "project_eval_module" / "evaluation.py").read_text() + "\n")
     assert [f.code for f in check_source(train.read_text(), str(train))] == ["LC301"]
+
+
+def test_the_src_setting_names_a_source_root_loopcheck_cannot_guess(tmp_path: Path):
+    """train.py imports `evaluation`, which lives in lib/: found only once `src = ["lib"]` says so."""
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "evaluation.py").write_text((FIXTURES / "project_eval_module" / "evaluation.py").read_text())
+    (tmp_path / "scripts").mkdir()
+    train = tmp_path / "scripts" / "train.py"
+    train.write_text((FIXTURES / "project_eval_module" / "train.py").read_text())
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    assert run_json("--isolated", str(train)) == []
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n\n[tool.loopcheck]\nsrc = [\"lib\"]\n")
+    assert [(f["code"], f["location"]["row"]) for f in run_json(str(train))] == [("LC301", 18)]

@@ -989,8 +989,11 @@ class UnitBuilder:
             out.append(Jump("break"))
         elif isinstance(s, cst.Continue):
             out.append(Jump("continue"))
-        elif isinstance(s, (cst.Assert, cst.Del)):
-            pass
+        elif isinstance(s, cst.Assert):
+            if isinstance(s.test, cst.Name) and s.test.value == "False" or (
+                isinstance(s.test, cst.Integer) and s.test.value == "0"
+            ):
+                out.append(Jump("return"))  # assert False: this path ends here
 
     def assign_event(
         self, frame: Frame, stmt: cst.CSTNode, target: cst.BaseExpression | None, op: str,

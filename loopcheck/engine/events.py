@@ -243,6 +243,11 @@ class _Typer:
             self.ev("train" if mode else "eval" if mode is False else "mode_unknown", model)
         elif k in ("eval", "forward"):
             self.ev(k, self.sym(eff.get("model")))
+        elif k == "requires_grad":
+            arg = arg_at(c, eff.get("mode")) if eff.get("mode") is not None else None
+            on = True if arg is None else _literal_bool(arg.node)
+            if on is not None:
+                self.ev("unfreeze" if on else "freeze", self.sym(eff.get("model")))
         elif k == "convert":
             self.convert(self.sym(eff.get("model")), eff.get("how"))
         elif k in ("unscale", "scaler_step"):
@@ -330,6 +335,12 @@ def classify_assign(a: Assign, roles: Roles) -> list[Event]:
         else:  # w.grad = g: gradients written by hand
             out.append(Event("grad_set", target[: -len(".grad")], a.node, a))
         return out
+    if target.endswith(".requires_grad") and a.op == "=" and _literal_bool(a.value) is not None and a.ctx.loops:
+        # for p in model.parameters(): p.requires_grad = False
+        owner = next((parameter_owner(n) for n in a.ctx.loops[-1].iter_names if parameter_owner(n)), None)
+        if owner is not None and roles.canon(owner) in roles.models:
+            kind = "unfreeze" if _literal_bool(a.value) else "freeze"
+            return [Event(kind, roles.canon(owner), a.node, a)]
     prefix, _, attr = target.rpartition(".")
     canon_prefix = roles.canon(prefix) if prefix else None
     if (

@@ -66,6 +66,7 @@ EVENTS: dict[str, frozenset[str]] = {
     "scaler_update": frozenset({"scaler"}),
     "store": frozenset({"value", "container"}),
     "havoc": frozenset({"arg", "aspects"}),
+    "requires_grad": frozenset({"model", "mode"}),
 }
 #: What a havoc can make unknown: a model's train/eval mode, gradients (of a model or an
 #: optimizer), a scheduler's position, a GradScaler's state, a model's parameters.

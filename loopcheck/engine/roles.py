@@ -56,6 +56,9 @@ ROLE_TYPES = {
 }
 
 
+MAX_ALIAS_PASSES = 8
+
+
 def last(sym: str) -> str:
     """``"f3:self@T.train_loader"`` → ``"train_loader"``."""
     return sym.rpartition(".")[2].rpartition(":")[2]
@@ -565,25 +568,26 @@ class _Inference:
         roles = self.roles
         for info in roles.optimizers.values():
             roles.models |= info.models
-        changed = True
-        while changed:
+        for _ in range(MAX_ALIAS_PASSES):  # aliases of aliases; the first binding of a name wins
             changed = False
             tracked = set(roles.optimizers) | roles.models | set(roles.schedulers) | set(roles.scalers) | roles.loaders
             for c in self.calls:
                 if not c.targets:
                     continue
                 for t, a in self._same(c, tracked):
-                    if (t and a and t != a and roles.canon(a) in tracked and (t not in tracked or t in self.by_usage)
-                            and roles.alias.get(t) != a and roles.canon(a) != t):
+                    if (t and a and t != a and t not in roles.alias and roles.canon(a) in tracked
+                            and (t not in tracked or t in self.by_usage) and roles.canon(a) != t):
                         roles.alias[t] = a
                         changed = True
             for e in self.events:
                 if isinstance(e, Assign) and e.op == "=" and e.value_sym and e.target != e.value_sym:
                     v = roles.canon(e.value_sym)
-                    if (v in tracked and (e.target not in tracked or e.target in self.by_usage)
-                            and roles.alias.get(e.target) != v and v != e.target):
+                    if (e.target not in roles.alias and v in tracked and (e.target not in tracked or e.target in self.by_usage)
+                            and v != e.target):
                         roles.alias[e.target] = v
                         changed = True
+            if not changed:
+                break
         for info in roles.optimizers.values():
             info.models = {roles.canon(m) for m in info.models}  # type: ignore[misc]
             for k, v in info.by_ctor.items():

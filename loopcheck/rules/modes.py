@@ -9,7 +9,7 @@ for a backward pass (PyTorch autograd mechanics notes; seeds/annotated-training-
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 from loopcheck.engine.dataflow import Machine
 from loopcheck.engine.events import Event
@@ -20,9 +20,19 @@ from loopcheck.engine.unit import Unit
 from loopcheck.findings import Report
 from loopcheck.rules.base import Rule, RuleInfo, register
 
-UNKNOWN = ("unknown", None)
-TRAIN = ("train", None)
-ABSENT = ("absent", None)  # a path on which the model does not exist (``if model is not None``)
+class M(NamedTuple):
+    """The mode of one model on a path: ``kind`` is ``train``, ``eval`` (``ev``: the eval()
+    call), ``unknown`` or ``absent`` (the model does not exist there); ``frozen``: its
+    parameters were frozen (``requires_grad_(False)``) and not unfrozen since."""
+
+    kind: str
+    ev: Event | None = None
+    frozen: bool = False
+
+
+UNKNOWN = M("unknown")
+TRAIN = M("train")
+ABSENT = M("absent")  # a path on which the model does not exist (``if model is not None``)
 #: Names of data that is evaluated, not trained on: ``val_loader``, ``test_x``, ``dev_iter``.
 EVAL_DATA = re.compile(r"(^|_)(val|valid|validation|test|eval|evaluation|dev|holdout)(_|$|\d)", re.I)
 
@@ -34,7 +44,7 @@ class ModeMachine(Machine):
     ``model`` apply to a tracked ``model.head`` too.
     """
 
-    kinds = frozenset({'model_build', 'train', 'eval', 'mode_unknown', 'havoc', 'step', 'forward'})
+    kinds = frozenset({'model_build', 'train', 'eval', 'mode_unknown', 'havoc', 'step', 'forward', 'freeze', 'unfreeze'})
 
     def __init__(self, unit: Unit, model: str) -> None:
         self.model = model
@@ -55,14 +65,16 @@ class ModeMachine(Machine):
         k = ev.kind
         if k == "model_build" and ev.subject == self.model:
             return TRAIN
-        if s == ABSENT:
+        if s.kind == "absent":
             return s
         if k == "train":
-            return TRAIN
+            return M("train", None, s.frozen)
         if k == "eval":
-            return ("eval", ev)
+            return M("eval", ev, s.frozen)
+        if k in ("freeze", "unfreeze") and ev.subject == self.model:
+            return s._replace(frozen=k == "freeze")
         if k == "mode_unknown" or (k == "havoc" and ev.may_change("mode")):
-            return UNKNOWN
+            return M("unknown", None, s.frozen)
         return s
 
 
@@ -72,7 +84,7 @@ def mode_flow(unit: Unit, model: str):
 
 def modes_at(unit: Unit, model: str, ev: Event) -> set:
     """The mode states of ``model`` on the paths (where it exists) that reach ``ev``."""
-    return {s for s in mode_flow(unit, model).states(ev) if s != ABSENT}
+    return {s for s in mode_flow(unit, model).states(ev) if s.kind != "absent"}
 
 
 def trained_models(unit: Unit) -> dict[str, list[Event]]:
@@ -116,11 +128,12 @@ class EvalModeNotReset(Rule):
                 for e in unit.of_kind("train")
             )
             for step in steps:
-                states = {x for x in flow.states(step) if x != ABSENT}
-                if not (has_train or TRAIN in states):
+                states = {x for x in flow.states(step) if x.kind != "absent"}
+                if not (has_train or any(x.kind == "train" for x in states)):
                     continue
-                for kind, ev in states:
-                    if kind == "eval" and id(ev) not in reported:
+                for kind, ev, frozen in states:
+                    # a frozen model kept in eval() while a head trains is a linear probe
+                    if kind == "eval" and not frozen and id(ev) not in reported:
                         reported.add(id(ev))
                         yield Report(
                             self.info.code, ev.node,
@@ -147,12 +160,12 @@ class ValidationWithoutNoGrad(Rule):
             if fwd.ctx.grad != "enabled" or not fwd.ctx.loops:
                 continue  # a single forward outside any loop (a test, an export) costs one graph
             states = modes_at(unit, fwd.subject, fwd)
-            in_eval = bool(states) and all(kind == "eval" for kind, _ in states)
+            in_eval = bool(states) and all(x.kind == "eval" for x in states)
             if not in_eval and not self._evaluation_pass(unit, fwd, states):
                 continue
             if self._followed_by_backward(unit, fwd):
                 continue
-            evals = [ev for _, ev in states if ev is not None] if in_eval else []
+            evals = [x.ev for x in states if x.ev is not None] if in_eval else []
             for ev in evals or [None]:
                 key = id(ev) if ev is not None else id(fwd.ctx.loops[-1])
                 if key not in firsts:
@@ -177,7 +190,7 @@ class ValidationWithoutNoGrad(Rule):
         validation or test data that neither backpropagates nor steps, or on validation or test
         inputs (``model(test_x)`` every N training steps). The model must not be known to be
         in eval mode on some paths only (that is the eval-mode branch's business)."""
-        if any(kind == "eval" for kind, _ in states):
+        if any(x.kind == "eval" for x in states):
             return False
         inputs = [a for a in fwd.raw.args if a.keyword in (None, "x", "input", "inputs", "input_ids", "images", "pixel_values")]
         if any(EVAL_DATA.search(last(m)) for arg in inputs for m in arg.mentions):
