@@ -106,6 +106,15 @@ class ClassRef:
     def info(self) -> ClassInfo | None:
         return self.module.classes.get(self.name)
 
+    @property
+    def qualname(self) -> str:
+        return f"{self.module.name}.{self.name}" if self.module.name else self.name
+
+    @property
+    def described(self) -> bool:
+        """Whether the library knowledge describes this class (then it is not read)."""
+        return self.module.name != "" and knowledge().cls(self.qualname) is not None
+
     def bases(self) -> list["ClassRef"]:
         """Its base classes that are classes of the project."""
         info = self.info
@@ -585,7 +594,7 @@ class UnitBuilder:
         cls = frame.instances.get(recv_sym)
         if cls is None and recv_sym is not None and recv_sym == frame.self_sym:
             cls = frame.self_class
-        if cls is None:
+        if cls is None or cls.described:
             return None
         found = find_method(cls, method)
         if found is None:
@@ -593,14 +602,18 @@ class UnitBuilder:
         return Callee(found[1], found[0].module, f"self@{cls.name}", cls, found[0])
 
     def _constructor(self, cls: ClassRef) -> Callee | None:
+        if cls.described:
+            return None
         found = find_method(cls, "__init__")
         if found is None:
             return None
         return Callee(found[1], found[0].module, f"self@{cls.name}", cls, found[0], ctor=True)
 
     def _project_callee(self, m: ModuleIndex, qualname: str | None) -> Callee | None:
-        """A function or class of another module of the project, by qualified name."""
-        if m.project is None or not qualname:
+        """A function or class of another module of the project, by qualified name. A name the
+        library knowledge describes is not read (the project is that library: the examples of
+        accelerate import its own src/accelerate)."""
+        if m.project is None or not qualname or knowledge().callable(qualname) is not None:
             return None
         member = m.project.lookup(qualname, m.path)
         if member is None or member.info.index is None:

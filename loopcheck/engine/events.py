@@ -243,6 +243,8 @@ class _Typer:
             self.ev("train" if mode else "eval" if mode is False else "mode_unknown", model)
         elif k in ("eval", "forward"):
             self.ev(k, self.sym(eff.get("model")))
+        elif k == "grad_query":
+            self.ev("grad_query", self.sym(eff.get("loss")))
         elif k == "requires_grad":
             arg = arg_at(c, eff.get("mode")) if eff.get("mode") is not None else None
             on = True if arg is None else _literal_bool(arg.node)
@@ -356,7 +358,8 @@ def classify_assign(a: Assign, roles: Roles) -> list[Event]:
         if loss is not None:
             out.append(Event("store_loss", target, a.node, a, {"loss": loss, "how": a.op}))
     if target in roles.losses or roles.canon(target) in roles.losses:
-        out.append(Event("loss_assign", roles.canon(target), a.node, a, {"value_kind": a.value_kind}))
+        kind = "detached" if target in roles.no_graph or a.ctx.grad == "disabled" else a.value_kind
+        out.append(Event("loss_assign", roles.canon(target), a.node, a, {"value_kind": kind}))
     return out
 
 

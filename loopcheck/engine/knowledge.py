@@ -67,6 +67,7 @@ EVENTS: dict[str, frozenset[str]] = {
     "store": frozenset({"value", "container"}),
     "havoc": frozenset({"arg", "aspects"}),
     "requires_grad": frozenset({"model", "mode"}),
+    "grad_query": frozenset({"loss"}),
 }
 #: What a havoc can make unknown: a model's train/eval mode, gradients (of a model or an
 #: optimizer), a scheduler's position, a GradScaler's state, a model's parameters.

@@ -141,6 +141,8 @@ class Roles:
 
     Attributes:
         types: symbol → qualified library class of the object, when known.
+        no_graph: symbols whose every value is made without autograd (under ``torch.no_grad()``,
+            a number, a detached tensor, or computed only from such symbols).
         provenance: loss symbol → the models whose forward passes it is computed from (not
             counting detached parts: ``D(G(z).detach())`` is D's only); ``None`` when a call on
             the way is opaque.
@@ -165,6 +167,7 @@ class Roles:
     scaled: dict[str, str] = field(default_factory=dict)
     param_sources: dict[str, set[str]] = field(default_factory=dict)
     provenance: dict[str, frozenset[str] | None] = field(default_factory=dict)
+    no_graph: set[str] = field(default_factory=set)
 
     def canon(self, sym: str | None) -> str | None:
         """The representative of a symbol's alias class; ``model.module`` → ``model``."""
@@ -364,6 +367,8 @@ class _Inference:
         info = ref.info
         if info is None or ref in _seen:
             return None
+        if ref.described:
+            return self.kb.callable(ref.qualname)
         for base in info.bases:
             bref = ref.module.class_ref(base) or ref.module.class_ref(base, qualified=True)
             found = self.class_summary(bref, _seen | {ref}) if bref is not None else self.kb.callable(base)
@@ -373,10 +378,12 @@ class _Inference:
 
     # -- 1. construction ----------------------------------------------------------------
     def construction(self, c: Call) -> Summary | None:
+        if c.qualified:
+            summary = self.kb.callable(c.func)
+            if summary is not None:
+                return summary
         if c.cls is not None:
             return self.class_summary(c.cls)
-        if c.qualified:
-            return self.kb.callable(c.func)
         return None
 
     def construct(self) -> None:
@@ -724,7 +731,37 @@ class _Inference:
         self.param_variables()
         for loss in self.roles.losses:
             self.roles.provenance[loss] = self.provenance(loss)
+        self.without_graph()
         return self.roles
+
+    def without_graph(self) -> None:
+        """Symbols whose every assigned value carries no autograd graph (``outputs`` assigned
+        under ``torch.no_grad()``, then ``loss = outputs.loss``)."""
+        defs: dict[str, list] = {}
+        for e in self.events:
+            targets = e.targets if isinstance(e, Call) else ((e.target,) if e.op == "=" else ())
+            for t in targets:
+                if t:
+                    defs.setdefault(t, []).append(e)
+        out: set[str] = set()
+
+        def graphless(e, sym: str) -> bool:
+            if e.ctx.grad == "disabled" or (isinstance(e, Assign) and e.value_kind in ("number", "detached")):
+                return True
+            if isinstance(e, Call) or e.sources is None:
+                return False
+            calls_ok = all(c.receiver is not None or c.inner is not None for c in e.sources.calls)
+            names = {n for n in e.sources.names if n != sym}
+            return calls_ok and bool(names) and all(n in out or n.partition(".")[0] in out for n in names)
+
+        changed = True
+        while changed:
+            changed = False
+            for sym, es in defs.items():
+                if sym not in out and all(graphless(e, sym) for e in es):
+                    out.add(sym)
+                    changed = True
+        self.roles.no_graph = out
 
     # -- 5. provenance of losses ------------------------------------------------------------
     def provenance(self, sym: str) -> frozenset[str] | None:

@@ -54,6 +54,12 @@ class Unit:
             self.events = [ev for raw in walk_events(self.ir) for ev in raw.typed]
         self._order = {id(ev): i for i, ev in enumerate(self.events)}
 
+    def raws(self) -> list:
+        """The raw events of the unit in program order (computed once)."""
+        if "raws" not in self._flows:
+            self._flows["raws"] = list(walk_events(self.ir))
+        return self._flows["raws"]
+
     def module_of(self, node) -> object:
         """The index of the module a node of the IR comes from."""
         return self.node_module.get(id(node), self.module)

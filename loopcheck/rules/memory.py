@@ -9,6 +9,7 @@ graph.
 
 from __future__ import annotations
 
+import re
 from typing import Iterable
 
 from loopcheck.engine.dataflow import Machine
@@ -61,6 +62,47 @@ def _feeds_backward(unit: Unit) -> set[str]:
     return out
 
 
+def _made_without_graph(unit: Unit, loss: str, store: Event, depth: int = 2) -> bool:
+    """Whether, in the iteration of the store, the loss was last computed from values made
+    without autograd (``with torch.no_grad(): outputs = model(x)`` then ``loss = outputs.loss``)."""
+    raws = unit.raws()
+    at = next((i for i, raw in enumerate(raws) if raw is store.raw), None)
+    loop = store.ctx.loops[-1] if store.ctx.loops else None
+    if at is None or loop is None:
+        return False
+
+    def last_def(sym: str, before: int):
+        for i in range(before - 1, -1, -1):
+            raw = raws[i]
+            if loop not in raw.ctx.loops:
+                return None, None
+            targets = raw.targets if isinstance(raw, Call) else ((raw.target,) if raw.op == "=" else ())
+            if sym in targets:
+                return i, raw
+        return None, None
+
+    def graphless(sym: str, before: int, depth: int) -> bool:
+        i, raw = last_def(sym, before)
+        if raw is None:
+            return False
+        if raw.ctx.grad == "disabled" or (isinstance(raw, Assign) and raw.value_kind in ("number", "detached")):
+            return True
+        if depth == 0 or isinstance(raw, Call) or raw.sources is None or raw.sources.calls and not all(
+            c.receiver is not None or c.inner is not None for c in raw.sources.calls
+        ):
+            return False
+        names = {n.partition(".")[0] if n.partition(".")[0] != sym else n for n in raw.sources.names} - {sym}
+        return bool(names) and all(graphless(n, i, depth - 1) for n in names)
+
+    return graphless(loss, at, depth)
+
+
+def _local(sym: str | None) -> bool:
+    """A local variable of a function (``f3:loss_dict``), not an attribute of a long-lived object
+    (``self@Trainer.meter``) or a module global."""
+    return sym is not None and re.match(r"^f\d+:[^.@]+$", sym) is not None
+
+
 def _rebound_in(unit: Unit, sym: str, loop) -> bool:
     """Whether ``sym`` is assigned anew inside ``loop`` (a list started again every step)."""
     canon = unit.roles.canon
@@ -95,12 +137,14 @@ class LossTensorKept(Rule):
             container = unit.roles.canon(ev.subject)
             if container in unit.roles.losses:
                 continue
+            if not ev.ctx.loops and _local(container):
+                continue  # a dict or list of this call only (loss_dict["ce"] = loss): not kept
             if feeds is None:
                 feeds = _feeds_backward(unit) | unit.roles.loss_containers
             if container in feeds and (not ev.ctx.loops or _rebound_in(unit, container, ev.ctx.loops[-1])):
                 continue  # a per-step list of losses that a backward consumes
             states = unit.flow(("loss", loss), lambda loss=loss: LossValueMachine(loss)).states(ev)
-            if states != {"tensor"}:
+            if states != {"tensor"} or _made_without_graph(unit, loss, ev):
                 continue
             bw = next((b for b in unit.of_kind("backward") if b.subject == loss), None)
             how = ev.extra["how"]

@@ -206,7 +206,7 @@ class ValidationWithoutNoGrad(Rule):
         for ev in unit.events[unit.order(fwd) + 1:]:
             if ev.kind in ("train", "model_build") and ev.subject == fwd.subject:
                 return False
-            if ev.kind == "backward":
+            if ev.kind in ("backward", "grad_query"):
                 return True
         return False
 
