@@ -304,6 +304,8 @@ class Frame:
     return_targets: tuple[str | None, ...] = ()
     instances: dict[str, ClassRef] = field(default_factory=dict)  # symbol -> its class
     literal_params: set[str] = field(default_factory=set)  # unbound parameters with a numeric default
+    constants: dict = field(default_factory=dict)  # parameter -> the constant it was given (phase="train")
+    forwarded: dict = field(default_factory=dict)  # *args / **kwargs parameter -> the caller's extra Args
     name: str | None = None  # the function's name (None: module level)
     def_class: ClassRef | None = None  # the class defining the function (for super())
     self_sym: str | None = None
@@ -515,6 +517,9 @@ class UnitBuilder:
             func, qualified = self.resolve(frame, dotted_name(func_expr))
         args = []
         for a in call.args:
+            if a.star and isinstance(a.value, cst.Name) and a.value.value in frame.forwarded:
+                args.extend(frame.forwarded[a.value.value])  # f(*args, **kwargs) passes the caller's on
+                continue
             sym, q = self.resolve(frame, dotted_name(a.value))
             args.append(
                 Arg(
@@ -693,6 +698,12 @@ class UnitBuilder:
             x.name.value for x in (*p.params, *p.kwonly_params)
             if x.name.value not in subst and x.default is not None and _is_literal(x.default, set())
         }
+        callee.constants = _constants(func, bound, subst, self._locals[key][0])
+        outer = {f"{frame.fid}:{k}" if frame.fid else k: v for k, v in frame.constants.items()}
+        for name, sym in subst.items():  # a constant passed on by name: build_model(..., phase)
+            if sym in outer and name not in self._locals[key][0]:
+                callee.constants[name] = outer[sym]
+        callee.forwarded = _extra_args(func, raw.args, self_sym is not None and not _is_static(func))
         callee.return_targets = targets
         callee.instances = frame.instances
         inner_ctx = replace(ctx, calls=ctx.calls + (raw.node,))
@@ -886,6 +897,15 @@ class UnitBuilder:
         # FunctionDef / ClassDef: definitions are not executed here.
 
     def if_stmt(self, frame: Frame, stmt: cst.If, ctx: Context, out: list[Node]) -> None:
+        decided = _decide(stmt.test, frame.constants) if frame.constants else None
+        if decided is not None:  # load_model(..., phase="train"): `if phase == "eval":` is False
+            if decided:
+                out.extend(self.block(frame, stmt.body, ctx).items)
+            elif isinstance(stmt.orelse, cst.If):
+                self.if_stmt(frame, stmt.orelse, ctx, out)
+            elif isinstance(stmt.orelse, cst.Else):
+                out.extend(self.block(frame, stmt.orelse.body, ctx).items)
+            return
         self.expr_events(frame, stmt.test, ctx, out)
         inner = replace(ctx, conds=ctx.conds + (stmt,))
         body = self.block(frame, stmt.body, inner)
@@ -994,7 +1014,7 @@ class UnitBuilder:
                     else:
                         for tgt, el in zip(frame.return_targets, values):
                             self.assign_event(frame, s, None, "=", el.value, ctx, out, tgt)
-            out.append(Jump("return"))
+            out.append(Jump("return", self.sources(frame, s.value).names if s.value is not None else frozenset()))
         elif isinstance(s, cst.Raise):
             self.expr_events(frame, s.exc, ctx, out)
             out.append(Jump("return"))
@@ -1109,6 +1129,84 @@ def evaluation_order(expr: cst.CSTNode) -> list:
 
     rec(expr, out)
     return out
+
+
+_NO_VALUE = object()
+
+
+def _literal(node: cst.CSTNode | None):
+    """The value of a literal (``"train"``, ``3``, ``True``, ``None``), else ``_NO_VALUE``."""
+    if isinstance(node, cst.SimpleString):
+        try:
+            return node.evaluated_value
+        except Exception:  # noqa: BLE001 - an odd string prefix
+            return _NO_VALUE
+    if isinstance(node, cst.Integer):
+        return node.evaluated_value
+    if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[node.value]
+    return _NO_VALUE
+
+
+def _extra_args(func: cst.FunctionDef, args: list[Arg], method: bool) -> dict[str, list[Arg]]:
+    """The arguments of a call that land in the callee's ``*args`` and ``**kwargs``, by the
+    name of those parameters (to pass them on when the callee forwards them)."""
+    p = func.params
+    named = [x.name.value for x in (*p.posonly_params, *p.params)][1 if method else 0:]
+    names = set(named) | {x.name.value for x in p.kwonly_params}
+    out: dict[str, list[Arg]] = {}
+    if isinstance(p.star_arg, cst.Param):
+        positional = [a for a in args if a.keyword is None]
+        out[p.star_arg.name.value] = positional[len(named):]
+    if isinstance(p.star_kwarg, cst.Param):
+        out[p.star_kwarg.name.value] = [a for a in args if a.keyword is not None and a.keyword not in names]
+    return out
+
+
+def _constants(func: cst.FunctionDef, bound: dict, subst: dict, assigned: set[str]) -> dict:
+    """The parameters of an inlined call that hold a constant the function never re-binds:
+    given a literal argument, or left at a literal default."""
+    out = {}
+    p = func.params
+    for param in (*p.posonly_params, *p.params, *p.kwonly_params):
+        name = param.name.value
+        if name in assigned or name in subst:
+            continue
+        if name in bound:
+            value = _literal(bound[name].node)
+        else:
+            value = _literal(param.default) if param.default is not None else _NO_VALUE
+        if value is not _NO_VALUE:
+            out[name] = value
+    return out
+
+
+def _decide(test: cst.BaseExpression, constants: dict) -> bool | None:
+    """The value of an ``if`` test over constant parameters (``phase == "eval"``, ``not amp``,
+    ``x is None``), ``None`` when it depends on anything else."""
+    if isinstance(test, cst.Name) and test.value in constants:
+        return bool(constants[test.value])
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _decide(test.expression, constants)
+        return None if inner is None else not inner
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name):
+        if test.left.value not in constants:
+            return None
+        left = constants[test.left.value]
+        comp = test.comparisons[0]
+        right = _literal(comp.comparator)
+        if right is _NO_VALUE:
+            return None
+        op = comp.operator
+        if isinstance(op, cst.Equal):
+            return left == right
+        if isinstance(op, cst.NotEqual):
+            return left != right
+        if isinstance(op, cst.Is):
+            return left is right
+        if isinstance(op, cst.IsNot):
+            return left is not right
+    return None
 
 
 def _is_static(func: cst.FunctionDef) -> bool:

@@ -21,7 +21,9 @@ import libcst as cst
 
 from loopcheck.engine.ir import Assign, Call, RawEvent
 from loopcheck.engine.knowledge import ASPECTS, Effect, Summary, knowledge
-from loopcheck.engine.roles import ACCELERATOR_NAME, Roles, arg_at, last, parameter_owner, receiver_of, summary_of
+from loopcheck.engine.roles import (
+    ACCELERATOR_NAME, LOSS_NAME, Roles, arg_at, last, parameter_owner, receiver_of, summary_of,
+)
 
 DTYPE_WORDS = re.compile(r"(float|half|bfloat16|double|dtype|fp16|bf16|int8)", re.I)
 METER_NAME = re.compile(r"(meter|avg|average|losses|running)", re.I)
@@ -92,7 +94,7 @@ class _Typer:
         self.out: list[Event] = []
 
     def ev(self, kind: str, subject: str | None, **extra) -> None:
-        if kind == "backward":  # the models the loss comes from (None: any)
+        if kind == "backward" and "models" not in extra:  # the models the loss comes from (None: any)
             extra["models"] = self.roles.provenance.get(subject) if subject else None
         self.out.append(Event(kind, subject, self.c.node, self.c, extra))
 
@@ -183,18 +185,24 @@ class _Typer:
             if inner.receiver and roles.canon(inner.receiver) in roles.scalers and inner.method == "scale":
                 loss = inner.args[0].sym if inner.args else None
                 self.ev("backward", loss, scaler=roles.canon(inner.receiver))
+            elif inner.receiver:
+                self.ev("backward", inner.receiver, scaler=None)
             else:
-                self.ev("backward", inner.receiver or self._loss_operand(inner.operands), scaler=None)
+                self._operands_backward(inner.operands)
             return True
-        self.ev("backward", self._loss_operand(c.operands), scaler=None)
+        self._operands_backward(c.operands)
         return True
 
-    def _loss_operand(self, operands) -> str | None:
-        for m in operands:
-            m = self.roles.canon(m)
-            if m in self.roles.losses or m in self.roles.loss_containers:
-                return m
-        return None
+    def _operands_backward(self, operands) -> None:
+        """``(weights * loss).mean().backward()``: the backward of the loss operands; its
+        models are those of all of them (unknown when one is)."""
+        roles = self.roles
+        losses = [m for m in (roles.canon(o) for o in operands) if m in roles.losses or m in roles.loss_containers]
+        named = [m for m in losses if LOSS_NAME.search(last(m))]
+        subject = (named or losses or [None])[0]
+        provs = [roles.provenance.get(m) for m in losses]
+        models = None if not provs or any(p is None for p in provs) else frozenset().union(*provs)
+        self.ev("backward", subject, scaler=None, models=models)
 
     # -- summaries ------------------------------------------------------------------------
     def apply(self, summary: Summary) -> None:

@@ -179,6 +179,7 @@ class Loop:
 @dataclass(eq=False)
 class Jump:
     kind: str  # "break" | "continue" | "return"
+    values: frozenset[str] = frozenset()  # for a return: the symbols its value is computed from
 
 
 @dataclass(eq=False)

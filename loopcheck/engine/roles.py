@@ -28,7 +28,7 @@ import libcst as cst
 from loopcheck.engine.builder import ModuleIndex
 from loopcheck.engine.ir import Arg, Assign, Call, RawEvent
 from loopcheck.engine.knowledge import Returns, Summary, knowledge
-from loopcheck.engine.walk import names_in
+from loopcheck.engine.walk import dotted_chains, names_in
 
 # -- naming heuristics (last resort, when construction and usage say nothing) -----------------
 
@@ -85,6 +85,7 @@ class OptimizerInfo:
     others: list[Call] = field(default_factory=list)
     by_ctor: dict[int, set[str] | None] = field(default_factory=dict)
     params: set[str] = field(default_factory=set)  # the symbols its parameter arguments name
+    certain: set[str] | None = None  # models in every alternative (``a.parameters() if x else b...``)
 
     @property
     def no_model(self) -> bool:
@@ -274,8 +275,11 @@ def summary_of(call: Call, roles: Roles) -> Summary | None:
     kb = knowledge()
     if call.qualified:
         return kb.callable(call.func)
-    if call.inner is not None or call.operands:
+    if call.operands:
         return None
+    if call.inner is not None:  # model.to(device).train(): a method of what the inner call returned
+        recv = receiver_of(call)
+        return kb.method(roles.type_of(recv), call.method or "") if recv else None
     recv = call.receiver
     if recv is not None:
         return kb.method(roles.type_of(recv), call.method or "")
@@ -431,6 +435,8 @@ class _Inference:
                 info = roles.optimizers[target] = OptimizerInfo(c, q, set(models), eager)
             info.by_ctor[id(c)] = set(models) if known else None
             info.params |= set(arg.mentions) if arg else set()
+            sure = self.certain_models(arg, models)
+            info.certain = sure if info.certain is None else info.certain & sure
         elif role == "scheduler":
             kind = r.get("schedule", "unknown")
             name = (summary.name or "").rpartition(".")[2]
@@ -463,6 +469,19 @@ class _Inference:
             roles.models.add(target)
         elif role == "loss":
             roles.losses.add(target)
+
+    def certain_models(self, arg: Arg | None, models: set[str]) -> set[str]:
+        """The models an optimizer's parameter argument takes on every path: for
+        ``unet.parameters() if train_unet else text_encoder.parameters()``, neither."""
+        if arg is None or not isinstance(arg.node, cst.IfExp):
+            return set(models)
+
+        def branch(node) -> set[str]:
+            chains = set(dotted_chains(node))
+            mentions = frozenset(m for m in arg.mentions if m.rpartition(":")[2] in chains)
+            return self.param_models(mentions)[0]
+
+        return branch(arg.node.body) & branch(arg.node.orelse)
 
     def param_models(self, mentions, depth: int = 0) -> tuple[set[str], bool]:
         """Models whose parameters an optimizer's parameter argument takes, following up to
@@ -597,6 +616,8 @@ class _Inference:
                 break
         for info in roles.optimizers.values():
             info.models = {roles.canon(m) for m in info.models}  # type: ignore[misc]
+            if info.certain is not None:
+                info.certain = {roles.canon(m) for m in info.certain}  # type: ignore[misc]
             for k, v in info.by_ctor.items():
                 if v is not None:
                     info.by_ctor[k] = {roles.canon(m) for m in v}  # type: ignore[misc]
@@ -810,14 +831,13 @@ class _Inference:
             return True
         if c.qualified:
             return self.kb.callable(c.func) is not None
-        if c.inner is not None or c.operands:
-            return True  # a method of a computed value: out.pow(2).mean()
         recv = c.receiver
-        if recv is None:
-            return False  # a function no one here defines or describes
-        if recv.startswith("self@") or roles.role(roles.canon(recv)) or recv in roles.types:
+        if recv is not None and (recv.startswith("self@") or roles.role(roles.canon(recv)) or recv in roles.types):
             return summary_of(c, roles) is not None
-        return True  # a method of a value (a tensor): logits.softmax(-1)
+        if recv is None and c.inner is None and not c.operands:
+            return False  # a function no one here defines or describes
+        # a method of a value: a tensor method (out.pow(2).mean()) is understood, not mem.sample()
+        return self.kb.method("torch.Tensor", c.method or "") is not None
 
     def param_variables(self) -> None:
         """``params = list(model.parameters())``: a variable holding a model's parameters."""

@@ -7,7 +7,7 @@ from typing import Callable
 
 from loopcheck.engine.dataflow import Flow, Machine, run
 from loopcheck.engine.events import Event
-from loopcheck.engine.ir import Seq, walk_events
+from loopcheck.engine.ir import Jump, Seq, parts, walk_events
 from loopcheck.engine.roles import Roles
 
 
@@ -59,6 +59,19 @@ class Unit:
         if "raws" not in self._flows:
             self._flows["raws"] = list(walk_events(self.ir))
         return self._flows["raws"]
+
+    def returned(self) -> frozenset[str]:
+        """The symbols the unit's functions return values computed from (``return lbox + lobj``)."""
+        if "returned" not in self._flows:
+            out: set[str] = set()
+            stack = [self.ir]
+            while stack:
+                node = stack.pop()
+                if isinstance(node, Jump) and node.kind == "return":
+                    out |= node.values
+                stack.extend(parts(node))
+            self._flows["returned"] = frozenset(out)
+        return self._flows["returned"]
 
     def module_of(self, node) -> object:
         """The index of the module a node of the IR comes from."""

@@ -139,6 +139,8 @@ class LossTensorKept(Rule):
                 continue
             if not ev.ctx.loops and _local(container):
                 continue  # a dict or list of this call only (loss_dict["ce"] = loss): not kept
+            if _local(container) and container in unit.returned():
+                continue  # lobj += obji * w; return lbox + lobj: the total is the loss the caller backpropagates
             if feeds is None:
                 feeds = _feeds_backward(unit) | unit.roles.loss_containers
             if container in feeds and (not ev.ctx.loops or _rebound_in(unit, container, ev.ctx.loops[-1])):

@@ -91,10 +91,12 @@ class OptimizerModelMachine(Machine):
 
 def _flows(unit: Unit):
     for opt, info in unit.roles.optimizers.items():
-        if not info.models:
+        # the models the optimizer certainly holds (not one arm of `a.parameters() if x else ...`)
+        models = info.models if info.certain is None else info.certain
+        if not models:
             continue
         flow = unit.flow(
-            ("setup", opt), lambda opt=opt, info=info: OptimizerModelMachine(opt, info.models, info.eager_state)
+            ("setup", opt), lambda opt=opt, models=models: OptimizerModelMachine(opt, models, info.eager_state)
         )
         for step in unit.of_kind("step"):
             if step.subject == opt:
