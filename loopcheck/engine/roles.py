@@ -333,6 +333,19 @@ def exponential_unit(call: Call) -> str:
     return "unknown"
 
 
+def _common(a: set[str], b: set[str]) -> set[str]:
+    """The models two sets both reach, a submodule counting for the model that holds it
+    (``{model}`` and ``{model.head}`` share ``model.head``)."""
+    out = set()
+    for x in a:
+        for y in b:
+            if x == y or y.startswith(x + "."):
+                out.add(y)
+            elif x.startswith(y + "."):
+                out.add(x)
+    return out
+
+
 class _Inference:
     """One pass of role inference over the raw events of a file."""
 
@@ -481,7 +494,7 @@ class _Inference:
             mentions = frozenset(m for m in arg.mentions if m.rpartition(":")[2] in chains)
             return self.param_models(mentions)[0]
 
-        return branch(arg.node.body) & branch(arg.node.orelse)
+        return _common(branch(arg.node.body), branch(arg.node.orelse))
 
     def param_models(self, mentions, depth: int = 0) -> tuple[set[str], bool]:
         """Models whose parameters an optimizer's parameter argument takes, following up to

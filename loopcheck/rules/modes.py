@@ -103,6 +103,8 @@ def trained_models(unit: Unit) -> dict[str, list[Event]]:
             models = info.models_of([b.raw for b in unit.builds_reaching(step, step.subject)])
         if models is None or (not models and not (info and info.by_ctor)):
             models = set(moded) if len(moded) == 1 else set()
+        elif info is not None and info.certain is not None:
+            models = {m for m in models if any(m == c or m.startswith(c + ".") for c in info.certain)}
         for m in models:
             out.setdefault(m, []).append(step)
     return out
