@@ -85,7 +85,13 @@ class OptimizerInfo:
     others: list[Call] = field(default_factory=list)
     by_ctor: dict[int, set[str] | None] = field(default_factory=dict)
     params: set[str] = field(default_factory=set)  # the symbols its parameter arguments name
-    certain: set[str] | None = None  # models in every alternative (``a.parameters() if x else b...``)
+    certain: dict[int, set[str]] = field(default_factory=dict)  # per construction: the models in
+    # every alternative of its parameter argument (``a.parameters() if x else b.parameters()``: none)
+
+    def certain_of(self, ctors=()) -> set[str]:
+        """The models the given constructions (all when empty) certainly take."""
+        keys = [id(c) for c in ctors] or list(self.certain)
+        return set().union(*(self.certain.get(k, set()) for k in keys)) if keys else set(self.models)
 
     @property
     def no_model(self) -> bool:
@@ -448,8 +454,7 @@ class _Inference:
                 info = roles.optimizers[target] = OptimizerInfo(c, q, set(models), eager)
             info.by_ctor[id(c)] = set(models) if known else None
             info.params |= set(arg.mentions) if arg else set()
-            sure = self.certain_models(arg, models)
-            info.certain = sure if info.certain is None else info.certain & sure
+            info.certain[id(c)] = self.certain_models(arg, models)
         elif role == "scheduler":
             kind = r.get("schedule", "unknown")
             name = (summary.name or "").rpartition(".")[2]
@@ -629,8 +634,8 @@ class _Inference:
                 break
         for info in roles.optimizers.values():
             info.models = {roles.canon(m) for m in info.models}  # type: ignore[misc]
-            if info.certain is not None:
-                info.certain = {roles.canon(m) for m in info.certain}  # type: ignore[misc]
+            for k, v in info.certain.items():
+                info.certain[k] = {roles.canon(m) for m in v}  # type: ignore[misc]
             for k, v in info.by_ctor.items():
                 if v is not None:
                     info.by_ctor[k] = {roles.canon(m) for m in v}  # type: ignore[misc]

@@ -99,12 +99,14 @@ def trained_models(unit: Unit) -> dict[str, list[Event]]:
     for step in unit.of_kind("step"):
         info = unit.roles.optimizers.get(step.subject)
         models = None
+        ctors = [b.raw for b in unit.builds_reaching(step, step.subject)]
         if info is not None:
-            models = info.models_of([b.raw for b in unit.builds_reaching(step, step.subject)])
+            models = info.models_of(ctors)
         if models is None or (not models and not (info and info.by_ctor)):
             models = set(moded) if len(moded) == 1 else set()
-        elif info is not None and info.certain is not None:
-            models = {m for m in models if any(m == c or m.startswith(c + ".") for c in info.certain)}
+        elif info is not None and info.certain:
+            sure = info.certain_of(ctors)
+            models = {m for m in models if any(m == c or m.startswith(c + ".") for c in sure)}
         for m in models:
             out.setdefault(m, []).append(step)
     return out

@@ -92,7 +92,7 @@ class OptimizerModelMachine(Machine):
 def _flows(unit: Unit):
     for opt, info in unit.roles.optimizers.items():
         # the models the optimizer certainly holds (not one arm of `a.parameters() if x else ...`)
-        models = info.models if info.certain is None else info.certain
+        models = info.certain_of() if info.certain else info.models
         if not models:
             continue
         flow = unit.flow(
