@@ -720,7 +720,7 @@ class UnitBuilder:
         ]
         if binds:
             body.items[:0] = binds
-        return Inline(func, body)
+        return Inline(func, body, callee.fid)
 
     def _lexical_parent(self, frame: Frame, func: cst.FunctionDef) -> Frame | None:
         f: Frame | None = frame

@@ -247,7 +247,7 @@ class _Interpreter:
         if kinds is not None and not isinstance(node, Jump):
             sm = self._summaries[id(node)]
             if not (sm.kinds & kinds) and not sm.jumps and not (sm.names & self._test_names):
-                return _Out(states)
+                return _Out(states)  # (a machine's own object is built by an event it reacts to)
         key = (id(node), frozenset(states))
         hit = self._memo.get(key)
         if hit is None:
@@ -313,7 +313,12 @@ class _Interpreter:
             return out
         if isinstance(node, Inline):
             r = self.exec(node.body, states)
-            return _Out(r.normal | r.ret)
+            out = r.normal | r.ret
+            absent = self.m.absent()
+            prefix = node.fid + ":"
+            if absent is not None and self.m.subjects and all(s.startswith(prefix) for s in self.m.subjects):
+                out = {(absent, conds) for _, conds in out}  # a local of the call: gone when it returns
+            return _Out(out)
         raise TypeError(node)
 
 

@@ -192,10 +192,13 @@ class Try:
 
 @dataclass(eq=False)
 class Inline:
-    """The body of a called function of the same file; its ``return`` ends only itself."""
+    """The body of a called function of the project; its ``return`` ends only itself. ``fid``
+    prefixes the symbols of its local variables (``f3:optimizer``): when it returns, the objects
+    only they name are gone."""
 
     func: cst.CSTNode
     body: Seq
+    fid: str = ""
 
 
 Node = Call | Assign | Seq | If | Loop | Jump | Try | Inline
