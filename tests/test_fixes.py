@@ -220,7 +220,7 @@ AMP = textwrap.dedent("""\
     import torch
     from torch import nn
 
-    model = nn.Linear(4, 2)
+    model = nn.Sequential(nn.Linear(4, 2), nn.Dropout(0.1))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     scaler = torch.amp.GradScaler("cpu")
     losses = []
@@ -246,7 +246,7 @@ AMP_FIXED = textwrap.dedent("""\
     import torch
     from torch import nn
 
-    model = nn.Linear(4, 2)
+    model = nn.Sequential(nn.Linear(4, 2), nn.Dropout(0.1))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     scaler = torch.amp.GradScaler("cpu")
     losses = []
