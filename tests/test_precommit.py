@@ -86,7 +86,7 @@ def test_pre_commit_try_repo_fails_on_a_bad_file_and_passes_on_a_good_one(tmp_pa
     assert procs["bad.py"].returncode == 1, out["bad.py"]
     assert "loopcheck" in out["bad.py"] and "Failed" in out["bad.py"]
     assert "- exit code: 1" in out["bad.py"]
-    assert f"bad.py:9:5: LC101 {MESSAGE}\nFound 1 error." in out["bad.py"]
+    assert f"bad.py:9:5: LC101 [*] {MESSAGE}\nFound 1 error." in out["bad.py"]
 
     assert procs["good.py"].returncode == 0, out["good.py"]
     assert "Passed" in out["good.py"]

@@ -29,7 +29,7 @@ def torch_available() -> bool:
     return find_spec("torch") is not None
 
 
-@click.command("verify")
+@click.command("verify", short_help="Re-run the runtime evidence: each rule's bad and good fixture under probes (needs torch).")
 @click.argument("codes", nargs=-1, metavar="[CODE]...")
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="Table for people, JSON for tools.")
