@@ -10,7 +10,6 @@ import json
 
 import click
 
-from .symptoms import SYMPTOMS
 
 TORCH_MISSING = (
     "loopcheck verify needs PyTorch, which is not installed in this environment.\n"
@@ -56,6 +55,8 @@ def verify(codes, output_format, fixtures_dir, jobs, details):
     if not torch_available():
         click.echo(TORCH_MISSING, err=True)
         raise SystemExit(2)
+    from .symptoms import SYMPTOMS  # here, not at import: `loopcheck --version` need not load it
+
     selected = [c.upper() for c in codes] or list(SYMPTOMS)
     unknown = [c for c in selected if c not in SYMPTOMS]
     if unknown:
