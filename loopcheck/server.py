@@ -196,14 +196,24 @@ class ThreadJob:
 
 class Runner:
     """Starts checks: processes forked from a fork server that has loopcheck imported (so a
-    kill costs nothing and a new check starts in milliseconds), else threads."""
+    kill costs nothing and a new check starts in milliseconds), else threads.
+
+    The fork server is a ``python -c`` child of this process, in its working directory; it is
+    started with ``PYTHONSAFEPATH=1`` (Python 3.11+) so that directory is not on its
+    ``sys.path`` and a ``multiprocessing.py`` or ``loopcheck/`` there is never imported. On
+    Python 3.10, which lacks that switch, and where ``forkserver`` does not exist, checks run
+    in threads.
+    """
 
     def __init__(self, processes: bool | None = None) -> None:
+        import sys
+
         if processes is None:
-            processes = "forkserver" in multiprocessing.get_all_start_methods() and not os.environ.get(
-                "LOOPCHECK_SERVER_THREADS")
+            processes = ("forkserver" in multiprocessing.get_all_start_methods() and sys.version_info >= (3, 11)
+                         and not os.environ.get("LOOPCHECK_SERVER_THREADS"))
         self.ctx = None
         if processes:
+            os.environ["PYTHONSAFEPATH"] = "1"  # inherited by the fork server only: nothing else is started
             self.ctx = multiprocessing.get_context("forkserver")
             self.ctx.set_forkserver_preload(["loopcheck.server", "loopcheck.analysis", "loopcheck.fixes",
                                              "loopcheck.noqa", "loopcheck.notebook"])

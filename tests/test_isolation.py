@@ -62,3 +62,27 @@ def test_static_commands_never_run_checked_code(hostile, args):
     if args[0] == "--output-format":  # the files were really read: both training loops reported
         found = json.loads(proc.stdout)
         assert {(Path(f["filename"]).name, f["code"]) for f in found} >= {("train.py", "LC101"), ("train.ipynb", "LC101")}
+
+
+def test_the_language_server_never_runs_checked_code(hostile):
+    """``loopcheck server`` started in the hostile directory (its fork server too) checks the
+    script and the notebook without importing any of the files there."""
+    pytest.importorskip("pygls")
+    from test_server import Client
+
+    project, markers = hostile
+    (project / "multiprocessing.py").write_text(f"open({str(markers / 'multiprocessing')!r}, 'w')\n")
+    c = Client([LOOPCHECK, "server"], cwd=project)
+    try:
+        c.request("initialize", {"processId": None, "rootUri": project.as_uri(), "capabilities": {}})
+        c.notify("initialized", {})
+        uri = (project / "train.py").as_uri()
+        c.notify("textDocument/didOpen", {"textDocument": {
+            "uri": uri, "languageId": "python", "version": 1, "text": (project / "train.py").read_text()}})
+        assert [d["code"] for d in c.diagnostics(uri)] == ["LC101"]
+        actions = c.request("textDocument/codeAction", {"textDocument": {"uri": uri}, "range": {
+            "start": {"line": 8, "character": 0}, "end": {"line": 8, "character": 60}}, "context": {"diagnostics": []}})
+        assert actions and actions[0]["kind"] == "quickfix"
+    finally:
+        c.close()
+    assert list(markers.iterdir()) == []

@@ -27,9 +27,9 @@ TIMEOUT = 10.0
 class Client:
     """A minimal LSP client: Content-Length framed JSON-RPC over the server's stdin/stdout."""
 
-    def __init__(self) -> None:
+    def __init__(self, command: list[str] | None = None, cwd: Path = ROOT) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "loopcheck.server"], cwd=ROOT,
+            command or [sys.executable, "-m", "loopcheck.server"], cwd=cwd,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )
         self.inbox: queue.Queue = queue.Queue()
@@ -168,6 +168,7 @@ def client():
             "processId": None, "rootUri": ROOT.as_uri(),
             "capabilities": {
                 "general": {"positionEncodings": ["utf-16"]},
+                "notebookDocument": {"synchronization": {}},
                 "textDocument": {
                     "publishDiagnostics": {"relatedInformation": True},
                     "codeAction": {"codeActionLiteralSupport": {"codeActionKind": {
@@ -195,6 +196,8 @@ def test_initialize_advertises_code_actions(client):
     assert client.server_info["serverInfo"]["name"] == "loopcheck"
     assert set(caps["codeActionProvider"]["codeActionKinds"]) == {"quickfix", "source.fixAll.loopcheck"}
     assert caps["textDocumentSync"]["openClose"] is True
+    assert caps["notebookDocumentSync"] == {
+        "notebookSelector": [{"notebook": "jupyter-notebook", "cells": [{"language": "python"}]}], "save": True}
 
 
 def test_diagnostic_code_action_fix_and_close(client):
