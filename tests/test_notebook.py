@@ -13,6 +13,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from loopcheck.cli import main
 from loopcheck import notebook as notebook_module
 from loopcheck.notebook import cell_program, read_notebook
+from test_cli import BAD as BAD_PY
 
 SETUP = """\
 %matplotlib inline
@@ -393,3 +394,23 @@ def test_fix_in_an_nbformat_3_notebook_keeps_version_3(project):
     assert after["nbformat"] == 3 and "cells" not in after
     assert "loss.backward()\n    nn.utils.clip_grad_norm_" in "".join(after["worksheets"][0]["cells"][1]["input"])
     assert after["worksheets"][0]["cells"][0] == v3["worksheets"][0]["cells"][0]
+
+
+def test_add_noqa_in_a_notebook_then_it_is_clean(project):
+    path = project / "train.ipynb"
+    before = json.loads(path.read_text())
+    result = run("--add-noqa", "train.ipynb")
+    assert (result.exit_code, result.output) == (0, "Added 1 noqa directive.\n")
+    after = json.loads(path.read_text())
+    assert "".join(after["cells"][3]["source"]).splitlines()[3] == (
+        "    nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # noqa: LC101")
+    assert [c["source"] for c in after["cells"][:3]] == [c["source"] for c in before["cells"][:3]]
+    assert run("train.ipynb").output == "All checks passed!\n"
+
+
+def test_json_filename_of_standard_input(project):
+    text = (project / "train.ipynb").read_text()
+    data = json.loads(run("-", "--stdin-filename", "sub/nb.ipynb", "--output-format", "json", input=text).output)
+    assert data[0]["filename"] == str(project / "sub" / "nb.ipynb")
+    data = json.loads(run("-", "--output-format", "json", input=BAD_PY).output)
+    assert data[0]["filename"] == "-" and data[0]["cell"] is None
