@@ -20,6 +20,7 @@ from test_cli import BAD, FIX_EDITS, FIX_MESSAGE, GOOD, MESSAGE
 # BAD, and the model left in eval mode for a forward pass with autograd on: LC101, LC301, LC302.
 MODES = BAD.replace("    optimizer.step()\n", "    optimizer.step()\n    model.eval()\n    model(x)\n")
 SCHEMA = Path(__file__).resolve().parent / "data" / "sarif-schema-2.1.0.json"
+LC301_BAD = (Path(__file__).resolve().parent.parent / "fixtures" / "LC301_bad.py").read_text()
 
 FULL = f"""\
 LC101 [*] {MESSAGE}
@@ -202,8 +203,9 @@ def test_github_escapes_and_uses_warning_for_warning_rules(project):
 
 
 def test_statistics(project):
-    (project / "modes.py").write_text(MODES)
-    result = run("--statistics", "bad.py", "modes.py")
+    (project / "modes.py").write_text(MODES)  # LC101 (safe fix), LC302 (a warning, unsafe fix)
+    (project / "lc301.py").write_text(LC301_BAD)  # LC301 (unsafe fix)
+    result = run("--statistics", "bad.py", "modes.py", "lc301.py")
     assert result.exit_code == 1
     assert result.output == (
         "2\tLC101\t[*] clip-before-backward\n"
@@ -212,7 +214,7 @@ def test_statistics(project):
         "Found 3 errors, 1 warning.\n"
         "[*] 2 fixable with `--fix` (2 unsafe fixes available with `--fix --unsafe-fixes`).\n"
     )
-    assert run("--statistics", "--unsafe-fixes", "modes.py").output == (
+    assert run("--statistics", "--unsafe-fixes", "modes.py", "lc301.py").output == (
         "1\tLC101\t[*] clip-before-backward\n"
         "1\tLC301\t[*] eval-mode-not-reset\n"
         "1\tLC302\t[*] validation-without-no-grad\n"
@@ -224,7 +226,7 @@ def test_statistics(project):
         "Found 1 warning.\n"
         "1 unsafe fix available with `--fix --unsafe-fixes`.\n"
     )
-    data = json.loads(run("--statistics", "--output-format", "json", "bad.py", "modes.py").output)
+    data = json.loads(run("--statistics", "--output-format", "json", "bad.py", "modes.py", "lc301.py").output)
     assert data == [
         {"code": "LC101", "name": "clip-before-backward", "count": 2, "fixable": True, "fixable_count": 2},
         {"code": "LC301", "name": "eval-mode-not-reset", "count": 1, "fixable": False, "fixable_count": 0},
@@ -352,10 +354,13 @@ def test_warnings_and_errors_are_counted_and_coloured_apart(project):
     (project / "modes.py").write_text(MODES)
     result = run("--select", "LC302", "modes.py")
     assert result.output.splitlines()[-2] == "Found 1 warning."
-    assert run("modes.py").output.splitlines()[-2] == "Found 2 errors, 1 warning."
+    assert run("modes.py").output.splitlines()[-2] == "Found 1 error, 1 warning."
+    (project / "lc301.py").write_text(LC301_BAD)
+    assert run("modes.py", "lc301.py").output.splitlines()[-2] == "Found 2 errors, 1 warning."
     findings, source = lint_text(MODES, "modes.py")
+    more, other = lint_text(LC301_BAD, "lc301.py")
     out = io.StringIO()
-    write_concise(findings, out, Context({"modes.py": source}, color=True))
+    write_concise(findings + more, out, Context({"modes.py": source, "lc301.py": other}, color=True))
     text = out.getvalue()
     assert "\x1b[91m\x1b[1mLC301\x1b[0m" in text  # errors in red
     assert "\x1b[33m\x1b[1mLC302\x1b[0m" in text  # warnings in yellow

@@ -91,6 +91,7 @@ def test_wheel_ships_the_pages_the_fixtures_and_the_metadata(dist):
     for fixture in ("LC101_bad.py", "LC101_good.py", "LC501_bad_runtime.py"):
         assert f"loopcheck/fixtures/{fixture}" in names
     assert "loopcheck/py.typed" in names
+    assert "loopcheck/knowledge/torch.toml" in names  # the library knowledge the engine reads
     assert not any(n.startswith(("loopcheck/fixtures/seeds/", "loopcheck/fixtures/valid/")) for n in names)
     meta = next(n for n in names if n.endswith(".dist-info/METADATA"))
     metadata = wheel.read(meta).decode()
@@ -144,3 +145,11 @@ def test_verify_from_the_wheel_runs_the_shipped_fixtures_isolated(venv, tmp_path
     assert lines[-1].startswith("1/1 rules reproduced (torch 2.")
     assert "NumPy" not in proc.stderr and proc.stderr == ""
     assert sorted(p.read_text() for p in markers.iterdir()) == []
+
+
+def test_check_from_the_wheel(venv, tmp_path):
+    """The engine works from the installed wheel (its library knowledge is package data)."""
+    (tmp_path / "train.py").write_text((ROOT / "fixtures" / "LC101_bad.py").read_text())
+    proc = sh(venv / "bin" / "loopcheck", "--output-format", "concise", "train.py", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.startswith("train.py:46:9: LC101 [*] ")
