@@ -290,6 +290,7 @@ class LoopcheckServer(LanguageServer):
 
     @property
     def slots(self) -> asyncio.Semaphore:
+        """At most :data:`JOBS` checks at a time (created in the server's event loop)."""
         if self._slots is None:
             self._slots = asyncio.Semaphore(JOBS)
         return self._slots
@@ -316,6 +317,7 @@ class LoopcheckServer(LanguageServer):
         return docs.get(unquote(uri)) or docs.get(uri)
 
     def notebook_target(self, notebook: types.NotebookDocument) -> Target:
+        """A notebook as a check target: its Python code cells, numbered as Jupyter shows them."""
         cells: list[tuple[int, str]] = []
         uris_by_number: dict[int, str] = {}
         for number, cell in enumerate(notebook.cells, 1):
@@ -461,6 +463,7 @@ class LoopcheckServer(LanguageServer):
         return target, cached
 
     def forget(self, key: str) -> None:
+        """Drop what is known about ``key`` (closed): results, its running check, its timer."""
         for table in (self.results, self.fixed):
             table.pop(key, None)
         job = self.jobs.pop(key, None)
@@ -473,10 +476,13 @@ class LoopcheckServer(LanguageServer):
     # ------------------------------------------------------------------ publishing
 
     def publish(self, uri: str, diagnostics: list[types.Diagnostic], version: int | None = None) -> None:
+        """``textDocument/publishDiagnostics`` for one document (a file, a cell, a config file)."""
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version))
 
     def publish_target(self, target: Target, result: Analysis) -> None:
+        """Publish a check's diagnostics: on the document, or on each code cell of a notebook
+        (cells that had diagnostics and have none now are cleared)."""
         if target.kind == "python":
             doc = self.open_document(target.key)
             self.publish(target.key, [diagnostic(Place(doc, target.key), f, self.place_of(target, result))
