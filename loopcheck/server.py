@@ -89,7 +89,8 @@ class Analysis:
     version: Any = None
 
 
-def analyze(kind: str, payload, filename: str, codes: Collection[str] | None, with_fixes: bool) -> Analysis:
+def analyze(kind: str, payload, filename: str, codes: Collection[str] | None, with_fixes: bool,
+            src: tuple = ()) -> Analysis:
     """Check a document as the command line checks a file.
 
     Args:
@@ -98,8 +99,10 @@ def analyze(kind: str, payload, filename: str, codes: Collection[str] | None, wi
         filename: the name findings carry.
         codes: the rule codes to run (``None``: all).
         with_fixes: also compute each finding's fix and the fix-all text (slower).
+        src: extra source roots of the project (the ``src`` setting), where imports are read.
     """
     from loopcheck.analysis import check_parsed
+    from loopcheck.engine.project import project_for
     from loopcheck.noqa import apply_noqa, is_skipped
     from loopcheck.notebook import build_notebook, check_notebook
 
@@ -108,9 +111,9 @@ def analyze(kind: str, payload, filename: str, codes: Collection[str] | None, wi
     if is_skipped(program):
         return Analysis(program, [], notebook, program if with_fixes else None)
     if notebook is not None:
-        found, module, positions = check_notebook(notebook, filename, codes)
+        found, module, positions = check_notebook(notebook, filename, codes, project_for(filename, src))
     else:
-        found, module, positions = check_parsed(program, filename, codes)
+        found, module, positions = check_parsed(program, filename, codes, project_for(filename, src))
     found = apply_noqa(found, program, filename, codes)
     fix_all = None
     if with_fixes:
@@ -333,11 +336,12 @@ class LoopcheckServer(LanguageServer):
 
     # ------------------------------------------------------------------ configuration
 
-    def codes_for(self, path: str | None) -> frozenset[str] | None:
-        """The rule codes the configuration enables for ``path`` (``None``: all rules, for an
-        unsaved buffer or an invalid configuration, which is then shown to the user)."""
+    def settings_for(self, path: str | None) -> tuple[frozenset[str] | None, tuple]:
+        """The rule codes the configuration enables for ``path`` and its ``src`` roots
+        (``None``, ``()``: all rules, for an unsaved buffer or an invalid configuration, which
+        is then shown to the user)."""
         if not path:
-            return None
+            return None, ()
         from loopcheck.config import ConfigError, Options, Resolver
 
         file = Path(path)
@@ -346,14 +350,14 @@ class LoopcheckServer(LanguageServer):
             codes = settings.codes_for(file)
         except (ConfigError, OSError, ValueError) as err:
             self.show_config_error(_config_file_of(str(err)), str(err))
-            return None
+            return None, ()
         config = settings.config_path
         for bad in [k for k in self.config_errors if k and Path(k).parent in (file.parent, *file.parent.parents)]:
             del self.config_errors[bad]  # that file is valid again (or no longer the closest)
             self.publish(Path(bad).as_uri(), [])
         if config is None:
             self.config_errors.pop("", None)
-        return codes
+        return codes, tuple(getattr(settings, "src", ()))
 
     def show_config_error(self, config: Path | None, message: str) -> None:
         """``window/showMessage`` (once per distinct error) and a diagnostic on the file."""
@@ -409,10 +413,10 @@ class LoopcheckServer(LanguageServer):
         Raises:
             Cancelled: a newer version cancelled it.
         """
-        codes = self.codes_for(target.path)
+        codes, src = self.settings_for(target.path)
         filename = target.path or target.key
         async with self.slots:
-            job = self.runner.start(analyze, target.kind, target.payload, filename, codes, with_fixes)
+            job = self.runner.start(analyze, target.kind, target.payload, filename, codes, with_fixes, src)
             if register:
                 self.jobs[target.key] = job
             try:
