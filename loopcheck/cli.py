@@ -2,31 +2,28 @@
 
 Exit codes follow ruff and flake8: 0 nothing found, 1 findings, 2 usage, configuration or
 internal error.
+
+Start-up: this module imports only click at load time; the analysis (LibCST), the
+configuration and the reporters are imported by the commands that use them, so
+``loopcheck --version`` and ``--help`` do not pay for them.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
-from typing import Collection
+from typing import TYPE_CHECKING, Collection, TextIO
 
 import click
 
 from loopcheck import __version__
-from loopcheck.analysis import check_parsed
-from loopcheck.engine.project import project_for
-from loopcheck.config import ConfigError, Options, Resolver, match_codes, select_codes
-from loopcheck.discovery import is_force_excluded, iter_source_files
-from loopcheck.findings import Finding
-from loopcheck.noqa import filter_findings, is_skipped
-from loopcheck.fixes import apply_fixes, attach_fixes, diff
-from loopcheck.notebook import NotebookError, read_notebook, write_program
-from loopcheck.reporters import WRITERS, Context, SourceFile, write_statistics
-from loopcheck.rules import INFOS
+
+if TYPE_CHECKING:
+    from loopcheck.config import Resolver
+    from loopcheck.findings import Finding
+    from loopcheck.reporters import SourceFile
 
 OUTPUT_FORMATS = ["full", "concise", "text", "json", "json-lines", "sarif", "github"]
 
@@ -48,6 +45,8 @@ def parse_list(values: tuple[str, ...]) -> list[str]:
 
 
 def _check_codes(prefixes: list[str], option: str) -> tuple[str, ...]:
+    from loopcheck.config import match_codes
+
     for p in prefixes:
         try:
             match_codes(p)
@@ -62,6 +61,8 @@ def resolve_selection(select: list[str], ignore: list[str]) -> set[str]:
     Raises:
         click.BadParameter: a prefix matches no rule.
     """
+    from loopcheck.config import Options, select_codes
+
     layer = Options(
         select=_check_codes(select, "--select") if select else None, ignore=_check_codes(ignore, "--ignore")
     )
@@ -74,8 +75,9 @@ def lint_text(
     """Check the text of one file as the command line does.
 
     A name ending in ``.ipynb`` is read as a notebook (its code cells joined); a file with
-    ``# loopcheck: skip-file`` gives nothing; ``# noqa`` comments suppress findings; each
-    finding gets its fix (``finding.fix``) where one exists.
+    ``# loopcheck: skip-file`` gives nothing; ``# noqa`` comments suppress findings (and the
+    ``# noqa: LC...`` codes that suppress nothing are LC002 findings); each finding gets its
+    fix (``finding.fix``) where one exists.
 
     Args:
         text: the file's text (a notebook's JSON).
@@ -90,15 +92,26 @@ def lint_text(
     Raises:
         NotebookError: a ``.ipynb`` file that is not a notebook.
     """
+    from loopcheck.engine.project import project_for
+    from loopcheck.fixes import attach_fixes
+    from loopcheck.noqa import apply_noqa, is_skipped
+    from loopcheck.notebook import check_notebook, read_notebook
+    from loopcheck.reporters import SourceFile
+
     notebook = read_notebook(text) if filename.endswith(".ipynb") else None
     program = notebook.source if notebook is not None else text
     source = SourceFile(filename, program, notebook)
     if is_skipped(program):
         return [], source
-    found, module, positions = check_parsed(program, filename, codes, project_for(filename, src))
-    found = filter_findings(found, program)
-    if found:
-        attach_fixes(program, found, module, positions)
+    if notebook is not None:
+        found, module, positions = check_notebook(notebook, filename, codes, project_for(filename, src))
+    else:
+        from loopcheck.analysis import check_parsed
+
+        found, module, positions = check_parsed(program, filename, codes, project_for(filename, src))
+    found = apply_noqa(found, program, filename, codes)
+    if any(f.fix is None for f in found):
+        attach_fixes(program, [f for f in found if f.fix is None], module, positions)
     return found, source
 
 
@@ -114,6 +127,8 @@ class Run:
 
 
 def _lint_one(run: Run, text: str, filename: str, codes, src: tuple = ()) -> None:
+    from loopcheck.notebook import NotebookError
+
     try:
         found, source = lint_text(text, filename, codes, src)
     except NotebookError as err:
@@ -124,6 +139,9 @@ def _lint_one(run: Run, text: str, filename: str, codes, src: tuple = ()) -> Non
         click.echo(f"loopcheck: internal error while checking {filename}: {type(err).__name__}: {err}", err=True)
         run.failed = True
         return
+    if source.notebook is not None:
+        for warning in source.notebook.warnings:
+            click.echo(f"warning: {filename}: {warning}", err=True)
     run.sources[filename] = source
     run.texts[filename] = text
     run.codes[filename] = codes
@@ -137,10 +155,13 @@ def lint_paths(paths: list[str], resolver: Resolver, force_exclude: bool = False
         FileNotFoundError: a path does not exist.
         ConfigError: a configuration file on the way is invalid.
     """
+    from loopcheck.discovery import iter_source_files
+
     run = Run([], {})
     for path in iter_source_files(paths, resolver.for_directory, force_exclude):
         try:
-            text = path.read_text(encoding="utf-8")
+            with open(path, encoding="utf-8", newline="") as fh:  # line endings as they are (CRLF kept)
+                text = fh.read()
         except (OSError, UnicodeDecodeError) as err:
             click.echo(f"loopcheck: cannot read {path}: {err}", err=True)
             run.failed = True
@@ -152,6 +173,8 @@ def lint_paths(paths: list[str], resolver: Resolver, force_exclude: bool = False
 
 def lint_stdin(stdin_filename: str | None, resolver: Resolver, force_exclude: bool = False) -> Run:
     """Check standard input, named ``stdin_filename`` (``-`` if none)."""
+    from loopcheck.discovery import is_force_excluded
+
     run = Run([], {})
     name = stdin_filename or "-"
     stream = getattr(sys.stdin, "buffer", None)
@@ -173,13 +196,18 @@ def fix_files(run: Run, unsafe: bool, write: bool, stdin: bool = False) -> dict[
     """Apply the fixes to every checked file with a fixable finding.
 
     Each file is fixed to a fixpoint (:func:`loopcheck.fixes.apply_fixes`, which honours
-    ``# noqa``), then checked again: ``run.findings`` becomes what remains. With ``write``
-    the files are rewritten (notebooks through nbformat; standard input goes to standard
+    ``# noqa``), then its unused ``# noqa`` codes are removed (LC002), then it is checked
+    again: ``run.findings`` becomes what remains. With ``write`` the files are rewritten
+    (notebooks keep everything but the changed code cells; standard input goes to standard
     output).
 
     Returns:
         ``{filename: (old text, new text, findings fixed)}`` for the files that change.
     """
+    from loopcheck.fixes import apply_fixes
+    from loopcheck.noqa import remove_unused_noqa
+    from loopcheck.notebook import write_program
+
     changes: dict[str, tuple[str, str, int]] = {}
     remaining: list[Finding] = []
     for filename, source in run.sources.items():
@@ -192,10 +220,11 @@ def fix_files(run: Run, unsafe: bool, write: bool, stdin: bool = False) -> dict[
             continue
         codes = run.codes.get(filename)
         new_program, done = apply_fixes(source.text, mine, unsafe, filename=filename, select=codes)
+        new_program, unused = remove_unused_noqa(new_program, filename, codes)
         old_text = run.texts[filename]
         new_text = new_program if source.notebook is None else write_program(old_text, source.notebook, new_program)
         if new_text != old_text:
-            changes[filename] = (old_text, new_text, len(done))
+            changes[filename] = (old_text, new_text, len(done) + unused)
         if write:
             if stdin:
                 sys.stdout.write(new_text)
@@ -208,33 +237,208 @@ def fix_files(run: Run, unsafe: bool, write: bool, stdin: bool = False) -> dict[
     return changes
 
 
-def use_color(no_color: bool) -> bool:
-    """Colour on a terminal only, unless ``--no-color`` or ``NO_COLOR`` is set."""
-    return not no_color and not os.environ.get("NO_COLOR") and sys.stdout.isatty()
+def use_color(no_color: bool, stream: TextIO | None = None) -> bool:
+    """Colour on a terminal only: ``--no-color`` turns it off, a non-empty ``FORCE_COLOR``
+    turns it on anywhere (a file, a pipe, CI logs), a non-empty ``NO_COLOR`` off."""
+    if no_color:
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    if os.environ.get("NO_COLOR"):
+        return False
+    stream = stream if stream is not None else sys.stdout
+    return bool(getattr(stream, "isatty", lambda: False)())
+
+
+# --- options that answer without checking (--show-files, --show-settings) -------------
+
+
+def list_files(paths: list[str], resolver: Resolver, force_exclude: bool, out: TextIO) -> None:
+    """``--show-files``: the files a check would read, absolute and sorted, one per line."""
+    from loopcheck.discovery import iter_source_files
+
+    for path in sorted(os.path.abspath(p) for p in iter_source_files(paths, resolver.for_directory, force_exclude)):
+        out.write(path + "\n")
+
+
+def _toml_list(values) -> str:
+    import json
+
+    return "[" + ", ".join(json.dumps(v) for v in values) + "]"
+
+
+def print_settings(paths: list[str], resolver: Resolver, force_exclude: bool, out: TextIO) -> None:
+    """``--show-settings``: the settings used for the first file a check would read (as ruff
+    does): where they come from and each value, TOML-like.
+
+    Raises:
+        click.UsageError: the paths hold no file to check.
+    """
+    from loopcheck.discovery import iter_source_files
+
+    first = next(iter(iter_source_files(paths, resolver.for_directory, force_exclude)), None)
+    if first is None:
+        raise click.UsageError("--show-settings: no file to check under the given paths")
+    settings = resolver.for_file(first)
+    codes = settings.codes_for(first)
+    out.write(f'Resolved settings for: "{os.path.abspath(first)}"\n')
+    out.write(f'Settings path: "{settings.config_path}"\n' if settings.config_path else "Settings path: none (defaults)\n")
+    out.write(f'Patterns are relative to: "{settings.base}"\n\n')
+    out.write(f"select = {_toml_list(sorted(settings.codes))}\n")
+    out.write(f"rules for this file = {_toml_list(sorted(codes))}\n")
+    out.write(f"exclude = {_toml_list(getattr(p, 'pattern', str(p)) for p in settings.exclude.patterns)}\n")
+    out.write(f"respect-gitignore = {'true' if settings.respect_gitignore else 'false'}\n")
+    out.write("per-file-ignores = {")
+    entries = []
+    for spec, negated, ignored in settings.per_file_ignores:
+        pattern = ("!" if negated else "") + ",".join(getattr(p, "pattern", str(p)) for p in spec.patterns)
+        entries.append(f"{_toml_list([pattern])[1:-1]} = {_toml_list(sorted(ignored))}")
+    out.write(", ".join(entries) + "}\n")
+
+
+# --- --add-noqa ------------------------------------------------------------------------
+
+
+def add_noqa_comments(run: Run) -> int:
+    """``--add-noqa``: write ``# noqa: CODE`` on each reported line of the checked files (codes
+    added to an existing ``# noqa: ...``), notebooks included, and return how many lines got
+    one. A line whose end is inside a string or ends in a backslash is left alone (a comment
+    cannot go there); a file whose result would not parse is left unchanged."""
+    import ast
+    import warnings
+
+    from loopcheck.notebook import write_program
+
+    added = 0
+    by_file: dict[str, list[Finding]] = {}
+    for f in run.findings:
+        if f.code != "LC001":
+            by_file.setdefault(f.filename, []).append(f)
+    for filename, findings in by_file.items():
+        source = run.sources[filename]
+        program, count = _with_noqa(source.text, findings)
+        if not count:
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ast.parse(program)
+        except SyntaxError:
+            if source.notebook is None:  # a notebook's program may hold blanked magics: trust the per-line test
+                click.echo(f"loopcheck: {filename}: # noqa comments not added (the result would not parse)", err=True)
+                continue
+        old_text = run.texts[filename]
+        new_text = program if source.notebook is None else write_program(old_text, source.notebook, program)
+        if new_text != old_text:
+            Path(filename).write_text(new_text, encoding="utf-8")
+            added += count
+    return added
+
+
+def _with_noqa(program: str, findings: list[Finding]) -> tuple[str, int]:
+    import io
+    import re
+    import tokenize
+
+    from loopcheck.noqa import NOQA
+
+    lines = program.splitlines(keepends=True)
+    rows: dict[int, set[str]] = {}
+    for f in findings:
+        rows.setdefault(f.noqa_row or f.row, set()).add(f.code)
+    inside_string: set[int] = set()
+    comment_at: dict[int, tokenize.TokenInfo] = {}
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(program).readline):
+            if tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
+                inside_string.update(range(tok.start[0], tok.end[0]))
+            elif tok.type == tokenize.COMMENT:
+                comment_at[tok.start[0]] = tok
+    except (tokenize.TokenError, SyntaxError):
+        return program, 0
+    count = 0
+    for row, codes in sorted(rows.items()):
+        if not 1 <= row <= len(lines) or row in inside_string:
+            continue
+        line = lines[row - 1]
+        body = line.rstrip("\r\n")
+        ending = line[len(body):]
+        if body.rstrip().endswith("\\"):
+            continue
+        comment = comment_at.get(row)
+        if comment is not None:
+            m = NOQA.search(comment.string)
+            if m and m.group("codes") is None:
+                continue  # a bare # noqa already suppresses everything
+            if m:
+                have = {c.upper() for c in re.split(r"[,\s]+", m.group("codes"))}
+                new = sorted(codes - have)
+                start = comment.start[1] + m.end()
+                body = body[:start] + "".join(f", {c}" for c in new) + body[start:]
+            else:
+                body = body.rstrip() + f"  # noqa: {', '.join(sorted(codes))}"
+        else:
+            body = body.rstrip() + f"  # noqa: {', '.join(sorted(codes))}"
+        if body + ending != line:
+            lines[row - 1] = body + ending
+            count += 1
+    return "".join(lines), count
+
+
+# --- exit status and summary counts ------------------------------------------------------
+
+
+def exit_status(run: Run, findings: list[Finding], *, exit_zero: bool, fixed: int,
+                exit_non_zero_on_fix: bool = False) -> int:
+    """2 when a file could not be read or checked; else 1 for findings (0 with
+    ``--exit-zero``), and 1 when ``--exit-non-zero-on-fix`` and ``--fix`` changed a file."""
+    if run.failed:
+        return 2
+    if exit_non_zero_on_fix and fixed:
+        return 1
+    return 1 if findings and not exit_zero else 0
+
+
+def _fixed_warnings(before: list[Finding], after: list[Finding]) -> int:
+    """How many findings of warning rules ``--fix`` removed (for the summary's counts)."""
+    from collections import Counter
+
+    from loopcheck.reporters import severity_of
+
+    gone = Counter(f.code for f in before) - Counter(f.code for f in after)
+    return sum(n for code, n in gone.items() if severity_of(code) == "warning")
+
+
+# --- the commands ----------------------------------------------------------------------
 
 
 class DefaultCheckGroup(click.Group):
     """A group whose first argument, when it is not a subcommand, is a path to check."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if not args or args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
+        if not args or args[0] not in self.commands and args[0] not in ("--help", "-h", "--version", "-V"):
             args = ["check", *args]
         return super().parse_args(ctx, args)
 
 
-@click.group(cls=DefaultCheckGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="loopcheck")
+@click.group(cls=DefaultCheckGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, "-V", "--version", prog_name="loopcheck", message="%(prog)s %(version)s")
 def main() -> None:
-    """Find misplaced lines in PyTorch training loops.
+    """loopcheck: find misplaced lines in PyTorch training loops (clipping before backward(),
+    an epoch scheduler stepped per batch, eval() never undone, GradScaler misuse, ...).
 
     \b
-    loopcheck train.py            check files or directories (default: .)
-    loopcheck rules               list the rules
-    loopcheck explain LC101       show a rule's documentation
+    loopcheck train.py notebooks/   check files and directories (default: .)
+    loopcheck --fix train.py        apply the safe fixes
+    loopcheck rules                 list the rules
+    loopcheck explain LC101         a rule's documentation (by code or name)
+    loopcheck check --help          every option of the check
+
+    Exit status: 0 nothing found, 1 findings, 2 usage, configuration or internal error.
     """
 
 
-@main.command()
+@main.command(short_help="Check files, directories or standard input (the default command).")
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--select", multiple=True, help="Rule codes or prefixes to enable, replacing the configured ones (comma-separated).")
 @click.option("--extend-select", multiple=True, help="Rule codes or prefixes to enable in addition (comma-separated).")
@@ -249,18 +453,35 @@ def main() -> None:
 @click.option("--isolated", is_flag=True, help="Ignore every configuration file.")
 @click.option("--output-format", type=click.Choice(OUTPUT_FORMATS), default=None,
               help="How to print findings [default: full on a terminal, else concise].")
-@click.option("--no-color", is_flag=True, help="Do not colour the output (colour is used on terminals only).")
+@click.option("-o", "--output-file", type=click.Path(dir_okay=False, writable=True, path_type=Path),
+              help="Write the report to this file instead of standard output.")
+@click.option("--no-color", is_flag=True,
+              help="Do not colour the output (colour is used on terminals, or anywhere with FORCE_COLOR set).")
 @click.option("--statistics", is_flag=True, help="Print the number of findings per rule instead of the findings.")
 @click.option("--exit-zero", is_flag=True, help="Exit with status 0 even when there are findings.")
+@click.option("--exit-non-zero-on-fix", is_flag=True,
+              help="With --fix: exit with status 1 when a file was fixed, even if nothing remains.")
 @click.option("-q", "--quiet", is_flag=True, help="Print the findings only, without the summary line.")
 @click.option("--stdin-filename", help="The name of the file read from standard input (PATH '-').")
 @click.option("--fix", is_flag=True, help="Apply the safe fixes and report what remains.")
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply (with --fix) or show the fixes marked unsafe.")
 @click.option("--diff", "show_diff", is_flag=True, help="Print the fixes as a diff instead of applying them.")
+@click.option("--add-noqa", is_flag=True, help="Add '# noqa: CODE' comments to every reported line, and exit.")
+@click.option("--show-files", is_flag=True, help="List the files that would be checked, and exit.")
+@click.option("--show-settings", is_flag=True, help="Show the settings used for the first file that would be checked, and exit.")
 def check(paths, select, extend_select, ignore, exclude, extend_exclude, respect_gitignore, force_exclude,
-          config_path, isolated, output_format, no_color, statistics, exit_zero, quiet, stdin_filename,
-          fix, unsafe_fixes, show_diff) -> None:
-    """Check PATHS (files or directories; default: the current directory; '-': standard input)."""
+          config_path, isolated, output_format, output_file, no_color, statistics, exit_zero, exit_non_zero_on_fix,
+          quiet, stdin_filename, fix, unsafe_fixes, show_diff, add_noqa: bool, show_files: bool,
+          show_settings: bool) -> None:
+    """Check PATHS: files (.py, .ipynb) and directories, walked recursively (default: the
+    current directory; '-': standard input). Each file is checked with the configuration
+    closest to it ([tool.loopcheck] in pyproject.toml, or loopcheck.toml); the options here
+    override it.
+
+    Exit status: 0 nothing found, 1 findings, 2 usage, configuration or internal error.
+    """
+    from loopcheck.config import ConfigError, Options, Resolver
+
     if config_path is not None and isolated:
         raise click.UsageError("--config and --isolated cannot be used together")
     cli = Options(
@@ -274,64 +495,120 @@ def check(paths, select, extend_select, ignore, exclude, extend_exclude, respect
     read_stdin = paths == ("-",) or (not paths and stdin_filename is not None)
     if "-" in paths and not read_stdin:
         raise click.BadParameter("'-' (standard input) cannot be mixed with other paths", param_hint="PATHS")
-    try:
-        resolver = Resolver(cli, config_path, isolated)
-        if read_stdin:
-            run = lint_stdin(stdin_filename, resolver, force_exclude)
+    with _report_stream(output_file, stderr=fix and read_stdin) as out:
+        try:
+            resolver = Resolver(cli, config_path, isolated)
+            if (show_files or show_settings) and not read_stdin:
+                (print_settings if show_settings else list_files)(list(paths) or ["."], resolver, force_exclude, out)
+                return
+            if read_stdin:
+                run = lint_stdin(stdin_filename, resolver, force_exclude)
+            else:
+                run = lint_paths(list(paths) or ["."], resolver, force_exclude)
+        except ConfigError as err:
+            raise ConfigurationError(str(err)) from None
+        except FileNotFoundError as err:
+            raise click.BadParameter(f"no such file or directory: {err.args[0]}", param_hint="PATHS")
+        if add_noqa:
+            n = add_noqa_comments(run)
+            click.echo(f"Added {n} noqa directive{'s' if n != 1 else ''}.", err=True)
+            sys.exit(2 if run.failed else 0)
+        fixed = 0
+        if show_diff:
+            from loopcheck.fixes import diff
+
+            changes = fix_files(run, unsafe_fixes, write=False, stdin=read_stdin)
+            for filename, (old, new, _n) in changes.items():
+                out.write(diff(old, new, filename))
+            n = sum(n for _, _, n in changes.values())
+            if n:
+                click.echo(f"Would fix {n} error{'s' if n != 1 else ''}.", err=True)
+            sys.exit(2 if run.failed else (1 if n and not exit_zero else 0))
+        before = list(run.findings)
+        if fix:
+            changes = fix_files(run, unsafe_fixes, write=True, stdin=read_stdin)
+            fixed = sum(n for _, _, n in changes.values())
+        findings = sorted(run.findings, key=lambda f: f.sort_key)
+        write_report(run, findings, out, output_format=output_format, no_color=no_color, quiet=quiet,
+                     statistics=statistics, fixed=fixed, fixed_warnings=_fixed_warnings(before, findings) if fixed else 0,
+                     unsafe_fixes=unsafe_fixes)
+    sys.exit(exit_status(run, findings, exit_zero=exit_zero, fixed=fixed, exit_non_zero_on_fix=exit_non_zero_on_fix))
+
+
+class _report_stream:
+    """Where the report goes: ``--output-file`` (UTF-8, created or truncated), else standard
+    output (standard error when ``--fix -`` writes the fixed program to standard output)."""
+
+    def __init__(self, output_file: Path | None, stderr: bool) -> None:
+        self.output_file = output_file
+        self.stderr = stderr
+        self.file: TextIO | None = None
+
+    def __enter__(self) -> TextIO:
+        if self.output_file is not None:
+            try:
+                self.file = open(self.output_file, "w", encoding="utf-8")  # noqa: SIM115 - closed in __exit__
+            except OSError as err:
+                raise click.BadParameter(f"cannot write {self.output_file}: {err.strerror}", param_hint="--output-file")
+            return self.file
+        return sys.stderr if self.stderr else sys.stdout
+
+    def __exit__(self, *exc) -> None:
+        if self.file is not None:
+            self.file.close()
         else:
-            run = lint_paths(list(paths) or ["."], resolver, force_exclude)
-    except ConfigError as err:
-        raise ConfigurationError(str(err)) from None
-    except FileNotFoundError as err:
-        raise click.BadParameter(f"no such file or directory: {err.args[0]}", param_hint="PATHS")
-    fixed = 0
-    if show_diff:
-        changes = fix_files(run, unsafe_fixes, write=False, stdin=read_stdin)
-        for filename, (old, new, _n) in changes.items():
-            sys.stdout.write(diff(old, new, filename))
-        n = sum(n for _, _, n in changes.values())
-        if n:
-            click.echo(f"Would fix {n} error{'s' if n != 1 else ''}.", err=True)
-        sys.exit(2 if run.failed else (1 if n and not exit_zero else 0))
-    if fix:
-        changes = fix_files(run, unsafe_fixes, write=True, stdin=read_stdin)
-        fixed = sum(n for _, _, n in changes.values())
-    findings = sorted(run.findings, key=lambda f: f.sort_key)
-    fmt = output_format or ("full" if sys.stdout.isatty() else "concise")
-    ctx = Context(run.sources, color=use_color(no_color) and fmt in ("full", "concise", "text"), quiet=quiet,
-                  fixed=fixed, unsafe_fixes=unsafe_fixes)
-    if fix and read_stdin:  # the fixed program went to standard output, as ruff does
-        out = sys.stderr
-    else:
-        out = sys.stdout
+            (sys.stderr if self.stderr else sys.stdout).flush()
+
+
+def write_report(run: Run, findings: list[Finding], out: TextIO, *, output_format: str | None, no_color: bool,
+                 quiet: bool, statistics: bool, fixed: int, fixed_warnings: int, unsafe_fixes: bool) -> None:
+    """Print ``findings`` in the chosen format (default: ``full`` on a terminal, ``concise``
+    elsewhere) or their ``--statistics``."""
+    from loopcheck.reporters import WRITERS, Context, write_statistics
+
+    fmt = output_format or ("full" if getattr(out, "isatty", lambda: False)() else "concise")
+    ctx = Context(run.sources, color=use_color(no_color, out) and fmt in ("full", "concise", "text"), quiet=quiet,
+                  fixed=fixed, fixed_warnings=fixed_warnings, unsafe_fixes=unsafe_fixes)
     if statistics:
         write_statistics(findings, out, ctx, as_json=fmt in ("json", "json-lines"))
     else:
         WRITERS[fmt](findings, out, ctx)
-    if run.failed:
-        sys.exit(2)
-    sys.exit(1 if findings and not exit_zero else 0)
 
 
-@main.command("rules")
+def _fix_column(code: str) -> str:
+    from loopcheck.fixes import FIXABLE
+
+    return FIXABLE.get(code) or ""
+
+
+@main.command("rules", short_help="List every rule: code, name, severity, fix and summary.")
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def list_rules(output_format: str) -> None:
-    """List every rule: code, name, severity and summary."""
+    """List every rule: code, name, severity, whether it has a fix (safe: applied by --fix;
+    unsafe: with --unsafe-fixes) and a one-line summary."""
+    import json
+
+    from loopcheck.rules import INFOS
+
     infos = [INFOS[c] for c in sorted(INFOS)]
     if output_format == "json":
         data = [
-            {"code": i.code, "name": i.name, "severity": i.severity, "summary": i.summary, "url": i.url}
+            {"code": i.code, "name": i.name, "severity": i.severity, "fix": _fix_column(i.code) or None,
+             "summary": i.summary, "url": i.url}
             for i in infos
         ]
         click.echo(json.dumps(data, indent=2))
         return
     width = max(len(i.name) for i in infos)
+    click.echo(f"{'code':<5}  {'name':<{width}}  {'severity':<8}  {'fix':<6}  summary")
     for i in infos:
-        click.echo(f"{i.code}  {i.name:<{width}}  {i.severity:<7}  {i.summary}")
+        click.echo(f"{i.code}  {i.name:<{width}}  {i.severity:<8}  {_fix_column(i.code) or '-':<6}  {i.summary}")
 
 
 def rule_page(code: str) -> str | None:
     """The text of ``rules/CODE.md``: from the installed package data, else the source tree."""
+    from importlib import resources
+
     try:
         page = resources.files("loopcheck").joinpath("pages", f"{code}.md")
         if page.is_file():
@@ -342,23 +619,28 @@ def rule_page(code: str) -> str | None:
     return src.read_text(encoding="utf-8") if src.is_file() else None
 
 
-@main.command()
-@click.argument("code")
-def explain(code: str) -> None:
-    """Print the documentation page of rule CODE."""
-    code = code.upper()
-    info = INFOS.get(code)
+@main.command(short_help="Print a rule's documentation page; RULE is a code (LC101) or a name.")
+@click.argument("rule", metavar="RULE")
+def explain(rule: str) -> None:
+    """Print the documentation page of RULE, given by code (LC101) or by name
+    (clip-before-backward): what it flags, why it is a bug, what was measured, an example,
+    the fix."""
+    from loopcheck.rules import INFOS
+
+    by_name = {i.name: i for i in INFOS.values()}
+    info = INFOS.get(rule.upper()) or by_name.get(rule.lower().replace("_", "-"))
     if info is None:
-        raise click.BadParameter(f"unknown rule code {code!r}", param_hint="CODE")
-    page = rule_page(code)
+        raise click.BadParameter(f"unknown rule code or name {rule!r} (see `loopcheck rules`)", param_hint="RULE")
+    page = rule_page(info.code)
     if page is None:
         page = f"# {info.code} {info.name}\n\n{info.summary}\n"
     click.echo(page.rstrip("\n"))
 
 
-@main.command()
+@main.command(short_help="Run the language server (LSP over stdio) for editors; needs the server extra.")
 def server() -> None:
-    """Run the language server (LSP over stdio) for editors; needs the server extra."""
+    """Run the language server (LSP over stdio) for editors: diagnostics as you type, quick
+    fixes, notebooks. Needs the server extra: pip install 'loopcheck[server]'."""
     try:
         from loopcheck.server import serve
     except ImportError as err:

@@ -69,7 +69,7 @@ def test_text_output_and_exit_code_1(project):
     result = run("bad.py", "good.py")
     assert result.exit_code == 1
     assert result.output == (
-        f"bad.py:9:5: LC101 {MESSAGE}\nFound 1 error.\n[*] 1 fixable with the `--fix` option.\n"
+        f"bad.py:9:5: LC101 [*] {MESSAGE}\nFound 1 error.\n[*] 1 fixable with `--fix`.\n"
     )
 
 
@@ -84,21 +84,28 @@ def test_json_output(project):
     assert result.exit_code == 1
     assert json.loads(result.output) == [
         {
+            "cell": None,
             "code": "LC101",
-            "message": MESSAGE,
-            "filename": "bad.py",
-            "location": {"row": 9, "column": 5},
-            "end_location": {"row": 9, "column": 54},
+            "end_location": {"column": 54, "row": 9},
+            "filename": str(project / "bad.py"),
             "fix": {
                 "applicability": "safe",
                 "message": FIX_MESSAGE,
                 "edits": FIX_EDITS,
             },
-            "url": INFOS["LC101"].url,
+            "location": {"column": 5, "row": 9},
+            "message": MESSAGE,
+            "name": "clip-before-backward",
             "noqa_row": 9,
-            "related": [{"row": 11, "column": 5, "message": "backward() fills .grad only here"}],
+            "note": None,
+            "related": [{"cell": None, "column": 5, "filename": str(project / "bad.py"), "row": 11,
+                         "message": "backward() fills .grad only here"}],
+            "severity": "error",
+            "url": INFOS["LC101"].url,
         }
     ]
+    # ruff's key order (sorted), so tools written for ruff see the same document shape
+    assert list(json.loads(result.output)[0]) == sorted(json.loads(result.output)[0])
 
 
 def test_default_path_is_current_directory(project):
@@ -155,24 +162,31 @@ def test_directory_walk_respects_gitignore_and_skips_virtualenvs(project):
     assert files == ["bad.py", "pkg/ignored.py", "pkg/kept.py"]
 
 
-def test_rules_lists_every_rule():
+def test_rules_lists_every_rule_with_its_fix():
     result = run("rules")
     assert result.exit_code == 0
     lines = result.output.splitlines()
-    assert [line.split()[0] for line in lines] == sorted(INFOS)
-    assert lines[1].split()[:3] == ["LC101", "clip-before-backward", "error"]
+    assert lines[0].split() == ["code", "name", "severity", "fix", "summary"]
+    assert [line.split()[0] for line in lines[1:]] == sorted(INFOS)
+    rows = {line.split()[0]: line.split()[:4] for line in lines[1:]}
+    assert rows["LC101"] == ["LC101", "clip-before-backward", "error", "safe"]
+    assert rows["LC301"] == ["LC301", "eval-mode-not-reset", "error", "unsafe"]
+    assert rows["LC203"] == ["LC203", "plateau-scheduler-without-metric", "error", "-"]
+    assert rows["LC002"] == ["LC002", "unused-noqa", "warning", "safe"]
 
 
 def test_rules_json():
     data = json.loads(run("rules", "--output-format", "json").output)
     assert [d["code"] for d in data] == sorted(INFOS)
-    assert data[1] == {
+    assert data[2] == {
         "code": "LC101",
         "name": "clip-before-backward",
         "severity": "error",
+        "fix": "safe",
         "summary": INFOS["LC101"].summary,
         "url": INFOS["LC101"].url,
     }
+    assert {d["code"]: d["fix"] for d in data}["LC203"] is None
 
 
 def test_explain_prints_the_rule_page():
@@ -182,10 +196,16 @@ def test_explain_prints_the_rule_page():
     assert result.output == page.rstrip("\n") + "\n"
 
 
+def test_explain_by_name():
+    by_code = run("explain", "LC101").output
+    assert run("explain", "clip-before-backward").output == by_code
+    assert run("explain", "Clip_Before_Backward").output == by_code
+
+
 def test_explain_unknown_code():
     result = run("explain", "LC999")
     assert result.exit_code == 2
-    assert "unknown rule code 'LC999'" in result.output
+    assert "unknown rule code or name 'LC999'" in result.output
 
 
 def test_every_rule_has_a_page():
@@ -198,7 +218,7 @@ def test_console_script_runs(project):
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "loopcheck"]
     proc = subprocess.run([*cmd, "bad.py"], capture_output=True, text=True)
     assert proc.returncode == 1
-    assert proc.stdout.splitlines()[0] == f"bad.py:9:5: LC101 {MESSAGE}"
+    assert proc.stdout.splitlines()[0] == f"bad.py:9:5: LC101 [*] {MESSAGE}"
     assert proc.stderr == ""
 
 
@@ -242,7 +262,7 @@ def test_unsafe_fixes_need_the_flag(project):
     result = run("--fix", "train.py")
     assert result.exit_code == 1
     assert result.output.splitlines()[-1] == (
-        "No fixes available (1 hidden fix can be enabled with the `--unsafe-fixes` option)."
+        "1 unsafe fix available with `--fix --unsafe-fixes`."
     )
     assert (project / "train.py").read_text() == source
     result = run("--fix", "--unsafe-fixes", "train.py")
@@ -266,3 +286,59 @@ def test_every_rule_page_says_whether_it_has_an_autofix():
         section = page.split("## Autofix\n\n", 1)[1].split("\n\n", 1)[0]
         applicability = FIXABLE.get(code)
         assert section.startswith(f"Autofix ({applicability}" if applicability else "No autofix: "), code
+
+
+def test_version_at_the_root():
+    for flag in ("-V", "--version"):
+        result = run(flag)
+        assert (result.exit_code, result.output) == (0, "loopcheck 0.1.0\n")
+
+
+def test_help_lists_each_command_with_its_whole_description():
+    result = run("--help")
+    assert result.exit_code == 0
+    text = " ".join(result.output.split())  # the descriptions are wrapped, never cut short
+    assert "check Check files, directories or standard input (the default command)." in text
+    assert "explain Print a rule's documentation page; RULE is a code (LC101) or a name." in text
+    assert "rules List every rule: code, name, severity, fix and summary." in text
+    assert "server Run the language server (LSP over stdio) for editors; needs the server extra." in text
+    assert "..." not in result.output.split("Commands:")[1]
+    check_help = " ".join(run("check", "--help").output.split())
+    for option in ("--output-file", "--show-settings", "--show-files", "--add-noqa", "--exit-non-zero-on-fix"):
+        assert option in check_help
+
+
+def test_show_files(project):
+    (project / "sub").mkdir()
+    (project / "sub" / "nb.ipynb").write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
+    (project / "notes.txt").write_text("x")
+    result = run("--show-files")
+    assert (result.exit_code, result.output.splitlines()) == (
+        0, [str(project / "bad.py"), str(project / "good.py"), str(project / "sub" / "nb.ipynb")])
+    assert run("--show-files", "--extend-exclude", "sub", ".").output.splitlines() == [
+        str(project / "bad.py"), str(project / "good.py")]
+
+
+def test_show_settings(project):
+    (project / "pyproject.toml").write_text(
+        '[tool.loopcheck]\nignore = ["LC2"]\nextend-exclude = ["scratch/"]\n'
+        '[tool.loopcheck.per-file-ignores]\n"bad.py" = ["LC101"]\n')
+    result = run("--show-settings", "bad.py")
+    assert result.exit_code == 0
+    lines = result.output.splitlines()
+    assert lines[0] == f'Resolved settings for: "{project / "bad.py"}"'
+    assert lines[1] == f'Settings path: "{project / "pyproject.toml"}"'
+    select = [c for c in sorted(INFOS) if not c.startswith("LC2")]
+    assert f"select = {json.dumps(select).replace('[', '[').replace(']', ']')}" in lines
+    assert "rules for this file = " + json.dumps([c for c in select if c != "LC101"]) in lines
+    assert any(line.startswith("exclude = [") and '"scratch/"' in line for line in lines)
+    assert 'per-file-ignores = {"bad.py" = ["LC101"]}' in lines
+    assert "respect-gitignore = true" in lines
+    assert run("--show-settings", "--isolated", "bad.py").output.splitlines()[1] == "Settings path: none (defaults)"
+
+
+def test_exit_non_zero_on_fix(project):
+    assert run("--fix", "--exit-non-zero-on-fix", "good.py").exit_code == 0
+    result = run("--fix", "--exit-non-zero-on-fix", "bad.py")
+    assert (result.exit_code, result.output) == (1, "Found 1 error (1 fixed, 0 remaining).\n")
+    assert run("--fix", "bad.py").exit_code == 0  # fixed: nothing remains

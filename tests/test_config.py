@@ -11,7 +11,7 @@ from loopcheck.cli import main
 from loopcheck.config import KEYS, Options, select_codes
 from test_cli import BAD, MESSAGE
 
-REPORT = f"bad.py:9:5: LC101 {MESSAGE}\nFound 1 error.\n[*] 1 fixable with the `--fix` option.\n"
+REPORT = f"bad.py:9:5: LC101 [*] {MESSAGE}\nFound 1 error.\n[*] 1 fixable with `--fix`.\n"
 KNOWN = ", ".join(KEYS)
 
 

@@ -36,15 +36,15 @@ def in_tmp(tmp_path: Path, monkeypatch) -> Path:
      "# type: ignore  # noqa: LC101", "# noqa: LC101 clipping is intended here"],
 )
 def test_noqa_suppresses(comment):
-    result = check(with_comment(comment))
+    result = check(with_comment(comment), "--ignore", "LC002")  # LC002: see test_unused_noqa_*
     assert (result.exit_code, result.output) == (0, "All checks passed!\n")
 
 
 @pytest.mark.parametrize("comment", ["# noqa: LC301", "# noqa: E501", "# noqa: LC10", "# noqanything", "# no qa"])
 def test_noqa_for_other_codes_does_not_suppress(comment):
-    result = check(with_comment(comment))
+    result = check(with_comment(comment), "--ignore", "LC002")
     assert result.exit_code == 1
-    assert result.output == f"train.py:9:5: LC101 {MESSAGE}\nFound 1 error.\n[*] 1 fixable with the `--fix` option.\n"
+    assert result.output == f"train.py:9:5: LC101 [*] {MESSAGE}\nFound 1 error.\n[*] 1 fixable with `--fix`.\n"
 
 
 def test_noqa_must_be_on_the_reported_line():
@@ -89,3 +89,64 @@ def test_scan():
     d = scan("x = 1  # noqa: LC101\ny = 2\nz = 3  # noqa\n# loopcheck: skip-file\n")
     assert d.noqa == {1: {"LC101"}, 3: None}
     assert d.skip_file
+
+
+# ------------------------------------------------------------------ whole-file noqa
+
+
+def test_file_level_noqa_with_codes_suppresses_them_in_the_whole_file():
+    assert check("# loopcheck: noqa: LC101\n" + BAD).output == "All checks passed!\n"
+    assert check(BAD + "# Loopcheck: NOQA: lc301, LC101\n").exit_code == 0
+    result = check("# loopcheck: noqa: LC301\n" + BAD)
+    assert result.exit_code == 1 and result.output.startswith("train.py:10:5: LC101 ")
+
+
+def test_bare_file_level_noqa_skips_the_file():
+    assert check("# loopcheck: noqa\n" + BAD + "x = 1  # noqa: LC999\n").output == "All checks passed!\n"
+    assert check('s = "# loopcheck: noqa"\n' + BAD).exit_code == 1  # in a string: not a comment
+
+
+# ------------------------------------------------------------------ LC002 unused-noqa
+
+
+def test_unused_noqa_codes_are_reported_with_their_kind():
+    line = "    loss.backward()\n"
+    source = with_comment("# noqa: LC101, LC301").replace(line, line.rstrip("\n") + "  # noqa: E501, LC999\n")
+    result = check(source, "--output-format", "json")
+    assert result.exit_code == 1
+    found = json.loads(result.output)
+    assert [(f["code"], f["location"], f["end_location"], f["message"], f["severity"]) for f in found] == [
+        ("LC002", {"row": 9, "column": 56}, {"row": 9, "column": 76},
+         "Unused `noqa` directive (unused: `LC301`)", "warning"),
+        ("LC002", {"row": 11, "column": 22}, {"row": 11, "column": 41},
+         "Unused `noqa` directive (unknown: `LC999`)", "warning"),
+    ]
+    assert found[0]["fix"] == {"applicability": "safe", "message": "Remove unused `noqa` directive", "edits": [
+        {"content": "# noqa: LC101", "location": {"row": 9, "column": 56}, "end_location": {"row": 9, "column": 76}}]}
+    assert found[1]["fix"]["edits"][0]["content"] == "# noqa: E501"
+
+
+def test_unused_noqa_non_enabled_codes_and_its_own_suppression():
+    result = check(with_comment("# noqa: LC101"), "--select", "LC3,LC002")
+    assert result.output.startswith("train.py:9:56: LC002 [*] Unused `noqa` directive (non-enabled: `LC101`)\n")
+    assert check(with_comment("# noqa: LC101, LC301, LC002")).output == "All checks passed!\n"
+    assert check(with_comment("# noqa: LC301"), "--ignore", "LC002", "--select", "LC3").exit_code == 0
+
+
+def test_fix_removes_unused_noqa_codes_and_comments():
+    source = with_comment("# noqa: LC101").replace("optimizer.step()\n", "optimizer.step()  # noqa: LC301\n")
+    result = check(source, "--fix")
+    assert (result.exit_code, result.output) == (0, "Found 1 warning (1 fixed, 0 remaining).\n")
+    assert Path("train.py").read_text() == with_comment("# noqa: LC101")
+
+
+def test_add_noqa_then_nothing_is_reported_and_nothing_is_unused(tmp_path):
+    line = "    nn.utils.clip_grad_norm_(model.parameters(), 1.0)"
+    source = BAD.replace(line, line + "  # noqa: E501")
+    Path("train.py").write_text(source)
+    result = CliRunner().invoke(main, ["--add-noqa", "train.py"])
+    assert (result.exit_code, result.output) == (0, "Added 1 noqa directive.\n")
+    assert Path("train.py").read_text() == BAD.replace(line, line + "  # noqa: E501, LC101")
+    assert check(Path("train.py").read_text()).output == "All checks passed!\n"
+    result = CliRunner().invoke(main, ["--add-noqa", "train.py"])
+    assert result.output == "Added 0 noqa directives.\n"

@@ -11,7 +11,9 @@ from click.testing import CliRunner
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from loopcheck.cli import main
+from loopcheck import notebook as notebook_module
 from loopcheck.notebook import cell_program, read_notebook
+from test_cli import BAD as BAD_PY
 
 SETUP = """\
 %matplotlib inline
@@ -60,7 +62,7 @@ def project(tmp_path: Path, monkeypatch) -> Path:
 def test_concise_places_findings_in_cells(project):
     result = run("train.ipynb")
     assert result.exit_code == 1
-    assert result.output == f"train.ipynb:cell 4:4:5: LC101 {CLIP_MESSAGE}\nFound 1 error.\n[*] 1 fixable with the `--fix` option.\n"
+    assert result.output == f"train.ipynb:cell 4:4:5: LC101 [*] {CLIP_MESSAGE}\nFound 1 error.\n[*] 1 fixable with `--fix`.\n"
 
 
 def test_json_has_the_cell_and_rows_in_the_cell(project):
@@ -72,25 +74,46 @@ def test_json_has_the_cell_and_rows_in_the_cell(project):
         "location": {"row": 4, "column": 5},
         "end_location": {"row": 4, "column": 54},
         "noqa_row": 4,
-        "related": [{"cell": 4, "row": 7, "column": 5, "message": "backward() fills .grad only here"}],
+        "related": [{"cell": 4, "row": 7, "column": 5, "message": "backward() fills .grad only here",
+                     "filename": str(project / "train.ipynb")}],
+    }
+    assert obj["fix"] == {  # the fix's edits in rows of the cell, as ruff gives them
+        "applicability": "safe",
+        "message": "Move `clip_grad_norm_()` between `loss.backward()` and `optimizer.step()`",
+        "edits": [
+            {"content": "", "location": {"row": 4, "column": 1}, "end_location": {"row": 5, "column": 1}},
+            {"content": "    nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n",
+             "location": {"row": 8, "column": 1}, "end_location": {"row": 8, "column": 1}},
+        ],
     }
 
 
 def test_full_shows_the_cell_lines_with_their_magics(project):
     result = run("--output-format", "full", "train.ipynb")
     assert result.output == (
-        f"train.ipynb:cell 4:4:5: LC101 {CLIP_MESSAGE}\n"
+        f"LC101 [*] {CLIP_MESSAGE}\n"
+        " --> train.ipynb:cell 4:4:5\n"
         "  |\n"
         "4 |     nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
-        "  |     ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ LC101\n"
+        "  |     ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
         "5 |     loss = model(x).pow(2).mean()\n"
         "6 |     %time y = 1\n"
         "7 |     loss.backward()\n"
         "  |     --------------- backward() fills .grad only here\n"
         "  |\n"
+        "help: Move `clip_grad_norm_()` between `loss.backward()` and `optimizer.step()`\n"
+        "  |\n"
+        "3 |     optimizer.zero_grad()\n"
+        "  -     nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+        "4 |     loss = model(x).pow(2).mean()\n"
+        "...\n"
+        "6 |     loss.backward()\n"
+        "7 +     nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+        "8 |     optimizer.step()\n"
+        "  |\n"
         "\n"
         "Found 1 error.\n"
-        "[*] 1 fixable with the `--fix` option.\n"
+        "[*] 1 fixable with `--fix`.\n"
     )
 
 
@@ -100,16 +123,15 @@ def test_related_lines_in_other_cells(tmp_path, monkeypatch):
     Path("nb.ipynb").write_text(notebook(SETUP, "model.half()", fixed))
     result = run("--output-format", "full", "nb.ipynb")
     lines = result.output.splitlines()
-    assert lines[0].startswith(
-        "nb.ipynb:cell 2:1:1: LC501 model.half() runs after the optimizer at line 7 of cell 1 was built"
-    )
+    assert lines[0].startswith("LC501 model.half() runs after the optimizer at line 7 of cell 1 was built")
     assert lines[1:] == [
+        "        --> nb.ipynb:cell 2:1:1",
         "         |",
         "cell 1:7 | optimizer = torch.optim.SGD(model.parameters(), lr=0.1)",
         "         |             ------------------------------------------- the optimizer, built from the old parameters",
         "...",
         "       1 | model.half()",
-        "         | ^^^^^^^^^^^^ LC501",
+        "         | ^^^^^^^^^^^^",
         "...",
         "cell 3:7 |     optimizer.step()",
         "         |     ---------------- the step that follows",
@@ -127,7 +149,7 @@ def test_directories_include_notebooks_but_not_checkpoints(project):
     (project / "other.ipynb").write_text(notebook(SETUP, LOOP.replace("clip_grad_norm_", "clip_grad_value_")))
     result = run(".")
     assert [line.split(":")[0] for line in result.output.splitlines()] == [
-        "other.ipynb", "train.ipynb", "Found 2 errors.", "[*] 2 fixable with the `--fix` option."
+        "other.ipynb", "train.ipynb", "Found 2 errors.", "[*] 2 fixable with `--fix`."
     ]
 
 
@@ -145,7 +167,7 @@ def test_skip_file_in_a_cell(project):
 def test_notebook_from_stdin(project):
     text = (project / "train.ipynb").read_text()
     result = run("-", "--stdin-filename", "nb.ipynb", input=text)
-    assert result.output == f"nb.ipynb:cell 4:4:5: LC101 {CLIP_MESSAGE}\nFound 1 error.\n[*] 1 fixable with the `--fix` option.\n"
+    assert result.output == f"nb.ipynb:cell 4:4:5: LC101 [*] {CLIP_MESSAGE}\nFound 1 error.\n[*] 1 fixable with `--fix`.\n"
 
 
 def test_other_languages_are_not_checked(project):
@@ -158,16 +180,40 @@ def test_a_file_that_is_not_a_notebook_is_an_error(project):
     result = run("broken.ipynb", "train.ipynb")
     assert result.exit_code == 2
     assert "loopcheck: cannot read broken.ipynb: not a readable notebook" in result.output
-    assert f"train.ipynb:cell 4:4:5: LC101 {CLIP_MESSAGE}" in result.output
+    assert f"train.ipynb:cell 4:4:5: LC101 [*] {CLIP_MESSAGE}" in result.output
 
 
-def test_cell_program_blanks_magics_line_for_line():
-    assert cell_program(["%matplotlib inline", "import torch", "!ls", "files = !ls", "x?",
-                         "for i in r:", "    %time f(i)", "y = 1  # why?"]) == [
-        "", "import torch", "", "", "", "for i in r:", "    pass", "y = 1  # why?"
+CELL = ["%matplotlib inline", "import torch", "!ls", "files = !ls", "x?", "for i in r:", "    %time f(i)",
+        "y = 1  # why?", "out = !ls \\", "  -la", "z = 2"]
+
+
+def test_cell_program_blanks_magics_line_for_line_without_ipython(monkeypatch):
+    monkeypatch.setattr(notebook_module, "_ipython_token_transformer", lambda: None)
+    assert cell_program(CELL) == [
+        "", "import torch", "", "", "", "for i in r:", "    pass", "y = 1  # why?", "", "", "z = 2"
     ]
     assert cell_program(["%%bash", "echo (", "ls"]) == ["", "", ""]
-    assert cell_program(["%%time", "x = 1"]) == ["", "x = 1"]
+    assert cell_program(["%%time", "x = 1", "!ls"]) == ["", "x = 1", ""]
+
+
+def test_cell_program_uses_ipythons_transformer(monkeypatch):
+    pytest.importorskip("IPython")
+    notebook_module._ipython_token_transformer.cache_clear()
+    assert cell_program(CELL) == [
+        "get_ipython().run_line_magic('matplotlib', 'inline')",
+        "import torch",
+        "get_ipython().system('ls')",
+        "files = get_ipython().getoutput('ls')",
+        "get_ipython().run_line_magic('pinfo', 'x')",
+        "for i in r:",
+        "    get_ipython().run_line_magic('time', 'f(i)')",
+        "y = 1  # why?",
+        "out = get_ipython().getoutput('ls    -la')",
+        "",
+        "z = 2",
+    ]
+    assert cell_program(["%%bash", "echo (", "ls"]) == ["", "", ""]
+    assert cell_program(["%%time", "x = 1", "!ls"]) == ["", "x = 1", "get_ipython().system('ls')"]
 
 
 def test_read_notebook_maps_rows_to_cells():
@@ -199,3 +245,172 @@ def test_fix_writes_a_valid_notebook_that_is_then_clean(project):
         "    optimizer.step()"
     )
     assert run("train.ipynb").exit_code == 0
+
+
+# ------------------------------------------------------------------ syntax errors in a cell
+
+
+def test_a_syntax_error_is_reported_in_its_cell_and_the_other_cells_are_checked(project):
+    (project / "train.ipynb").write_text(notebook(SETUP, "def broken(:\n    pass", LOOP, "x = (1,\n"))
+    result = run("--output-format", "concise", "train.ipynb")
+    assert result.exit_code == 1
+    assert result.output.splitlines() == [
+        "train.ipynb:cell 2:1:12: LC001 SyntaxError: invalid syntax",
+        f"train.ipynb:cell 3:4:5: LC101 [*] {CLIP_MESSAGE.replace('cell 4', 'cell 3')}",
+        "train.ipynb:cell 4:1:5: LC001 SyntaxError: '(' was never closed",
+        "Found 3 errors.",
+        "[*] 1 fixable with `--fix`.",
+    ]
+
+
+def test_fix_works_beside_a_broken_cell(project):
+    (project / "train.ipynb").write_text(notebook(SETUP, "def broken(:\n    pass", LOOP))
+    result = run("--fix", "train.ipynb")
+    assert result.output == (
+        "train.ipynb:cell 2:1:12: LC001 SyntaxError: invalid syntax\nFound 2 errors (1 fixed, 1 remaining).\n")
+    cells = nbformat.reads((project / "train.ipynb").read_text(), as_version=4).cells
+    assert cells[1].source == "def broken(:\n    pass"
+    assert "loss.backward()\n    nn.utils.clip_grad_norm_" in cells[2].source
+
+
+@pytest.mark.parametrize("ipython", [True, False], ids=["ipython", "blanking"])
+def test_continued_shell_lines_are_ipython_not_a_syntax_error(project, monkeypatch, ipython):
+    if ipython:
+        pytest.importorskip("IPython")
+        notebook_module._ipython_token_transformer.cache_clear()
+    else:
+        monkeypatch.setattr(notebook_module, "_ipython_token_transformer", lambda: None)
+    cell = "files = !ls \\\n  -la \\\n  /tmp\nx = !echo (\n" + SETUP
+    (project / "train.ipynb").write_text(notebook(cell, LOOP))
+    result = run("--output-format", "concise", "train.ipynb")
+    assert result.output.splitlines()[0] == f"train.ipynb:cell 2:4:5: LC101 [*] {CLIP_MESSAGE.replace('cell 4', 'cell 2')}"
+
+
+# ------------------------------------------------------------------ github and sarif
+
+
+def test_github_and_sarif_do_not_put_cell_rows_on_the_notebook_file(project):
+    lines = run("--output-format", "github", "train.ipynb").output.splitlines()
+    assert lines == [
+        "::error title=loopcheck (LC101),file=train.ipynb,line=1,col=1,endLine=1,endColumn=1::"
+        f"train.ipynb:cell 4:4:5: LC101 {CLIP_MESSAGE}%0A  help: Move `clip_grad_norm_()` between "
+        "`loss.backward()` and `optimizer.step()`"
+    ]
+    log = json.loads(run("--output-format", "sarif", "train.ipynb").output)
+    (result,) = log["runs"][0]["results"]
+    assert result["message"]["text"] == f"cell 4:4:5: {CLIP_MESSAGE}"
+    assert result["locations"] == [{
+        "physicalLocation": {"artifactLocation": {"uri": "train.ipynb", "uriBaseId": "%SRCROOT%"},
+                             "region": {"startLine": 1, "startColumn": 1}},
+        "properties": {"cell": 4, "row": 4, "column": 5},
+    }]
+    assert result["relatedLocations"][0]["properties"] == {"cell": 4, "row": 7, "column": 5}
+
+
+# ------------------------------------------------------------------ what nbformat accepts
+
+
+def raw_notebook(cells: list, metadata: dict | None = None, nbformat_minor: int = 5) -> str:
+    return json.dumps({"cells": cells, "metadata": metadata or {}, "nbformat": 4, "nbformat_minor": nbformat_minor})
+
+
+def code(source, **extra) -> dict:
+    return {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": source, **extra}
+
+
+@pytest.mark.parametrize("bad", [None, 42], ids=["null", "number"])
+def test_a_cell_whose_source_is_not_text_is_skipped_with_a_warning(project, bad):
+    (project / "odd.ipynb").write_text(raw_notebook([code(SETUP), code(bad), code(LOOP)]))
+    result = run("--output-format", "concise", "odd.ipynb")
+    assert result.exit_code == 1
+    assert result.stdout.splitlines()[0].startswith("odd.ipynb:cell 3:4:5: LC101 [*] ")
+    assert result.stderr == f"warning: odd.ipynb: cell 2 not checked: its source is {json.dumps(bad)}, not text\n"
+
+
+def test_a_notebook_nbformat_cannot_read_is_an_error_not_a_crash(project):
+    (project / "odd.ipynb").write_text(raw_notebook([code(["a", 1])]))
+    result = run("odd.ipynb")
+    assert result.exit_code == 2
+    assert "loopcheck: cannot read odd.ipynb: not a readable notebook: TypeError" in result.stderr
+
+
+@pytest.mark.parametrize("metadata", [{"kernelspec": "python3"}, {"language_info": ["python"]},
+                                      {"kernelspec": None, "language_info": 3}], ids=str)
+def test_malformed_language_metadata_is_checked_as_python(project, metadata):
+    (project / "odd.ipynb").write_text(raw_notebook([code(SETUP), code(LOOP)], metadata))
+    result = run("--output-format", "concise", "odd.ipynb")
+    assert (result.exit_code, result.stderr) == (1, "")
+    assert result.stdout.splitlines()[0].startswith("odd.ipynb:cell 2:4:5: LC101 [*] ")
+
+
+# ------------------------------------------------------------------ fixes keep the file's bytes
+
+
+def test_fix_changes_only_the_fixed_cells_source_bytes(project):
+    # nbformat 4.2, no cell ids in one cell, unsorted metadata, 2-space indent, CRLF line
+    # endings in the JSON and in one cell, a source given as one string, non-ASCII text
+    meta = {"zeta": 1, "kernelspec": {"name": "python3", "language": "python", "display_name": "Py"}, "alpha": "é"}
+    cells = [
+        {"id": "setup-1", **code(SETUP.splitlines(keepends=True))},
+        code("print('naïve')\r\n"),
+        {"id": "loop-2", **code(LOOP.replace("\n", "\r\n").splitlines(keepends=True))},
+        {"cell_type": "markdown", "metadata": {"z": 1, "a": 2}, "source": "# notes"},
+    ]
+    text = json.dumps({"metadata": meta, "nbformat": 4, "nbformat_minor": 2, "cells": cells},
+                      indent=2, ensure_ascii=False).replace("\n", "\r\n")
+    path = project / "bytes.ipynb"
+    path.write_bytes(text.encode("utf-8"))
+    assert run("--fix", "bytes.ipynb").exit_code == 0
+    fixed_loop = LOOP.replace("    nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n", "").replace(
+        "    loss.backward()\n", "    loss.backward()\n    nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n")
+    cells[2]["source"] = fixed_loop.replace("\n", "\r\n").splitlines(keepends=True)
+    expected = json.dumps({"metadata": meta, "nbformat": 4, "nbformat_minor": 2, "cells": cells},
+                          indent=2, ensure_ascii=False).replace("\n", "\r\n")
+    assert path.read_bytes() == expected.encode("utf-8")
+
+
+def test_fix_keeps_a_string_source_a_string(project):
+    path = project / "string.ipynb"
+    path.write_text(raw_notebook([code(SETUP), code(LOOP + "\n")]))
+    assert run("--fix", "string.ipynb").exit_code == 0
+    cells = json.loads(path.read_text())["cells"]
+    assert isinstance(cells[1]["source"], str) and cells[1]["source"].endswith("optimizer.step()\n")
+    assert "loss.backward()\n    nn.utils.clip_grad_norm_" in cells[1]["source"]
+    assert path.read_text().startswith('{"cells": [{"cell_type": "code", "execution_count": null, ')
+
+
+def test_fix_in_an_nbformat_3_notebook_keeps_version_3(project):
+    v3 = {"metadata": {"name": "old"}, "nbformat": 3, "nbformat_minor": 0, "worksheets": [{"cells": [
+        {"cell_type": "code", "collapsed": False, "input": SETUP.splitlines(keepends=True), "language": "python",
+         "metadata": {}, "outputs": []},
+        {"cell_type": "code", "collapsed": False, "input": LOOP.splitlines(keepends=True), "language": "python",
+         "metadata": {}, "outputs": []},
+    ], "metadata": {}}]}
+    path = project / "v3.ipynb"
+    path.write_text(json.dumps(v3, indent=1))
+    assert run("--output-format", "concise", "v3.ipynb").output.startswith("v3.ipynb:cell 2:4:5: LC101 [*] ")
+    assert run("--fix", "v3.ipynb").exit_code == 0
+    after = json.loads(path.read_text())
+    assert after["nbformat"] == 3 and "cells" not in after
+    assert "loss.backward()\n    nn.utils.clip_grad_norm_" in "".join(after["worksheets"][0]["cells"][1]["input"])
+    assert after["worksheets"][0]["cells"][0] == v3["worksheets"][0]["cells"][0]
+
+
+def test_add_noqa_in_a_notebook_then_it_is_clean(project):
+    path = project / "train.ipynb"
+    before = json.loads(path.read_text())
+    result = run("--add-noqa", "train.ipynb")
+    assert (result.exit_code, result.output) == (0, "Added 1 noqa directive.\n")
+    after = json.loads(path.read_text())
+    assert "".join(after["cells"][3]["source"]).splitlines()[3] == (
+        "    nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # noqa: LC101")
+    assert [c["source"] for c in after["cells"][:3]] == [c["source"] for c in before["cells"][:3]]
+    assert run("train.ipynb").output == "All checks passed!\n"
+
+
+def test_json_filename_of_standard_input(project):
+    text = (project / "train.ipynb").read_text()
+    data = json.loads(run("-", "--stdin-filename", "sub/nb.ipynb", "--output-format", "json", input=text).output)
+    assert data[0]["filename"] == str(project / "sub" / "nb.ipynb")
+    data = json.loads(run("-", "--output-format", "json", input=BAD_PY).output)
+    assert data[0]["filename"] == "-" and data[0]["cell"] is None

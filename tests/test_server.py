@@ -27,9 +27,9 @@ TIMEOUT = 10.0
 class Client:
     """A minimal LSP client: Content-Length framed JSON-RPC over the server's stdin/stdout."""
 
-    def __init__(self) -> None:
+    def __init__(self, command: list[str] | None = None, cwd: Path = ROOT) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "loopcheck.server"], cwd=ROOT,
+            command or [sys.executable, "-m", "loopcheck.server"], cwd=cwd,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )
         self.inbox: queue.Queue = queue.Queue()
@@ -83,6 +83,46 @@ class Client:
                 assert "error" not in msg, msg["error"]
                 return msg["result"]
 
+    def publication_any(self, uris: list[str]) -> dict:
+        """The next ``publishDiagnostics`` for any of ``uris``."""
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            for i, n in enumerate(self.notifications):
+                if n["method"] == "textDocument/publishDiagnostics" and n["params"]["uri"] in uris:
+                    del self.notifications[i]
+                    return n["params"]
+            self._next(deadline)
+
+    def publication(self, uri: str, timeout: float = TIMEOUT) -> dict:
+        """The params of the next ``publishDiagnostics`` for ``uri`` (``uri``, ``version``, ``diagnostics``)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for i, n in enumerate(self.notifications):
+                if n["method"] == "textDocument/publishDiagnostics" and n["params"]["uri"] == uri:
+                    del self.notifications[i]
+                    return n["params"]
+            self._next(deadline)
+
+    def drain(self, seconds: float) -> None:
+        """Collect what the server sends for ``seconds``."""
+        deadline = time.monotonic() + seconds
+        try:
+            while True:
+                self._next(deadline)
+        except queue.Empty:
+            pass
+
+    def request_raw(self, method: str, params) -> dict:
+        """A request's whole response (``result`` or ``error``)."""
+        self.next_id += 1
+        rid = self.next_id
+        self.send({"id": rid, "method": method, "params": params})
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            msg = self._next(deadline)
+            if msg.get("id") == rid and "method" not in msg:
+                return msg
+
     def diagnostics(self, uri: str) -> list[dict]:
         """The next ``publishDiagnostics`` for ``uri`` (one already received counts)."""
         deadline = time.monotonic() + TIMEOUT
@@ -128,6 +168,7 @@ def client():
             "processId": None, "rootUri": ROOT.as_uri(),
             "capabilities": {
                 "general": {"positionEncodings": ["utf-16"]},
+                "notebookDocument": {"synchronization": {}},
                 "textDocument": {
                     "publishDiagnostics": {"relatedInformation": True},
                     "codeAction": {"codeActionLiteralSupport": {"codeActionKind": {
@@ -155,6 +196,8 @@ def test_initialize_advertises_code_actions(client):
     assert client.server_info["serverInfo"]["name"] == "loopcheck"
     assert set(caps["codeActionProvider"]["codeActionKinds"]) == {"quickfix", "source.fixAll.loopcheck"}
     assert caps["textDocumentSync"]["openClose"] is True
+    assert caps["notebookDocumentSync"] == {
+        "notebookSelector": [{"notebook": "jupyter-notebook", "cells": [{"language": "python"}]}], "save": True}
 
 
 def test_diagnostic_code_action_fix_and_close(client):
@@ -172,7 +215,6 @@ def test_diagnostic_code_action_fix_and_close(client):
             "location": {"uri": uri, "range": rng(48, 8, 48, 23)},
             "message": "the loss whose graph is kept",
         }],
-        "data": {"fix": "safe"},
     }]
 
     actions = client.request("textDocument/codeAction", {
@@ -194,7 +236,7 @@ def test_diagnostic_code_action_fix_and_close(client):
         "textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": fixed}]})
     assert client.diagnostics(uri) == []
     assert client.request("textDocument/codeAction", {
-        "textDocument": {"uri": uri}, "range": rng(50, 0, 50, 10), "context": {"diagnostics": []}}) is None
+        "textDocument": {"uri": uri}, "range": rng(50, 0, 50, 10), "context": {"diagnostics": []}}) == []
 
     client.notify("textDocument/didChange", {
         "textDocument": {"uri": uri, "version": 3},
@@ -235,7 +277,7 @@ def test_move_fix_and_fix_all(client):
 def test_unsafe_fix_is_labelled_and_left_out_of_fix_all(client):
     uri, text = open_fixture(client, "LC301_bad.py")
     [diag] = client.diagnostics(uri)
-    assert diag["code"] == "LC301" and diag["data"] == {"fix": "unsafe"}
+    assert diag["code"] == "LC301"
     actions = client.request("textDocument/codeAction", {
         "textDocument": {"uri": uri}, "range": diag["range"], "context": {"diagnostics": [diag]}})
     assert [(a["title"], a["kind"], a["isPreferred"]) for a in actions] == [
@@ -258,9 +300,9 @@ def test_noqa_and_unfixable(client):
 
     uri, _ = open_fixture(client, "LC203_bad.py")
     [diag] = client.diagnostics(uri)
-    assert diag["code"] == "LC203" and "data" not in diag
+    assert diag["code"] == "LC203"
     assert client.request("textDocument/codeAction", {
-        "textDocument": {"uri": uri}, "range": diag["range"], "context": {"diagnostics": [diag]}}) is None
+        "textDocument": {"uri": uri}, "range": diag["range"], "context": {"diagnostics": [diag]}}) == []
     client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
     assert client.diagnostics(uri) == []
 
@@ -290,3 +332,181 @@ def test_shutdown_and_exit():
         assert c.proc.wait(timeout=TIMEOUT) == 0
     finally:
         c.close()
+
+
+# ------------------------------------------------------------------ as you type
+
+
+def test_a_burst_of_changes_is_checked_once_for_the_last_version(client):
+    uri, text = open_fixture(client, "LC401_bad.py")
+    assert client.publication(uri)["version"] == 1
+    fixed = text.replace("loss_history.append(loss)", "loss_history.append(loss.item())")
+    for version in range(2, 7):  # typing: five changes in a few milliseconds
+        client.notify("textDocument/didChange", {
+            "textDocument": {"uri": uri, "version": version},
+            "contentChanges": [{"text": fixed if version % 2 == 0 else text}]})
+    last = client.publication(uri)
+    assert (last["version"], [d["code"] for d in last["diagnostics"]]) == (6, [])
+    client.drain(0.5)  # nothing for the versions in between, before or after
+    assert [n for n in client.notifications if n["params"].get("uri") == uri] == []
+    client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    assert client.diagnostics(uri) == []
+
+
+def descendants(pid: int) -> list[tuple[int, str]]:
+    """``(pid, command line)`` of every process below ``pid`` (Linux /proc)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            try:
+                cmd = (Path("/proc") / str(child) / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                cmd = ""
+            out.append((child, cmd))
+            todo.append(child)
+    return out
+
+
+def huge_script(lines: int) -> str:
+    """A training script of about ``lines`` lines: many helpers and one loop with LC401."""
+    helper = "def helper_{n}(values, scale=1.0):\n    out = []\n    for v in values:\n" \
+             "        if v > 0:\n            out.append(v * scale)\n    return sum(out)\n\n"
+    body = "".join(helper.format(n=n) for n in range(lines // 7))
+    return read_fixture("LC401_bad.py") + "\n" + body
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="counts processes with /proc")
+def test_a_huge_document_blocks_nothing_and_a_newer_version_kills_its_check(client):
+    small_uri, _ = open_fixture(client, "LC203_bad.py")
+    assert [d["code"] for d in client.diagnostics(small_uri)] == ["LC203"]
+    path = FIXTURES / "huge_generated.py"
+    client.notify("textDocument/didOpen", {"textDocument": {
+        "uri": path.as_uri(), "languageId": "python", "version": 1, "text": huge_script(40_000)}})
+    time.sleep(0.3)  # its check is running
+    t = time.monotonic()
+    assert client.request("textDocument/codeAction", {
+        "textDocument": {"uri": small_uri}, "range": rng(0, 0, 0, 0), "context": {"diagnostics": []}}) == []
+    assert time.monotonic() - t < 2.0  # answered while the huge document is being checked
+    forkserver = [pid for pid, cmd in descendants(client.proc.pid) if "forkserver" in cmd]
+    assert forkserver and len(descendants(forkserver[0])) == 1  # the huge document's check
+    client.notify("textDocument/didChange", {"textDocument": {"uri": path.as_uri(), "version": 2},
+                                             "contentChanges": [{"text": read_fixture("LC401_bad.py")}]})
+    t = time.monotonic()
+    published = client.publication(path.as_uri())
+    assert published["version"] == 2 and [d["code"] for d in published["diagnostics"]] == ["LC401"]
+    assert time.monotonic() - t < 3.0
+    deadline = time.monotonic() + 2
+    while descendants(forkserver[0]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert descendants(forkserver[0]) == []  # the stale check was killed, not left to finish
+    for uri in (small_uri, path.as_uri()):
+        client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+        assert client.diagnostics(uri) == []
+
+
+# ------------------------------------------------------------------ protocol edges
+
+
+def test_malformed_params_get_an_invalid_params_error(client):
+    reply = client.request_raw("textDocument/codeAction", {"textDocument": 5})
+    assert reply["error"]["code"] == -32602
+    assert reply["error"]["message"].startswith("invalid params for textDocument/codeAction")
+    reply = client.request_raw("textDocument/codeAction", {"range": "nope"})
+    assert reply["error"]["code"] == -32602
+    assert client.request("textDocument/codeAction", {  # the server goes on
+        "textDocument": {"uri": (FIXTURES / "never_opened.py").as_uri()}, "range": rng(0, 0, 0, 0),
+        "context": {"diagnostics": []}}) == []
+
+
+def test_code_action_on_a_document_never_opened_is_empty(client):
+    uri = (FIXTURES / "LC101_bad.py").as_uri()  # exists on disk, but the client never opened it
+    assert client.request("textDocument/codeAction", {
+        "textDocument": {"uri": uri}, "range": rng(45, 0, 45, 10), "context": {"diagnostics": []}}) == []
+
+
+def test_an_invalid_configuration_is_shown_and_cleared_when_fixed(client, tmp_path):
+    config = tmp_path / "pyproject.toml"
+    config.write_text('[tool.loopcheck]\nselect = ["LC1"]\nselec = ["LC3"]\n', encoding="utf-8")
+    path = tmp_path / "train.py"
+    client.notify("textDocument/didOpen", {"textDocument": {
+        "uri": path.as_uri(), "languageId": "python", "version": 1, "text": read_fixture("LC401_bad.py")}})
+    on_config = client.publication(config.as_uri())
+    [diag] = on_config["diagnostics"]
+    assert diag["severity"] == 1 and diag["source"] == "loopcheck"
+    assert diag["range"] == rng(2, 0, 2, 15) and "unknown key 'selec'" in diag["message"]
+    assert [d["code"] for d in client.diagnostics(path.as_uri())] == ["LC401"]  # every rule meanwhile
+    shown = [n["params"] for n in client.notifications if n["method"] == "window/showMessage"]
+    assert len(shown) == 1 and shown[0]["type"] == 1 and "unknown key 'selec'" in shown[0]["message"]
+    client.notifications.clear()
+    client.notify("textDocument/didChange", {"textDocument": {"uri": path.as_uri(), "version": 2},
+                                             "contentChanges": [{"text": read_fixture("LC401_bad.py") + "\n"}]})
+    client.diagnostics(path.as_uri())
+    assert not [n for n in client.notifications if n["method"] == "window/showMessage"]  # once per error
+    config.write_text('[tool.loopcheck]\nselect = ["LC3"]\n', encoding="utf-8")
+    client.notify("textDocument/didSave", {"textDocument": {"uri": config.as_uri()}})
+    assert client.publication(config.as_uri())["diagnostics"] == []
+    assert client.diagnostics(path.as_uri()) == []  # LC401 is not selected any more
+    client.notify("textDocument/didClose", {"textDocument": {"uri": path.as_uri()}})
+    assert client.diagnostics(path.as_uri()) == []
+
+
+# ------------------------------------------------------------------ notebooks
+
+
+SETUP_CELL = "import torch\nfrom torch import nn\n!pip install tqdm\nmodel = nn.Linear(4, 2)\n" \
+             "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)"
+LOOP_CELL = ("for step in range(10):\n    x = torch.randn(8, 4)\n    optimizer.zero_grad()\n"
+             "    nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n    loss = model(x).pow(2).mean()\n"
+             "    loss.backward()\n    optimizer.step()")
+
+
+def test_notebook_cells_get_their_diagnostics_and_fixes(client, tmp_path):
+    nb_uri = (tmp_path / "train.ipynb").as_uri()
+    cells = [f"vscode-notebook-cell:{tmp_path}/train.ipynb#c{n}" for n in range(3)]
+    client.notify("notebookDocument/didOpen", {
+        "notebookDocument": {"uri": nb_uri, "notebookType": "jupyter-notebook", "version": 1, "cells": [
+            {"kind": 2, "document": cells[0]}, {"kind": 1, "document": cells[1]}, {"kind": 2, "document": cells[2]}]},
+        "cellTextDocuments": [
+            {"uri": cells[0], "languageId": "python", "version": 1, "text": SETUP_CELL},
+            {"uri": cells[1], "languageId": "markdown", "version": 1, "text": "# notes"},
+            {"uri": cells[2], "languageId": "python", "version": 1, "text": LOOP_CELL},
+        ]})
+    published = {}
+    for _ in range(2):
+        p = client.publication_any(cells)
+        published[p["uri"]] = p["diagnostics"]
+    assert published[cells[0]] == []
+    [diag] = published[cells[2]]
+    assert (diag["code"], diag["range"]) == ("LC101", rng(3, 4, 3, 53))
+    assert "line 6 of cell 3" in diag["message"]
+    assert diag["relatedInformation"] == [{"location": {"uri": cells[2], "range": rng(5, 4, 5, 19)},
+                                           "message": "backward() fills .grad only here"}]
+    actions = client.request("textDocument/codeAction", {
+        "textDocument": {"uri": cells[2]}, "range": diag["range"], "context": {"diagnostics": [diag]}})
+    assert [a["title"] for a in actions] == [
+        "loopcheck (LC101): Move `clip_grad_norm_()` between `loss.backward()` and `optimizer.step()`",
+        "Fix all safe loopcheck issues",
+    ]
+    edits = actions[0]["edit"]["changes"]
+    assert list(edits) == [cells[2]]
+    fixed = apply_text_edits(LOOP_CELL, edits[cells[2]])
+    assert fixed.splitlines()[4:6] == ["    loss.backward()", "    nn.utils.clip_grad_norm_(model.parameters(), 1.0)"]
+    # the editor applies it to the cell: a notebook change, and the diagnostic goes away
+    client.notify("notebookDocument/didChange", {
+        "notebookDocument": {"uri": nb_uri, "version": 2},
+        "change": {"cells": {"textContent": [{"document": {"uri": cells[2], "version": 2},
+                                               "changes": [{"text": fixed}]}]}}})
+    assert client.publication(cells[2])["diagnostics"] == []
+    client.notify("notebookDocument/didClose", {
+        "notebookDocument": {"uri": nb_uri}, "cellTextDocuments": [{"uri": c} for c in cells]})
+    client.drain(0.3)
+    cleared = [n["params"] for n in client.notifications if n["method"] == "textDocument/publishDiagnostics"]
+    assert {p["uri"] for p in cleared if p["diagnostics"] == []} >= {cells[0], cells[2]}
+    client.notifications.clear()

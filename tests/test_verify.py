@@ -70,8 +70,10 @@ def test_canonical_lc501_is_reported(rows):
 
 def test_table(result):
     lines = format_table(result, details=True).splitlines()
-    assert lines[0].split() == ["rule", "device", "dtype", "torch", "symptom", "bad", "good", "verdict"]
-    assert sum(1 for line in lines if line.rstrip().endswith(" reproduced")) == len(CODES)
+    assert lines[0].split() == ["rule", "device", "dtype", "torch", "symptom", "bad", "good", "verdict", "unit"]
+    row = next(line for line in lines if line.startswith("LC101 "))
+    assert row.split()[-5:] == ["reproduced", "fraction", "of", "optimizer", "steps"]
+    assert sum(1 for line in lines if line.startswith("LC") and "  reproduced  " in line) == len(CODES)
     assert any(line.startswith("LC501: bad run = LC501_bad_runtime.py") for line in lines)
     assert lines[-1].startswith(f"{len(CODES)}/{len(CODES)} rules reproduced")
 

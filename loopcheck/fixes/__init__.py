@@ -81,6 +81,7 @@ from loopcheck.fixes.noqa import noqa_codes_by_row
 #: None (no fix). "safe" fixers may still return an unsafe fix in the cases listed above.
 FIXABLE: dict[str, str | None] = {
     "LC001": None,
+    "LC002": "safe",  # unused-noqa: fixed by loopcheck.noqa.remove_unused_noqa, not by a fixer
     "LC101": "safe",
     "LC102": "safe",
     "LC103": "safe",

@@ -56,3 +56,8 @@ SYNTAX_ERROR = RuleInfo(
     "LC001", "syntax-error", "error", "The file does not parse, so it was not checked."
 )
 INFOS[SYNTAX_ERROR.code] = SYNTAX_ERROR
+
+UNUSED_NOQA = RuleInfo(
+    "LC002", "unused-noqa", "warning", "A `# noqa` comment names a loopcheck code that suppresses nothing on its line."
+)
+INFOS[UNUSED_NOQA.code] = UNUSED_NOQA

@@ -10,7 +10,6 @@ import json
 
 import click
 
-from .symptoms import SYMPTOMS
 
 TORCH_MISSING = (
     "loopcheck verify needs PyTorch, which is not installed in this environment.\n"
@@ -18,12 +17,24 @@ TORCH_MISSING = (
 )
 
 
-@click.command("verify")
+def torch_available() -> bool:
+    """Whether torch can be imported here, found without importing it (only the isolated
+    children import torch: importing it here would also print its NumPy warning)."""
+    import sys
+    from importlib.util import find_spec
+
+    if "torch" in sys.modules:
+        return sys.modules["torch"] is not None
+    return find_spec("torch") is not None
+
+
+@click.command("verify", short_help="Re-run the runtime evidence: each rule's bad and good fixture under probes (needs torch).")
 @click.argument("codes", nargs=-1, metavar="[CODE]...")
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="Table for people, JSON for tools.")
 @click.option("--fixtures", "fixtures_dir", type=click.Path(file_okay=False, exists=True), default=None,
-              help="Directory holding LCxxx_bad.py / LCxxx_good.py (default: the checkout's fixtures/).")
+              help="Run the LCxxx_bad.py / LCxxx_good.py scripts of this directory instead of the ones "
+                   "shipped with loopcheck (they are executed: use only a directory you trust).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
               help="Fixtures run at the same time, one subprocess each (default: CPU count).")
 @click.option("--details", is_flag=True, help="Print what was measured in every run under the table.")
@@ -34,22 +45,30 @@ def verify(codes, output_format, fixtures_dir, jobs, details):
     good run, and whether the bug was reproduced (shown by the bad run, not by the good one).
     Where a rule has LCxxx_bad_runtime.py (its canonical bad fixture cannot show the bug at
     runtime in this PyTorch), that is the bad run; the canonical one is measured too.
+    The scripts are those shipped inside the installed package (never ./fixtures of the
+    current directory), each run in an isolated child process (python -I, an empty working
+    directory).
+
     Exit code 0 if every selected rule reproduced, 1 otherwise, 2 on usage errors or when
     PyTorch is missing.
     """
-    try:
-        import torch  # noqa: F401 - lazily: the linter itself never needs torch
-    except ImportError:
+    if not torch_available():
         click.echo(TORCH_MISSING, err=True)
         raise SystemExit(2)
+    from .symptoms import SYMPTOMS  # here, not at import: `loopcheck --version` need not load it
+
     selected = [c.upper() for c in codes] or list(SYMPTOMS)
     unknown = [c for c in selected if c not in SYMPTOMS]
     if unknown:
         raise click.UsageError(f"unknown rule code(s): {', '.join(unknown)}; known: {', '.join(SYMPTOMS)}")
 
-    from .report import format_table, verify_rules
+    from .report import FixturesMissing, format_table, verify_rules
 
-    result = verify_rules(selected, fixtures_dir=fixtures_dir, jobs=jobs)
+    try:
+        result = verify_rules(selected, fixtures_dir=fixtures_dir, jobs=jobs)
+    except FixturesMissing as err:
+        click.echo(f"loopcheck verify: {err}", err=True)
+        raise SystemExit(2) from None
     if output_format == "json":
         click.echo(json.dumps(result, indent=2))
     else:

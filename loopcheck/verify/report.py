@@ -20,10 +20,29 @@ from pathlib import Path
 from . import runner, symptoms
 
 
+class FixturesMissing(RuntimeError):
+    """The installed package holds no fixtures (a broken install)."""
+
+
 def default_fixtures_dir() -> Path:
-    """``fixtures/`` of the source checkout this package lives in, else ``./fixtures``."""
-    here = Path(__file__).resolve().parents[2] / "fixtures"
-    return here if here.is_dir() else Path.cwd() / "fixtures"
+    """The fixtures shipped with the package that is running.
+
+    An installed wheel holds them in ``loopcheck/fixtures/`` (package data built from the
+    checkout's ``fixtures/``); a source checkout (an editable install, or ``python -m`` from the
+    checkout) holds them in ``fixtures/`` beside the package. The current working directory is
+    never looked at: ``loopcheck verify`` runs these scripts, so only the package's own count.
+
+    Raises:
+        FixturesMissing: neither place holds the fixtures.
+    """
+    package = Path(__file__).resolve().parents[1]
+    shipped = package / "fixtures"
+    if shipped.is_dir():
+        return shipped
+    checkout = package.parent
+    if (checkout / "pyproject.toml").is_file() and (checkout / "fixtures").is_dir():
+        return checkout / "fixtures"
+    raise FixturesMissing(f"no fixtures in {shipped}: reinstall loopcheck")
 
 
 def _plan(codes, fixtures_dir: Path) -> list[dict]:
@@ -88,10 +107,11 @@ def _cell(code, side) -> str:
 
 
 def format_table(result: dict, details: bool = False) -> str:
-    """A plain-text table (one row per rule), notes, and optionally each run's detail."""
-    head = ["rule", "device", "dtype", "torch", "symptom", "bad", "good", "verdict"]
+    """A plain-text table (one row per rule, the unit the bad and good numbers are counted in),
+    notes, and optionally each run's detail."""
+    head = ["rule", "device", "dtype", "torch", "symptom", "bad", "good", "verdict", "unit"]
     body = [[r["code"], r["device"], r["dtype"], r["torch"] or "-", r["symptom"],
-             _cell(r["code"], r["bad"]), _cell(r["code"], r["good"]), r["verdict"]]
+             _cell(r["code"], r["bad"]), _cell(r["code"], r["good"]), r["verdict"], r["unit"]]
             for r in result["rules"]]
     widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
     lines = ["  ".join(str(x).ljust(w) for x, w in zip(row, widths)).rstrip()

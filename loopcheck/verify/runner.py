@@ -11,12 +11,18 @@ few seconds per process, far more than a fixture's training.  So on Linux the pa
 once, without running any kernel or touching CUDA, and forks a fresh child per script, ``JOBS``
 at a time.  Elsewhere each script gets its own ``python -m loopcheck.verify.runner
 SCRIPT OUT.json`` subprocess.  The parent process never imports torch.
+
+Children start isolated (:func:`child_command`): ``python -I`` (no ``PYTHON*`` variables, no user
+site-packages, neither the current directory nor a script directory on ``sys.path``) in a fresh
+empty working directory, so a ``torch.py``, ``loopcheck/`` or ``sitecustomize.py`` in the directory
+the user runs ``loopcheck verify`` from is never imported.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -26,7 +32,21 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 #: Children run single-threaded: fixtures are tiny, and several children share the cores.
-CHILD_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
+CHILD_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+# Run by ``python -I -c``: make this very package importable (a source checkout is not on the
+# isolated path), then hand over to :func:`main`. Nothing is read from the working directory.
+_BOOTSTRAP = """\
+import sys
+from importlib.util import find_spec
+from pathlib import Path
+root = Path({root!r})
+spec = find_spec("loopcheck")
+if spec is None or spec.origin is None or Path(spec.origin).resolve().parent != root / "loopcheck":
+    sys.path.insert(0, str(root))
+from loopcheck.verify.runner import main
+raise SystemExit(main(sys.argv[1:]))
+"""
 
 
 def _script_frame(tb, script: str):
@@ -140,10 +160,18 @@ def serve(jobs: int, timeout: float) -> int:
 
 
 def _env() -> dict:
-    repo_root = str(Path(__file__).resolve().parents[2])
-    env = dict(os.environ, **CHILD_ENV)
-    env["PYTHONPATH"] = repo_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    return env
+    return dict(os.environ, **CHILD_ENV)
+
+
+def child_command(*args: str) -> list[str]:
+    """The command line of an isolated child: ``python -I -W ignore -c BOOTSTRAP ARGS...``.
+
+    ``-I`` ignores ``PYTHON*`` environment variables and user site-packages and keeps the
+    current and the script's directory off ``sys.path``; the bootstrap puts this package's own
+    parent directory on it when the package is not importable otherwise (a source checkout).
+    """
+    root = str(Path(__file__).resolve().parents[2])
+    return [sys.executable, "-I", "-W", "ignore", "-c", _BOOTSTRAP.format(root=root), *args]
 
 
 def _read(out_path: str, script: str, fallback: str) -> dict:
@@ -158,21 +186,18 @@ def _run_forked(scripts: list[str], jobs: int, timeout: float) -> dict[str, dict
     tmp = tempfile.mkdtemp(prefix="loopcheck-verify-")
     outs = {s: os.path.join(tmp, f"{i}.json") for i, s in enumerate(scripts)}
     reqs = "".join(json.dumps({"script": s, "out": outs[s]}) + "\n" for s in scripts)
+    work = tempfile.mkdtemp(prefix="loopcheck-verify-cwd-")
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "loopcheck.verify.runner", "--serve", str(jobs), str(timeout)],
-            input=reqs, env=_env(), capture_output=True, text=True,
+            child_command("--serve", str(jobs), str(timeout)),
+            input=reqs, env=_env(), cwd=work, capture_output=True, text=True,
             timeout=timeout * (len(scripts) / jobs + 2) + 60,
         )
         tail = " | ".join((proc.stderr or "").strip().splitlines()[-3:])
         return {s: _read(outs[s], s, f"no record (server exit {proc.returncode}) {tail}") for s in scripts}
     finally:
-        for p in outs.values():
-            try:
-                os.unlink(p)
-            except OSError:
-                pass
-        os.rmdir(tmp)
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def run_script(script: str | os.PathLike, timeout: float = 300.0) -> dict:
@@ -180,9 +205,10 @@ def run_script(script: str | os.PathLike, timeout: float = 300.0) -> dict:
     script = str(Path(script).resolve())
     fd, out_path = tempfile.mkstemp(prefix="loopcheck-verify-", suffix=".json")
     os.close(fd)
+    work = tempfile.mkdtemp(prefix="loopcheck-verify-cwd-")
     try:
-        proc = subprocess.run([sys.executable, "-m", "loopcheck.verify.runner", script, out_path],
-                              env=_env(), capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(child_command(script, out_path),
+                              env=_env(), cwd=work, capture_output=True, text=True, timeout=timeout)
         tail = " | ".join((proc.stderr or proc.stdout or "").strip().splitlines()[-3:])
         return _read(out_path, script, f"exit {proc.returncode}: {tail}")
     except subprocess.TimeoutExpired:
@@ -190,6 +216,7 @@ def run_script(script: str | os.PathLike, timeout: float = 300.0) -> dict:
                                             "message": f"no result after {timeout:.0f} s"}}
     finally:
         os.unlink(out_path)
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def run_scripts(scripts, jobs: int | None = None, timeout: float = 300.0,

@@ -1,0 +1,41 @@
+"""loopcheck as a flake8 plugin: ``flake8 --select LC`` reports loopcheck's rules.
+
+Registered under the ``flake8.extension`` entry point group with the code prefix ``LC``
+(``pyproject.toml``), so installing loopcheck next to flake8 is enough. flake8 decides what
+runs and what is shown: its ``--select``/``--extend-select``/``--ignore``, ``per-file-ignores``
+and ``# noqa`` comments apply to the ``LC`` codes as to any other; loopcheck's own
+configuration (``[tool.loopcheck]``) is not read here. A ``# loopcheck: skip-file`` comment
+still skips the file. flake8 does not check notebooks; ``loopcheck`` itself does.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from loopcheck import __version__
+
+
+class Plugin:
+    """A flake8 checker over the lines flake8 read (``flake8.extension``, code prefix ``LC``).
+
+    flake8 passes ``lines`` (the file's physical lines, as read with its encoding handling)
+    and ``filename``; :meth:`run` yields ``(row, column, "LCxxx message", type)`` with a 1-based
+    row and a 0-based column, as flake8 expects.
+    """
+
+    name = "loopcheck"
+    version = __version__
+
+    def __init__(self, tree, lines: list[str], filename: str) -> None:  # noqa: ARG002 - flake8 API
+        self.lines = lines
+        self.filename = filename
+
+    def run(self) -> Iterator[tuple[int, int, str, type]]:
+        from loopcheck.analysis import check_source
+        from loopcheck.noqa import is_skipped
+
+        source = "".join(self.lines)
+        if is_skipped(source):
+            return
+        for f in check_source(source, self.filename):
+            yield f.row, f.column - 1, f"{f.code} {f.message}", type(self)
