@@ -49,7 +49,7 @@ PYTHON_CELL_MAGICS = {"time", "timeit", "capture", "prun", "debug", "memit", "mp
 
 _ASSIGNED_MAGIC = re.compile(r"^[\w.\[\], ]+=\s*[%!]")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
-_LINE_REF = re.compile(r"\bline (\d+)\b")
+_LINE_REF = re.compile(r"\bline (\d+)\b(?! of )")  # "line 21 of engine.py" is another file's
 
 
 class NotebookError(Exception):
