@@ -108,12 +108,13 @@ def place(unit: Unit, rep: Report) -> Report:
     """Where a finding belongs: in the frame that holds its event and the events of its
     related lines, at the deepest line of that frame's module on the way to its event. A
     report moved from another module names the original line among its related ones."""
-    calls = unit.calls_to(rep.node)
+    calls = rep.at.ctx.calls if rep.at is not None else unit.calls_to(rep.node)
     if calls is None:
         return rep
     prefix = len(calls)
-    for node, _note in rep.related:
-        other = unit.calls_to(node)
+    events = list(rep.related_at) + [None] * (len(rep.related) - len(rep.related_at))
+    for (node, _note), ev in zip(rep.related, events):
+        other = ev.ctx.calls if ev is not None else unit.calls_to(node)
         if other is None:
             continue
         n = 0
@@ -131,8 +132,8 @@ def place(unit: Unit, rep: Report) -> Report:
         return rep
     original, message = rep.node, rep.message
     return Report(
-        rep.code, pick, lambda d: f"in {d.call(pick)} (line {d.line(original)}): {message(d)}",
-        [(original, "where it happens"), *rep.related], rep.note,
+        rep.code, pick, lambda d: f"via {d.call(pick)}: {message(d)}",
+        [(original, "where it happens"), *rep.related], rep.note, rep.at, (rep.at, *events),
     )
 
 

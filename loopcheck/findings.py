@@ -33,7 +33,7 @@ class Describe:
     def call(self, node: cst.CSTNode) -> str:
         """``optimizer.step()`` for a call node: its callee followed by ``()``."""
         if isinstance(node, cst.Call):
-            return self.code(node.func, 50) + "()"
+            return self.code(node.func, 40) + "()"
         return self.code(node)
 
 
@@ -49,6 +49,10 @@ class Report:
         related: ``[(node, note)]`` — the other lines that make it a bug.
         note: ``note(describe) -> str`` or ``None``: the explanation (what breaks at runtime,
             the measured numbers, the fix), shown by the ``full`` output and in JSON.
+        at: the event flagged (its ``ctx.calls`` say through which inlined calls it was
+            reached; the same line of a helper can be reached from several call sites).
+        related_at: the events of the related lines, when known (same order, ``None`` for
+            a line that is no event, a loop).
     """
 
     code: str
@@ -56,6 +60,8 @@ class Report:
     message: Callable[[Describe], str]
     related: list[tuple[cst.CSTNode, str]] = field(default_factory=list)
     note: Callable[[Describe], str] | None = None
+    at: object = None
+    related_at: tuple = ()
 
 
 @dataclass

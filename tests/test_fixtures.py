@@ -33,3 +33,17 @@ def test_fixture(path: Path):
     source = path.read_text(encoding="utf-8")
     found = {(f.code, f.row) for f in check_source(source, str(path))}
     assert found == expected(source)
+
+
+def test_messages_say_what_is_wrong_in_one_short_sentence():
+    """Every finding of every fixture: one sentence under 120 characters; the explanation and
+    the measured numbers are in the note (for the rules with runtime evidence)."""
+    long, without_note = [], []
+    for path in FIXTURES:
+        for f in check_source(path.read_text(encoding="utf-8"), str(path)):
+            if len(f.message) >= 120 or ". " in f.message:
+                long.append((path.name, f.code, f.message))
+            if f.code != "LC001" and not f.note:
+                without_note.append((path.name, f.code))
+    assert long == []
+    assert without_note == []

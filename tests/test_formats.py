@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from loopcheck.cli import lint_text, main
 from loopcheck.reporters import Context, to_json_obj, to_sarif, write_concise, write_full
 from loopcheck.rules import INFOS
-from test_cli import BAD, FIX_EDITS, FIX_MESSAGE, GOOD, MESSAGE
+from test_cli import BAD, FIX_EDITS, FIX_MESSAGE, GOOD, MESSAGE, NOTE
 
 # BAD, and the model left in eval mode for a forward pass with autograd on: LC101, LC301, LC302.
 MODES = BAD.replace("    optimizer.step()\n", "    optimizer.step()\n    model.eval()\n    model(x)\n")
@@ -41,6 +41,7 @@ help: {FIX_MESSAGE}
 11 +     nn.utils.clip_grad_norm_(model.parameters(), 1.0)
 12 |     optimizer.step()
    |
+note: {NOTE}
 
 Found 1 error.
 [*] 1 fixable with `--fix`.
@@ -121,7 +122,7 @@ def test_json_lines(project):
         "name": "clip-before-backward",
         "severity": "error",
         "noqa_row": 9,
-        "note": None,
+        "note": NOTE,
         "related": [{"cell": None, "column": 5, "filename": str(project / "bad.py"), "row": 11,
                      "message": "backward() fills .grad only here"}],
     }

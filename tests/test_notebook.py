@@ -13,7 +13,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from loopcheck.cli import main
 from loopcheck import notebook as notebook_module
 from loopcheck.notebook import cell_program, read_notebook
-from test_cli import BAD as BAD_PY
+from test_cli import BAD as BAD_PY, NOTE
 
 SETUP = """\
 %matplotlib inline
@@ -35,8 +35,7 @@ for step in range(10):
     optimizer.step()"""
 
 CLIP_MESSAGE = (
-    "nn.utils.clip_grad_norm_() runs before loss.backward() at line 7 of cell 4: the gradients it "
-    "clips are empty or already applied, so the step is never clipped"
+    "nn.utils.clip_grad_norm_() runs before loss.backward() (line 7 of cell 4), on empty gradients"
 )
 
 
@@ -111,6 +110,7 @@ def test_full_shows_the_cell_lines_with_their_magics(project):
         "7 +     nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
         "8 |     optimizer.step()\n"
         "  |\n"
+        f"note: {NOTE}\n"
         "\n"
         "Found 1 error.\n"
         "[*] 1 fixable with `--fix`.\n"
@@ -123,7 +123,9 @@ def test_related_lines_in_other_cells(tmp_path, monkeypatch):
     Path("nb.ipynb").write_text(notebook(SETUP, "model.half()", fixed))
     result = run("--output-format", "full", "nb.ipynb")
     lines = result.output.splitlines()
-    assert lines[0].startswith("LC501 model.half() runs after the optimizer at line 7 of cell 1 was built")
+    assert lines[0] == (
+        "LC501 model.half() changes the model's dtype after the optimizer at line 7 of cell 1 was built from its parameters"
+    )
     assert lines[1:] == [
         "        --> nb.ipynb:cell 2:1:1",
         "         |",
@@ -136,6 +138,9 @@ def test_related_lines_in_other_cells(tmp_path, monkeypatch):
         "cell 3:7 |     optimizer.step()",
         "         |     ---------------- the step that follows",
         "         |",
+        "note: PyTorch converts parameters in place by default, so this optimizer still trains them, but Adam "
+        "fails once it has state (a resumed run), and with set_overwrite_module_params_on_conversion(True) the "
+        "optimizer updates orphaned copies. Build the optimizer after the model is final.",
         "",
         "Found 1 error.",
     ]

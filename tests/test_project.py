@@ -50,7 +50,7 @@ def test_a_finding_names_the_lines_of_the_other_module():
     train = FIXTURES / "project_eval_module" / "train.py"
     [f] = run_json(str(train))
     assert (f["code"], f["location"]["row"]) == ("LC301", 18)
-    assert f["message"].startswith("in evaluate() (line 6 of evaluation.py): net.eval() is still in effect")
+    assert f["message"] == "via evaluate(): net.eval() is still in effect when optimizer.step() at line 17 trains the model"
     other = [r for r in f["related"] if r["filename"] != f["filename"]]  # each entry names its file
     assert [(Path(r["filename"]).name, r["row"]) for r in other] == [("evaluation.py", 6)]
     assert Path(other[0]["filename"]).resolve() == (train.parent / "evaluation.py").resolve()
