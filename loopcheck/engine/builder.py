@@ -577,23 +577,25 @@ class UnitBuilder:
             while f is not None:
                 if head in f.defs:
                     return Callee(f.defs[head], f.module, parent=f)
+                if head in f.locals and f.fid == "" and head in f.module.classes:
+                    return self._constructor(ClassRef(f.module, head), _one(raw.targets))  # a class of the module
                 if head in f.locals or head in f.subst:
                     return None
                 f = f.parent
             if not qualified and head in m.functions:
                 return Callee(m.functions[head], m)
             if not qualified and head in m.classes:
-                return self._constructor(ClassRef(m, head))
+                return self._constructor(ClassRef(m, head), _one(raw.targets))
             if qualified:
-                return self._project_callee(m, sym)
+                return self._project_callee(m, sym, _one(raw.targets))
             for star in m.imports.stars:
-                found = self._project_callee(m, f"{star}.{head}")
+                found = self._project_callee(m, f"{star}.{head}", _one(raw.targets))
                 if found is not None:
                     return found
             return None
         sym, qualified = self.resolve(frame, dotted)
         if qualified:  # engine.train_one_epoch(...), models.Net(...)
-            return self._project_callee(m, sym)
+            return self._project_callee(m, sym, _one(raw.targets))
         recv_sym, _ = self.resolve(frame, dotted.rpartition(".")[0])
         method = dotted.rpartition(".")[2]
         cls = frame.instances.get(recv_sym)
@@ -604,17 +606,20 @@ class UnitBuilder:
         found = find_method(cls, method)
         if found is None:
             return None
-        return Callee(found[1], found[0].module, f"self@{cls.name}", cls, found[0])
+        return Callee(found[1], found[0].module, recv_sym, cls, found[0])
 
-    def _constructor(self, cls: ClassRef) -> Callee | None:
+    def _constructor(self, cls: ClassRef, target: str | None = None) -> Callee | None:
+        """``Cls(...)``: its ``__init__``, with ``self`` bound to the variable the instance goes
+        to (so ``model = GPT(cfg)`` then ``model.configure_optimizers()`` share their
+        attributes), or to ``self@Cls`` when it goes to none."""
         if cls.described:
             return None
         found = find_method(cls, "__init__")
         if found is None:
             return None
-        return Callee(found[1], found[0].module, f"self@{cls.name}", cls, found[0], ctor=True)
+        return Callee(found[1], found[0].module, target or f"self@{cls.name}", cls, found[0], ctor=True)
 
-    def _project_callee(self, m: ModuleIndex, qualname: str | None) -> Callee | None:
+    def _project_callee(self, m: ModuleIndex, qualname: str | None, target: str | None = None) -> Callee | None:
         """A function or class of another module of the project, by qualified name. A name the
         library knowledge describes is not read (the project is that library: the examples of
         accelerate import its own src/accelerate)."""
@@ -625,7 +630,7 @@ class UnitBuilder:
             return None
         index = member.info.index
         if member.cls is not None and member.function is None:
-            return self._constructor(ClassRef(index, member.cls))
+            return self._constructor(ClassRef(index, member.cls), target)
         if member.cls is not None:  # Class.method(...) through the class
             return Callee(member.function, index, None, None, ClassRef(index, member.cls))
         return Callee(member.function, index)
@@ -1207,6 +1212,10 @@ def _decide(test: cst.BaseExpression, constants: dict) -> bool | None:
         if isinstance(op, cst.IsNot):
             return left is not right
     return None
+
+
+def _one(targets: tuple) -> str | None:
+    return targets[0] if len(targets) == 1 else None
 
 
 def _is_static(func: cst.FunctionDef) -> bool:

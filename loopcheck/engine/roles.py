@@ -514,13 +514,13 @@ class _Inference:
                 out.add(owner)
             elif m in self.roles.models:
                 out.add(m)
-            elif depth < 3 and m in self.defs:
-                for mentions2, _kind in self.defs[m]:
+            elif depth < 4 and (m in self.defs or ("." in m and m.rpartition(".")[0] in self.defs)):
+                # a variable built here, or an attribute of one (param_dict.items, args.lr)
+                base = m if m in self.defs else m.rpartition(".")[0]
+                for mentions2, _kind in self.defs[base]:
                     sub, k = self.param_models(mentions2, depth + 1)
                     out |= sub
                     known = known and k
-            elif "." in m and m.rpartition(".")[0] in self.defs:
-                continue  # an attribute of something built here (args.lr): no parameters
             else:
                 known = False
         return out, known
