@@ -1,0 +1,147 @@
+"""Shared helpers of the evaluation scripts: the manifest, the seeded split, running loopcheck.
+
+The corpus lives outside the repository (default ``/work/corpus``, or ``$LOOPCHECK_CORPUS``):
+``repos/<owner>__<name>/`` holds each manifest repository exported at its pinned commit,
+``bugs/`` the trees of the fixed-bug commits. Nothing under it is committed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shlex
+import subprocess
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CORPUS = Path(os.environ.get("LOOPCHECK_CORPUS", "/work/corpus"))
+MIRRORS = Path(os.environ.get("LOOPCHECK_MIRRORS", "/work/.mirror"))
+SPLITS = ("dev", "heldout")
+
+
+@dataclass
+class Repo:
+    """One manifest entry.
+
+    name: ``owner/name`` as GitHub spells it; commit: the 40-hex commit exported;
+    subpaths: paths relative to the repository root that loopcheck is run on;
+    split: ``"dev"`` or ``"heldout"``; source: ``"mirror"`` (a whole tree from the fetch
+    tool) or ``"index"`` (single files read from the search index, each pinned in ``files``
+    as ``{path: commit}``, because the repository is too large to fetch).
+    """
+
+    name: str
+    commit: str
+    subpaths: list[str]
+    split: str
+    source: str = "mirror"
+    files: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def dirname(self) -> str:
+        """The directory name under ``repos/``: ``owner__name``."""
+        return self.name.replace("/", "__")
+
+    @property
+    def root(self) -> Path:
+        """Where the exported tree lives."""
+        return CORPUS / "repos" / self.dirname
+
+    @property
+    def mirror(self) -> Path:
+        """The bare git directory the fetch tool leaves (``/work/.mirror/owner+name/repo``)."""
+        return MIRRORS / self.name.replace("/", "+") / "repo"
+
+
+def load_toml(name: str) -> dict:
+    """Read ``scripts/eval/<name>`` as TOML (raises FileNotFoundError, tomllib.TOMLDecodeError)."""
+    with open(HERE / name, "rb") as f:
+        return tomllib.load(f)
+
+
+def load_manifest() -> tuple[dict, list[Repo]]:
+    """Return the manifest's ``[split]`` table and its repositories, in file order."""
+    data = load_toml("manifest.toml")
+    repos = [
+        Repo(r["name"], r["commit"], r["subpaths"], r["split"], r.get("source", "mirror"), r.get("files", {}))
+        for r in data["repo"]
+    ]
+    return data["split"], repos
+
+
+def draw_split(names: list[str], seed: int, fixed_dev: list[str]) -> dict[str, str]:
+    """The seeded draw that assigns every name to ``dev`` or ``heldout``.
+
+    The names in ``fixed_dev`` (the acceptance cases) are dev. The others are sorted, shuffled
+    with ``random.Random(seed)``; the first ``len // 2`` go to heldout, the rest to dev.
+    The same names and seed always give the same split.
+    """
+    rest = sorted(n for n in names if n not in fixed_dev)
+    random.Random(seed).shuffle(rest)
+    half = len(rest) // 2
+    split = {n: ("heldout" if i < half else "dev") for i, n in enumerate(rest)}
+    split.update({n: "dev" for n in fixed_dev})
+    return split
+
+
+def check_split(table: dict, entries: list[tuple[str, str]]) -> list[str]:
+    """Compare recorded ``(name, split)`` pairs with the draw of ``table`` (seed, fixed_dev).
+
+    Returns one line per disagreement (empty when the recorded split is the draw).
+    """
+    drawn = draw_split([n for n, _ in entries], table["seed"], table["fixed_dev"])
+    return [f"{n}: recorded {s}, drawn {drawn[n]}" for n, s in entries if drawn[n] != s]
+
+
+def loopcheck_command(arg: str | None) -> list[str]:
+    """The loopcheck command line: ``--loopcheck CMD`` split like a shell, else ``loopcheck``
+    from PATH, else ``python -m loopcheck``."""
+    if arg:
+        return shlex.split(arg)
+    return ["loopcheck"] if _on_path("loopcheck") else [sys.executable, "-m", "loopcheck"]
+
+
+def _on_path(prog: str) -> bool:
+    return any((Path(d) / prog).is_file() for d in os.environ.get("PATH", "").split(os.pathsep) if d)
+
+
+def run_loopcheck(cmd: list[str], paths: list[str], cwd: Path, timeout: float = 900) -> list[dict]:
+    """Run ``cmd check --output-format json --isolated --exit-zero PATHS`` in ``cwd``.
+
+    Returns loopcheck's JSON findings (ruff's fields plus ``related`` and, for notebooks,
+    ``cell``), with ``filename`` as loopcheck printed it (relative to ``cwd`` when the path was).
+    Raises RuntimeError when loopcheck exits with status 2 or prints no JSON.
+    ``--isolated`` keeps the configuration files of the checked repository out of the way.
+    """
+    proc = subprocess.run(
+        [*cmd, "check", "--output-format", "json", "--isolated", "--exit-zero", *paths],
+        cwd=cwd, capture_output=True, text=True, timeout=timeout,
+    )
+    if proc.returncode == 2 or not proc.stdout.strip():
+        raise RuntimeError(f"loopcheck failed in {cwd} on {paths}: {proc.stderr.strip()[-2000:]}")
+    return json.loads(proc.stdout)
+
+
+def line_text(root: Path, finding: dict, row: int | None = None) -> str:
+    """The stripped text of the flagged line (or of ``row``) of a finding, read from disk.
+
+    For a notebook finding (with ``cell``), rows count from the start of that cell, as
+    loopcheck reports them; cells are counted from 1 over every cell of the notebook.
+    """
+    row = finding["location"]["row"] if row is None else row
+    lines = source_lines(root / finding["filename"], finding.get("cell"))
+    return lines[row - 1].strip() if 0 < row <= len(lines) else ""
+
+
+def source_lines(path: Path, cell: int | None = None) -> list[str]:
+    """The lines of a Python file, or of cell ``cell`` (1-based) of a notebook."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if cell is None:
+        return text.splitlines()
+    cells = json.loads(text)["cells"]
+    src = cells[cell - 1]["source"]
+    return ("".join(src) if isinstance(src, list) else src).splitlines()
