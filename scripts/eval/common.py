@@ -97,6 +97,45 @@ def check_split(table: dict, entries: list[tuple[str, str]]) -> list[str]:
     return [f"{n}: recorded {s}, drawn {drawn[n]}" for n, s in entries if drawn[n] != s]
 
 
+def export_tree(mirror: Path, commit: str, dest: Path) -> None:
+    """Write the tree of ``commit`` from the bare git directory ``mirror`` to ``dest`` (replaced).
+
+    Snapshots may lack their largest blobs; those files are skipped and listed in
+    ``.eval-absent`` (git archive would stop at the first one). Submodules are skipped.
+    """
+    subprocess.run(["rm", "-rf", str(dest)], check=True)
+    dest.mkdir(parents=True)
+    listing = subprocess.run(["git", "-C", str(mirror), "ls-tree", "-r", "-z", commit],
+                             capture_output=True, check=True).stdout.split(b"\0")
+    entries = []
+    for item in filter(None, listing):
+        meta, path = item.split(b"\t", 1)
+        mode, kind, sha = meta.split()
+        if kind == b"blob":
+            entries.append((mode, sha, path.decode("utf-8", "surrogateescape")))
+    absent = []
+    with subprocess.Popen(["git", "-C", str(mirror), "cat-file", "--batch"],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE) as cat:
+        for mode, sha, path in entries:
+            cat.stdin.write(sha + b"\n")
+            cat.stdin.flush()
+            header = cat.stdout.readline().split()
+            if header[-1] == b"missing":
+                absent.append(path)
+                continue
+            data = cat.stdout.read(int(header[2]))
+            cat.stdout.read(1)
+            out = dest / path
+            out.parent.mkdir(parents=True, exist_ok=True)
+            if mode == b"120000":
+                out.symlink_to(data.decode("utf-8", "surrogateescape"))
+            else:
+                out.write_bytes(data)
+        cat.stdin.close()
+    if absent:
+        (dest / ".eval-absent").write_text("\n".join(absent) + "\n")
+
+
 def loopcheck_command(arg: str | None) -> list[str]:
     """The loopcheck command line: ``--loopcheck CMD`` split like a shell, else ``loopcheck``
     from PATH, else ``python -m loopcheck``."""
