@@ -10,14 +10,15 @@ not a shell command: a session with it calls ``fetch github:owner/name`` and run
 Repositories of ``source = "index"`` are single files read from the search index; missing
 ones are listed with the read_file call that gives them.
 
-``--check`` only reports (exports nothing). ``--stats`` prints the Python and notebook files
-and lines under each repository's subpaths, per split. Exit status 1 when something is
+``--check`` only reports (exports nothing). ``--stats`` prints the Python files, notebooks and
+lines (a notebook's code-cell lines) under each repository's subpaths, per split. Exit status 1 when something is
 missing or the recorded split is not the seeded draw.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 from collections import Counter
@@ -59,17 +60,27 @@ def missing_lines(repo: Repo) -> list[str]:
             f"  git -C {repo.mirror} archive {repo.commit} | tar -x -C {repo.root}"]
 
 
-def count(repo: Repo) -> tuple[int, int]:
-    """Python/notebook files and their lines under the repository's subpaths."""
-    files = lines = 0
+def count(repo: Repo) -> tuple[int, int, int]:
+    """Python files, notebooks, and their lines (a notebook's code-cell lines) under the subpaths."""
+    py = nb = lines = 0
     for sub in repo.subpaths:
         top = repo.root / sub
         paths = [top] if top.is_file() else [p for p in top.rglob("*") if p.suffix in (".py", ".ipynb")]
         for p in paths:
-            if p.is_file():
-                files += 1
+            if not p.is_file():
+                continue
+            if p.suffix == ".ipynb":
+                nb += 1
+                try:
+                    cells = json.loads(p.read_text(encoding="utf-8")).get("cells", [])
+                except (ValueError, UnicodeDecodeError):
+                    continue
+                lines += sum(len("".join(c.get("source", "")).splitlines()) for c in cells
+                             if c.get("cell_type") == "code")
+            else:
+                py += 1
                 lines += p.read_bytes().count(b"\n")
-    return files, lines
+    return py, nb, lines
 
 
 def main() -> int:
@@ -95,15 +106,16 @@ def main() -> int:
             print(f"MISSING {repo.name} ({repo.split})")
             print("\n".join(missing_lines(repo)))
         elif args.stats:
-            files, lines = count(repo)
+            py, nb, lines = count(repo)
             totals[repo.split, "repos"] += 1
-            totals[repo.split, "files"] += files
+            totals[repo.split, "py"] += py
+            totals[repo.split, "nb"] += nb
             totals[repo.split, "lines"] += lines
-            print(f"{repo.split:8} {repo.name:60} {files:5} files {lines:7} lines")
+            print(f"{repo.split:8} {repo.name:60} {py:5} .py {nb:4} .ipynb {lines:7} lines")
     if args.stats:
         for split in ("dev", "heldout"):
-            print(f"{split}: {totals[split, 'repos']} repositories, {totals[split, 'files']} files, "
-                  f"{totals[split, 'lines']} lines")
+            print(f"{split}: {totals[split, 'repos']} repositories, {totals[split, 'py']} .py files, "
+                  f"{totals[split, 'nb']} notebooks, {totals[split, 'lines']} lines")
     print(f"corpus: {CORPUS / 'repos'}")
     return status
 

@@ -15,9 +15,32 @@ Each mutant is written into a temporary copy of its repository (hard links, the 
 file replaced) so that imports resolve, and ``loopcheck check FILE`` runs from that root.
 Findings the unmutated file already had (same code, same line text) are subtracted. A
 mutant is *found* when a new finding of the expected code is at an expected line, *found
-elsewhere* when a new one of that code is elsewhere in the file, else *missed*.
-``--list`` prints the mutants without running loopcheck.
+elsewhere* when a new one of that code is elsewhere in the file, *other code* when the only new
+findings have other codes (LC104 mutants are often reported as LC103), else *missed*.
+``--list`` prints the mutants without running loopcheck (``--diff``: with their diffs).
+
+Operators (all statements are in one block unless said; "in a loop" = inside a for/while):
+LC101 move a clip (or an ``if`` holding only a clip) that follows backward() to just before it;
+LC102 move a clip that precedes the optimizer step to just after it; LC103 move zero_grad()
+to just after backward() when step() follows; LC104 move step() to just before backward();
+LC105 delete zero_grad() (the file's only one), expected at the step; LC201 move the step of a
+scheduler built as StepLR/MultiStepLR/ExponentialLR/CosineAnnealingLR from the epoch loop to
+the end of the batch loop (a ``for`` in the same body with backward(), or of the function the
+body calls when the scheduler is a module global or ``self.<name>``); LC202 move a scheduler
+step that follows the optimizer step to just before it; LC203 drop the argument of a
+ReduceLROnPlateau's step(); LC301 delete ``X.train()`` when it is the file's only one and
+``X.eval()`` exists, expected at the eval() calls; LC302 replace a ``with torch.no_grad()`` /
+``inference_mode()`` holding or inside a loop by its body, in a file calling eval();
+LC401 ``loss.item()`` -> ``loss`` in an augmented assignment or an append/extend/update/add
+call inside a loop that calls backward(); LC501 move ``model.to(...)``/``.cuda()`` to just
+after a later ``opt = <optim class>(... model ...)`` (model not re-bound in between);
+LC601 delete ``scaler.unscale_()`` in a block that clips; LC602 ``scaler.step(opt)`` ->
+``opt.step()`` where no unscale_() precedes in the block; LC603 ``scaler.scale(loss).backward()``
+-> ``loss.backward()`` in a file with scaler.step(); LC604 delete the file's only
+``scaler.update()``, expected at scaler.step(); LC605 move unscale_() to just after
+scaler.step().
 """
+
 
 from __future__ import annotations
 
@@ -83,7 +106,15 @@ def last(name: str) -> str:
 def is_backward(c): return method(c)[1] == "backward"
 def is_zero_grad(c): return method(c)[1] == "zero_grad"
 def is_clip(c): return c is not None and re.search(r"clip_grad_(norm|value)_?$", dotted(c.func)) is not None
-def is_sched_step(c): return method(c)[1] == "step" and "sched" in last(method(c)[0])
+def is_sched_step(c, built: dict | None = None) -> bool:
+    """``X.step(...)`` where X's last name has "sched", or X is built (``built``: see Blocks) by a
+    class or factory of a learning-rate schedule (``*LR``, ``*Scheduler``, ``ReduceLROnPlateau``,
+    ``get_*schedule*``)."""
+    recv, name = method(c)
+    if name != "step":
+        return False
+    maker = (built or {}).get(last(recv), "")
+    return "sched" in last(recv) or bool(re.search(r"LR$|Scheduler$|ReduceLROnPlateau|^get_\w*schedule", maker))
 def is_scaler(c, name): return method(c)[1] == name and "scaler" in last(method(c)[0])
 
 
@@ -253,6 +284,9 @@ def operators(module: cst.Module) -> list[tuple[str, str, cst.CSTNode, dict]]:
     v = Blocks()
     module.visit(v)
     all_calls, built = v.calls, v.built
+
+    def sched_step(c) -> bool:
+        return is_sched_step(c, built)
     n_zero = sum(map(is_zero_grad, all_calls))
     evals = {method(c)[0] for c in all_calls if method(c)[1] == "eval" and not c.args}
     trains = Counter(method(c)[0] for c in all_calls if method(c)[1] == "train" and not c.args)
@@ -284,13 +318,13 @@ def operators(module: cst.Module) -> list[tuple[str, str, cst.CSTNode, dict]]:
                     add("LC105", "delete zero_grad", body[z],
                         lambda b, z=z: [mark(x, is_opt_step) for x in b[:z] + b[z + 1:]])
         if depth and st is not None:
-            ts = first(body, is_sched_step, st + 1)
+            ts = first(body, sched_step, st + 1)
             if ts is not None:
                 add("LC202", "scheduler step before optimizer step", body[ts],
-                    lambda b, t=ts, s=st: moved(b, t, s, is_sched_step))
+                    lambda b, t=ts, s=st: moved(b, t, s, sched_step))
         for i, c in enumerate(calls):
             recv, name = method(c)
-            if is_sched_step(c) and c.args and built.get(last(recv)) == "ReduceLROnPlateau":
+            if sched_step(c) and c.args and built.get(last(recv)) == "ReduceLROnPlateau":
                 add("LC203", "drop ReduceLROnPlateau metric", body[i],
                     lambda b, i=i, s=body[i], c=c: b[:i] + [mark(s.deep_replace(c, c.with_changes(args=[])))]
                     + b[i + 1:])
@@ -324,7 +358,7 @@ def operators(module: cst.Module) -> list[tuple[str, str, cst.CSTNode, dict]]:
                     add("LC501", "model.to(device) after the optimizer", body[i],
                         lambda b, i=i, o=opt: moved(b, i, o + 1, lambda x: method(x)[1] in ("to", "cuda")))
         for i, s in enumerate(body):
-            sched = first([s], is_sched_step)
+            sched = first([s], sched_step)
             recv = method(stmt_call(s) or stmt_call(s.body.body[0]))[0] if sched is not None else ""
             if depth and recv and built.get(last(recv)) in EPOCH_SCHEDULERS:
                 inner = batch_loop(body, recv, v)
@@ -541,6 +575,8 @@ def run(mutants: list[Mutant], roots: dict[str, Path], cmd: list[str]) -> list[d
                     outcome = "found"
                 elif hits:
                     outcome = "elsewhere"
+                elif new:
+                    outcome = "other code"
                 else:
                     outcome = "missed"
                 results.append({"repo": m.repo, "split": m.split, "path": m.path, "code": m.code, "op": m.op,
@@ -613,10 +649,10 @@ def main() -> int:
             c = Counter(r["outcome"] for r in rs if r["code"] == code)
             n = sum(c.values())
             print(f"  {code}: found {c['found']}/{n} ({c['found'] / n:.0%}), elsewhere {c['elsewhere']}, "
-                  f"missed {c['missed']}")
+                  f"other code {c['other code']}, missed {c['missed']}")
         c = Counter(r["outcome"] for r in rs)
         print(f"  overall: found {c['found']}/{len(rs)} ({c['found'] / len(rs):.0%}), elsewhere "
-              f"{c['elsewhere']}, missed {c['missed']}")
+              f"{c['elsewhere']}, other code {c['other code']}, missed {c['missed']}")
         for r in rs:
             if r["outcome"] != "found":
                 print(f"  {r['outcome']:9} {r['code']} {r['repo']}/{r['path']}:{r['site']} ({r['op']}; "
