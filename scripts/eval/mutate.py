@@ -32,8 +32,9 @@ ReduceLROnPlateau's step(); LC301 delete ``X.train()`` when it is the file's onl
 ``X.eval()`` exists, expected at the eval() calls; LC302 replace a ``with torch.no_grad()`` /
 ``inference_mode()`` holding or inside a loop by its body, in a file calling eval();
 LC401 ``loss.item()`` -> ``loss`` in an augmented assignment or an append/extend/update/add
-call inside a loop that calls backward(); LC501 move ``model.to(...)``/``.cuda()`` to just
-after a later ``opt = <optim class>(... model ...)`` (model not re-bound in between);
+call inside a loop that calls backward(); LC502 (LC501 for a dtype) move ``model.to(...)``/
+``.cuda()`` to just after a later ``opt = <optim class>(... model ...)`` (model not re-bound in
+between);
 LC601 delete ``scaler.unscale_()`` in a block that clips; LC602 ``scaler.step(opt)`` ->
 ``opt.step()`` where no unscale_() precedes in the block; LC603 ``scaler.scale(loss).backward()``
 -> ``loss.backward()`` in a file with scaler.step(); LC604 delete the file's only
@@ -355,7 +356,8 @@ def operators(module: cst.Module) -> list[tuple[str, str, cst.CSTNode, dict]]:
                 model = c.func.value.value
                 opt = next((j for j in range(i + 1, len(body)) if optimizer_built_from(body[j], model)), None)
                 if opt is not None and not any(rebinds(x, model) for x in body[i + 1:opt]):
-                    add("LC501", "model.to(device) after the optimizer", body[i],
+                    code = "LC501" if is_dtype_conversion(c) else "LC502"
+                    add(code, f"model.{name}() after the optimizer", body[i],
                         lambda b, i=i, o=opt: moved(b, i, o + 1, lambda x: method(x)[1] in ("to", "cuda")))
         for i, s in enumerate(body):
             sched = first([s], sched_step)
@@ -416,6 +418,14 @@ def walk(node, kinds) -> list:
 
     node.visit(V())
     return out
+
+
+def is_dtype_conversion(c: cst.Call) -> bool:
+    """``.to(torch.float16)``, ``.to(dtype=...)``, ``.to(device, torch.bfloat16)``: a dtype change (LC501),
+    as opposed to a device move (``.to(device)``, ``.cuda()``: LC502)."""
+    return any(a.keyword is not None and a.keyword.value == "dtype" or
+               re.search(r"(^|\.)(half|float|double|bfloat16|float(16|32|64))$", dotted(a.value))
+               for a in c.args)
 
 
 def rebinds(stmt, name: str) -> bool:
