@@ -152,7 +152,7 @@ def run_loopcheck(cmd: list[str], paths: list[str], cwd: Path, timeout: float = 
     """Run ``cmd check --output-format json --isolated --exit-zero PATHS`` in ``cwd``.
 
     Returns loopcheck's JSON findings (ruff's fields plus ``related`` and, for notebooks,
-    ``cell``), with ``filename`` as loopcheck printed it (relative to ``cwd`` when the path was).
+    ``cell``), with ``filename`` (and related ones) made relative to ``cwd`` where they lie under it.
     Raises RuntimeError when loopcheck exits with status 2 or prints no JSON.
     ``--isolated`` keeps the configuration files of the checked repository out of the way.
     """
@@ -162,7 +162,25 @@ def run_loopcheck(cmd: list[str], paths: list[str], cwd: Path, timeout: float = 
     )
     if proc.returncode == 2 or not proc.stdout.strip():
         raise RuntimeError(f"loopcheck failed in {cwd} on {paths}: {proc.stderr.strip()[-2000:]}")
-    return json.loads(proc.stdout)
+    findings = json.loads(proc.stdout)
+    for f in findings:
+        f["filename"] = relative(f["filename"], cwd)
+        for rel in f.get("related", []):
+            if rel.get("filename"):
+                rel["filename"] = relative(rel["filename"], cwd)
+    return findings
+
+
+def relative(name: str, root: Path) -> str:
+    """A file name relative to ``root`` when it lies under it (loopcheck's JSON, like ruff's, gives
+    absolute paths), normalised; other names unchanged."""
+    path = Path(name)
+    if path.is_absolute():
+        try:
+            return os.path.normpath(path.relative_to(Path(root).resolve()))
+        except ValueError:
+            return name
+    return os.path.normpath(name)
 
 
 def line_text(root: Path, finding: dict, row: int | None = None) -> str:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -50,12 +49,9 @@ def tree(bug: dict, which: str) -> Path:
 
 
 def findings_at(root: Path, files: list[str], cmd: list[str]) -> list[dict]:
-    """loopcheck's findings on the existing ``files`` of a tree, with normalised file names."""
+    """loopcheck's findings on the existing ``files`` of a tree (file names relative to ``root``)."""
     present = [f for f in files if (root / f).is_file()]
-    found = run_loopcheck(cmd, present, root) if present else []
-    for f in found:
-        f["filename"] = os.path.normpath(f["filename"])
-    return found
+    return run_loopcheck(cmd, present, root) if present else []
 
 
 def score(bug: dict, cmd: list[str]) -> dict:

@@ -561,13 +561,13 @@ def run(mutants: list[Mutant], roots: dict[str, Path], cmd: list[str]) -> list[d
             for m in ms:
                 target = copy / m.path
                 if m.path not in baselines:
-                    base = run_loopcheck(cmd, [m.path], copy)
+                    base = [f for f in run_loopcheck(cmd, [m.path], copy) if f["filename"] == m.path]
                     baselines[m.path] = Counter((f["code"], line_of(target, f)) for f in base)
                 original = target.read_bytes()
                 target.unlink()  # break the hard link before writing
                 target.write_text(m.source, encoding="utf-8")
-                try:
-                    got = run_loopcheck(cmd, [m.path], copy)
+                try:  # findings placed in other files (cross-module evidence) are not this mutant's
+                    got = [f for f in run_loopcheck(cmd, [m.path], copy) if f["filename"] == m.path]
                 finally:
                     target.unlink()
                     target.write_bytes(original)

@@ -87,7 +87,8 @@ def main() -> int:
         paths = [p for p in repo.subpaths if (repo.root / p).exists()]
         findings = run_loopcheck(cmd, paths, repo.root) if paths else []
         for f in findings:
-            lines = source_lines(repo.root / f["filename"], f.get("cell"))
+            source = repo.root / f["filename"]
+            lines = source_lines(source, f.get("cell")) if source.is_file() else []
             row = f["location"]["row"]
             text = lines[row - 1].strip() if 0 < row <= len(lines) else ""
             key = (repo.name, f["filename"], f["code"], f.get("cell"), text)
@@ -106,7 +107,7 @@ def main() -> int:
                 continue
             where = f"{f['filename']}" + (f":cell {f['cell']}" if f.get("cell") else "")
             print(f"{repo.name} {where}:{row}:{f['location']['column']}: {f['code']} {f['message']}")
-            print("\n".join(context(repo.root, f, args.context)))
+            print("\n".join(context(repo.root, f, args.context) if lines else []))
             for rel in f.get("related", []):
                 print(f"        related {rel.get('filename', '')}:{rel['row']}: {rel['message']}")
             print(f"  verdict: {state}" + (f" ({v['reason']})" if v else "") + "\n")
