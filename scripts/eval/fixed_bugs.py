@@ -10,7 +10,9 @@ bug is scored:
 
 - parent: *found* when a finding of the bug's code sits at one of its ``buggy`` lines (for a
   ``new:<name>`` kind, which no rule covers yet, a finding of any code there); *elsewhere*
-  when findings of that code exist but none at those lines; else *missed*;
+  when findings of that code exist but none at those lines; *other code* when only a finding
+  of another code sits at a buggy line (LC501 for a ``.to(device, dtype=...)`` tagged LC502);
+  else *missed*;
 - fix: *silent* when no finding of that code (any code for ``new:``) sits on a line whose text
   is a buggy line's text, else *still flagged*.
 
@@ -61,7 +63,13 @@ def score(bug: dict, cmd: list[str]) -> dict:
     parent = findings_at(tree(bug, "parent"), bug["check"], cmd)
     relevant = [f for f in parent if new_kind or f["code"] == code]
     at = [f for f in relevant if (f["filename"], f["location"]["row"]) in wanted]
-    outcome = "found" if at else ("elsewhere" if relevant and not new_kind else "missed")
+    other = [f for f in parent if (f["filename"], f["location"]["row"]) in wanted]
+    if at:
+        outcome = "found"
+    elif relevant and not new_kind:
+        outcome = "elsewhere"
+    else:
+        outcome = "other code" if other else "missed"
     fix_root = tree(bug, "fix")
     texts = {(b["path"], b["text"]) for b in bug["buggy"]}
     still = []
@@ -104,12 +112,14 @@ def main() -> int:
             continue
         c = Counter(r["outcome"] for r in rs)
         silent = sum(r["outcome"] == "found" and r["fix"] == "silent" for r in rs)
-        print(f"\n== {split}: {len(rs)} bugs: found {c['found']}, elsewhere {c['elsewhere']}, missed {c['missed']} "
+        print(f"\n== {split}: {len(rs)} bugs: found {c['found']}, elsewhere {c['elsewhere']}, "
+              f"other code {c['other code']}, missed {c['missed']} "
               f"(rule codes only: found {sum(r['outcome'] == 'found' for r in rs if not r['code'].startswith('new:'))}"
               f"/{sum(not r['code'].startswith('new:') for r in rs)}); silent at the fix: {silent} of {c['found']} found")
         for code in sorted({r["code"] for r in rs}):
             cc = Counter(r["outcome"] for r in rs if r["code"] == code)
-            print(f"  {code:36} found {cc['found']}/{sum(cc.values())}, elsewhere {cc['elsewhere']}, missed {cc['missed']}")
+            print(f"  {code:36} found {cc['found']}/{sum(cc.values())}, elsewhere {cc['elsewhere']}, "
+                  f"other code {cc['other code']}, missed {cc['missed']}")
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
     return 0
