@@ -14,6 +14,7 @@ from libcst.helpers import get_full_name_for_node
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from loopcheck.fixes.model import Fix, edits_between
+from loopcheck.parsing import parse_module
 
 Block = cst.Module | cst.IndentedBlock
 Statement = cst.BaseStatement  # SimpleStatementLine or a compound statement
@@ -55,7 +56,7 @@ class FixContext:
         """``module`` and ``positions`` (its ``PositionProvider`` map), when the caller already
         has them, spare a second parse."""
         self.source = source
-        self.module = module if module is not None else cst.parse_module(source)
+        self.module = module if module is not None else parse_module(source)
         if positions is None or module is None:
             positions = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
         self.positions = positions
