@@ -166,6 +166,9 @@ def _bool(key: str, value: Any) -> bool:
 def _per_file_ignores(key: str, value: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:
     if not isinstance(value, dict):
         raise ConfigError(f"{key}: expected a table of glob = [codes], got {_show(value)}")
+    for glob in value:
+        if not glob.lstrip("!"):
+            raise ConfigError(f"{key}: invalid pattern {glob!r} (empty)")
     check_patterns(key, [glob[1:] if glob.startswith("!") else glob for glob in value])
     return tuple((glob, _code_list(f"{key}.{glob!r}", codes)) for glob, codes in value.items())
 
@@ -242,7 +245,11 @@ def config_in(directory: Path) -> tuple[Path, Options] | None:
     """The configuration file of ``directory`` itself (not its parents), with its options."""
     for name in CONFIG_NAMES:
         path = directory / name
-        if path.is_file():
+        try:
+            found = path.is_file()
+        except OSError:  # an unreadable directory: the search reports it when it reads it
+            found = False
+        if found:
             options = load_options(path)
             if options is not None:
                 return path, options

@@ -43,8 +43,8 @@ class FileTooLarge(SourceError):
 
     def __init__(self, size: int, limit: int) -> None:
         super().__init__(
-            f"{size:,} bytes is over the max-file-size of {limit:,} bytes (skipped; raise max-file-size "
-            "or --max-file-size to check it)"
+            f"{size:,} bytes is over the max-file-size of {limit:,} bytes; raise max-file-size "
+            "(or --max-file-size) to check it"
         )
         self.size = size
         self.limit = limit

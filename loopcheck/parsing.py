@@ -126,7 +126,7 @@ def _where(starts: list[int], offset: int) -> tuple[int, int]:
     return i + 1, offset - starts[i]
 
 
-def nesting(source: str) -> Nesting:
+def nesting(source: str, stop_above: tuple[int, int] | None = None) -> Nesting:
     """Measure how deep ``source`` nests, without parsing it (strings and comments skipped).
 
     The expression depth estimates the depth of the tree LibCST builds, weighted by what
@@ -142,12 +142,15 @@ def nesting(source: str) -> Nesting:
 
     Args:
         source: the text of a Python file.
+        stop_above: ``(brackets, depth)``: stop at the first token where either is exceeded.
 
     Returns:
         The deepest bracket nesting and (rounded down) expression depth, and where each is
-        first reached.
+        first reached (with ``stop_above``: up to where the scan stopped).
     """
     # Counts are in quarters: an operator is 4, a concatenated string 1, a bracket 8.
+    max_brackets, max_depth = stop_above if stop_above is not None else (-1, -1)
+    max_depth = max_depth * 4 + 3 if max_depth >= 0 else -1
     brackets, brackets_off = 0, 0
     depth, depth_off = 0, 0
     stack: list[int] = []  # the chain count of each enclosing bracket level
@@ -212,6 +215,10 @@ def nesting(source: str) -> Nesting:
             prev_atom = kind == "close" or kind == "number" or (kind == "word" and m.group(kind) not in _KEYWORDS)
         if statements + outer + chain > depth:
             depth, depth_off = statements + outer + chain, m.start(kind)
+            if depth > max_depth >= 0:
+                break
+        if brackets > max_brackets >= 0:
+            break
     starts = _line_starts(source)
     return Nesting(brackets, _where(starts, brackets_off), depth // 4, _where(starts, depth_off))
 
@@ -219,7 +226,7 @@ def nesting(source: str) -> Nesting:
 def check_nesting(source: str) -> None:
     """Raise :class:`TooDeeplyNested` if ``source`` nests deeper than loopcheck parses
     (:data:`MAX_BRACKET_DEPTH` brackets, :data:`MAX_EXPRESSION_DEPTH` estimated levels)."""
-    found = nesting(source)
+    found = nesting(source, (MAX_BRACKET_DEPTH, MAX_EXPRESSION_DEPTH))
     lines = source.splitlines(keepends=True)
     if found.brackets > MAX_BRACKET_DEPTH:
         line, column = found.brackets_at
@@ -230,8 +237,8 @@ def check_nesting(source: str) -> None:
     if found.depth > MAX_EXPRESSION_DEPTH:
         line, column = found.depth_at
         raise TooDeeplyNested(
-            f"nested too deeply to analyze (about {found.depth} levels of expressions or elif branches; "
-            f"loopcheck parses up to {MAX_EXPRESSION_DEPTH})",
+            f"nested too deeply to analyze (more than {MAX_EXPRESSION_DEPTH} levels of expressions or "
+            "elif branches)",
             lines=lines, raw_line=line, raw_column=column,
         )
 
