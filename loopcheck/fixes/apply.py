@@ -178,7 +178,9 @@ def apply_fixes(
     (moving a clip before ``scaler.step()`` needs ``scaler.unscale_()`` before it; a fix that
     would trade one bug for another is dropped). The next fix is taken from the new findings
     of the ``select`` codes (default: the codes of ``findings``), so fixes compose, until no
-    allowed fix is left.
+    allowed fix is left. If a finding a fix brought is still there at the end (its own fix
+    failed after all), the text goes back to the last one with no more findings of any code
+    than ``source``: a fix never leaves a new bug behind.
 
     Args:
         source: the file's text.
@@ -212,6 +214,10 @@ def apply_fixes(
     # every rule, not only the selected ones: a fix must not bring a bug it cannot fix
     every = _unsuppressed(_check(source, filename), source)
     baseline = _counts(every)
+    # The last text with no more findings of any code than the source had: if a fix brought
+    # a finding whose own fix then fails, the run ends there rather than with the new bug.
+    checkpoint = (source, 0)
+    previous: list[Fix | None] = []  # the .fix of each fixed finding before it was fixed
     while budget > 0:
         if text is source:
             candidates = [f for f in findings if f.code in codes]
@@ -246,11 +252,19 @@ def apply_fixes(
             rejected.add(key)
             continue
         if _accept(f, every, after, new_text, unsafe):
+            previous.append(f.fix)
             f.fix = fix
             fixed.append(f)
             text, every = new_text, _unsuppressed(after, new_text)
+            counts = _counts(every)
+            if all(n <= baseline.get(code, 0) for code, n in counts.items()):
+                checkpoint = (text, len(fixed))
         else:
             rejected.add(key)
+    if text is not checkpoint[0]:
+        for f, fix in zip(fixed[checkpoint[1]:], previous[checkpoint[1]:]):
+            f.fix = fix  # not fixed after all: as it was
+        text, fixed = checkpoint[0], fixed[:checkpoint[1]]
     return text, fixed
 
 

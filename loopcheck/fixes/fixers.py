@@ -205,7 +205,7 @@ def zero_grad_between(ctx: FixContext, f: Finding) -> Fix | None:
                 continue
             applicability = UNSAFE
         between = block.body[i + 1:outer_k + 1]
-        if stmt_calls(ctx, between, "zero_grad") or not ctx.independent(stmt, between):
+        if _clears_same_grads(ctx, zg, between) or not ctx.independent(stmt, between):
             return None
         anchor = s_block.body[k]
         if k + 1 < len(s_block.body) and ctx.is_method_stmt(s_block.body[k + 1], "update"):
@@ -213,6 +213,18 @@ def zero_grad_between(ctx: FixContext, f: Finding) -> Fix | None:
         new = Rewrite().delete(stmt).insert_after(anchor, keep_comments(stmt)).run(ctx.module)
         return ctx.fix(applicability, f"Move `{short(ctx, zg)}` after `{short(ctx, step)}`", new)
     return None
+
+
+def _clears_same_grads(ctx: FixContext, zg: cst.Call, stmts) -> bool:
+    """Whether a ``zero_grad()`` in ``stmts`` may clear what ``zg`` clears: any but another
+    optimizer's (``optimizer2.zero_grad()`` when ``zg`` is ``optimizer.zero_grad()``), which
+    the moved call can cross."""
+    mine = ctx.expr_code(zg.func.value) if isinstance(zg.func, cst.Attribute) else None
+    optimizers = ctx.optimizer_names()
+    for _, recv in (c for s in stmts for c in ctx.method_calls(s, "zero_grad")):
+        if not (mine in optimizers and recv in optimizers and recv != mine):
+            return True
+    return False
 
 
 # ------------------------------------------------------------------------------ LC3xx
