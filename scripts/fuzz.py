@@ -143,6 +143,9 @@ def check_one(text: str, name: str) -> str | None:
 def child(seed: int, count: int, seconds: float, progress: str) -> None:
     """Run programs, one JSON line per result on stdout; the program being run is in
     ``progress`` (so a crash can be told)."""
+    import warnings
+
+    warnings.simplefilter("ignore")  # hypothesmith compiles odd programs: SyntaxWarning noise
     rng = random.Random(seed)
     deadline = time.monotonic() + seconds
     fixtures = [p.read_text(encoding="utf-8") for p in FIXTURES]
