@@ -22,10 +22,10 @@ def project(tmp_path, monkeypatch):
 def _failing_on(name: str, monkeypatch, error: Exception):
     real = loopcheck.cli.lint_text
 
-    def lint_text(text, filename, codes=None):
+    def lint_text(text, filename, *args, **kwargs):
         if filename.endswith(name):
             raise error
-        return real(text, filename, codes)
+        return real(text, filename, *args, **kwargs)
 
     monkeypatch.setattr(loopcheck.cli, "lint_text", lint_text)
 

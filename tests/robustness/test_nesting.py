@@ -53,9 +53,9 @@ def test_files_that_crash_libcst_are_one_finding_each_and_the_run_goes_on(tmp_pa
     assert done.returncode == 1, done.stderr
     lines = out.splitlines()
     assert lines[0].startswith(LC101_LINE)
-    # at the 201st bracket
-    assert lines[1] == "brackets.py:2:205: LC001 SyntaxError: too many nested parentheses (more than 200)"
-    assert lines[2] == "calls.py:2:406: LC001 SyntaxError: too many nested parentheses (more than 200)"
+    # at the 201st bracket, in CPython's words
+    assert lines[1] == "brackets.py:2:205: LC001 SyntaxError: too many nested parentheses"
+    assert lines[2] == "calls.py:2:406: LC001 SyntaxError: too many nested parentheses"
     assert lines[3].startswith("chain.py:2:") and "LC001 SyntaxError: nested too deeply to analyze" in lines[3]
     assert lines[4] == "Found 4 errors."
     assert done.stderr == b""
@@ -77,6 +77,17 @@ def test_deep_but_valid_code_is_analyzed(expr):
     src = loop_with(expr)
     found = run_deep(check_source, src, "deep.py")
     assert [f.code for f in found] == ["LC101"]
+
+
+@pytest.mark.xfail(strict=True, reason="engine/project.py parses imported modules with cst.parse_module, "
+                   "not loopcheck.parsing.parse_module: a deep imported module segfaults the run")
+def test_a_deep_module_the_checked_file_imports_does_not_crash_the_run(tmp_path):
+    (tmp_path / "helpers.py").write_text("def step(opt):\n    opt.step()\nx = " + "(" * 300_000 + ")" * 300_000 + "\n")
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom helpers import step\nfor b in loader:\n    loss.backward()\n    step(opt)\n"
+    )
+    done = cli_process("--output-format", "concise", "train.py", cwd=tmp_path, timeout=120)
+    assert done.returncode in (0, 1), done.returncode
 
 
 def test_deep_elif_chain_is_analyzed_and_a_longer_one_is_one_finding():
