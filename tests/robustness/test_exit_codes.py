@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 
 import loopcheck.cli
+import loopcheck.discovery
+import loopcheck.reporters
 from loopcheck.cli import describe_error
 
 from .helpers import BAD, LC101_LINE, cli
@@ -64,7 +66,7 @@ def test_an_unexpected_error_anywhere_is_exit_2_without_a_traceback(project, mon
     def broken(*args, **kwargs):
         raise OSError("the disk went away")
 
-    monkeypatch.setattr(loopcheck.cli, "iter_source_files", broken)
+    monkeypatch.setattr(loopcheck.discovery, "iter_source_files", broken)
     result = cli(".")
     assert result.exit_code == 2
     assert result.output == "loopcheck: internal error: OSError: the disk went away\n"
@@ -74,7 +76,7 @@ def test_a_reporter_bug_is_exit_2(project, monkeypatch):
     def broken(findings, out, ctx):
         raise KeyError("sarif")
 
-    monkeypatch.setitem(loopcheck.cli.WRITERS, "concise", broken)
+    monkeypatch.setitem(loopcheck.reporters.WRITERS, "concise", broken)
     result = cli("--output-format", "concise", "bad.py")
     assert result.exit_code == 2
     assert "loopcheck: internal error while writing the report: KeyError: 'sarif'" in result.stderr

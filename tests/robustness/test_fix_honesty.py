@@ -19,7 +19,8 @@ from loopcheck.fixes import FIXABLE, apply_fixes, attach_fixes
 
 from .helpers import FIXTURES
 
-SAFE_CODES = sorted(code for code, applicability in FIXABLE.items() if applicability == "safe")
+SAFE_CODES = sorted(code for code, applicability in FIXABLE.items()
+                    if applicability == "safe" and (FIXTURES / f"{code}_bad.py").is_file())
 
 
 # -------------------------------------------------------------------- adversarial variants

@@ -106,11 +106,9 @@ def test_a_read_only_file_is_left_intact_and_the_others_are_fixed(tmp_path, monk
     assert result.stderr == "loopcheck: cannot fix b.py: the file is read-only; it was left as it is\n"
     assert (tmp_path / "a.py").read_text() == FIXED and (tmp_path / "c.py").read_text() == FIXED
     assert ro.read_text() == BAD
-    assert result.stdout.splitlines() == [
-        "b.py:9:5: LC101 " + result.stdout.split("b.py:9:5: LC101 ")[1].splitlines()[0],
-        "Found 3 errors (2 fixed, 1 remaining).",
-        "[*] 1 fixable with the `--fix` option.",
-    ]
+    lines = result.stdout.splitlines()
+    assert [line[:16] for line in lines if ": LC" in line] == ["b.py:9:5: LC101 "]
+    assert "Found 3 errors (2 fixed, 1 remaining)." in lines
 
 
 def test_a_full_disk_leaves_the_original_intact(tmp_path, monkeypatch):
