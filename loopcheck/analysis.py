@@ -25,6 +25,7 @@ from loopcheck.engine.project import Project, project_for
 from loopcheck.engine.roles import infer_roles
 from loopcheck.engine.unit import Unit
 from loopcheck.findings import Describe, Finding, Related, Report
+from loopcheck.parsing import parse_module
 from loopcheck.rules import REGISTRY, SYNTAX_ERROR
 
 # A file none of these occur in holds no training loop any rule can speak about, unless it
@@ -221,7 +222,7 @@ def check_parsed(
     if not might_have_loop(source, filename, project):
         return [], None, None
     try:
-        module = cst.parse_module(source)
+        module = parse_module(source)
     except cst.ParserSyntaxError as err:
         if not _selected(SYNTAX_ERROR.code, select):
             return [], None, None

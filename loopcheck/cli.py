@@ -22,6 +22,7 @@ from loopcheck import __version__
 
 if TYPE_CHECKING:
     from loopcheck.config import Resolver
+    from loopcheck.files import SourceText
     from loopcheck.findings import Finding
     from loopcheck.reporters import SourceFile
 
@@ -53,6 +54,15 @@ def _check_codes(prefixes: list[str], option: str) -> tuple[str, ...]:
         except ValueError as err:
             raise click.BadParameter(str(err), param_hint=option) from None
     return tuple(prefixes)
+
+
+def _check_patterns(values: tuple[str, ...], option: str) -> None:
+    from loopcheck.config import pattern_error
+
+    for pattern in parse_list(values):
+        why = pattern_error(pattern)
+        if why is not None:
+            raise click.BadParameter(f"invalid pattern {pattern!r} ({why})", param_hint=option)
 
 
 def resolve_selection(select: list[str], ignore: list[str]) -> set[str]:
@@ -111,41 +121,91 @@ def lint_text(
         found, module, positions = check_parsed(program, filename, codes, project_for(filename, src))
     found = apply_noqa(found, program, filename, codes)
     if any(f.fix is None for f in found):
-        attach_fixes(program, [f for f in found if f.fix is None], module, positions)
+        attach_fixes(program, [f for f in found if f.fix is None], module, positions, select=codes)
     return found, source
 
 
 @dataclass
 class Run:
-    """What a check produced: findings, the checked files, and whether anything failed."""
+    """What a check produced: findings, the checked files, and whether anything failed.
+
+    ``failed`` is set by every file that could not be read, checked or fixed (each reported
+    on standard error as it happens): the exit status is then 2.
+    """
 
     findings: list[Finding]
     sources: dict[str, SourceFile]
     failed: bool = False
-    texts: dict[str, str] = field(default_factory=dict)  # file text as read (a notebook's JSON)
+    texts: dict[str, str] = field(default_factory=dict)  # the text checked (a notebook's JSON)
     codes: dict[str, Collection[str] | None] = field(default_factory=dict)  # rules run per file
+    originals: dict[str, SourceText] = field(default_factory=dict)  # as read: codec, BOM, bytes
+    src: dict[str, tuple] = field(default_factory=dict)  # the project's source roots per file
 
 
-def _lint_one(run: Run, text: str, filename: str, codes, src: tuple = ()) -> None:
-    from loopcheck.notebook import NotebookError
-
+def describe_error(err: BaseException, limit: int = 300) -> str:
+    """``Type: message`` of an exception, shortened, never raising (a message built from a
+    deep syntax tree can itself fail)."""
     try:
-        found, source = lint_text(text, filename, codes, src)
-    except NotebookError as err:
-        click.echo(f"loopcheck: cannot read {filename}: {err}", err=True)
+        text = str(err)
+    except BaseException:  # noqa: BLE001
+        text = "(no message)"
+    text = " ".join(text.split())
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
+def report_problem(run: Run | None, message: str, is_error: bool = True) -> None:
+    """Print ``loopcheck: message`` on standard error (``loopcheck: warning: message`` when it
+    is not an error); an error makes the run fail (exit status 2)."""
+    click.echo(f"loopcheck: {'' if is_error else 'warning: '}{message}", err=True)
+    if is_error and run is not None:
         run.failed = True
+
+
+def _lint_one(run: Run, source: SourceText | str, filename: str, codes, src: tuple = ()) -> None:
+    """Check one file's text in a big-stack worker (:func:`loopcheck.parsing.run_deep`);
+    a failure is reported and fails the run, the other files are still checked."""
+    from loopcheck.files import SourceText
+    from loopcheck.notebook import NotebookError
+    from loopcheck.parsing import run_deep
+
+    if isinstance(source, str):
+        source = SourceText(source)
+    text = source.text if filename.endswith(".ipynb") else source.program
+    try:
+        found, checked = run_deep(lint_text, text, filename, codes, src)
+    except NotebookError as err:
+        report_problem(run, f"cannot read {filename}: {err}")
         return
     except Exception as err:  # an analyzer bug must not hide the other files' findings
-        click.echo(f"loopcheck: internal error while checking {filename}: {type(err).__name__}: {err}", err=True)
-        run.failed = True
+        report_problem(run, f"internal error while checking {filename}: {describe_error(err)}")
         return
-    if source.notebook is not None:
-        for warning in source.notebook.warnings:
+    if checked.notebook is not None:
+        for warning in checked.notebook.warnings:
             click.echo(f"warning: {filename}: {warning}", err=True)
-    run.sources[filename] = source
+    run.sources[filename] = checked
     run.texts[filename] = text
     run.codes[filename] = codes
+    run.src[filename] = src
+    run.originals[filename] = source
     run.findings.extend(found)
+
+
+def read_file(run: Run, path: Path, max_size: int) -> SourceText | None:
+    """Read one file (:func:`loopcheck.files.read_source`), or report why not: unreadable,
+    undecodable or not a regular file fails the run; larger than ``max_size`` is a warning."""
+    from loopcheck.files import FileTooLarge, SourceError, read_source
+
+    try:
+        return read_source(path, max_size)
+    except FileTooLarge as err:
+        report_problem(run, f"skipped {path}: {err}", is_error=False)
+    except SourceError as err:
+        report_problem(run, f"cannot read {path}: {err}")
+    except OSError as err:
+        report_problem(run, f"cannot read {path}: {err.strerror or describe_error(err)}")
+    return None
 
 
 def lint_paths(paths: list[str], resolver: Resolver, force_exclude: bool = False) -> Run:
@@ -158,38 +218,81 @@ def lint_paths(paths: list[str], resolver: Resolver, force_exclude: bool = False
     from loopcheck.discovery import iter_source_files
 
     run = Run([], {})
-    for path in iter_source_files(paths, resolver.for_directory, force_exclude):
-        try:
-            with open(path, encoding="utf-8", newline="") as fh:  # line endings as they are (CRLF kept)
-                text = fh.read()
-        except (OSError, UnicodeDecodeError) as err:
-            click.echo(f"loopcheck: cannot read {path}: {err}", err=True)
-            run.failed = True
-            continue
+
+    def on_problem(path: Path, message: str, is_error: bool) -> None:
+        report_problem(run, message, is_error)
+
+    for path in iter_source_files(paths, resolver.for_directory, force_exclude, on_problem):
         settings = resolver.for_file(path)
-        _lint_one(run, text, str(path), settings.codes_for(path), settings.src)
+        source = read_file(run, path, settings.max_file_size)
+        if source is not None:
+            _lint_one(run, source, str(path), settings.codes_for(path), settings.src)
     return run
 
 
-def lint_stdin(stdin_filename: str | None, resolver: Resolver, force_exclude: bool = False) -> Run:
-    """Check standard input, named ``stdin_filename`` (``-`` if none)."""
+def lint_stdin(stdin_filename: str | None, resolver: Resolver, force_exclude: bool = False,
+               echo: bool = False) -> Run:
+    """Check standard input, named ``stdin_filename`` (``-`` if none). With ``echo`` (``--fix
+    -``), input that is not checked (excluded, too large, undecodable) is written back to
+    standard output unchanged."""
     from loopcheck.discovery import is_force_excluded
+    from loopcheck.files import FileTooLarge, SourceError, decode_source
 
     run = Run([], {})
     name = stdin_filename or "-"
-    stream = getattr(sys.stdin, "buffer", None)
-    try:
-        text = stream.read().decode("utf-8") if stream is not None else sys.stdin.read()
-    except UnicodeDecodeError as err:
-        click.echo(f"loopcheck: cannot read {name}: {err}", err=True)
-        run.failed = True
-        return run
     path = Path(stdin_filename) if stdin_filename else Path("-")
-    if stdin_filename and force_exclude and is_force_excluded(path, resolver.for_directory):
-        return run
     settings = resolver.for_file(path)
-    _lint_one(run, text, name, settings.codes_for(path), settings.src if stdin_filename else ())
+    stream = getattr(sys.stdin, "buffer", None)
+    data = stream.read() if stream is not None else sys.stdin.read().encode("utf-8", "surrogateescape")
+
+    def passthrough() -> Run:
+        if echo:
+            _write_stdout_bytes(data)
+        return run
+
+    if stdin_filename and force_exclude and is_force_excluded(path, resolver.for_directory):
+        return passthrough()
+    limit = settings.max_file_size
+    if limit and len(data) > limit:
+        report_problem(run, f"skipped {name}: {FileTooLarge(len(data), limit)}", is_error=False)
+        return passthrough()
+    try:
+        source = decode_source(data, notebook=name.endswith(".ipynb"))
+    except SourceError as err:
+        report_problem(run, f"cannot read {name}: {err}")
+        return passthrough()
+    _lint_one(run, source, name, settings.codes_for(path), settings.src if stdin_filename else ())
+    if echo and name not in run.sources:
+        _write_stdout_bytes(data)
     return run
+
+
+def _write_stdout_bytes(data: bytes) -> None:
+    sys.stdout.flush()
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is not None:
+        buffer.write(data)
+        buffer.flush()
+    else:
+        sys.stdout.write(data.decode("utf-8", "replace"))
+
+
+def _fix_one(run: Run, filename: str, unsafe: bool) -> tuple[str, str, list[Finding]]:
+    """Fix one checked file to a fixpoint, then remove its unused ``# noqa`` codes (LC002):
+    ``(text checked, fixed text, fixed findings)``."""
+    from loopcheck.fixes import apply_fixes
+    from loopcheck.noqa import remove_unused_noqa
+    from loopcheck.notebook import write_program
+
+    source = run.sources[filename]
+    mine = [f for f in run.findings if f.filename == filename]
+    codes = run.codes.get(filename)
+    new_program, done = apply_fixes(source.text, mine, unsafe, filename=filename, select=codes)
+    new_program, _unused = remove_unused_noqa(new_program, filename, codes)
+    old_text = run.texts[filename]
+    if source.notebook is None:
+        return old_text, new_program, done
+    return old_text, write_program(old_text, source.notebook, new_program), done
 
 
 def fix_files(run: Run, unsafe: bool, write: bool, stdin: bool = False) -> dict[str, tuple[str, str, int]]:
@@ -199,42 +302,97 @@ def fix_files(run: Run, unsafe: bool, write: bool, stdin: bool = False) -> dict[
     ``# noqa``), then its unused ``# noqa`` codes are removed (LC002), then it is checked
     again: ``run.findings`` becomes what remains. With ``write`` the files are rewritten
     (notebooks keep everything but the changed code cells; standard input goes to standard
-    output).
+    output) through :func:`loopcheck.files.write_atomic`, in their own codec, BOM and line
+    endings; a file that cannot be written (read-only, a full disk, changed since it was
+    read) is reported, keeps its content and its findings, and fails the run, while the
+    other files are still fixed.
 
     Returns:
-        ``{filename: (old text, new text, findings fixed)}`` for the files that change.
+        ``{filename: (old text, new text, findings fixed)}`` for the files that change (or
+        would change, without ``write``); the count is the number of findings the file had
+        before minus the number it has after.
     """
-    from loopcheck.fixes import apply_fixes
-    from loopcheck.noqa import remove_unused_noqa
-    from loopcheck.notebook import write_program
+    from loopcheck.files import FileChanged, SourceText, render_fixed, write_atomic
+    from loopcheck.parsing import run_deep
 
     changes: dict[str, tuple[str, str, int]] = {}
     remaining: list[Finding] = []
-    for filename, source in run.sources.items():
+    for filename in list(run.sources):
+        original = run.originals.get(filename) or SourceText(run.texts[filename])
         mine = [f for f in run.findings if f.filename == filename]
         fixable = [f for f in mine if f.fix is not None and (unsafe or f.fix.applicability == "safe")]
         if not fixable:
             remaining.extend(mine)
             if stdin and write:
-                sys.stdout.write(run.texts[filename])
+                _write_stdout_bytes(original.data if original.data is not None else original.encode(original.text))
             continue
-        codes = run.codes.get(filename)
-        new_program, done = apply_fixes(source.text, mine, unsafe, filename=filename, select=codes)
-        new_program, unused = remove_unused_noqa(new_program, filename, codes)
-        old_text = run.texts[filename]
-        new_text = new_program if source.notebook is None else write_program(old_text, source.notebook, new_program)
-        if new_text != old_text:
-            changes[filename] = (old_text, new_text, len(done) + unused)
+        try:
+            old_text, new_text, done = run_deep(_fix_one, run, filename, unsafe)
+        except Exception as err:  # noqa: BLE001 - a fixer bug: the file keeps its text and findings
+            report_problem(run, f"internal error while fixing {filename}: {describe_error(err)}")
+            remaining.extend(mine)
+            continue
+        if new_text == old_text:
+            remaining.extend(mine)
+            if stdin and write:
+                _write_stdout_bytes(original.data if original.data is not None else original.encode(original.text))
+            continue
+        file_text = new_text if filename.endswith(".ipynb") else render_fixed(original, old_text, new_text)
         if write:
-            if stdin:
-                sys.stdout.write(new_text)
-            elif new_text != old_text:
-                Path(filename).write_text(new_text, encoding="utf-8")
-        after, src = lint_text(new_text, filename, codes)
-        run.sources[filename] = src
+            try:
+                data = original.encode(file_text)
+                if stdin:
+                    _write_stdout_bytes(data)
+                else:
+                    write_atomic(Path(filename), data, original.data)
+            except UnicodeEncodeError as err:
+                report_problem(run, f"cannot fix {filename}: the fixed text cannot be written in {original.encoding} ({err.reason})")
+                remaining.extend(mine)
+                continue
+            except FileChanged:
+                report_problem(run, f"cannot fix {filename}: it changed since it was read; it was left as it is")
+                remaining.extend(mine)
+                continue
+            except OSError as err:
+                report_problem(run, f"cannot fix {filename}: {err.strerror or describe_error(err)}; it was left as it is")
+                remaining.extend(mine)
+                continue
+        try:
+            after, checked = run_deep(lint_text, new_text, filename, run.codes.get(filename), run.src.get(filename, ()))
+        except Exception as err:  # noqa: BLE001
+            report_problem(run, f"internal error while checking {filename} after fixing: {describe_error(err)}")
+            after, checked = [], run.sources[filename]
+        changes[filename] = (old_text, new_text, max(len(mine) - len(after), 0))
+        run.sources[filename] = checked
+        run.texts[filename] = new_text
+        if write:
+            run.originals[filename] = SourceText(file_text, original.encoding, original.bom, original.encode(file_text))
         remaining.extend(after)
     run.findings = remaining
     return changes
+
+
+def _silence_broken_pipe() -> None:
+    """After a closed pipe, point standard output at /dev/null so that the interpreter's final
+    flush does not fail again (Python's documented recipe)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def safe_console() -> None:
+    """Let standard output and error write any text: a character the console's encoding
+    cannot show (or a file name that is not valid UTF-8) is written as a backslash escape
+    instead of failing the run."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):
+                pass
 
 
 def use_color(no_color: bool, stream: TextIO | None = None) -> bool:
@@ -288,6 +446,7 @@ def print_settings(paths: list[str], resolver: Resolver, force_exclude: bool, ou
     out.write(f"rules for this file = {_toml_list(sorted(codes))}\n")
     out.write(f"exclude = {_toml_list(getattr(p, 'pattern', str(p)) for p in settings.exclude.patterns)}\n")
     out.write(f"respect-gitignore = {'true' if settings.respect_gitignore else 'false'}\n")
+    out.write(f"max-file-size = {settings.max_file_size}\n")
     out.write("per-file-ignores = {")
     entries = []
     for spec, negated, ignored in settings.per_file_ignores:
@@ -303,10 +462,12 @@ def add_noqa_comments(run: Run) -> int:
     """``--add-noqa``: write ``# noqa: CODE`` on each reported line of the checked files (codes
     added to an existing ``# noqa: ...``), notebooks included, and return how many lines got
     one. A line whose end is inside a string or ends in a backslash is left alone (a comment
-    cannot go there); a file whose result would not parse is left unchanged."""
+    cannot go there); a file whose result would not parse is left unchanged. Files are written
+    as ``--fix`` writes them (byte for byte outside the comments, atomically)."""
     import ast
     import warnings
 
+    from loopcheck.files import FileChanged, SourceText, render_fixed, write_atomic
     from loopcheck.notebook import write_program
 
     added = 0
@@ -330,7 +491,16 @@ def add_noqa_comments(run: Run) -> int:
         old_text = run.texts[filename]
         new_text = program if source.notebook is None else write_program(old_text, source.notebook, program)
         if new_text != old_text:
-            Path(filename).write_text(new_text, encoding="utf-8")
+            original = run.originals.get(filename) or SourceText(old_text)
+            file_text = new_text if source.notebook is not None else render_fixed(original, old_text, new_text)
+            try:
+                write_atomic(Path(filename), original.encode(file_text), original.data)
+            except FileChanged:
+                report_problem(run, f"cannot add # noqa to {filename}: it changed since it was read; it was left as it is")
+                continue
+            except (OSError, UnicodeEncodeError) as err:
+                report_problem(run, f"cannot add # noqa to {filename}: {getattr(err, 'strerror', None) or describe_error(err)}")
+                continue
             added += count
     return added
 
@@ -420,6 +590,17 @@ class DefaultCheckGroup(click.Group):
             args = ["check", *args]
         return super().parse_args(ctx, args)
 
+    def invoke(self, ctx: click.Context):
+        """Run the command; an exception nothing else caught is an internal error: one line on
+        standard error and exit status 2 (never 1, which means findings), no traceback."""
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as err:  # noqa: BLE001
+            click.echo(f"loopcheck: internal error: {describe_error(err)}", err=True)
+            ctx.exit(2)
+
 
 @click.group(cls=DefaultCheckGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, "-V", "--version", prog_name="loopcheck", message="%(prog)s %(version)s")
@@ -469,10 +650,12 @@ def main() -> None:
 @click.option("--add-noqa", is_flag=True, help="Add '# noqa: CODE' comments to every reported line, and exit.")
 @click.option("--show-files", is_flag=True, help="List the files that would be checked, and exit.")
 @click.option("--show-settings", is_flag=True, help="Show the settings used for the first file that would be checked, and exit.")
+@click.option("--max-file-size", type=click.IntRange(min=0), default=None, metavar="BYTES",
+              help="Skip (with a warning) files larger than this many bytes; 0: no limit [default: 1048576].")
 def check(paths, select, extend_select, ignore, exclude, extend_exclude, respect_gitignore, force_exclude,
           config_path, isolated, output_format, output_file, no_color, statistics, exit_zero, exit_non_zero_on_fix,
           quiet, stdin_filename, fix, unsafe_fixes, show_diff, add_noqa: bool, show_files: bool,
-          show_settings: bool) -> None:
+          show_settings: bool, max_file_size: int | None) -> None:
     """Check PATHS: files (.py, .ipynb) and directories, walked recursively (default: the
     current directory; '-': standard input). Each file is checked with the configuration
     closest to it ([tool.loopcheck] in pyproject.toml, or loopcheck.toml); the options here
@@ -482,8 +665,11 @@ def check(paths, select, extend_select, ignore, exclude, extend_exclude, respect
     """
     from loopcheck.config import ConfigError, Options, Resolver
 
+    safe_console()
     if config_path is not None and isolated:
         raise click.UsageError("--config and --isolated cannot be used together")
+    _check_patterns(exclude, "--exclude")
+    _check_patterns(extend_exclude, "--extend-exclude")
     cli = Options(
         select=_check_codes(parse_codes(select), "--select") if select else None,
         extend_select=_check_codes(parse_codes(extend_select), "--extend-select"),
@@ -491,6 +677,7 @@ def check(paths, select, extend_select, ignore, exclude, extend_exclude, respect
         exclude=tuple(parse_list(exclude)) if exclude else None,
         extend_exclude=tuple(parse_list(extend_exclude)),
         respect_gitignore=respect_gitignore,
+        max_file_size=max_file_size,
     )
     read_stdin = paths == ("-",) or (not paths and stdin_filename is not None)
     if "-" in paths and not read_stdin:
@@ -502,7 +689,7 @@ def check(paths, select, extend_select, ignore, exclude, extend_exclude, respect
                 (print_settings if show_settings else list_files)(list(paths) or ["."], resolver, force_exclude, out)
                 return
             if read_stdin:
-                run = lint_stdin(stdin_filename, resolver, force_exclude)
+                run = lint_stdin(stdin_filename, resolver, force_exclude, echo=fix and not show_diff and not add_noqa)
             else:
                 run = lint_paths(list(paths) or ["."], resolver, force_exclude)
         except ConfigError as err:
@@ -529,9 +716,16 @@ def check(paths, select, extend_select, ignore, exclude, extend_exclude, respect
             changes = fix_files(run, unsafe_fixes, write=True, stdin=read_stdin)
             fixed = sum(n for _, _, n in changes.values())
         findings = sorted(run.findings, key=lambda f: f.sort_key)
-        write_report(run, findings, out, output_format=output_format, no_color=no_color, quiet=quiet,
-                     statistics=statistics, fixed=fixed, fixed_warnings=_fixed_warnings(before, findings) if fixed else 0,
-                     unsafe_fixes=unsafe_fixes)
+        try:
+            # "All checks passed!" is never printed when a file could not be read, checked or fixed
+            write_report(run, findings, out, output_format=output_format, no_color=no_color,
+                         quiet=quiet or (run.failed and not findings), statistics=statistics, fixed=fixed,
+                         fixed_warnings=_fixed_warnings(before, findings) if fixed else 0, unsafe_fixes=unsafe_fixes)
+            out.flush()
+        except BrokenPipeError:  # the reader went away (``| head``): nothing more to say
+            _silence_broken_pipe()
+        except Exception as err:  # noqa: BLE001 - a reporter bug is an internal error, exit 2
+            report_problem(run, f"internal error while writing the report: {describe_error(err)}")
     sys.exit(exit_status(run, findings, exit_zero=exit_zero, fixed=fixed, exit_non_zero_on_fix=exit_non_zero_on_fix))
 
 

@@ -16,6 +16,7 @@ Keys (all optional)::
     exclude = [".git", "build"]      # replaces the default list of excluded names
     extend-exclude = ["notebooks/scratch"]   # added to it
     respect-gitignore = true
+    max-file-size = 1048576          # bytes; larger files are skipped with a warning (0: no limit)
 
 Patterns (``exclude``, ``per-file-ignores``) are gitignore-style and relative to the
 directory of the configuration file (to the current directory for ``--config`` and when no
@@ -28,13 +29,17 @@ file's ``select``, ``extend-select`` and ``ignore``; ``--extend-select`` and ``-
 change the file's selection; within one of the two, a more specific code wins over a prefix
 (``select = ["LC101"]`` with ``ignore = ["LC1"]`` keeps LC101). ``--exclude`` replaces
 ``exclude``, ``--extend-exclude`` adds to it, ``--[no-]respect-gitignore`` replaces
-``respect-gitignore``.
+``respect-gitignore``, ``--max-file-size`` replaces ``max-file-size``.
+
+A pattern pathspec cannot compile (``[z-a]``, ``build\\``, a lone ``!``) is an error that
+names it, as is a file TOML cannot read (one nested thousands of levels deep included).
 """
 
 from __future__ import annotations
 
 import difflib
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +63,10 @@ DEFAULT_EXCLUDE = (
     "__pycache__", "__pypackages__", "_build", "build", "dist", "env", "node_modules",
     "site-packages", "venv",
 )
+
+#: Files larger than this many bytes are skipped with a warning (``max-file-size``): 1 MiB,
+#: ten times the largest training script of the corpus; analysis cost grows with the size.
+DEFAULT_MAX_FILE_SIZE = 1024 * 1024
 
 
 class ConfigError(Exception):
@@ -94,6 +103,7 @@ class Options:
     extend_exclude: tuple[str, ...] = ()
     respect_gitignore: bool | None = None
     src: tuple[str, ...] | None = None
+    max_file_size: int | None = None
 
 
 # --- reading and validating a file ----------------------------------------------------
@@ -115,6 +125,38 @@ def _code_list(key: str, value: Any) -> tuple[str, ...]:
     return tuple(c.strip().upper() for c in codes)
 
 
+def pattern_error(pattern: str) -> str | None:
+    """Why pathspec cannot compile the gitignore-style ``pattern``, or ``None`` if it can."""
+    try:
+        pathspec.GitIgnoreSpec.from_lines([pattern])
+    except re.error as err:  # its message gives a position in the translated regex
+        return err.msg
+    except Exception as err:  # noqa: BLE001 - pathspec raises ValueError and its own errors
+        return str(err) or type(err).__name__
+    return None
+
+
+def check_patterns(key: str, patterns) -> None:
+    """Raise a :class:`ConfigError` naming the first pattern of ``patterns`` pathspec cannot
+    compile (``key``: the setting or option they come from)."""
+    for pattern in patterns:
+        why = pattern_error(pattern)
+        if why is not None:
+            raise ConfigError(f"{key}: invalid pattern {pattern!r} ({why})")
+
+
+def _pattern_list(key: str, value: Any) -> tuple[str, ...]:
+    patterns = _string_list(key, value)
+    check_patterns(key, patterns)
+    return patterns
+
+
+def _size(key: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"{key}: expected a number of bytes (0 for no limit), got {_show(value)}")
+    return value
+
+
 def _bool(key: str, value: Any) -> bool:
     if not isinstance(value, bool):
         raise ConfigError(f"{key}: expected true or false, got {_show(value)}")
@@ -124,6 +166,10 @@ def _bool(key: str, value: Any) -> bool:
 def _per_file_ignores(key: str, value: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:
     if not isinstance(value, dict):
         raise ConfigError(f"{key}: expected a table of glob = [codes], got {_show(value)}")
+    for glob in value:
+        if not glob.lstrip("!"):
+            raise ConfigError(f"{key}: invalid pattern {glob!r} (empty)")
+    check_patterns(key, [glob[1:] if glob.startswith("!") else glob for glob in value])
     return tuple((glob, _code_list(f"{key}.{glob!r}", codes)) for glob, codes in value.items())
 
 
@@ -138,10 +184,11 @@ KEYS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
     "extend-select": ("extend_select", _code_list),
     "ignore": ("ignore", _code_list),
     "per-file-ignores": ("per_file_ignores", _per_file_ignores),
-    "exclude": ("exclude", _string_list),
-    "extend-exclude": ("extend_exclude", _string_list),
+    "exclude": ("exclude", _pattern_list),
+    "extend-exclude": ("extend_exclude", _pattern_list),
     "respect-gitignore": ("respect_gitignore", _bool),
     "src": ("src", _string_list),
+    "max-file-size": ("max_file_size", _size),
 }
 
 
@@ -176,6 +223,8 @@ def load_options(path: Path) -> Options | None:
         raise ConfigError(f"{path}: cannot read: {err}") from None
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(f"{path}: invalid TOML: {err}") from None
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise ConfigError(f"{path}: invalid TOML: arrays or tables nested too deeply") from None
     if path.name == "pyproject.toml":
         tool = data.get("tool", {})
         if not isinstance(tool, dict) or "loopcheck" not in tool:
@@ -196,7 +245,11 @@ def config_in(directory: Path) -> tuple[Path, Options] | None:
     """The configuration file of ``directory`` itself (not its parents), with its options."""
     for name in CONFIG_NAMES:
         path = directory / name
-        if path.is_file():
+        try:
+            found = path.is_file()
+        except OSError:  # an unreadable directory: the search reports it when it reads it
+            found = False
+        if found:
             options = load_options(path)
             if options is not None:
                 return path, options
@@ -232,6 +285,7 @@ class Settings:
         respect_gitignore: skip what ``.gitignore`` files exclude.
         config_path: the file these settings come from (``None``: defaults).
         src: extra directories the project's modules are looked up in (absolute).
+        max_file_size: files larger than this many bytes are skipped (0: no limit).
     """
 
     base: Path
@@ -241,6 +295,7 @@ class Settings:
     respect_gitignore: bool = True
     config_path: Path | None = None
     src: tuple[Path, ...] = ()
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE
 
     def _relative(self, path: Path) -> str:
         path = Path(os.path.abspath(path))
@@ -319,6 +374,8 @@ def resolve(file: Options, cli: Options, base: Path, config_path: Path | None = 
         negated = glob.startswith("!")
         per_file.append((_spec([glob[1:] if negated else glob]), negated, frozenset(_codes(prefixes))))
     respect = cli.respect_gitignore if cli.respect_gitignore is not None else file.respect_gitignore
+    max_size = cli.max_file_size if cli.max_file_size is not None else file.max_file_size
+    check_patterns("--exclude/--extend-exclude", (*(cli.exclude or ()), *cli.extend_exclude))
     return Settings(
         base=Path(os.path.abspath(base)),
         codes=frozenset(codes),
@@ -327,6 +384,7 @@ def resolve(file: Options, cli: Options, base: Path, config_path: Path | None = 
         respect_gitignore=True if respect is None else respect,
         config_path=config_path,
         src=tuple(Path(os.path.abspath(os.path.join(base, p))) for p in (file.src or ())),
+        max_file_size=DEFAULT_MAX_FILE_SIZE if max_size is None else max_size,
     )
 
 

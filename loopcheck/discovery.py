@@ -1,19 +1,40 @@
-"""Find the files to check under the paths a user gives, as ruff does.
+"""Find the files to check under the paths a user gives, as ruff does, ignoring what git ignores.
 
-Directories are walked recursively for ``*.py`` and ``*.ipynb``. What the ``exclude`` and
-``extend-exclude`` settings match is skipped (by default ``.git``, virtualenv, cache and
-build directories: :data:`loopcheck.config.DEFAULT_EXCLUDE`), and so are virtualenvs (a
-directory holding ``pyvenv.cfg``) and whatever the ``.gitignore`` files on the way exclude
-(matched with pathspec's GitIgnoreSpec, each file relative to its own directory) when
-``respect-gitignore`` is on. Each directory is judged by the settings of the directory it
-is in (see :class:`loopcheck.config.Resolver`). Paths named explicitly are always checked,
-unless ``force_exclude`` applies the exclusions to them too (for pre-commit, which passes
-file names).
+Directories are searched for ``*.py`` and ``*.ipynb`` files:
+
+* Inside a git work tree, with ``respect-gitignore`` on (the default) and ``git`` on the
+  ``PATH``, the files are those git lists: ``git ls-files --cached --others
+  --exclude-standard`` (tracked files, and untracked files that no ``.gitignore``, nested
+  ones and their ``!`` re-includes included, nor ``.git/info/exclude`` nor the global
+  excludes file ``core.excludesFile`` ignores). Files of submodules and of nested
+  repositories are not listed, as git does not list them.
+* Elsewhere (no git, not a repository, or ``respect-gitignore = false``), the directory is
+  walked, and with ``respect-gitignore`` the ``.gitignore`` files on the way are read with
+  pathspec's ``GitIgnoreSpec`` (each relative to its own directory, up to the repository
+  root). Lines pathspec cannot compile are read as git reads them: a reversed range ``[z-a]``
+  matches its first character, and a line git matches nothing with (``build\\``, a lone ``!``)
+  is skipped.
+
+Either way, what the ``exclude`` and ``extend-exclude`` settings match is skipped (by default
+``.git``, virtualenv, cache and build directories: :data:`loopcheck.config.DEFAULT_EXCLUDE`),
+and so are virtualenvs (a directory holding ``pyvenv.cfg``). Each directory is judged by the
+settings of the directory it is in (see :class:`loopcheck.config.Resolver`); whether git
+decides is the setting of the directory named on the command line. Paths named explicitly
+are always checked, unless ``force_exclude`` applies the exclusions to them too (for
+pre-commit, which passes file names).
+
+Problems are reported through ``on_problem`` and the search goes on: a directory that
+cannot be read, and a ``*.py`` symbolic link that leads nowhere (a loop, a missing target),
+are errors; an entry that is not a regular file (a FIFO, a socket, a device) is never
+opened, and is a warning.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import stat
+import subprocess
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -23,26 +44,89 @@ from loopcheck.config import DEFAULT_EXCLUDE, Options, Resolver, Settings
 
 SOURCE_SUFFIXES = (".py", ".ipynb")
 SKIP_DIRS = set(DEFAULT_EXCLUDE)  # kept for callers of the first version
+GIT_TIMEOUT = 60  # seconds for ``git ls-files``
 
 SettingsFor = Callable[[Path], Settings]
+#: ``on_problem(path, message, is_error)``: a path that was not searched or not read, and a
+#: sentence that says so (``cannot read directory build: Permission denied``).
+OnProblem = Callable[[Path, str, bool], None]
+
+# Environment variables that would point git at another repository or index than the
+# directory's own (pre-commit and git hooks set some of them).
+_GIT_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
+            "GIT_NAMESPACE", "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM")
+_GIT_UNREADABLE = re.compile(rb"^warning: could not open directory '(.*)': (.*)$", re.MULTILINE)
+
+
+def _ignore(path: Path, message: str, is_error: bool) -> None:
+    pass
 
 
 def _is_virtualenv(path: Path) -> bool:
-    return (path / "pyvenv.cfg").is_file()
+    try:
+        return (path / "pyvenv.cfg").is_file()
+    except OSError:
+        return False
+
+
+# ------------------------------------------------------------------------------ .gitignore without git
+
+_REVERSED_RANGE = re.compile(r"(?<!\\)\[(!?)([^\]]*)\]")
+
+
+def _git_bracket(m: re.Match) -> str:
+    """A bracket expression with its reversed ranges (``z-a``) made what git's wildmatch
+    makes them: the first character alone."""
+    body, out, i = m.group(2), [], 0
+    while i < len(body):
+        if i + 2 < len(body) and body[i + 1] == "-" and body[i] > body[i + 2]:
+            out.append(body[i])
+            i += 3
+        else:
+            out.append(body[i])
+            i += 1
+    return f"[{m.group(1)}{''.join(out)}]"
+
+
+def gitignore_spec(lines: list[str]) -> pathspec.GitIgnoreSpec:
+    """Compile ``.gitignore`` lines with pathspec, reading the lines it rejects as git does:
+    reversed ranges match their first character; a line that is still rejected (``build\\``:
+    a trailing backslash, a lone ``!``) matches nothing in git, and is skipped."""
+    try:
+        return pathspec.GitIgnoreSpec.from_lines(lines)
+    except Exception:  # noqa: BLE001 - pathspec raises several types; sort the lines one by one
+        pass
+    kept = []
+    for line in lines:
+        for candidate in (line, _REVERSED_RANGE.sub(_git_bracket, line)):
+            try:
+                pathspec.GitIgnoreSpec.from_lines([candidate])
+            except Exception:  # noqa: BLE001
+                continue
+            kept.append(candidate)
+            break
+    return pathspec.GitIgnoreSpec.from_lines(kept)
 
 
 def _load_gitignore(directory: Path) -> pathspec.GitIgnoreSpec | None:
     f = directory / ".gitignore"
-    if not f.is_file():
-        return None
     try:
+        if not f.is_file():
+            return None
         lines = f.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
-    return pathspec.GitIgnoreSpec.from_lines(lines)
+    return gitignore_spec(lines)
+
+
+def _real(path: Path) -> Path:
+    """``path`` with the symbolic links of its directory resolved, but not its own: a link is
+    ignored, or not, by its own name, and a loop raises nothing here."""
+    return Path(os.path.realpath(path.parent)) / path.name
 
 
 def _ignored(path: Path, is_dir: bool, specs: list[tuple[Path, pathspec.GitIgnoreSpec]]) -> bool:
+    path = _real(path)
     for base, spec in specs:
         rel = path.relative_to(base).as_posix() + ("/" if is_dir else "")
         if spec.match_file(rel):
@@ -53,7 +137,7 @@ def _ignored(path: Path, is_dir: bool, specs: list[tuple[Path, pathspec.GitIgnor
 def _parent_specs(directory: Path) -> list[tuple[Path, pathspec.GitIgnoreSpec]]:
     """The .gitignore files of the directories above ``directory``, up to the repository root."""
     specs = []
-    for parent in directory.resolve().parents:
+    for parent in Path(os.path.realpath(directory)).parents:
         spec = _load_gitignore(parent)
         if spec is not None:
             specs.append((parent, spec))
@@ -62,8 +146,81 @@ def _parent_specs(directory: Path) -> list[tuple[Path, pathspec.GitIgnoreSpec]]:
     return list(reversed(specs))
 
 
+# ------------------------------------------------------------------------------ git
+
+
+def git_listing(directory: Path) -> tuple[list[Path], list[tuple[Path, str]]] | None:
+    """The files git lists under ``directory``: tracked ones, and untracked ones no ignore
+    rule excludes (``git ls-files --cached --others --exclude-standard -z``).
+
+    Git runs with ``core.fsmonitor`` off (a repository's configuration cannot make it run a
+    command) and without the ``GIT_DIR``-like variables of the caller's environment.
+
+    Returns:
+        ``(files, unreadable)``: the listed paths (below ``directory``; tracked files missing
+        from the work tree included) and the directories git could not open, with the
+        reason; ``None`` when git is not installed or ``directory`` is not in a work tree.
+    """
+    env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV}
+    env["GIT_OPTIONAL_LOCKS"] = "0"
+    try:
+        done = subprocess.run(
+            ["git", "-c", "core.fsmonitor=false", "-c", "core.quotePath=false", "-C", str(directory),
+             "ls-files", "--cached", "--others", "--exclude-standard", "-z", "--", "."],
+            stdin=subprocess.DEVNULL, capture_output=True, env=env, timeout=GIT_TIMEOUT, check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    files = [directory / os.fsdecode(name) for name in done.stdout.split(b"\0") if name and not name.endswith(b"/")]
+    unreadable = [
+        (directory / os.fsdecode(m.group(1)).rstrip("/"), os.fsdecode(m.group(2)))
+        for m in _GIT_UNREADABLE.finditer(done.stderr)
+    ]
+    return files, unreadable
+
+
+# ------------------------------------------------------------------------------ exclusions
+
+
+class _Exclusions:
+    """Whether the exclusions skip a path found under ``root``, each directory judged by the
+    settings of the directory it is in. Below a directory that is excluded but was named
+    explicitly (or lies in one that was), entries are judged by their own names only."""
+
+    def __init__(self, settings_for: SettingsFor) -> None:
+        self.settings_for = settings_for
+        self._dirs: dict[Path, bool] = {}
+
+    def entry(self, path: Path, is_dir: bool) -> bool:
+        """Whether the entry ``path`` of its directory is excluded (not its directories)."""
+        settings = self.settings_for(path.parent)
+        if settings.is_excluded(path.parent, is_dir=True):
+            return settings.excludes_name(path.name, is_dir)
+        return settings.is_excluded(path, is_dir)
+
+    def directory(self, directory: Path, root: Path) -> bool:
+        """Whether ``directory`` (below ``root``) or a directory between them is skipped:
+        excluded, or a virtualenv."""
+        if directory == root:
+            return False
+        found = self._dirs.get(directory)
+        if found is None:
+            found = (
+                self.directory(directory.parent, root)
+                or self.entry(directory, True)
+                or _is_virtualenv(directory)
+            )
+            self._dirs[directory] = found
+        return found
+
+
+# ------------------------------------------------------------------------------ the search
+
+
 def is_source_file(path: Path) -> bool:
-    """Whether the walk picks up ``path``: a Python file or a Jupyter notebook."""
+    """Whether the search picks up ``path``: a Python file or a Jupyter notebook (by name)."""
     return path.name.endswith(SOURCE_SUFFIXES)
 
 
@@ -84,6 +241,8 @@ def iter_source_files(
     paths: list[str],
     settings_for: SettingsFor | None = None,
     force_exclude: bool = False,
+    on_problem: OnProblem | None = None,
+    use_git: bool = True,
 ) -> Iterator[Path]:
     """Yield the Python files and notebooks under ``paths`` (files given directly as-is).
 
@@ -91,6 +250,10 @@ def iter_source_files(
         paths: files or directories, as given on the command line.
         settings_for: the settings of the entries of a directory (default: the defaults).
         force_exclude: also apply the exclusions to ``paths`` themselves.
+        on_problem: told of each directory or entry that was not searched or not read
+            (see the module's docstring); by default they are skipped silently.
+        use_git: ask git which files it ignores when a directory is in a work tree (off:
+            always walk, reading ``.gitignore`` files with pathspec).
 
     Raises:
         FileNotFoundError: a path does not exist.
@@ -98,20 +261,28 @@ def iter_source_files(
     """
     if settings_for is None:
         settings_for = Resolver(Options(), isolated=True).for_directory
+    report = on_problem or _ignore
+    exclusions = _Exclusions(settings_for)
     seen: set[Path] = set()
     for raw in paths:
         root = Path(raw)
-        if not root.exists():
+        if not os.path.lexists(root):
             raise FileNotFoundError(raw)
         if force_exclude and is_force_excluded(root, settings_for):
             continue
-        if root.is_file():
+        if not root.is_dir():  # a file, or what the reader refuses to open (a FIFO, a loop)
             if root not in seen:
                 seen.add(root)
                 yield root
             continue
-        base_specs = _parent_specs(root)
-        yield from _walk(root, base_specs, settings_for, seen)
+        listing = None
+        if use_git and settings_for(Path(os.path.abspath(root))).respect_gitignore:
+            listing = git_listing(root)
+        if listing is not None:
+            yield from _from_git(root, listing, exclusions, seen, report)
+        else:
+            base_specs = _parent_specs(root) if settings_for(root).respect_gitignore else []
+            yield from _walk(root, base_specs, settings_for, seen, report)
 
 
 def iter_python_files(paths: list[str], respect_gitignore: bool = True) -> Iterator[Path]:
@@ -120,7 +291,48 @@ def iter_python_files(paths: list[str], respect_gitignore: bool = True) -> Itera
     return iter_source_files(paths, resolver.for_directory)
 
 
-def _walk(directory: Path, specs, settings_for: SettingsFor, seen: set[Path]) -> Iterator[Path]:
+def _from_git(root: Path, listing, exclusions: _Exclusions, seen: set[Path], report: OnProblem) -> Iterator[Path]:
+    files, unreadable = listing
+    for directory, reason in unreadable:
+        report(directory, f"cannot read directory {directory}: {reason}", True)
+    absolute_root = Path(os.path.abspath(root))
+    for path in sorted(files):
+        if not is_source_file(path):
+            continue
+        absolute = Path(os.path.abspath(path))
+        if exclusions.directory(absolute.parent, absolute_root) or exclusions.entry(absolute, False):
+            continue
+        if path in seen:
+            continue
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:  # tracked, but deleted from the work tree
+            continue
+        except OSError as err:
+            report(path, f"cannot read {path}: {err.strerror}", True)
+            continue
+        if not _regular(path, st, report):
+            continue
+        seen.add(path)
+        yield path
+
+
+def _regular(path: Path, st: os.stat_result, report: OnProblem) -> bool:
+    """Whether ``path`` (``st``: its ``lstat``) is, or links to, a regular file; reports why not."""
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            st = os.stat(path)
+        except OSError as err:  # a loop, a missing target
+            report(path, f"cannot read {path}: {err.strerror}", True)
+            return False
+    if stat.S_ISREG(st.st_mode):
+        return True
+    if not stat.S_ISDIR(st.st_mode):
+        report(path, f"skipped {path}: not a regular file (a FIFO, socket or device is never read)", False)
+    return False
+
+
+def _walk(directory: Path, specs, settings_for: SettingsFor, seen: set[Path], report: OnProblem) -> Iterator[Path]:
     settings = settings_for(directory)
     respect_gitignore = settings.respect_gitignore
     # A directory walked although excluded was named explicitly (or lies in one that was):
@@ -131,26 +343,41 @@ def _walk(directory: Path, specs, settings_for: SettingsFor, seen: set[Path]) ->
         if inside_excluded:
             return settings.excludes_name(path.name, is_dir)
         return settings.is_excluded(path, is_dir)
-    own = _load_gitignore(directory)
-    if own is not None:
-        specs = specs + [(directory.resolve(), own)]
+
+    if respect_gitignore:
+        own = _load_gitignore(directory)
+        if own is not None:
+            specs = specs + [(Path(os.path.realpath(directory)), own)]
     try:
         entries = sorted(os.scandir(directory), key=lambda e: e.name)
-    except OSError:
+    except OSError as err:
+        report(directory, f"cannot read directory {directory}: {err.strerror}", True)
         return
     for entry in entries:
         path = Path(entry.path)
-        if entry.is_dir(follow_symlinks=False):
+        try:
+            is_dir = entry.is_dir(follow_symlinks=False)
+        except OSError:
+            is_dir = False
+        if is_dir:
             if excluded(path, True) or _is_virtualenv(path):
                 continue
-            if respect_gitignore and _ignored(path.resolve(), True, specs):
+            if respect_gitignore and _ignored(path, True, specs):
                 continue
-            yield from _walk(path, specs, settings_for, seen)
-        elif is_source_file(path) and entry.is_file():
+            yield from _walk(path, specs, settings_for, seen, report)
+        elif is_source_file(path):
             if excluded(path, False):
                 continue
-            if respect_gitignore and _ignored(path.resolve(), False, specs):
+            if respect_gitignore and _ignored(path, False, specs):
                 continue
-            if path not in seen:
-                seen.add(path)
-                yield path
+            if path in seen:
+                continue
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError as err:
+                report(path, f"cannot read {path}: {err.strerror}", True)
+                continue
+            if not _regular(path, st, report):
+                continue
+            seen.add(path)
+            yield path

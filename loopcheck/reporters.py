@@ -48,6 +48,27 @@ UNSAFE_NOTE = "This is an unsafe fix and may change runtime behavior"
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
+def display_name(filename: str) -> str:
+    """``filename`` as text every output format can carry. A name that is not valid UTF-8
+    (the OS gives its bad bytes as lone surrogates) shows those bytes as ``\\xNN``."""
+    try:
+        filename.encode("utf-8")
+        return filename
+    except UnicodeEncodeError:
+        try:
+            return os.fsencode(filename).decode("utf-8", "backslashreplace")
+        except UnicodeEncodeError:
+            return filename.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _uri_path(path: str) -> str:
+    """A path percent-encoded for a URI from its bytes (a name that is not UTF-8 included)."""
+    try:
+        return quote(os.fsencode(path))
+    except UnicodeEncodeError:
+        return quote(path.encode("utf-8", "backslashreplace"))
+
+
 def _infos():
     from loopcheck.rules import INFOS
 
@@ -161,7 +182,7 @@ class View:
 
     @property
     def filename(self) -> str:
-        return self.finding.filename
+        return display_name(self.finding.filename)
 
     @property
     def severity(self) -> str:
@@ -422,7 +443,7 @@ def snippet(f: Finding, ctx: Context) -> list[str]:
             other_marks.setdefault(rv.place.row, []).append(
                 _Mark(col, max(len(line.rstrip().expandtabs()) - col, 1), rv.message, False))
         first = rvs[0].place
-        head = f"{filename}:{first.row}:{first.column}"
+        head = f"{display_name(filename)}:{first.row}:{first.column}"
         if not other_marks:  # the file cannot be read: its positions and notes only
             unreadable.append(head + "".join(f" ({rv.place.row}:{rv.place.column}: {rv.message})" for rv in rvs))
             continue
@@ -550,7 +571,7 @@ def nb_relabel(f: Finding, ctx: Context, text: str) -> str:
 
 def display_filename(filename: str) -> str:
     """A file name as ruff's JSON gives it: absolute (``-`` for unnamed standard input)."""
-    return filename if filename == "-" else os.path.abspath(filename)
+    return display_name(filename if filename == "-" else os.path.abspath(filename))
 
 
 def _fix_json(f: Finding, ctx: Context | None, cell: int | None) -> dict | None:
@@ -631,8 +652,8 @@ def sarif_rules() -> list[dict]:
 def _artifact(filename: str) -> dict:
     path = Path(filename)
     if path.is_absolute():
-        return {"uri": path.as_uri()}
-    return {"uri": quote(path.as_posix()), "uriBaseId": "%SRCROOT%"}
+        return {"uri": "file://" + _uri_path(path.as_posix())}
+    return {"uri": _uri_path(path.as_posix()), "uriBaseId": "%SRCROOT%"}
 
 
 def _sarif_location(filename: str, place: Place, end: Place | None = None) -> dict:
@@ -720,7 +741,7 @@ def write_github(findings: list[Finding], out: TextIO, ctx: Context | None = Non
             span = (1, 1, 1, 1)
         props = ",".join([
             f"title={_gh_property(f'loopcheck ({f.code})')}",
-            f"file={_gh_property(f.filename)}",
+            f"file={_gh_property(display_name(f.filename))}",
             f"line={span[0]}", f"col={span[1]}", f"endLine={span[2]}", f"endColumn={span[3]}",
         ])
         text = f"{v.prefix}: {f.code} {v.message}"

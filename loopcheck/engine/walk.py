@@ -67,17 +67,19 @@ def calls_in_order(expr: cst.CSTNode) -> list[cst.Call]:
     """The calls inside ``expr`` in evaluation order (arguments before the call), not
     entering lambdas."""
     out: list[cst.Call] = []
-
-    def rec(n: cst.CSTNode) -> None:
-        for c in children(n):
-            if type(c) is cst.Lambda:
-                continue
-            rec(c)
-        if isinstance(n, cst.Call):
+    if isinstance(expr, cst.Lambda):
+        return out
+    # An explicit stack instead of recursion (a 1,000-term chain nests as deep): a call is
+    # pushed again under its children, marked, so it comes out after all of them.
+    stack: list[tuple[cst.CSTNode, bool]] = [(expr, False)]
+    while stack:
+        n, children_done = stack.pop()
+        if children_done:
             out.append(n)
-
-    if not isinstance(expr, cst.Lambda):
-        rec(expr)
+            continue
+        if isinstance(n, cst.Call):
+            stack.append((n, True))
+        stack.extend((c, False) for c in reversed(children(n)) if type(c) is not cst.Lambda)
     return out
 
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import difflib
+import threading
+from collections import OrderedDict
+from dataclasses import replace
 from typing import Collection, Iterable
 
 import libcst as cst
@@ -10,7 +13,7 @@ import libcst as cst
 from loopcheck.findings import Finding
 from loopcheck.fixes.context import FixContext
 from loopcheck.fixes.fixers import FIXERS
-from loopcheck.fixes.model import Fix, touched_rows
+from loopcheck.fixes.model import UNSAFE, Fix, LineIndex, touched_rows
 from loopcheck.fixes.noqa import NoqaMap, suppressed
 from loopcheck.noqa import is_skipped
 from loopcheck.fixes.noqa import noqa_codes_by_row as read_noqa
@@ -36,10 +39,19 @@ def compute_fix(module: cst.Module | None, source: str, finding: Finding,
 
 
 def attach_fixes(source: str, findings: Iterable[Finding], module: cst.Module | None = None,
-                 positions=None) -> list[Finding]:
+                 positions=None, *, verify: bool = True, select: Collection[str] | None = None) -> list[Finding]:
     """Set ``finding.fix`` on each finding of ``source`` and return them. ``module`` and
     ``positions`` from the check (:func:`loopcheck.analysis.check_parsed`) are reused;
-    otherwise ``source`` is parsed once for all findings."""
+    otherwise ``source`` is parsed once for all findings.
+
+    With ``verify`` (the default) a fix is attached only to the findings ``--fix`` removes,
+    so that what is advertised (the JSON ``fix``, ``[*] N fixable``, the editor's quick
+    fixes) is what ``--fix`` does: :func:`apply_fixes` is run on the text (its checks are
+    cached, so a later ``--fix`` does not repeat them), with the safe fixes and then with
+    the unsafe ones too, and the findings that remain keep no fix. A safe fix that ``--fix``
+    applies only with ``--unsafe-fixes`` (it brings a finding whose fix is unsafe) is
+    attached as unsafe. ``select``: the rule codes ``--fix`` fixes (default: the codes of
+    ``findings``)."""
     findings = list(findings)
     if not any(f.code in FIXERS for f in findings):
         return findings
@@ -49,7 +61,74 @@ def attach_fixes(source: str, findings: Iterable[Finding], module: cst.Module | 
         return findings
     for f in findings:
         f.fix = compute_fix(ctx.module, source, f, ctx)
+    if verify and any(f.fix is not None for f in findings):
+        safe = _fixed_by(source, findings, False, select) if any(f.fix and f.fix.is_safe for f in findings) else set()
+        every = _fixed_by(source, findings, True, select)
+        for i, f in enumerate(findings):
+            if f.fix is None or i in safe:
+                continue
+            if i in every:
+                if f.fix.is_safe:
+                    f.fix = replace(f.fix, applicability=UNSAFE)
+            else:
+                f.fix = None
     return findings
+
+
+def _fixed_by(source: str, findings: list[Finding], unsafe: bool, select: Collection[str] | None) -> set[int]:
+    """The indexes of ``findings`` that :func:`apply_fixes` removes from ``source``: those not
+    matched, by code and flagged text, by a finding of the fixed text."""
+    if not findings:
+        return set()
+    copies = [replace(f) for f in findings]
+    try:
+        new_text, done = apply_fixes(source, copies, unsafe, filename=findings[0].filename, select=select)
+    except Exception:  # noqa: BLE001 - a fix that cannot be applied or checked is not offered
+        return set()
+    if not done:
+        return set()
+    remaining: dict[tuple[str, str], int] = {}
+    for g in _unsuppressed(_check(new_text, findings[0].filename), new_text):
+        key = (g.code, _flagged_text(new_text, g))
+        remaining[key] = remaining.get(key, 0) + 1
+    fixed = set()
+    for i, f in enumerate(findings):
+        key = (f.code, _flagged_text(source, f))
+        if remaining.get(key, 0) > 0:
+            remaining[key] -= 1
+        else:
+            fixed.add(i)
+    return fixed
+
+
+def _flagged_text(text: str, f: Finding) -> str:
+    """The flagged span of ``f`` in ``text``, blanks collapsed (it survives a move)."""
+    index = LineIndex(text)
+    return " ".join(text[index.offset(f.row, f.column):index.offset(f.end_row, f.end_column)].split())
+
+
+_CHECKS: OrderedDict[tuple[str, str], list[Finding]] = OrderedDict()
+_CHECKS_SIZE = 64
+_CHECKS_LOCK = threading.Lock()
+
+
+def _check(text: str, filename: str) -> list[Finding]:
+    """``check_source(text, filename)`` with every rule, remembered for the last few texts
+    (verifying a fix and then applying it check the same text); copies are returned."""
+    from loopcheck.analysis import check_source  # a module-level import would be circular
+
+    key = (filename, text)
+    with _CHECKS_LOCK:
+        found = _CHECKS.get(key)
+        if found is not None:
+            _CHECKS.move_to_end(key)
+    if found is None:
+        found = check_source(text, filename)
+        with _CHECKS_LOCK:
+            _CHECKS[key] = found
+            while len(_CHECKS) > _CHECKS_SIZE:
+                _CHECKS.popitem(last=False)
+    return [replace(f, fix=None) for f in found]
 
 
 def _allowed(fix: Fix | None, f: Finding, unsafe: bool, noqa: NoqaMap) -> bool:
@@ -99,7 +178,9 @@ def apply_fixes(
     (moving a clip before ``scaler.step()`` needs ``scaler.unscale_()`` before it; a fix that
     would trade one bug for another is dropped). The next fix is taken from the new findings
     of the ``select`` codes (default: the codes of ``findings``), so fixes compose, until no
-    allowed fix is left.
+    allowed fix is left. If a finding a fix brought is still there at the end (its own fix
+    failed after all), the text goes back to the last one with no more findings of any code
+    than ``source``: a fix never leaves a new bug behind.
 
     Args:
         source: the file's text.
@@ -118,8 +199,6 @@ def apply_fixes(
         with ``.fix`` set; findings found after a first fix have rows of the text they were
         found in.
     """
-    from loopcheck.analysis import check_source  # a module-level import would be circular
-
     findings = list(findings)
     if not findings:
         return source, []
@@ -133,8 +212,12 @@ def apply_fixes(
     if not any(f.code in codes and f.code in FIXERS for f in findings) or is_skipped(source):
         return source, []
     # every rule, not only the selected ones: a fix must not bring a bug it cannot fix
-    every = _unsuppressed(check_source(source, filename), source)
+    every = _unsuppressed(_check(source, filename), source)
     baseline = _counts(every)
+    # The last text with no more findings of any code than the source had: if a fix brought
+    # a finding whose own fix then fails, the run ends there rather than with the new bug.
+    checkpoint = (source, 0)
+    previous: list[Fix | None] = []  # the .fix of each fixed finding before it was fixed
     while budget > 0:
         if text is source:
             candidates = [f for f in findings if f.code in codes]
@@ -164,16 +247,24 @@ def apply_fixes(
         f, fix, key = candidate
         try:
             new_text = fix.apply(text)
-            after = check_source(new_text, filename)
+            after = _check(new_text, filename)
         except Exception:  # noqa: BLE001 - never leave a half-applied file behind
             rejected.add(key)
             continue
         if _accept(f, every, after, new_text, unsafe):
+            previous.append(f.fix)
             f.fix = fix
             fixed.append(f)
             text, every = new_text, _unsuppressed(after, new_text)
+            counts = _counts(every)
+            if all(n <= baseline.get(code, 0) for code, n in counts.items()):
+                checkpoint = (text, len(fixed))
         else:
             rejected.add(key)
+    if text is not checkpoint[0]:
+        for f, fix in zip(fixed[checkpoint[1]:], previous[checkpoint[1]:]):
+            f.fix = fix  # not fixed after all: as it was
+        text, fixed = checkpoint[0], fixed[:checkpoint[1]]
     return text, fixed
 
 

@@ -13,7 +13,8 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from loopcheck.fixes.model import Fix, edits_between
+from loopcheck.fixes.model import Edit, Fix, edits_between
+from loopcheck.parsing import parse_module
 
 Block = cst.Module | cst.IndentedBlock
 Statement = cst.BaseStatement  # SimpleStatementLine or a compound statement
@@ -55,7 +56,7 @@ class FixContext:
         """``module`` and ``positions`` (its ``PositionProvider`` map), when the caller already
         has them, spare a second parse."""
         self.source = source
-        self.module = module if module is not None else cst.parse_module(source)
+        self.module = module if module is not None else parse_module(source)
         if positions is None or module is None:
             positions = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
         self.positions = positions
@@ -63,6 +64,7 @@ class FixContext:
         self._roles: dict[str, set[str]] = {}
         self._by_start: dict[tuple[int, int], list[cst.CSTNode]] | None = None
         self._calls: list[cst.Call] | None = None
+        self._rendered: str | None = None  # self.module.code, once asked for
 
     # ------------------------------------------------------------------ positions
 
@@ -440,11 +442,53 @@ class FixContext:
         return cst.parse_statement(code + self.module.default_newline, config=self.module.config_for_parsing)
 
     def fix(self, applicability: str, message: str, new_module: cst.Module) -> Fix | None:
-        """A :class:`Fix` whose edits turn this source into ``new_module``'s code."""
+        """A :class:`Fix` whose edits turn this source into ``new_module``'s code.
+
+        The edits are the difference between the unchanged tree's code and the new tree's,
+        placed on the source: LibCST does not give back every byte it parsed (a form feed
+        that starts a line before a statement is dropped), and such bytes must not be
+        "fixed" away. ``None`` when nothing changes, or when an edit falls where the two
+        differ in a way that cannot be mapped."""
         new = new_module.code
-        if new == self.source:
+        rendered = self.module.code if self._rendered is None else self._rendered
+        self._rendered = rendered
+        if new == rendered:
             return None
-        return Fix(applicability, message, edits_between(self.source, new))
+        edits = edits_between(rendered, new)
+        if rendered != self.source:
+            edits = _onto_source(edits, rendered, self.source)
+            if edits is None:
+                return None
+        return Fix(applicability, message, edits)
+
+
+def _onto_source(edits: tuple[Edit, ...], rendered: str, source: str) -> tuple[Edit, ...] | None:
+    """Move edits computed on LibCST's rendering of ``source`` onto ``source`` itself, where
+    the two have the same lines except for characters the rendering dropped at line starts
+    (form feeds). ``None`` if they differ otherwise."""
+    a, b = rendered.split("\n"), source.split("\n")
+    if len(a) != len(b):
+        return None
+    shift: dict[int, int] = {}
+
+    def column(row: int, col: int) -> int | None:
+        if row > len(a) or a[row - 1] == b[row - 1]:
+            return col
+        if row not in shift:
+            dropped = len(b[row - 1]) - len(a[row - 1])
+            ok = dropped > 0 and b[row - 1].endswith(a[row - 1]) and not b[row - 1][:dropped].strip(" \t\f")
+            shift[row] = dropped if ok else -1
+        if shift[row] < 0:
+            return None
+        return col if col == 1 else col + shift[row]
+
+    out = []
+    for e in edits:
+        start, end = column(e.row, e.column), column(e.end_row, e.end_column)
+        if start is None or end is None:
+            return None
+        out.append(Edit(e.content, e.row, start, e.end_row, end))
+    return tuple(out)
 
 
 class Rewrite(cst.CSTTransformer):

@@ -91,8 +91,11 @@ def keep_comments(stmt):
 
 
 def ensure_update(ctx: FixContext, rw: Rewrite, step_stmt, scaler: str) -> str | None:
-    """Make ``scaler.update()`` follow ``step_stmt`` in its block. Returns the applicability
-    (``None``: nothing to do, an update already follows).
+    """Make ``scaler.update()`` follow the last ``scaler.step(...)`` of the iteration: the last
+    statement of ``step_stmt``'s block, from ``step_stmt`` on, that steps with ``scaler``
+    (two optimizers: after the second step; an update between them would unscale the
+    second one's gradients with a new scale). Returns the applicability (``None``: nothing
+    to do, an update already follows).
 
     With no other ``scaler.update()`` in the file, one is inserted (safe). A single update that
     sits after the loop around the step (once per epoch) is moved after the step instead (safe:
@@ -100,6 +103,10 @@ def ensure_update(ctx: FixContext, rw: Rewrite, step_stmt, scaler: str) -> str |
     elsewhere: inserted, unsafe.
     """
     block, i = ctx.block_of(step_stmt)
+    for k in range(i + 1, len(block.body)):
+        if any(recv == scaler for _, recv in ctx.method_calls(block.body[k], "step")):
+            i = k
+    step_stmt = block.body[i]
     if any(ctx.is_method_stmt(s, "update", scaler) for s in block.body[i + 1:]):
         return None
     updates = [c for c, recv in ctx.method_calls(ctx.module, "update") if recv == scaler and not c.args]
@@ -198,7 +205,7 @@ def zero_grad_between(ctx: FixContext, f: Finding) -> Fix | None:
                 continue
             applicability = UNSAFE
         between = block.body[i + 1:outer_k + 1]
-        if stmt_calls(ctx, between, "zero_grad") or not ctx.independent(stmt, between):
+        if _clears_same_grads(ctx, zg, between) or not ctx.independent(stmt, between):
             return None
         anchor = s_block.body[k]
         if k + 1 < len(s_block.body) and ctx.is_method_stmt(s_block.body[k + 1], "update"):
@@ -206,6 +213,18 @@ def zero_grad_between(ctx: FixContext, f: Finding) -> Fix | None:
         new = Rewrite().delete(stmt).insert_after(anchor, keep_comments(stmt)).run(ctx.module)
         return ctx.fix(applicability, f"Move `{short(ctx, zg)}` after `{short(ctx, step)}`", new)
     return None
+
+
+def _clears_same_grads(ctx: FixContext, zg: cst.Call, stmts) -> bool:
+    """Whether a ``zero_grad()`` in ``stmts`` may clear what ``zg`` clears: any but another
+    optimizer's (``optimizer2.zero_grad()`` when ``zg`` is ``optimizer.zero_grad()``), which
+    the moved call can cross."""
+    mine = ctx.expr_code(zg.func.value) if isinstance(zg.func, cst.Attribute) else None
+    optimizers = ctx.optimizer_names()
+    for _, recv in (c for s in stmts for c in ctx.method_calls(s, "zero_grad")):
+        if not (mine in optimizers and recv in optimizers and recv != mine):
+            return True
+    return False
 
 
 # ------------------------------------------------------------------------------ LC3xx
@@ -335,9 +354,16 @@ CONTAINER_METHODS = {
 @fixer("LC401")
 def loss_tensor_kept(ctx: FixContext, f: Finding) -> Fix | None:
     """Keep ``loss.item()``: ``xs.append(loss)`` → ``xs.append(loss.item())``, ``total += loss``
-    → ``total += loss.item()``, ``d[k] = loss`` → ``d[k] = loss.item()``. Unsafe when the
-    container is used as a tensor elsewhere (``total.backward()``, ``xs[-1].detach()``,
-    ``torch.stack(xs)``)."""
+    → ``total += loss.item()``, ``d[k] = loss`` → ``d[k] = loss.item()``.
+
+    ``.item()`` raises on a tensor of more than one element, and the receiver then gets a
+    float instead of a tensor, so the fix is safe only when both are known from the file:
+    the loss is a one-element tensor (:func:`_scalar`: a loss function or criterion reducing
+    to a mean or sum, ``.mean()``, ``.sum()``, arithmetic on those and numbers) and the
+    receiver holds plain values (:func:`_holds_floats`: a list, set, deque or dict built in
+    the file, a running total started from a number) and is never used as a tensor
+    (``total.backward()``, ``xs[-1].detach()``, ``torch.stack(xs)``). Otherwise unsafe: an
+    ``Averager.add(loss)`` that reads ``loss.data``, or a ``reduction="none"`` loss."""
     node = flagged(ctx, f, (cst.Call, cst.AugAssign, cst.Assign))
     if isinstance(node, cst.Call):
         if not isinstance(node.func, cst.Attribute) or node.func.attr.value not in ("append", "add", "insert", "put"):
@@ -345,11 +371,11 @@ def loss_tensor_kept(ctx: FixContext, f: Finding) -> Fix | None:
         arg = node.args[-1] if node.args else None
         if arg is None or arg.keyword is not None or arg.star:
             return None
-        value, container = arg.value, node.func.value
+        value, container, kind = arg.value, node.func.value, node.func.attr.value
     elif isinstance(node, cst.AugAssign):
-        value, container = node.value, node.target
+        value, container, kind = node.value, node.target, "+="
     elif isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Subscript):
-        value, container = node.value, node.targets[0].target.value
+        value, container, kind = node.value, node.targets[0].target.value, "[]="
     else:
         return None
     if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "item":
@@ -359,9 +385,173 @@ def loss_tensor_kept(ctx: FixContext, f: Finding) -> Fix | None:
     else:
         value_p = value
     item = cst.Call(func=cst.Attribute(value=value_p, attr=cst.Name("item")))
-    applicability = UNSAFE if _used_as_tensor(ctx, ctx.expr_code(container), node) else SAFE
+    receiver = ctx.expr_code(container)
+    safe = (
+        _scalar(ctx, value, node)
+        and _holds_floats(ctx, container, kind, node)
+        and not _used_as_tensor(ctx, receiver, node)
+    )
     new = Rewrite().substitute(value, item).run(ctx.module)
-    return ctx.fix(applicability, f"Use `{ctx.expr_code(value)}.item()`", new)
+    return ctx.fix(SAFE if safe else UNSAFE, f"Use `{ctx.expr_code(value)}.item()`", new)
+
+
+# Functional losses (torch.nn.functional) that reduce to a mean by default.
+FUNCTIONAL_LOSSES = {
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "cosine_embedding_loss", "cross_entropy",
+    "ctc_loss", "gaussian_nll_loss", "hinge_embedding_loss", "huber_loss", "kl_div", "l1_loss",
+    "margin_ranking_loss", "mse_loss", "multi_margin_loss", "multilabel_margin_loss",
+    "multilabel_soft_margin_loss", "nll_loss", "poisson_nll_loss", "smooth_l1_loss", "soft_margin_loss",
+    "triplet_margin_loss", "triplet_margin_with_distance_loss",
+}
+_REDUCING_METHODS = {"mean", "sum", "norm", "max", "min", "prod", "logsumexp", "std", "var"}
+
+
+def _reduces_to_scalar(call: cst.Call) -> bool:
+    """No ``reduction`` other than ``"mean"``/``"sum"``, and no legacy ``reduce``/
+    ``size_average`` argument (``reduce=False`` keeps one loss per element)."""
+    for arg in call.args:
+        name = arg.keyword.value if arg.keyword is not None else None
+        if arg.star:
+            return False
+        if name in ("reduce", "size_average"):
+            return False
+        if name == "reduction":
+            v = arg.value
+            if not (isinstance(v, cst.SimpleString) and v.evaluated_value in ("mean", "sum")):
+                return False
+    return True
+
+
+def _bindings(ctx: FixContext, expr: str) -> list[cst.CSTNode] | None:
+    """The values assigned to ``expr`` (``loss``, ``self.criterion``) anywhere in the file, or
+    ``None`` when it is also bound another way (a loop or ``with`` target, a parameter, a
+    tuple unpacking, an augmented assignment, ...): then its value is not known."""
+    values = []
+    for node in ctx.parents:
+        if isinstance(node, cst.Assign):
+            for t in node.targets:
+                if ctx.expr_code(t.target) == expr:
+                    values.append(node.value)
+                elif _binds(ctx, t.target, expr):
+                    return None
+        elif isinstance(node, cst.AnnAssign) and ctx.expr_code(node.target) == expr:
+            if node.value is None:
+                continue
+            values.append(node.value)
+        elif isinstance(node, (cst.For, cst.CompFor)) and _binds(ctx, node.target, expr):
+            return None
+        elif isinstance(node, cst.AsName) and ctx.expr_code(node.name) == expr:
+            return None
+        elif isinstance(node, cst.NamedExpr) and ctx.expr_code(node.target) == expr:
+            values.append(node.value)
+        elif isinstance(node, cst.Param) and node.name.value == expr:
+            return None
+        elif isinstance(node, (cst.Global, cst.Nonlocal)):
+            if any(n.name.value == expr for n in node.names):
+                return None
+    return values
+
+
+def _binds(ctx: FixContext, target: cst.CSTNode, expr: str) -> bool:
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return any(_binds(ctx, el.value, expr) for el in target.elements)
+    if isinstance(target, cst.StarredElement):
+        return _binds(ctx, target.value, expr)
+    return ctx.expr_code(target) == expr
+
+
+def _scalar(ctx: FixContext, value: cst.CSTNode, at: cst.CSTNode, depth: int = 0) -> bool:
+    """Whether ``value`` is known to be a one-element tensor (or a number)."""
+    if depth > 8:
+        return False
+    if isinstance(value, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(value, (cst.Name, cst.Attribute)):
+        values = _bindings(ctx, ctx.expr_code(value))
+        augmented = any(
+            isinstance(n, cst.AugAssign) and ctx.expr_code(n.target) == ctx.expr_code(value) for n in ctx.parents
+        )
+        if not values or augmented and not all(
+            _scalar(ctx, n.value, at, depth + 1)
+            for n in ctx.parents if isinstance(n, cst.AugAssign) and ctx.expr_code(n.target) == ctx.expr_code(value)
+        ):
+            return False
+        return all(_scalar(ctx, v, at, depth + 1) for v in values)
+    if isinstance(value, cst.BinaryOperation):
+        if isinstance(value.operator, (cst.MatrixMultiply, cst.BitAnd, cst.BitOr, cst.BitXor, cst.LeftShift,
+                                       cst.RightShift)):
+            return False
+        return _scalar(ctx, value.left, at, depth + 1) and _scalar(ctx, value.right, at, depth + 1)
+    if isinstance(value, cst.UnaryOperation):
+        return isinstance(value.operator, (cst.Minus, cst.Plus)) and _scalar(ctx, value.expression, at, depth + 1)
+    if not isinstance(value, cst.Call):
+        return False
+    func = value.func
+    if isinstance(func, cst.Attribute):
+        name = func.attr.value
+        callee = ctx.expr_code(func)
+        if name in _REDUCING_METHODS and not value.args:  # ``x.mean()``: every element reduced
+            return True
+        if callee in ("torch.mean", "torch.sum") and len(value.args) == 1 and value.args[0].keyword is None:
+            return True
+        if name in FUNCTIONAL_LOSSES and callee.split(".")[0] in ("F", "functional", "nn", "torch"):
+            return _reduces_to_scalar(value)
+        if name in ("float", "double", "half", "to", "cpu", "cuda", "detach", "clone", "squeeze"):
+            return name != "squeeze" or not value.args and _scalar(ctx, func.value, at, depth + 1)
+    # a criterion: ``criterion = nn.CrossEntropyLoss(...)`` then ``criterion(out, y)``
+    if isinstance(func, (cst.Name, cst.Attribute)):
+        if isinstance(func, cst.Name) and func.value in FUNCTIONAL_LOSSES and _imported_from_functional(ctx, func.value):
+            return _reduces_to_scalar(value)
+        ctors = _bindings(ctx, ctx.expr_code(func))
+        if ctors and all(
+            isinstance(c, cst.Call) and ctx.expr_code(c.func).rsplit(".", 1)[-1].endswith("Loss")
+            and _reduces_to_scalar(c)
+            for c in ctors
+        ):
+            return _reduces_to_scalar(value)
+    return False
+
+
+def _imported_from_functional(ctx: FixContext, name: str) -> bool:
+    for node in ctx.parents:
+        if isinstance(node, cst.ImportFrom) and node.module is not None and not isinstance(node.names, cst.ImportStar):
+            if ctx.expr_code(node.module) == "torch.nn.functional":
+                if any(a.evaluated_alias is None and a.evaluated_name == name for a in node.names):
+                    return True
+    return False
+
+
+_PLAIN_CONTAINERS = {
+    "append": ("list", "deque", "collections.deque"),
+    "insert": ("list",),
+    "add": ("set",),
+    "[]=": ("dict", "defaultdict", "collections.defaultdict", "OrderedDict", "collections.OrderedDict"),
+}
+
+
+def _holds_floats(ctx: FixContext, container: cst.CSTNode, kind: str, at: cst.CSTNode) -> bool:
+    """Whether the receiver of the kept loss is known to take a float as well as a tensor: a
+    list/deque (``append``, ``insert``), set (``add``) or dict (``d[k] = ...``) built in the
+    file, or a running total (``+=``) every other binding of which is a number."""
+    values = _bindings(ctx, ctx.expr_code(container))
+    if not values:
+        return False
+    if kind == "+=":
+        return all(isinstance(v, (cst.Integer, cst.Float)) for v in values)
+    allowed = _PLAIN_CONTAINERS.get(kind)
+    if allowed is None:
+        return False
+    for v in values:
+        if kind in ("append", "insert") and isinstance(v, cst.List):
+            continue
+        if kind == "add" and isinstance(v, cst.Set):
+            continue
+        if kind == "[]=" and isinstance(v, cst.Dict):
+            continue
+        if isinstance(v, cst.Call) and ctx.expr_code(v.func) in allowed:
+            continue
+        return False
+    return True
 
 
 def _used_as_tensor(ctx: FixContext, container: str, flagged_node: cst.CSTNode) -> bool:
