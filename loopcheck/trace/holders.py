@@ -1,0 +1,162 @@
+"""Who keeps an object alive: the user variable behind a kept loss or a replaced model.
+
+Used only once a symptom is seen (a loss tensor alive one optimizer step after its own, a
+trained model that shares no parameter with its optimizer), never on the hot path.
+The search looks at the variables of the live user frames (and their module globals), one or
+two levels deep: a list or dict holding the loss, an object attribute (an ``AverageMeter``,
+``self.losses``), or a tensor whose autograd graph still contains the loss's graph node (a
+running sum ``total += loss``). Graph nodes are recognised by a mark that the watcher left in
+the node's ``metadata`` dict when the loss was back-propagated.
+"""
+
+from __future__ import annotations
+
+import collections
+import types
+from dataclasses import dataclass
+
+import torch
+
+MARK = "loopcheck_trace_loss"
+_GRAPH_LIMIT = 50_000
+_ITEMS_LIMIT = 5_000
+_SKIP_TYPES = (types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType, type,
+               str, bytes, int, float, bool, complex)
+
+
+@dataclass
+class Holder:
+    """Where a kept object was found.
+
+    Attributes:
+        frame: the user frame whose variable (or whose module's global) holds it.
+        path: the holder as code names it: ``["loss_history"]``, ``["self", "losses"]``.
+        kind: ``"list"``, ``"dict"``, ``"graph"`` (a tensor whose graph contains it),
+            ``"object"`` or ``"variable"`` (the variable itself is the object).
+        size: how many kept items the container holds, when it is a container.
+    """
+
+    frame: types.FrameType
+    path: list[str]
+    kind: str
+    size: int | None = None
+
+    @property
+    def name(self) -> str:
+        """``loss_history``, ``self.losses``."""
+        return ".".join(self.path)
+
+
+def graph_has_mark(tensor: torch.Tensor, mark) -> bool:
+    """Whether the autograd graph of ``tensor`` contains the node marked with ``mark``."""
+    root = getattr(tensor, "grad_fn", None)
+    if root is None:
+        return False
+    seen: set[int] = set()
+    stack = [root]
+    while stack and len(seen) < _GRAPH_LIMIT:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        try:
+            if node.metadata.get(MARK) is mark:
+                return True
+        except (AttributeError, RuntimeError):
+            pass
+        stack.extend(nxt for nxt, _ in getattr(node, "next_functions", ()) if nxt is not None)
+    return False
+
+
+def _is_it(value, target, mark) -> bool:
+    if target is not None and value is target:
+        return True
+    if isinstance(value, torch.Tensor) and value.grad_fn is not None:
+        try:
+            return value.grad_fn.metadata.get(MARK) is mark
+        except (AttributeError, RuntimeError):
+            return False
+    return False
+
+
+def _count(items, target, mark) -> int:
+    return sum(1 for v in items if isinstance(v, torch.Tensor) and v.grad_fn is not None)
+
+
+def _inside(value, target, mark, depth: int) -> tuple[str, int | None, list[str]] | None:
+    """``(kind, size, attribute path)`` when ``value`` keeps the target, else ``None``."""
+    if isinstance(value, torch.Tensor):
+        if value.grad_fn is not None and graph_has_mark(value, mark):
+            return ("graph", None, [])
+        return None
+    if isinstance(value, (list, tuple, collections.deque, set, frozenset)):
+        items = list(value)[-_ITEMS_LIMIT:]
+        if any(_is_it(v, target, mark) for v in items):
+            return ("list", _count(items, target, mark), [])
+        if depth > 0:
+            for v in items[-50:]:
+                found = _inside(v, target, mark, depth - 1)
+                if found:
+                    return found[0], found[1], []
+        return None
+    if isinstance(value, dict):
+        items = list(value.items())[-_ITEMS_LIMIT:]
+        for k, v in items:
+            if _is_it(v, target, mark):
+                return ("dict", _count((v for _, v in items), target, mark), [])
+        if depth > 0:
+            for k, v in items[-50:]:
+                found = _inside(v, target, mark, depth - 1)
+                if found:
+                    return found[0], found[1], []
+        return None
+    if isinstance(value, _SKIP_TYPES) or depth <= 0:
+        return None
+    attrs = getattr(value, "__dict__", None)
+    if not isinstance(attrs, dict):
+        return None
+    for k, v in list(attrs.items()):
+        if k.startswith("__") or isinstance(v, _SKIP_TYPES):
+            continue
+        if _is_it(v, target, mark):
+            return ("object", None, [k])
+        found = _inside(v, target, mark, depth - 1)
+        if found:
+            return found[0], found[1], [k, *found[2]]
+    return None
+
+
+def find_holder(frames, target, mark) -> Holder | None:
+    """The first user variable (innermost frame first, locals before module globals) that
+    keeps ``target`` (a tensor, or ``None`` when only its graph node lives) or the graph
+    node marked ``mark``.
+
+    Args:
+        frames: live user frames, innermost first.
+        target: the kept tensor itself, if it is still alive.
+        mark: the object stored under :data:`MARK` in the node's ``metadata``.
+    """
+    seen_globals: set[int] = set()
+    scopes = []
+    for f in frames:
+        scopes.append((f, f.f_locals))
+    for f in frames:
+        if id(f.f_globals) not in seen_globals:
+            seen_globals.add(id(f.f_globals))
+            scopes.append((f, f.f_globals))
+    for frame, names in scopes:
+        for name, value in list(names.items()):
+            if name.startswith("__") or isinstance(value, _SKIP_TYPES):
+                continue
+            if target is not None and value is target:
+                return Holder(frame, [name], "variable")
+            found = _inside(value, target, mark, 2)
+            if found:
+                kind, size, attrs = found
+                return Holder(frame, [name, *attrs], kind, size)
+    return None
+
+
+def names_bound_to(frame, obj) -> set[str]:
+    """Names of ``frame``'s locals (module globals at module level) bound to ``obj``."""
+    return {n for n, v in frame.f_locals.items() if v is obj}
