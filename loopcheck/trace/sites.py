@@ -34,6 +34,9 @@ class Site:
         col, end_col: 0-based UTF-8 byte offsets in those lines (as ``co_positions()`` gives
             them), ``None`` when unknown; :meth:`columns` turns them into 1-based characters.
         func: the name of the function the frame runs (``<module>`` at module level).
+        via: the library the event happened inside when the user's line only calls into it
+            (``"lightning"`` for a backward run by ``trainer.fit()``), ``None`` when the user's
+            line made the call itself (only torch in between).
     """
 
     filename: str
@@ -42,6 +45,7 @@ class Site:
     col: int | None
     end_col: int | None
     func: str = ""
+    via: str | None = None
 
     @property
     def key(self) -> tuple[str, int, int | None]:
@@ -66,13 +70,26 @@ class Site:
         return col, self.end_line, end_col
 
 
-def frame_site(frame) -> Site:
+def frame_site(frame, via: str | None = None) -> Site:
     """The :class:`Site` of the instruction ``frame`` is executing (a call, for outer frames)."""
     code = frame.f_code
     pos = _positions(code, frame.f_lasti)
     line = pos[0] or frame.f_lineno
     end_line = pos[1] or line
-    return Site(code.co_filename, line, end_line, pos[2], pos[3], code.co_name)
+    return Site(code.co_filename, line, end_line, pos[2], pos[3], code.co_name, via)
+
+
+def package_of(filename: str) -> str | None:
+    """The top-level package a library file belongs to (``lightning`` for
+    ``.../site-packages/lightning/pytorch/loops/fit_loop.py``), or ``None``."""
+    parts = filename.replace("\\", "/").split("/")
+    for marker in ("site-packages", "dist-packages"):
+        if marker in parts:
+            i = len(parts) - 1 - parts[::-1].index(marker)
+            if i + 1 < len(parts):
+                name = parts[i + 1]
+                return name[:-3] if name.endswith(".py") else name
+    return None
 
 
 _POSITIONS: dict = {}
@@ -87,6 +104,10 @@ def _positions(code, lasti: int) -> tuple:
             pos = next(itertools.islice(code.co_positions(), lasti // 2, None), pos)
         _POSITIONS[key] = pos
     return pos
+
+
+# Libraries whose frames between an event and the user's line do not make it "inside a framework".
+_QUIET_PACKAGES = {"torch", "loopcheck", "functorch", "typing_extensions", "contextlib"}
 
 
 def _real(path: str) -> str:
@@ -125,6 +146,7 @@ class UserCode:
         self.include = [_real(p) for p in include]
         self.exclude = library_roots()
         self._cache: dict[str, bool] = {}
+        self._packages: dict[str, str] = {}
 
     def is_user(self, filename: str) -> bool:
         """Whether ``filename`` (a ``co_filename``) is one of the user's files."""
@@ -159,9 +181,27 @@ class UserCode:
         return None
 
     def site(self) -> Site | None:
-        """The :class:`Site` of the innermost user frame on the caller's stack, or ``None``."""
-        f = self.frame()
-        return frame_site(f) if f is not None else None
+        """The :class:`Site` of the innermost user frame on the caller's stack, or ``None``.
+
+        Its ``via`` names the library (other than torch) whose frames lie between the user's
+        line and the event, if any: the outermost one, the library the user called."""
+        f = sys._getframe(1)
+        cache = self._cache
+        via = None
+        while f is not None:
+            name = f.f_code.co_filename
+            hit = cache.get(name)
+            if hit is None:
+                hit = self.is_user(name)
+            if hit:
+                return frame_site(f, via)
+            pkg = self._packages.get(name)
+            if pkg is None:
+                pkg = self._packages[name] = package_of(name) or ""
+            if pkg and pkg not in _QUIET_PACKAGES:
+                via = pkg
+            f = f.f_back
+        return None
 
     def frames(self) -> list:
         """Every user frame on the caller's stack, innermost first."""

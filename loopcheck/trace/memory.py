@@ -1,0 +1,119 @@
+"""Loss tensors kept alive at runtime (LC401).
+
+A mixin of :class:`~loopcheck.trace.watch.Watcher`. At every backward the loss's graph node
+gets a mark in its ``metadata`` dict (a small object that lives exactly as long as the node);
+the watcher keeps a weak reference. At the optimizer's step after the one that applied the
+loss, the mark should be gone: the loop rebound ``loss`` and nothing else refers to the graph.
+If it is still alive, the loss (or a tensor built from it: ``total += loss``) is kept: the
+holder is looked up once per backward line among the live user variables
+(:mod:`loopcheck.trace.holders`) and the statement that stores into it is found in the code
+(:mod:`loopcheck.trace.codesearch`). A holder outside the user's code (a framework keeping the
+last output) is not reported; a plain variable holding the latest loss is not either.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+from . import codesearch, holders
+from .state import Observation, OptState, call_text, where
+
+
+class LossMark:
+    """Stored in a loss's graph node ``metadata``: lives exactly as long as that node."""
+
+    __slots__ = ("__weakref__",)
+
+
+class LossWatch:
+    """A back-propagated loss: its mark, the tensor, its backward line, the optimizer's steps then."""
+
+    __slots__ = ("mark", "tensor", "site", "o_steps")
+
+    def __init__(self, mark, tensor, site, o_steps) -> None:
+        self.mark, self.tensor, self.site, self.o_steps = weakref.ref(mark), weakref.ref(tensor), site, o_steps
+
+
+def mark_loss(loss) -> LossMark | None:
+    """Leave a mark in ``loss.grad_fn.metadata`` (``None`` when it has no graph node)."""
+    if loss.grad_fn is None:
+        return None
+    mark = LossMark()
+    try:
+        loss.grad_fn.metadata[holders.MARK] = mark
+    except (AttributeError, RuntimeError):
+        return None
+    return mark
+
+
+def lc401_message(holder: holders.Holder, bwd_txt: str, at: str) -> str:
+    name = holder.name
+    if holder.kind == "graph":
+        return (f"{name} adds up loss tensors, not numbers: its autograd graph chains the graph of every loss "
+                f"of {bwd_txt} at {at}; accumulate loss.item() instead")
+    what = {"list": "a list", "dict": "a dict", "object": "an object"}.get(holder.kind, "a variable")
+    return (f"{name} ({what}) keeps the loss tensor of {bwd_txt} at {at} with its autograd graph after the "
+            "step; store loss.item() instead")
+
+
+def lc401_note(count: int, first: int) -> str:
+    return (f"Runtime: {count} loss tensor(s) were still alive, with their autograd graphs, one optimizer step "
+            f"after their own (first seen at step {first}).")
+
+
+class LossChecks:
+    """LC401 (mixed into the watcher)."""
+
+    def _memory_at_backward(self, reached: list[OptState], loss, mark, site) -> None:
+        if not reached:
+            return
+        self._last_loss = weakref.ref(loss)
+        if mark is not None:
+            o = reached[0]
+            o.losses.append(LossWatch(mark, loss, site, o.steps))
+
+    def _memory_at_step(self, o: OptState, n: int) -> None:
+        if not o.losses:
+            return
+        keep = []
+        for w in o.losses:
+            if w.mark() is None:
+                continue
+            if o.steps <= w.o_steps:
+                keep.append(w)
+                continue
+            self._kept(w, n)
+        o.losses = keep
+
+    def _kept(self, w: LossWatch, n: int) -> None:
+        key = w.site.key if w.site else None
+        known = self._kept_sites.get(key)
+        if known is False:
+            return
+        if isinstance(known, Observation):
+            known.count += 1
+            known.value = float(known.count)
+            known.note = lc401_note(known.count, known.step)
+            return
+        mark, tensor = w.mark(), w.tensor()
+        holder = holders.find_holder(self.user.frames(), tensor, mark) if mark is not None else None
+        if holder is None or holder.kind == "variable":
+            self._kept_sites[key] = False
+            if holder is None:
+                self._kept_external += 1
+            return
+        latest = self._last_loss() if self._last_loss is not None else None
+        names = holders.names_bound_to(holder.frame, latest) if latest is not None else set()
+        if tensor is not None:
+            names |= holders.names_bound_to(holder.frame, tensor)
+        site = codesearch.find_keeping(holder.frame.f_code, holder.path, names or {"loss"}) or w.site
+        related = [(w.site, "the loss back-propagated here stays alive")]
+        self._kept_sites[key] = self.observe(
+            "LC401", site, lc401_message(holder, call_text(w.site, "loss.backward()"), where(w.site, site)),
+            lc401_note(1, n), related, step=n, value=1.0)
+
+    def _memory_at_end(self) -> None:
+        if self._kept_external:
+            self.notes.append(
+                f"{self._kept_external} loss graph(s) outlived their optimizer step, kept by objects outside your "
+                "code (not reported)")
