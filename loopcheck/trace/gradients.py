@@ -268,7 +268,7 @@ class GradientChecks:
             obs.value = float(o.accum)
 
     def _gradients_at_end(self) -> None:
-        for o in self._live_opts():
+        for o in self._all_opts:
             c = o.clip_after
             if c is None or c["site"] is None or c["site"].key in o.clip_after_refuted:
                 continue

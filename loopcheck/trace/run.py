@@ -150,15 +150,16 @@ def run_target(target: Target, steps: int | None = None) -> TraceResult:
     sys.argv = [script if target.kind == "module" else target.value, *target.args]
     sys.path.insert(0, os.path.dirname(script) if target.kind == "path" else os.getcwd())
     t0 = time.perf_counter()
+    namespace = None  # the program's globals, kept alive until the end-of-run checks ran
     watcher.install()
     try:
         with program_stdout_to_stderr():
             try:
                 if target.kind == "path":  # __file__ absolute, as python >= 3.9 sets it
-                    runpy.run_path(script if not os.path.isdir(target.value) else target.value,
-                                   run_name="__main__")
+                    namespace = runpy.run_path(script if not os.path.isdir(target.value) else target.value,
+                                               run_name="__main__")
                 else:
-                    runpy.run_module(target.value, run_name="__main__", alter_sys=True)
+                    namespace = runpy.run_module(target.value, run_name="__main__", alter_sys=True)
             except TraceStop:
                 result.stopped = True
             except SystemExit as exc:
@@ -173,6 +174,7 @@ def run_target(target: Target, steps: int | None = None) -> TraceResult:
         watcher.uninstall()
         sys.argv, sys.path[:] = saved_argv, saved_path
     watcher.finish()
+    del namespace
     result.stopped = result.stopped or watcher.stopped
     result.observations = watcher.results()
     result.notes = watcher.notes

@@ -195,17 +195,18 @@ class SchedulerChecks:
                 if seen is None:
                     seen = {"epochs": [], "site": probe.site()}
                     probe._samplers[self_] = seen
-                seen["epochs"].append(getattr(self_, "epoch", 0))
+                epoch = getattr(self_, "epoch", 0)
+                if epoch in seen["epochs"]:
+                    probe._sampler_repeats[id(seen)] = seen  # kept even if the sampler is collected
+                seen["epochs"].append(epoch)
             return orig(self_)
 
         return __iter__
 
     def _schedulers_at_end(self) -> None:
-        for _sampler, seen in self._samplers.items():
-            epochs = seen["epochs"]
-            if len(epochs) >= 2 and len(set(epochs)) < len(epochs):
-                s = seen["site"]
-                at = f" (iterated at {os.path.basename(s.filename)}:{s.line})" if s else ""
-                self.notes.append(
-                    f"DistributedSampler{at} was iterated {len(epochs)} times without set_epoch() between passes: "
-                    "every epoch uses the same shuffled order")
+        for seen in self._sampler_repeats.values():
+            s = seen["site"]
+            at = f" (iterated at {os.path.basename(s.filename)}:{s.line})" if s else ""
+            self.notes.append(
+                f"DistributedSampler{at} was iterated {len(seen['epochs'])} times without set_epoch() between "
+                "passes: every epoch uses the same shuffled order")

@@ -71,6 +71,7 @@ class Watcher(GradientChecks, SchedulerChecks, ModeChecks, LossChecks, SetupChec
         self.total_backwards = 0
         self.most_steps = 0              # steps of the optimizer that stepped most
         self._opts: dict[int, OptState] = {}
+        self._all_opts: list[OptState] = []  # every optimizer seen, alive or not (for the end of the run)
         self._opt_version = 0
         self._module_opts = IdMap()      # module -> (optimizer version, [OptState])
         self._fwd_since_bwd: list = []
@@ -87,6 +88,7 @@ class Watcher(GradientChecks, SchedulerChecks, ModeChecks, LossChecks, SetupChec
         self._pass: dict | None = None
         self._passes = 0
         self._samplers = IdMap()
+        self._sampler_repeats: dict[int, dict] = {}
         # modes
         self._modes = IdMap()            # module -> (mode, seq, site) of its last train()/eval() call
         self._eval_fwds: list = []
@@ -174,6 +176,7 @@ class Watcher(GradientChecks, SchedulerChecks, ModeChecks, LossChecks, SetupChec
             return None
         o = OptState(opt, None, self._next())
         self._opts[id(opt)] = o
+        self._all_opts.append(o)
         self._opt_version += 1
         return o
 
@@ -201,7 +204,9 @@ class Watcher(GradientChecks, SchedulerChecks, ModeChecks, LossChecks, SetupChec
 
         def __init__(self_, *args, **kwargs):
             orig(self_, *args, **kwargs)
-            probe._opts[id(self_)] = OptState(self_, probe.site(), probe._next())
+            o = OptState(self_, probe.site(), probe._next())
+            probe._opts[id(self_)] = o
+            probe._all_opts.append(o)
             probe._opt_version += 1
 
         return __init__
