@@ -130,6 +130,8 @@ class GradientChecks:
         def zero_grad(self_, *args, **kwargs):
             if probe._zero_depth:
                 return orig(self_, *args, **kwargs)
+            if probe._roots_dirty:
+                probe._refresh_roots()
             o = probe._opt(self_)
             probe._zero_depth += 1
             try:
@@ -147,6 +149,8 @@ class GradientChecks:
         def zero_grad(self_, *args, **kwargs):
             if probe._zero_depth:
                 return orig(self_, *args, **kwargs)
+            if probe._roots_dirty:
+                probe._refresh_roots()
             opts = probe._opts_for_module(self_)
             probe._zero_depth += 1
             try:
@@ -158,14 +162,12 @@ class GradientChecks:
         return zero_grad
 
     def _on_zero(self, opts) -> None:
-        if not opts:
-            return
-        site = self.site()
-        seq = self._next()
+        site = None
         for o in opts:
             # gradients of backward passes since the last step only (not a step's leftovers)
             if o.state == "filled" and o.last_backward is not None and o.accum <= o.since_step:
-                o.wipe = o.last_wipe = {"site": site, "seq": seq, "backward": o.last_backward}
+                site = site or self.site()
+                o.wipe = o.last_wipe = {"site": site, "seq": self._next(), "backward": o.last_backward}
             o.state = "empty"
             o.accum = 0
             o.factor = 1.0

@@ -68,9 +68,8 @@ def graph_has_mark(tensor: torch.Tensor, mark) -> bool:
     return False
 
 
-def _is_it(value, target, mark) -> bool:
-    if target is not None and value is target:
-        return True
+def is_marked(value, mark) -> bool:
+    """Whether ``value`` is the marked loss tensor itself (its own graph node carries ``mark``)."""
     if isinstance(value, torch.Tensor) and value.grad_fn is not None:
         try:
             return value.grad_fn.metadata.get(MARK) is mark
@@ -79,34 +78,33 @@ def _is_it(value, target, mark) -> bool:
     return False
 
 
-def _count(items, target, mark) -> int:
+def _count(items) -> int:
     return sum(1 for v in items if isinstance(v, torch.Tensor) and v.grad_fn is not None)
 
 
-def _inside(value, target, mark, depth: int) -> tuple[str, int | None, list[str]] | None:
-    """``(kind, size, attribute path)`` when ``value`` keeps the target, else ``None``."""
+def _inside(value, mark, depth: int) -> tuple[str, int | None, list[str]] | None:
+    """``(kind, size, attribute path)`` when ``value`` keeps the marked loss, else ``None``."""
     if isinstance(value, torch.Tensor):
         if value.grad_fn is not None and graph_has_mark(value, mark):
             return ("graph", None, [])
         return None
     if isinstance(value, (list, tuple, collections.deque, set, frozenset)):
         items = list(value)[-_ITEMS_LIMIT:]
-        if any(_is_it(v, target, mark) for v in items):
-            return ("list", _count(items, target, mark), [])
+        if any(is_marked(v, mark) for v in items):
+            return ("list", _count(items), [])
         if depth > 0:
             for v in items[-50:]:
-                found = _inside(v, target, mark, depth - 1)
+                found = _inside(v, mark, depth - 1)
                 if found:
                     return found[0], found[1], []
         return None
     if isinstance(value, dict):
         items = list(value.items())[-_ITEMS_LIMIT:]
-        for k, v in items:
-            if _is_it(v, target, mark):
-                return ("dict", _count((v for _, v in items), target, mark), [])
+        if any(is_marked(v, mark) for _, v in items):
+            return ("dict", _count(v for _, v in items), [])
         if depth > 0:
-            for k, v in items[-50:]:
-                found = _inside(v, target, mark, depth - 1)
+            for _, v in items[-50:]:
+                found = _inside(v, mark, depth - 1)
                 if found:
                     return found[0], found[1], []
         return None
@@ -118,28 +116,25 @@ def _inside(value, target, mark, depth: int) -> tuple[str, int | None, list[str]
     for k, v in list(attrs.items()):
         if k.startswith("__") or isinstance(v, _SKIP_TYPES):
             continue
-        if _is_it(v, target, mark):
+        if is_marked(v, mark):
             return ("object", None, [k])
-        found = _inside(v, target, mark, depth - 1)
+        found = _inside(v, mark, depth - 1)
         if found:
             return found[0], found[1], [k, *found[2]]
     return None
 
 
-def find_holder(frames, target, mark) -> Holder | None:
-    """The first user variable (innermost frame first, locals before module globals) that
-    keeps ``target`` (a tensor, or ``None`` when only its graph node lives) or the graph
-    node marked ``mark``.
+def find_holder(frames, mark) -> Holder | None:
+    """The first user variable (innermost frame first, locals before module globals) that keeps
+    the loss whose graph node is marked with ``mark``: the tensor itself, or a tensor whose graph
+    contains that node.
 
     Args:
         frames: live user frames, innermost first.
-        target: the kept tensor itself, if it is still alive.
-        mark: the object stored under :data:`MARK` in the node's ``metadata``.
+        mark: the object stored under :data:`MARK` in the loss node's ``metadata``.
     """
     seen_globals: set[int] = set()
-    scopes = []
-    for f in frames:
-        scopes.append((f, f.f_locals))
+    scopes = [(f, f.f_locals) for f in frames]
     for f in frames:
         if id(f.f_globals) not in seen_globals:
             seen_globals.add(id(f.f_globals))
@@ -148,9 +143,9 @@ def find_holder(frames, target, mark) -> Holder | None:
         for name, value in list(names.items()):
             if name.startswith("__") or isinstance(value, _SKIP_TYPES):
                 continue
-            if target is not None and value is target:
+            if is_marked(value, mark):
                 return Holder(frame, [name], "variable")
-            found = _inside(value, target, mark, 2)
+            found = _inside(value, mark, 2)
             if found:
                 kind, size, attrs = found
                 return Holder(frame, [name, *attrs], kind, size)

@@ -26,12 +26,12 @@ class LossMark:
 
 
 class LossWatch:
-    """A back-propagated loss: its mark, the tensor, its backward line, the optimizer's steps then."""
+    """A back-propagated loss: its mark, its backward line, its optimizer's step count then."""
 
-    __slots__ = ("mark", "tensor", "site", "o_steps")
+    __slots__ = ("mark", "site", "o_steps")
 
-    def __init__(self, mark, tensor, site, o_steps) -> None:
-        self.mark, self.tensor, self.site, self.o_steps = weakref.ref(mark), weakref.ref(tensor), site, o_steps
+    def __init__(self, mark, site, o_steps) -> None:
+        self.mark, self.site, self.o_steps = weakref.ref(mark), site, o_steps
 
 
 def mark_loss(loss) -> LossMark | None:
@@ -65,16 +65,14 @@ class LossChecks:
     """LC401 (mixed into the watcher)."""
 
     def _memory_at_backward(self, reached: list[OptState], loss, mark, site) -> None:
-        if not reached:
-            return
-        self._last_loss = weakref.ref(loss)
+        # the latest loss, to learn its variable's name; a strong reference is safe: it is replaced
+        # at the next backward, before the step that checks what the previous losses became
+        self._last_loss = loss
         if mark is not None:
             o = reached[0]
-            o.losses.append(LossWatch(mark, loss, site, o.steps))
+            o.losses.append(LossWatch(mark, site, o.steps))
 
     def _memory_at_step(self, o: OptState, n: int) -> None:
-        if not o.losses:
-            return
         keep = []
         for w in o.losses:
             if w.mark() is None:
@@ -95,17 +93,15 @@ class LossChecks:
             known.value = float(known.count)
             known.note = lc401_note(known.count, known.step)
             return
-        mark, tensor = w.mark(), w.tensor()
-        holder = holders.find_holder(self.user.frames(), tensor, mark) if mark is not None else None
+        mark = w.mark()
+        holder = holders.find_holder(self.user.frames(), mark) if mark is not None else None
         if holder is None or holder.kind == "variable":
             self._kept_sites[key] = False
             if holder is None:
                 self._kept_external += 1
             return
-        latest = self._last_loss() if self._last_loss is not None else None
+        latest = self._last_loss
         names = holders.names_bound_to(holder.frame, latest) if latest is not None else set()
-        if tensor is not None:
-            names |= holders.names_bound_to(holder.frame, tensor)
         site = codesearch.find_keeping(holder.frame.f_code, holder.path, names or {"loss"}) or w.site
         related = [(w.site, "the loss back-propagated here stays alive")]
         self._kept_sites[key] = self.observe(

@@ -6,7 +6,7 @@ graph node (a forward in train mode, or under ``no_grad``/``inference_mode``, co
 
 - the hook fires inside a backward that reaches an optimizer, and that optimizer steps: the
   model trained in eval mode. Reported (LC301) at the ``eval()``/``train(False)`` call that put
-  it there (``Module.train`` is wrapped to remember where), when the model has Dropout (p > 0)
+  it there (``Module.eval`` is wrapped to remember where), when the model has Dropout (p > 0)
   or BatchNorm layers that eval mode switches: without them eval mode changes nothing;
 - the graph node dies (or the run ends) without the hook having fired: an evaluation forward
   recorded a graph no backward used. Reported (LC302) at the forward's line once it happened
@@ -77,22 +77,21 @@ class ModeChecks:
     """LC301, LC302 (mixed into the watcher)."""
 
     def _install_modes(self) -> None:
-        self._wrap(nn.Module, "train", self._train_wrapper)
+        self._wrap(nn.Module, "eval", self._eval_wrapper)
 
-    def _train_wrapper(self, orig):
+    def _eval_wrapper(self, orig):
+        """``Module.eval`` (not ``train``, which recurses through every submodule and which
+        transformers calls at every step): where each module was last put in eval mode."""
         probe = self
 
-        def train(self_, mode=True):
-            if probe._train_depth:
-                return orig(self_, mode)
-            probe._train_depth += 1
+        def eval(self_):
             try:
-                return orig(self_, mode)
+                return orig(self_)
             finally:
-                probe._train_depth -= 1
-                probe._modes[self_] = (bool(mode), probe._next(), probe.site())
+                probe.seq += 1
+                probe._modes[self_] = (False, probe.seq, probe.site())
 
-        return train
+        return eval
 
     # ---------------------------------------------------------------- forwards
     def _eval_forward_start(self, module, site, seq) -> None:
@@ -149,7 +148,7 @@ class ModeChecks:
 
     # ---------------------------------------------------------------- backward and step
     def _modes_at_backward(self, reached: list[OptState], site: Site | None) -> None:
-        fired = [r for r in self._eval_fwds if r.fired]
+        fired = [r for r in self._eval_fwds if r.fired]  # called only while some are watched
         if not fired:
             return
         self._eval_fwds = [r for r in self._eval_fwds if not r.fired]
@@ -158,7 +157,7 @@ class ModeChecks:
 
     def _modes_at_step(self, o: OptState, step: Event, n: int) -> None:
         pending, o.eval_trained = o.eval_trained, None
-        if pending is None or o.state != "filled":
+        if o.state != "filled":
             return
         rec = pending["forward"]
         module = rec.module()

@@ -1,7 +1,8 @@
 """The model changed after its optimizer was built, at runtime (LC501).
 
-A mixin of :class:`~loopcheck.trace.watch.Watcher`. Once an optimizer exists, it remembers
-where modules are built (``Module.__init__``) and watches conversions (``Module._apply``, which
+A mixin of :class:`~loopcheck.trace.watch.Watcher`. Once an optimizer exists, modules built
+are remembered with their line (:mod:`~loopcheck.trace.forwards`); conversions are watched
+(``Module._apply``, which
 ``to()``, ``cuda()``, ``half()``, ``double()`` ... all go through):
 
 - a conversion that replaces parameter objects an optimizer holds: the optimizer keeps the old
@@ -29,18 +30,6 @@ class SetupChecks:
 
     def _install_setup(self) -> None:
         self._wrap(nn.Module, "_apply", self._apply_wrapper)
-        self._wrap(nn.Module, "__init__", self._module_init_wrapper)
-
-    def _module_init_wrapper(self, orig):
-        probe = self
-
-        def __init__(self_, *args, **kwargs):
-            orig(self_, *args, **kwargs)
-            if probe._opts:
-                probe._created[self_] = (probe._next(), probe.site())
-                probe._orphans_dirty = True
-
-        return __init__
 
     def _apply_wrapper(self, orig):
         probe = self
@@ -108,8 +97,6 @@ class SetupChecks:
 
     # ---------------------------------------------------------------- at a step
     def _setup_at_step(self, o: OptState, n: int) -> None:
-        if not (self._orphans_dirty or o.steps == 0):
-            return
         self._orphans_dirty = False
         opts = self._live_opts()
         held = set().union(*(x.ids for x in opts)) if opts else set()

@@ -70,13 +70,24 @@ class Site:
         return col, self.end_line, end_col
 
 
+_SITES: dict[tuple, tuple] = {}
+
+
 def frame_site(frame, via: str | None = None) -> Site:
-    """The :class:`Site` of the instruction ``frame`` is executing (a call, for outer frames)."""
+    """The :class:`Site` of the instruction ``frame`` is executing (a call, for outer frames).
+
+    One :class:`Site` object per place: the hot path (a site per optimizer step, per backward,
+    per top-level forward) costs a dictionary lookup once the place was seen."""
     code = frame.f_code
+    key = (id(code), frame.f_lasti, via)
+    hit = _SITES.get(key)
+    if hit is not None and hit[0] is code:
+        return hit[1]
     pos = _positions(code, frame.f_lasti)
     line = pos[0] or frame.f_lineno
-    end_line = pos[1] or line
-    return Site(code.co_filename, line, end_line, pos[2], pos[3], code.co_name, via)
+    site = Site(code.co_filename, line, pos[1] or line, pos[2], pos[3], code.co_name, via)
+    _SITES[key] = (code, site)  # the code object is kept, so its id stays unique
+    return site
 
 
 def package_of(filename: str) -> str | None:
@@ -92,18 +103,11 @@ def package_of(filename: str) -> str | None:
     return None
 
 
-_POSITIONS: dict = {}
-
-
 def _positions(code, lasti: int) -> tuple:
-    key = (code, lasti)
-    pos = _POSITIONS.get(key)
-    if pos is None:
-        pos = (None, None, None, None)
-        if hasattr(code, "co_positions") and lasti >= 0:
-            pos = next(itertools.islice(code.co_positions(), lasti // 2, None), pos)
-        _POSITIONS[key] = pos
-    return pos
+    """``(line, end_line, col, end_col)`` of the instruction at byte offset ``lasti``."""
+    if hasattr(code, "co_positions") and lasti >= 0:
+        return next(itertools.islice(code.co_positions(), lasti // 2, None), (None, None, None, None))
+    return (None, None, None, None)
 
 
 # Libraries whose frames between an event and the user's line do not make it "inside a framework".
@@ -146,7 +150,7 @@ class UserCode:
         self.include = [_real(p) for p in include]
         self.exclude = library_roots()
         self._cache: dict[str, bool] = {}
-        self._packages: dict[str, str] = {}
+        self._kinds: dict[str, object] = {}
 
     def is_user(self, filename: str) -> bool:
         """Whether ``filename`` (a ``co_filename``) is one of the user's files."""
@@ -186,22 +190,29 @@ class UserCode:
         Its ``via`` names the library (other than torch) whose frames lie between the user's
         line and the event, if any: the outermost one, the library the user called."""
         f = sys._getframe(1)
-        cache = self._cache
+        kinds = self._kinds
         via = None
         while f is not None:
             name = f.f_code.co_filename
-            hit = cache.get(name)
-            if hit is None:
-                hit = self.is_user(name)
-            if hit:
+            kind = kinds.get(name)
+            if kind is None:
+                kind = self._kind(name)
+            if kind is True:
                 return frame_site(f, via)
-            pkg = self._packages.get(name)
-            if pkg is None:
-                pkg = self._packages[name] = package_of(name) or ""
-            if pkg and pkg not in _QUIET_PACKAGES:
-                via = pkg
+            if kind:
+                via = kind
             f = f.f_back
         return None
+
+    def _kind(self, filename: str):
+        """``True`` for a user file, else the library it belongs to (``""``: none worth naming)."""
+        if self.is_user(filename):
+            kind = True
+        else:
+            pkg = package_of(filename) or ""
+            kind = "" if pkg in _QUIET_PACKAGES else pkg
+        self._kinds[filename] = kind
+        return kind
 
     def frames(self) -> list:
         """Every user frame on the caller's stack, innermost first."""

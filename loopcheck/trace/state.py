@@ -108,6 +108,7 @@ class OptState:
         self.name = type(opt).__name__
         self.site, self.seq = site, seq
         self.params: list = []
+        self.reps: list = []
         self.ids: frozenset = frozenset()
         self.refresh()
         self.steps = 0                  # completed steps
@@ -142,10 +143,19 @@ class OptState:
             return
         self.params = [p for g in opt.param_groups for p in g["params"]]
         self.ids = frozenset(id(p) for p in self.params)
+        trainable = [p for p in self.params if p.requires_grad] or self.params
+        self.reps = list({id(p): p for p in (trainable[:1] + trainable[len(trainable) // 2:][:1]
+                                              + trainable[-1:])}.values())
 
     def signature(self) -> list:
-        """Identity and version counter of every gradient: changes when a backward adds to it."""
-        return [None if (g := p.grad) is None else (id(g), g._version) for p in self.params]
+        """Identity and version counter of the gradients of a few representative parameters (the
+        first, middle and last trainable ones): they change when a backward reaches them. A few
+        rather than all keeps a backward's cost independent of the model's size; a backward that
+        reaches only other parameters of this optimizer goes unseen (the checks then stay silent)."""
+        return [None if (g := p.grad) is None else (id(g), g._version) for p in self.reps]
+
+    def rep_grads(self) -> list:
+        return [p.grad for p in self.reps]
 
     def grads(self) -> list:
         return [p.grad for p in self.params]

@@ -28,10 +28,12 @@ backward inside ``optimizer.step(closure)``) is checked when the step returns.
 from __future__ import annotations
 
 import torch
+from torch import nn
 
 from loopcheck.verify.probes import Probe
 
 from .amp import ScalerChecks
+from .forwards import ForwardWatch
 from .gradients import GradientChecks
 from .memory import LossChecks, mark_loss
 from .modes import ModeChecks
@@ -47,7 +49,8 @@ def _all_zero(grads) -> bool:
     return all(g is None or not bool(g.detach().any()) for g in grads)
 
 
-class Watcher(GradientChecks, SchedulerChecks, ModeChecks, LossChecks, SetupChecks, ScalerChecks, Probe):
+class Watcher(ForwardWatch, GradientChecks, SchedulerChecks, ModeChecks, LossChecks, SetupChecks, ScalerChecks,
+              Probe):
     """Hooks into torch for one traced run and collects :class:`Observation` objects.
 
     Args:
@@ -73,14 +76,14 @@ class Watcher(GradientChecks, SchedulerChecks, ModeChecks, LossChecks, SetupChec
         self._opts: dict[int, OptState] = {}
         self._all_opts: list[OptState] = []  # every optimizer seen, alive or not (for the end of the run)
         self._opt_version = 0
+        self._live: list[OptState] = []
+        self._live_version = -1
         self._module_opts = IdMap()      # module -> (optimizer version, [OptState])
         self._fwd_since_bwd: list = []
         self._trained = IdMap()          # modules whose forward a backward followed -> True
-        self._depth = 0
         self._bwd_depth = 0
         self._clip_depth = 0
         self._zero_depth = 0
-        self._train_depth = 0
         self._apply_depth = 0
         self._scaler_step_depth = 0
         # schedulers
@@ -102,22 +105,21 @@ class Watcher(GradientChecks, SchedulerChecks, ModeChecks, LossChecks, SetupChec
         self._created = IdMap()          # module -> (seq, site), for modules built once an optimizer exists
         self._orphans_dirty = False
         self._orphans_seen: set = set()
+        self._init_forwards()
 
     # ---------------------------------------------------------------- install
     def install(self) -> "Watcher":
         """Install every hook and wrapper; returns ``self``."""
-        from torch.nn.modules import module as module_mod
         from torch.optim import optimizer as optim_mod
 
         self._handles += [
             optim_mod.register_optimizer_step_pre_hook(self._step_pre),
             optim_mod.register_optimizer_step_post_hook(self._step_post),
-            module_mod.register_module_forward_pre_hook(self._fwd_pre),
-            module_mod.register_module_forward_hook(self._fwd_post, always_call=True),
         ]
         self._wrap(torch.autograd, "backward", self._backward_wrapper)
         self._wrap(torch.optim.Optimizer, "__init__", self._opt_init_wrapper)
         self._wrap(torch.optim.Optimizer, "add_param_group", self._add_group_wrapper)
+        self._install_forwards()
         self._install_gradients()
         self._install_schedulers()
         self._install_modes()
@@ -181,23 +183,37 @@ class Watcher(GradientChecks, SchedulerChecks, ModeChecks, LossChecks, SetupChec
         return o
 
     def _live_opts(self) -> list[OptState]:
-        for k in [k for k, o in self._opts.items() if o.ref() is None]:
-            del self._opts[k]
+        """The optimizers still alive (the list is rebuilt only after one was built or collected)."""
+        if self._live_version != self._opt_version:
+            for k in [k for k, o in self._opts.items() if o.ref() is None]:
+                del self._opts[k]
+            self._live = list(self._opts.values())
+            self._live_version = self._opt_version
+        if any(o.ref() is None for o in self._live):
             self._opt_version += 1
-        return list(self._opts.values())
+            return self._live_opts()
+        return self._live
 
-    def _opts_for_module(self, module) -> list[OptState]:
+    def _module_info(self, module) -> tuple[list[OptState], bool]:
+        """The optimizers holding some of ``module``'s parameters, and whether it has any
+        (cached until an optimizer is built or changes)."""
         hit = self._module_opts.get(module)
         if hit is not None and hit[0] == self._opt_version:
-            return hit[1]
+            return hit[1], hit[2]
         pids = {id(p) for p in module.parameters()}
         opts = [o for o in self._live_opts() if not o.ids.isdisjoint(pids)]
-        self._module_opts[module] = (self._opt_version, opts)
-        return opts
+        self._module_opts[module] = (self._opt_version, opts, bool(pids))
+        return opts, bool(pids)
+
+    def _opts_for_module(self, module) -> list[OptState]:
+        return self._module_info(module)[0]
 
     def _opts_for_params(self, params) -> list[OptState]:
-        pids = {id(p) for p in params}
-        return [o for o in self._live_opts() if not o.ids.isdisjoint(pids)]
+        """The optimizers holding the first or the last of ``params`` (a clip's parameters)."""
+        if not params:
+            return []
+        first, last = id(params[0]), id(params[-1])
+        return [o for o in self._live_opts() if first in o.ids or last in o.ids]
 
     def _opt_init_wrapper(self, orig):
         probe = self
@@ -208,6 +224,7 @@ class Watcher(GradientChecks, SchedulerChecks, ModeChecks, LossChecks, SetupChec
             probe._opts[id(self_)] = o
             probe._all_opts.append(o)
             probe._opt_version += 1
+            probe._refresh_roots()
 
         return __init__
 
@@ -220,34 +237,10 @@ class Watcher(GradientChecks, SchedulerChecks, ModeChecks, LossChecks, SetupChec
             if o is not None and o.ref() is self_:
                 o.refresh()
                 probe._opt_version += 1
+                probe._refresh_roots()
             return out
 
         return add_param_group
-
-    # ---------------------------------------------------------------- forward hooks
-    def _fwd_pre(self, module, args):
-        depth = self._depth
-        self._depth = depth + 1
-        if depth or not (module._parameters or module._modules):
-            return
-        if not torch.is_grad_enabled() or torch.is_inference_mode_enabled():
-            return
-        if next(module.parameters(), None) is None:
-            return
-        seq = self._next()
-        site = self.site()
-        ev = Event(seq, site)
-        for o in self._opts_for_module(module):
-            o.last_forward = ev
-        since = self._fwd_since_bwd
-        if len(since) < 64 and not any(m is module for m in since):  # identity: some modules define __eq__
-            since.append(module)
-        self._eval_forward_start(module, site, seq)
-
-    def _fwd_post(self, module, args, output):
-        self._depth = max(0, self._depth - 1)
-        if self._depth == 0 and self._eval_pending is not None:
-            self._eval_forward_end(module, output)
 
     # ---------------------------------------------------------------- backward
     def _backward_wrapper(self, orig):
@@ -257,14 +250,16 @@ class Watcher(GradientChecks, SchedulerChecks, ModeChecks, LossChecks, SetupChec
             t = tensors[0] if isinstance(tensors, (tuple, list)) and tensors else tensors
             if probe._bwd_depth or not isinstance(t, torch.Tensor):
                 return orig(tensors, *args, **kwargs)
+            if probe._roots_dirty:
+                probe._refresh_roots()
             site = probe.site()
             factor = float(getattr(t, "_loopcheck_scale", 1.0))
             loss = getattr(t, "_loopcheck_loss", None)
             loss = loss if isinstance(loss, torch.Tensor) else t
             opts = probe._live_opts()
             before = [o.signature() for o in opts]
-            zeros = {id(o): _all_zero(o.grads()) for o in opts
-                     if o.state == "applied" and any(g is not None for g in o.grads())}
+            zeros = {id(o): _all_zero(o.rep_grads()) for o in opts
+                     if o.state == "applied" and any(g is not None for g in o.rep_grads())}
             mark = mark_loss(loss)
             probe._bwd_depth += 1
             try:
@@ -276,7 +271,8 @@ class Watcher(GradientChecks, SchedulerChecks, ModeChecks, LossChecks, SetupChec
         return backward
 
     def _after_backward(self, opts, before, zeros, site, factor, loss, mark) -> None:
-        ev = Event(self._next(), site)
+        self.seq += 1
+        ev = Event(self.seq, site)
         self.total_backwards += 1
         reached = []
         for o, sig in zip(opts, before):
@@ -285,19 +281,25 @@ class Watcher(GradientChecks, SchedulerChecks, ModeChecks, LossChecks, SetupChec
             reached.append(o)
             fresh = all(s is None for s in sig) or o.state == "empty" or zeros.get(id(o), False)
             self._gradients_at_backward(o, fresh, factor, ev)
+        if reached and not self._fwd_since_bwd:
+            self._forwards_missed()
         for m in self._fwd_since_bwd:
             if self._trained.get(m) is None:
                 self._trained[m] = True
                 self._orphans_dirty = True
         self._fwd_since_bwd = []
-        self._memory_at_backward(reached, loss, mark, site)
-        self._modes_at_backward(reached, site)
+        if reached:
+            self._memory_at_backward(reached, loss, mark, site)
+        if self._eval_fwds:
+            self._modes_at_backward(reached, site)
 
     # ---------------------------------------------------------------- steps
     def _step_pre(self, opt, args, kwargs):
         o = self._opt(opt)
         if o is None:
             return
+        if self._roots_dirty:
+            self._refresh_roots()
         if self.max_steps is not None and o.steps >= self.max_steps:
             self.stopped = True
             raise TraceStop(f"stopped after {o.steps} optimizer steps (--steps {self.max_steps})")
@@ -318,15 +320,24 @@ class Watcher(GradientChecks, SchedulerChecks, ModeChecks, LossChecks, SetupChec
         self.most_steps = max(self.most_steps, o.steps)
 
     def _on_step(self, o: OptState) -> None:
-        """Check everything pending for ``o`` at its step ``o.steps + 1``, then mark its gradients applied."""
-        ev = Event(self._next(), self.site())
+        """Check everything pending for ``o`` at its step ``o.steps + 1``, then mark its gradients applied.
+
+        The family checks are called only when something is pending for them (the common case
+        of a correct loop costs a few attribute tests)."""
+        self.seq += 1
+        ev = Event(self.seq, self.site())
         n = o.steps + 1
-        self._sched_at_step(o, ev.site, n)
+        if o.sched_early is not None:
+            self._sched_at_step(o, ev.site, n)
         self._gradients_at_step(o, ev, n, o.stale_now())
-        self._amp_at_step(o, ev, n)
-        self._modes_at_step(o, ev, n)
-        self._memory_at_step(o, n)
-        self._setup_at_step(o, n)
+        if o.factor != 1.0 or o.internal_unscale or o.last_unscale is not None:
+            self._amp_at_step(o, ev, n)
+        if o.eval_trained is not None:
+            self._modes_at_step(o, ev, n)
+        if o.losses:
+            self._memory_at_step(o, n)
+        if self._orphans_dirty or o.steps == 0:
+            self._setup_at_step(o, n)
         o.last_unscale = None
         o.state = "applied"
         o.since_step = 0
