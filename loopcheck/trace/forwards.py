@@ -4,8 +4,10 @@ A mixin of :class:`~loopcheck.trace.watch.Watcher`. The checks need the forward 
 models being trained (LC104: a step between a forward and its backward; LC301/LC302: forwards
 in eval mode; LC501: which model trains), not of every layer inside them. Global module hooks
 (verify's probe uses them) or a wrapper around ``Module.__call__`` would run for every layer
-call of the program and send each down ``_call_impl``'s slow path: measured on the reference
-loop, 3-15 % of a step. So the watcher hooks only the *model roots*:
+call of the program, and global hooks send each down ``_call_impl``'s slow path: measured on
+the reference loop, 3-15 % of a step. Hooks registered on the model instances would be pickled
+with ``torch.save(model)`` and deep-copied with it (EMA copies). So the watcher patches
+``__call__`` of the *classes* of the model roots only, and acts on calls of the root instances:
 
 - every module built while the program runs is remembered (``Module.__init__`` is wrapped;
   where it was built, too, once an optimizer exists: LC501 uses it);
@@ -14,11 +16,10 @@ loop, 3-15 % of a step. So the watcher hooks only the *model roots*:
   other remembered module has as a child, whose parameters an optimizer holds, or that were
   built after an optimizer and have trainable parameters (a model rebuilt after its
   optimizer: LC501);
-- each root gets a forward pre-hook and an always-called forward hook. When a backward reaches
-  an optimizer although no hooked forward ran since the last backward (a ``LightningModule``
-  whose ``training_step`` calls ``self.net(x)``, not ``self(x)``), the roots' children get
-  hooks too, and so on down to three levels. A hooked call made inside another hooked call is
-  not a new forward.
+- a call of a root instance (not made inside another watched call) is a forward. When a backward
+  reaches an optimizer although no watched forward ran since the last one (a
+  ``LightningModule`` whose ``training_step`` calls ``self.net(x)``, not ``self(x)``), the
+  roots' children are watched too, and so on down to three levels.
 
 Forwards of modules outside the optimizers' models (a frozen teacher, a metric) are not seen.
 """
@@ -36,7 +37,9 @@ class ForwardWatch:
 
     def _init_forwards(self) -> None:
         self._all_modules = IdMap()     # every module built during the run -> True
-        self._hooked = IdMap()          # modules with our forward hooks -> True
+        self._hooked = IdMap()          # module instances whose calls are forwards -> True
+        self._class_patches: list = []  # (class, its own __call__ or None)
+        self._call_wrappers: set = set()
         self._roots_dirty = False
         self._fdepth = 0
         self._hook_levels = 0           # how many levels below the roots are hooked
@@ -85,11 +88,24 @@ class ForwardWatch:
     def _hook(self, module, levels: int) -> None:
         if self._hooked.get(module) is None and next(module.parameters(), None) is not None:
             self._hooked[module] = True
-            self._handles += [module.register_forward_pre_hook(self._forward_pre),
-                              module.register_forward_hook(self._forward_post, always_call=True)]
+            cls = type(module)
+            if cls.__call__ not in self._call_wrappers:
+                self._class_patches.append((cls, cls.__dict__.get("__call__")))
+                wrapper = self._call_wrapper(cls.__call__)
+                self._call_wrappers.add(wrapper)
+                cls.__call__ = wrapper
         if levels > 0:
             for child in module.children():
                 self._hook(child, levels - 1)
+
+    def _uninstall_forwards(self) -> None:
+        for cls, own in reversed(self._class_patches):
+            if own is None:
+                del cls.__call__
+            else:
+                cls.__call__ = own
+        self._class_patches.clear()
+        self._call_wrappers.clear()
 
     def _forwards_missed(self) -> None:
         """A backward reached an optimizer, but no hooked forward ran since the last one: the
@@ -103,13 +119,31 @@ class ForwardWatch:
         if self._roots_dirty:
             self._refresh_roots()
 
-    # ---------------------------------------------------------------- hooks
-    def _forward_pre(self, module, args) -> None:
-        depth = self._fdepth
-        self._fdepth = depth + 1
-        if depth or not torch.is_grad_enabled() or torch.is_inference_mode_enabled() \
-                or torch.compiler.is_compiling():
-            return
+    # ---------------------------------------------------------------- calls
+    def _call_wrapper(self, orig):
+        """``__call__`` of a model class: a call of a watched instance, not inside another, is a
+        forward; every other call goes straight to the original."""
+        probe = self
+        compiling = torch.compiler.is_compiling
+
+        def __call__(self_, *args, **kwargs):
+            if probe._fdepth or probe._hooked.get(self_) is None or compiling():
+                return orig(self_, *args, **kwargs)
+            probe._fdepth = 1
+            try:
+                if torch.is_grad_enabled() and not torch.is_inference_mode_enabled():
+                    probe._forward(self_)
+                out = orig(self_, *args, **kwargs)
+            finally:
+                probe._fdepth = 0
+            if probe._eval_pending is not None:
+                probe._eval_forward_end(self_, out)
+            return out
+
+        return __call__
+
+    def _forward(self, module) -> None:
+        """A forward of a watched model with grad enabled: its optimizers saw a forward."""
         opts = self._opts_for_module(module)
         self.seq += 1
         seq = self.seq
@@ -121,8 +155,3 @@ class ForwardWatch:
         if len(since) < 64 and not any(m is module for m in since):  # identity: some modules define __eq__
             since.append(module)
         self._eval_forward_start(module, site, seq)
-
-    def _forward_post(self, module, args, output) -> None:
-        self._fdepth = max(0, self._fdepth - 1)
-        if self._fdepth == 0 and self._eval_pending is not None:
-            self._eval_forward_end(module, output)

@@ -127,6 +127,11 @@ class Watcher(ForwardWatch, GradientChecks, SchedulerChecks, ModeChecks, LossChe
         self._install_amp()
         return self
 
+    def uninstall(self) -> None:
+        """Remove every hook and wrapper (the model classes' ``__call__`` too)."""
+        self._uninstall_forwards()
+        super().uninstall()
+
     # ---------------------------------------------------------------- bookkeeping
     def _next(self) -> int:
         self.seq += 1
