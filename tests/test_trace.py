@@ -325,6 +325,20 @@ def test_probes_are_restored_after_a_run():
     assert patched() == before and before[-1] is None  # the model class got its own __call__ back
 
 
+def test_a_failure_inside_the_watcher_never_reaches_the_program(monkeypatch):
+    from loopcheck.trace.gradients import GradientChecks
+    from loopcheck.trace.run import run_target
+
+    def broken(self, *args):
+        raise KeyError("boom")
+
+    monkeypatch.setattr(GradientChecks, "_gradients_at_step", broken)
+    result = run_target(Target("path", str(DATA / "argv_and_output.py"), ["--steps", "3"]))
+    assert result.error is None and result.steps == 3
+    assert result.notes == ["loopcheck trace: internal error in _on_step: KeyError: 'boom' (the run went on; "
+                            "findings may be incomplete)"]
+
+
 # ------------------------------------------------------------------------------ units
 
 

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import math
 
-from .state import SCALED, Event, OptState, call_text, subject
+import torch
+
+from .state import SCALED, Event, OptState, guarded, subject
 
 
 def stage(scaler, optimizer) -> str | None:
@@ -44,28 +46,38 @@ class ScalerChecks:
         self._wrap(GradScaler, "step", self._trace_scaler_step_wrapper)
 
     def _trace_scale_wrapper(self, orig):
-        import torch
+        probe = self
 
         def scale(self_, outputs):
             out = orig(self_, outputs)
-            if self_.is_enabled() and isinstance(out, torch.Tensor) and isinstance(outputs, torch.Tensor):
-                out._loopcheck_scale = float(self_.get_scale())
-                out._loopcheck_loss = outputs
+            if isinstance(out, torch.Tensor) and isinstance(outputs, torch.Tensor):
+                probe._tag_scaled(self_, out, outputs)
             return out
 
         return scale
+
+    @guarded
+    def _tag_scaled(self, scaler, out, loss) -> None:
+        """Tag ``scaler.scale(loss)``: its backward fills gradients multiplied by the scale."""
+        if scaler.is_enabled():
+            out._loopcheck_scale = float(scaler.get_scale())
+            out._loopcheck_loss = loss
 
     def _trace_unscale_grads_wrapper(self, orig):
         probe = self
 
         def _unscale_grads_(self_, optimizer, inv_scale, *args, **kwargs):
             out = orig(self_, optimizer, inv_scale, *args, **kwargs)
-            o = probe._opt(optimizer)
-            if o is not None:
-                o.factor *= float(inv_scale)
+            probe._unscaled(optimizer, inv_scale)
             return out
 
         return _unscale_grads_
+
+    @guarded
+    def _unscaled(self, optimizer, inv_scale) -> None:
+        o = self._opt(optimizer)
+        if o is not None:
+            o.factor *= float(inv_scale)
 
     def _never_scaled(self, scaler, o: OptState | None, call: str) -> None:
         """LC603 when the GradScaler is used on gradients although ``scale()`` never ran."""
@@ -90,6 +102,7 @@ class ScalerChecks:
 
         return unscale_
 
+    @guarded
     def _on_unscale(self, scaler, optimizer) -> None:
         o = self._opt(optimizer)
         self._never_scaled(scaler, o, "scaler.unscale_()")
@@ -112,23 +125,7 @@ class ScalerChecks:
         probe = self
 
         def step(self_, optimizer, *args, **kwargs):
-            o = probe._opt(optimizer)
-            enabled = self_.is_enabled()
-            if enabled:
-                probe._never_scaled(self_, o, "scaler.step()")
-            if enabled and stage(self_, optimizer) == "STEPPED":
-                site = probe.site()
-                probe.observe(
-                    "LC604", site,
-                    f"{subject(site, 'scaler.step()')} runs again without scaler.update() since the previous "
-                    "scaler.step(): call scaler.update() once after every scaler.step()",
-                    f"Runtime: scaler.step() was called for step {(o.steps + 1) if o else '?'} with no update() "
-                    "since the last one; PyTorch raises RuntimeError.", step=(o.steps + 1) if o else 0)
-            if o is not None:
-                o.scaler_attempted = True
-                if enabled and getattr(optimizer, "_step_supports_amp_scaling", False) \
-                        and (stage(self_, optimizer) or "READY") == "READY":
-                    o.internal_unscale = float(self_.get_scale())  # fused: unscaled inside the kernel
+            o = probe._before_scaler_step(self_, optimizer)
             probe._scaler_step_depth += 1
             try:
                 return orig(self_, optimizer, *args, **kwargs)
@@ -139,6 +136,27 @@ class ScalerChecks:
                     o.internal_unscale = None
 
         return step
+
+    @guarded
+    def _before_scaler_step(self, scaler, optimizer) -> OptState | None:
+        o = self._opt(optimizer)
+        enabled = scaler.is_enabled()
+        if enabled:
+            self._never_scaled(scaler, o, "scaler.step()")
+        if enabled and stage(scaler, optimizer) == "STEPPED":
+            site = self.site()
+            self.observe(
+                "LC604", site,
+                f"{subject(site, 'scaler.step()')} runs again without scaler.update() since the previous "
+                "scaler.step(): call scaler.update() once after every scaler.step()",
+                f"Runtime: scaler.step() was called for step {(o.steps + 1) if o else '?'} with no update() "
+                "since the last one; PyTorch raises RuntimeError.", step=(o.steps + 1) if o else 0)
+        if o is not None:
+            o.scaler_attempted = True
+            if enabled and getattr(optimizer, "_step_supports_amp_scaling", False) \
+                    and (stage(scaler, optimizer) or "READY") == "READY":
+                o.internal_unscale = float(scaler.get_scale())  # fused: unscaled inside the kernel
+        return o
 
     # ---------------------------------------------------------------- clips and steps
     def _scaled_clip(self, site, limit, kind, scales) -> None:
@@ -188,5 +206,3 @@ class ScalerChecks:
                 f"unscaled gradients by its scale {1 / factor:g}).",
                 [(site, "scaler.step() unscales here")], step=n, value=factor)
 
-
-__all__ = ["ScalerChecks", "stage", "call_text"]

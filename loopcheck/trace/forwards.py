@@ -29,7 +29,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .state import Event, IdMap
+from .state import Event, IdMap, guarded
 
 
 class ForwardWatch:
@@ -52,16 +52,21 @@ class ForwardWatch:
 
         def __init__(self_, *args, **kwargs):
             orig(self_, *args, **kwargs)
-            probe._all_modules[self_] = True
-            if probe._opts:
-                probe.seq += 1
-                probe._created[self_] = (probe.seq, probe.site())
-                probe._orphans_dirty = True
-                probe._roots_dirty = True
+            probe._built(self_)
 
         return __init__
 
+    @guarded
+    def _built(self, module) -> None:
+        self._all_modules[module] = True
+        if self._opts:
+            self.seq += 1
+            self._created[module] = (self.seq, self.site())
+            self._orphans_dirty = True
+            self._roots_dirty = True
+
     # ---------------------------------------------------------------- roots
+    @guarded
     def _refresh_roots(self) -> None:
         """Recompute the model roots and hook the new ones (and their direct children)."""
         self._roots_dirty = False
@@ -107,6 +112,7 @@ class ForwardWatch:
         self._class_patches.clear()
         self._call_wrappers.clear()
 
+    @guarded
     def _forwards_missed(self) -> None:
         """A backward reached an optimizer, but no hooked forward ran since the last one: the
         model is called below its root; hook one level deeper."""
@@ -142,6 +148,7 @@ class ForwardWatch:
 
         return __call__
 
+    @guarded
     def _forward(self, module) -> None:
         """A forward of a watched model with grad enabled: its optimizers saw a forward."""
         opts = self._opts_for_module(module)

@@ -25,7 +25,7 @@ import torch
 
 from loopcheck.verify.probes import _as_float, grad_norm
 
-from .state import Event, OptState, call_text, fmt, ref, subject, where
+from .state import Event, OptState, fmt, guarded, ref, subject, where
 
 
 class GradientChecks:
@@ -49,26 +49,34 @@ class GradientChecks:
                 if probe._clip_depth:
                     return orig(parameters, *args, **kwargs)
                 params = [parameters] if isinstance(parameters, torch.Tensor) else list(parameters)
-                site = probe.site()
-                limit = _as_float(args[0] if args else kwargs.get("max_norm", kwargs.get("clip_value")))
-                opts = probe._opts_for_params(params)
-                scales = [(o, o.factor / (o.internal_unscale or 1.0)) for o in opts if o.state == "filled"]
+                pending = probe._before_clip(params, args, kwargs)
                 probe._clip_depth += 1
                 try:
                     out = orig(params, *args, **kwargs)
                 except Exception as exc:
-                    probe._clip_failed(kind, site, opts, params, exc)
+                    if pending is not None:
+                        probe._clip_failed(kind, pending[0], pending[2], params, exc)
                     raise
                 finally:
                     probe._clip_depth -= 1
-                probe._on_clip(kind, site, limit, out, opts, scales)
+                if pending is not None:
+                    probe._on_clip(kind, *pending)
                 return out
 
             return clip
 
         return make
 
-    def _on_clip(self, kind, site, limit, out, opts, scales) -> None:
+    @guarded
+    def _before_clip(self, params, args, kwargs):
+        """``(site, limit, optimizers, [(optimizer, gradient scale)])`` of a clip about to run."""
+        limit = _as_float(args[0] if args else kwargs.get("max_norm", kwargs.get("clip_value")))
+        opts = self._opts_for_params(params)
+        scales = [(o, o.factor / (o.internal_unscale or 1.0)) for o in opts if o.state == "filled"]
+        return self.site(), limit, opts, scales
+
+    @guarded
+    def _on_clip(self, kind, site, limit, opts, scales) -> None:
         if limit is None or math.isinf(limit):
             return  # clip_grad_norm_(params, inf) measures the norm and clips nothing
         self._scaled_clip(site, limit, kind, scales)
@@ -83,6 +91,7 @@ class GradientChecks:
             else:  # applied, and no forward since the step: the clip is that step's, after it
                 o.clip_after = dict(rec, step=o.steps)
 
+    @guarded
     def _clip_failed(self, kind, site, opts, params, exc) -> None:
         """A clip that raised on parameters without any gradient: it runs before backward."""
         if any(p.grad is not None for p in params):
@@ -130,16 +139,14 @@ class GradientChecks:
         def zero_grad(self_, *args, **kwargs):
             if probe._zero_depth:
                 return orig(self_, *args, **kwargs)
-            if probe._roots_dirty:
-                probe._refresh_roots()
-            o = probe._opt(self_)
+            opts = probe._zero_targets(self_, optimizer=True)
             probe._zero_depth += 1
             try:
                 return orig(self_, *args, **kwargs)
             finally:
                 probe._zero_depth -= 1
-                if o is not None:
-                    probe._on_zero([o])
+                if opts:
+                    probe._on_zero(opts)
 
         return zero_grad
 
@@ -149,18 +156,28 @@ class GradientChecks:
         def zero_grad(self_, *args, **kwargs):
             if probe._zero_depth:
                 return orig(self_, *args, **kwargs)
-            if probe._roots_dirty:
-                probe._refresh_roots()
-            opts = probe._opts_for_module(self_)
+            opts = probe._zero_targets(self_, optimizer=False)
             probe._zero_depth += 1
             try:
                 return orig(self_, *args, **kwargs)
             finally:
                 probe._zero_depth -= 1
-                probe._on_zero(opts)
+                if opts:
+                    probe._on_zero(opts)
 
         return zero_grad
 
+    @guarded
+    def _zero_targets(self, owner, optimizer: bool) -> list[OptState]:
+        """The optimizers whose gradients ``owner.zero_grad()`` clears (an optimizer, or a module)."""
+        if self._roots_dirty:
+            self._refresh_roots()
+        if optimizer:
+            o = self._opt(owner)
+            return [o] if o is not None else []
+        return self._opts_for_module(owner)
+
+    @guarded
     def _on_zero(self, opts) -> None:
         site = None
         for o in opts:
@@ -196,7 +213,8 @@ class GradientChecks:
     def _gradients_at_step(self, o: OptState, ev: Event, n: int, stale: bool) -> None:
         if o.state == "empty" and o.wipe is not None and not stale:
             self._confirm_wipe(o, ev, n)
-        elif o.state == "filled" and o.last_wipe is not None and o.since_step > o.accum:
+        elif o.state == "filled" and o.last_wipe is not None and o.since_step > o.accum and not o.closure_step:
+            # (a closure step, LBFGS's, evaluates the closure several times: each clears and refills)
             self._confirm_partial_wipe(o, ev, n)
         o.wipe = o.last_wipe = None
         if o.state == "filled":

@@ -16,7 +16,7 @@ from __future__ import annotations
 import weakref
 
 from . import codesearch, holders
-from .state import Observation, OptState, call_text, where
+from .state import Observation, OptState, call_text, guarded, where
 
 
 class LossMark:
@@ -83,6 +83,7 @@ class LossChecks:
             self._kept(w, n)
         o.losses = keep
 
+    @guarded
     def _kept(self, w: LossWatch, n: int) -> None:
         key = w.site.key if w.site else None
         known = self._kept_sites.get(key)

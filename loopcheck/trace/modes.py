@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from .sites import Site
-from .state import Event, OptState, call_text, ref, subject
+from .state import Event, OptState, guarded, ref, subject
 
 _MODE_LAYERS = (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm)
 
@@ -88,10 +88,14 @@ class ModeChecks:
             try:
                 return orig(self_)
             finally:
-                probe.seq += 1
-                probe._modes[self_] = (False, probe.seq, probe.site())
+                probe._evaluated(self_)
 
         return eval
+
+    @guarded
+    def _evaluated(self, module) -> None:
+        self.seq += 1
+        self._modes[module] = (False, self.seq, self.site())
 
     # ---------------------------------------------------------------- forwards
     def _eval_forward_start(self, module, site, seq) -> None:
@@ -101,6 +105,7 @@ class ModeChecks:
             step = max((o.steps for o in self._opts_for_module(module)), default=0)
             self._eval_pending = EvalForward(site, module, seq, step)
 
+    @guarded
     def _eval_forward_end(self, module, output) -> None:
         rec, self._eval_pending = self._eval_pending, None
         if rec.module() is not module:
@@ -194,5 +199,3 @@ class ModeChecks:
     def _modes_at_end(self) -> None:
         self._sweep_eval(final=True)
 
-
-__all__ = ["ModeChecks", "mode_layers", "first_graph_tensor", "call_text"]

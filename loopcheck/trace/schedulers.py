@@ -25,7 +25,7 @@ import torch
 
 from loopcheck.verify.probes import _as_float
 
-from .state import OptState, fmt, ref, subject
+from .state import OptState, fmt, guarded, ref, subject
 
 EPOCH_SCHEDULERS = {"StepLR": "step_size", "MultiStepLR": "milestones", "CosineAnnealingLR": "T_max",
                     "ExponentialLR": None, "PolynomialLR": "total_iters", "LinearLR": "total_iters",
@@ -100,6 +100,7 @@ class SchedulerChecks:
 
         return step
 
+    @guarded
     def _on_sched(self, sched, args, kwargs) -> None:
         site = self.site()
         s = self._scheds.get(sched)
@@ -174,34 +175,43 @@ class SchedulerChecks:
         probe = self
 
         def __iter__(self_):
-            try:
-                n = len(self_)
-            except TypeError:
-                n = None
-            if n and n >= 2:
-                probe._passes += 1
-                probe._pass = {"id": probe._passes, "len": n, "steps0": probe.total_steps,
-                               "bwd0": probe.total_backwards, "site": probe.site()}
+            probe._loader_pass(self_)
             return orig(self_)
 
         return __iter__
+
+    @guarded
+    def _loader_pass(self, loader) -> None:
+        try:
+            n = len(loader)
+        except Exception:  # noqa: BLE001 - IterableDataset and friends have no length
+            n = None
+        if n and n >= 2:
+            self._passes += 1
+            self._pass = {"id": self._passes, "len": n, "steps0": self.total_steps,
+                          "bwd0": self.total_backwards, "site": self.site()}
 
     def _sampler_iter_wrapper(self, orig):
         probe = self
 
         def __iter__(self_):
-            if getattr(self_, "shuffle", False):
-                seen = probe._samplers.get(self_)
-                if seen is None:
-                    seen = {"epochs": [], "site": probe.site()}
-                    probe._samplers[self_] = seen
-                epoch = getattr(self_, "epoch", 0)
-                if epoch in seen["epochs"]:
-                    probe._sampler_repeats[id(seen)] = seen  # kept even if the sampler is collected
-                seen["epochs"].append(epoch)
+            probe._sampler_pass(self_)
             return orig(self_)
 
         return __iter__
+
+    @guarded
+    def _sampler_pass(self, sampler) -> None:
+        if not getattr(sampler, "shuffle", False):
+            return
+        seen = self._samplers.get(sampler)
+        if seen is None:
+            seen = {"epochs": [], "site": self.site()}
+            self._samplers[sampler] = seen
+        epoch = getattr(sampler, "epoch", 0)
+        if epoch in seen["epochs"]:
+            self._sampler_repeats[id(seen)] = seen  # kept even if the sampler is collected
+        seen["epochs"].append(epoch)
 
     def _schedulers_at_end(self) -> None:
         for seen in self._sampler_repeats.values():

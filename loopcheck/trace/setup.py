@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from . import codesearch, holders
-from .state import OptState, ref, subject, where
+from .state import OptState, guarded, ref, subject, where
 
 
 class SetupChecks:
@@ -37,19 +37,27 @@ class SetupChecks:
         def _apply(self_, *args, **kwargs):
             if probe._apply_depth or not probe._opts:
                 return orig(self_, *args, **kwargs)
-            before = list(self_.named_parameters())
-            opts = probe._opts_for_module(self_)
-            meta = {id(p): (p.dtype, p.device) for _, p in before}
+            pending = probe._before_apply(self_)
             probe._apply_depth += 1
             try:
                 return orig(self_, *args, **kwargs)
             finally:
                 probe._apply_depth -= 1
-                if opts:
-                    probe._on_apply(self_, before, meta, opts)
+                if pending:
+                    probe._on_apply(self_, *pending)
 
         return _apply
 
+    @guarded
+    def _before_apply(self, module):
+        """``(parameters before, their dtype/device, optimizers holding them)``, or ``None``."""
+        opts = self._opts_for_module(module)
+        if not opts:
+            return None
+        before = list(module.named_parameters())
+        return before, {id(p): (p.dtype, p.device) for _, p in before}, opts
+
+    @guarded
     def _on_apply(self, module, before, meta, opts) -> None:
         site = self.site()
         self._next()
@@ -96,6 +104,7 @@ class SetupChecks:
             [(opt.site, "the optimizer was built here")], step=opt.steps, value=float(len(mismatched)))
 
     # ---------------------------------------------------------------- at a step
+    @guarded
     def _setup_at_step(self, o: OptState, n: int) -> None:
         self._orphans_dirty = False
         opts = self._live_opts()

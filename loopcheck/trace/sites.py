@@ -170,20 +170,6 @@ class UserCode:
                     best, verdict = len(root), answer
         return verdict
 
-    def frame(self):
-        """The innermost frame of a user file on the caller's stack, or ``None``."""
-        f = sys._getframe(1)
-        cache = self._cache
-        while f is not None:
-            name = f.f_code.co_filename
-            hit = cache.get(name)
-            if hit is None:
-                hit = self.is_user(name)
-            if hit:
-                return f
-            f = f.f_back
-        return None
-
     def site(self) -> Site | None:
         """The :class:`Site` of the innermost user frame on the caller's stack, or ``None``.
 

@@ -8,6 +8,7 @@ helpers that turn a :class:`~loopcheck.trace.sites.Site` into the words of a mes
 from __future__ import annotations
 
 import ast
+import functools
 import linecache
 import os
 import weakref
@@ -16,6 +17,22 @@ from dataclasses import dataclass, field
 from .sites import Site
 
 SCALED = 1.5  # a gradient factor above this (or below its inverse) is a GradScaler scale left in
+
+
+def guarded(method):
+    """Run a watcher method so that an exception in it can never reach the user's program: it is
+    recorded (:meth:`~loopcheck.trace.watch.Watcher.internal_error`) and the method returns
+    ``None``. :class:`TraceStop` is a ``BaseException`` and passes through."""
+
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - the program must not fail because of the watcher
+            self.internal_error(method.__name__, exc)
+            return None
+
+    return run
 
 
 class TraceStop(BaseException):

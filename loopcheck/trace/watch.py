@@ -28,7 +28,6 @@ backward inside ``optimizer.step(closure)``) is checked when the step returns.
 from __future__ import annotations
 
 import torch
-from torch import nn
 
 from loopcheck.verify.probes import Probe
 
@@ -40,7 +39,7 @@ from .modes import ModeChecks
 from .schedulers import SchedulerChecks
 from .setup import SetupChecks
 from .sites import Site, UserCode
-from .state import Event, IdMap, Observation, OptState, TraceStop
+from .state import Event, IdMap, Observation, OptState, TraceStop, guarded
 
 __all__ = ["Watcher", "Observation", "TraceStop"]
 
@@ -106,6 +105,15 @@ class Watcher(ForwardWatch, GradientChecks, SchedulerChecks, ModeChecks, LossChe
         self._orphans_dirty = False
         self._orphans_seen: set = set()
         self._init_forwards()
+        self.errors: list[str] = []
+
+    def internal_error(self, where: str, exc: Exception) -> None:
+        """Record an exception raised inside the watcher (the first few, as notes); the run goes on."""
+        text = f"{where}: {type(exc).__name__}: {exc}"
+        if text not in self.errors and len(self.errors) < 5:
+            self.errors.append(text)
+            self.notes.append(f"loopcheck trace: internal error in {text} (the run went on; findings may be "
+                              "incomplete)")
 
     # ---------------------------------------------------------------- install
     def install(self) -> "Watcher":
@@ -225,56 +233,74 @@ class Watcher(ForwardWatch, GradientChecks, SchedulerChecks, ModeChecks, LossChe
 
         def __init__(self_, *args, **kwargs):
             orig(self_, *args, **kwargs)
-            o = OptState(self_, probe.site(), probe._next())
-            probe._opts[id(self_)] = o
-            probe._all_opts.append(o)
-            probe._opt_version += 1
-            probe._refresh_roots()
+            probe._new_optimizer(self_)
 
         return __init__
+
+    @guarded
+    def _new_optimizer(self, opt) -> None:
+        o = OptState(opt, self.site(), self._next())
+        self._opts[id(opt)] = o
+        self._all_opts.append(o)
+        self._opt_version += 1
+        self._refresh_roots()
 
     def _add_group_wrapper(self, orig):
         probe = self
 
         def add_param_group(self_, *args, **kwargs):
             out = orig(self_, *args, **kwargs)
-            o = probe._opts.get(id(self_))
-            if o is not None and o.ref() is self_:
-                o.refresh()
-                probe._opt_version += 1
-                probe._refresh_roots()
+            probe._new_group(self_)
             return out
 
         return add_param_group
+
+    @guarded
+    def _new_group(self, opt) -> None:
+        o = self._opts.get(id(opt))
+        if o is not None and o.ref() is opt:
+            o.refresh()
+            self._opt_version += 1
+            self._refresh_roots()
 
     # ---------------------------------------------------------------- backward
     def _backward_wrapper(self, orig):
         probe = self
 
         def backward(tensors, *args, **kwargs):
-            t = tensors[0] if isinstance(tensors, (tuple, list)) and tensors else tensors
-            if probe._bwd_depth or not isinstance(t, torch.Tensor):
+            if probe._bwd_depth:
                 return orig(tensors, *args, **kwargs)
-            if probe._roots_dirty:
-                probe._refresh_roots()
-            site = probe.site()
-            factor = float(getattr(t, "_loopcheck_scale", 1.0))
-            loss = getattr(t, "_loopcheck_loss", None)
-            loss = loss if isinstance(loss, torch.Tensor) else t
-            opts = probe._live_opts()
-            before = [o.signature() for o in opts]
-            zeros = {id(o): _all_zero(o.rep_grads()) for o in opts
-                     if o.state == "applied" and any(g is not None for g in o.rep_grads())}
-            mark = mark_loss(loss)
+            pending = probe._before_backward(tensors)
             probe._bwd_depth += 1
             try:
                 return orig(tensors, *args, **kwargs)
             finally:
                 probe._bwd_depth -= 1
-                probe._after_backward(opts, before, zeros, site, factor, loss, mark)
+                if pending is not None:
+                    probe._after_backward(*pending)
 
         return backward
 
+    @guarded
+    def _before_backward(self, tensors):
+        """What the backward pass is compared against afterwards: every live optimizer's gradient
+        signature, whether its (applied) gradients are zero, and the loss with its graph marked."""
+        t = tensors[0] if isinstance(tensors, (tuple, list)) and tensors else tensors
+        if not isinstance(t, torch.Tensor):
+            return None
+        if self._roots_dirty:
+            self._refresh_roots()
+        site = self.site()
+        factor = float(getattr(t, "_loopcheck_scale", 1.0))
+        loss = getattr(t, "_loopcheck_loss", None)
+        loss = loss if isinstance(loss, torch.Tensor) else t
+        opts = self._live_opts()
+        before = [o.signature() for o in opts]
+        zeros = {id(o): _all_zero(o.rep_grads()) for o in opts
+                 if o.state == "applied" and any(g is not None for g in o.rep_grads())}
+        return opts, before, zeros, site, factor, loss, mark_loss(loss)
+
+    @guarded
     def _after_backward(self, opts, before, zeros, site, factor, loss, mark) -> None:
         self.seq += 1
         ev = Event(self.seq, site)
@@ -300,11 +326,9 @@ class Watcher(ForwardWatch, GradientChecks, SchedulerChecks, ModeChecks, LossChe
 
     # ---------------------------------------------------------------- steps
     def _step_pre(self, opt, args, kwargs):
-        o = self._opt(opt)
+        o = self._step_state(opt)
         if o is None:
             return
-        if self._roots_dirty:
-            self._refresh_roots()
         if self.max_steps is not None and o.steps >= self.max_steps:
             self.stopped = True
             raise TraceStop(f"stopped after {o.steps} optimizer steps (--steps {self.max_steps})")
@@ -313,6 +337,13 @@ class Watcher(ForwardWatch, GradientChecks, SchedulerChecks, ModeChecks, LossChe
         if not o.closure_step:
             self._on_step(o)
 
+    @guarded
+    def _step_state(self, opt) -> OptState | None:
+        if self._roots_dirty:
+            self._refresh_roots()
+        return self._opt(opt)
+
+    @guarded
     def _step_post(self, opt, args, kwargs):
         o = self._opt(opt)
         if o is None:
@@ -324,6 +355,7 @@ class Watcher(ForwardWatch, GradientChecks, SchedulerChecks, ModeChecks, LossChe
         self.total_steps += 1
         self.most_steps = max(self.most_steps, o.steps)
 
+    @guarded
     def _on_step(self, o: OptState) -> None:
         """Check everything pending for ``o`` at its step ``o.steps + 1``, then mark its gradients applied.
 
@@ -351,10 +383,11 @@ class Watcher(ForwardWatch, GradientChecks, SchedulerChecks, ModeChecks, LossChe
     # ---------------------------------------------------------------- end of run
     def finish(self) -> None:
         """Resolve what only the end of the run settles (call once the program returned)."""
-        self._modes_at_end()
-        self._gradients_at_end()
-        self._schedulers_at_end()
-        self._memory_at_end()
+        for check in (self._modes_at_end, self._gradients_at_end, self._schedulers_at_end, self._memory_at_end):
+            try:
+                check()
+            except Exception as exc:  # noqa: BLE001
+                self.internal_error(check.__name__, exc)
 
     def results(self) -> list[Observation]:
         """The observations, in the order they were first seen."""
