@@ -21,7 +21,7 @@ import math
 
 import torch
 
-from .state import SCALED, Event, OptState, guarded, subject
+from .state import SCALED, Event, OptState, guarded, ref, subject
 
 
 def stage(scaler, optimizer) -> str | None:
@@ -86,10 +86,10 @@ class ScalerChecks:
         bwd = o.last_backward.site
         self.observe(
             "LC603", bwd,
-            f"{subject(bwd, 'loss.backward()')} back-propagates the unscaled loss, but {call} follows as if it "
-            "were scaled: call scaler.scale(loss).backward()",
+            f"{subject(bwd, 'loss.backward()')} runs on the unscaled loss, but {ref(self.site(), call, bwd)} "
+            "unscales the gradients",
             f"Runtime: {call} ran before any scaler.scale(); PyTorch raises AssertionError "
-            "(\"Attempted unscale_ but _scale is None\").",
+            "(\"Attempted unscale_ but _scale is None\"). Call scaler.scale(loss).backward().",
             [(self.site(), f"{call} expects scaled gradients")], step=o.steps + 1)
 
     def _unscale_wrapper(self, orig):
@@ -112,14 +112,12 @@ class ScalerChecks:
             o.last_unscale = {"site": site, "n": o.steps}
         if st not in ("UNSCALED", "STEPPED"):
             return
-        when = "after scaler.step()" if st == "STEPPED" else "a second time before scaler.step()"
+        when = "after scaler.step()" if st == "STEPPED" else "a second time"
         n = (o.steps if o else 0) + (0 if st == "STEPPED" else 1)
         self.observe(
-            "LC605", site,
-            f"{subject(site, 'scaler.unscale_()')} runs {when} without scaler.update() in between: unscale_() "
-            "belongs between backward() and scaler.step(), once per step",
+            "LC605", site, f"{subject(site, 'scaler.unscale_()')} runs {when} before scaler.update()",
             f"Runtime: at step {n} the GradScaler's state for this optimizer was {st}; the call raises "
-            "RuntimeError.", step=n)
+            "RuntimeError. Call unscale_() once, between backward() and scaler.step().", step=n)
 
     def _trace_scaler_step_wrapper(self, orig):
         probe = self
@@ -143,15 +141,18 @@ class ScalerChecks:
         enabled = scaler.is_enabled()
         if enabled:
             self._never_scaled(scaler, o, "scaler.step()")
+        site = self.site()
         if enabled and stage(scaler, optimizer) == "STEPPED":
-            site = self.site()
+            prev = (o.scaler_step_site if o is not None else None) or site  # the step no update() followed
             self.observe(
-                "LC604", site,
-                f"{subject(site, 'scaler.step()')} runs again without scaler.update() since the previous "
-                "scaler.step(): call scaler.update() once after every scaler.step()",
+                "LC604", prev, f"{subject(prev, 'scaler.step()')} is not followed by scaler.update() before the "
+                "next scaler.step()",
                 f"Runtime: scaler.step() was called for step {(o.steps + 1) if o else '?'} with no update() "
-                "since the last one; PyTorch raises RuntimeError.", step=(o.steps + 1) if o else 0)
+                "since the last one; PyTorch raises RuntimeError. Call scaler.update() after every scaler.step().",
+                [(site, "the next scaler.step() raises here")] if prev is not site else [],
+                step=(o.steps + 1) if o else 0)
         if o is not None:
+            o.scaler_step_site = site
             o.scaler_attempted = True
             if enabled and getattr(optimizer, "_step_supports_amp_scaling", False) \
                     and (stage(scaler, optimizer) or "READY") == "READY":
@@ -165,10 +166,11 @@ class ScalerChecks:
                 continue
             self.observe(
                 "LC601", site,
-                f"{subject(site, f'clip_grad_{kind}_()')} clips gradients still multiplied by the GradScaler's "
-                f"scale ({factor:g}): call scaler.unscale_(optimizer) before clipping",
+                f"{subject(site, f'clip_grad_{kind}_()')} clips gradients still scaled by the GradScaler "
+                f"({factor:g}x)",
                 f"Runtime: at step {o.steps + 1} the clip saw gradients {factor:g}x the true ones, so the limit "
-                f"{limit:g} acted as {limit / factor:.3g} on the true gradient.",
+                f"{limit:g} acted as {limit / factor:.3g} on the true gradient. Call scaler.unscale_(optimizer) "
+                "before clipping.",
                 [(o.last_backward.site if o.last_backward else None, "backward() of the scaled loss")],
                 step=o.steps + 1, value=factor)
 
@@ -182,27 +184,27 @@ class ScalerChecks:
         if not in_scaler and factor > SCALED:
             self.observe(
                 "LC602", site,
-                f"{subject(site, 'optimizer.step()')} applies gradients still multiplied by the GradScaler's scale "
-                f"({factor:g}): call scaler.step(optimizer) instead",
-                f"Runtime: step {n} applied gradients {factor:g}x the true gradient; scaler.step() would have "
-                "unscaled them and skipped steps with inf/nan gradients.",
+                f"{subject(site, 'optimizer.step()')} bypasses the GradScaler: it applies gradients scaled "
+                f"{factor:g}x",
+                f"Runtime: step {n} applied gradients {factor:g}x the true gradient; scaler.step(optimizer) "
+                "would have unscaled them and skipped steps with inf/nan gradients.",
                 [(bwd, "backward() of the scaled loss")], step=n, value=factor)
         if in_scaler and factor > SCALED and o.last_unscale is not None:
             u = o.last_unscale
             self.observe(
                 "LC605", u["site"],
-                f"{subject(u['site'], 'scaler.unscale_()')} runs after scaler.step() applied the gradients: the "
-                f"GradScaler counts it for the next step, which applies gradients {factor:g}x too large; call it "
-                "between backward() and scaler.step()",
-                f"Runtime: unscale_() ran on gradients step {u['n']} had already applied; step {n} then applied "
-                f"gradients {factor:g}x the true gradient (scaler.step() skipped its own unscale_()).",
+                f"{subject(u['site'], 'scaler.unscale_()')} runs after scaler.step(): the next step applies "
+                "still-scaled gradients",
+                f"Runtime: unscale_() ran on gradients step {u['n']} had already applied; the GradScaler counted it "
+                f"for step {n}, which then applied gradients {factor:g}x the true gradient. Call unscale_() between "
+                "backward() and scaler.step().",
                 [(site, "this step applies still-scaled gradients")], step=n, value=factor)
         if in_scaler and factor < 1 / SCALED:
             self.observe(
                 "LC603", bwd,
-                f"{subject(bwd, 'loss.backward()')} back-propagates the unscaled loss but scaler.step() unscales "
-                f"the gradients: every update shrinks by {1 / factor:g}; call scaler.scale(loss).backward()",
+                f"{subject(bwd, 'loss.backward()')} runs on the unscaled loss, but {ref(site, 'scaler.step()', bwd)} "
+                "unscales the gradients",
                 f"Runtime: step {n} applied gradients {factor:.3g}x the true gradient (the GradScaler divided "
-                f"unscaled gradients by its scale {1 / factor:g}).",
+                f"unscaled gradients by its scale {1 / factor:g}). Call scaler.scale(loss).backward().",
                 [(site, "scaler.step() unscales here")], step=n, value=factor)
 

@@ -130,7 +130,8 @@ def find_keeping(code: types.CodeType, path: list[str], value_names: set[str]) -
                    or any(a in MUTATORS for a in ln.attrs) or bool(ln.store_attrs & set(attrs)))
         if not mutates:
             continue
-        score = 1 + sum(1 for a in attrs if a in ln.attrs) + (2 if ln.loads & value_names else 0)
+        score = (1 + sum(1 for a in attrs if a in ln.attrs) + (2 if ln.loads & value_names else 0)
+                 + (1 if ln.loads - {root} else 0))  # loads something besides the holder: not `total = 0.0`
         key = (score, -ln.line)
         if best is None or key > best:
             best, best_line = key, ln

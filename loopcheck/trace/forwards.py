@@ -161,4 +161,4 @@ class ForwardWatch:
         since = self._fwd_since_bwd
         if len(since) < 64 and not any(m is module for m in since):  # identity: some modules define __eq__
             since.append(module)
-        self._eval_forward_start(module, site, seq)
+        self._eval_forward_start(module, site, seq, opts)

@@ -102,10 +102,10 @@ class GradientChecks:
             first = str(exc).splitlines()[0][:120] if str(exc) else ""
             self.observe(
                 "LC101", site,
-                f"{subject(site, f'clip_grad_{kind}_()')} runs before any backward pass filled the gradients: "
-                "there is nothing to clip, and here it fails",
+                f"{subject(site, f'clip_grad_{kind}_()')} runs before any backward pass, on empty gradients",
                 f"Runtime: at step {o.steps + 1} none of the {len(params)} parameters had a gradient when the "
-                f"clip ran; it raised {type(exc).__name__}: {first}",
+                f"clip ran, and it raised {type(exc).__name__}: {first}. Clip between loss.backward() and "
+                "optimizer.step().",
                 step=o.steps + 1)
             return
 
@@ -118,18 +118,18 @@ class GradientChecks:
         if code == "LC101":
             found = {"empty": "found no gradient", "applied": "found the previous step's gradient",
                      "filled": "ran before the last backward pass"}.get(clip.get("state"), "")
-            message = (f"{clip_txt} runs before {ref(bwd, 'loss.backward()', site)} fills the gradients: "
-                       f"step {n} applied a gradient it never clipped")
+            message = f"{clip_txt} runs before {ref(bwd, 'loss.backward()', site)}: step {n} was not clipped"
             related = [(bwd, "backward() fills .grad only here"), (step.site, "step() applies the unclipped gradient")]
-            note = f"Runtime: at step {n} the clip {found}; the gradient the step applied had norm {fmt(norm)}{limit}."
+            note = (f"Runtime: at step {n} the clip {found}; the gradient the step applied had norm {fmt(norm)}"
+                    f"{limit}. Clip between loss.backward() and optimizer.step().")
         else:
             prev = o.last_step.site if o.last_step else None
-            message = (f"{clip_txt} runs after {ref(prev, 'optimizer.step()', site)} applied the gradients: "
-                       f"step {n} applied a gradient no clip saw")
+            message = f"{clip_txt} runs after {ref(prev, 'optimizer.step()', site)}: step {n} was not clipped"
             related = [(prev, "step() already applied the gradient it clips"),
                        (step.site, "the next step applies an unclipped gradient")]
-            note = (f"Runtime: the clip after step {n - 1} clipped gradients that step had applied; step {n} "
-                    f"applied a gradient of norm {fmt(norm)}{limit}.")
+            note = (f"Runtime: the clip after step {n - 1} clipped gradients that step had already applied; step {n} "
+                    f"applied a gradient of norm {fmt(norm)}{limit}. Clip between loss.backward() and "
+                    "optimizer.step().")
         self.observe(code, site, message, note, related, step=n, value=norm)
 
     # ---------------------------------------------------------------- zero_grad
@@ -242,10 +242,11 @@ class GradientChecks:
         have = sum(1 for g in o.grads() if g is not None and (not measured or bool(g.any())))
         self.observe(
             "LC103", site,
-            f"{subject(site, 'optimizer.zero_grad()')} runs after {ref(bwd, 'loss.backward()', site)} and before "
-            f"{ref(step.site, 'optimizer.step()', site)}: the step applies no gradient",
-            f"Runtime: step {n} found {have} of {len(o.params)} parameters with a nonzero gradient; the backward "
-            "pass's gradients were cleared before the step.",
+            f"{subject(site, 'optimizer.zero_grad()')} runs between {ref(bwd, 'backward()', site)} and "
+            f"{ref(step.site, 'optimizer.step()', site)}",
+            f"Runtime: step {n} found {have} of {len(o.params)} parameters with a nonzero gradient: the backward "
+            "pass's gradients were cleared before the step, which applied nothing. Call zero_grad() before the "
+            "backward pass, or after the step.",
             [(bwd, "backward() filled the gradients here"), (step.site, "step() finds them cleared")],
             step=n, value=float(have))
 
@@ -254,11 +255,10 @@ class GradientChecks:
         site, bwd = w["site"], w["backward"].site
         self.observe(
             "LC103", site,
-            f"{subject(site, 'optimizer.zero_grad()')} runs between the backward passes that "
-            f"{ref(step.site, 'optimizer.step()', site)} should sum: it clears the accumulated gradients, so the "
-            "step applies only the last ones",
+            f"{subject(site, 'optimizer.zero_grad()')} clears the gradients between the backward passes that "
+            f"{ref(step.site, 'optimizer.step()', site)} accumulates",
             f"Runtime: step {n} applied {o.accum} of the {o.since_step} backward passes run since the previous "
-            "step; zero_grad() cleared the others.",
+            "step; zero_grad() cleared the others. Call it only after the step.",
             [(bwd, "backward() filled the gradients here"), (step.site, "step() applies only what is left")],
             step=n, value=float(o.accum))
 
@@ -269,19 +269,21 @@ class GradientChecks:
                  "filled": "applied the previous batch's gradient"}.get(stale["state"], "")
         self.observe(
             "LC104", step.site,
-            f"{subject(step.site, 'optimizer.step()')} runs after the forward pass at {where(fwd, step.site)} but "
-            f"before its {ref(bwd.site, 'loss.backward()', step.site)}: the step applies no gradient of this batch",
-            f"Runtime: step {stale['n']} {found}; the backward of the forward before it ran only after the step.",
+            f"{subject(step.site, 'optimizer.step()')} runs before {ref(bwd.site, 'loss.backward()', step.site)}: "
+            "it applies no gradient of this batch",
+            f"Runtime: step {stale['n']} {found}; the backward pass of the forward before it (at "
+            f"{where(fwd, step.site)}) ran only after the step. Call optimizer.step() after loss.backward().",
             [(fwd, "the forward pass of this batch"), (bwd.site, "its backward() runs after the step")],
             step=stale["n"])
 
     def _lc105(self, o: OptState, step: Event, n: int) -> None:
         obs = self.observe(
             "LC105", step.site,
-            lambda: (f"{subject(step.site, 'optimizer.step()')} applies gradients that were never cleared: each "
-                     "step adds this batch's backward to all earlier ones; call optimizer.zero_grad() every step"),
+            lambda: (f"nothing clears the gradients: each {subject(step.site, 'optimizer.step()')} applies the sum "
+                     f"of every {ref(o.last_backward.site if o.last_backward else None, 'backward()', step.site)} "
+                     "so far"),
             lambda: (f"Runtime: step {n} applied the sum of {o.accum} backward passes (steps {n - 1} and {n} both "
-                     "kept the gradients of earlier steps)."),
+                     "kept the gradients of earlier steps). Call optimizer.zero_grad() once per step."),
             [(o.last_backward.site if o.last_backward else None, "backward() adds to .grad")],
             step=n, value=float(o.accum))
         if obs is not None:
@@ -296,7 +298,8 @@ class GradientChecks:
             prev = o.last_step.site if o.last_step else None
             self.observe(
                 "LC102", site,
-                f"{subject(site, 'clip_grad_norm_()')} runs after {ref(prev, 'optimizer.step()', site)} applied the "
-                "gradients: the step never applies clipped gradients",
-                f"Runtime: the clip after step {o.steps} clipped gradients that step had already applied.",
+                f"{subject(site, 'clip_grad_norm_()')} runs after {ref(prev, 'optimizer.step()', site)}: the step "
+                "was not clipped",
+                f"Runtime: the clip after step {o.steps} clipped gradients that step had already applied. Clip "
+                "between loss.backward() and optimizer.step().",
                 [(prev, "step() already applied the gradient it clips")], step=o.steps)

@@ -69,8 +69,9 @@ def graph_has_mark(tensor: torch.Tensor, mark) -> bool:
 
 
 def is_marked(value, mark) -> bool:
-    """Whether ``value`` is the marked loss tensor itself (its own graph node carries ``mark``)."""
-    if isinstance(value, torch.Tensor) and value.grad_fn is not None:
+    """Whether ``value`` is the marked loss (or loss term) tensor itself: a scalar whose own graph
+    node carries ``mark``."""
+    if isinstance(value, torch.Tensor) and value.grad_fn is not None and value.dim() == 0:
         try:
             return value.grad_fn.metadata.get(MARK) is mark
         except (AttributeError, RuntimeError):
@@ -85,8 +86,8 @@ def _count(items) -> int:
 def _inside(value, mark, depth: int) -> tuple[str, int | None, list[str]] | None:
     """``(kind, size, attribute path)`` when ``value`` keeps the marked loss, else ``None``."""
     if isinstance(value, torch.Tensor):
-        if value.grad_fn is not None and graph_has_mark(value, mark):
-            return ("graph", None, [])
+        if value.grad_fn is not None and value.dim() == 0 and graph_has_mark(value, mark):
+            return ("graph", None, [])  # a scalar built from the loss: a running sum of losses
         return None
     if isinstance(value, (list, tuple, collections.deque, set, frozenset)):
         items = list(value)[-_ITEMS_LIMIT:]
@@ -150,6 +151,20 @@ def find_holder(frames, mark) -> Holder | None:
                 kind, size, attrs = found
                 return Holder(frame, [name, *attrs], kind, size)
     return None
+
+
+def names_of_losses(frame) -> set[str]:
+    """Names of ``frame``'s variables bound to a loss or loss term of a backward pass (a tensor
+    whose own graph node carries a mark): ``loss``, ``raw_loss``."""
+    out = set()
+    for name, value in frame.f_locals.items():
+        if isinstance(value, torch.Tensor) and value.grad_fn is not None:
+            try:
+                if MARK in value.grad_fn.metadata:
+                    out.add(name)
+            except (AttributeError, RuntimeError):
+                pass
+    return out
 
 
 def names_bound_to(frame, obj) -> set[str]:

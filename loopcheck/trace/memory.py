@@ -13,6 +13,7 @@ last output) is not reported; a plain variable holding the latest loss is not ei
 
 from __future__ import annotations
 
+import collections
 import weakref
 
 from . import codesearch, holders
@@ -34,40 +35,55 @@ class LossWatch:
         self.mark, self.site, self.o_steps = weakref.ref(mark), site, o_steps
 
 
+_ARITHMETIC = {"AddBackward0", "AddBackward1", "SubBackward0", "SubBackward1", "MulBackward0", "MulBackward1",
+               "DivBackward0", "DivBackward1", "NegBackward0", "MeanBackward0", "SumBackward0"}
+
+
+def loss_terms(node, limit: int = 8) -> list:
+    """The graph nodes of a loss and of its terms: the loss node, and through arithmetic nodes
+    (``raw_loss + 1e-4 * penalty``, ``loss / accum``) the first non-arithmetic node of each branch
+    (``raw_loss``'s). Parameters' ``AccumulateGrad`` nodes are never included."""
+    out, queue = [], collections.deque([node])  # breadth first: the terms nearest the loss first
+    while queue and len(out) < limit:
+        n = queue.popleft()
+        if n is None or type(n).__name__ == "AccumulateGrad" or any(n is m for m in out):
+            continue
+        out.append(n)
+        if type(n).__name__ in _ARITHMETIC:
+            queue.extend(nxt for nxt, _ in n.next_functions)
+    return out
+
+
 def mark_loss(loss) -> LossMark | None:
-    """Leave a mark in ``loss.grad_fn.metadata`` (``None`` when it has no graph node)."""
+    """Leave one mark in the ``metadata`` of the loss's graph node and of its terms' nodes
+    (``None`` when the loss has no graph node): the mark lives as long as any of them."""
     if loss.grad_fn is None:
         return None
     mark = LossMark()
     try:
-        loss.grad_fn.metadata[holders.MARK] = mark
+        for node in loss_terms(loss.grad_fn):
+            node.metadata[holders.MARK] = mark
     except (AttributeError, RuntimeError):
         return None
     return mark
 
 
 def lc401_message(holder: holders.Holder, bwd_txt: str, at: str) -> str:
-    name = holder.name
     if holder.kind == "graph":
-        return (f"{name} adds up loss tensors, not numbers: its autograd graph chains the graph of every loss "
-                f"of {bwd_txt} at {at}; accumulate loss.item() instead")
+        return f"{holder.name} adds up the loss tensors of {bwd_txt} ({at}), not their values"
     what = {"list": "a list", "dict": "a dict", "object": "an object"}.get(holder.kind, "a variable")
-    return (f"{name} ({what}) keeps the loss tensor of {bwd_txt} at {at} with its autograd graph after the "
-            "step; store loss.item() instead")
+    return f"{holder.name} ({what}) keeps the loss tensor of {bwd_txt} ({at}), not its value"
 
 
 def lc401_note(count: int, first: int) -> str:
     return (f"Runtime: {count} loss tensor(s) were still alive, with their autograd graphs, one optimizer step "
-            f"after their own (first seen at step {first}).")
+            f"after their own (first seen at step {first}). Store loss.item() instead.")
 
 
 class LossChecks:
     """LC401 (mixed into the watcher)."""
 
     def _memory_at_backward(self, reached: list[OptState], loss, mark, site) -> None:
-        # the latest loss, to learn its variable's name; a strong reference is safe: it is replaced
-        # at the next backward, before the step that checks what the previous losses became
-        self._last_loss = loss
         if mark is not None:
             o = reached[0]
             o.losses.append(LossWatch(mark, site, o.steps))
@@ -101,8 +117,7 @@ class LossChecks:
             if holder is None:
                 self._kept_external += 1
             return
-        latest = self._last_loss
-        names = holders.names_bound_to(holder.frame, latest) if latest is not None else set()
+        names = holders.names_of_losses(holder.frame)
         site = codesearch.find_keeping(holder.frame.f_code, holder.path, names or {"loss"}) or w.site
         related = [(w.site, "the loss back-propagated here stays alive")]
         self._kept_sites[key] = self.observe(

@@ -1,16 +1,18 @@
 """Train/eval mode and grad mode at runtime (LC301, LC302).
 
-A mixin of :class:`~loopcheck.trace.watch.Watcher`. Every top-level forward of a module with
-trainable parameters that runs in eval mode with grad enabled gets a pre-hook on its output's
-graph node (a forward in train mode, or under ``no_grad``/``inference_mode``, costs nothing):
+A mixin of :class:`~loopcheck.trace.watch.Watcher`. Every forward of a watched model (see
+:mod:`~loopcheck.trace.forwards`) run with grad enabled gets a pre-hook on its output's graph
+node (one under ``no_grad``/``inference_mode`` costs nothing):
 
-- the hook fires inside a backward that reaches an optimizer, and that optimizer steps: the
-  model trained in eval mode. Reported (LC301) at the ``eval()``/``train(False)`` call that put
-  it there (``Module.eval`` is wrapped to remember where), when the model has Dropout (p > 0)
-  or BatchNorm layers that eval mode switches: without them eval mode changes nothing;
+- the hook fires inside a backward that reaches an optimizer, and that optimizer steps, while
+  the forward ran in eval mode: the model trained in eval mode. Reported (LC301) at the
+  ``eval()`` call that put it there (``Module.eval`` is wrapped to remember where), when the
+  model has Dropout (p > 0) or BatchNorm layers that eval mode switches (without them eval mode
+  changes nothing) and no frozen parameter (a frozen backbone kept in eval mode under a trained
+  head is a linear probe, as the static rule reads it);
 - the graph node dies (or the run ends) without the hook having fired: an evaluation forward
-  recorded a graph no backward used. Reported (LC302) at the forward's line once it happened
-  twice there (one forward outside a loop is not per-batch validation).
+  recorded a graph no backward used, in eval mode or not. Reported (LC302) at the forward's
+  line once it happened twice there (one forward outside a loop is not per-batch evaluation).
 """
 
 from __future__ import annotations
@@ -50,12 +52,13 @@ def first_graph_tensor(output):
 
 
 class EvalForward:
-    """An eval-mode forward run with grad enabled: did a backward go through its output?"""
+    """A forward of a watched model run with grad enabled: did a backward go through its output?"""
 
-    __slots__ = ("site", "module", "seq", "fired", "hook", "step", "__weakref__")
+    __slots__ = ("site", "module", "seq", "fired", "hook", "step", "training", "__weakref__")
 
-    def __init__(self, site: Site | None, module: nn.Module, seq: int, step: int) -> None:
+    def __init__(self, site: Site | None, module: nn.Module, seq: int, step: int, training: bool) -> None:
         self.site, self.module, self.seq, self.step = site, weakref.ref(module), seq, step
+        self.training = training
         self.fired = False
         self.hook = None
 
@@ -98,12 +101,11 @@ class ModeChecks:
         self._modes[module] = (False, self.seq, self.site())
 
     # ---------------------------------------------------------------- forwards
-    def _eval_forward_start(self, module, site, seq) -> None:
+    def _eval_forward_start(self, module, site, seq, opts) -> None:
         if self._eval_fwds:
             self._sweep_eval()
-        if not module.training and any(p.requires_grad for p in module.parameters()):
-            step = max((o.steps for o in self._opts_for_module(module)), default=0)
-            self._eval_pending = EvalForward(site, module, seq, step)
+        step = max((o.steps for o in opts), default=0)
+        self._eval_pending = EvalForward(site, module, seq, step, module.training)
 
     @guarded
     def _eval_forward_end(self, module, output) -> None:
@@ -132,6 +134,10 @@ class ModeChecks:
         self._eval_fwds = keep
 
     def _validation_graph(self, rec: EvalForward) -> None:
+        """One more forward at ``rec.site`` whose graph no backward used; LC302 once it is a pattern:
+        twice for eval-mode forwards; for train-mode ones, also at most once per two optimizer steps
+        of the model (an evaluation every N steps or per epoch; a GAN's ``G(z).detach()`` every
+        step is the training's own forward, not an evaluation)."""
         if rec.site is None:
             return
         entry = self._val_counts.setdefault(rec.site.key, [rec, 0])
@@ -139,17 +145,23 @@ class ModeChecks:
         n = entry[1]
         if n < 2:
             return
-        note = (f"Runtime: {n} eval-mode forwards at this line ran with grad enabled; their outputs carried a "
-                "grad_fn and no backward went through them.")
+        if rec.training:
+            module = rec.module()
+            steps = max((o.steps for o in self._opts_for_module(module)), default=0) if module is not None else 0
+            if 2 * n > steps:
+                return
+        mode = "eval-mode" if not rec.training else "train-mode"
+        note = (f"Runtime: {n} {mode} forwards at this line ran with grad enabled: their outputs carried a "
+                "grad_fn, and no backward went through them; autograd recorded a graph and saved activations "
+                "for each. Wrap the evaluation in torch.no_grad() or torch.inference_mode().")
         obs = self.observations.get(("LC302", rec.site.key))
         if obs is not None:
             obs.value, obs.count, obs.note = float(n), n, note
             return
-        self.observe(
-            "LC302", rec.site,
-            f"{subject(rec.site, 'model()')} runs in eval mode with grad enabled: autograd records a graph for "
-            "every batch that no backward uses; wrap the evaluation in torch.no_grad()",
-            note, step=rec.step, value=float(n))
+        fwd = subject(rec.site, "model()")
+        message = (f"{fwd} runs in eval mode without torch.no_grad()" if not rec.training
+                   else f"{fwd} evaluates without torch.no_grad(): no backward uses its graph")
+        self.observe("LC302", rec.site, message, note, step=rec.step, value=float(n))
 
     # ---------------------------------------------------------------- backward and step
     def _modes_at_backward(self, reached: list[OptState], site: Site | None) -> None:
@@ -157,8 +169,10 @@ class ModeChecks:
         if not fired:
             return
         self._eval_fwds = [r for r in self._eval_fwds if not r.fired]
-        for o in reached:
-            o.eval_trained = {"forward": fired[-1], "backward": site}
+        in_eval = [r for r in fired if not r.training]
+        if in_eval:
+            for o in reached:
+                o.eval_trained = {"forward": in_eval[-1], "backward": site}
 
     def _modes_at_step(self, o: OptState, step: Event, n: int) -> None:
         pending, o.eval_trained = o.eval_trained, None
@@ -169,18 +183,18 @@ class ModeChecks:
         if module is None:
             return
         layers = mode_layers(module)
-        if not layers:
-            return
+        if not layers or any(not p.requires_grad for p in module.parameters()):
+            return  # eval mode changes nothing here, or a frozen part is kept in eval mode on purpose
         eval_site = self._eval_site(module)
         site = eval_site or rec.site
         layer_txt = ", ".join(f"{k} x{v}" for k, v in sorted(layers.items()))
         self.observe(
             "LC301", site,
-            f"{subject(eval_site, 'model.eval()')} is still in effect when "
-            f"{ref(step.site, 'optimizer.step()', site)} trains the model: no train() call comes in between, "
-            "so Dropout stays off and BatchNorm stops updating its statistics",
+            f"{subject(eval_site, 'model.eval()')} is still in effect when {ref(step.site, 'optimizer.step()', site)} "
+            "trains the model",
             f"Runtime: step {n} trained on a forward pass of {type(module).__name__} in eval mode ({layer_txt} "
-            "inactive).",
+            "inactive: Dropout off, BatchNorm on its running statistics). Call model.train() before the next "
+            "training step.",
             [(rec.site, "forward pass in eval mode"), (pending["backward"], "its backward()"),
              (step.site, "the training step")],
             step=n, value=float(sum(layers.values())))

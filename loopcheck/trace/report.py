@@ -155,17 +155,18 @@ def build_report(result, static: bool = True, resolver: Resolver | None = None) 
             continue
         name = names[path]
         try:
-            codes = resolver.for_file(Path(path)).codes_for(Path(path))
+            settings = resolver.for_file(Path(path))
+            codes, src = settings.codes_for(Path(path)), settings.src
         except ConfigError as err:
             print(f"loopcheck: {err}", file=sys.stderr)
-            codes = None
+            codes, src = None, ()
         mine = [(f, o) for f, o in runtime if f.filename == name and (codes is None or f.code in codes)]
         kept = {id(f) for f in filter_findings([f for f, _ in mine], texts[path])}
         mine = [(f, o) for f, o in mine if id(f) in kept]
         static_found: list[Finding] = []
         if static and path.endswith(".py"):
             try:
-                static_found, _ = lint_text(texts[path], name, codes)
+                static_found, _ = lint_text(texts[path], name, codes, src)
                 checked.append(name)
             except Exception as err:  # noqa: BLE001 - the runtime findings still count
                 print(f"loopcheck: static check of {name} failed: {type(err).__name__}: {err}", file=sys.stderr)

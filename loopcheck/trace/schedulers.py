@@ -112,10 +112,9 @@ class SchedulerChecks:
         if s.kind == "ReduceLROnPlateau":
             if not args and not kwargs:
                 self.observe(
-                    "LC203", site,
-                    f"{txt} passes no metric, but ReduceLROnPlateau needs the monitored value (step(val_loss)); "
-                    "the call raises TypeError",
-                    "Runtime: ReduceLROnPlateau.step() was called without a metric.", step=o.steps if o else 0)
+                    "LC203", site, f"{txt} passes no metric, but ReduceLROnPlateau needs the value it monitors",
+                    "Runtime: ReduceLROnPlateau.step() was called without a metric, and raises TypeError. Pass "
+                    "the monitored value: scheduler.step(val_loss).", step=o.steps if o else 0)
             return
         if o is not None and o.steps == 0 and not o.scaler_attempted and o.sched_early is None:
             o.sched_early = {"site": site, "lr_before": lr_of(sched), "kind": s.kind}
@@ -130,10 +129,9 @@ class SchedulerChecks:
         self.observe(
             "LC202", e["site"],
             f"{subject(e['site'], 'scheduler.step()')} runs before {ref(step_site, 'optimizer.step()', e['site'])}: "
-            "the scheduler moves to its second value before the first update, so the first LR of the schedule "
-            "is never used",
+            "the first LR of the schedule is skipped",
             f"Runtime: {e['kind']}.step() ran before the optimizer's first step; step 1 used lr {fmt(lr)} instead "
-            f"of the schedule's first value {fmt(e['lr_before'])}.",
+            f"of the schedule's first value {fmt(e['lr_before'])}. Call scheduler.step() after optimizer.step().",
             [(step_site, "the optimizer step that should come first")], step=1, value=lr)
 
     def _check_per_batch(self, sched, s: SchedState, o: OptState | None, site, txt) -> None:
@@ -161,12 +159,11 @@ class SchedulerChecks:
             why = f"its {what} {s.period} is shorter than one epoch of {p['len']} batches"
         s.flagged = True
         self.observe(
-            "LC201", site,
-            f"{txt} runs once per batch, but {s.kind} counts its period in epochs: the schedule advances "
-            "len(loader) times per epoch; step it once per epoch, after the batch loop",
+            "LC201", site, f"{txt} runs once per batch, but {s.kind} counts its period in epochs",
             f"Runtime: {s.kind}.step() ran {s.in_pass} times in the first {steps_in_pass} optimizer steps of a "
             f"pass over a {p['len']}-batch loader; {why}; the LR went from {fmt(lr_of(sched, 'initial_lr'))} to "
-            f"{fmt(lr_of(sched))} in {s.in_pass - 1} scheduler steps.",
+            f"{fmt(lr_of(sched))} in {s.in_pass - 1} scheduler steps. Step it once per epoch, after the batch "
+            "loop.",
             [(p.get("site"), "the pass over the DataLoader starts here")],
             step=(o.steps + 1) if o else 0, value=float(s.in_pass))
 

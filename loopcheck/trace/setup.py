@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from . import codesearch, holders
-from .state import OptState, guarded, ref, subject, where
+from .state import OptState, guarded, subject, where
 
 
 class SetupChecks:
@@ -67,16 +67,17 @@ class SetupChecks:
         swapped = [n for n in old if n in after and after[n] is not old[n] and id(old[n]) in held]
         txt = subject(site, "model.to()")
         opt = opts[0]
-        opt_txt = f"{opt.name} at {where(opt.site, site)}" if opt.site else opt.name
+        opt_at = f" ({where(opt.site, site)})" if opt.site else ""
         if swapped:
             self._orphans_seen.update(id(after[n]) for n in swapped)
+            # a dtype change is a conversion (LC501); the same dtype, a move to a device (LC502)
+            code = "LC501" if any(after[n].dtype != old[n].dtype for n in swapped) else "LC502"
             self.observe(
-                "LC501", site,
-                f"{txt} replaces the parameters the optimizer ({opt_txt}) holds: it keeps updating the old "
-                "tensors and the model never learns; build the optimizer after converting the model",
+                code, site, f"{txt} replaces the parameters the optimizer{opt_at} holds",
                 f"Runtime: {len(swapped)} of {type(module).__name__}'s {len(after)} parameters are new tensors "
-                f"after the conversion ({', '.join(swapped[:3])}{'...' if len(swapped) > 3 else ''}); "
-                "the optimizer holds none of them.",
+                f"after the conversion ({', '.join(swapped[:3])}{'...' if len(swapped) > 3 else ''}); the "
+                "optimizer keeps updating the old ones, and the model never trains. Build the optimizer after "
+                "converting or moving the model.",
                 [(opt.site, "the optimizer was built here")], step=opt.steps, value=float(len(swapped)))
             return
         mismatched = []
@@ -96,11 +97,11 @@ class SetupChecks:
         what = (f"{str(v.dtype).replace('torch.', '')} vs {str(p.dtype).replace('torch.', '')}"
                 if v.dtype != p.dtype else f"{v.device} vs {p.device}")
         self.observe(
-            "LC501", site,
-            f"{txt} converts the model after the optimizer ({opt_txt}) built its state: the state tensors keep "
-            "the old dtype/device; convert the model before building the optimizer",
+            "LC501" if v.dtype != p.dtype else "LC502", site,
+            f"{txt} converts the model after the optimizer{opt_at} built its state",
             f"Runtime: after step {opt.steps}, {len(mismatched)} parameters no longer match their optimizer state "
-            f"({name}: {key} {what}); the next step fails or mixes precisions.",
+            f"({name}: {key} {what}); the next step fails or mixes precisions. Convert the model before building "
+            "the optimizer.",
             [(opt.site, "the optimizer was built here")], step=opt.steps, value=float(len(mismatched)))
 
     # ---------------------------------------------------------------- at a step
@@ -145,13 +146,11 @@ class SetupChecks:
             if site is not None:
                 break
         site = site or created[1]
-        opt_txt = ref(o.site, o.name, site) if o.site else o.name
+        opt_at = f" ({where(o.site, site)})" if o.site else ""
         self.observe(
-            "LC501", site,
-            f"the model trained here was built after the optimizer ({opt_txt}), which holds none of its "
-            "parameters: the optimizer updates a model that is no longer used; build it after the model",
+            "LC501", site, f"the model trained here was built after the optimizer{opt_at}, which holds none of it",
             f"Runtime: at step {n} none of {type(module).__name__}'s {count} trainable parameters is in any "
-            "optimizer.",
+            "optimizer: the optimizer updates a model that is no longer used. Build it after the model.",
             [(o.site, "the optimizer was built here")], step=n, value=float(count))
 
     def _orphan_parts(self, module, missing, o: OptState, n: int, count: int) -> None:
@@ -169,11 +168,11 @@ class SetupChecks:
                     "they get gradients but never change")
                 continue
             site = self._store_line(o, attr=owner.rpartition(".")[2]) or created[1]
-            opt_txt = ref(o.site, o.name, site) if o.site else o.name
+            opt_at = f" ({where(o.site, site)})" if o.site else ""
             self.observe(
                 "LC501", site,
-                f"{owner} of the model is replaced after the optimizer ({opt_txt}) was built: its new "
-                "parameters are in no optimizer and never train; build the optimizer after the change",
+                f"{owner} of the model is replaced after the optimizer{opt_at} was built: its new parameters never "
+                "train",
                 f"Runtime: at step {n}, {len(names)} of {type(module).__name__}'s {count} trainable parameters "
-                f"are in no optimizer ({listed}).",
+                f"are in no optimizer ({listed}). Build the optimizer after the change.",
                 [(o.site, "the optimizer was built here")], step=n, value=float(len(names)))

@@ -137,6 +137,7 @@ class OptState:
         self.internal_unscale = None    # scale a fused optimizer removes inside its step
         self.closure_step = False
         self.scaler_attempted = False
+        self.scaler_step_site: Site | None = None
         self.last_backward: Event | None = None
         self.last_forward: Event | None = None
         self.last_step: Event | None = None
@@ -241,22 +242,23 @@ def where(site: Site | None, base: Site | None) -> str:
 
 def subject(site: Site | None, what: str) -> str:
     """How a message names the event at its own line: ``loss.backward()``, or, when the event ran
-    inside a library the line called, ``optimizer.step() inside lightning (trainer.fit())``."""
+    inside a library the line called, ``optimizer.step() inside lightning``."""
     if site is None:
         return what
     if site.via:
-        return f"{what} inside {site.via} ({call_text(site, 'this call')})"
+        return f"{what} inside {site.via}"
     return call_text(site, what)
 
 
 def ref(site: Site | None, what: str, base: Site | None) -> str:
-    """How a message names another event: ``loss.backward() at line 47``, or ``loss.backward()
-    inside lightning (trainer.fit() at line 34)``."""
+    """How a message names another event, as the static messages do: ``loss.backward() (line
+    47)``, ``loss.backward() (engine.py:47)``, or ``loss.backward() inside lightning (line 34)``
+    when it ran inside a library the user's line 34 called."""
     if site is None:
         return what
     if site.via:
-        return f"{what} inside {site.via} ({call_text(site, 'this call')} at {where(site, base)})"
-    return f"{call_text(site, what)} at {where(site, base)}"
+        return f"{what} inside {site.via} ({where(site, base)})"
+    return f"{call_text(site, what)} ({where(site, base)})"
 
 
 def fmt(x) -> str:

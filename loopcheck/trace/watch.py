@@ -97,7 +97,6 @@ class Watcher(ForwardWatch, GradientChecks, SchedulerChecks, ModeChecks, LossChe
         self._eval_pending = None
         self._val_counts: dict[tuple, list] = {}
         # memory
-        self._last_loss = None
         self._kept_external = 0
         self._kept_sites: dict = {}
         # setup
