@@ -321,7 +321,8 @@ def test_help_says_it_runs_code_and_static_commands_do_not():
     res = CliRunner().invoke(main, ["trace", "--help"])
     assert "trace RUNS the program, in this Python process" in " ".join(res.output.split())
     res = CliRunner().invoke(main, ["--help"])
-    assert "trace" in res.output
+    assert "trace RUN a training program (your code, in this process) and report the loop bugs seen at runtime " \
+           "(needs torch)." in " ".join(res.output.split())
 
 
 def test_cli_without_torch(monkeypatch):

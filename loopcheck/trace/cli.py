@@ -19,7 +19,9 @@ TORCH_MISSING = (
 )
 
 
-@click.command("trace", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.command("trace", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+               short_help="RUN a training program (your code, in this process) and report the loop bugs seen "
+                          "at runtime (needs torch).")
 @click.option("--steps", type=click.IntRange(min=1), default=None, metavar="N",
               help="Stop the program once N optimizer steps have run (before any optimizer's step N+1). "
                    "Default: run to the end.")
