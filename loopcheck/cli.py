@@ -853,3 +853,14 @@ def _register_verify() -> None:
 
 
 _register_verify()
+
+
+def _register_trace() -> None:
+    try:
+        from loopcheck.trace.cli import trace
+    except ImportError:
+        return
+    main.add_command(trace)
+
+
+_register_trace()

@@ -1,0 +1,428 @@
+"""``loopcheck trace``: every bad fixture with a runtime symptom on CPU is reported at its line with
+its code, every good and valid fixture is silent, framework loops (Lightning, transformers,
+accelerate) are traced, static findings are marked, and the command behaves (formats, exit
+codes, --steps, -m, sys.argv, the program's output, noqa)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+from click.testing import CliRunner  # noqa: E402
+
+from loopcheck.cli import main  # noqa: E402
+from loopcheck.trace import codesearch  # noqa: E402
+from loopcheck.trace.sites import Site, UserCode, package_of  # noqa: E402
+from loopcheck.trace.state import IdMap, call_text  # noqa: E402
+from loopcheck.trace.target import Target, TargetError, parse_command  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+DATA = ROOT / "tests" / "data" / "trace"
+EXPECT = re.compile(r"#\s*expect:\s*([A-Z0-9, ]+)")
+TRACE = re.compile(r"#\s*trace:\s*([A-Z0-9, ]+)")
+
+BAD = sorted(FIXTURES.glob("LC*_bad*.py"))
+GOOD = sorted(FIXTURES.glob("LC*_good.py")) + sorted((FIXTURES / "valid").glob("*.py")) + sorted(
+    DATA.glob("good_*.py"))
+FRAMEWORK = sorted(DATA.glob("lightning_*.py")) + sorted(DATA.glob("hf_trainer_*.py")) + sorted(
+    DATA.glob("accelerate_*.py"))
+
+#: Bad fixtures whose bug cannot show when they run on a CPU (their static finding is then
+#: marked "not observed"), and why.
+NO_RUNTIME_SYMPTOM = {
+    "LC105_bad_optimizer_parameter.py": "it only defines train_one_epoch(); nothing calls it",
+    "LC501_bad.py": "the model is converted before the first step: PyTorch keeps the Parameter objects and "
+                    "the optimizer has no state yet, so its updates still reach the model",
+    "LC501_bad_cuda.py": "the conversion runs only when CUDA is available",
+    "LC501_bad_half.py": "the conversion runs only when CUDA is available",
+    "LC501_bad_to_device.py": "model.to('cpu') on a CPU model changes nothing",
+    "LC501_bad_move_after_resume.py": "model.to('cpu') on a CPU model changes nothing",
+    "LC502_bad.py": "model.to('cpu') on a CPU model changes nothing (LC502_bad_runtime.py shows the symptom)",
+    "LC502_bad_cuda.py": "the move runs only when CUDA is available",
+    "LC202_bad_local_warmup_class.py": "a hand-written scheduler class: nothing at runtime tells the first value of "
+                                       "its schedule from a skipped one",
+}
+
+#: Errors that mean a fixture is a static snippet, not a program (names it never defines,
+#: modules that only exist in its story).
+SNIPPET_ERRORS = ("NameError", "ModuleNotFoundError")
+
+#: Good programs whose library is not installed are skipped (the test extra installs them).
+NEEDS = {"accelerate_": "accelerate", "transformers_": "transformers", "lightning_": "lightning",
+         "hf_trainer_": "transformers"}
+
+WORKER = r"""
+import json, os, sys
+import torch
+from loopcheck.trace.report import build_report
+from loopcheck.trace.run import run_target
+from loopcheck.trace.target import Target
+out = {}
+for path in sys.argv[1:]:
+    # programs share this process: undo the global settings a previous one may have changed
+    torch.__future__.set_overwrite_module_params_on_conversion(False)
+    torch.__future__.set_swap_module_params_on_conversion(False)
+    torch.set_default_dtype(torch.float32)
+    torch.set_grad_enabled(True)
+    result = run_target(Target("path", path, []))
+    report = build_report(result)
+    out[path] = {
+        "runtime": sorted([o.code, os.path.abspath(o.site.filename), o.site.line] for o in result.observations),
+        "report": [[f.code, f.filename, f.row, report.status(f)] for f in report.findings],
+        "error": result.error and f"{result.error['type']}: {result.error['message']}",
+        "steps": result.steps, "notes": result.notes,
+    }
+sys.stdout.write(json.dumps(out))
+"""
+
+
+def expected(path: Path, pattern=EXPECT) -> set[tuple[str, int]]:
+    out = set()
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        m = pattern.search(line)
+        if m:
+            out |= {(code.strip(), lineno) for code in m.group(1).split(",") if code.strip()}
+    return out
+
+
+def _env() -> dict:
+    return dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONWARNINGS="ignore",
+                TOKENIZERS_PARALLELISM="false", HF_HUB_OFFLINE="1", TRANSFORMERS_VERBOSITY="error")
+
+
+def _missing_library(path: Path) -> str | None:
+    import importlib.util
+
+    for prefix, lib in NEEDS.items():
+        if path.name.startswith(prefix) and importlib.util.find_spec(lib) is None:
+            return lib
+    return None
+
+
+@pytest.fixture(scope="module")
+def runs():
+    """Every program traced once, in two worker processes (each imports torch once)."""
+    paths = [str(p) for p in BAD + GOOD + FRAMEWORK if _missing_library(p) is None]
+    halves = [paths[0::2], paths[1::2]]
+    procs = [subprocess.Popen([sys.executable, "-c", WORKER, *half], cwd=ROOT, env=_env(),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for half in halves]
+    out = {}
+    for proc in procs:
+        stdout, stderr = proc.communicate(timeout=900)
+        assert proc.returncode == 0, stderr[-3000:]
+        out.update(json.loads(stdout))
+    return out
+
+
+def _run(runs, path: Path) -> dict:
+    lib = _missing_library(path)
+    if lib:
+        pytest.skip(f"{lib} is not installed")
+    return runs[str(path)]
+
+
+def _skip_snippet(r: dict) -> None:
+    """Static-only fixtures (functions nothing calls, names they never define) train nothing."""
+    if r["steps"] == 0 and not r["runtime"] and (r["error"] is None or r["error"].startswith(SNIPPET_ERRORS)):
+        assert all(s == "not-observed" for *_, s in r["report"])
+        pytest.skip(f"not a runnable training program (no optimizer step; {r['error'] or 'nothing runs'})")
+
+
+@pytest.mark.parametrize("path", BAD, ids=lambda p: p.name)
+def test_bad_fixture_is_reported_at_its_line(runs, path):
+    r = _run(runs, path)
+    _skip_snippet(r)
+    want = expected(path)
+    got = {(code, line) for code, filename, line in r["runtime"] if filename == str(path)}
+    if path.name in NO_RUNTIME_SYMPTOM:
+        assert got == set(), NO_RUNTIME_SYMPTOM[path.name]
+        assert {(c, row, s) for c, _f, row, s in r["report"]} == {(c, row, "not-observed") for c, row in want}
+        return
+    assert got == want, r
+    assert {(c, row, s) for c, _f, row, s in r["report"]} == {(c, row, "confirmed") for c, row in want}
+
+
+@pytest.mark.parametrize("path", GOOD, ids=lambda p: p.name)
+def test_good_fixture_is_silent(runs, path):
+    r = _run(runs, path)
+    _skip_snippet(r)
+    assert r["runtime"] == [] and r["report"] == []
+    assert r["error"] is None
+    assert r["steps"] > 0
+
+
+@pytest.mark.parametrize("path", FRAMEWORK, ids=lambda p: p.name)
+def test_framework_loop(runs, path):
+    """The bug sits in a hook the framework calls: found at runtime, at the hook's line; the
+    static pass sees no loop there (except accelerate's, whose loop is the user's own)."""
+    r = _run(runs, path)
+    want = expected(path, TRACE)
+    assert {(c, line) for c, _f, line in r["runtime"]} == want
+    status = "confirmed" if path.name.startswith("accelerate_") else "runtime"
+    assert {(c, row, s) for c, _f, row, s in r["report"]} == {(c, row, status) for c, row in want}
+    assert r["error"] is None and r["steps"] >= 12
+
+
+def test_framework_messages_name_the_framework(runs):
+    path = DATA / "lightning_eval_left_on.py"
+    _run(runs, path)
+    code, out, _ = trace("--output-format", "concise", "--", "python", str(path))
+    assert code == 1
+    line = out.splitlines()[0]
+    assert line.startswith(f"{os.path.relpath(path, ROOT)}:27:9: LC301 [runtime, step ")
+    assert line.endswith("self.eval() is still in effect when optimizer.step() inside lightning (line 38) trains "
+                         "the model")
+
+
+# ------------------------------------------------------------------------------ the command
+
+
+def trace(*args, cwd=None):
+    """Run ``python -m loopcheck trace ARGS`` in a fresh interpreter: (exit code, stdout, stderr)."""
+    proc = subprocess.run([sys.executable, "-m", "loopcheck", "trace", *args], cwd=cwd or ROOT, env=_env(),
+                          capture_output=True, text=True, timeout=300)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def invoke(*args):
+    """``loopcheck trace ARGS`` in this process (faster: torch is imported already)."""
+    res = CliRunner().invoke(main, ["trace", *args])
+    return res.exit_code, res.stdout, res.stderr
+
+
+@pytest.fixture
+def in_root(monkeypatch):
+    monkeypatch.chdir(ROOT)
+
+
+def test_concise_output_steps_and_exit_code(in_root):
+    code, out, err = invoke("--steps", "5", "--output-format", "concise", "--", "python", "fixtures/LC101_bad.py")
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0] == ("fixtures/LC101_bad.py:46:9: LC101 [*] [confirmed at step 1] torch.nn.utils.clip_grad_norm_() "
+                        "runs before loss.backward() (line 47), on empty gradients")
+    assert re.fullmatch(r"Traced fixtures/LC101_bad\.py: 5 optimizer steps \(stopped by --steps\) in [\d.]+ s\.",
+                        lines[1])
+    assert lines[2:] == ["Found 1 runtime finding (1 confirms a static finding)."]
+    assert "epoch 0" not in out + err  # it stopped inside its first epoch
+
+
+def test_steps_stop_exactly_after_n_steps():
+    code, out, err = invoke("--steps", "4", "--", "python", str(DATA / "argv_and_output.py"), "--steps", "10")
+    assert code == 0, err
+    assert "step 4 done" in err and "step 5 done" not in err  # the program's output goes to stderr
+    assert "4 optimizer steps (stopped by --steps)" in out
+
+
+def test_program_arguments_output_and_exit_status():
+    """End to end in a fresh interpreter: file descriptor 1 of the program goes to stderr too."""
+    code, out, err = trace("--", "python", str(DATA / "argv_and_output.py"), "--steps", "2", "--exit", "3")
+    assert "argv: --steps 2 --exit 3 | name: __main__ | file: True" in err
+    assert "argv:" not in out
+    assert out.splitlines()[-2:] == ["No runtime findings.", "The program exited with status 3."]
+    assert code == 2
+    code, out, err = invoke("--", "python", str(DATA / "argv_and_output.py"), "--steps", "2", "--fail")
+    assert code == 2
+    assert re.search(r"The program raised ValueError at .*argv_and_output\.py:26: the program failed on purpose",
+                     out)
+    assert "Traceback (most recent call last)" in err
+
+
+def test_module_target_and_a_finding_in_another_file(monkeypatch):
+    monkeypatch.chdir(DATA)
+    code, out, err = invoke("--output-format", "json", "--", "python", "-m", "tinypkg")
+    assert code == 1, err
+    (f,) = json.loads(out)
+    assert (f["code"], f["filename"], f["location"]["row"]) == ("LC105", str(DATA / "tinypkg" / "engine.py"), 9)
+    assert f["trace"] == {"status": "confirmed", "step": 3, "value": 10.0, "count": 8}  # 10 backward passes summed
+    assert "Traced -m tinypkg: 10 optimizer steps" in err  # JSON on stdout, the summary on stderr
+
+
+def test_not_observed_json_sarif_github_and_full(in_root):
+    import jsonschema
+
+    code, out, _ = invoke("--output-format", "json", "--steps", "8", "--", "python", "fixtures/LC301_bad.py")
+    assert code == 0  # eval() first runs after step 8 (the first epoch): stopped before it trains again
+    (f,) = json.loads(out)
+    assert f["code"] == "LC301" and f["location"] == {"row": 51, "column": 5}
+    assert f["message"].startswith("[not observed in this run] model.eval() is still in effect")
+    assert f["trace"] == {"status": "not-observed", "step": None, "value": None, "count": 0}
+    assert f["note"].startswith("Not observed at runtime: no training step ran on a forward pass in eval mode")
+
+    code, out, _ = invoke("--output-format", "json", "--", "python", "fixtures/LC301_bad.py")
+    (f,) = json.loads(out)
+    assert code == 1 and f["trace"]["status"] == "confirmed" and f["trace"]["step"] == 9
+    assert f["note"].startswith("Runtime: step 9 trained on a forward pass of MLP in eval mode (BatchNorm1d x1, "
+                                "Dropout x1 inactive: Dropout off, BatchNorm on its running statistics). Call "
+                                "model.train() before the next training step.\n")
+
+    code, out, _ = invoke("--output-format", "sarif", "--", "python", "fixtures/LC602_bad.py")
+    log = json.loads(out)
+    schema = json.loads((ROOT / "tests" / "data" / "sarif-schema-2.1.0.json").read_text())
+    jsonschema.validate(log, schema)
+    (result,) = log["runs"][0]["results"]
+    assert result["ruleId"] == "LC602" and result["properties"]["trace"]["status"] == "confirmed"
+    assert result["properties"]["trace"]["value"] == 65536.0
+
+    code, out, _ = invoke("--output-format", "github", "--", "python", "fixtures/LC401_bad.py")
+    assert out.startswith("::warning title=loopcheck (LC401),file=fixtures/LC401_bad.py,line=51,col=9,")
+    assert "LC401 [confirmed at step 2] loss_history.append(loss) stores the loss tensor, not its value" in out
+
+    code, out, _ = invoke("--output-format", "full", "--no-static", "--", "python", "fixtures/LC104_bad.py")
+    assert out.splitlines()[:10] == [
+        "LC104 [runtime, step 1] optimizer.step() runs before loss.backward() (line 49): it applies no gradient of "
+        "this batch",
+        "  --> fixtures/LC104_bad.py:48:9",
+        "   |",
+        "47 |         loss = criterion(model(x), y)",
+        "   |                          ------------ the forward pass of this batch",
+        "48 |         optimizer.step()  # expect: LC104",
+        "   |         ^^^^^^^^^^^^^^^^",
+        "49 |         loss.backward()",
+        "   |         --------------- its backward() runs after the step",
+        "   |",
+    ]
+
+
+def test_notes_for_what_no_rule_covers():
+    code, out, _ = invoke("--", "python", str(DATA / "sampler_without_set_epoch.py"))
+    assert code == 0
+    assert "note: DistributedSampler (iterated at sampler_without_set_epoch.py:15) was iterated 3 times without " \
+           "set_epoch() between passes: every epoch uses the same shuffled order" in out.splitlines()
+
+
+def test_noqa_suppresses_runtime_findings():
+    code, out, _ = invoke("--output-format", "json", "--", "python", str(DATA / "noqa_runtime.py"))
+    assert code == 0 and json.loads(out) == []
+
+
+def test_usage_errors():
+    runner = CliRunner()
+    res = runner.invoke(main, ["trace"])
+    assert res.exit_code == 2 and "nothing to run" in res.output
+    res = runner.invoke(main, ["trace", "--", "python", "-c", "print(1)"])
+    assert res.exit_code == 2 and "unsupported interpreter option '-c'" in res.output
+    res = runner.invoke(main, ["trace", "--", "python", "no_such_script.py"])
+    assert res.exit_code == 2 and "no_such_script.py: no such file" in res.output
+    res = runner.invoke(main, ["trace", "--", "python", "-m", "no_such_module_anywhere"])
+    assert res.exit_code == 2 and "no module named 'no_such_module_anywhere'" in res.output
+
+
+def test_help_says_it_runs_code_and_static_commands_do_not():
+    res = CliRunner().invoke(main, ["trace", "--help"])
+    assert "trace RUNS the program, in this Python process" in " ".join(res.output.split())
+    res = CliRunner().invoke(main, ["--help"])
+    assert "trace RUN a training program (your code, in this process) and report the loop bugs seen at runtime " \
+           "(needs torch)." in " ".join(res.output.split())
+
+
+def test_cli_without_torch(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)
+    res = CliRunner().invoke(main, ["trace", "--", "python", "fixtures/LC101_bad.py"])
+    assert res.exit_code == 2 and "needs PyTorch" in res.output
+
+
+def test_importing_the_command_does_not_import_torch():
+    code = "import sys, loopcheck.cli, loopcheck.trace.cli; assert 'torch' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_probes_are_restored_after_a_run():
+    import torch
+
+    def patched():
+        return (torch.autograd.backward, torch.nn.utils.clip_grad_norm_, torch.optim.Optimizer.zero_grad,
+                torch.nn.Module.eval, torch.nn.Module.__init__, torch.nn.Module.__call__,
+                torch.nn.Linear.__dict__.get("__call__"))
+
+    before = patched()
+    from loopcheck.trace.run import run_target
+
+    result = run_target(Target("path", str(DATA / "argv_and_output.py"), []), steps=2)
+    assert result.stopped and result.steps == 2
+    assert patched() == before and before[-1] is None  # the model class got its own __call__ back
+
+
+def test_a_failure_inside_the_watcher_never_reaches_the_program(monkeypatch):
+    from loopcheck.trace.gradients import GradientChecks
+    from loopcheck.trace.run import run_target
+
+    def broken(self, *args):
+        raise KeyError("boom")
+
+    monkeypatch.setattr(GradientChecks, "_gradients_at_step", broken)
+    result = run_target(Target("path", str(DATA / "argv_and_output.py"), ["--steps", "3"]))
+    assert result.error is None and result.steps == 3
+    assert result.notes == ["loopcheck trace: internal error in _on_step: KeyError: 'boom' (the run went on; "
+                            "findings may be incomplete)"]
+
+
+# ------------------------------------------------------------------------------ units
+
+
+def test_parse_command():
+    assert parse_command(["python", "train.py", "--lr", "1"]) == Target("path", "train.py", ["--lr", "1"])
+    assert parse_command(["python3.11", "-u", "-m", "pkg.train", "x"]) == Target("module", "pkg.train", ["x"])
+    assert parse_command(["/usr/bin/python3", "-mpkg"]) == Target("module", "pkg", [])
+    assert parse_command(["train.py"]) == Target("path", "train.py", [])
+    for bad in ([], ["python"], ["python", "-m"], ["python", "-O", "train.py"]):
+        with pytest.raises(TargetError):
+            parse_command(bad)
+
+
+def test_user_code_decides_by_the_longest_root(tmp_path):
+    import torch
+
+    user = UserCode([str(tmp_path)])
+    script = tmp_path / "train.py"
+    script.write_text("x = 1\n")
+    assert user.is_user(str(script))
+    assert not user.is_user(torch.__file__)
+    assert not user.is_user(json.__file__)
+    assert not user.is_user("<frozen runpy>")
+    assert not user.is_user(str(ROOT / "loopcheck" / "cli.py"))
+    assert package_of("/v/lib/python3.11/site-packages/lightning/pytorch/loops/fit_loop.py") == "lightning"
+    assert package_of("/v/lib/python3.11/site-packages/six.py") == "six"
+    assert package_of(str(script)) is None
+
+
+def test_call_text_and_columns(tmp_path):
+    src = tmp_path / "t.py"
+    src.write_text("x = 1\nClippingTrainer(model=Net(), args=a).train()\n    é = opt.step()\n")
+    assert call_text(Site(str(src), 2, 2, 0, 44), "?") == "ClippingTrainer(...).train()"
+    assert call_text(Site(str(src), 3, 3, 9, 19), "?") == "opt.step()"  # byte offsets (é is 2 bytes)
+    assert Site(str(src), 3, 3, 9, 19).columns(src.read_text().splitlines()) == (9, 3, 19)
+    assert Site(str(src), 2, 2, None, None).columns(src.read_text().splitlines()) == (1, 2, 45)
+
+
+def test_codesearch_finds_the_storing_line():
+    code = compile("history = []\nfor i in range(3):\n    loss = f(i)\n    print(history, loss)\n"
+                   "    history.append(loss)\nmodel = build()\nopt = make(model)\nmodel = build()\n"
+                   "model.fc = Linear()\n", "m.py", "exec")
+    assert codesearch.find_keeping(code, ["history"], {"loss"}).line == 5
+    assert codesearch.find_store(code, name="model", after=7).line == 8
+    assert codesearch.find_store(code, attr="fc").line == 9
+
+
+def test_idmap_forgets_collected_objects_and_never_hashes():
+    class Unhashable:
+        __hash__ = None
+
+        def __eq__(self, other):
+            raise AssertionError("compared")
+
+    m = IdMap()
+    a = Unhashable()
+    m[a] = 1
+    assert m.get(a) == 1 and m.items() == [(a, 1)]
+    del a
+    assert m.items() == []
