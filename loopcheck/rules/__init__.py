@@ -15,6 +15,7 @@ decorate it with ``@register``, add ``fixtures/LCxxx_bad.py``/``_good.py`` and a
 """
 
 from loopcheck.rules import amp, gradients, memory, modes, schedulers, setup  # noqa: F401
+from loopcheck.rules import accumulation, checkpoints, data, evaluation, losses, modules  # noqa: F401
 from loopcheck.rules.base import INFOS, REGISTRY, SYNTAX_ERROR, Rule, RuleInfo
 
 __all__ = ["INFOS", "REGISTRY", "SYNTAX_ERROR", "Rule", "RuleInfo"]
