@@ -395,6 +395,9 @@ def classify_assign(a: Assign, roles: Roles) -> list[Event]:
         if owner is not None and roles.canon(owner) in roles.models:
             kind = "unfreeze" if _literal_bool(a.value) else "freeze"
             return [Event(kind, roles.canon(owner), a.node, a)]
+    container = _plain_container(a)
+    if container is not None:
+        out.append(container)
     prefix, _, attr = target.rpartition(".")
     canon_prefix = roles.canon(prefix) if prefix else None
     if (
@@ -413,6 +416,18 @@ def classify_assign(a: Assign, roles: Roles) -> list[Event]:
         kind = "detached" if target in roles.no_graph or a.ctx.grad == "disabled" else a.value_kind
         out.append(Event("loss_assign", roles.canon(target), a.node, a, {"value_kind": kind}))
     return out
+
+
+_CONTAINERS = (cst.List, cst.Tuple, cst.Set, cst.Dict, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+
+def _plain_container(a: Assign) -> Event | None:
+    """``self.layers = [...]``, ``self.heads = {...}``, ``self.blocks = []``: a plain list, tuple,
+    set or dict (a display or a comprehension) assigned to an attribute of an instance
+    (``plain_container``, subject the attribute; what it holds is the rules' business)."""
+    if a.op != "=" or not isinstance(a.value, _CONTAINERS) or not a.target.startswith("self@") or "." not in a.target:
+        return None
+    return Event("plain_container", a.target, a.node, a)
 
 
 def _clears(value: cst.BaseExpression | None) -> bool:

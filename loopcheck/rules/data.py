@@ -14,7 +14,7 @@ import libcst as cst
 
 from loopcheck.engine.ir import Call, walk_events
 from loopcheck.engine.knowledge import knowledge
-from loopcheck.engine.roles import arg_at, last, summary_of
+from loopcheck.engine.roles import ACCELERATOR_NAME, ROLE_TYPES, arg_at, last, summary_of
 from loopcheck.engine.unit import Unit
 from loopcheck.engine.values import loops, raw_calls
 from loopcheck.findings import Report
@@ -92,12 +92,15 @@ class DistributedSamplerWithoutSetEpoch(Rule):
                 return True
         canon = unit.roles.canon
         for raw in walk_events(unit.ir):
-            if not isinstance(raw, Call) or raw.inlined or not (outer & set(map(id, raw.ctx.loops))):
+            if not isinstance(raw, Call) or raw.inlined or not any(mine(canon(m)) for a in raw.args for m in a.mentions):
                 continue
-            if raw.typed or summary_of(raw, unit.roles) is not None:
-                continue  # a call the knowledge describes: a set_epoch would be among its events
-            if any(mine(canon(m)) for a in raw.args for m in a.mentions):
-                return True
+            summary = summary_of(raw, unit.roles)
+            if summary is None and raw.receiver and ACCELERATOR_NAME.search(last(raw.receiver)):
+                summary = knowledge().method(ROLE_TYPES["accelerator"], raw.method or "")
+            if summary is None and not raw.typed and outer & set(map(id, raw.ctx.loops)):
+                return True  # a call no entry describes, in the epoch loop: it may set the epoch
+            if summary is not None and summary.returns is not None and summary.returns.same:
+                return True  # wrapped (accelerator.prepare): the wrapper's loader sets its epoch itself
         return False
 
     def _report(self, node: cst.CSTNode, epoch_loop: cst.CSTNode, ctor: Call, loader: str, sampler: str | None) -> Report:

@@ -193,17 +193,18 @@ class SubmodulesInPlainContainer(Rule):
 
     def check(self, unit: Unit) -> Iterable[Report]:
         seen: set[int] = set()
-        raws = list(walk_events(unit.ir))
-        for raw in raws:
-            if not isinstance(raw, Assign) or raw.op != "=" or not raw.target or id(raw.node) in seen:
+        raws = None
+        for ev in unit.of_kind("plain_container"):
+            raw = ev.raw
+            if id(raw.node) in seen:
                 continue
             head, _, attr = raw.target.partition(".")
-            if not head.startswith("self@") or not attr or "." in attr:
+            if "." in attr:
                 continue
             value = raw.value
-            if not isinstance(value, LIST_NODES + DICT_NODES):
-                continue
             seen.add(id(raw.node))
+            if raws is None:
+                raws = list(walk_events(unit.ir))
             built = [b for b in (_builds(unit, e) for e in _elements(value)) if b is not None]
             adds: list[cst.CSTNode] = []
             if not _elements(value):  # self.layers = [] ... self.layers.append(nn.Linear(...))
