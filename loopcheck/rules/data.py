@@ -68,13 +68,15 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             if not around or not isinstance(loop.info.node, cst.For):
                 continue
             loader = next((roles.canon(n) for n in loop.info.iter_names if roles.canon(n) in loaders), None)
-            if loader is None or id(loop.info.node) in reported:
+            if loader is None:
                 continue
             ctor, sampler = loaders[loader]
+            if id(ctor.node) in reported:
+                continue
             if self._epoch_set(unit, around, loader, sampler):
                 continue
-            reported.add(id(loop.info.node))
-            yield self._report(loop.info.node.iter, around[-1].node, ctor, loader, sampler)
+            reported.add(id(ctor.node))
+            yield self._report(loop.info.node, around[-1].node, ctor, loader, sampler)
 
     @staticmethod
     def _epoch_set(unit: Unit, around, loader: str, sampler: str | None) -> bool:
@@ -103,14 +105,14 @@ class DistributedSamplerWithoutSetEpoch(Rule):
                 return True  # wrapped (accelerator.prepare): the wrapper's loader sets its epoch itself
         return False
 
-    def _report(self, node: cst.CSTNode, epoch_loop: cst.CSTNode, ctor: Call, loader: str, sampler: str | None) -> Report:
+    def _report(self, loop: cst.For, epoch_loop: cst.CSTNode, ctor: Call, loader: str, sampler: str | None) -> Report:
         return Report(
-            self.info.code, node,
+            self.info.code, ctor.node,
             lambda d: (
-                f"{d.code(node, 40)} is iterated every epoch but its DistributedSampler (line {d.line(ctor.node)}) never "
-                "gets set_epoch(): each epoch has the same order"
+                f"{d.call(ctor.node)} never gets set_epoch() but its loader is iterated every epoch "
+                f"(line {d.line(loop)}): each epoch has the same order"
             ),
-            [(ctor.node, "the DistributedSampler"), (epoch_loop, "the epoch loop, with no set_epoch() call")],
+            [(loop, f"iterates {last(loader)} in every epoch"), (epoch_loop, "the epoch loop, with no set_epoch() call")],
             lambda d: (
                 "DistributedSampler shuffles with a generator seeded by seed + epoch, and its epoch stays 0 unless "
                 "set_epoch() is called: every epoch visits the samples in the same order on every rank (measured: "

@@ -29,7 +29,7 @@ from loopcheck.engine.names import dotted_name
 from loopcheck.engine.roles import last
 from loopcheck.engine.unit import Unit
 from loopcheck.engine.values import (
-    ClassRef, class_of_call, is_criterion_class, is_module_class, is_tensor, discarded, parents, raw_calls,
+    ClassRef, class_of_call, classes_of, is_criterion_class, is_module_class, is_tensor, discarded, parents, raw_calls,
     tensor_method,
 )
 from loopcheck.engine.walk import walk
@@ -231,15 +231,27 @@ class SubmodulesInPlainContainer(Rule):
                 continue
             if _registered(unit, cls_node, index, attr):
                 continue
-            yield self._report(raw, attr, value, built, adds)
+            yield self._report(raw, attr, value, built, adds, self._optimizer(unit, cls_node.name.value))
 
-    def _report(self, raw: Assign, attr: str, value, built: list[_Built], adds: list) -> Report:
+    @staticmethod
+    def _optimizer(unit: Unit, cls_name: str) -> Event | None:
+        """The construction of an optimizer built from the parameters of a model of class
+        ``cls_name``: the one that misses the unregistered modules."""
+        for ev in unit.of_kind("opt_build"):
+            for model in ev.extra.get("models") or ():
+                if any(getattr(c, "name", None) == cls_name for c in classes_of(unit, model)):
+                    return ev
+        return None
+
+    def _report(self, raw: Assign, attr: str, value, built: list[_Built], adds: list, opt: Event | None) -> Report:
         plain = "dict" if isinstance(value, DICT_NODES) else "tuple" if isinstance(value, cst.Tuple) else "list"
         params = all(b.kind == "parameter" for b in built)
         what = "parameters" if params else "modules"
         fix = ("nn.ParameterDict" if plain == "dict" else "nn.ParameterList") if params else (
             "nn.ModuleDict" if plain == "dict" else "nn.ModuleList")
         related = [(n, f"adds a {what[:-1]} to the plain {plain}") for n in adds[:3]]
+        if opt is not None:
+            related.append((opt.node, f"the optimizer, built from parameters() without these {what}"))
         return Report(
             self.info.code, raw.node,
             lambda d: f"self.{attr} holds {what} in a plain {plain}: they are not registered, so the optimizer never trains them",
