@@ -405,7 +405,8 @@ def _class_mode_dependent(cls, depth: int, seen: frozenset) -> bool:
             return True
     for name, func in info.methods.items():
         for node in walk(func):
-            if isinstance(node, cst.Attribute) and node.attr.value == "training" and dotted_name(node.value) == _self_name(func):
+            if (isinstance(node, cst.Attribute) and node.attr.value == "training"
+                    and dotted_name(node.value) == _self_name(func)):
                 return True
             if isinstance(node, cst.Call):
                 d = dotted_name(node.func)
@@ -475,9 +476,9 @@ def output_kind(unit, model: str) -> str | None:
 
 
 def _constructed_output(unit, c: Call) -> str | None:
-    """The output kind of the module a construction call builds (through ``.to(device)``)."""
-    while c.inner is not None and tensor_method(c.method) is False and c.method in ("to", "cuda", "cpu", "half", "float",
-                                                                                    "double", "bfloat16", "train", "eval"):
+    """The output kind of the module a construction call builds (through ``.to(device)`` and
+    the other methods called on the new module)."""
+    while c.inner is not None:
         c = c.inner
     cls = class_of_call(unit, c)
     if cls is None:

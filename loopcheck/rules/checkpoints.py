@@ -176,15 +176,15 @@ class BestStateNotCopied(Rule):
         return Report(
             self.info.code, snap.node,
             lambda d: (
-                f"{name} keeps references to the live weights, and {d.call(step.node)} at line {d.line(step.node)} "
-                f"changes them before line {d.line(use.node)} uses them: it holds the last weights"
+                f"{name} references the live weights: {d.call(step.node)} at line {d.line(step.node)} changes them "
+                f"before line {d.line(use.node)} uses it"
             ),
             [(step.node, "a step after the snapshot changes the same tensors"), (use.node, "uses the 'best' state")],
             lambda d: (
                 "state_dict() returns references to the model's parameter and buffer tensors, not copies; every "
                 "optimizer step updates them in place, so the saved or reloaded 'best' state is the model as it is "
-                "at that point (measured: the reloaded 'best' weights equal the last weights, validation loss "
-                "0.75 instead of the best 0.52). Take a copy: copy.deepcopy(model.state_dict()) or "
+                "at that point (measured: the reloaded 'best' weights were the last epoch's, validation loss "
+                "0.175 instead of the best 0.142). Take a copy: copy.deepcopy(model.state_dict()) or "
                 "{k: v.detach().clone() for k, v in model.state_dict().items()}."
             ),
         )
@@ -276,7 +276,8 @@ class ResumeWithoutOptimizerState(Rule):
                         continue
                     missing.append((k, ref))
                 elif of == "scheduler":
-                    if not any(e.subject == obj and unit.order(e) > unit.order(load) for e in unit.of_kind("sched_step")):
+                    stepped = [e for e in unit.of_kind("sched_step") if e.subject == obj]
+                    if not any(unit.order(e) > unit.order(load) for e in stepped):
                         continue
                     if self._restored(unit, obj, "scheduler"):
                         continue
@@ -300,16 +301,17 @@ class ResumeWithoutOptimizerState(Rule):
         return Report(
             self.info.code, load.node,
             lambda d: (
-                f'{d.call(load.node)} resumes from the checkpoint saved at line {d.line(ckpt.save.node)} but never '
-                f"loads its {kinds} state ({names}): training restarts cold"
+                f"{d.call(load.node)} resumes without the {kinds} state saved at line {d.line(ckpt.save.node)}: "
+                "it restarts cold"
             ),
-            [(ckpt.save.node, f"saves the {kinds} state")] + [(ref.node, f"the {ref.extra.get('of')} state saved") for _, ref in missing],
+            [(ckpt.save.node, f"saves the {kinds} state")]
+            + [(ref.node, f"the {ref.extra.get('of')} state saved") for _, ref in missing],
             lambda d: (
-                "The checkpoint holds the optimizer's state (Adam's moment estimates, SGD's momentum buffers) and "
-                "the scheduler's position, but the resume path loads only the model: the optimizer restarts from "
-                "zero moments and the schedule restarts from its first value (warm-up again), so the resumed run "
-                "is not the run that was interrupted (measured: the first resumed step moved the weights 2.9x as "
-                "far as the uninterrupted run's). Load them: optimizer.load_state_dict(ckpt[...]), "
-                "scheduler.load_state_dict(ckpt[...])."
+                f"The checkpoint's {names} entries hold what resuming needs (Adam's moment estimates, SGD's "
+                "momentum buffers, the scheduler's position), but the resume path loads only the model: the "
+                "optimizer restarts from zero moments and the schedule from its first value (warm-up again), so the "
+                "resumed run is not the run that was interrupted (measured: the first resumed step moved the "
+                "weights 5.1 times as far as with the state loaded, at the initial LR 0.01 instead of 0.005). Load "
+                "them: optimizer.load_state_dict(ckpt[...]), scheduler.load_state_dict(ckpt[...])."
             ),
         )

@@ -94,7 +94,9 @@ class DistributedSamplerWithoutSetEpoch(Rule):
                 return True
         canon = unit.roles.canon
         for raw in walk_events(unit.ir):
-            if not isinstance(raw, Call) or raw.inlined or not any(mine(canon(m)) for a in raw.args for m in a.mentions):
+            if not isinstance(raw, Call) or raw.inlined:
+                continue
+            if not any(mine(canon(m)) for a in raw.args for m in a.mentions):
                 continue
             summary = summary_of(raw, unit.roles)
             if summary is None and raw.receiver and ACCELERATOR_NAME.search(last(raw.receiver)):
@@ -109,10 +111,11 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         return Report(
             self.info.code, ctor.node,
             lambda d: (
-                f"{d.call(ctor.node)} never gets set_epoch() but its loader is iterated every epoch "
-                f"(line {d.line(loop)}): each epoch has the same order"
+                f"{d.call(ctor.node)} never gets set_epoch(), so each epoch of the loop at line {d.line(loop)} has the "
+                "same order"
             ),
-            [(loop, f"iterates {last(loader)} in every epoch"), (epoch_loop, "the epoch loop, with no set_epoch() call")],
+            [(loop, f"iterates {last(loader)} in every epoch"),
+             (epoch_loop, "the epoch loop, with no set_epoch() call")],
             lambda d: (
                 "DistributedSampler shuffles with a generator seeded by seed + epoch, and its epoch stays 0 unless "
                 "set_epoch() is called: every epoch visits the samples in the same order on every rank (measured: "
