@@ -57,6 +57,8 @@ def test_knowledge_of_losses_activations_and_checkpoints():
     assert kb.method("torch.Tensor", "log_softmax").returns.value == "log_probabilities"
     assert kb.method("torch.nn.Linear", "__call__").returns.value == "logits"
     assert kb.cls("torch.nn.Softmax").modes == "none" and kb.cls("torch.nn.Linear").modes == "none"
+    assert kb.cls("torch.nn.Conv2d").modes == "none" and kb.method("torch.nn.Conv2d", "__call__").returns.value == "logits"
+    assert kb.cls("torch.nn.PixelShuffle").modes == "none" and kb.cls("torch.nn.BatchNorm2d").modes is None
     assert "self" in kb.method("torch.Tensor", "to").returns.same
     assert kb.callable("torch.randn").returns.value == "tensor"
     assert [e.event for e in kb.callable("torch.save").effects] == ["save"]

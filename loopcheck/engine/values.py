@@ -172,52 +172,61 @@ def tensor_method(method: str | None) -> bool:
     return summary is not None and summary.returns is not None and "self" in summary.returns.same
 
 
-def is_tensor(unit, sym: str | None, _visiting: frozenset = frozenset()) -> bool:
-    """Whether every definition of ``sym`` in the unit gives it a tensor: a tensor factory
-    (``torch.randn(...)``), a tensor method of a tensor (``x = x.to(device)``), or a loop target
-    unpacked from a data loader's batch (``for x, y in loader``, ``for i, (x, y) in
-    enumerate(loader)``). A name with no definition here (a parameter) is not known to be one."""
-    if sym is None or len(_visiting) > MAX_DEPTH:
-        return False
-    if sym in _visiting:
-        return True  # x = x.to(device): the other definitions of x decide
+def is_tensor(unit, sym: str | None) -> bool:
+    """Whether every definition of ``sym`` in the unit gives it a tensor, and one of them makes
+    a new one: a tensor factory (``torch.randn(...)``), a tensor method of a tensor
+    (``x = x.to(device)``), or a loop target unpacked from a data loader's batch (``for x, y in
+    loader``, ``for i, (x, y) in enumerate(loader)``). A name with no definition here (a
+    parameter), or whose only definitions convert itself (``self.vae = self.vae.to(dtype)``: a
+    module for all we know), is not known to be one."""
+    return _tensor_sym(unit, sym, frozenset()) == "yes"
+
+
+def _tensor_sym(unit, sym: str | None, visiting: frozenset) -> str:
+    """``"yes"``, ``"no"``, or ``"same"`` (a definition from itself: neither proves nor refutes)."""
+    if sym is None or len(visiting) > MAX_DEPTH:
+        return "no"
+    if sym in visiting:
+        return "same"
     defs = definitions(unit).get(sym)
-    if not defs:
-        return False
     roles = unit.roles
-    if roles.role(roles.canon(sym)) is not None:
-        return False
-    visiting = _visiting | {sym}
+    if not defs or roles.role(roles.canon(sym)) is not None:
+        return "no"
+    visiting = visiting | {sym}
+    verdicts = set()
     for d in defs:
         if isinstance(d, Loop):
-            if not _batch_element(unit, d, last(sym)):
-                return False
+            verdicts.add("yes" if _batch_element(unit, d, last(sym)) else "no")
         elif isinstance(d, Assign):
             if d.op != "=":
-                return False
-            if d.value_sym is not None:
-                if not is_tensor(unit, d.value_sym, visiting):
-                    return False
-            elif not (isinstance(d.value, cst.Call) and _tensor_call(unit, raw_calls(unit).get(id(d.value)), visiting)):
-                return False
-        elif not _tensor_call(unit, d, visiting):
-            return False
-    return True
+                verdicts.add("no")
+            elif d.value_sym is not None:
+                verdicts.add(_tensor_sym(unit, d.value_sym, visiting))
+            elif isinstance(d.value, cst.Call):
+                verdicts.add(_tensor_call(unit, raw_calls(unit).get(id(d.value)), visiting))
+            else:
+                verdicts.add("no")
+        else:
+            verdicts.add(_tensor_call(unit, d, visiting))
+        if "no" in verdicts:
+            return "no"
+    return "yes" if "yes" in verdicts else "same"
 
 
-def _tensor_call(unit, c: Call | None, visiting: frozenset) -> bool:
+def _tensor_call(unit, c: Call | None, visiting: frozenset) -> str:
     if c is None:
-        return False
+        return "no"
     kb = knowledge()
     if c.qualified:
         summary = kb.callable(c.func)
-        return summary is not None and summary.returns is not None and summary.returns.value in (
+        tensor = summary is not None and summary.returns is not None and summary.returns.value in (
             "tensor", "derived", PROBABILITIES, LOG_PROBABILITIES)
+        return "yes" if tensor else "no"
     if c.receiver and c.inner is None and tensor_method(c.method):
-        return is_tensor(unit, c.receiver, visiting)
+        return _tensor_sym(unit, c.receiver, visiting)
     if c.inner is not None and tensor_method(c.method):
         return _tensor_call(unit, c.inner, visiting)
-    return False
+    return "no"
 
 
 def _batch_element(unit, loop: Loop, name: str) -> bool:

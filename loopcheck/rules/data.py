@@ -84,15 +84,20 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         the sampler or the loader (or of something they hold), or a call that is handed one of
         them and may do it (a helper of a library: ``set_sampler_epoch(loader, epoch)``)."""
         names = {loader} | ({sampler} if sampler else set())
+        canon = unit.roles.canon
 
         def mine(sym: str | None) -> bool:
-            return sym is not None and any(sym == n or sym.startswith(n + ".") for n in names)
+            """``sym`` names the loader or sampler, or something they hold (``self.loader.sampler``,
+            through the aliases of its prefixes)."""
+            if sym is None:
+                return False
+            parts = sym.split(".")
+            return any(canon(".".join(parts[:k])) in names for k in range(len(parts), 0, -1))
 
         outer = set(map(id, around))
         for ev in unit.of_kind("set_epoch"):
             if mine(ev.subject) and outer & set(map(id, ev.ctx.loops)):
                 return True
-        canon = unit.roles.canon
         for raw in walk_events(unit.ir):
             if not isinstance(raw, Call) or raw.inlined:
                 continue

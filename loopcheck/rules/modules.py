@@ -285,14 +285,13 @@ class TensorConversionDiscarded(Rule):
         for c in raw_calls(unit).values():
             if c.targets or c.inner is not None or c.operands or not c.receiver or c.qualified:
                 continue
-            if not tensor_method(c.method) or not discarded(unit, c):
+            if c.method not in CONVERSIONS or not tensor_method(c.method) or not discarded(unit, c):
                 continue
             if not is_tensor(unit, c.receiver):
                 continue
             yield self._report(c)
 
     def _report(self, c: Call) -> Report:
-        convert = c.method in CONVERSIONS
         return Report(
             self.info.code, c.node,
             lambda d: (
@@ -301,10 +300,9 @@ class TensorConversionDiscarded(Rule):
             ),
             [],
             lambda d: (
-                ("Tensor.to(), .cuda(), .half() and the other conversions return a converted copy; only nn.Module "
-                 "converts itself in place. " if convert else
-                 "This tensor method returns a new tensor and leaves its receiver as it is. ")
-                + f"Write {d.code(c.node.func.value, 30)} = {d.code(c.node, 50)}. On a GPU the unmoved tensor fails "
+                "Tensor.to(), .cuda(), .half() and the other conversions return a converted copy; only nn.Module "
+                "converts itself in place. "
+                f"Write {d.code(c.node.func.value, 30)} = {d.code(c.node, 50)}. On a GPU the unmoved tensor fails "
                 "at the next operation with the model (\"Expected all tensors to be on the same device\"); a dtype "
                 "conversion that is dropped fails the same way (measured on CPU: the first forward raised "
                 "\"mat1 and mat2 must have the same dtype\") or silently computes in the old dtype."
