@@ -423,10 +423,15 @@ _CONTAINERS = (cst.List, cst.Tuple, cst.Set, cst.Dict, cst.ListComp, cst.SetComp
 
 def _plain_container(a: Assign) -> Event | None:
     """``self.layers = [...]``, ``self.heads = {...}``, ``self.blocks = []``: a plain list, tuple,
-    set or dict (a display or a comprehension) assigned to an attribute of an instance
-    (``plain_container``, subject the attribute; what it holds is the rules' business)."""
-    if a.op != "=" or not isinstance(a.value, _CONTAINERS) or not a.target.startswith("self@") or "." not in a.target:
+    set or dict (a display or a comprehension) assigned to an attribute of a name
+    (``plain_container``, subject the attribute's symbol; whether the name is a method's ``self``
+    and what the container holds are the rules' business)."""
+    if a.op != "=" or not isinstance(a.value, _CONTAINERS) or not isinstance(a.node, cst.Assign):
         return None
+    targets = a.node.targets
+    target = targets[0].target if len(targets) == 1 else None
+    if not (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)):
+        return None  # x.attr = [...]: the rules check that x is the method's self
     return Event("plain_container", a.target, a.node, a)
 
 

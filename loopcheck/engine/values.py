@@ -62,16 +62,38 @@ def _cached(unit, key, compute):
     return unit._flows[key]
 
 
-def raw_calls(unit) -> dict[int, Call]:
-    """``id(cst.Call) → raw Call`` for the unit's calls (the first event of each node)."""
+def raw_calls(unit) -> dict[int, list[Call]]:
+    """``id(cst.Call) → [raw Call]``: the unit's raw events of each call node, in program order
+    (a function inlined at two call sites has two events per node)."""
     def compute():
-        out: dict[int, Call] = {}
+        out: dict[int, list[Call]] = {}
         for raw in walk_events(unit.ir):
             if isinstance(raw, Call):
-                out.setdefault(id(raw.node), raw)
+                out.setdefault(id(raw.node), []).append(raw)
         return out
 
     return _cached(unit, ("values", "calls"), compute)
+
+
+def all_calls(unit) -> list[Call]:
+    """Every raw call event of the unit, in program order."""
+    return _cached(unit, ("values", "all_calls"), lambda: [r for r in walk_events(unit.ir) if isinstance(r, Call)])
+
+
+def raw_call(unit, node: cst.CSTNode | None, near=None) -> Call | None:
+    """The raw event of call ``node`` evaluated in the same inlined call as ``near`` (a raw
+    event or a typed event: an argument, an assigned value), else its first event."""
+    if not isinstance(node, cst.Call):
+        return None
+    raws = raw_calls(unit).get(id(node))
+    if not raws:
+        return None
+    if near is not None:
+        calls = near.ctx.calls
+        for r in raws:
+            if r.ctx.calls == calls:
+                return r
+    return raws[0]
 
 
 def loops(unit) -> list[tuple[Loop, tuple[LoopInfo, ...]]]:
@@ -203,7 +225,7 @@ def _tensor_sym(unit, sym: str | None, visiting: frozenset) -> str:
             elif d.value_sym is not None:
                 verdicts.add(_tensor_sym(unit, d.value_sym, visiting))
             elif isinstance(d.value, cst.Call):
-                verdicts.add(_tensor_call(unit, raw_calls(unit).get(id(d.value)), visiting))
+                verdicts.add(_tensor_call(unit, raw_call(unit, d.value, d), visiting))
             else:
                 verdicts.add("no")
         else:
@@ -594,21 +616,23 @@ def _call_output(node: cst.Call, scope: _Scope, depth: int) -> str | None:
     return None
 
 
-def value_kind(unit, node: cst.BaseExpression, sym: str | None) -> str | None:
+def value_kind(unit, node: cst.BaseExpression, sym: str | None, near=None) -> str | None:
     """The kind of values (``"logits"``, ``"probabilities"``, ``"log_probabilities"``) an
     argument expression holds in the unit: a call's result, or what every definition of the
-    name gives it; ``None`` when unknown or when the definitions disagree."""
-    found = value_origin(unit, node, sym)
+    name gives it; ``None`` when unknown or when the definitions disagree. ``near``: the event
+    the expression belongs to (which inlined call it is evaluated in)."""
+    found = value_origin(unit, node, sym, near)
     return found[0] if found else None
 
 
-def value_origin(unit, node: cst.BaseExpression, sym: str | None, _depth: int = 0) -> tuple[str, cst.Call] | None:
+def value_origin(unit, node: cst.BaseExpression, sym: str | None, near=None,
+                 _depth: int = 0) -> tuple[str, cst.Call] | None:
     """:func:`value_kind` with the call that made the values so (``F.softmax(...)``, or
     ``model(x)`` for a model whose output they are)."""
     if _depth > MAX_DEPTH:
         return None
     if isinstance(node, cst.Call):
-        return call_origin(unit, raw_calls(unit).get(id(node)), _depth)
+        return call_origin(unit, raw_call(unit, node, near), _depth)
     if sym is None:
         return None
     defs = definitions(unit).get(sym)
@@ -617,7 +641,7 @@ def value_origin(unit, node: cst.BaseExpression, sym: str | None, _depth: int = 
     found = []
     for d in defs:
         if isinstance(d, Assign) and d.op == "=":
-            found.append(value_origin(unit, d.value, d.value_sym, _depth + 1))
+            found.append(value_origin(unit, d.value, d.value_sym, d, _depth + 1))
         elif isinstance(d, Call):
             found.append(call_origin(unit, d, _depth))
         else:
@@ -661,7 +685,7 @@ def call_origin(unit, c: Call | None, depth: int = 0) -> tuple[str, cst.Call] | 
     if c.inner is not None:
         return call_origin(unit, c.inner, depth + 1)
     if c.receiver is not None and roles.role(roles.canon(c.receiver)) is None:
-        return value_origin(unit, cst.Name("_"), c.receiver, depth + 1)
+        return value_origin(unit, cst.Name("_"), c.receiver, c, depth + 1)
     return None
 
 
@@ -727,7 +751,8 @@ def inline_bodies(node: Node) -> Iterator[Inline]:
 
 
 __all__ = [
-    "KINDS", "LOGITS", "PROBABILITIES", "LOG_PROBABILITIES", "Seq", "call_kind", "class_of_call", "class_of_name",
+    "KINDS", "LOGITS", "PROBABILITIES", "LOG_PROBABILITIES", "Seq", "all_calls", "call_kind", "class_of_call",
+    "class_of_name", "raw_call",
     "classes_of", "context_of", "definitions", "discarded", "init_assignments", "is_module_class", "is_tensor",
     "loops", "mode_dependent", "output_kind", "raw_calls", "tensor_method", "value_kind", "with_items",
 ]

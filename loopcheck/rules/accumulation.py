@@ -20,7 +20,7 @@ from loopcheck.engine.events import Event
 from loopcheck.engine.ir import Assign, Call, LoopInfo
 from loopcheck.engine.names import dotted_name
 from loopcheck.engine.unit import Unit
-from loopcheck.engine.values import context_of, definitions, raw_calls, with_items
+from loopcheck.engine.values import context_of, definitions, with_items
 from loopcheck.engine.walk import names_in, walk
 from loopcheck.findings import Report
 from loopcheck.rules.base import Rule, RuleInfo, register

@@ -21,7 +21,7 @@ from loopcheck.engine.ir import Assign, Call, walk_events
 from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.roles import last
 from loopcheck.engine.unit import Unit
-from loopcheck.engine.values import definitions, raw_calls
+from loopcheck.engine.values import definitions, raw_call
 from loopcheck.findings import Report
 from loopcheck.rules.base import Rule, RuleInfo, register
 
@@ -29,34 +29,35 @@ from loopcheck.rules.base import Rule, RuleInfo, register
 # -- LC801 ----------------------------------------------------------------------------------
 
 
-def _state_ref(unit: Unit, node: cst.CSTNode, of: str = "model") -> Event | None:
-    """The ``state_ref`` event of a ``x.state_dict()`` call node (``of``: what ``x`` is)."""
-    raw = raw_calls(unit).get(id(node)) if isinstance(node, cst.Call) else None
+def _state_ref(unit: Unit, node: cst.CSTNode, near, of: str = "model") -> Event | None:
+    """The ``state_ref`` event of a ``x.state_dict()`` call node (``of``: what ``x`` is), in the
+    inlined call of ``near``."""
+    raw = raw_call(unit, node, near)
     if raw is None:
         return None
     return next((ev for ev in raw.typed if ev.kind == "state_ref" and ev.extra.get("of") == of), None)
 
 
-def live_refs(unit: Unit, value: cst.BaseExpression | None) -> list[Event]:
+def live_refs(unit: Unit, value: cst.BaseExpression | None, near) -> list[Event]:
     """The ``model.state_dict()`` calls whose live tensors an expression's value holds: the call
     itself, a dict/list/tuple display holding it, or a comprehension over its ``items()`` /
     ``values()`` that keeps the tensors (``v``, ``v.detach()``, ``v.data`` share storage; any other
     call, ``v.clone()``, ``copy.deepcopy(...)``, makes a copy)."""
     if value is None:
         return []
-    ev = _state_ref(unit, value)
+    ev = _state_ref(unit, value, near)
     if ev is not None:
         return [ev]
     if isinstance(value, (cst.Dict, cst.List, cst.Tuple)):
         out = []
         for el in value.elements:
             inner = getattr(el, "value", None)
-            out += live_refs(unit, inner)
+            out += live_refs(unit, inner, near)
         return out
     if isinstance(value, cst.DictComp) and isinstance(value.for_in.iter, cst.Call):
         it = value.for_in.iter
         if isinstance(it.func, cst.Attribute) and it.func.attr.value in ("items", "values"):
-            refs = live_refs(unit, it.func.value)
+            refs = live_refs(unit, it.func.value, near)
             if refs and _keeps(value.value):
                 return refs
     return []
@@ -158,7 +159,7 @@ class BestStateNotCopied(Rule):
             ok = True
             for d in defs:
                 value = d.value if isinstance(d, Assign) and d.op == "=" else d.node if isinstance(d, Call) else None
-                refs = live_refs(unit, value)
+                refs = live_refs(unit, value, d)
                 if refs:
                     for r in refs:
                         if r.subject in roles.models:
@@ -228,7 +229,7 @@ def saved_checkpoints(unit: Unit) -> list[Saved]:
             if not isinstance(el, cst.DictElement):
                 continue
             key = _key(el.key)
-            raw = raw_calls(unit).get(id(el.value)) if isinstance(el.value, cst.Call) else None
+            raw = raw_call(unit, el.value, ev.raw)
             ref = next((e for e in raw.typed if e.kind == "state_ref"), None) if raw is not None else None
             if key is not None and ref is not None:
                 entries[key] = ref
@@ -244,6 +245,12 @@ def _loaded_key(load: Event) -> str | None:
     if isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
         return _key(node.slice[0].slice.value)
     return None
+
+
+def _receiver(d, node: cst.CSTNode) -> str:
+    """``model`` for ``model.load_state_dict(...)``."""
+    func = node.func if isinstance(node, cst.Call) else None
+    return d.code(func.value, 30) if isinstance(func, cst.Attribute) else "the model"
 
 
 @register
@@ -297,12 +304,12 @@ class ResumeWithoutOptimizerState(Rule):
 
     def _report(self, load: Event, key: str, ckpt: Saved, missing: list) -> Report:
         names = ", ".join(f'"{k}"' for k, _ in missing)
-        kinds = " and ".join(dict.fromkeys(ref.extra.get("of") for _, ref in missing))
+        kinds = "/".join(dict.fromkeys(ref.extra.get("of") for _, ref in missing))
         return Report(
             self.info.code, load.node,
             lambda d: (
-                f"{d.call(load.node)} resumes without the {kinds} state saved at line {d.line(ckpt.save.node)}: "
-                "it restarts cold"
+                f"{_receiver(d, load.node)} is resumed without the {kinds} state saved at line "
+                f"{d.line(ckpt.save.node)}"
             ),
             [(ckpt.save.node, f"saves the {kinds} state")]
             + [(ref.node, f"the {ref.extra.get('of')} state saved") for _, ref in missing],

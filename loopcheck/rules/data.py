@@ -16,7 +16,7 @@ from loopcheck.engine.ir import Call, walk_events
 from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.roles import ACCELERATOR_NAME, ROLE_TYPES, arg_at, last, summary_of
 from loopcheck.engine.unit import Unit
-from loopcheck.engine.values import loops, raw_calls
+from loopcheck.engine.values import all_calls, loops, raw_call
 from loopcheck.findings import Report
 from loopcheck.rules.base import Rule, RuleInfo, register
 
@@ -42,18 +42,18 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     def check(self, unit: Unit) -> Iterable[Report]:
         roles = unit.roles
         samplers: dict[str, Call] = {}
-        for c in raw_calls(unit).values():
+        for c in all_calls(unit):
             if len(c.targets) == 1 and c.targets[0] and _distributed(c):
                 samplers[roles.canon(c.targets[0])] = c
         loaders: dict[str, tuple[Call, str | None]] = {}  # loader -> (its sampler's construction, sampler symbol)
-        for c in raw_calls(unit).values():
+        for c in all_calls(unit):
             if len(c.targets) != 1 or not c.targets[0] or roles.canon(c.targets[0]) not in roles.loaders:
                 continue
             for key in ("sampler", "batch_sampler"):
                 a = arg_at(c, (3, key) if key == "sampler" else key)
                 if a is None:
                     continue
-                inline = raw_calls(unit).get(id(a.node)) if isinstance(a.node, cst.Call) else None
+                inline = raw_call(unit, a.node, c)
                 if _distributed(inline):
                     loaders[roles.canon(c.targets[0])] = (inline, None)
                     break

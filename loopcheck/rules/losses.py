@@ -17,7 +17,7 @@ from typing import Iterable
 from loopcheck.engine.events import Event
 from loopcheck.engine.ir import Call
 from loopcheck.engine.unit import Unit
-from loopcheck.engine.values import LOG_PROBABILITIES, LOGITS, PROBABILITIES, raw_calls, value_origin
+from loopcheck.engine.values import LOG_PROBABILITIES, LOGITS, PROBABILITIES, all_calls, value_origin
 from loopcheck.findings import Report
 from loopcheck.rules.base import Rule, RuleInfo, register
 
@@ -31,7 +31,7 @@ def _loss_inputs(unit: Unit, given: str, expects: tuple[str, ...]) -> Iterable[t
         if ev.extra.get("expects") not in expects:
             continue
         arg = ev.extra["arg"]
-        found = value_origin(unit, arg.node, arg.sym)
+        found = value_origin(unit, arg.node, arg.sym, ev.raw)
         if found is not None and found[0] == given:
             yield ev, found[1]
 
@@ -42,7 +42,7 @@ def _criterion_ctor(unit: Unit, ev: Event) -> Call | None:
     if not isinstance(raw, Call) or raw.qualified or not raw.func:
         return None
     canon = unit.roles.canon
-    for c in raw_calls(unit).values():
+    for c in all_calls(unit):
         if len(c.targets) == 1 and c.targets[0] and canon(c.targets[0]) == canon(raw.func) and c.qualified:
             return c
     return None

@@ -29,7 +29,8 @@ from loopcheck.engine.names import dotted_name
 from loopcheck.engine.roles import last
 from loopcheck.engine.unit import Unit
 from loopcheck.engine.values import (
-    ClassRef, class_of_call, classes_of, is_criterion_class, is_module_class, is_tensor, discarded, parents, raw_calls,
+    ClassRef, all_calls, class_of_call, classes_of, is_criterion_class, is_module_class, is_tensor, discarded, parents,
+    raw_call,
     tensor_method,
 )
 from loopcheck.engine.walk import walk
@@ -141,11 +142,10 @@ class _Built(NamedTuple):
     call: cst.Call
 
 
-def _builds(unit: Unit, node: cst.BaseExpression) -> _Built | None:
-    """Whether ``node`` is a call that builds a module (or an ``nn.Parameter``)."""
-    if not isinstance(node, cst.Call):
-        return None
-    raw = raw_calls(unit).get(id(node))
+def _builds(unit: Unit, node: cst.BaseExpression, near) -> _Built | None:
+    """Whether ``node`` (evaluated in the inlined call of ``near``) is a call that builds a module
+    (or an ``nn.Parameter``)."""
+    raw = raw_call(unit, node, near)
     if raw is None:
         return None
     cls = class_of_call(unit, raw)
@@ -155,14 +155,24 @@ def _builds(unit: Unit, node: cst.BaseExpression) -> _Built | None:
     return _Built(kind, node)
 
 
-def _owner_class(unit: Unit, node: cst.CSTNode) -> tuple[cst.ClassDef, object] | None:
-    """The class (and its module) whose method holds ``node``."""
+def _owner_class(unit: Unit, node: cst.Assign) -> tuple[cst.ClassDef, object] | None:
+    """The class (and its module) whose method assigns to an attribute of its ``self`` (the
+    method's first parameter) at ``node``."""
     index = unit.module_of(node)
     table = parents(index)
     cur = table.get(node)
+    func = None
     while cur is not None and not isinstance(cur, cst.ClassDef):
+        if isinstance(cur, cst.FunctionDef) and func is None:
+            func = cur
         cur = table.get(cur)
-    return (cur, index) if cur is not None else None
+    if cur is None or func is None or not func.params.params:
+        return None
+    target = node.targets[0].target
+    if not (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)
+            and target.value.value == func.params.params[0].name.value):
+        return None
+    return cur, index
 
 
 def _registered(unit: Unit, cls_node: cst.ClassDef, index, attr: str) -> bool:
@@ -199,14 +209,12 @@ class SubmodulesInPlainContainer(Rule):
             raw = ev.raw
             if id(raw.node) in seen:
                 continue
-            head, _, attr = raw.target.partition(".")
-            if "." in attr:
-                continue
+            attr = raw.node.targets[0].target.attr.value
             value = raw.value
             seen.add(id(raw.node))
             if raws is None:
                 raws = list(walk_events(unit.ir))
-            built = [b for b in (_builds(unit, e) for e in _elements(value)) if b is not None]
+            built = [b for b in (_builds(unit, e, raw) for e in _elements(value)) if b is not None]
             adds: list[cst.CSTNode] = []
             if not _elements(value):  # self.layers = [] ... self.layers.append(nn.Linear(...))
                 for other in raws:
@@ -214,12 +222,12 @@ class SubmodulesInPlainContainer(Rule):
                     if adds_to and other.method in ("append", "extend", "insert"):
                         arg = other.args[-1].node
                         items = _elements(arg) if other.method == "extend" else [arg]
-                        b = next((x for x in (_builds(unit, e) for e in items) if x is not None), None)
+                        b = next((x for x in (_builds(unit, e, other) for e in items) if x is not None), None)
                         if b is not None:
                             built.append(b)
                             adds.append(other.node)
                     elif isinstance(other, Assign) and other.op == "[]=" and other.target == raw.target:
-                        b = _builds(unit, other.value)
+                        b = _builds(unit, other.value, other)
                         if b is not None:
                             built.append(b)
                             adds.append(other.node)
@@ -282,7 +290,7 @@ class TensorConversionDiscarded(Rule):
     )
 
     def check(self, unit: Unit) -> Iterable[Report]:
-        for c in raw_calls(unit).values():
+        for c in all_calls(unit):
             if c.targets or c.inner is not None or c.operands or not c.receiver or c.qualified:
                 continue
             if c.method not in CONVERSIONS or not tensor_method(c.method) or not discarded(unit, c):
