@@ -152,7 +152,8 @@ def test_command_line_overrides_the_file(project):
 def test_more_specific_codes_win():
     assert select_codes([Options(select=("LC101",), ignore=("LC1",))]) == {"LC101"}
     assert "LC101" not in select_codes([Options(select=("LC1",), ignore=("LC101",))])
-    assert select_codes([Options(select=("LC1",)), Options(ignore=("LC102",))]) == {"LC101", "LC103", "LC104", "LC105"}
+    assert select_codes([Options(select=("LC1",)), Options(ignore=("LC102",))]) == {
+        "LC101", "LC103", "LC104", "LC105", "LC106", "LC107"}
     assert select_codes([Options(ignore=("LC101",)), Options(select=("LC101",))]) == {"LC101"}
 
 
@@ -164,7 +165,7 @@ def test_more_specific_codes_win():
         ('ignore = ["XYZ"]\n', "ignore: unknown rule code or prefix 'XYZ'"),
         ("respect-gitignore = 1\n", "respect-gitignore: expected true or false, got an integer (1)"),
         ('per-file-ignores = ["a"]\n', "per-file-ignores: expected a table of glob = [codes], got a list"),
-        ('[per-file-ignores]\n"a.py" = ["LC9"]\n', "per-file-ignores.'a.py': unknown rule code or prefix 'LC9'"),
+        ('[per-file-ignores]\n"a.py" = ["LC99"]\n', "per-file-ignores.'a.py': unknown rule code or prefix 'LC99'"),
         ("exclude = [1]\n", "exclude: expected a list of strings, got a list"),
     ],
 )

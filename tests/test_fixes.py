@@ -76,6 +76,20 @@ EXPECTED = {
         f"{I8}scaler.step(optimizer)  # expect: LC604\n{I8}train_loss += loss.item()\n    scaler.update()\n",
         f"{I8}scaler.step(optimizer)  # expect: LC604\n{I8}scaler.update()\n{I8}train_loss += loss.item()\n",
     )]),
+    "LC504": ("unsafe", "Use `nn.ModuleList`", [(
+        "self.blocks = [nn.Linear(hidden, hidden) for _ in range(depth)]",
+        "self.blocks = nn.ModuleList([nn.Linear(hidden, hidden) for _ in range(depth)])",
+    )]),
+    "LC505": ("safe", "Assign the result: `x = x.to(...)`", [(
+        f"{I8}x.to(device=device, dtype=torch.float64)  # expect: LC505\n",
+        f"{I8}x = x.to(device=device, dtype=torch.float64)  # expect: LC505\n",
+    )]),
+    "LC701": ("safe", "Pass `logits` instead of `probs`", [(
+        "loss = criterion(probs, y)  # expect: LC701", "loss = criterion(logits, y)  # expect: LC701",
+    )]),
+    "LC702": ("safe", "Use `BCEWithLogitsLoss` for `criterion`", [(
+        "criterion = nn.BCELoss()\n", "criterion = nn.BCEWithLogitsLoss()\n",
+    )]),
 }
 
 # Variants: code -> fixture -> applicability of its fix (None: declined, and why)
@@ -94,6 +108,8 @@ VARIANTS = {
     "LC401_bad_history_dict.py": "safe",
     "LC401_bad_running_sum.py": "safe",
     "LC603_bad_no_scale.py": "safe",
+    "LC504_bad_dict_heads.py": "unsafe",
+    "LC702_bad_squeeze.py": "safe",
 }
 
 

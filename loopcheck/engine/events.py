@@ -30,6 +30,8 @@ METER_NAME = re.compile(r"(meter|avg|average|losses|running)", re.I)
 #: Receivers whose methods only log (``logger.info(model)``): untyped, known by name.
 LOGGER_NAME = re.compile(r"^(\w*logger|log|writer|tb_writer|summary_writer|tb|pbar|progress\w*|console)$", re.I)
 ALL_ASPECTS = ASPECTS
+#: Effects typed by :meth:`_Typer.data_effect`.
+DATA_EVENTS = frozenset({"loss_input", "set_epoch", "params_replaced", "state_ref", "load_state", "save"})
 
 
 @dataclass(eq=False)
@@ -269,6 +271,8 @@ class _Typer:
             if loss is not None and loss in roles.losses:
                 self.ev("store_loss", self.sym(eff.get("container")), loss=loss,
                         how=f"{last(c.receiver or c.func or '')}.{c.method}()")
+        elif k in DATA_EVENTS:
+            self.data_effect(eff)
         elif k == "havoc":
             aspects = frozenset(eff.get("aspects") or ALL_ASPECTS)
             ref = eff.get("arg")
@@ -276,6 +280,33 @@ class _Typer:
             for s in dict.fromkeys(syms):
                 if roles.tracked(s):
                     self.ev("havoc", s, aspects=aspects)
+
+    def data_effect(self, eff: Effect) -> None:
+        """Events about the values and objects a call hands around rather than the training
+        state: a loss call's input (``loss_input``: ``arg``, ``expects``), a sampler's epoch
+        (``set_epoch``), parameters replaced by a wrapper (``params_replaced``), a state dict
+        that references live tensors (``state_ref``: ``of`` is ``model``/``optimizer``/
+        ``scheduler``), a state loaded (``load_state``: ``state``, the argument) and an object
+        saved (``save``: ``arg``)."""
+        c, k = self.c, eff.event
+        if k == "loss_input":
+            arg = arg_at(c, eff.get("input"))
+            if arg is not None:
+                self.ev("loss_input", None, arg=arg, expects=eff.get("expects"))
+        elif k in ("set_epoch", "params_replaced"):
+            subject = self.sym(eff.get("sampler" if k == "set_epoch" else "model"))
+            if subject is not None:
+                self.ev(k, subject)
+        elif k in ("state_ref", "load_state"):
+            of = next((key for key in ("model", "optimizer", "scheduler") if eff.get(key) is not None), None)
+            subject = self.sym(eff.get(of)) if of else None
+            if subject is not None:
+                state = arg_at(c, eff.get("state")) if k == "load_state" else None
+                self.ev(k, subject, of=of, state=state)
+        elif k == "save":
+            arg = arg_at(c, eff.get("value"))
+            if arg is not None:
+                self.ev("save", None, arg=arg)
 
     def convert(self, model: str | None, how: str | None) -> None:
         c = self.c
@@ -293,6 +324,8 @@ class _Typer:
     # -- calls no summary describes -----------------------------------------------------
     def fallback(self) -> None:
         c, roles = self.c, self.roles
+        if self.set_epoch():
+            return
         recv = roles.canon(receiver_of(c)) if c.receiver or c.inner else None
         method = c.method
         if recv is not None:
@@ -328,6 +361,17 @@ class _Typer:
                 self.ev("havoc", s, aspects=ALL_ASPECTS)
 
 
+    def set_epoch(self) -> bool:
+        """``loader.sampler.set_epoch(epoch)``, ``batch_sampler.set_epoch(epoch)``, a prepared
+        loader's ``set_epoch(epoch)`` (Accelerate): a receiver no entry describes sets the epoch
+        of the sampler it is or holds."""
+        c = self.c
+        if c.method != "set_epoch" or not c.receiver or c.qualified:
+            return False
+        self.ev("set_epoch", self.roles.canon(c.receiver))
+        return True
+
+
 def classify_call(c: Call, roles: Roles) -> list[Event]:
     """The typed events of one raw call (usually zero or one)."""
     return _Typer(c, roles).run()
@@ -351,6 +395,9 @@ def classify_assign(a: Assign, roles: Roles) -> list[Event]:
         if owner is not None and roles.canon(owner) in roles.models:
             kind = "unfreeze" if _literal_bool(a.value) else "freeze"
             return [Event(kind, roles.canon(owner), a.node, a)]
+    container = _plain_container(a)
+    if container is not None:
+        out.append(container)
     prefix, _, attr = target.rpartition(".")
     canon_prefix = roles.canon(prefix) if prefix else None
     if (
@@ -369,6 +416,23 @@ def classify_assign(a: Assign, roles: Roles) -> list[Event]:
         kind = "detached" if target in roles.no_graph or a.ctx.grad == "disabled" else a.value_kind
         out.append(Event("loss_assign", roles.canon(target), a.node, a, {"value_kind": kind}))
     return out
+
+
+_CONTAINERS = (cst.List, cst.Tuple, cst.Set, cst.Dict, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+
+def _plain_container(a: Assign) -> Event | None:
+    """``self.layers = [...]``, ``self.heads = {...}``, ``self.blocks = []``: a plain list, tuple,
+    set or dict (a display or a comprehension) assigned to an attribute of a name
+    (``plain_container``, subject the attribute's symbol; whether the name is a method's ``self``
+    and what the container holds are the rules' business)."""
+    if a.op != "=" or not isinstance(a.value, _CONTAINERS) or not isinstance(a.node, cst.Assign):
+        return None
+    targets = a.node.targets
+    target = targets[0].target if len(targets) == 1 else None
+    if not (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)):
+        return None  # x.attr = [...]: the rules check that x is the method's self
+    return Event("plain_container", a.target, a.node, a)
 
 
 def _clears(value: cst.BaseExpression | None) -> bool:

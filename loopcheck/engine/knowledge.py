@@ -68,6 +68,15 @@ EVENTS: dict[str, frozenset[str]] = {
     "havoc": frozenset({"arg", "aspects"}),
     "requires_grad": frozenset({"model", "mode"}),
     "grad_query": frozenset({"loss"}),
+    # what a loss call needs its input to be: "logits", "probabilities" or "log_probabilities"
+    "loss_input": frozenset({"input", "expects"}),
+    "set_epoch": frozenset({"sampler"}),
+    # the module's parameters are replaced by new Parameter objects (FSDP's flat parameters)
+    "params_replaced": frozenset({"model"}),
+    # the result references the object's live state tensors (``state_dict()``)
+    "state_ref": frozenset({"model", "optimizer", "scheduler"}),
+    "load_state": frozenset({"model", "scheduler", "state"}),
+    "save": frozenset({"value"}),
 }
 #: What a havoc can make unknown: a model's train/eval mode, gradients (of a model or an
 #: optimizer), a scheduler's position, a GradScaler's state, a model's parameters.
@@ -216,7 +225,7 @@ def _arg_ref(value, where: str) -> ArgRef:
 
 
 _REF_KEYS = frozenset({"loss", "params", "max_norm", "optimizer", "scheduler", "metric", "model", "scaler",
-                       "value", "container", "arg", "mode"})
+                       "value", "container", "arg", "mode", "input", "state", "sampler"})
 
 
 def _effect(raw: dict, where: str) -> Effect:

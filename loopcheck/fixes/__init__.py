@@ -65,11 +65,32 @@ What each fix does, and when it declines (``None``):
 * LC604 scaler.step without update: ``scaler.update()`` right after ``scaler.step(opt)`` (the
   once-per-epoch update moved there, as LC602). Safe.
 
+* LC504 submodules in a plain container: ``self.layers = [...]`` → ``nn.ModuleList([...])``, a dict
+  → ``nn.ModuleDict``, parameters → ``nn.ParameterList``/``ParameterDict``, an empty list filled by
+  ``append`` → ``nn.ModuleList()``. Unsafe: the modules' parameters join ``model.parameters()``
+  and the ``state_dict()`` keys change (old checkpoints no longer load strictly). ``None`` when a
+  dict has keys that are not strings.
+* LC505 tensor conversion discarded: ``x.to(device)`` → ``x = x.to(device)`` (a name or an
+  attribute receiver). Safe.
+* LC701 probabilities to a logits loss: drop the ``softmax``/``sigmoid`` in the loss's argument,
+  or pass the activation's input when the statement just before made the probabilities from a
+  name not re-bound in between; ``softmax`` → ``log_softmax`` for NLLLoss. Safe. ``None`` when the
+  activation is inside the model.
+* LC702 logits to a probability loss: ``F.binary_cross_entropy`` →
+  ``F.binary_cross_entropy_with_logits``, ``F.nll_loss`` → ``F.cross_entropy``, and
+  ``nn.BCELoss(...)`` → ``nn.BCEWithLogitsLoss(...)``, ``nn.NLLLoss(...)`` →
+  ``nn.CrossEntropyLoss(...)`` where the criterion is built, when this call is its only use. Safe.
+
 No fix: LC001 (syntax), LC104 and LC105 (where the step or the missing ``zero_grad()`` goes
 depends on the intended accumulation), LC201 and LC202 (the scheduler call moves to another
 loop level, or its period must change: the author's choice), LC203 (the metric to pass is not
 in the code), LC501 (rebuilding the optimizer or moving the conversion means reordering setup
-code across functions), LC605 (where ``unscale_()`` belongs relative to the clip is not local).
+code across functions), LC605 (where ``unscale_()`` belongs relative to the clip is not local),
+LC106/LC107 (moving the clip into the accumulation condition, or the step out of the inner loop,
+changes which statements run per micro-step: the author's call), LC303 (where eval() and train()
+go), LC503 (rebuilding the optimizer after the wrap), LC801 (a deep copy doubles the model's
+memory: the author's call), LC802 (the checkpoint keys to load are the author's), LC901 (the
+epoch variable to pass).
 """
 
 from loopcheck.fixes.apply import apply_fixes, attach_fixes, compute_fix, diff
@@ -100,6 +121,17 @@ FIXABLE: dict[str, str | None] = {
     "LC603": "safe",
     "LC604": "safe",
     "LC605": None,
+    "LC106": None,
+    "LC107": None,
+    "LC303": None,
+    "LC503": None,
+    "LC504": "unsafe",
+    "LC505": "safe",
+    "LC701": "safe",
+    "LC702": "safe",
+    "LC801": None,
+    "LC802": None,
+    "LC901": None,
 }
 
 __all__ = [

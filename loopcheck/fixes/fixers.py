@@ -669,3 +669,202 @@ def scaler_step_without_update(ctx: FixContext, f: Finding) -> Fix | None:
     if applicability is None:
         return None
     return ctx.fix(applicability, f"Call `{scaler}.update()` after `{short(ctx, sstep)}`", rw.run(ctx.module))
+
+
+# ------------------------------------------------------------------------------ LC5xx, LC7xx
+# (issue 11: self-contained fixers; each finds its nodes by the finding's span and related rows)
+
+
+def _dotted(node: cst.CSTNode) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain, else ``None``."""
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    return ".".join([node.value, *reversed(parts)])
+
+
+def _callee_name(call: cst.Call) -> str:
+    """The last component of a call's callee: ``softmax`` for ``F.softmax(x)``."""
+    func = call.func
+    return func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+
+
+def _nn_module(ctx: FixContext) -> str | None:
+    """How this file spells ``torch.nn``: ``nn`` after ``import torch.nn as nn`` or ``from torch
+    import nn``, ``torch.nn`` after ``import torch``."""
+    for stmt in ctx.module.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.Import):
+                for alias in small.names:
+                    if alias.evaluated_name == "torch.nn" and alias.evaluated_alias:
+                        return alias.evaluated_alias
+            elif isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar) and not small.relative:
+                if _dotted(small.module) == "torch" if small.module else False:
+                    for alias in small.names:
+                        if alias.evaluated_name == "nn":
+                            return alias.evaluated_alias or "nn"
+    return ctx.torch_attr("nn")
+
+
+@fixer("LC505")
+def tensor_conversion_discarded(ctx: FixContext, f: Finding) -> Fix | None:
+    """``x.to(device)`` → ``x = x.to(device)`` (the receiver must be a name or an attribute)."""
+    call = flagged(ctx, f)
+    expr = ctx.parent(call) if call is not None else None
+    if not isinstance(expr, cst.Expr) or expr.value is not call or not isinstance(call.func, cst.Attribute):
+        return None
+    target = call.func.value
+    if _dotted(target) is None:
+        return None
+    assign = cst.Assign(targets=[cst.AssignTarget(target=target)], value=call, semicolon=expr.semicolon)
+    new = Rewrite().substitute(expr, assign).run(ctx.module)
+    name = ctx.expr_code(target)
+    return ctx.fix(SAFE, f"Assign the result: `{name} = {name}.{call.func.attr.value}(...)`", new)
+
+
+ACTIVATIONS = {"softmax": "log_softmax", "sigmoid": None, "expit": None}
+
+
+def _activation_input(call: cst.Call) -> cst.BaseExpression | None:
+    """``z`` for ``F.softmax(z, dim=1)``, ``torch.sigmoid(z)`` (the first argument, when it is not
+    a number) and for ``z.softmax(1)``, ``z.sigmoid()`` (the receiver)."""
+    if _callee_name(call) not in ACTIVATIONS:
+        return None
+    first = call.args[0] if call.args else None
+    if first is not None and first.keyword in (None, "input") and not first.star and not isinstance(
+        first.value, (cst.Integer, cst.UnaryOperation)
+    ):
+        return first.value
+    if isinstance(call.func, cst.Attribute) and _callee_name(call) in ("softmax", "sigmoid"):
+        return call.func.value
+    return None
+
+
+def _expects_log_probabilities(ctx: FixContext, f: Finding, loss: cst.Call) -> bool:
+    if "nll" in _callee_name(loss).lower():
+        return True
+    return any("NLLLoss" in _callee_name(c) for c in related_calls(ctx, f))
+
+
+@fixer("LC701")
+def probabilities_to_logits_loss(ctx: FixContext, f: Finding) -> Fix | None:
+    """Give the loss what it expects: drop the softmax/sigmoid in the loss's argument
+    (``criterion(F.softmax(z, 1), y)`` → ``criterion(z, y)``), or pass the activation's input
+    when the probabilities were made by the statement just before, from a name not re-bound in
+    between; for NLLLoss, ``softmax`` → ``log_softmax``. ``None`` when the activation is inside
+    the model (the model's ``forward`` must change)."""
+    loss = flagged(ctx, f)
+    if loss is None or not loss.args:
+        return None
+    arg = loss.args[0]
+    nll = _expects_log_probabilities(ctx, f, loss)
+    if isinstance(arg.value, cst.Call) and _activation_input(arg.value) is not None:
+        act = arg.value
+        if nll:
+            if _callee_name(act) != "softmax":
+                return None
+            new_func = act.func.with_changes(attr=cst.Name("log_softmax")) if isinstance(act.func, cst.Attribute) else cst.Name("log_softmax")
+            new = Rewrite().substitute(act.func, new_func).run(ctx.module)
+            return ctx.fix(SAFE, "Use `log_softmax` for NLLLoss", new)
+        inner = _activation_input(act)
+        new = Rewrite().substitute(act, inner.with_changes(lpar=(), rpar=()) if not isinstance(inner, cst.Name) else inner).run(ctx.module)
+        return ctx.fix(SAFE, f"Remove `{_callee_name(act)}()`: pass `{ctx.expr_code(inner)}`", new)
+    if nll or not isinstance(arg.value, cst.Name):
+        return None
+    act = next((c for c in related_calls(ctx, f) if _activation_input(c) is not None), None)
+    if act is None:
+        return None
+    act_stmt, loss_stmt = ctx.statement_of(act), ctx.statement_of(loss)
+    inner = _activation_input(act)
+    if act_stmt is None or loss_stmt is None or not isinstance(inner, cst.Name):
+        return None
+    assign = act_stmt.body[0] if isinstance(act_stmt, cst.SimpleStatementLine) and len(act_stmt.body) == 1 else None
+    if not isinstance(assign, cst.Assign) or assign.value is not act or len(assign.targets) != 1 or _dotted(
+        assign.targets[0].target) != arg.value.value:
+        return None
+    where_a, where_l = ctx.block_of(act_stmt), ctx.block_of(loss_stmt)
+    if where_a is None or where_l is None or where_a[0] is not where_l[0] or where_a[1] >= where_l[1]:
+        return None
+    between = where_a[0].body[where_a[1] + 1:where_l[1]]
+    if any(inner.value in ctx.names_written(s) for s in between):
+        return None
+    new = Rewrite().substitute(arg.value, cst.Name(inner.value)).run(ctx.module)
+    return ctx.fix(SAFE, f"Pass `{inner.value}` instead of `{arg.value.value}`", new)
+
+
+LOGIT_LOSSES = {"BCELoss": "BCEWithLogitsLoss", "NLLLoss": "CrossEntropyLoss",
+                "binary_cross_entropy": "binary_cross_entropy_with_logits", "nll_loss": "cross_entropy"}
+
+
+@fixer("LC702")
+def logits_to_probability_loss(ctx: FixContext, f: Finding) -> Fix | None:
+    """Use the loss that takes logits: ``F.binary_cross_entropy`` →
+    ``F.binary_cross_entropy_with_logits``, ``F.nll_loss`` → ``F.cross_entropy``, and for a
+    criterion called only here, ``nn.BCELoss(...)`` → ``nn.BCEWithLogitsLoss(...)``,
+    ``nn.NLLLoss(...)`` → ``nn.CrossEntropyLoss(...)`` where it is built (same arguments)."""
+    loss = flagged(ctx, f)
+    if loss is None:
+        return None
+    name = _callee_name(loss)
+    if name in LOGIT_LOSSES and isinstance(loss.func, (cst.Attribute, cst.Name)):
+        new_func = (loss.func.with_changes(attr=cst.Name(LOGIT_LOSSES[name])) if isinstance(loss.func, cst.Attribute)
+                    else cst.Name(LOGIT_LOSSES[name]))
+        if isinstance(new_func, cst.Name) and not ctx.valid_at(LOGIT_LOSSES[name], loss):
+            return None
+        new = Rewrite().substitute(loss.func, new_func).run(ctx.module)
+        return ctx.fix(SAFE, f"Use `{LOGIT_LOSSES[name]}`", new)
+    criterion = _dotted(loss.func)
+    ctor = next((c for c in related_calls(ctx, f) if _callee_name(c) in LOGIT_LOSSES), None)
+    if criterion is None or ctor is None or not isinstance(ctor.func, cst.Attribute):
+        return None
+    parent = ctx.parent(ctor)
+    if not isinstance(parent, cst.Assign) or len(parent.targets) != 1 or _dotted(parent.targets[0].target) != criterion:
+        return None
+    uses = [c for c in ctx.calls() if _dotted(c.func) == criterion]
+    if uses != [loss]:
+        return None  # called elsewhere too: those calls may pass probabilities
+    replacement = LOGIT_LOSSES[_callee_name(ctor)]
+    new = Rewrite().substitute(ctor.func, ctor.func.with_changes(attr=cst.Name(replacement))).run(ctx.module)
+    return ctx.fix(SAFE, f"Use `{replacement}` for `{criterion}`", new)
+
+
+@fixer("LC504")
+def submodules_in_plain_container(ctx: FixContext, f: Finding) -> Fix | None:
+    """Register the container: ``self.layers = [...]`` → ``self.layers = nn.ModuleList([...])``,
+    a dict → ``nn.ModuleDict({...})``, ``nn.Parameter`` elements → ``nn.ParameterList``/
+    ``nn.ParameterDict``; ``self.layers = []`` filled by ``append`` → ``nn.ModuleList()``. Unsafe:
+    the parameters join ``model.parameters()`` (the optimizer starts training them) and the
+    ``state_dict()`` keys change (old checkpoints no longer load strictly)."""
+    assign = flagged(ctx, f, (cst.Assign,))
+    nn_name = _nn_module(ctx)
+    if assign is None or nn_name is None or len(assign.targets) != 1:
+        return None
+    value = assign.value
+    is_dict = isinstance(value, (cst.Dict, cst.DictComp))
+    if isinstance(value, cst.Dict) and not all(
+        isinstance(e, cst.DictElement) and isinstance(e.key, (cst.SimpleString, cst.ConcatenatedString)) for e in value.elements
+    ):
+        return None  # ModuleDict keys must be strings
+    empty = isinstance(value, (cst.List, cst.Tuple, cst.Set, cst.Dict)) and not value.elements
+    if empty:  # filled by self.layers.append(...) on the related lines
+        adds = [c for c in related_calls(ctx, f) if _callee_name(c) in ("append", "extend", "insert")]
+        built = [n for c in adds for a in c.args[-1:] for n in ctx.calls_in(a.value)]
+    else:
+        built = list(ctx.calls_in(value))
+    classes = [_callee_name(c) for c in built if _callee_name(c)[:1].isupper()]  # constructions
+    params = bool(classes) and all(name == "Parameter" for name in classes)
+    kind = ("ParameterDict" if is_dict else "ParameterList") if params else ("ModuleDict" if is_dict else "ModuleList")
+    if empty:
+        if isinstance(value, (cst.Tuple, cst.Set)):
+            return None
+        wrapped = cst.parse_expression(f"{nn_name}.{kind}()")
+    else:
+        arg = value.with_changes(lpar=(), rpar=()) if isinstance(value, cst.Tuple) and value.lpar else value
+        wrapped = cst.Call(func=cst.parse_expression(f"{nn_name}.{kind}"), args=[cst.Arg(arg)])
+    new = Rewrite().substitute(value, wrapped).run(ctx.module)
+    return ctx.fix(UNSAFE, f"Use `{nn_name}.{kind}`", new)

@@ -16,7 +16,13 @@
   ``LRScheduler.step`` and its overrides, ``DataLoader.__iter__`` and ``torch.amp.GradScaler``
   (``scale``, the internal unscale, ``step``, ``update``);
 * a census of live autograd graphs (``gc`` walk of tensors with a ``grad_fn``) at steps 4, 16,
-  64, ... and at the end.
+  64, ... and at the end;
+* for the rules added with issue 11: each forward's input dtype and device and, under
+  ``no_grad``, whether it changed the model's buffers (BatchNorm statistics); each backward's
+  loss value, the leaf parameters its graph reaches and the gradient it adds (so a step can be
+  compared with the clipped sum of its micro-batches' gradients); the optimizer's state at each
+  step; ``Module.load_state_dict`` (does the loaded state share storage with the parameters it
+  is loaded into?); ``DistributedSampler.__iter__`` (the order of each epoch).
 
 Everything is recorded into plain dicts/lists so the runner can dump them as JSON.  This module
 imports torch; only the runner's child process imports it.
@@ -42,6 +48,37 @@ def grad_norm(tensors) -> float:
     if not ts:
         return 0.0
     return float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(t.float()) for t in ts])))
+
+
+def _buffer_sum(module) -> float:
+    """A fingerprint of a module's floating-point buffers (BatchNorm running statistics)."""
+    with torch.no_grad():
+        return float(sum(float(b.detach().double().sum()) for b in module.buffers() if b.is_floating_point()))
+
+
+def _scalar(t):
+    try:
+        return float(t.detach()) if isinstance(t, torch.Tensor) and t.numel() == 1 else None
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _graph_leaves(t) -> dict[int, int]:
+    """``id -> numel`` of the leaf tensors requiring grad that ``t``'s autograd graph reaches."""
+    out: dict[int, int] = {}
+    fn = getattr(t, "grad_fn", None)
+    stack, seen = [fn], set()
+    while stack:
+        f = stack.pop()
+        if f is None or id(f) in seen:
+            continue
+        seen.add(id(f))
+        var = getattr(f, "variable", None)
+        if isinstance(var, torch.Tensor):
+            out[id(var)] = var.numel()
+        for nxt, _ in getattr(f, "next_functions", ()):
+            stack.append(nxt)
+    return out
 
 
 def _is_empty(grad) -> bool:
@@ -152,6 +189,10 @@ class Probe:
         self._internal_unscale = None      # scale a fused optimizer removes inside its step
         self._handles = []
         self._patches = []
+        self.loads: list[dict] = []        # Module.load_state_dict calls
+        self.sampler_orders: list[list] = []  # DistributedSampler: the first indices of each epoch
+        self._true_grad = None             # sum of the gradients the backwards since the last step added
+        self._leaves: dict[int, int] = {}  # id -> numel of the leaf parameters the last backwards reached
 
     # ---------------------------------------------------------------- install / uninstall
     def install(self) -> "Probe":
@@ -182,6 +223,9 @@ class Probe:
         self._wrap(GradScaler, "_unscale_grads_", self._scaler_unscale_wrapper)
         self._wrap(GradScaler, "step", self._scaler_step_wrapper)
         self._wrap(GradScaler, "update", self._scaler_update_wrapper)
+        self._wrap(nn.Module, "load_state_dict", self._load_state_wrapper)
+        from torch.utils.data import distributed as dist_data
+        self._wrap(dist_data.DistributedSampler, "__iter__", self._sampler_wrapper)
         return self
 
     def uninstall(self) -> None:
@@ -219,7 +263,14 @@ class Probe:
                 "autocast": _autocast_dtype(), "param_dtype": str(p.dtype).replace("torch.", ""),
                 "device": p.device.type, "after_step": len(self.steps), "backward": False,
                 "saved_bytes": 0, "live_saved_at_start": self.live_saved, "out_grad_fn": None,
+                "input_dtype": None, "input_device": None, "buffers_changed": None,
             }
+            x = next((a for a in args if isinstance(a, torch.Tensor)), None)
+            if x is not None:
+                rec["input_dtype"] = str(x.dtype).replace("torch.", "")
+                rec["input_device"] = x.device.type
+            if not rec["grad"]:
+                rec["_buffers"] = _buffer_sum(module)
             self.forwards.append(rec)
             self._current = rec
             if rec["grad"] and not rec["inference"]:
@@ -232,6 +283,9 @@ class Probe:
             out = output[0] if isinstance(output, (tuple, list)) and output else output
             if isinstance(out, torch.Tensor) and self._current["out_grad_fn"] is None:
                 self._current["out_grad_fn"] = out.grad_fn is not None
+            before = self._current.pop("_buffers", None)
+            if before is not None:
+                self._current["buffers_changed"] = _buffer_sum(module) != before
 
     # ---------------------------------------------------------------- saved tensors
     def _pack(self, t):
@@ -257,7 +311,10 @@ class Probe:
 
         def backward(tensors, *args, **kwargs):
             probe._on_backward(tensors)
-            return orig(tensors, *args, **kwargs)
+            before = probe._grads_before()
+            out = orig(tensors, *args, **kwargs)
+            probe._add_true_grad(before)
+            return out
 
         return backward
 
@@ -276,7 +333,28 @@ class Probe:
             fwd["backward"] = True
         self.backwards.append({"after_step": len(self.steps), "factor": factor,
                                "forward_training": None if fwd is None else fwd["training"],
-                               "accum": self.accum})
+                               "accum": self.accum, "loss": _scalar(t)})
+        if self.accum == 1:
+            self._true_grad, self._leaves = None, {}
+        self._leaves.update(_graph_leaves(t))
+
+    def _grads_before(self):
+        """The gradients before a backward (to isolate what it adds); ``None`` for big models."""
+        params = self._model_params()
+        if not params or sum(p.numel() for p in params) > 2_000_000:
+            return None
+        return params, [None if p.grad is None else p.grad.detach().clone() for p in params]
+
+    def _add_true_grad(self, before) -> None:
+        if before is None:
+            return
+        params, grads = before
+        delta = [(torch.zeros_like(p) if p.grad is None else p.grad.detach().float() - (0 if g is None else g.float()))
+                 for p, g in zip(params, grads)]
+        if self._true_grad is None or len(self._true_grad) != len(delta):
+            self._true_grad = delta
+        else:
+            self._true_grad = [a + b for a, b in zip(self._true_grad, delta)]
 
     # ---------------------------------------------------------------- optimizer steps
     def _step_pre(self, opt, args, kwargs):
@@ -304,11 +382,34 @@ class Probe:
             "sched_steps": len(self.sched_steps), "zero_grads": self.zero_grads,
             "update_norm": None, "params_finite": None,
         }
+        rec.update(self._step_extras(opt, params, clip))
         self.steps.append(rec)
         numel = sum(p.numel() for p in params)
         self._snapshot = [p.detach().clone() for p in params] if numel <= 5_000_000 else None
         if len(self.steps) in self.CENSUS_AT:
             self.take_census()
+
+    def _step_extras(self, opt, params, clip) -> dict:
+        """Optimizer state, parameters the graph trained that the optimizer does not hold, and how far
+        the applied gradient is from the (clipped) sum of the micro-batches' own gradients."""
+        held = {id(p) for p in params}
+        steps = [opt.state[p].get("step") for p in params if p in opt.state and isinstance(opt.state[p], dict)]
+        steps = [_as_float(x) for x in steps if x is not None]
+        unheld = sum(n for i, n in self._leaves.items() if i not in held)
+        out = {"opt_state_step": max(steps) if steps else None, "opt_state_n": len(opt.state),
+               "leaf_numel": sum(self._leaves.values()), "unheld_leaf_numel": unheld, "accum_deviation": None}
+        model_params = self._model_params()
+        true = self._true_grad
+        if true is not None and len(true) == len(model_params) and all(p.grad is not None for p in model_params):
+            applied = [p.grad.detach().float() for p in model_params]
+            norm = grad_norm(true)
+            target = true
+            if clip is not None and clip.get("kind") == "norm" and clip.get("limit") and norm > clip["limit"]:
+                target = [t * (clip["limit"] / norm) for t in true]
+            ref = grad_norm(target)
+            if ref > 0:
+                out["accum_deviation"] = grad_norm([a - t for a, t in zip(applied, target)]) / ref
+        return out
 
     def _step_post(self, opt, args, kwargs):
         if not self.steps or self._snapshot is None:
@@ -467,6 +568,34 @@ class Probe:
 
         return update
 
+    # ---------------------------------------------------------------- checkpoints, samplers
+    def _load_state_wrapper(self, orig):
+        probe = self
+
+        def load_state_dict(self_, state_dict, *args, **kwargs):
+            own = {k: v for k, v in self_.state_dict().items() if isinstance(v, torch.Tensor)}
+            given = {k: v for k, v in state_dict.items() if isinstance(v, torch.Tensor)} if hasattr(state_dict, "items") else {}
+            shared = sum(1 for k, v in given.items() if k in own and v.data_ptr() == own[k].data_ptr() and v.numel())
+            with torch.no_grad():
+                change = sum(float((v.detach().float().cpu() - own[k].detach().float().cpu()).abs().max())
+                             for k, v in given.items() if k in own and v.shape == own[k].shape and v.numel()
+                             and v.is_floating_point())
+            probe.loads.append({"module": type(self_).__name__, "tensors": len(given), "shared": shared,
+                                "max_change": change, "after_step": len(probe.steps)})
+            return orig(self_, state_dict, *args, **kwargs)
+
+        return load_state_dict
+
+    def _sampler_wrapper(self, orig):
+        probe = self
+
+        def __iter__(self_):
+            indices = list(orig(self_))
+            probe.sampler_orders.append([int(i) for i in indices[:64]])
+            return iter(indices)
+
+        return __iter__
+
     # ---------------------------------------------------------------- result
     def record(self) -> dict:
         """Everything measured, as JSON-able data (call after the script finished)."""
@@ -476,4 +605,5 @@ class Probe:
             "loader_iters": self.loader_iters, "census": self.census,
             "zero_grads": self.zero_grads, "peak_saved_bytes": self.peak_saved,
             "live_saved_bytes_at_end": self.live_saved,
+            "loads": self.loads, "sampler_orders": self.sampler_orders,
         }

@@ -286,6 +286,128 @@ def _unscale_misplaced(r):
     return _applied_scale(r)
 
 
+# -- the rules of issue 11 ----------------------------------------------------------------------
+
+
+def _micro_clip(r):
+    steps = [s for s in _steps(r) if s.get("accum_deviation") is not None]
+    if not steps:
+        return None, "no step whose micro-batch gradients were measured"
+    dev = _median(s["accum_deviation"] for s in steps)
+    clips = len(r.get("clips") or [])
+    accum = _median(s["accum"] for s in steps)
+    return dev, (f"{clips} clip calls for {len(_steps(r))} optimizer steps ({accum:g} backward passes per step); the "
+                 f"applied gradient differs from the clipped sum of its micro-batches' gradients by {dev:.3g} of that "
+                 f"gradient's norm (median over steps, largest {max(s['accum_deviation'] for s in steps):.3g})")
+
+
+def _steps_per_batch(r):
+    steps = _steps(r)
+    if not steps:
+        return None, "no optimizer step ran"
+    by_loader = {}
+    for it in r.get("loader_iters") or []:
+        by_loader[it["loader"]] = by_loader.get(it["loader"], 0) + (it.get("len") or 0)
+    batches = max(by_loader.values()) if by_loader else 0
+    if not batches:
+        return None, "no DataLoader pass observed"
+    per_step = _median(s["accum"] for s in steps)
+    return len(steps) / batches, (f"{len(steps)} optimizer steps for {batches} loader batches; each step applied "
+                                  f"{per_step:g} backward pass(es) (median)")
+
+
+def _train_mode_validation(r):
+    val = [f for f in r.get("forwards") or [] if not f["grad"]]
+    if not val:
+        return None, "no forward under no_grad observed"
+    train = sum(1 for f in val if f["training"])
+    changed = sum(1 for f in val if f.get("buffers_changed"))
+    return train / len(val), (f"{train}/{len(val)} validation forwards (under no_grad) ran with module.training == "
+                              f"True; {changed} of them changed the model's buffers (BatchNorm running statistics)")
+
+
+def _untrained_params(r):
+    steps = [s for s in _steps(r) if s.get("leaf_numel")]
+    err = r.get("error")
+    if not steps:
+        return None, f"no step after a backward was observed{'; ' + _error_text(r) if err else ''}"
+    last = steps[-1]
+    moved = sum(1 for s in _steps(r) if (s["update_norm"] or 0) > 0)
+    frac = last["unheld_leaf_numel"] / last["leaf_numel"]
+    return frac, (f"{last['unheld_leaf_numel']}/{last['leaf_numel']} of the parameter elements the loss's graph reaches "
+                  f"are not held by the optimizer that steps; {moved}/{len(_steps(r))} steps moved its parameters")
+
+
+def _input_mismatch(r):
+    fwd = [f for f in r.get("forwards") or [] if f.get("input_dtype")]
+    err = r.get("error")
+    bad = [f for f in fwd if f["input_dtype"] != f["param_dtype"] or f["input_device"] != f["device"]]
+    detail = (f"{len(bad)}/{len(fwd)} forwards got an input whose dtype or device differs from the model's "
+              f"parameters" + (f" ({bad[0]['input_dtype']} on {bad[0]['input_device']} into {bad[0]['param_dtype']} "
+                               f"on {bad[0]['device']})" if bad else ""))
+    if err and any(w in err["message"] for w in ("dtype", "device", "same type")):
+        return 1.0, f"{detail}; the script stopped: {_error_text(r)}"
+    if not fwd:
+        return None, "no forward observed"
+    return len(bad) / len(fwd), detail
+
+
+def _loss_floor(r):
+    losses = [b["loss"] for b in r.get("backwards") or [] if b.get("loss") is not None]
+    if not losses:
+        return None, "no loss observed"
+    tail = losses[-8:]
+    value = statistics.mean(tail)
+    return value, (f"training loss: first {losses[0]:.3g}, lowest {min(losses):.3g}, mean of the last "
+                   f"{len(tail)} batches {value:.3g} (CrossEntropyLoss on 2-class softmax outputs cannot go below "
+                   f"log(1 + 1/e) = 0.313)")
+
+
+def _probability_range(r):
+    err = r.get("error")
+    losses = [b["loss"] for b in r.get("backwards") or [] if b.get("loss") is not None]
+    if err and "between 0 and 1" in err["message"]:
+        return 1.0, f"the script stopped after {len(losses)} backward passes: {_error_text(r)}"
+    if not losses:
+        return None, "no loss observed"
+    return 0.0, f"{len(losses)} backward passes; loss first {losses[0]:.3g}, last {losses[-1]:.3g}"
+
+
+def _aliased_loads(r):
+    loads = [x for x in r.get("loads") or [] if x["tensors"]]
+    if not loads:
+        return None, "no load_state_dict() observed"
+    shared = sum(x["shared"] for x in loads)
+    total = sum(x["tensors"] for x in loads)
+    return shared / total, (f"{shared}/{total} tensors given to load_state_dict() were the module's own live tensors; "
+                            f"largest change the load made to a weight: {max(x['max_change'] for x in loads):.3g}")
+
+
+def _cold_resume(r):
+    steps = _steps(r)
+    if len(steps) < 2:
+        return None, "fewer than two optimizer steps"
+    restarts = [i for i in range(1, len(steps))
+                if (steps[i].get("opt_state_step") or 0) < (steps[i - 1].get("opt_state_step") or 0)
+                or (steps[i].get("opt_state_step") is None and steps[i - 1].get("opt_state_step") is not None)]
+    detail = f"{len(steps)} steps; the optimizer's state restarted at step(s) {restarts or 'none'}"
+    for i in restarts[:1]:
+        detail += (f": its step count went {_g(steps[i - 1].get('opt_state_step'))} -> "
+                   f"{_g(steps[i].get('opt_state_step'))} (none: no state), LR {_g(steps[i - 1]['lr'])} -> "
+                   f"{_g(steps[i]['lr'])}, update norm {_g(steps[i - 1]['update_norm'])} -> {_g(steps[i]['update_norm'])}")
+    return float(len(restarts)), detail
+
+
+def _same_order(r):
+    orders = r.get("sampler_orders") or []
+    if len(orders) < 2:
+        return None, "fewer than two DistributedSampler passes"
+    same = sum(1 for o in orders[1:] if o == orders[0])
+    return same / (len(orders) - 1), (f"{len(orders)} epochs of DistributedSampler; {same}/{len(orders) - 1} later "
+                                      f"epochs visited the samples in the first epoch's order (first indices "
+                                      f"{orders[0][:6]}, then {orders[1][:6]})")
+
+
 SYMPTOMS: dict[str, Symptom] = {s.code: s for s in [
     Symptom("LC101", "unclipped steps", "fraction of optimizer steps", _unclipped, lambda v: v >= 0.5),
     Symptom("LC102", "unclipped steps", "fraction of optimizer steps", _unclipped, lambda v: v >= 0.5),
@@ -323,7 +445,30 @@ SYMPTOMS: dict[str, Symptom] = {s.code: s for s in [
             _no_update, lambda v: v < 1, errors_are_evidence=True),
     Symptom("LC605", "applied grad scale", "gradients applied by step() / true gradients",
             _unscale_misplaced, lambda v: v > 1.5, errors_are_evidence=True),
+    Symptom("LC106", "step grad vs clipped sum", "distance of the applied gradient from the clipped sum of its "
+            "micro-batches' gradients, relative to that gradient's norm", _micro_clip, lambda v: v > 0.05),
+    Symptom("LC107", "steps per batch", "optimizer steps per loader batch", _steps_per_batch, lambda v: v > 1.5,
+            fmt="{:g}"),
+    Symptom("LC303", "train-mode val forwards", "fraction of validation forwards run in train mode",
+            _train_mode_validation, lambda v: v > 0),
+    Symptom("LC503", "params not in optimizer", "fraction of the trained graph's parameter elements the optimizer "
+            "does not hold", _untrained_params, lambda v: v > 0),
+    Symptom("LC504", "params not in optimizer", "fraction of the trained graph's parameter elements the optimizer "
+            "does not hold", _untrained_params, lambda v: v > 0),
+    Symptom("LC505", "input/model mismatch", "fraction of forwards whose input dtype or device is not the model's "
+            "(1: the forward raised)", _input_mismatch, lambda v: v > 0, errors_are_evidence=True),
+    Symptom("LC701", "final train loss", "mean training loss over the last 8 batches", _loss_floor,
+            lambda v: v > 0.3),
+    Symptom("LC702", "BCELoss range error", "1 when BCELoss raised on inputs outside [0, 1]", _probability_range,
+            lambda v: v > 0, fmt="{:g}", errors_are_evidence=True),
+    Symptom("LC801", "best = live tensors", "fraction of the tensors given to load_state_dict() that are the "
+            "module's own", _aliased_loads, lambda v: v > 0.5),
+    Symptom("LC802", "optimizer restarts", "times the optimizer's state started over during the run",
+            _cold_resume, lambda v: v >= 1, fmt="{:g}"),
+    Symptom("LC901", "epochs in same order", "fraction of later epochs with the first epoch's sample order",
+            _same_order, lambda v: v > 0.5),
 ]}
+SYMPTOMS = dict(sorted(SYMPTOMS.items()))
 
 
 def measure(code: str, record: dict) -> dict:

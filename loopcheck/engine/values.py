@@ -1,0 +1,758 @@
+"""What values and modules are: tensors, logits or probabilities, and what a model is made of.
+
+The dataflow of :mod:`loopcheck.engine.dataflow` follows the *state* of tracked objects
+(gradients, modes, schedules). Some rules need to know what a *value* is instead: whether a
+name holds a tensor (``x.to(device)`` as a statement then does nothing), whether a loss is
+given logits or probabilities, what a model's ``forward`` returns, whether a model has layers
+that behave differently in train and eval mode. This module answers those questions from the
+unit's raw events and the project's classes, with the library facts of
+:mod:`loopcheck.engine.knowledge`:
+
+* a call's result: its entry's ``returns.value`` (``torch.softmax`` → ``"probabilities"``,
+  ``torch.randn`` → ``"tensor"``), ``same = "self"`` for tensor methods that keep the kind
+  of values of their receiver (``logits.squeeze(1)``), and a model's output for ``model(x)``;
+* a name: the values of *all* its definitions in the unit (assignments, call results, loop
+  targets); when they disagree, or one is not understood, nothing is known;
+* a model: the class it is built from (a class of the project, or a library class), the
+  layers its ``__init__`` builds, and what its ``forward`` returns (the last statement's value,
+  followed through the names ``forward`` assigns at its top level).
+
+Everything here answers ``None`` (unknown) rather than guess.
+"""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass
+from typing import Iterator
+
+import libcst as cst
+
+from loopcheck.engine.builder import ClassRef, ModuleIndex, find_method
+from loopcheck.engine.ir import Assign, Call, Inline, Loop, LoopInfo, Node, Seq, parts, walk_events
+from loopcheck.engine.knowledge import knowledge
+from loopcheck.engine.names import dotted_name
+from loopcheck.engine.roles import ACCELERATOR_NAME, LOADER_NAME, ROLE_TYPES, last
+from loopcheck.engine.walk import walk
+
+#: Kinds of values a loss input can be.
+LOGITS, PROBABILITIES, LOG_PROBABILITIES = "logits", "probabilities", "log_probabilities"
+KINDS = frozenset({LOGITS, PROBABILITIES, LOG_PROBABILITIES})
+#: Library containers: whether they change in train/eval mode, and what they return, depends on
+#: the modules they hold (``nn.Sequential`` returns its last layer's output).
+CONTAINERS = frozenset({
+    "torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.ParameterList",
+    "torch.nn.ParameterDict", "torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Identity",
+})
+SEQUENTIAL = "torch.nn.Sequential"
+#: Functional calls whose result depends on ``module.training`` (when given it).
+MODE_FUNCTIONS = ("dropout", "batch_norm", "alpha_dropout", "feature_alpha_dropout", "instance_norm")
+BUILTINS = frozenset(dir(builtins))
+MAX_DEPTH = 4
+
+ClassLike = "ClassRef | str"  # a class of the project, or a library class's qualified name
+
+
+# -- raw events -----------------------------------------------------------------------------
+
+
+def _cached(unit, key, compute):
+    if key not in unit._flows:
+        unit._flows[key] = compute()
+    return unit._flows[key]
+
+
+def raw_calls(unit) -> dict[int, list[Call]]:
+    """``id(cst.Call) → [raw Call]``: the unit's raw events of each call node, in program order
+    (a function inlined at two call sites has two events per node)."""
+    def compute():
+        out: dict[int, list[Call]] = {}
+        for raw in walk_events(unit.ir):
+            if isinstance(raw, Call):
+                out.setdefault(id(raw.node), []).append(raw)
+        return out
+
+    return _cached(unit, ("values", "calls"), compute)
+
+
+def all_calls(unit) -> list[Call]:
+    """Every raw call event of the unit, in program order."""
+    return _cached(unit, ("values", "all_calls"), lambda: [r for r in walk_events(unit.ir) if isinstance(r, Call)])
+
+
+def raw_call(unit, node: cst.CSTNode | None, near=None) -> Call | None:
+    """The raw event of call ``node`` evaluated in the same inlined call as ``near`` (a raw
+    event or a typed event: an argument, an assigned value), else its first event."""
+    if not isinstance(node, cst.Call):
+        return None
+    raws = raw_calls(unit).get(id(node))
+    if not raws:
+        return None
+    if near is not None:
+        calls = near.ctx.calls
+        for r in raws:
+            if r.ctx.calls == calls:
+                return r
+    return raws[0]
+
+
+def loops(unit) -> list[tuple[Loop, tuple[LoopInfo, ...]]]:
+    """Every loop of the unit with the loops around it (outermost first, across inlined calls)."""
+    def compute():
+        out: list[tuple[Loop, tuple[LoopInfo, ...]]] = []
+
+        def rec(node: Node, around: tuple[LoopInfo, ...]) -> None:
+            if isinstance(node, Loop):
+                out.append((node, around))
+                rec(node.body, around + (node.info,))
+                rec(node.orelse, around)
+                return
+            for part in parts(node):
+                rec(part, around)
+
+        rec(unit.ir, ())
+        return out
+
+    return _cached(unit, ("values", "loops"), compute)
+
+
+def definitions(unit) -> dict[str, list]:
+    """``symbol → [definition]``: the assignments (:class:`Assign`), calls whose result it is
+    given (:class:`Call`) and loops whose target binds it (:class:`Loop`)."""
+    def compute():
+        out: dict[str, list] = {}
+        for raw in walk_events(unit.ir):
+            if isinstance(raw, Assign) and raw.target and raw.op in ("=", "[]="):
+                out.setdefault(raw.target, []).append(raw)
+            elif isinstance(raw, Assign) and raw.target:
+                out.setdefault(raw.target, []).append(None)  # x += ...: not followed
+            elif isinstance(raw, Call):
+                for t in raw.targets:
+                    if t:
+                        out.setdefault(t, []).append(raw if len(raw.targets) == 1 else None)
+        for loop, _around in loops(unit):
+            for t in loop.info.targets:
+                sym = _loop_target_symbol(unit, loop, t)
+                out.setdefault(sym, []).append(loop)
+        return out
+
+    return _cached(unit, ("values", "defs"), compute)
+
+
+def _loop_target_symbol(unit, loop: Loop, name: str) -> str:
+    """The symbol a loop target name has in the unit (the frame of the loop's events)."""
+    for raw in walk_events(loop.body):
+        for sym in _symbols_of(raw):
+            if last(sym) == name and (sym == name or sym.endswith(":" + name)):
+                return sym
+    return name
+
+
+def _symbols_of(raw) -> Iterator[str]:
+    if isinstance(raw, Call):
+        if raw.receiver:
+            yield raw.receiver.partition(".")[0]
+        for a in raw.args:
+            yield from a.mentions
+    else:
+        yield from raw.mentions
+        if raw.target:
+            yield raw.target
+
+
+# -- expression statements ------------------------------------------------------------------
+
+
+_EXPR_VALUES: dict[int, tuple[object, set[int]]] = {}
+
+
+def discarded(unit, call: Call) -> bool:
+    """Whether ``call`` is a whole expression statement (``x.to(device)`` on its own line):
+    its result is thrown away."""
+    index = unit.module_of(call.node)
+    tree = getattr(index, "tree", None)
+    if tree is None:
+        return False
+    hit = _EXPR_VALUES.get(id(index))
+    if hit is None or hit[0] is not tree:
+        from loopcheck.engine.walk import small_statements
+
+        ids = {id(s.value) for s in small_statements(tree) if isinstance(s, cst.Expr)}
+        hit = _EXPR_VALUES[id(index)] = (tree, ids)
+    return id(call.node) in hit[1]
+
+
+# -- tensors --------------------------------------------------------------------------------
+
+
+def tensor_method(method: str | None) -> bool:
+    """Whether the library knowledge lists ``Tensor.<method>`` as returning a new tensor with
+    the receiver's values (``to``, ``cuda``, ``half``, ``squeeze``, ...), leaving it unchanged."""
+    if not method:
+        return False
+    summary = knowledge().method("torch.Tensor", method)
+    return summary is not None and summary.returns is not None and "self" in summary.returns.same
+
+
+def is_tensor(unit, sym: str | None) -> bool:
+    """Whether every definition of ``sym`` in the unit gives it a tensor, and one of them makes
+    a new one: a tensor factory (``torch.randn(...)``), a tensor method of a tensor
+    (``x = x.to(device)``), or a loop target unpacked from a data loader's batch (``for x, y in
+    loader``, ``for i, (x, y) in enumerate(loader)``). A name with no definition here (a
+    parameter), or whose only definitions convert itself (``self.vae = self.vae.to(dtype)``: a
+    module for all we know), is not known to be one."""
+    return _tensor_sym(unit, sym, frozenset()) == "yes"
+
+
+def _tensor_sym(unit, sym: str | None, visiting: frozenset) -> str:
+    """``"yes"``, ``"no"``, or ``"same"`` (a definition from itself: neither proves nor refutes)."""
+    if sym is None or len(visiting) > MAX_DEPTH:
+        return "no"
+    if sym in visiting:
+        return "same"
+    defs = definitions(unit).get(sym)
+    roles = unit.roles
+    if not defs or roles.role(roles.canon(sym)) is not None:
+        return "no"
+    visiting = visiting | {sym}
+    verdicts = set()
+    for d in defs:
+        if isinstance(d, Loop):
+            verdicts.add("yes" if _batch_element(unit, d, last(sym)) else "no")
+        elif isinstance(d, Assign):
+            if d.op != "=":
+                verdicts.add("no")
+            elif d.value_sym is not None:
+                verdicts.add(_tensor_sym(unit, d.value_sym, visiting))
+            elif isinstance(d.value, cst.Call):
+                verdicts.add(_tensor_call(unit, raw_call(unit, d.value, d), visiting))
+            else:
+                verdicts.add("no")
+        else:
+            verdicts.add(_tensor_call(unit, d, visiting))
+        if "no" in verdicts:
+            return "no"
+    return "yes" if "yes" in verdicts else "same"
+
+
+def _tensor_call(unit, c: Call | None, visiting: frozenset) -> str:
+    if c is None:
+        return "no"
+    kb = knowledge()
+    if c.qualified:
+        summary = kb.callable(c.func)
+        tensor = summary is not None and summary.returns is not None and summary.returns.value in (
+            "tensor", "derived", PROBABILITIES, LOG_PROBABILITIES)
+        return "yes" if tensor else "no"
+    if c.receiver and c.inner is None and tensor_method(c.method):
+        return _tensor_sym(unit, c.receiver, visiting)
+    if c.inner is not None and tensor_method(c.method):
+        return _tensor_call(unit, c.inner, visiting)
+    return "no"
+
+
+def _batch_element(unit, loop: Loop, name: str) -> bool:
+    """``name`` is an element of a tuple unpacked from a data loader's batch."""
+    node = loop.info.node
+    if not isinstance(node, cst.For):
+        return False
+    target, it = node.target, node.iter
+    while isinstance(it, cst.Call) and it.args and dotted_name(it.func) in ("enumerate", "tqdm", "tqdm.tqdm", "iter"):
+        if dotted_name(it.func) == "enumerate":
+            if not (isinstance(target, cst.Tuple) and len(target.elements) == 2):
+                return False
+            target = target.elements[1].value
+        it = it.args[0].value
+    loader = dotted_name(it)
+    if loader is None or not isinstance(target, (cst.Tuple, cst.List)):
+        return False
+    roles = unit.roles
+    known = any(roles.canon(s) in roles.loaders for s in loop.info.iter_names) or LOADER_NAME.search(last(loader))
+    if not known:
+        return False
+    return any(isinstance(el.value, cst.Name) and el.value.value == name for el in target.elements)
+
+
+# -- classes --------------------------------------------------------------------------------
+
+
+def class_of_call(unit, c: Call) -> "ClassRef | str | None":
+    """The class a call constructs: a class of the project, or a library class's qualified
+    name (through calls on its result: ``Net().to(device)`` is a ``Net``)."""
+    kb = knowledge()
+    while c is not None:
+        if c.cls is not None:
+            return c.cls
+        if c.inner is None:
+            index = unit.module_of(c.node)
+            found = class_of_name(index, dotted_name(c.node.func))
+            if found is not None:
+                return found
+            if c.qualified and kb.cls(c.func) is not None:
+                return c.func
+            return None
+        c = c.inner
+    return None
+
+
+def class_of_name(index: ModuleIndex | None, dotted: str | None) -> "ClassRef | str | None":
+    """The class a dotted name in module ``index`` refers to (a class defined there, one of
+    another module of the project, or a library class with an entry)."""
+    if index is None or dotted is None:
+        return None
+    if dotted in index.classes:
+        return ClassRef(index, dotted)
+    q = index.imports.qualify(dotted)
+    ref = index.class_ref(q, qualified=True) if q != dotted or "." in dotted else None
+    if ref is not None:
+        return ref
+    if q is not None and knowledge().cls(q) is not None and (q != dotted or dotted.startswith("torch.")):
+        return q
+    return None
+
+
+def classes_of(unit, model: str) -> list:
+    """The classes model ``model`` (a canonical symbol) is built from in the unit (its
+    ``model_build`` events), or its library type; empty when unknown."""
+    out = []
+    for ev in unit.of_kind("model_build"):
+        if ev.subject == model and isinstance(ev.raw, Call):
+            cls = class_of_call(unit, ev.raw)
+            if cls is None:
+                return []
+            out.append(cls)
+    if not out:
+        t = unit.roles.types.get(model)
+        if t is not None:
+            out.append(t)
+    return out
+
+
+def is_module_class(cls, _seen: frozenset = frozenset()) -> bool:
+    """Whether a class is an ``nn.Module`` (a project class deriving from one, or a library
+    class the knowledge says builds a model or derives from ``torch.nn.Module``)."""
+    kb = knowledge()
+    if isinstance(cls, str):
+        if cls in CONTAINERS:
+            return True
+        summary = kb.callable(cls)
+        if summary is not None and summary.returns is not None and summary.returns.role == "model":
+            return True
+        return kb.is_subclass(cls, "torch.nn.Module")
+    if cls in _seen or cls.info is None:
+        return False
+    for base in cls.info.bases:
+        ref = cls.module.class_ref(base) or cls.module.class_ref(base, qualified=True)
+        if is_module_class(ref if ref is not None else base, _seen | {cls}):
+            return True
+    return False
+
+
+def is_criterion_class(cls) -> bool:
+    """A library loss class (``nn.CrossEntropyLoss``)."""
+    if not isinstance(cls, str):
+        return False
+    summary = knowledge().callable(cls)
+    return summary is not None and summary.returns is not None and summary.returns.role == "criterion"
+
+
+@dataclass
+class _Scope:
+    """Where an expression of a class's method is read: the module (for imports), the class
+    (for ``self.x``), the names assigned at the top of the method before it."""
+
+    index: ModuleIndex
+    cls: ClassRef | None
+    env: dict
+
+
+def init_assignments(cls: ClassRef) -> dict[str, tuple[cst.BaseExpression, ModuleIndex]]:
+    """``attr → (value, module)`` for ``self.attr = value`` in ``__init__`` (the class's own or
+    inherited; the last assignment wins; an attribute assigned twice maps to the last value)."""
+    out: dict = {}
+    seen: set = set()
+    ref: ClassRef | None = cls
+    chain = []
+    while ref is not None and ref not in seen:
+        seen.add(ref)
+        found = find_method(ref, "__init__")
+        if found is None:
+            break
+        chain.append(found)
+        nxt = None
+        for b in found[0].bases():
+            nxt = b
+            break
+        ref = nxt
+    for owner, func in reversed(chain):
+        self_name = _self_name(func)
+        for node in walk(func.body):
+            if isinstance(node, cst.Assign) and len(node.targets) == 1:
+                t = dotted_name(node.targets[0].target)
+                if t and self_name and t.startswith(self_name + ".") and t.count(".") == 1:
+                    out[t.split(".", 1)[1]] = (node.value, owner.module)
+    return out
+
+
+def _self_name(func: cst.FunctionDef) -> str | None:
+    params = func.params.params
+    return params[0].name.value if params else None
+
+
+# -- mode dependence ------------------------------------------------------------------------
+
+
+def mode_dependent(unit, model: str) -> bool:
+    """Whether ``model.train()``/``model.eval()`` can change what ``model`` computes: it (or a
+    layer it builds) has Dropout, BatchNorm or another layer whose entry does not say
+    ``modes = "none"``, reads ``self.training``, calls a functional dropout or batch norm, or
+    builds layers the engine cannot see (a factory, a call it has no entry for). ``False`` only
+    when every layer is known to behave the same in both modes."""
+    classes = classes_of(unit, model)
+    if not classes:
+        return True
+    return any(_class_mode_dependent(c, 0, frozenset()) for c in classes)
+
+
+def _class_mode_dependent(cls, depth: int, seen: frozenset) -> bool:
+    kb = knowledge()
+    if isinstance(cls, str):
+        entry = kb.cls(cls)
+        if entry is not None and entry.modes == "none":
+            return False
+        return not is_criterion_class(cls)
+    if depth > MAX_DEPTH or cls in seen:
+        return True
+    seen = seen | {cls}
+    info = cls.info
+    if info is None:
+        return True
+    for base in info.bases:
+        ref = cls.module.class_ref(base) or cls.module.class_ref(base, qualified=True)
+        if ref is not None:
+            if _class_mode_dependent(ref, depth + 1, seen):
+                return True
+        elif kb.callable(base) is None or (base != "torch.nn.Module" and _class_mode_dependent(base, depth + 1, seen)):
+            return True
+    for name, func in info.methods.items():
+        for node in walk(func):
+            if (isinstance(node, cst.Attribute) and node.attr.value == "training"
+                    and dotted_name(node.value) == _self_name(func)):
+                return True
+            if isinstance(node, cst.Call):
+                d = dotted_name(node.func)
+                q = cls.module.imports.qualify(d) if d else None
+                if q and any(q.endswith("." + f) or q == f for f in MODE_FUNCTIONS):
+                    return True
+    found = find_method(cls, "__init__")
+    if found is None:
+        return False
+    owner, init = found
+    for node in walk(init.body):
+        if not isinstance(node, cst.Call):
+            continue
+        verdict = _layer_call_dependent(owner.module, node, depth, seen)
+        if verdict:
+            return True
+    return False
+
+
+def _layer_call_dependent(index: ModuleIndex, node: cst.Call, depth: int, seen: frozenset) -> bool:
+    """Whether a call in ``__init__`` builds a layer that depends on the mode (or may)."""
+    d = dotted_name(node.func)
+    if d is None:
+        return False  # super().__init__(), a method of a computed value
+    head = d.partition(".")[0]
+    if head == "self" or head in BUILTINS and head not in index.globals and head not in index.imports.aliases:
+        return False  # self.register_buffer(...), int(...), range(...)
+    cls = class_of_name(index, d)
+    if cls is None:
+        q = index.imports.qualify(d)
+        if q != d and knowledge().callable(q) is not None:
+            summary = knowledge().callable(q)
+            return summary.returns is not None and summary.returns.role == "model"  # timm.create_model(...)
+        if d in index.functions or q != d:
+            return True  # a factory: unknown layers
+        return False
+    if isinstance(cls, str):
+        if cls in CONTAINERS:
+            return False  # its elements are calls of their own
+        if not is_module_class(cls) and knowledge().cls(cls) is not None:
+            return cls.startswith("torch.nn.") and cls.rpartition(".")[2][:1].isupper() and not is_criterion_class(cls)
+        return _class_mode_dependent(cls, depth + 1, seen)
+    if not is_module_class(cls):
+        return False  # a configuration object of the project
+    return _class_mode_dependent(cls, depth + 1, seen)
+
+
+# -- what values a model or an expression holds --------------------------------------------
+
+
+def output_kind(unit, model: str) -> str | None:
+    """What ``model(x)`` returns (``"logits"``, ``"probabilities"``, ``"log_probabilities"``),
+    when every class the model is built from says the same; ``None`` when unknown."""
+    key = ("values", "output", model)
+    if key in unit._flows:
+        return unit._flows[key]
+    kinds = set()
+    for ev in unit.of_kind("model_build"):
+        if ev.subject == model and isinstance(ev.raw, Call):
+            kinds.add(_constructed_output(unit, ev.raw))
+    if not kinds:
+        t = unit.roles.types.get(model)
+        kinds.add(_class_output(t, None, 0) if t else None)
+    out = kinds.pop() if len(kinds) == 1 else None
+    unit._flows[key] = out
+    return out
+
+
+def _constructed_output(unit, c: Call) -> str | None:
+    """The output kind of the module a construction call builds (through ``.to(device)`` and
+    the other methods called on the new module)."""
+    while c.inner is not None:
+        c = c.inner
+    cls = class_of_call(unit, c)
+    if cls is None:
+        return None
+    return _class_output(cls, c.node, 0, unit.module_of(c.node))
+
+
+def _class_output(cls, node: cst.Call | None, depth: int, index: ModuleIndex | None = None) -> str | None:
+    if depth > MAX_DEPTH or cls is None:
+        return None
+    kb = knowledge()
+    if isinstance(cls, str):
+        if cls == SEQUENTIAL:
+            if node is None or index is None:
+                return None
+            positional = [a for a in node.args if a.keyword is None and not a.star]
+            if not positional or len(positional) != len(node.args) or not isinstance(positional[-1].value, cst.Call):
+                return None
+            return _call_output(positional[-1].value, _Scope(index, None, {}), depth + 1)
+        summary = kb.method(cls, "__call__")
+        return summary.returns.value if summary is not None and summary.returns is not None and summary.returns.value in KINDS else None
+    found = find_method(cls, "forward")
+    if found is None:
+        return None
+    owner, forward = found
+    return _returns_kind(forward, _Scope(owner.module, cls, {}), depth + 1)
+
+
+def _returns_kind(func: cst.FunctionDef, scope: _Scope, depth: int) -> str | None:
+    """The kind of value a function returns: its body must end with its only ``return``."""
+    body = func.body.body if isinstance(func.body, cst.IndentedBlock) else ()
+    returns = [s for s in walk(func.body) if isinstance(s, cst.Return)]
+    if len(returns) != 1 or not body:
+        return None
+    last_stmt = body[-1]
+    if not (isinstance(last_stmt, cst.SimpleStatementLine) and last_stmt.body and last_stmt.body[-1] is returns[0]):
+        return None
+    env: dict[str, cst.BaseExpression | None] = {}
+    for stmt in body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+                    env[small.targets[0].target.value] = small.value
+                elif isinstance(small, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+                    for n in walk(small):
+                        if isinstance(n, cst.Name):
+                            env.setdefault(n.value, None)
+        else:
+            for n in walk(stmt):  # names bound inside compound statements: unknown
+                if isinstance(n, (cst.AssignTarget, cst.AugAssign)):
+                    for x in walk(n.target):
+                        if isinstance(x, cst.Name):
+                            env[x.value] = None
+    value = returns[0].value
+    if value is None:
+        return None
+    return _expr_kind(value, _Scope(scope.index, scope.cls, env), depth)
+
+
+def _expr_kind(expr: cst.BaseExpression, scope: _Scope, depth: int, seen: frozenset = frozenset()) -> str | None:
+    if depth > MAX_DEPTH * 2:
+        return None
+    if isinstance(expr, cst.Name):
+        if expr.value in seen or expr.value not in scope.env:
+            return None
+        value = scope.env[expr.value]
+        return _expr_kind(value, scope, depth + 1, seen | {expr.value}) if value is not None else None
+    if isinstance(expr, cst.Call):
+        return _call_output(expr, scope, depth)
+    return None
+
+
+def _call_output(node: cst.Call, scope: _Scope, depth: int) -> str | None:
+    kb = knowledge()
+    func = node.func
+    d = dotted_name(func)
+    if isinstance(func, cst.Attribute) and (d is None or d.partition(".")[0] in scope.env):
+        # a method of a value: logits.softmax(-1), x.squeeze(1)
+        summary = kb.method("torch.Tensor", func.attr.value)
+        if summary is None or summary.returns is None:
+            return None
+        if summary.returns.value in KINDS:
+            return summary.returns.value
+        if "self" in summary.returns.same:
+            return _expr_kind(func.value, scope, depth + 1)
+        return None
+    if d is None:
+        return None
+    if scope.cls is not None and d.startswith("self.") and d.count(".") == 1:
+        attr = d.split(".", 1)[1]
+        assigned = init_assignments(scope.cls).get(attr)
+        if assigned is None or not isinstance(assigned[0], cst.Call):
+            return None
+        value, index = assigned
+        cls = class_of_name(index, dotted_name(value.func))
+        return _class_output(cls, value, depth + 1, index)
+    cls = class_of_name(scope.index, d)
+    if cls is not None:
+        return _class_output(cls, node, depth + 1, scope.index)
+    q = scope.index.imports.qualify(d)
+    summary = kb.callable(q) if q != d or "." in d else None
+    if summary is not None and summary.returns is not None and summary.returns.value in KINDS:
+        return summary.returns.value
+    return None
+
+
+def value_kind(unit, node: cst.BaseExpression, sym: str | None, near=None) -> str | None:
+    """The kind of values (``"logits"``, ``"probabilities"``, ``"log_probabilities"``) an
+    argument expression holds in the unit: a call's result, or what every definition of the
+    name gives it; ``None`` when unknown or when the definitions disagree. ``near``: the event
+    the expression belongs to (which inlined call it is evaluated in)."""
+    found = value_origin(unit, node, sym, near)
+    return found[0] if found else None
+
+
+def value_origin(unit, node: cst.BaseExpression, sym: str | None, near=None,
+                 _depth: int = 0) -> tuple[str, cst.Call] | None:
+    """:func:`value_kind` with the call that made the values so (``F.softmax(...)``, or
+    ``model(x)`` for a model whose output they are)."""
+    if _depth > MAX_DEPTH:
+        return None
+    if isinstance(node, cst.Call):
+        return call_origin(unit, raw_call(unit, node, near), _depth)
+    if sym is None:
+        return None
+    defs = definitions(unit).get(sym)
+    if not defs:
+        return None
+    found = []
+    for d in defs:
+        if isinstance(d, Assign) and d.op == "=":
+            found.append(value_origin(unit, d.value, d.value_sym, d, _depth + 1))
+        elif isinstance(d, Call):
+            found.append(call_origin(unit, d, _depth))
+        else:
+            return None
+        if found[-1] is None or found[-1][0] != found[0][0]:
+            return None
+    return found[0] if found else None
+
+
+def call_kind(unit, c: Call | None) -> str | None:
+    """The kind of values a call returns (see :func:`call_origin`)."""
+    found = call_origin(unit, c)
+    return found[0] if found else None
+
+
+def call_origin(unit, c: Call | None, depth: int = 0) -> tuple[str, cst.Call] | None:
+    """The kind of values a call returns, and the call that decides it: a library function's
+    entry (``torch.softmax``), a tensor method of a value (``logits.softmax(1)``; through
+    ``out.squeeze(1)`` to ``out``'s own), or a model's output (``model(x)``)."""
+    if c is None or depth > MAX_DEPTH:
+        return None
+    kb = knowledge()
+    roles = unit.roles
+    if c.qualified:
+        summary = kb.callable(c.func)
+        if summary is not None and summary.returns is not None and summary.returns.value in KINDS:
+            return summary.returns.value, c.node
+        return None
+    if c.inlined:
+        return None
+    if c.func and c.inner is None and not c.operands and roles.canon(c.func) in roles.models:
+        kind = output_kind(unit, roles.canon(c.func))
+        return (kind, c.node) if kind else None
+    summary = kb.method("torch.Tensor", c.method or "")
+    if summary is None or summary.returns is None:
+        return None
+    if summary.returns.value in KINDS:
+        return summary.returns.value, c.node
+    if "self" not in summary.returns.same:
+        return None
+    if c.inner is not None:
+        return call_origin(unit, c.inner, depth + 1)
+    if c.receiver is not None and roles.role(roles.canon(c.receiver)) is None:
+        return value_origin(unit, cst.Name("_"), c.receiver, c, depth + 1)
+    return None
+
+
+# -- with blocks ------------------------------------------------------------------------------
+
+
+_PARENTS: dict[int, tuple[object, dict]] = {}
+
+
+def parents(index: ModuleIndex) -> dict:
+    """``node → parent`` for the nodes of one module's tree (computed once per tree)."""
+    tree = getattr(index, "tree", None)
+    hit = _PARENTS.get(id(index))
+    if hit is None or hit[0] is not tree:
+        table: dict = {}
+        if tree is not None:
+            stack = [tree]
+            while stack:
+                n = stack.pop()
+                for ch in n.children:
+                    table[ch] = n
+                    stack.append(ch)
+        hit = _PARENTS[id(index)] = (tree, table)
+    return hit[1]
+
+
+def with_items(unit, node: cst.CSTNode) -> list[cst.WithItem]:
+    """The ``with`` items around ``node`` inside its function, innermost first."""
+    table = parents(unit.module_of(node))
+    out = []
+    cur = table.get(node)
+    while cur is not None and not isinstance(cur, (cst.FunctionDef, cst.ClassDef, cst.Module)):
+        if isinstance(cur, cst.With):
+            out.extend(reversed(cur.items))
+        cur = table.get(cur)
+    return out
+
+
+def context_of(unit, item: cst.WithItem) -> str | None:
+    """The ``context`` the knowledge gives a ``with`` item (``"accumulate"`` for
+    ``accelerator.accumulate(model)``): a method of an object whose library class is known, or
+    of an accelerator known by its name (as :mod:`loopcheck.engine.roles` knows one)."""
+    call = item.item
+    if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute):
+        return None
+    recv = dotted_name(call.func.value)
+    if recv is None:
+        return None
+    roles = unit.roles
+    t = next((roles.type_of(s) for s in (*roles.types, *roles.accelerators) if last(s) == last(recv)), None)
+    if t is None and ACCELERATOR_NAME.search(last(recv)):
+        t = ROLE_TYPES["accelerator"]
+    summary = knowledge().method(t, call.func.attr.value) if t else None
+    return summary.context if summary is not None else None
+
+
+def inline_bodies(node: Node) -> Iterator[Inline]:
+    """Every inlined call body under ``node``."""
+    if isinstance(node, Inline):
+        yield node
+    for part in parts(node):
+        yield from inline_bodies(part)
+
+
+__all__ = [
+    "KINDS", "LOGITS", "PROBABILITIES", "LOG_PROBABILITIES", "Seq", "all_calls", "call_kind", "class_of_call",
+    "class_of_name", "raw_call",
+    "classes_of", "context_of", "definitions", "discarded", "init_assignments", "is_module_class", "is_tensor",
+    "loops", "mode_dependent", "output_kind", "raw_calls", "tensor_method", "value_kind", "with_items",
+]

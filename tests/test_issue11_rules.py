@@ -1,0 +1,226 @@
+"""The rules of issue 11 (LC106 LC107 LC303 LC503 LC504 LC505 LC701 LC702 LC801 LC802 LC901): their
+library knowledge, the value analysis they share, their messages and notes, and their fixes on
+fixtures with several findings."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from loopcheck.analysis import build_units, check_source
+from loopcheck.engine.knowledge import knowledge
+from loopcheck.engine.values import is_tensor, mode_dependent, output_kind
+from loopcheck.fixes import FIXABLE, apply_fixes, attach_fixes
+from loopcheck.rules import INFOS
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+NEW = ("LC106", "LC107", "LC303", "LC503", "LC504", "LC505", "LC701", "LC702", "LC801", "LC802", "LC901")
+
+
+def findings_of(code: str) -> list:
+    out = []
+    for path in sorted(FIXTURES.rglob(f"{code}_bad*.py")):
+        out += [f for f in check_source(path.read_text(encoding="utf-8"), str(path)) if f.code == code]
+    return out
+
+
+@pytest.mark.parametrize("code", NEW)
+def test_each_rule_has_three_bad_spellings_and_a_page(code):
+    assert code in INFOS and (ROOT / "rules" / f"{code}.md").is_file()
+    found = findings_of(code)
+    assert len(found) >= 3, [f.filename for f in found]
+    assert len({f.filename for f in found}) >= 2
+
+
+@pytest.mark.parametrize("code", NEW)
+def test_message_is_one_short_sentence_and_the_note_explains(code):
+    for f in findings_of(code):
+        assert len(f.message) < 120, f.message
+        assert f.note and len(f.note) > 150 and "measured" in f.note, f.note
+
+
+def units(source: str):
+    return build_units(cst.parse_module(textwrap.dedent(source)))
+
+
+def test_knowledge_of_losses_activations_and_checkpoints():
+    kb = knowledge()
+    [effect] = kb.method("torch.nn.CrossEntropyLoss", "__call__").effects
+    assert (effect.event, effect.get("expects"), effect.get("input")) == ("loss_input", "logits", (0, "input"))
+    assert kb.method("torch.nn.BCELoss", "__call__").effects[0].get("expects") == "probabilities"
+    assert kb.callable("torch.nn.functional.nll_loss").effects[0].get("expects") == "log_probabilities"
+    assert kb.callable("torch.nn.functional.softmax").returns.value == "probabilities"
+    assert kb.method("torch.Tensor", "log_softmax").returns.value == "log_probabilities"
+    assert kb.method("torch.nn.Linear", "__call__").returns.value == "logits"
+    assert kb.cls("torch.nn.Softmax").modes == "none" and kb.cls("torch.nn.Linear").modes == "none"
+    assert kb.cls("torch.nn.Conv2d").modes == "none" and kb.method("torch.nn.Conv2d", "__call__").returns.value == "logits"
+    assert kb.cls("torch.nn.PixelShuffle").modes == "none" and kb.cls("torch.nn.BatchNorm2d").modes is None
+    assert "self" in kb.method("torch.Tensor", "to").returns.same
+    assert kb.callable("torch.randn").returns.value == "tensor"
+    assert [e.event for e in kb.callable("torch.save").effects] == ["save"]
+    assert [e.event for e in kb.method("torch.nn.Module", "state_dict").effects] == ["state_ref"]
+    assert [e.event for e in kb.method("torch.optim.lr_scheduler.StepLR", "load_state_dict").effects] == ["load_state"]
+    assert [e.event for e in kb.method("torch.utils.data.DistributedSampler", "set_epoch").effects] == ["set_epoch"]
+    fsdp = kb.callable("torch.distributed.fsdp.FullyShardedDataParallel")
+    assert [e.event for e in fsdp.effects] == ["params_replaced"] and fsdp.returns.same == ((0, "module"),)
+    assert kb.callable("torch.nn.parallel.DistributedDataParallel").effects == ()
+
+
+def test_output_kind_follows_sequential_forward_and_layers():
+    [unit, *_] = units("""
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class Soft(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 3)
+            def forward(self, x):
+                x = self.fc(x)
+                return F.softmax(x, dim=1)
+
+        class Two(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 3)
+            def forward(self, x):
+                if self.training:
+                    return self.fc(x)
+                return self.fc(x).softmax(1)
+
+        seq = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1)).to("cpu")
+        probs = nn.Sequential(nn.Linear(4, 8), nn.Sigmoid())
+        soft = Soft()
+        two = Two()
+        opt = torch.optim.SGD(list(seq.parameters()) + list(probs.parameters()) + list(soft.parameters())
+                              + list(two.parameters()), lr=0.1)
+        for x in loader:
+            opt.zero_grad(); (seq(x) + probs(x) + soft(x) + two(x)).sum().backward(); opt.step()
+    """)
+    assert output_kind(unit, "seq") == "logits"
+    assert output_kind(unit, "probs") == "probabilities"
+    assert output_kind(unit, "soft") == "probabilities"
+    assert output_kind(unit, "two") is None  # two returns: unknown
+
+
+def test_mode_dependence_of_layers():
+    [unit, *_] = units("""
+        import timm
+        import torch
+        import torch.nn as nn
+
+        class Plain(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.net = nn.Sequential(nn.Linear(4, 8), nn.LayerNorm(8), nn.GELU(), nn.Linear(8, 2))
+            def forward(self, x):
+                return self.net(x)
+
+        class Drop(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 2)
+            def forward(self, x):
+                return nn.functional.dropout(self.fc(x), 0.5, self.training)
+
+        plain = Plain()
+        drop = Drop()
+        bn = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8))
+        lib = timm.create_model("resnet18")
+        for m in (plain, drop, bn, lib):
+            m.train()
+    """)
+    assert mode_dependent(unit, "plain") is False
+    assert mode_dependent(unit, "drop") is True
+    assert mode_dependent(unit, "bn") is True
+    assert mode_dependent(unit, "lib") is True
+
+
+def test_tensors_are_factories_conversions_and_batch_elements():
+    [unit, *_] = units("""
+        import torch
+        w = torch.randn(3)
+        w = w.to("cuda")
+        model = torch.nn.Linear(3, 1)
+        model.train()
+        for x, y in train_loader:
+            x = x.float()
+        for batch in train_loader:
+            pass
+        def f(p):
+            return p
+    """)
+    assert is_tensor(unit, "w") and is_tensor(unit, "x") and is_tensor(unit, "y")
+    assert not is_tensor(unit, "batch") and not is_tensor(unit, "model") and not is_tensor(unit, "p")
+
+
+def test_clip_and_unscale_per_micro_step_is_lc605_and_lc106():
+    path = FIXTURES / "LC106_bad_unscale_and_clip.py"
+    found = check_source(path.read_text(encoding="utf-8"), str(path))
+    assert [(f.code, f.row) for f in found] == [("LC605", 16), ("LC106", 17)]
+    lc106 = found[1]
+    assert lc106.message == ("clip_grad_norm_() runs on every micro-step but scaler.step() at line 19 does not: "
+                             "it clips partial sums")
+    assert [(r.row, r.message) for r in lc106.related] == [
+        (19, "the step, once per accumulation cycle"), (15, "backward() on every micro-step")]
+
+
+def test_findings_spanning_modules_are_placed_in_the_checked_file():
+    path = FIXTURES / "project_resume_helpers" / "train.py"
+    [f] = check_source(path.read_text(encoding="utf-8"), str(path))
+    assert f.code == "LC802" and f.row == 13
+    assert f.message == ("via load_weights(): model is resumed without the optimizer/scheduler state saved at line 5 "
+                         "of checkpointing.py")
+    assert {(r.filename or "").rpartition("/")[2] for r in f.related} == {"checkpointing.py"}
+    path = FIXTURES / "project_model_module" / "train.py"
+    found = check_source(path.read_text(encoding="utf-8"), str(path))
+    assert [(f.code, f.row) for f in found] == [("LC504", 6), ("LC701", 13)]
+    assert found[0].message.startswith("via Net(): self.blocks holds modules in a plain list")
+
+
+def fix(name: str, unsafe: bool = True):
+    text = (FIXTURES / name).read_text(encoding="utf-8")
+    return text, *apply_fixes(text, check_source(text, name), unsafe=unsafe)
+
+
+def test_fixes_of_fixtures_with_several_findings():
+    text, new, fixed = fix("LC505_bad_cuda.py")
+    assert [f.code for f in fixed] == ["LC505", "LC505"]
+    assert "inputs = inputs.cuda()  # expect: LC505" in new and "labels = labels.cuda()  # expect: LC505" in new
+    text, new, fixed = fix("LC504_bad_append.py")
+    assert "self.layers = nn.ModuleList()  # expect: LC504" in new
+    assert "self.gains = nn.ParameterList([nn.Parameter(torch.ones(d)) for d in dims[1:]])" in new
+    assert check_source(new, "LC504_bad_append.py") == []
+    text, new, fixed = fix("LC504_bad_append.py", unsafe=False)
+    assert (new, fixed) == (text, [])  # LC504's fix is unsafe
+    text, new, fixed = fix("LC701_bad_inline.py")
+    assert [f.fix.message for f in fixed] == ["Remove `softmax()`: pass `model(x)`"]
+    assert "loss = F.cross_entropy(model(x), y)" in new  # the sigmoid of a call is left: no name to pass
+    text, new, fixed = fix("LC702_bad_functional.py")
+    assert "F.binary_cross_entropy_with_logits(D(real)" in new and "nll = nn.CrossEntropyLoss()" in new
+
+
+def test_declined_fixes():
+    for name in ("LC701_bad_softmax_layer.py", "LC702_bad.py"):
+        text = (FIXTURES / name).read_text(encoding="utf-8")
+        findings = attach_fixes(text, check_source(text, name))
+        if name.startswith("LC701"):
+            assert [f.fix for f in findings] == [None, None]  # the softmax is in the models
+    src = textwrap.dedent("""
+        import torch.nn as nn
+        import torch
+        model = nn.Sequential(nn.Linear(4, 8), nn.Linear(8, 1))
+        criterion = nn.BCELoss()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x, y in loader:
+            opt.zero_grad(); criterion(model(x), y).backward(); opt.step()
+        print(criterion(torch.sigmoid(model(x)), y))
+    """)
+    [f] = attach_fixes(src, check_source(src, "t.py"))
+    assert f.code == "LC702" and f.fix is None  # the criterion is called elsewhere with probabilities
+    assert FIXABLE["LC504"] == "unsafe" and FIXABLE["LC505"] == FIXABLE["LC701"] == FIXABLE["LC702"] == "safe"
