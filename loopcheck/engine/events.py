@@ -403,6 +403,7 @@ def classify_assign(a: Assign, roles: Roles) -> list[Event]:
     if (
         a.op == "=" and canon_prefix in roles.models and isinstance(a.value, cst.Call)
         and a.value_kind == "call" and _builds_module(a.value)
+        and roles.role(roles.canon(target)) in (None, "model")  # self.optimizer = Adam(...) is no layer
     ):
         out.append(Event("submodule_replace", canon_prefix, a.node, a, {"attr": attr}))
         return out

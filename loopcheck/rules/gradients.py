@@ -91,7 +91,12 @@ def reaches(unit: Unit, opt: str, ev: Event) -> bool:
     info = unit.roles.optimizers.get(opt)
     if models is None or info is None or not info.by_ctor or any(v is None for v in info.by_ctor.values()):
         return True
-    return bool(set(models) & info.models) or not info.models
+    return not info.models or any(_related(m, o) for m in models for o in info.models)
+
+
+def _related(a: str, b: str) -> bool:
+    """One model is the other or a submodule of it (``model`` and ``model.fc1``)."""
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
 
 
 def present(states) -> set:

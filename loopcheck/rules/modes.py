@@ -165,7 +165,7 @@ class ValidationWithoutNoGrad(Rule):
     def check(self, unit: Unit) -> Iterable[Report]:
         firsts: dict[int, tuple[Event, Event | None]] = {}
         for fwd in unit.of_kind("forward"):
-            if fwd.ctx.grad != "enabled" or not fwd.ctx.loops:
+            if fwd.ctx.grad != "enabled" or not _batch_loops(fwd):
                 continue  # a single forward outside any loop (a test, an export) costs one graph
             states = modes_at(unit, fwd.subject, fwd)
             in_eval = bool(states) and all(x.kind == "eval" for x in states)
@@ -220,6 +220,13 @@ class ValidationWithoutNoGrad(Rule):
             if ev.kind in ("backward", "grad_query"):
                 return True
         return False
+
+
+def _batch_loops(fwd: Event) -> list[LoopInfo]:
+    """The loops around a forward, less those over models (``[net(x) for net in nets]`` is one
+    forward per model, not one per batch)."""
+    func = fwd.raw.func or ""
+    return [loop for loop in fwd.ctx.loops if func.split(".")[0] not in loop.targets]
 
 
 def _trains_in(unit: Unit, loop: LoopInfo) -> bool:

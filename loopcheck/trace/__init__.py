@@ -23,3 +23,16 @@ confirmed or not observed.
 Importing ``loopcheck.trace.cli`` (the command's registration) does not import torch; the
 command imports :mod:`~loopcheck.trace.run` when it runs.
 """
+
+#: The rule codes the watcher checks at runtime (the rule families above). The static rules
+#: added later (LC106, LC107, LC303, LC504, LC505, LC701, LC702, LC801, LC802, LC901) have
+#: their evidence in ``loopcheck verify`` but no runtime check in ``trace`` yet: their static
+#: findings are reported as not observed, with a note that says so.
+WATCHED_CODES = frozenset({
+    "LC101", "LC102", "LC103", "LC104", "LC105",
+    "LC201", "LC202", "LC203",
+    "LC301", "LC302",
+    "LC401",
+    "LC501", "LC502", "LC503",
+    "LC601", "LC602", "LC603", "LC604", "LC605",
+})

@@ -30,6 +30,7 @@ from loopcheck.config import ConfigError, Options, Resolver
 from loopcheck.findings import Finding, Related
 from loopcheck.noqa import filter_findings
 from loopcheck.reporters import WRITERS, Context, SourceFile, to_json_obj, to_sarif
+from loopcheck.trace import WATCHED_CODES
 
 NOT_OBSERVED_HINTS = {
     "LC301": "no training step ran on a forward pass in eval mode with active Dropout or BatchNorm layers",
@@ -174,7 +175,10 @@ def build_report(result, static: bool = True, resolver: Resolver | None = None) 
         for s in static_found:
             match = next(((f, o) for f, o in mine if id(f) not in used and _matches(s, f)), None)
             if match is None:
-                hint = NOT_OBSERVED_HINTS.get(s.code, "its runtime symptom did not occur in this run")
+                if s.code not in WATCHED_CODES:
+                    hint = "loopcheck trace has no runtime check for this rule yet (the static finding stands)"
+                else:
+                    hint = NOT_OBSERVED_HINTS.get(s.code, "its runtime symptom did not occur in this run")
                 note = f"Not observed at runtime: {hint}." + (f"\n{s.note}" if s.note else "")
                 g = replace(s, message=f"{_status_text('not-observed', None)} {s.message}", note=note)
                 trace[id(g)] = {"status": "not-observed", "step": None, "value": None, "count": 0}

@@ -1,4 +1,4 @@
-"""The model changed after its optimizer was built, at runtime (LC501).
+"""The model changed after its optimizer was built, at runtime (LC501; LC503 for an FSDP wrapper).
 
 A mixin of :class:`~loopcheck.trace.watch.Watcher`. Once an optimizer exists, modules built
 are remembered with their line (:mod:`~loopcheck.trace.forwards`); conversions are watched
@@ -147,8 +147,11 @@ class SetupChecks:
                 break
         site = site or created[1]
         opt_at = f" ({where(o.site, site)})" if o.site else ""
+        # a sharding wrapper (FSDP) built after the optimizer is LC503's case: the same model, with
+        # its parameters flattened into new ones
+        code = "LC503" if type(module).__module__.startswith("torch.distributed.fsdp") else "LC501"
         self.observe(
-            "LC501", site, f"the model trained here was built after the optimizer{opt_at}, which holds none of it",
+            code, site, f"the model trained here was built after the optimizer{opt_at}, which holds none of it",
             f"Runtime: at step {n} none of {type(module).__name__}'s {count} trainable parameters is in any "
             "optimizer: the optimizer updates a model that is no longer used. Build it after the model.",
             [(o.site, "the optimizer was built here")], step=n, value=float(count))
