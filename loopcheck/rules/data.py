@@ -71,12 +71,17 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             if loader is None:
                 continue
             ctor, sampler = loaders[loader]
-            if id(ctor.node) in reported:
-                continue
+            if id(ctor.node) in reported or not self._trains(unit, loop.info):
+                continue  # an evaluation pass: the order of its batches changes no result
             if self._epoch_set(unit, around, loader, sampler):
                 continue
             reported.add(id(ctor.node))
             yield self._report(loop.info.node, around[-1].node, ctor, loader, sampler)
+
+    @staticmethod
+    def _trains(unit: Unit, info) -> bool:
+        """Whether a backward or an optimizer step runs inside the loop ``info``."""
+        return any(info in ev.ctx.loops and ev.kind in ("backward", "step") for ev in unit.events)
 
     @staticmethod
     def _epoch_set(unit: Unit, around, loader: str, sampler: str | None) -> bool:
