@@ -135,18 +135,19 @@ class ModeChecks:
 
     def _validation_graph(self, rec: EvalForward) -> None:
         """One more forward at ``rec.site`` whose graph no backward used; LC302 once it is a pattern:
-        twice for eval-mode forwards; for train-mode ones, also at most once per two optimizer steps
+        twice for eval-mode forwards of the same model; for train-mode ones, also at most once per two optimizer steps
         of the model (an evaluation every N steps or per epoch; a GAN's ``G(z).detach()`` every
         step is the training's own forward, not an evaluation)."""
         if rec.site is None:
             return
-        entry = self._val_counts.setdefault(rec.site.key, [rec, 0])
+        module = rec.module()
+        # per model: ``[net(x) for net in nets]`` is one forward of each model, not a pattern
+        entry = self._val_counts.setdefault((rec.site.key, id(module)), [rec, 0])
         entry[1] += 1
         n = entry[1]
         if n < 2:
             return
         if rec.training:
-            module = rec.module()
             steps = max((o.steps for o in self._opts_for_module(module)), default=0) if module is not None else 0
             if 2 * n > steps:
                 return
