@@ -122,7 +122,8 @@ def decode_source(data: bytes, notebook: bool = False) -> SourceText:
     Raises:
         SourceError: the bytes do not decode: a message as CPython's (``Non-UTF-8 code
             starting with ... on line N, but no encoding declared``, ``unknown encoding:
-            foobar``, ...).
+            foobar`` when the bytes are not UTF-8 either, ...). A codec Python does not know
+            (one a package registers at import, ``coding: future_fstrings``) is read as UTF-8.
     """
     bom = data.startswith(codecs.BOM_UTF8)
     if notebook:
@@ -134,6 +135,13 @@ def decode_source(data: bytes, notebook: bool = False) -> SourceText:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as err:  # an unknown codec, a cookie that contradicts the BOM, bad UTF-8 early on
         msg = str(err.msg if hasattr(err, "msg") else err)
+        if msg.startswith("unknown encoding") and not bom:
+            # a codec a package registers when it is imported (``coding: future_fstrings``)
+            # transforms UTF-8 source: read the text as the UTF-8 it is, as ruff does
+            try:
+                return SourceText(data.decode("utf-8"), "utf-8", False, data)
+            except UnicodeDecodeError:
+                pass
         if msg.startswith("invalid or missing encoding declaration"):
             try:
                 data.decode("utf-8")

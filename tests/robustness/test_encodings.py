@@ -39,7 +39,7 @@ def test_files_with_a_bom_or_a_coding_cookie_are_checked(project, name, data, ro
 def test_a_non_utf8_file_without_a_cookie_is_one_error_line_and_the_run_goes_on(project):
     (project / "bad.py").write_text(BAD)
     (project / "latin.py").write_bytes(("import torch\n# café\n" + BAD).encode("latin-1"))
-    (project / "unknown.py").write_bytes(b"# -*- coding: klingon -*-\n" + BAD.encode())
+    (project / "unknown.py").write_bytes(b"# -*- coding: klingon -*-\n" + BAD.encode() + b"# \xff\n")
     (project / "contradiction.py").write_bytes(b"\xef\xbb\xbf# -*- coding: latin-1 -*-\n" + BAD.encode())
     result = cli("--output-format", "concise", ".")
     assert result.exit_code == 2  # unreadable input
@@ -52,6 +52,15 @@ def test_a_non_utf8_file_without_a_cookie_is_one_error_line_and_the_run_goes_on(
         "declared; see https://peps.python.org/pep-0263/ for details",
         "loopcheck: cannot read unknown.py: unknown encoding: klingon",
     ]
+
+
+def test_a_codec_a_package_registers_is_read_as_utf8(project):
+    # ``coding: future_fstrings`` names a codec registered at import: the text is UTF-8
+    (project / "fstrings.py").write_bytes("# -*- coding: future_fstrings -*-\n# café\n".encode() + BAD.encode())
+    result = cli("--output-format", "concise", "fstrings.py")
+    assert result.exit_code == 1, result.output
+    assert reported_files(result.stdout) == ["fstrings.py"]
+    assert result.stderr == ""
 
 
 def test_decode_source_keeps_what_it_needs_to_write_back():
