@@ -1022,7 +1022,7 @@ class UnitBuilder:
             out.append(Jump("return", self.sources(frame, s.value).names if s.value is not None else frozenset()))
         elif isinstance(s, cst.Raise):
             self.expr_events(frame, s.exc, ctx, out)
-            out.append(Jump("return"))
+            out.append(Jump("raise"))
         elif isinstance(s, cst.Break):
             out.append(Jump("break"))
         elif isinstance(s, cst.Continue):
@@ -1031,7 +1031,7 @@ class UnitBuilder:
             if isinstance(s.test, cst.Name) and s.test.value == "False" or (
                 isinstance(s.test, cst.Integer) and s.test.value == "0"
             ):
-                out.append(Jump("return"))  # assert False: this path ends here
+                out.append(Jump("raise"))  # assert False: this path ends here
 
     def assign_event(
         self, frame: Frame, stmt: cst.CSTNode, target: cst.BaseExpression | None, op: str,

@@ -50,8 +50,10 @@ class Machine:
         """The state after ``event`` runs in ``state``."""
         return state
 
-    def branch(self, state: State, node: If, taken: bool) -> State:
-        """The state on entering the body (``taken``) or the else-arm of ``node``."""
+    def branch(self, state: State, node: If, taken: bool) -> State | None:
+        """The state on entering the body (``taken``) or the else-arm of ``node``; ``None``
+        when the state says the path cannot take that arm (``if was_training:`` with the mode
+        saved in ``was_training`` known)."""
         return state
 
 
@@ -61,6 +63,7 @@ class _Out:
     brk: set = field(default_factory=set)
     cont: set = field(default_factory=set)
     ret: set = field(default_factory=set)
+    exc: set = field(default_factory=set)  # states that raised: to an enclosing try's handlers, else gone
 
 
 @dataclass
@@ -231,7 +234,9 @@ class _Interpreter:
                 if (text, not taken, names) in conds:
                     continue
                 conds = conds | {(text, taken, names)}
-            out.add((self.m.branch(ms, node, taken), conds))
+            ms = self.m.branch(ms, node, taken)
+            if ms is not None:  # None: the machine knows this arm is not taken on this path
+                out.add((ms, conds))
         return out
 
     def exec(self, node: Node, states: set) -> _Out:
@@ -264,6 +269,7 @@ class _Interpreter:
                 out.brk |= r.brk
                 out.cont |= r.cont
                 out.ret |= r.ret
+                out.exc |= r.exc
                 cur = r.normal
                 if not cur:
                     break
@@ -272,7 +278,7 @@ class _Interpreter:
         if isinstance(node, If):
             a = self.exec(node.body, self._arm(node, states, True))
             b = self.exec(node.orelse, self._arm(node, states, False))
-            return _Out(_bound(a.normal | b.normal), a.brk | b.brk, a.cont | b.cont, a.ret | b.ret)
+            return _Out(_bound(a.normal | b.normal), a.brk | b.brk, a.cont | b.cont, a.ret | b.ret, a.exc | b.exc)
         if isinstance(node, Loop):
             targets = node.info.targets
             head = set(states)
@@ -287,17 +293,20 @@ class _Interpreter:
             # not a path worth reporting, and the zero-trip path invents states that no run has.
             exits = set() if node.infinite else body.normal | body.cont
             after = self.exec(node.orelse, exits) if node.orelse.items else _Out(exits)
-            return _Out(after.normal | body.brk, after.brk, after.cont, after.ret | body.ret)
+            return _Out(after.normal | body.brk, after.brk, after.cont, after.ret | body.ret, after.exc | body.exc)
         if isinstance(node, Jump):
             if node.kind == "break":
                 return _Out(brk=set(states))
             if node.kind == "continue":
                 return _Out(cont=set(states))
+            if node.kind == "raise":
+                return _Out(exc=set(states))
             return _Out(ret=set(states))
         if isinstance(node, Try):
             body = self.exec(node.body, states)
-            handler_in = states | body.normal
-            out = _Out(brk=set(body.brk), cont=set(body.cont), ret=set(body.ret))
+            handler_in = states | body.normal | body.exc
+            out = _Out(brk=set(body.brk), cont=set(body.cont), ret=set(body.ret),
+                       exc=set(body.exc) if not node.handlers else set())
             normal = self.exec(node.orelse, body.normal).normal if node.orelse.items else set(body.normal)
             for h in node.handlers:
                 r = self.exec(h, handler_in)
@@ -305,20 +314,26 @@ class _Interpreter:
                 out.brk |= r.brk
                 out.cont |= r.cont
                 out.ret |= r.ret
+                out.exc |= r.exc
             if node.final.items:
                 fin = self.exec(node.final, normal | out.ret)
                 out.ret |= fin.ret
+                out.exc |= fin.exc
                 normal = fin.normal
+                if out.exc:  # the finally block runs, then the exception goes on
+                    raised = self.exec(node.final, out.exc)
+                    out.exc = raised.normal | raised.exc
             out.normal = normal
             return out
         if isinstance(node, Inline):
             r = self.exec(node.body, states)
-            out = r.normal | r.ret
+            out, exc = r.normal | r.ret, r.exc  # an exception goes on in the caller
             absent = self.m.absent()
             prefix = node.fid + ":"
             if absent is not None and self.m.subjects and all(s.startswith(prefix) for s in self.m.subjects):
                 out = {(absent, conds) for _, conds in out}  # a local of the call: gone when it returns
-            return _Out(out)
+                exc = {(absent, conds) for _, conds in exc}
+            return _Out(out, exc=exc)
         raise TypeError(node)
 
 

@@ -250,7 +250,10 @@ class _Typer:
             model = self.sym(eff.get("model"))
             arg = arg_at(c, eff.get("mode")) if eff.get("mode") is not None else None
             mode = True if arg is None else _literal_bool(arg.node)
-            self.ev("train" if mode else "eval" if mode is False else "mode_unknown", model)
+            if mode is None and isinstance(arg.node, cst.Name):  # model.train(was_training)
+                self.ev("mode_restore", model, var=arg.node.value)
+            else:
+                self.ev("train" if mode else "eval" if mode is False else "mode_unknown", model)
         elif k in ("eval", "forward"):
             self.ev(k, self.sym(eff.get("model")))
         elif k == "grad_query":
@@ -398,6 +401,9 @@ def classify_assign(a: Assign, roles: Roles) -> list[Event]:
     container = _plain_container(a)
     if container is not None:
         out.append(container)
+    saved = _mode_saved(a, roles)
+    if saved is not None:
+        out.append(saved)
     prefix, _, attr = target.rpartition(".")
     canon_prefix = roles.canon(prefix) if prefix else None
     if (
@@ -417,6 +423,21 @@ def classify_assign(a: Assign, roles: Roles) -> list[Event]:
         kind = "detached" if target in roles.no_graph or a.ctx.grad == "disabled" else a.value_kind
         out.append(Event("loss_assign", roles.canon(target), a.node, a, {"value_kind": kind}))
     return out
+
+
+def _mode_saved(a: Assign, roles: Roles) -> Event | None:
+    """``was_training = model.training``: the model's mode kept in a local variable
+    (``mode_save``, extra ``var``: the variable's name), to be restored by
+    ``model.train(was_training)`` or ``if was_training: model.train()``."""
+    if a.op != "=" or not a.value_sym or not a.value_sym.endswith(".training") or not isinstance(a.node, cst.Assign):
+        return None
+    targets = a.node.targets
+    if len(targets) != 1 or not isinstance(targets[0].target, cst.Name):
+        return None
+    owner = roles.canon(a.value_sym[: -len(".training")])
+    if owner not in roles.models:
+        return None
+    return Event("mode_save", owner, a.node, a, {"var": targets[0].target.value})
 
 
 _CONTAINERS = (cst.List, cst.Tuple, cst.Set, cst.Dict, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)

@@ -178,7 +178,7 @@ class Loop:
 
 @dataclass(eq=False)
 class Jump:
-    kind: str  # "break" | "continue" | "return"
+    kind: str  # "break" | "continue" | "return" | "raise" (to the handlers of an enclosing try)
     values: frozenset[str] = frozenset()  # for a return: the symbols its value is computed from
 
 

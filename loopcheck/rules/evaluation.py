@@ -40,7 +40,7 @@ class Mode(NamedTuple):
 class TrainModeMachine(Machine):
     """The mode of one model, remembering where train mode was set and whether it trained since."""
 
-    kinds = frozenset({"model_build", "train", "eval", "mode_unknown", "havoc", "step", "forward"})
+    kinds = frozenset({"model_build", "train", "eval", "mode_unknown", "mode_restore", "havoc", "step", "forward"})
 
     def __init__(self, unit: Unit, model: str) -> None:
         self.model = model
@@ -70,7 +70,7 @@ class TrainModeMachine(Machine):
             return Mode("train", ev)
         if k == "eval":
             return Mode("eval")
-        if k == "mode_unknown" or (k == "havoc" and ev.may_change("mode")):
+        if k in ("mode_unknown", "mode_restore") or (k == "havoc" and ev.may_change("mode")):
             return Mode("unknown")
         return s
 

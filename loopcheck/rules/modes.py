@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import Iterable, NamedTuple
 
+import libcst as cst
+
 from loopcheck.engine.dataflow import Machine
 from loopcheck.engine.events import Event
 from loopcheck.engine.ir import LoopInfo
@@ -28,6 +30,7 @@ class M(NamedTuple):
     kind: str
     ev: Event | None = None
     frozen: bool = False
+    saved: tuple = ()  # ((variable, kind, ev), ...): modes kept by ``was_training = model.training``
 
 
 UNKNOWN = M("unknown")
@@ -41,10 +44,13 @@ class ModeMachine(Machine):
     """``("train", None)``, ``("eval", eval_event)`` or ``("unknown", None)`` for one model.
 
     ``train()``/``eval()`` on a module also set the mode of its submodules, so events on
-    ``model`` apply to a tracked ``model.head`` too.
+    ``model`` apply to a tracked ``model.head`` too. A mode saved in a variable
+    (``was_training = model.training``) is restored by ``model.train(was_training)`` and decides
+    ``if was_training:`` tests.
     """
 
-    kinds = frozenset({'model_build', 'train', 'eval', 'mode_unknown', 'havoc', 'step', 'forward', 'freeze', 'unfreeze'})
+    kinds = frozenset({'model_build', 'train', 'eval', 'mode_unknown', 'havoc', 'step', 'forward', 'freeze', 'unfreeze',
+                       'mode_save', 'mode_restore'})
 
     def __init__(self, unit: Unit, model: str) -> None:
         self.model = model
@@ -68,14 +74,33 @@ class ModeMachine(Machine):
         if s.kind == "absent":
             return s
         if k == "train":
-            return M("train", None, s.frozen)
+            return s._replace(kind="train", ev=None)
         if k == "eval":
-            return M("eval", ev, s.frozen)
+            return s._replace(kind="eval", ev=ev)
         if k in ("freeze", "unfreeze") and ev.subject == self.model:
             return s._replace(frozen=k == "freeze")
+        if k == "mode_save":
+            var = ev.extra["var"]
+            return s._replace(saved=(*(x for x in s.saved if x[0] != var), (var, s.kind, s.ev)))
+        if k == "mode_restore":
+            kept = next((x for x in s.saved if x[0] == ev.extra["var"]), None)
+            return s._replace(kind=kept[1], ev=kept[2]) if kept else s._replace(kind="unknown", ev=None)
         if k == "mode_unknown" or (k == "havoc" and ev.may_change("mode")):
-            return M("unknown", None, s.frozen)
+            return s._replace(kind="unknown", ev=None)
         return s
+
+    def branch(self, s, node, taken: bool):
+        """``if was_training:`` (or ``if not was_training:``) with the mode saved in
+        ``was_training`` known on this path: only the arm it decides is taken."""
+        test, want = getattr(node.node, "test", None), taken
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            test, want = test.expression, not taken
+        if not isinstance(test, cst.Name) or not s.saved:
+            return s
+        kept = next((x for x in s.saved if x[0] == test.value), None)
+        if kept is None or kept[1] not in ("train", "eval"):
+            return s
+        return s if (kept[1] == "train") == want else None
 
 
 def mode_flow(unit: Unit, model: str):
@@ -135,7 +160,7 @@ class EvalModeNotReset(Rule):
                 states = {x for x in flow.states(step) if x.kind != "absent"}
                 if not (has_train or any(x.kind == "train" for x in states)):
                     continue
-                for kind, ev, frozen in states:
+                for kind, ev, frozen, _saved in states:
                     # a frozen model kept in eval() while a head trains is a linear probe
                     if kind == "eval" and not frozen and id(ev) not in reported:
                         reported.add(id(ev))
