@@ -97,6 +97,10 @@ def build_units(module: cst.Module, index: ModuleIndex | None = None) -> list[Un
     for func in funcs:
         if func not in builder.called:  # already read inside a caller
             candidates.append((func, builder.function_unit(func)))
+    for i, (func, _ir) in enumerate(candidates):
+        # an override only the base class calls (self._valid_epoch() under no_grad)
+        if func is not None and func not in builder.called and builder.self_calls.get(func.name.value) == {"disabled"}:
+            candidates[i] = (func, builder.function_unit(func, grad="disabled"))
     irs = [ir for func, ir in candidates if func is None or func not in builder.called]
     raws = [raw for ir in irs for raw in walk_events(ir)]
     roles = infer_roles(index, raws)

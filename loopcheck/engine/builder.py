@@ -322,6 +322,9 @@ class UnitBuilder:
         self._stack: list[cst.CSTNode] = []
         self.n_events = 0
         self.called: set[cst.FunctionDef] = set()
+        # method name → the grad modes of the ``self.<name>(...)`` calls seen (a subclass's
+        # override that nothing here calls statically runs in those contexts)
+        self.self_calls: dict[str, set[str]] = {}
         self._locals: dict[int, tuple[set[str], set[str]]] = {}
         self._generators: dict[cst.FunctionDef, bool] = {}
         # per-expression caches: an inlined function is rebuilt at every call site
@@ -601,6 +604,8 @@ class UnitBuilder:
         cls = frame.instances.get(recv_sym)
         if cls is None and recv_sym is not None and recv_sym == frame.self_sym:
             cls = frame.self_class
+        if recv_sym is not None and recv_sym == frame.self_sym:
+            self.self_calls.setdefault(method, set()).add(raw.ctx.grad)
         if cls is None or cls.described:
             return None
         found = find_method(cls, method)
@@ -802,7 +807,10 @@ class UnitBuilder:
         stmts = [s for s in self.index.body if not isinstance(s, (cst.FunctionDef, cst.ClassDef))]
         return self.stmts(frame, stmts, Context())
 
-    def function_unit(self, func: cst.FunctionDef) -> Seq:
+    def function_unit(self, func: cst.FunctionDef, grad: str = "enabled") -> Seq:
+        """The IR of a function no one here calls, read on its own (``self`` is ``self@Cls``);
+        ``grad``: the gradient mode its body starts in (``"disabled"`` when every
+        ``self.<name>(...)`` call of the class family runs under ``torch.no_grad()``)."""
         cls_name = self.index.method_class.get(func)
         cls = ClassRef(self.index, cls_name) if cls_name is not None else None
         subst: dict[str, str] = {}
@@ -814,7 +822,7 @@ class UnitBuilder:
         frame = self.new_frame(func, self.index, None, subst, cls, cls, self_sym)
         self._stack.append(func)
         try:
-            return self.function_body(frame, func, Context())
+            return self.function_body(frame, func, Context(grad=grad))
         finally:
             self._stack.pop()
 

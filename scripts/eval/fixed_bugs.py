@@ -8,7 +8,7 @@ fetch tool's mirror to /work/corpus/bugs/<id>/{parent,fix}/ (once), loopcheck ru
 bug's ``check`` files with the tree as the working directory (so imports resolve), and the
 bug is scored:
 
-- parent: *found* when a finding of the bug's code sits at one of its ``buggy`` lines (for a
+- parent: *found* when a finding of the bug's code sits at, or names among its related lines, one of its ``buggy`` lines (for a
   ``new:<name>`` kind, which no rule covers yet, a finding of any code there); *elsewhere*
   when findings of that code exist but none at those lines; *other code* when only a finding
   of another code sits at a buggy line (LC501 for a ``.to(device, dtype=...)`` tagged LC502);
@@ -62,7 +62,10 @@ def score(bug: dict, cmd: list[str]) -> dict:
     wanted = {(b["path"], b["line"]) for b in bug["buggy"]}
     parent = findings_at(tree(bug, "parent"), bug["check"], cmd)
     relevant = [f for f in parent if new_kind or f["code"] == code]
-    at = [f for f in relevant if (f["filename"], f["location"]["row"]) in wanted]
+    # at a buggy line, or naming one among the lines that make it a bug (LC901 is reported at
+    # the sampler and names the epoch loop the fix changes)
+    at = [f for f in relevant if (f["filename"], f["location"]["row"]) in wanted
+          or any((r.get("filename") or f["filename"], r["row"]) in wanted for r in f.get("related", []))]
     other = [f for f in parent if (f["filename"], f["location"]["row"]) in wanted]
     if at:
         outcome = "found"
