@@ -25,6 +25,10 @@ from loopcheck.engine.walk import names_in
 State = Hashable
 
 
+#: What :meth:`Machine.branch` returns for an arm the path cannot take.
+NOT_TAKEN = object()
+
+
 class Machine:
     """Base class of a rule's state machine; states must be hashable.
 
@@ -50,10 +54,10 @@ class Machine:
         """The state after ``event`` runs in ``state``."""
         return state
 
-    def branch(self, state: State, node: If, taken: bool) -> State | None:
-        """The state on entering the body (``taken``) or the else-arm of ``node``; ``None``
-        when the state says the path cannot take that arm (``if was_training:`` with the mode
-        saved in ``was_training`` known)."""
+    def branch(self, state: State, node: If, taken: bool) -> State:
+        """The state on entering the body (``taken``) or the else-arm of ``node``;
+        :data:`NOT_TAKEN` when the state says the path cannot take that arm (``if
+        was_training:`` with the mode saved in ``was_training`` known)."""
         return state
 
 
@@ -235,7 +239,7 @@ class _Interpreter:
                     continue
                 conds = conds | {(text, taken, names)}
             ms = self.m.branch(ms, node, taken)
-            if ms is not None:  # None: the machine knows this arm is not taken on this path
+            if ms is not NOT_TAKEN:  # the machine knows this arm is not taken on this path
                 out.add((ms, conds))
         return out
 

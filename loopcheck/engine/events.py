@@ -356,6 +356,8 @@ class _Typer:
             return
         if c.receiver and LOGGER_NAME.search(last(c.receiver)):
             return
+        if c.inner is not None and c.inner.func == "super":
+            return  # a library base class's method on the instance (a scheduler's base keeps its optimizer)
         seen = set()
         for a in c.args:
             s = roles.canon(a.sym) if a.sym else None

@@ -13,7 +13,7 @@ from typing import Iterable, NamedTuple
 
 import libcst as cst
 
-from loopcheck.engine.dataflow import Machine
+from loopcheck.engine.dataflow import NOT_TAKEN, Machine
 from loopcheck.engine.events import Event
 from loopcheck.engine.ir import LoopInfo
 from loopcheck.engine.knowledge import knowledge
@@ -100,7 +100,7 @@ class ModeMachine(Machine):
         kept = next((x for x in s.saved if x[0] == test.value), None)
         if kept is None or kept[1] not in ("train", "eval"):
             return s
-        return s if (kept[1] == "train") == want else None
+        return s if (kept[1] == "train") == want else NOT_TAKEN
 
 
 def mode_flow(unit: Unit, model: str):

@@ -135,6 +135,8 @@ class SchedulerBeforeOptimizerStep(Rule):
             info = unit.roles.schedulers.get(ev.subject)
             if info is None or info.kind == "plateau" or not ev.ctx.loops:
                 continue
+            if ev.extra.get("nargs"):
+                continue  # scheduler.step(epoch): the LR of that epoch, in closed form; nothing is skipped
             opt = unit.roles.canon(info.optimizer) if info.optimizer else None
             if opt is None:
                 continue
