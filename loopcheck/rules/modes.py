@@ -36,6 +36,8 @@ class M(NamedTuple):
 UNKNOWN = M("unknown")
 TRAIN = M("train")
 ABSENT = M("absent")  # a path on which the model does not exist (``if model is not None``)
+#: Names of loss functions held as modules: ``loss_fct``, ``loss_fn``, ``criterion``, ``focal_loss``.
+CRITERION_NAME = re.compile(r"(^|_)(loss|criterion|crit)(_|$)|^loss_f", re.I)
 #: Names of data that is evaluated, not trained on: ``val_loader``, ``test_x``, ``dev_iter``.
 EVAL_DATA = re.compile(r"(^|_)(val|valid|validation|test|eval|evaluation|dev|holdout)(_|$|\d)", re.I)
 
@@ -192,6 +194,8 @@ class ValidationWithoutNoGrad(Rule):
         for fwd in unit.of_kind("forward"):
             if fwd.ctx.grad != "enabled" or not _batch_loops(fwd):
                 continue  # a single forward outside any loop (a test, an export) costs one graph
+            if _loss_module(unit, fwd.subject):
+                continue  # a loss module (FocalLoss() or CrossEntropyLoss()) holds no weights to record
             states = modes_at(unit, fwd.subject, fwd)
             in_eval = bool(states) and all(x.kind == "eval" for x in states)
             if not in_eval and not self._evaluation_pass(unit, fwd, states):
@@ -245,6 +249,14 @@ class ValidationWithoutNoGrad(Rule):
             if ev.kind in ("backward", "grad_query"):
                 return True
         return False
+
+
+def _loss_module(unit: Unit, sym: str | None) -> bool:
+    """A criterion: built as one somewhere (``loss_fct = FocalLoss(...) if focal else
+    CrossEntropyLoss()``), or named as a loss function (``loss_fct``, ``criterion``)."""
+    if sym is None:
+        return False
+    return sym in unit.roles.criteria or bool(CRITERION_NAME.search(last(sym)))
 
 
 def _batch_loops(fwd: Event) -> list[LoopInfo]:
