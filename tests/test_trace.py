@@ -301,6 +301,17 @@ def test_not_observed_json_sarif_github_and_full(in_root):
     ]
 
 
+def test_eval_mode_note_names_only_the_layers_the_model_has():
+    """Found on pytorch/examples mnist (Dropout, no BatchNorm): the note said BatchNorm too."""
+    code, out, _ = invoke("--output-format", "json", "--no-static", "--", "python",
+                          str(DATA / "eval_left_on_dropout_only.py"))
+    assert code == 1
+    (f,) = json.loads(out)
+    assert (f["code"], f["location"]["row"], f["trace"]["step"]) == ("LC301", 15, 5)
+    assert f["note"] == ("Runtime: step 5 trained on a forward pass of Sequential in eval mode (Dropout x1 inactive: "
+                         "Dropout off). Call model.train() before the next training step.")
+
+
 def test_notes_for_what_no_rule_covers():
     code, out, _ = invoke("--", "python", str(DATA / "sampler_without_set_epoch.py"))
     assert code == 0

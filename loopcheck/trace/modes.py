@@ -32,12 +32,25 @@ def mode_layers(module: nn.Module) -> dict[str, int]:
     """Layers of ``module`` that behave differently in eval mode and are in eval mode now:
     ``{"Dropout": 2, "BatchNorm1d": 1}`` (Dropout with ``p == 0`` does not count)."""
     out: dict[str, int] = {}
+    for m in _eval_mode_layers(module):
+        out[type(m).__name__] = out.get(type(m).__name__, 0) + 1
+    return out
+
+
+def mode_effects(module: nn.Module) -> str:
+    """What eval mode changes in ``module`` now, for the layers it has: ``"Dropout off"``,
+    ``"BatchNorm on its running statistics"``, or both joined by ``", "`` (``""``: nothing)."""
+    kinds = {isinstance(m, nn.modules.dropout._DropoutNd) for m in _eval_mode_layers(module)}
+    return ", ".join(text for kind, text in ((True, "Dropout off"), (False, "BatchNorm on its running statistics"))
+                     if kind in kinds)
+
+
+def _eval_mode_layers(module: nn.Module):
     for m in module.modules():
         if isinstance(m, _MODE_LAYERS) and not m.training:
             if isinstance(m, nn.modules.dropout._DropoutNd) and not getattr(m, "p", 0):
                 continue
-            out[type(m).__name__] = out.get(type(m).__name__, 0) + 1
-    return out
+            yield m
 
 
 def first_graph_tensor(output):
@@ -194,8 +207,7 @@ class ModeChecks:
             f"{subject(eval_site, 'model.eval()')} is still in effect when {ref(step.site, 'optimizer.step()', site)} "
             "trains the model",
             f"Runtime: step {n} trained on a forward pass of {type(module).__name__} in eval mode ({layer_txt} "
-            "inactive: Dropout off, BatchNorm on its running statistics). Call model.train() before the next "
-            "training step.",
+            f"inactive: {mode_effects(module)}). Call model.train() before the next training step.",
             [(rec.site, "forward pass in eval mode"), (pending["backward"], "its backward()"),
              (step.site, "the training step")],
             step=n, value=float(sum(layers.values())))
