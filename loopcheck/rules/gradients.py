@@ -294,7 +294,10 @@ class ZeroGradBetweenBackwardAndStep(Rule):
                         if (
                             s.phase == "wiped" and s.zg is not None and s.skip is None
                             and id(s.zg) not in reported and unit.order(s.bw) < unit.order(s.zg)
-                            and s.bw.ctx.loops == s.zg.ctx.loops
+                            # zero_grad in the backward's loop or an enclosing one (after the
+                            # micro-batch loop that accumulates), and the step in zero_grad's loop
+                            and s.bw.ctx.loops[:len(s.zg.ctx.loops)] == s.zg.ctx.loops
+                            and ev.ctx.loops == s.zg.ctx.loops
                         ):
                             reported.add(id(s.zg))
                             yield self._wiped(s, ev)
