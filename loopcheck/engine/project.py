@@ -293,3 +293,13 @@ def project_for(path: str | os.PathLike | None, src: tuple = ()) -> Project | No
     if proj is None:
         proj = _PROJECTS[key] = Project(root, tuple(Path(s) for s in src))
     return proj
+
+
+def forget_projects(keep: Project | None = None) -> None:
+    """Drop the projects :func:`project_for` shares in this process (the text, tree and index
+    of every module read), except ``keep``: for a process that checks one project after
+    another, or whose memory grew too large. A dropped project's modules are read again when
+    a later check needs them (the results do not change)."""
+    for key, proj in list(_PROJECTS.items()):
+        if proj is not keep:
+            del _PROJECTS[key]
