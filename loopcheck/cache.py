@@ -14,9 +14,9 @@ codes (after per-file-ignores) and the project's ``src`` roots. An entry holds:
   nbformat and IPython are installed (a reinstall or an upgrade changes it);
 - ``content``: the SHA-256 of the text that was checked;
 - ``modules``: the project modules the analysis read, each with the SHA-256 of its bytes
-  (``null``: it could not be read or did not exist), and ``probes``: every path an import was
+  (``null``: it could not be read or did not exist), and ``probes``: the paths an import was
   looked for at, and whether a file was there (a module created where there was none changes
-  what an import means);
+  what an import means; see :func:`_short_probes`);
 - ``findings`` and ``notebook``: the result (findings with their fixes, and a notebook's cell
   map).
 
@@ -42,7 +42,7 @@ import os
 import sys
 from dataclasses import fields, is_dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Collection
+from typing import TYPE_CHECKING, Collection, Mapping
 
 if TYPE_CHECKING:
     from loopcheck.engine.project import Reads
@@ -170,25 +170,33 @@ def encode(value):
 
 
 def decode(value):
-    """The inverse of :func:`encode`.
+    """The inverse of :func:`encode`, for a value already read from JSON.
 
     Raises:
         KeyError, TypeError, ValueError: the data is not something :func:`encode` wrote
         (an unknown class, a missing or extra field).
     """
-    global _TYPES
     if isinstance(value, list):
         return [decode(v) for v in value]
     if isinstance(value, dict):
-        if "@t" in value:
-            return tuple(decode(v) for v in value["@t"])
-        if _TYPES is None:
-            _TYPES = _types()
-        cls = _TYPES[value["@"]]
-        return cls(**{k: decode(v) for k, v in value.items() if k != "@"})
+        return _revive({k: decode(v) for k, v in value.items()})
     if value is None or isinstance(value, (str, bool, int, float)):
         return value
     raise TypeError(f"unexpected {type(value).__name__} in a cache entry")
+
+
+def _revive(obj: dict):
+    """One JSON object of :func:`encode`'s output as the tuple or dataclass it stands for (used
+    as ``json.loads``'s ``object_hook``, which calls it innermost first)."""
+    global _TYPES
+    if "@t" in obj:
+        return tuple(obj["@t"])
+    if "@" not in obj:
+        return obj  # the entry itself, and the plain tables in it
+    if _TYPES is None:
+        _TYPES = _types()
+    kwargs = dict(obj)
+    return _TYPES[kwargs.pop("@")](**kwargs)
 
 
 # --- the cache ---------------------------------------------------------------------------------
@@ -211,7 +219,7 @@ class Cache:
         self.fingerprint = fingerprint or engine_fingerprint()
         self.version = loopcheck.__version__
         self._hashes: dict[str, str | None] = {}
-        self._is_file: dict[str, bool] = {}
+        self._seen: dict[str, bool | None] = {}
         self._ready = False
 
     def __getstate__(self) -> dict:
@@ -219,7 +227,7 @@ class Cache:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        self._hashes, self._is_file, self._ready = {}, {}, False
+        self._hashes, self._seen, self._ready = {}, {}, False
 
     @property
     def entries(self) -> Path:
@@ -242,11 +250,6 @@ class Cache:
             self._hashes[path] = _file_hash(path)
         return self._hashes[path]
 
-    def _is_file_now(self, path: str) -> bool:
-        if path not in self._is_file:
-            self._is_file[path] = os.path.isfile(path)
-        return self._is_file[path]
-
     def get(self, name: str, text: str) -> tuple[list[Finding], Notebook | None] | None:
         """The findings and notebook stored in entry ``name`` for ``text``, or ``None`` (a
         miss) when there is no entry, it is unreadable or of another shape, or anything it
@@ -254,17 +257,20 @@ class Cache:
         resolution."""
         try:
             with open(self.entries / name, "rb") as f:
-                entry = json.loads(f.read())
+                entry = json.loads(f.read(), object_hook=_revive)
             if entry["engine"] != self.fingerprint or entry["content"] != content_hash(text):
                 return None
             for path, digest in entry["modules"]:
                 if self._hash_now(path) != digest:
                     return None
-            for path, was_file in entry["probes"]:
-                if self._is_file_now(path) != was_file:
-                    return None
-            findings = decode(entry["findings"])
-            notebook = decode(entry["notebook"])
+            seen = self._seen
+            for path, was in entry["probes"]:
+                now = seen.get(path, seen)
+                if now is seen:
+                    now = seen[path] = _state(path)
+                if now is not was and (was is not False or now is not None):
+                    return None  # (a path that was no file may be absent now: same thing)
+            findings, notebook = entry["findings"], entry["notebook"]
         except Exception:  # noqa: BLE001 - absent, partial, corrupt or foreign: a miss
             return None
         from loopcheck.findings import Finding
@@ -316,7 +322,7 @@ class Cache:
                     if digest is False:
                         return False
                     modules.append([str(path), digest])
-                probes = [[str(p), bool(b)] for p, b in sorted(reads.probes.items())]
+                probes = _short_probes(reads.probes)
             entry = {
                 "engine": self.fingerprint, "content": content_hash(text), "modules": modules,
                 "probes": probes, "findings": encode(findings), "notebook": encode(notebook),
@@ -327,6 +333,43 @@ class Cache:
             return True
         except (OSError, TypeError, ValueError, UnicodeError):
             return False
+
+
+def _state(path: str) -> bool | None:
+    """``True``: a file is there; ``False``: something else (a directory); ``None``: nothing."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    import stat
+
+    return stat.S_ISREG(st.st_mode)
+
+
+def _short_probes(probes: Mapping[Path, bool]) -> list[list]:
+    """The import candidates a check looked at, as ``[path, state]`` (:func:`_state`) to
+    compare on lookup: a candidate that was a file stays ``[path, true]``; one that was not,
+    in a directory that exists, ``[path, false]``; one whose directory does not exist is
+    replaced by the highest missing directory on its way, ``[dir, null]`` (so the candidates
+    of ``torch.nn.functional``, ``torch.optim``, ... next to a script are one ``torch``
+    that does not exist)."""
+    out: dict[str, bool | None] = {}
+    is_dir: dict[Path, bool] = {}
+
+    def exists_dir(d: Path) -> bool:
+        if d not in is_dir:
+            is_dir[d] = os.path.isdir(d)
+        return is_dir[d]
+
+    for path, was_file in probes.items():
+        if was_file:
+            out[str(path)] = True
+            continue
+        missing, state = path, False
+        while not exists_dir(missing.parent) and missing.parent != missing:
+            missing, state = missing.parent, None
+        out.setdefault(str(missing), state)
+    return [[p, out[p]] for p in sorted(out)]
 
 
 def _checked_hash(path: Path, source: str | None) -> str | None | bool:

@@ -255,11 +255,17 @@ def lint_paths(paths: list[str], resolver: Resolver, force_exclude: bool = False
     def on_read_problem(message: str, is_error: bool) -> None:
         steps.append(("problem", message, is_error))
 
-    for path in iter_source_files(paths, resolver.for_directory, force_exclude, on_problem):
-        settings = resolver.for_file(path)
-        source = read_file(run, path, settings.max_file_size, on_read_problem)
-        if source is not None:
-            steps.append(("file", _job(source, str(path), settings.codes_for(path), settings.src, cache), source))
+    try:
+        for path in iter_source_files(paths, resolver.for_directory, force_exclude, on_problem):
+            settings = resolver.for_file(path)
+            source = read_file(run, path, settings.max_file_size, on_read_problem)
+            if source is not None:
+                steps.append(("file", _job(source, str(path), settings.codes_for(path), settings.src, cache), source))
+    except BaseException:  # an invalid configuration on the way: what was found before is still told
+        for step in steps:
+            if step[0] == "problem":
+                report_problem(run, step[1], step[2])
+        raise
     outcomes = check_all([step[1] for step in steps if step[0] == "file"], cache, jobs)
     for step in steps:
         if step[0] == "problem":

@@ -7,16 +7,19 @@ the cache or without:
 
 1. each job whose cache entry is still valid (:meth:`loopcheck.cache.Cache.get`) is answered
    from it, without parsing anything;
-2. the others are checked (:func:`check_job`): in this process when there is one left or
-   ``jobs`` is 1, else in a :class:`concurrent.futures.ProcessPoolExecutor` of ``jobs``
-   workers (forked on Linux, so they start with the parent's modules already imported),
-   the largest texts first so that no big file is left for the end; each worker writes the
-   cache entries of the files it checked. A pool that cannot start, or that breaks (a worker
+2. the others are checked (:func:`check_job`) in the order of :func:`schedule` (project by
+   project, the largest first; in each, the largest files first): in this process when
+   there is one left or ``jobs`` is 1, else in a
+   :class:`concurrent.futures.ProcessPoolExecutor` of ``jobs`` workers (forked on Linux, so
+   they start with the parent's modules already imported); each worker writes the cache
+   entries of the files it checked. A pool that cannot start, or that breaks (a worker
    killed), leaves the rest to this process, as a serial run would do them.
 
 Each file is checked in a big-stack thread (:func:`loopcheck.parsing.run_deep`), in the
-worker as in a serial run. A project's imported modules are read once per process: with
-several workers, a module that many files import is parsed once in each worker that needs it.
+worker as in a serial run. A project's imported modules are read once per process (with
+several workers, a module that many files import is parsed once in each worker that needs
+it), and let go when the process moves to another project or its memory grew by
+:data:`MEMORY_BUDGET`.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Collection, Iterator
 
 if TYPE_CHECKING:
@@ -78,17 +82,43 @@ def default_jobs() -> int:
         return max(os.cpu_count() or 1, 1)
 
 
+#: A process that checks many files lets go of the projects' modules (their trees) when its
+#: memory grew by more than this many bytes since its first check (see :func:`check_job`).
+MEMORY_BUDGET = 120 * 1024 * 1024
+_first_rss: int | None = None
+
+
+def resident_bytes() -> int | None:
+    """This process's resident memory now (Linux ``/proc/self/statm``), or ``None``."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
 def check_job(job: Job, cache: Cache | None = None) -> Outcome:
     """Check one file (:func:`loopcheck.cli.lint_text` in a big-stack thread), recording the
     project modules it reads, and store the result in ``cache`` when ``job.entry`` is set.
-    Never raises for a problem of the file: that is :attr:`Outcome.error`."""
+    Never raises for a problem of the file: that is :attr:`Outcome.error`.
+
+    The modules a check reads stay in memory for the next files of the same project. So that
+    a process checking many projects, or one huge project, does not grow without bound, the
+    other projects are let go when a file of a new project comes, and every project when the
+    process's memory grew by more than :data:`MEMORY_BUDGET` (modules are then read again as
+    needed; results do not change)."""
+    global _first_rss
     from loopcheck.cli import describe_error, lint_text
-    from loopcheck.engine.project import project_for
+    from loopcheck.engine.project import forget_projects, project_for
     from loopcheck.notebook import NotebookError
     from loopcheck.parsing import run_deep
 
+    if _first_rss is None:
+        _first_rss = resident_bytes() or 0
+
     def lint():
         project = project_for(job.filename, job.src)
+        forget_projects(keep=project)
         if project is None:
             return (*lint_text(job.text, job.filename, job.codes, job.src), None)
         with project.recording() as reads:
@@ -101,6 +131,14 @@ def check_job(job: Job, cache: Cache | None = None) -> Outcome:
         return Outcome([], None, f"cannot read {job.filename}: {err}")
     except Exception as err:  # noqa: BLE001 - an analyzer bug must not hide the other files' findings
         return Outcome([], None, f"internal error while checking {job.filename}: {describe_error(err)}")
+    finally:
+        now = resident_bytes()
+        if now is not None and now - _first_rss > MEMORY_BUDGET:
+            import gc
+
+            forget_projects()
+            gc.collect()
+            _first_rss = resident_bytes() or now  # what could not be given back stays counted
     if cache is not None and job.entry is not None:
         cache.put(job.entry, job.text, found, checked.notebook, reads)
     return Outcome(found, checked)
@@ -131,12 +169,40 @@ def check_all(jobs: list[Job], cache: Cache | None = None, workers: int = 1) -> 
     todo = [i for i, o in enumerate(outcomes) if o is None]
     if cache is not None and todo and any(jobs[i].entry is not None for i in todo) and not cache.prepare():
         cache = None  # the directory cannot be written: check without storing
+    todo = schedule(jobs, todo)
     workers = min(workers, len(todo))
     if workers > 1:
         yield from _in_pool(jobs, outcomes, todo, cache, workers)
         return
+    if len(todo) > 1:  # in the schedule's order, then given back in the jobs' order
+        for i in todo:
+            outcomes[i] = check_job(jobs[i], cache)
     for i, outcome in enumerate(outcomes):
         yield outcome if outcome is not None else check_job(jobs[i], cache)
+
+
+def schedule(jobs: list[Job], todo: list[int]) -> list[int]:
+    """The order to check the jobs ``todo`` (indexes into ``jobs``) in: project by project
+    (the files whose imports resolve from the same root, so that a process reads a project's
+    modules once and then lets them go), the largest projects first and, in each, the
+    largest files first (so that no big file is left for the end while the other processes
+    have nothing to do)."""
+    if len(todo) < 2:
+        return list(todo)
+    from loopcheck.engine.project import find_root
+
+    roots: dict[str, str] = {}
+    group: dict[int, tuple] = {}
+    for i in todo:
+        name = jobs[i].filename
+        directory = os.path.dirname(os.path.abspath(name))
+        if directory not in roots:
+            roots[directory] = str(find_root(Path(name).resolve()))
+        group[i] = (roots[directory], tuple(str(s) for s in jobs[i].src))
+    size: dict[tuple, int] = {}
+    for i in todo:
+        size[group[i]] = size.get(group[i], 0) + len(jobs[i].text)
+    return sorted(todo, key=lambda i: (-size[group[i]], group[i], -len(jobs[i].text), i))
 
 
 def _context():
@@ -156,7 +222,7 @@ def _in_pool(jobs: list[Job], outcomes: list[Outcome | None], todo: list[int], c
     executor = None
     try:
         executor = ProcessPoolExecutor(workers, mp_context=_context())
-        for i in sorted(todo, key=lambda i: -len(jobs[i].text)):
+        for i in todo:
             futures[i] = executor.submit(check_job, jobs[i], cache)
     except (OSError, ValueError, RuntimeError, NotImplementedError, ImportError, BrokenProcessPool):
         futures = {}  # no pool on this system (no semaphores, no fork): one process does it all
