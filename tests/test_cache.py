@@ -207,20 +207,25 @@ def test_a_change_of_an_imported_module_invalidates_the_files_that_read_it(proje
     assert checks.take() == ["main.py"]
 
 
-def test_a_module_created_where_an_import_looked_invalidates(project, monkeypatch):
+@pytest.mark.parametrize("module", ["helpers", "tools.helpers"])
+def test_a_module_created_where_an_import_looked_invalidates(project, monkeypatch, module):
     """``from helpers import evaluate``: no helpers.py at first (a library's, unknown), then one
-    that leaves the model in eval mode."""
+    that leaves the model in eval mode; ``tools.helpers``: not even a ``tools`` directory."""
     checks = Checks(monkeypatch)
     (project / "main.py").write_text(MAIN.replace("from engine import evaluate, train_one_epoch",
-                                                  "from engine import train_one_epoch\nfrom helpers import evaluate"))
+                                                  f"from engine import train_one_epoch\nfrom {module} import evaluate"))
     assert codes(cli("--output-format", "concise", "main.py")[1]) == []
     checks.take()
-    (project / "helpers.py").write_text(ENGINE)
+    path = project / (module.replace(".", "/") + ".py")
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(ENGINE)
     assert codes(cli("--output-format", "concise", "main.py")[1]) == ["main.py:LC301"]
     assert checks.take() == ["main.py"]
-    (project / "helpers.py").unlink()
+    path.unlink()
     assert codes(cli("--output-format", "concise", "main.py")[1]) == []
     assert checks.take() == ["main.py"]
+    assert codes(cli("--output-format", "concise", "main.py")[1]) == []
+    assert checks.take() == []
 
 
 def test_settings_that_change_results_have_their_own_entries(project, monkeypatch):
