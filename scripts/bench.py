@@ -188,23 +188,43 @@ def programs(files: list[str]) -> list[str]:
     return out
 
 
-def bare_parse(texts: list[str], repeat: int) -> float:
+def bare_parse(texts: list[str], repeat: int) -> tuple[float, float]:
     """Median wall seconds of ``libcst.parse_module`` over ``texts``, one process (a big-stack
-    thread, as loopcheck parses; syntax errors count as parsed)."""
+    thread, as loopcheck parses; syntax errors count as parsed), and its CPU seconds."""
     import libcst as cst
 
     from loopcheck.parsing import run_deep
 
-    def parse_all() -> float:
-        t = time.perf_counter()
+    def parse_all() -> tuple[float, float]:
+        t, c = time.perf_counter(), time.process_time()
         for text in texts:
             try:
                 cst.parse_module(text)
             except (cst.ParserSyntaxError, RecursionError, ValueError):
                 pass
-        return time.perf_counter() - t
+        return time.perf_counter() - t, time.process_time() - c
 
-    return statistics.median(run_deep(parse_all) for _ in range(repeat))
+    runs = sorted(run_deep(parse_all) for _ in range(repeat))
+    return runs[len(runs) // 2]
+
+
+#: What a warm check imports (the rule catalog brings the engine and libcst with it).
+WARM_IMPORTS = ("loopcheck.cli", "loopcheck.config", "loopcheck.reporters", "loopcheck.cache", "loopcheck.runner",
+                "loopcheck.discovery", "loopcheck.files", "loopcheck.notebook")
+
+
+def import_floor(repeat: int = 5) -> tuple[float, float]:
+    """Median wall and CPU seconds of a process that only imports what a warm check imports."""
+    code = "import " + ", ".join(WARM_IMPORTS)
+    walls, cpus = [], []
+    for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], check=True)
+        walls.append(time.perf_counter() - t)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return statistics.median(walls), statistics.median(cpus)
 
 
 def count_lines(texts: list[str]) -> int:
@@ -247,8 +267,8 @@ def main() -> None:
     texts = programs(files)
     lines = count_lines(texts)
     print(f"\ncorpus: {len(corpus)} repositories, {len(files)} files, {lines:,} lines")
-    parse_s = bare_parse(texts, args.repeat)
-    print(f"  bare LibCST parse, one process      {parse_s:8.2f} s  ({lines / parse_s:,.0f} lines/s)")
+    parse_s, parse_cpu = bare_parse(texts, args.repeat)
+    print(f"  bare LibCST parse, one process      {parse_s:8.2f} s  (cpu {parse_cpu:.1f} s, {lines / parse_s:,.0f} lines/s)")
     common = ["--output-format", "json", "--exit-zero"]
     serial = median_run(lambda i: [*common, "-j1", "--no-cache", *paths], args.repeat, cwd)
     print(f"  loopcheck cold -j1 (--no-cache)     {serial.wall:8.2f} s  (cpu {serial.cpu:.1f} s)"
@@ -264,6 +284,8 @@ def main() -> None:
     warm = median_run(lambda i: [*common, "-j0", "--cache-dir", str(cache), *paths], max(args.repeat, 3), cwd)
     print(f"  loopcheck warm (nothing changed)    {warm.wall:8.2f} s  (cpu {warm.cpu:.2f} s)"
           f"  {warm.wall / parse_s:.3f}x parse")
+    floor_wall, floor_cpu = import_floor()
+    print(f"    of which imports (a process importing what a warm check imports: {floor_wall:.2f} s, cpu {floor_cpu:.2f} s)")
     same = serial.output == cold.output == warm.output
     print(f"  output of -j1, all cores and warm: {'identical' if same else 'DIFFERENT'} "
           f"({len(json.loads(serial.output))} findings)")
