@@ -187,3 +187,59 @@ def test_jobs_option(tmp_path, monkeypatch):
     code, _out, err = cli("-j", "-1", "a.py")
     assert code == 2 and "-j" in err
     assert loopcheck.runner.default_jobs() >= 1
+
+
+def test_the_schedule_goes_project_by_project_largest_first(tmp_path):
+    from loopcheck.runner import Job, schedule
+
+    small, big = tmp_path / "small", tmp_path / "big"
+    for root in (small, big):
+        (root / "pkg").mkdir(parents=True)
+        (root / "pyproject.toml").write_text("")
+    jobs = [
+        Job(str(small / "a.py"), "x" * 50, None),
+        Job(str(big / "a.py"), "x" * 10, None),
+        Job(str(small / "pkg" / "b.py"), "x" * 60, None),
+        Job(str(big / "pkg" / "b.py"), "x" * 100, None),
+        Job(str(big / "c.py"), "x" * 30, None),
+    ]
+    # big (140 characters) before small (110); in each, the largest file first
+    assert schedule(jobs, [0, 1, 2, 3, 4]) == [3, 4, 1, 2, 0]
+    assert schedule(jobs, [2, 0]) == [2, 0]
+    assert schedule(jobs, [4]) == [4]
+
+
+def test_a_process_keeps_the_modules_of_one_project_only(tmp_path):
+    from loopcheck.engine.project import _PROJECTS, project_for
+    from loopcheck.runner import Job, check_job
+
+    roots = []
+    for name in ("one", "two"):
+        root = tmp_path / name
+        root.mkdir()
+        (root / "pyproject.toml").write_text("")
+        (root / "train.py").write_text((FIXTURES / "LC101_bad.py").read_text())
+        roots.append(root)
+    _PROJECTS.clear()
+    first = check_job(Job(str(roots[0] / "train.py"), (roots[0] / "train.py").read_text(), None))
+    assert [p.root for p in _PROJECTS.values()] == [roots[0]]
+    second = check_job(Job(str(roots[1] / "train.py"), (roots[1] / "train.py").read_text(), None))
+    assert [p.root for p in _PROJECTS.values()] == [roots[1]]
+    assert [f.code for f in first.findings] == [f.code for f in second.findings] == ["LC101"]
+    assert project_for(roots[1] / "train.py") is next(iter(_PROJECTS.values()))
+
+
+@pytest.mark.skipif(loopcheck.runner.resident_bytes() is None, reason="no /proc/self/statm")
+def test_past_the_memory_budget_every_project_is_let_go(tmp_path, monkeypatch):
+    from loopcheck.engine.project import _PROJECTS
+    from loopcheck.runner import Job, check_job
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "train.py").write_text((FIXTURES / "LC101_bad.py").read_text())
+    job = Job(str(tmp_path / "train.py"), (tmp_path / "train.py").read_text(), None)
+    _PROJECTS.clear()
+    assert [f.code for f in check_job(job).findings] == ["LC101"]
+    assert len(_PROJECTS) == 1
+    monkeypatch.setattr(loopcheck.runner, "MEMORY_BUDGET", -1)  # every check is past it
+    assert [f.code for f in check_job(job).findings] == ["LC101"]
+    assert len(_PROJECTS) == 0
