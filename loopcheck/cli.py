@@ -21,6 +21,7 @@ import click
 from loopcheck import __version__
 
 if TYPE_CHECKING:
+    from loopcheck.cache import Cache
     from loopcheck.config import Resolver
     from loopcheck.files import SourceText
     from loopcheck.findings import Finding
@@ -166,67 +167,111 @@ def report_problem(run: Run | None, message: str, is_error: bool = True) -> None
 def _lint_one(run: Run, source: SourceText | str, filename: str, codes, src: tuple = ()) -> None:
     """Check one file's text in a big-stack worker (:func:`loopcheck.parsing.run_deep`);
     a failure is reported and fails the run, the other files are still checked."""
+    from loopcheck.runner import check_job
+
+    job = _job(source, filename, codes, src)
+    _record(run, job, source, check_job(job))
+
+
+def _job(source: SourceText | str, filename: str, codes, src: tuple = (), cache: Cache | None = None):
+    """The :class:`loopcheck.runner.Job` of one file read as ``source``."""
     from loopcheck.files import SourceText
-    from loopcheck.notebook import NotebookError
-    from loopcheck.parsing import run_deep
+    from loopcheck.runner import Job
 
     if isinstance(source, str):
         source = SourceText(source)
     text = source.text if filename.endswith(".ipynb") else source.program
-    try:
-        found, checked = run_deep(lint_text, text, filename, codes, src)
-    except NotebookError as err:
-        report_problem(run, f"cannot read {filename}: {err}")
+    entry = cache.entry_name(filename, codes, src) if cache is not None else None
+    return Job(filename, text, codes, src, entry)
+
+
+def _record(run: Run, job, source: SourceText | str, outcome) -> None:
+    """Add a file's :class:`loopcheck.runner.Outcome` to ``run``: its findings, or its
+    error on standard error; a notebook's warnings on standard error."""
+    from loopcheck.files import SourceText
+
+    if outcome.error is not None:
+        report_problem(run, outcome.error)
         return
-    except Exception as err:  # an analyzer bug must not hide the other files' findings
-        report_problem(run, f"internal error while checking {filename}: {describe_error(err)}")
-        return
+    checked = outcome.source
     if checked.notebook is not None:
         for warning in checked.notebook.warnings:
-            click.echo(f"warning: {filename}: {warning}", err=True)
-    run.sources[filename] = checked
-    run.texts[filename] = text
-    run.codes[filename] = codes
-    run.src[filename] = src
-    run.originals[filename] = source
-    run.findings.extend(found)
+            click.echo(f"warning: {job.filename}: {warning}", err=True)
+    run.sources[job.filename] = checked
+    run.texts[job.filename] = job.text
+    run.codes[job.filename] = job.codes
+    run.src[job.filename] = job.src
+    run.originals[job.filename] = source if isinstance(source, SourceText) else SourceText(source)
+    run.findings.extend(outcome.findings)
 
 
-def read_file(run: Run, path: Path, max_size: int) -> SourceText | None:
+def read_file(run: Run | None, path: Path, max_size: int, report=None) -> SourceText | None:
     """Read one file (:func:`loopcheck.files.read_source`), or report why not: unreadable,
-    undecodable or not a regular file fails the run; larger than ``max_size`` is a warning."""
+    undecodable or not a regular file fails the run; larger than ``max_size`` is a warning.
+    ``report(message, is_error)`` replaces :func:`report_problem` when given."""
     from loopcheck.files import FileTooLarge, SourceError, read_source
+
+    def problem(message: str, is_error: bool = True) -> None:
+        if report is not None:
+            report(message, is_error)
+        else:
+            report_problem(run, message, is_error)
 
     try:
         return read_source(path, max_size)
     except FileTooLarge as err:
-        report_problem(run, f"skipped {path}: {err}", is_error=False)
+        problem(f"skipped {path}: {err}", is_error=False)
     except SourceError as err:
-        report_problem(run, f"cannot read {path}: {err}")
+        problem(f"cannot read {path}: {err}")
     except OSError as err:
-        report_problem(run, f"cannot read {path}: {err.strerror or describe_error(err)}")
+        problem(f"cannot read {path}: {err.strerror or describe_error(err)}")
     return None
 
 
-def lint_paths(paths: list[str], resolver: Resolver, force_exclude: bool = False) -> Run:
+def lint_paths(paths: list[str], resolver: Resolver, force_exclude: bool = False, jobs: int = 1,
+               cache: Cache | None = None) -> Run:
     """Check the files under ``paths``, each with the settings of its directory.
+
+    The files are found and read first; then each is answered from ``cache`` when its entry
+    holds, and the others are checked in ``jobs`` processes (:func:`loopcheck.runner.check_all`).
+    What goes to standard error (files that cannot be read, internal errors, notebook
+    warnings) comes in the order of the files, and the result is the same whatever ``jobs``
+    and whatever the cache holds.
 
     Raises:
         FileNotFoundError: a path does not exist.
         ConfigError: a configuration file on the way is invalid.
     """
     from loopcheck.discovery import iter_source_files
+    from loopcheck.runner import check_all
 
     run = Run([], {})
+    # in the order a serial run meets them: ("problem", message, is_error) or ("file", job, source)
+    steps: list[tuple] = []
 
     def on_problem(path: Path, message: str, is_error: bool) -> None:
-        report_problem(run, message, is_error)
+        steps.append(("problem", message, is_error))
 
-    for path in iter_source_files(paths, resolver.for_directory, force_exclude, on_problem):
-        settings = resolver.for_file(path)
-        source = read_file(run, path, settings.max_file_size)
-        if source is not None:
-            _lint_one(run, source, str(path), settings.codes_for(path), settings.src)
+    def on_read_problem(message: str, is_error: bool) -> None:
+        steps.append(("problem", message, is_error))
+
+    try:
+        for path in iter_source_files(paths, resolver.for_directory, force_exclude, on_problem):
+            settings = resolver.for_file(path)
+            source = read_file(run, path, settings.max_file_size, on_read_problem)
+            if source is not None:
+                steps.append(("file", _job(source, str(path), settings.codes_for(path), settings.src, cache), source))
+    except BaseException:  # an invalid configuration on the way: what was found before is still told
+        for step in steps:
+            if step[0] == "problem":
+                report_problem(run, step[1], step[2])
+        raise
+    outcomes = check_all([step[1] for step in steps if step[0] == "file"], cache, jobs)
+    for step in steps:
+        if step[0] == "problem":
+            report_problem(run, step[1], step[2])
+        else:
+            _record(run, step[1], step[2], next(outcomes))
     return run
 
 
@@ -652,10 +697,16 @@ def main() -> None:
 @click.option("--show-settings", is_flag=True, help="Show the settings used for the first file that would be checked, and exit.")
 @click.option("--max-file-size", type=click.IntRange(min=0), default=None, metavar="BYTES",
               help="Skip (with a warning) files larger than this many bytes; 0: no limit [default: 1048576].")
+@click.option("-j", "--jobs", type=click.IntRange(min=0), default=None, metavar="N",
+              help="Check files in N processes at once; 0: one per core [default: one per core].")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the cache of results.")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None, metavar="DIR",
+              help="The cache directory [default: $LOOPCHECK_CACHE_DIR, else .loopcheck_cache in the project root].")
 def check(paths, select, extend_select, ignore, exclude, extend_exclude, respect_gitignore, force_exclude,
           config_path, isolated, output_format, output_file, no_color, statistics, exit_zero, exit_non_zero_on_fix,
           quiet, stdin_filename, fix, unsafe_fixes, show_diff, add_noqa: bool, show_files: bool,
-          show_settings: bool, max_file_size: int | None) -> None:
+          show_settings: bool, max_file_size: int | None, jobs: int | None, no_cache: bool,
+          cache_dir: Path | None) -> None:
     """Check PATHS: files (.py, .ipynb) and directories, walked recursively (default: the
     current directory; '-': standard input). Each file is checked with the configuration
     closest to it ([tool.loopcheck] in pyproject.toml, or loopcheck.toml); the options here
@@ -691,7 +742,14 @@ def check(paths, select, extend_select, ignore, exclude, extend_exclude, respect
             if read_stdin:
                 run = lint_stdin(stdin_filename, resolver, force_exclude, echo=fix and not show_diff and not add_noqa)
             else:
-                run = lint_paths(list(paths) or ["."], resolver, force_exclude)
+                from loopcheck.runner import default_jobs
+
+                cache = None
+                if not no_cache:
+                    from loopcheck.cache import Cache, cache_directory
+
+                    cache = Cache(cache_directory(cache_dir))
+                run = lint_paths(list(paths) or ["."], resolver, force_exclude, jobs=jobs or default_jobs(), cache=cache)
         except ConfigError as err:
             raise ConfigurationError(str(err)) from None
         except FileNotFoundError as err:

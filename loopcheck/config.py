@@ -58,8 +58,8 @@ CONFIG_NAMES = (".loopcheck.toml", "loopcheck.toml", "pyproject.toml")
 
 # Names skipped while walking directories unless ``exclude`` replaces them (as in ruff).
 DEFAULT_EXCLUDE = (
-    ".bzr", ".direnv", ".eggs", ".env", ".git", ".hg", ".ipynb_checkpoints", ".mypy_cache",
-    ".nox", ".pytest_cache", ".pytype", ".ruff_cache", ".svn", ".tox", ".venv",
+    ".bzr", ".direnv", ".eggs", ".env", ".git", ".hg", ".ipynb_checkpoints", ".loopcheck_cache",
+    ".mypy_cache", ".nox", ".pytest_cache", ".pytype", ".ruff_cache", ".svn", ".tox", ".venv",
     "__pycache__", "__pypackages__", "_build", "build", "dist", "env", "node_modules",
     "site-packages", "venv",
 )

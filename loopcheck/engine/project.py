@@ -25,8 +25,10 @@ file changes on disk), however many files import it.
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 import libcst as cst
 
@@ -78,6 +80,23 @@ class ModuleInfo:
 
 
 @dataclass
+class Reads:
+    """What the checks run inside :meth:`Project.recording` read of the project (for the
+    command line's cache: a result stays valid while these files are as they were).
+
+    Attributes:
+        modules: the module files asked for (absolute, resolved) -> their
+            :class:`ModuleInfo`, or ``None`` when the file could not be read, was too large
+            or did not exist.
+        probes: every candidate file looked at to resolve an import (absolute) -> whether
+            it was a file then (a module created where none was changes the resolution).
+    """
+
+    modules: dict[Path, ModuleInfo | None] = field(default_factory=dict)
+    probes: dict[Path, bool] = field(default_factory=dict)
+
+
+@dataclass
 class Member:
     """A definition found in a project module: a function, a class, or a class's method."""
 
@@ -98,7 +117,21 @@ class Project:
     root: Path
     src: tuple[Path, ...] = ()
     _modules: dict[Path, ModuleInfo] = field(default_factory=dict)
-    _found: dict[tuple, Path | None] = field(default_factory=dict)
+    _found: dict[tuple, tuple[Path | None, tuple[tuple[Path, bool], ...]]] = field(default_factory=dict)
+    _reads: Reads | None = field(default=None, repr=False)
+
+    @contextmanager
+    def recording(self) -> Iterator[Reads]:
+        """Record, while the ``with`` block runs, the module files the analysis reads and the
+        candidate paths it probes (:class:`Reads`); nested blocks share one record."""
+        if self._reads is not None:
+            yield self._reads
+            return
+        self._reads = Reads()
+        try:
+            yield self._reads
+        finally:
+            self._reads = None
 
     def roots_for(self, path: Path | None) -> list[Path]:
         """The directories modules are looked up in, for code in file ``path``."""
@@ -116,26 +149,39 @@ class Project:
     def find_module(self, dotted: str, near: Path | None) -> Path | None:
         """The file of module ``dotted`` (``a/b.py`` or ``a/b/__init__.py``), or ``None``."""
         key = (dotted, near.parent if near is not None else None)
-        if key in self._found:
-            return self._found[key]
-        found = None
-        rel = Path(*dotted.split(".")) if dotted else None
-        if rel is not None:
-            for root in self.roots_for(near):
-                for cand in (root / rel.with_suffix(".py") if rel.name else None, root / rel / "__init__.py"):
-                    if cand is not None and cand.is_file():
-                        found = cand.resolve()
+        hit = self._found.get(key)
+        if hit is None:
+            found = None
+            probes: list[tuple[Path, bool]] = []
+            rel = Path(*dotted.split(".")) if dotted else None
+            if rel is not None:
+                for root in self.roots_for(near):
+                    for cand in (root / rel.with_suffix(".py") if rel.name else None, root / rel / "__init__.py"):
+                        if cand is None:
+                            continue
+                        is_file = cand.is_file()
+                        probes.append((cand, is_file))
+                        if is_file:
+                            found = cand.resolve()
+                            break
+                    if found is not None:
                         break
-                if found is not None:
-                    break
-        self._found[key] = found
-        return found
+            hit = self._found[key] = (found, tuple(probes))
+        if self._reads is not None:
+            self._reads.probes.update(hit[1])
+        return hit[0]
 
     def load(self, path: Path) -> ModuleInfo | None:
         """Read, parse and index ``path`` once (again only when it changed on disk)."""
         from loopcheck.engine.builder import index_module  # the builder imports this module
 
         path = path.resolve()
+        info = self._load(path)
+        if self._reads is not None:
+            self._reads.modules[path] = info
+        return info
+
+    def _load(self, path: Path) -> ModuleInfo | None:
         try:
             st = path.stat()
         except OSError:
@@ -150,8 +196,7 @@ class Project:
             source = read_source(path)
         except (OSError, UnicodeDecodeError, SyntaxError):
             return None
-        info = self.add(path, source, stamp)
-        return info
+        return self.add(path, source, stamp)
 
     def add(self, path: Path, source: str, stamp: tuple = (), module: cst.Module | None = None) -> ModuleInfo:
         """Index the text ``source`` (already parsed as ``module``, when given) as module
@@ -248,3 +293,13 @@ def project_for(path: str | os.PathLike | None, src: tuple = ()) -> Project | No
     if proj is None:
         proj = _PROJECTS[key] = Project(root, tuple(Path(s) for s in src))
     return proj
+
+
+def forget_projects(keep: Project | None = None) -> None:
+    """Drop the projects :func:`project_for` shares in this process (the text, tree and index
+    of every module read), except ``keep``: for a process that checks one project after
+    another, or whose memory grew too large. A dropped project's modules are read again when
+    a later check needs them (the results do not change)."""
+    for key, proj in list(_PROJECTS.items()):
+        if proj is not keep:
+            del _PROJECTS[key]

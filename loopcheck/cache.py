@@ -1,0 +1,420 @@
+"""The results cache of the command line: ``.loopcheck_cache/``, as ruff keeps ``.ruff_cache/``.
+
+Where it is: ``--cache-dir DIR``, else ``$LOOPCHECK_CACHE_DIR``, else ``.loopcheck_cache`` in
+the project root of the current directory (:func:`default_directory`). It is created on the
+first write, with a ``.gitignore`` holding ``*`` (git never lists it) and a ``CACHEDIR.TAG``
+(backup tools skip it). ``--no-cache`` neither reads nor writes it.
+
+What is in it: ``<dir>/<loopcheck version>/<entry>``, one JSON file per checked file and rule
+selection, named by a hash of the file's real path, the name it is reported under, its rule
+codes (after per-file-ignores) and the project's ``src`` roots. An entry holds:
+
+- ``engine``: :func:`engine_fingerprint`: loopcheck's version and the size and modification
+  time of each of its modules and knowledge files, the Python version, and where libcst,
+  nbformat and IPython are installed (a reinstall or an upgrade changes it);
+- ``content``: the SHA-256 of the text that was checked;
+- ``modules``: the project modules the analysis read, each with the SHA-256 of its bytes
+  (``null``: it could not be read or did not exist), and ``probes``: the paths an import was
+  looked for at, and whether a file was there (a module created where there was none changes
+  what an import means; see :func:`_short_probes`);
+- ``findings`` and ``notebook``: the result (findings with their fixes, and a notebook's cell
+  map).
+
+An entry is used only when all of these still hold; otherwise the file is checked again and
+the entry rewritten. Settings that only decide which files are read (``exclude``,
+``max-file-size``, ...) need not be part of it, nor do the output format and ``--fix``
+options, which apply to the findings afterwards.
+
+Safety: entries are written to a temporary file in the same directory and moved into place
+with ``os.replace``, so a concurrent reader sees a whole entry, old or new, never part of one;
+two runs writing the same entry leave one of them. An entry that cannot be read, is cut short,
+is not JSON, or holds anything but the expected shape is a miss, never an error; a cache that
+cannot be written (a read-only directory) is silently not written. Entries are JSON decoded
+into a fixed set of classes (:data:`_TYPES`), never pickles: a cache directory that came with
+a repository cannot make loopcheck run code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from dataclasses import fields, is_dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Collection, Mapping
+
+if TYPE_CHECKING:
+    from loopcheck.engine.project import Reads
+    from loopcheck.findings import Finding
+    from loopcheck.notebook import Notebook
+
+#: The cache directory's name in the project root.
+DIRECTORY_NAME = ".loopcheck_cache"
+#: The environment variable naming the cache directory (``--cache-dir`` wins over it).
+ENVIRONMENT_VARIABLE = "LOOPCHECK_CACHE_DIR"
+#: Files that mark a project root (where the cache directory goes), closest first.
+ROOT_MARKERS = ("pyproject.toml", "loopcheck.toml", ".loopcheck.toml", "setup.py", "setup.cfg", ".git")
+CACHEDIR_TAG = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by loopcheck.\n"
+    "# For information about cache directory tags, see https://bford.info/cachedir/\n"
+)
+_FORMAT = 1  # the entries' layout: part of every entry's name
+
+
+def default_directory(cwd: Path | None = None) -> Path:
+    """``.loopcheck_cache`` in the project root of ``cwd`` (default: the current directory):
+    the closest directory at or above it holding one of :data:`ROOT_MARKERS`, else ``cwd``."""
+    start = Path(os.path.abspath(cwd or os.getcwd()))
+    for d in (start, *start.parents):
+        if any(os.path.exists(d / m) for m in ROOT_MARKERS):
+            return d / DIRECTORY_NAME
+    return start / DIRECTORY_NAME
+
+
+def cache_directory(option: str | os.PathLike | None, cwd: Path | None = None) -> Path:
+    """The cache directory: ``option`` (``--cache-dir``), else ``$LOOPCHECK_CACHE_DIR``, else
+    :func:`default_directory`; a relative path is relative to ``cwd``."""
+    chosen = option if option else os.environ.get(ENVIRONMENT_VARIABLE) or None
+    if chosen is None:
+        return default_directory(cwd)
+    return Path(os.path.abspath(os.path.join(cwd or os.getcwd(), os.fspath(chosen))))
+
+
+def _stamp(path: Path | str | None) -> str:
+    try:
+        st = os.stat(path) if path is not None else None
+    except OSError:
+        st = None
+    return f"{path}:{st.st_size}:{st.st_mtime_ns}" if st is not None else f"{path}:-"
+
+
+def engine_fingerprint() -> str:
+    """What the results depend on besides the checked files and settings, as one hash:
+    loopcheck's version, the size and modification time of each of its ``.py`` and ``.toml``
+    files (its rules, engine and knowledge files), the Python version, and the installed
+    ``__init__.py`` of libcst, nbformat and IPython (a syntax error's wording comes from
+    Python, parsing from libcst, notebooks from nbformat and IPython). Costs about a hundred
+    ``stat`` calls; imports nothing."""
+    import importlib.util
+
+    import loopcheck
+
+    h = hashlib.sha256()
+    h.update(f"{loopcheck.__version__}\0{sys.version}\0{sys.implementation.cache_tag}\0".encode())
+    package = Path(loopcheck.__file__).resolve().parent
+    skip = {"__pycache__", "pages", "fixtures"}
+    for dirpath, dirnames, filenames in os.walk(package):
+        dirnames[:] = sorted(d for d in dirnames if d not in skip)
+        for name in sorted(filenames):
+            if name.endswith((".py", ".toml")):
+                path = os.path.join(dirpath, name)
+                h.update((_stamp(path)[len(str(package)):] + "\0").encode("utf-8", "surrogateescape"))
+    for dependency in ("libcst", "nbformat", "IPython"):
+        try:
+            spec = importlib.util.find_spec(dependency)
+        except (ImportError, ValueError):
+            spec = None
+        h.update((_stamp(spec.origin if spec is not None else None) + "\0").encode("utf-8", "surrogateescape"))
+    return h.hexdigest()
+
+
+def content_hash(text: str) -> str:
+    """SHA-256 (hex) of a text, as UTF-8 (lone surrogates of undecodable names kept)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _file_hash(path: str) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None
+
+
+# --- (de)serialization: JSON, into known classes only ----------------------------------------
+
+
+def _types() -> dict[str, type]:
+    from loopcheck.findings import Finding, Related
+    from loopcheck.fixes.model import Edit, Fix
+    from loopcheck.notebook import CellText, Notebook
+
+    return {cls.__name__: cls for cls in (Finding, Related, Fix, Edit, Notebook, CellText)}
+
+
+_TYPES: dict[str, type] | None = None  # filled on first use (the classes' modules import libcst)
+
+
+def encode(value):
+    """A JSON-able form of findings, fixes and notebooks: a dataclass is ``{"@": name, field:
+    value, ...}``, a tuple ``{"@t": [...]}``.
+
+    Raises:
+        TypeError: a value of another kind (it is then not cached).
+    """
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, list):
+        return [encode(v) for v in value]
+    if isinstance(value, tuple):
+        return {"@t": [encode(v) for v in value]}
+    if is_dataclass(value) and not isinstance(value, type):
+        out = {"@": type(value).__name__}
+        for f in fields(value):
+            if f.init:
+                out[f.name] = encode(getattr(value, f.name))
+        return out
+    raise TypeError(f"cannot cache a {type(value).__name__}")
+
+
+def decode(value):
+    """The inverse of :func:`encode`, for a value already read from JSON.
+
+    Raises:
+        KeyError, TypeError, ValueError: the data is not something :func:`encode` wrote
+        (an unknown class, a missing or extra field).
+    """
+    if isinstance(value, list):
+        return [decode(v) for v in value]
+    if isinstance(value, dict):
+        return _revive({k: decode(v) for k, v in value.items()})
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    raise TypeError(f"unexpected {type(value).__name__} in a cache entry")
+
+
+def _revive(obj: dict):
+    """One JSON object of :func:`encode`'s output as the tuple or dataclass it stands for (used
+    as ``json.loads``'s ``object_hook``, which calls it innermost first)."""
+    global _TYPES
+    if "@t" in obj:
+        return tuple(obj["@t"])
+    if "@" not in obj:
+        return obj  # the entry itself, and the plain tables in it
+    if _TYPES is None:
+        _TYPES = _types()
+    kwargs = dict(obj)
+    return _TYPES[kwargs.pop("@")](**kwargs)
+
+
+# --- the cache ---------------------------------------------------------------------------------
+
+
+class Cache:
+    """Per-file results in ``directory`` (see the module docstring).
+
+    Args:
+        directory: the cache directory (created on the first write).
+        fingerprint: :func:`engine_fingerprint` (computed when not given).
+
+    Instances are picklable: the pool's workers write the entries of the files they check.
+    """
+
+    def __init__(self, directory: Path, fingerprint: str | None = None) -> None:
+        import loopcheck
+
+        self.directory = Path(directory)
+        self.fingerprint = fingerprint or engine_fingerprint()
+        self.version = loopcheck.__version__
+        self._hashes: dict[str, str | None] = {}
+        self._seen: dict[str, bool | None] = {}
+        self._ready = False
+
+    def __getstate__(self) -> dict:
+        return {"directory": self.directory, "fingerprint": self.fingerprint, "version": self.version}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._hashes, self._seen, self._ready = {}, {}, False
+
+    @property
+    def entries(self) -> Path:
+        """The directory of this version's entries."""
+        return self.directory / self.version.replace(os.sep, "_")
+
+    def entry_name(self, filename: str, codes: Collection[str] | None, src: tuple = ()) -> str:
+        """The entry of a file checked as ``filename`` with the rule ``codes`` (``None``: all)
+        and the project's ``src`` roots: a hex name."""
+        key = json.dumps([
+            _FORMAT, os.path.realpath(filename), filename,
+            None if codes is None else sorted(codes), [os.fspath(s) for s in src],
+        ], ensure_ascii=True, default=str)
+        return hashlib.sha256(key.encode("ascii")).hexdigest()[:40]
+
+    # -- lookup -------------------------------------------------------------------------------
+
+    def _hash_now(self, path: str) -> str | None:
+        if path not in self._hashes:
+            self._hashes[path] = _file_hash(path)
+        return self._hashes[path]
+
+    def get(self, name: str, text: str) -> tuple[list[Finding], Notebook | None] | None:
+        """The findings and notebook stored in entry ``name`` for ``text``, or ``None`` (a
+        miss) when there is no entry, it is unreadable or of another shape, or anything it
+        depends on changed: loopcheck, the text, a module the analysis read, or an import's
+        resolution."""
+        try:
+            with open(self.entries / name, "rb") as f:
+                entry = json.loads(f.read(), object_hook=_revive)
+            if entry["engine"] != self.fingerprint or entry["content"] != content_hash(text):
+                return None
+            for path, digest in entry["modules"]:
+                if self._hash_now(path) != digest:
+                    return None
+            seen = self._seen
+            for path, was in entry["probes"]:
+                now = seen.get(path, seen)
+                if now is seen:
+                    now = seen[path] = _state(path)
+                if now is not was and (was is not False or now is not None):
+                    return None  # (a path that was no file may be absent now: same thing)
+            findings, notebook = entry["findings"], entry["notebook"]
+        except Exception:  # noqa: BLE001 - absent, partial, corrupt or foreign: a miss
+            return None
+        from loopcheck.findings import Finding
+        from loopcheck.notebook import Notebook
+
+        if not isinstance(findings, list) or not all(isinstance(f, Finding) for f in findings):
+            return None
+        if notebook is not None and not isinstance(notebook, Notebook):
+            return None
+        return findings, notebook
+
+    # -- store --------------------------------------------------------------------------------
+
+    def _prepare(self) -> None:
+        if self._ready:
+            return
+        self.entries.mkdir(parents=True, exist_ok=True)
+        for name, content in ((".gitignore", "# Automatically created by loopcheck.\n*\n"),
+                              ("CACHEDIR.TAG", CACHEDIR_TAG)):
+            path = self.directory / name
+            if not path.exists():
+                _write_atomic(path, content.encode("utf-8"))
+        self._ready = True
+
+    def prepare(self) -> bool:
+        """Create the directory, its ``.gitignore`` and ``CACHEDIR.TAG``; ``False`` when it
+        cannot be written (the run then writes no entries)."""
+        try:
+            self._prepare()
+            return True
+        except OSError:
+            return False
+
+    def put(self, name: str, text: str, findings: list[Finding], notebook: Notebook | None,
+            reads: Reads | None) -> bool:
+        """Store the result of checking ``text`` in entry ``name``, with what the check read
+        (``reads``, from :meth:`loopcheck.engine.project.Project.recording`).
+
+        Nothing is stored (``False``) when a module the check read changed on disk meanwhile
+        (its bytes no longer decode to the text the analysis used), when the result cannot
+        be encoded, or when the directory cannot be written.
+        """
+        try:
+            modules: list[list] = []
+            probes: list[list] = []
+            if reads is not None:
+                for path, info in sorted(reads.modules.items()):
+                    digest = _checked_hash(path, info.source if info is not None else None)
+                    if digest is False:
+                        return False
+                    modules.append([str(path), digest])
+                probes = _short_probes(reads.probes)
+            entry = {
+                "engine": self.fingerprint, "content": content_hash(text), "modules": modules,
+                "probes": probes, "findings": encode(findings), "notebook": encode(notebook),
+            }
+            data = json.dumps(entry, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+            self._prepare()
+            _write_atomic(self.entries / name, data)
+            return True
+        except (OSError, TypeError, ValueError, UnicodeError):
+            return False
+
+
+def _state(path: str) -> bool | None:
+    """``True``: a file is there; ``False``: something else (a directory); ``None``: nothing."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    import stat
+
+    return stat.S_ISREG(st.st_mode)
+
+
+def _short_probes(probes: Mapping[Path, bool]) -> list[list]:
+    """The import candidates a check looked at, as ``[path, state]`` (:func:`_state`) to
+    compare on lookup: a candidate that was a file stays ``[path, true]``; one that was not,
+    in a directory that exists, ``[path, false]``; one whose directory does not exist is
+    replaced by the highest missing directory on its way, ``[dir, null]`` (so the candidates
+    of ``torch.nn.functional``, ``torch.optim``, ... next to a script are one ``torch``
+    that does not exist)."""
+    out: dict[str, bool | None] = {}
+    is_dir: dict[Path, bool] = {}
+
+    def exists_dir(d: Path) -> bool:
+        if d not in is_dir:
+            is_dir[d] = os.path.isdir(d)
+        return is_dir[d]
+
+    for path, was_file in probes.items():
+        if was_file:
+            out[str(path)] = True
+            continue
+        missing, state = path, False
+        while not exists_dir(missing.parent) and missing.parent != missing:
+            missing, state = missing.parent, None
+        out.setdefault(str(missing), state)
+    return [[p, out[p]] for p in sorted(out)]
+
+
+def _checked_hash(path: Path, source: str | None) -> str | None | bool:
+    """The SHA-256 of ``path``'s bytes (``None``: unreadable or absent), or ``False`` when the
+    file no longer decodes to ``source``, the text the analysis read from it."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None if source is None else False
+    if source is not None and _decode_module(data) != source:
+        return False
+    return hashlib.sha256(data).hexdigest()
+
+
+def _decode_module(data: bytes) -> str | None:
+    """A module's text as :func:`loopcheck.engine.project.read_source` decodes it."""
+    import io
+    import tokenize
+
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        text = data.decode(encoding)
+    except (SyntaxError, UnicodeDecodeError, LookupError):
+        return None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file of the same directory and
+    ``os.replace`` (no ``fsync``: a cache entry lost in a crash is a miss).
+
+    Raises:
+        OSError: the directory cannot be written.
+    """
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

@@ -1,0 +1,249 @@
+"""Checking many files: from the cache, or in a pool of worker processes, results in order.
+
+The command line reads and names the files itself, then hands the texts to :func:`check_all`,
+which gives back one :class:`Outcome` per :class:`Job`, in the jobs' order, whatever order
+they were computed in, so the report is the same byte for byte with one process or many, with
+the cache or without:
+
+1. each job whose cache entry is still valid (:meth:`loopcheck.cache.Cache.get`) is answered
+   from it, without parsing anything;
+2. the others are checked (:func:`check_job`) in the order of :func:`schedule` (project by
+   project, the largest first; in each, the largest files first): in this process when
+   there is one left or ``jobs`` is 1, else in a
+   :class:`concurrent.futures.ProcessPoolExecutor` of ``jobs`` workers (forked on Linux, so
+   they start with the parent's modules already imported); each worker writes the cache
+   entries of the files it checked. A pool that cannot start, or that breaks (a worker
+   killed), leaves the rest to this process, as a serial run would do them.
+
+Each file is checked in a big-stack thread (:func:`loopcheck.parsing.run_deep`), in the
+worker as in a serial run. A project's imported modules are read once per process (with
+several workers, a module that many files import is parsed once in each worker that needs
+it), and let go when the process moves to another project or its memory grew by
+:data:`MEMORY_BUDGET`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Collection, Iterator
+
+if TYPE_CHECKING:
+    from loopcheck.cache import Cache
+    from loopcheck.findings import Finding
+    from loopcheck.reporters import SourceFile
+
+
+@dataclass
+class Job:
+    """One file to check.
+
+    Attributes:
+        filename: the name findings carry (the path as found, or ``--stdin-filename``).
+        text: what is checked: the program (line endings made ``\\n``), or a notebook's JSON.
+        codes: the rule codes to run for this file (``None``: all).
+        src: the project's extra source roots (the ``src`` setting).
+        entry: the cache entry's name, or ``None`` when the result is not cached.
+    """
+
+    filename: str
+    text: str
+    codes: Collection[str] | None
+    src: tuple = ()
+    entry: str | None = None
+
+
+@dataclass
+class Outcome:
+    """The result of one :class:`Job`.
+
+    Attributes:
+        findings: the findings (empty on error).
+        source: the checked file as the reporters need it; ``None`` when ``error`` is set.
+        error: what went wrong, for ``loopcheck: ...`` on standard error (the file is then
+            not reported and the run fails): ``cannot read X: ...`` for a notebook nbformat
+            cannot read, ``internal error while checking X: ...`` for an analyzer bug.
+        cached: the result came from the cache.
+    """
+
+    findings: list[Finding]
+    source: SourceFile | None
+    error: str | None = None
+    cached: bool = False
+
+
+def default_jobs() -> int:
+    """All the cores this process may run on (its CPU affinity where the OS tells it)."""
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except (AttributeError, OSError):
+        return max(os.cpu_count() or 1, 1)
+
+
+#: A process that checks many files lets go of the projects' modules (their trees) when its
+#: memory grew by more than this many bytes since its first check (see :func:`check_job`).
+MEMORY_BUDGET = 120 * 1024 * 1024
+_first_rss: int | None = None
+
+
+def resident_bytes() -> int | None:
+    """This process's resident memory now (Linux ``/proc/self/statm``), or ``None``."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
+def check_job(job: Job, cache: Cache | None = None) -> Outcome:
+    """Check one file (:func:`loopcheck.cli.lint_text` in a big-stack thread), recording the
+    project modules it reads, and store the result in ``cache`` when ``job.entry`` is set.
+    Never raises for a problem of the file: that is :attr:`Outcome.error`.
+
+    The modules a check reads stay in memory for the next files of the same project. So that
+    a process checking many projects, or one huge project, does not grow without bound, the
+    other projects are let go when a file of a new project comes, and every project when the
+    process's memory grew by more than :data:`MEMORY_BUDGET` (modules are then read again as
+    needed; results do not change)."""
+    global _first_rss
+    from loopcheck.cli import describe_error, lint_text
+    from loopcheck.engine.project import forget_projects, project_for
+    from loopcheck.notebook import NotebookError
+    from loopcheck.parsing import run_deep
+
+    if _first_rss is None:
+        _first_rss = resident_bytes() or 0
+
+    def lint():
+        project = project_for(job.filename, job.src)
+        forget_projects(keep=project)
+        if project is None:
+            return (*lint_text(job.text, job.filename, job.codes, job.src), None)
+        with project.recording() as reads:
+            found, checked = lint_text(job.text, job.filename, job.codes, job.src)
+        return found, checked, reads
+
+    try:
+        found, checked, reads = run_deep(lint)
+    except NotebookError as err:
+        return Outcome([], None, f"cannot read {job.filename}: {err}")
+    except Exception as err:  # noqa: BLE001 - an analyzer bug must not hide the other files' findings
+        return Outcome([], None, f"internal error while checking {job.filename}: {describe_error(err)}")
+    finally:
+        now = resident_bytes()
+        if now is not None and now - _first_rss > MEMORY_BUDGET:
+            import gc
+
+            forget_projects()
+            gc.collect()
+            _first_rss = resident_bytes() or now  # what could not be given back stays counted
+    if cache is not None and job.entry is not None:
+        cache.put(job.entry, job.text, found, checked.notebook, reads)
+    return Outcome(found, checked)
+
+
+def _cached(job: Job, cache: Cache | None) -> Outcome | None:
+    if cache is None or job.entry is None:
+        return None
+    hit = cache.get(job.entry, job.text)
+    if hit is None:
+        return None
+    from loopcheck.reporters import SourceFile
+
+    findings, notebook = hit
+    program = notebook.source if notebook is not None else job.text
+    return Outcome(findings, SourceFile(job.filename, program, notebook), cached=True)
+
+
+def check_all(jobs: list[Job], cache: Cache | None = None, workers: int = 1) -> Iterator[Outcome]:
+    """The outcome of each job, in the order of ``jobs`` (see the module docstring).
+
+    Args:
+        jobs: the files to check.
+        cache: where results are looked up and stored (``None``: nowhere).
+        workers: how many processes may check files at once (1: this one only).
+    """
+    outcomes: list[Outcome | None] = [_cached(job, cache) for job in jobs]
+    todo = [i for i, o in enumerate(outcomes) if o is None]
+    if cache is not None and todo and any(jobs[i].entry is not None for i in todo) and not cache.prepare():
+        cache = None  # the directory cannot be written: check without storing
+    todo = schedule(jobs, todo)
+    workers = min(workers, len(todo))
+    if workers > 1:
+        yield from _in_pool(jobs, outcomes, todo, cache, workers)
+        return
+    if len(todo) > 1:  # in the schedule's order, then given back in the jobs' order
+        for i in todo:
+            outcomes[i] = check_job(jobs[i], cache)
+    for i, outcome in enumerate(outcomes):
+        yield outcome if outcome is not None else check_job(jobs[i], cache)
+
+
+def schedule(jobs: list[Job], todo: list[int]) -> list[int]:
+    """The order to check the jobs ``todo`` (indexes into ``jobs``) in: project by project
+    (the files whose imports resolve from the same root, so that a process reads a project's
+    modules once and then lets them go), the largest projects first and, in each, the
+    largest files first (so that no big file is left for the end while the other processes
+    have nothing to do)."""
+    if len(todo) < 2:
+        return list(todo)
+    from loopcheck.engine.project import find_root
+
+    roots: dict[str, str] = {}
+    group: dict[int, tuple] = {}
+    for i in todo:
+        name = jobs[i].filename
+        directory = os.path.dirname(os.path.abspath(name))
+        if directory not in roots:
+            roots[directory] = str(find_root(Path(name).resolve()))
+        group[i] = (roots[directory], tuple(str(s) for s in jobs[i].src))
+    size: dict[tuple, int] = {}
+    for i in todo:
+        size[group[i]] = size.get(group[i], 0) + len(jobs[i].text)
+    return sorted(todo, key=lambda i: (-size[group[i]], group[i], -len(jobs[i].text), i))
+
+
+def _context():
+    import multiprocessing
+
+    if sys.platform.startswith("linux"):
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context()
+
+
+def _in_pool(jobs: list[Job], outcomes: list[Outcome | None], todo: list[int], cache: Cache | None,
+             workers: int) -> Iterator[Outcome]:
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    futures: dict[int, object] = {}
+    executor = None
+    try:
+        executor = ProcessPoolExecutor(workers, mp_context=_context())
+        for i in todo:
+            futures[i] = executor.submit(check_job, jobs[i], cache)
+    except (OSError, ValueError, RuntimeError, NotImplementedError, ImportError, BrokenProcessPool):
+        futures = {}  # no pool on this system (no semaphores, no fork): one process does it all
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
+            executor = None
+    broken = False
+    try:
+        for i, outcome in enumerate(outcomes):
+            if outcome is None:
+                future = futures.get(i)
+                if future is not None and not broken:
+                    try:
+                        outcome = future.result()
+                    except BrokenProcessPool:
+                        broken = True  # a worker died (killed, out of memory): the rest here
+                    except Exception:  # noqa: BLE001 - a result that did not come back: here
+                        outcome = None
+                if outcome is None:
+                    outcome = check_job(jobs[i], cache)
+            yield outcome
+    finally:
+        if executor is not None:
+            executor.shutdown(wait=True, cancel_futures=True)

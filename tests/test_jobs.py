@@ -1,0 +1,245 @@
+"""``--jobs``: the report is the same, byte for byte, from one process, from two, and from a
+warm cache: every output format, ``--statistics``, the exit status, standard error, ``--fix``
+and ``--diff``; a pool that cannot start or that loses a worker leaves the work to the parent.
+
+The reference is a serial run without cache over every fixture (``fixtures/``, its
+``project_*`` folders included); the others must reproduce it exactly.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import loopcheck.runner
+from loopcheck.cli import exit_status, lint_paths, main, write_report
+from loopcheck.config import Options, Resolver
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+FORMATS = ["concise", "full", "json", "json-lines", "sarif", "github"]
+# files with safe and unsafe fixes of several rules, a notebook-free project folder, a clean file
+FIX_SET = [
+    "LC101_bad.py", "LC102_bad.py", "LC103_bad.py", "LC301_bad.py", "LC302_bad.py", "LC401_bad.py",
+    "LC505_bad.py", "LC601_bad.py", "LC604_bad.py", "LC701_bad.py", "LC101_good.py", "project_engine_main",
+]
+
+
+def cli(*args: str):
+    result = CliRunner().invoke(main, list(args))
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+def rendered(run, fmt: str, statistics: bool = False) -> str:
+    """What ``check`` prints for ``run`` (no colour, no fixes applied)."""
+    findings = sorted(run.findings, key=lambda f: f.sort_key)
+    out = io.StringIO()
+    write_report(run, findings, out, output_format=fmt, no_color=True, quiet=run.failed and not findings,
+                 statistics=statistics, fixed=0, fixed_warnings=0, unsafe_fixes=False)
+    return out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The serial run without cache over all fixtures: each format's output and the exit status."""
+    old = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        run = lint_paths(["fixtures"], Resolver(Options()), jobs=1, cache=None)
+    finally:
+        os.chdir(old)
+    findings = sorted(run.findings, key=lambda f: f.sort_key)
+    outputs = {fmt: rendered(run, fmt) for fmt in FORMATS}
+    outputs["statistics"] = rendered(run, "concise", statistics=True)
+    outputs["statistics-json"] = rendered(run, "json", statistics=True)
+    return outputs, exit_status(run, findings, exit_zero=False, fixed=0), len(run.sources)
+
+
+def test_the_reference_covers_every_fixture_and_its_projects(reference):
+    _outputs, status, checked = reference
+    assert status == 1
+    files = [p for p in FIXTURES.rglob("*") if p.suffix in (".py", ".ipynb")]
+    assert checked == len(files) > 250
+    assert any(p.parent.name.startswith("project_") for p in files)
+
+
+def test_two_processes_then_a_warm_cache_print_the_reference(reference, tmp_path, monkeypatch):
+    outputs, status, _checked = reference
+    monkeypatch.chdir(ROOT)
+    cache = str(tmp_path / "cache")
+    cold = cli("-j2", "--cache-dir", cache, "--output-format", "json", "fixtures")
+    assert cold == (status, outputs["json"], "")
+    entries = [e for e in (tmp_path / "cache" / loopcheck.__version__).iterdir() if not e.name.startswith(".")]
+    assert len(entries) == reference[2]  # one entry per checked file
+
+    calls = []
+    real = loopcheck.runner.check_job
+    monkeypatch.setattr(loopcheck.runner, "check_job", lambda job, c=None: calls.append(job) or real(job, c))
+
+    for fmt in FORMATS:
+        assert cli("--cache-dir", cache, "--output-format", fmt, "--no-color", "fixtures") == (
+            status, outputs[fmt], "",
+        ), fmt
+    assert cli("--cache-dir", cache, "--statistics", "--output-format", "concise", "fixtures") == (
+        status, outputs["statistics"], "")
+    assert cli("--cache-dir", cache, "--statistics", "--output-format", "json", "fixtures") == (
+        status, outputs["statistics-json"], "")
+    assert calls == []  # every warm run came from the cache: nothing was checked again
+
+
+def test_json_from_one_and_two_processes_without_cache_is_the_same(tmp_path, monkeypatch):
+    tree = _fix_tree(tmp_path, "tree")
+    for name in ["project_base_trainer", "project_import_cycle", "project_src_layout"]:
+        shutil.copytree(FIXTURES / name, tree / name)
+    monkeypatch.chdir(tree)
+    one = cli("-j1", "--no-cache", "--output-format", "json", ".")
+    two = cli("-j2", "--no-cache", "--output-format", "json", ".")
+    assert one == two
+    assert one[0] == 1 and one[1].count('"code"') > 10
+
+
+def _fix_tree(tmp_path: Path, name: str) -> Path:
+    tree = tmp_path / name
+    tree.mkdir()
+    for item in FIX_SET:
+        src = FIXTURES / item
+        if src.is_dir():
+            shutil.copytree(src, tree / item)
+        else:
+            shutil.copy(src, tree / item)
+    return tree
+
+
+def _contents(tree: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(tree)): p.read_bytes() for p in sorted(tree.rglob("*")) if p.is_file()}
+
+
+def test_fix_and_diff_are_the_same_serial_parallel_and_from_the_cache(tmp_path, monkeypatch):
+    serial, parallel = _fix_tree(tmp_path, "serial"), _fix_tree(tmp_path, "parallel")
+    before = _contents(serial)
+    cache = str(tmp_path / "cache")
+
+    monkeypatch.chdir(serial)
+    diff_serial = cli("-j1", "--no-cache", "--diff", "--unsafe-fixes", ".")
+    fix_serial = cli("-j1", "--no-cache", "--fix", "--unsafe-fixes", "--output-format", "concise", ".")
+
+    monkeypatch.chdir(parallel)
+    filled = cli("-j2", "--cache-dir", cache, "--output-format", "concise", ".")
+    assert filled[0] == 1
+    diff_parallel = cli("-j2", "--cache-dir", cache, "--diff", "--unsafe-fixes", ".")  # fixes from the cache
+    fix_parallel = cli("-j2", "--cache-dir", cache, "--fix", "--unsafe-fixes", "--output-format", "concise", ".")
+
+    assert diff_serial == diff_parallel
+    assert diff_serial[0] == 1 and diff_serial[1].count("+++ ") >= 8
+    assert fix_serial == fix_parallel
+    assert "fixed" in fix_serial[1]
+    assert _contents(serial) == _contents(parallel) != before
+
+
+def test_a_pool_that_cannot_start_leaves_the_files_to_this_process(tmp_path, monkeypatch):
+    tree = _fix_tree(tmp_path, "tree")
+    monkeypatch.chdir(tree)
+    expected = cli("-j1", "--no-cache", "--output-format", "json", ".")
+
+    def no_pool(*args, **kwargs):
+        raise OSError(38, "Function not implemented")  # no semaphores (a sandbox, AWS Lambda)
+
+    monkeypatch.setattr("concurrent.futures.ProcessPoolExecutor", no_pool)
+    assert cli("-j2", "--no-cache", "--output-format", "json", ".") == expected
+
+
+_PARENT = os.getpid()
+
+
+def _dies_in_a_worker(job, cache=None):
+    """Kills the worker process that gets LC301_bad.py (as the OOM killer would)."""
+    if os.getpid() != _PARENT and job.filename.endswith("LC301_bad.py"):
+        Path("died").write_text(str(os.getpid()))  # in the test's working directory
+        os._exit(9)
+    return _REAL_CHECK_JOB(job, cache)
+
+
+_REAL_CHECK_JOB = loopcheck.runner.check_job
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the test's stand-in reaches the workers through fork")
+def test_a_worker_that_dies_leaves_the_rest_to_this_process(tmp_path, monkeypatch):
+    tree = _fix_tree(tmp_path, "tree")
+    monkeypatch.chdir(tree)
+    expected = cli("-j1", "--no-cache", "--output-format", "json", ".")
+    monkeypatch.setattr(loopcheck.runner, "check_job", _dies_in_a_worker)
+    monkeypatch.setattr(loopcheck.runner, "_context", lambda: __import__("multiprocessing").get_context("fork"))
+    assert cli("-j2", "--no-cache", "--output-format", "json", ".") == expected
+    assert (tree / "died").is_file()  # a worker did die
+
+
+def test_jobs_option(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.py").write_text("x = 1\n")
+    assert cli("-j", "0", "a.py")[0] == 0  # 0: one process per core
+    code, _out, err = cli("-j", "-1", "a.py")
+    assert code == 2 and "-j" in err
+    assert loopcheck.runner.default_jobs() >= 1
+
+
+def test_the_schedule_goes_project_by_project_largest_first(tmp_path):
+    from loopcheck.runner import Job, schedule
+
+    small, big = tmp_path / "small", tmp_path / "big"
+    for root in (small, big):
+        (root / "pkg").mkdir(parents=True)
+        (root / "pyproject.toml").write_text("")
+    jobs = [
+        Job(str(small / "a.py"), "x" * 50, None),
+        Job(str(big / "a.py"), "x" * 10, None),
+        Job(str(small / "pkg" / "b.py"), "x" * 60, None),
+        Job(str(big / "pkg" / "b.py"), "x" * 100, None),
+        Job(str(big / "c.py"), "x" * 30, None),
+    ]
+    # big (140 characters) before small (110); in each, the largest file first
+    assert schedule(jobs, [0, 1, 2, 3, 4]) == [3, 4, 1, 2, 0]
+    assert schedule(jobs, [2, 0]) == [2, 0]
+    assert schedule(jobs, [4]) == [4]
+
+
+def test_a_process_keeps_the_modules_of_one_project_only(tmp_path):
+    from loopcheck.engine.project import _PROJECTS, project_for
+    from loopcheck.runner import Job, check_job
+
+    roots = []
+    for name in ("one", "two"):
+        root = tmp_path / name
+        root.mkdir()
+        (root / "pyproject.toml").write_text("")
+        (root / "train.py").write_text((FIXTURES / "LC101_bad.py").read_text())
+        roots.append(root)
+    _PROJECTS.clear()
+    first = check_job(Job(str(roots[0] / "train.py"), (roots[0] / "train.py").read_text(), None))
+    assert [p.root for p in _PROJECTS.values()] == [roots[0]]
+    second = check_job(Job(str(roots[1] / "train.py"), (roots[1] / "train.py").read_text(), None))
+    assert [p.root for p in _PROJECTS.values()] == [roots[1]]
+    assert [f.code for f in first.findings] == [f.code for f in second.findings] == ["LC101"]
+    assert project_for(roots[1] / "train.py") is next(iter(_PROJECTS.values()))
+
+
+@pytest.mark.skipif(loopcheck.runner.resident_bytes() is None, reason="no /proc/self/statm")
+def test_past_the_memory_budget_every_project_is_let_go(tmp_path, monkeypatch):
+    from loopcheck.engine.project import _PROJECTS
+    from loopcheck.runner import Job, check_job
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "train.py").write_text((FIXTURES / "LC101_bad.py").read_text())
+    job = Job(str(tmp_path / "train.py"), (tmp_path / "train.py").read_text(), None)
+    _PROJECTS.clear()
+    assert [f.code for f in check_job(job).findings] == ["LC101"]
+    assert len(_PROJECTS) == 1
+    monkeypatch.setattr(loopcheck.runner, "MEMORY_BUDGET", -1)  # every check is past it
+    assert [f.code for f in check_job(job).findings] == ["LC101"]
+    assert len(_PROJECTS) == 0
