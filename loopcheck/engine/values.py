@@ -33,7 +33,7 @@ from loopcheck.engine.ir import Assign, Call, Inline, Loop, LoopInfo, Node, Seq,
 from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.names import dotted_name
 from loopcheck.engine.roles import ACCELERATOR_NAME, LOADER_NAME, ROLE_TYPES, last
-from loopcheck.engine.walk import walk
+from loopcheck.engine.walk import children, walk
 
 #: Kinds of values a loss input can be.
 LOGITS, PROBABILITIES, LOG_PROBABILITIES = "logits", "probabilities", "log_probabilities"
@@ -705,7 +705,7 @@ def parents(index: ModuleIndex) -> dict:
             stack = [tree]
             while stack:
                 n = stack.pop()
-                for ch in n.children:
+                for ch in children(n):  # syntax nodes only: whitespace is never looked up
                     table[ch] = n
                     stack.append(ch)
         hit = _PARENTS[id(index)] = (tree, table)
