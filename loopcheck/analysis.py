@@ -233,7 +233,8 @@ def check_parsed(
         return [Finding(SYNTAX_ERROR.code, f"SyntaxError: {msg}", filename, row, col, row, col, [], row)], None, None
     index = None
     if project is not None:
-        index = project.add(Path(filename), source, module=module).index
+        project.trim()  # between checks: the modules of the last ones stay, up to a size
+        index = project.add(Path(filename), source, module=module, keep=False).index
     reports, where = check_module(module, select, index)
     if not reports:
         return [], None, None

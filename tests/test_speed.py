@@ -59,3 +59,19 @@ def test_standard_input_without_a_name_names_no_other_module():
     assert result.exit_code == 1
     assert "-:51:5: LC301 model.eval() is still in effect when optimizer.step() at line 48 trains the model" in result.output
     assert " of None" not in result.output
+
+
+def test_a_project_keeps_the_recently_used_modules_up_to_a_size(tmp_path: Path):
+    from loopcheck.engine.project import Project
+
+    for name in ("a", "b", "c"):
+        (tmp_path / f"{name}.py").write_text(f"def {name}():\n    return {'1' * 100}\n")
+    project = Project(tmp_path)
+    a, b = project.load(tmp_path / "a.py"), project.load(tmp_path / "b.py")
+    assert project.load(tmp_path / "a.py") is a  # kept: read once
+    project.load(tmp_path / "c.py")  # order of use: b, a, c
+    project.trim(max_bytes=2 * len(a.source))
+    assert project.load(tmp_path / "a.py") is a
+    assert project.load(tmp_path / "b.py") is not b  # the least recently used was forgotten, read again
+    checked = project.add(tmp_path / "c.py", "x = 1\n", keep=False)
+    assert checked.index is not None and project.load(tmp_path / "c.py").source.startswith("def c")
