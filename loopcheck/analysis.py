@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Collection, Mapping
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from loopcheck.engine.builder import ModuleIndex, UnitBuilder, index_module
 from loopcheck.engine.events import classify
 from loopcheck.engine.ir import walk_events
+from loopcheck.engine.positions import Positions
 from loopcheck.engine.project import Project, project_for
 from loopcheck.engine.roles import infer_roles
 from loopcheck.engine.unit import Unit
@@ -172,8 +172,10 @@ class _Places(Describe):
     """Lines and source text of nodes in the checked module and in the other modules a
     finding's related lines lie in (``"12 of engine.py"``)."""
 
-    def __init__(self, module: cst.Module, positions, where: dict, index: ModuleIndex | None, filename: str) -> None:
+    def __init__(self, module: cst.Module, positions, where: dict, index: ModuleIndex | None, filename: str,
+                 reported: list | None = None) -> None:
         super().__init__(module, positions)
+        self.reported = reported or []  # the nodes the findings name (their positions come first)
         self.where = where
         self.index = index
         self.filename = filename
@@ -182,11 +184,12 @@ class _Places(Describe):
     def other(self, node) -> tuple | None:
         """``(index, positions)`` for a node of another module, else ``None``."""
         idx = self.where.get(id(node))
-        if idx is None or idx is self.index or getattr(idx, "tree", None) is None:
-            return None
+        tree = getattr(idx, "tree", None)
+        if idx is None or idx is self.index or tree is None or tree is self.module:
+            return None  # (a text checked without a project is indexed apart: still this module)
         if id(idx) not in self._others:
-            wrapper = MetadataWrapper(idx.tree, unsafe_skip_copy=True)
-            self._others[id(idx)] = (idx, wrapper.resolve(PositionProvider))
+            first = [n for n in self.reported if self.where.get(id(n)) is idx]
+            self._others[id(idx)] = (idx, Positions(idx.tree, first))
         return self._others[id(idx)]
 
     def relpath(self, idx) -> str:
@@ -234,13 +237,15 @@ def check_parsed(
         return [Finding(SYNTAX_ERROR.code, f"SyntaxError: {msg}", filename, row, col, row, col, [], row)], None, None
     index = None
     if project is not None:
-        index = project.add(Path(filename), source, module=module).index
+        project.trim()  # between checks: the modules of the last ones stay, up to a size
+        index = project.add(Path(filename), source, module=module, keep=False).index
     reports, where = check_module(module, select, index)
     if not reports:
         return [], None, None
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    positions = wrapper.resolve(PositionProvider)
-    d = _Places(module, positions, where, index, filename)
+    reported = [n for rep in reports for n in (rep.node, *(r for r, _ in rep.related))]
+    mine = [n for n in reported if where.get(id(n)) in (None, index) or getattr(where[id(n)], "tree", None) is module]
+    positions = Positions(module, mine)
+    d = _Places(module, positions, where, index, filename, reported)
     findings = []
     for rep in reports:
         rng = positions[rep.node]

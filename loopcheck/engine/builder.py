@@ -74,6 +74,7 @@ class ModuleIndex:
     path: object = None
     project: object = None
     tree: cst.Module | None = None
+    cache: dict = field(default_factory=dict)  # tables derived from the tree, computed on demand
 
     def class_ref(self, name: str | None, qualified: bool = False) -> "ClassRef | None":
         """The class a name refers to in this module: one defined here (``Trainer``) or, for a

@@ -222,5 +222,17 @@ def walk_events(node: Node):
     if isinstance(node, (Call, Assign)):
         yield node
         return
-    for part in parts(node):
-        yield from walk_events(part)
+    # a stack of iterators rather than nested generators: each event is yielded once, not
+    # once per level of nesting above it
+    stack = [iter(parts(node))]
+    while stack:
+        for part in stack[-1]:
+            if isinstance(part, (Call, Assign)):
+                yield part
+            else:
+                inner = parts(part)
+                if inner:
+                    stack.append(iter(inner))
+                    break
+        else:
+            stack.pop()

@@ -35,6 +35,8 @@ import libcst as cst
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 MAX_MODULE_BYTES = 2_000_000  # larger modules are not read for their definitions
 MAX_REEXPORT_DEPTH = 8
+#: Source text of the modules a project keeps between checks (:meth:`Project.trim`).
+MAX_KEPT_BYTES = 3_000_000
 
 
 def find_root(path: Path) -> Path:
@@ -189,6 +191,7 @@ class Project:
         stamp = (st.st_mtime_ns, st.st_size)
         info = self._modules.get(path)
         if info is not None and info.stamp == stamp:
+            self._modules[path] = self._modules.pop(path)  # the most recently used last
             return info
         if st.st_size > MAX_MODULE_BYTES:
             return None
@@ -198,9 +201,12 @@ class Project:
             return None
         return self.add(path, source, stamp)
 
-    def add(self, path: Path, source: str, stamp: tuple = (), module: cst.Module | None = None) -> ModuleInfo:
+    def add(self, path: Path, source: str, stamp: tuple = (), module: cst.Module | None = None,
+            keep: bool = True) -> ModuleInfo:
         """Index the text ``source`` (already parsed as ``module``, when given) as module
-        ``path``: the checked file, an editor buffer."""
+        ``path``: the checked file, an editor buffer. With ``keep``, the module is kept for
+        later :meth:`load` calls (it is reused only while the file on disk has ``stamp``); the
+        checked file's text, which may differ from the file, is not kept."""
         from loopcheck.engine.builder import index_module
 
         path = path.resolve()
@@ -213,8 +219,21 @@ class Project:
                 module = None
         index = index_module(module, package=package, name=name, path=path, project=self) if module is not None else None
         info = ModuleInfo(path, name, source, module, index, stamp)
-        self._modules[path] = info
+        if keep:
+            self._modules.pop(path, None)
+            self._modules[path] = info
         return info
+
+    def trim(self, max_bytes: int = MAX_KEPT_BYTES) -> None:
+        """Forget the least recently used modules until the kept ones hold at most
+        ``max_bytes`` of source text (their trees take about 30 bytes of memory per byte of
+        source). Call it between checks, never during one: a module read again is a new tree,
+        and one check must see one tree per module."""
+        total = sum(len(info.source) for info in self._modules.values())
+        for path in list(self._modules):
+            if total <= max_bytes:
+                break
+            total -= len(self._modules.pop(path).source)
 
     def lookup(self, qualname: str | None, near: Path | None, _depth: int = 0) -> Member | None:
         """The project definition a qualified name refers to (``engine.train_one_epoch``,

@@ -501,29 +501,50 @@ class _Inference:
 
         return _common(branch(arg.node.body), branch(arg.node.orelse))
 
-    def param_models(self, mentions, depth: int = 0) -> tuple[set[str], bool]:
+    def param_models(self, mentions, depth: int = 0, memo: dict | None = None) -> tuple[set[str], bool]:
         """Models whose parameters an optimizer's parameter argument takes, following up to
         three assignments (``params = [p for p in model.parameters() if p.requires_grad]``),
         and whether every source was understood (a tensor built here is understood and is
-        no model's; a function parameter is not)."""
+        no model's; a function parameter is not).
+
+        ``memo``: answers per ``(mention, depth)``, shared by calls made while the models and
+        the definitions do not change (each name's definitions are then followed once per
+        depth, not once per path: ``step = step + 1`` written 200 times is 200 definitions
+        of ``step``, each mentioning ``step``)."""
+        memo = {} if memo is None else memo
         out: set[str] = set()
         known = True
         for m in mentions:
-            owner = parameter_owner(m)
-            if owner is not None:
-                out.add(owner)
-            elif m in self.roles.models:
-                out.add(m)
-            elif depth < 4 and (m in self.defs or ("." in m and m.rpartition(".")[0] in self.defs)):
-                # a variable built here, or an attribute of one (param_dict.items, args.lr)
-                base = m if m in self.defs else m.rpartition(".")[0]
-                for mentions2, _kind in self.defs[base]:
-                    sub, k = self.param_models(mentions2, depth + 1)
-                    out |= sub
-                    known = known and k
-            else:
-                known = False
+            sub, k = self._param_models_of(m, depth, memo)
+            out |= sub
+            known = known and k
         return out, known
+
+    def _param_models_of(self, m: str, depth: int, memo: dict) -> tuple[frozenset[str], bool]:
+        """:meth:`param_models` of one mention."""
+        key = (m, depth)
+        hit = memo.get(key)
+        if hit is not None:
+            return hit
+        owner = parameter_owner(m)
+        if owner is not None:
+            res = (frozenset({owner}), True)
+        elif m in self.roles.models:
+            res = (frozenset({m}), True)
+        elif depth < 4 and (m in self.defs or ("." in m and m.rpartition(".")[0] in self.defs)):
+            # a variable built here, or an attribute of one (param_dict.items, args.lr)
+            base = m if m in self.defs else m.rpartition(".")[0]
+            out: set[str] = set()
+            known = True
+            for mentions2, _kind in self.defs[base]:
+                sub, k = self.param_models(mentions2, depth + 1, memo)
+                out |= sub
+                known = known and k
+            res = (frozenset(out), known)
+        else:
+            res = (frozenset(), False)
+        memo[key] = res
+        return res
 
     # -- 2. usage -----------------------------------------------------------------------
     def usage(self) -> None:
@@ -859,8 +880,9 @@ class _Inference:
 
     def param_variables(self) -> None:
         """``params = list(model.parameters())``: a variable holding a model's parameters."""
+        memo: dict = {}  # the models do not change here
         for sym in self.defs:
-            models, _known = self.param_models(frozenset({sym}))
+            models, _known = self.param_models(frozenset({sym}), memo=memo)
             if models:
                 self.roles.param_sources[sym] = {self.roles.canon(m) for m in models}  # type: ignore[misc]
 

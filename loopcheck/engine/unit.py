@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -48,6 +49,8 @@ class Unit:
     _flows: dict = field(default_factory=dict)
     _order: dict = field(default_factory=dict)
     _chains: dict = field(default_factory=dict)
+    _by_kind: dict = field(default_factory=dict)  # kind -> program-order indexes of its events
+    _kinds: dict = field(default_factory=dict)  # tuple of kinds -> (events, their indexes)
 
     def __post_init__(self) -> None:
         if not self.events:
@@ -102,23 +105,43 @@ class Unit:
         flow = self.flow(("builds", sym, kind, event.kind), lambda: _Builds(sym, kind, event.kind))
         return [b for states in flow.states(event) for b in states]
 
+    def _of_kinds(self, kinds: tuple[str, ...]) -> tuple[list[Event], list[int]]:
+        """The events of ``kinds`` in program order and their program-order indexes, computed
+        once per tuple of kinds (rules ask for the same kinds once per event they look at)."""
+        hit = self._kinds.get(kinds)
+        if hit is None:
+            if not self._by_kind:
+                for i, ev in enumerate(self.events):
+                    self._by_kind.setdefault(ev.kind, []).append(i)
+            wanted = set(kinds)
+            if len(wanted) == 1:
+                orders = self._by_kind.get(kinds[0], [])
+            else:
+                orders = sorted(i for k in wanted for i in self._by_kind.get(k, ()))
+            hit = self._kinds[kinds] = ([self.events[i] for i in orders], orders)
+        return hit
+
     def of_kind(self, *kinds: str) -> list[Event]:
-        return [e for e in self.events if e.kind in kinds]
+        """The events of ``kinds`` in program order (a new list)."""
+        return list(self._of_kinds(kinds)[0])
 
     def next_event(self, after: Event, kinds: tuple[str, ...], same_loop: bool = True) -> Event | None:
         """The first event of ``kinds`` after ``after`` in program order (inside the same
         innermost loop when ``same_loop``), or ``None``."""
-        start = self.order(after) + 1
+        events, orders = self._of_kinds(tuple(kinds))
         loops = after.ctx.loops
-        for ev in self.events[start:]:
-            if ev.kind in kinds and (not same_loop or ev.ctx.loops[: len(loops)] == loops):
+        for i in range(bisect_right(orders, self.order(after)), len(events)):
+            ev = events[i]
+            if not same_loop or ev.ctx.loops[: len(loops)] == loops:
                 return ev
         return None
 
     def prev_event(self, before: Event, kinds: tuple[str, ...]) -> Event | None:
         """The last event of ``kinds`` before ``before`` in the same innermost loop."""
+        events, orders = self._of_kinds(tuple(kinds))
         loops = before.ctx.loops
-        for ev in reversed(self.events[: self.order(before)]):
-            if ev.kind in kinds and ev.ctx.loops[: len(loops)] == loops:
+        for i in range(bisect_left(orders, self.order(before)) - 1, -1, -1):
+            ev = events[i]
+            if ev.ctx.loops[: len(loops)] == loops:
                 return ev
         return None

@@ -33,7 +33,7 @@ from loopcheck.engine.ir import Assign, Call, Inline, Loop, LoopInfo, Node, Seq,
 from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.names import dotted_name
 from loopcheck.engine.roles import ACCELERATOR_NAME, LOADER_NAME, ROLE_TYPES, last
-from loopcheck.engine.walk import walk
+from loopcheck.engine.walk import children, walk
 
 #: Kinds of values a loss input can be.
 LOGITS, PROBABILITIES, LOG_PROBABILITIES = "logits", "probabilities", "log_probabilities"
@@ -163,9 +163,6 @@ def _symbols_of(raw) -> Iterator[str]:
 # -- expression statements ------------------------------------------------------------------
 
 
-_EXPR_VALUES: dict[int, tuple[object, set[int]]] = {}
-
-
 def discarded(unit, call: Call) -> bool:
     """Whether ``call`` is a whole expression statement (``x.to(device)`` on its own line):
     its result is thrown away."""
@@ -173,13 +170,12 @@ def discarded(unit, call: Call) -> bool:
     tree = getattr(index, "tree", None)
     if tree is None:
         return False
-    hit = _EXPR_VALUES.get(id(index))
-    if hit is None or hit[0] is not tree:
+    ids = index.cache.get("expression_values")  # kept with the module, computed once
+    if ids is None:
         from loopcheck.engine.walk import small_statements
 
-        ids = {id(s.value) for s in small_statements(tree) if isinstance(s, cst.Expr)}
-        hit = _EXPR_VALUES[id(index)] = (tree, ids)
-    return id(call.node) in hit[1]
+        ids = index.cache["expression_values"] = {id(s.value) for s in small_statements(tree) if isinstance(s, cst.Expr)}
+    return id(call.node) in ids
 
 
 # -- tensors --------------------------------------------------------------------------------
@@ -692,24 +688,22 @@ def call_origin(unit, c: Call | None, depth: int = 0) -> tuple[str, cst.Call] | 
 # -- with blocks ------------------------------------------------------------------------------
 
 
-_PARENTS: dict[int, tuple[object, dict]] = {}
-
-
 def parents(index: ModuleIndex) -> dict:
-    """``node → parent`` for the nodes of one module's tree (computed once per tree)."""
+    """``node → parent`` for the syntax nodes of one module's tree (computed once per module,
+    kept with its index)."""
     tree = getattr(index, "tree", None)
-    hit = _PARENTS.get(id(index))
-    if hit is None or hit[0] is not tree:
-        table: dict = {}
-        if tree is not None:
-            stack = [tree]
-            while stack:
-                n = stack.pop()
-                for ch in n.children:
-                    table[ch] = n
-                    stack.append(ch)
-        hit = _PARENTS[id(index)] = (tree, table)
-    return hit[1]
+    if tree is None:
+        return {}
+    table = index.cache.get("parents")
+    if table is None:
+        table = index.cache["parents"] = {}
+        stack = [tree]
+        while stack:
+            n = stack.pop()
+            for ch in children(n):  # syntax nodes only: whitespace is never looked up
+                table[ch] = n
+                stack.append(ch)
+    return table
 
 
 def with_items(unit, node: cst.CSTNode) -> list[cst.WithItem]:

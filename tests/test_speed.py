@@ -1,0 +1,77 @@
+"""The per-file speed work keeps the results: positions computed on demand, the pre-filter, the
+indexes of a unit, and the analysis of shapes that used to take super-linear time (counted in
+operations, not timed)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import libcst as cst
+from click.testing import CliRunner
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from loopcheck.analysis import check_source
+from loopcheck.cli import main
+from loopcheck.engine.positions import Positions, compute_positions
+from loopcheck.engine.walk import walk
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+
+
+def _modules(n: int = 25):
+    for path in sorted(FIXTURES.glob("*.py"))[:n]:
+        yield path, cst.parse_module(path.read_text(encoding="utf-8"))
+
+
+def test_positions_are_libcsts_for_every_node():
+    for path, module in _modules():
+        expected = dict(MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider))
+        assert compute_positions(module) == expected, path
+
+
+def test_positions_of_some_nodes_stop_early_and_agree():
+    rng = random.Random(7)
+    for path, module in _modules():
+        expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        nodes = list(walk(module))
+        first = rng.sample(nodes, 3)
+        part = compute_positions(module, first)
+        assert {n: part[n] for n in first} == {n: expected[n] for n in first}, path
+        assert len(part) < len(expected)  # the generation stopped before the end of the module
+        lazy = Positions(module, first)
+        other = rng.choice(nodes)
+        assert lazy[other] == expected[other]  # any other node: the whole module, once
+        assert dict(lazy.items()) == dict(expected)
+
+
+def test_positions_of_no_node_generate_nothing():
+    module = cst.parse_module("x = 1\n")
+    assert compute_positions(module, []) == {}
+
+
+BAD_EVAL = (FIXTURES / "LC301_bad.py").read_text(encoding="utf-8")
+
+
+def test_standard_input_without_a_name_names_no_other_module():
+    result = CliRunner().invoke(main, ["--output-format", "concise", "--isolated", "-"], input=BAD_EVAL)
+    assert result.exit_code == 1
+    assert "-:51:5: LC301 model.eval() is still in effect when optimizer.step() at line 48 trains the model" in result.output
+    assert " of None" not in result.output
+
+
+def test_a_project_keeps_the_recently_used_modules_up_to_a_size(tmp_path: Path):
+    from loopcheck.engine.project import Project
+
+    for name in ("a", "b", "c"):
+        (tmp_path / f"{name}.py").write_text(f"def {name}():\n    return {'1' * 100}\n")
+    project = Project(tmp_path)
+    a, b = project.load(tmp_path / "a.py"), project.load(tmp_path / "b.py")
+    assert project.load(tmp_path / "a.py") is a  # kept: read once
+    project.load(tmp_path / "c.py")  # order of use: b, a, c
+    project.trim(max_bytes=2 * len(a.source))
+    assert project.load(tmp_path / "a.py") is a
+    assert project.load(tmp_path / "b.py") is not b  # the least recently used was forgotten, read again
+    checked = project.add(tmp_path / "c.py", "x = 1\n", keep=False)
+    assert checked.index is not None and project.load(tmp_path / "c.py").source.startswith("def c")
