@@ -62,19 +62,23 @@ def _package_of(path: Path) -> str:
     return name.rpartition(".")[0]
 
 
-def _syntax_error(source: str, err: cst.ParserSyntaxError) -> tuple[str, int, int]:
-    """``(message, row, column)`` of a syntax error as Python reports it (``expected ':'``
-    on the line of the ``def``), or as LibCST does when Python accepts the code."""
+def _syntax_error(source: str, err: cst.ParserSyntaxError) -> tuple[str, tuple[int, int]]:
+    """``(message, (row, column))`` of a syntax error as Python reports it (``expected ':'``
+    on the line of the ``def``); an empty message where Python accepts the code and only
+    LibCST cannot read it, at the place LibCST's message names."""
     import ast
 
     try:
         ast.parse(source)
     except SyntaxError as py:
         if py.lineno:
-            return py.msg, py.lineno, max(py.offset or 1, 1)
+            return py.msg, (py.lineno, max(py.offset or 1, 1))
     except (ValueError, RecursionError, MemoryError):
         pass
-    return str(err.message).replace("\n", " "), err.raw_line, err.raw_column + 1
+    else:  # valid Python LibCST cannot read (``(pars): bool = True``): say so, not "SyntaxError"
+        at = re.search(r"error at (\d+):(\d+)", str(err.message))  # its own position is a line late there
+        return "", (int(at[1]), int(at[2]) + 1) if at else (err.raw_line, err.raw_column + 1)
+    return str(err.message).replace("\n", " "), (err.raw_line, err.raw_column + 1)
 
 
 def _selected(code: str, select: Collection[str] | None) -> bool:
@@ -233,8 +237,9 @@ def check_parsed(
     except cst.ParserSyntaxError as err:
         if not _selected(SYNTAX_ERROR.code, select):
             return [], None, None
-        msg, row, col = _syntax_error(source, err)
-        return [Finding(SYNTAX_ERROR.code, f"SyntaxError: {msg}", filename, row, col, row, col, [], row)], None, None
+        msg, (row, col) = _syntax_error(source, err)
+        text = f"SyntaxError: {msg}" if msg else "LibCST cannot parse this line of valid Python, so the file was not checked"
+        return [Finding(SYNTAX_ERROR.code, text, filename, row, col, row, col, [], row)], None, None
     index = None
     if project is not None:
         project.trim()  # between checks: the modules of the last ones stay, up to a size

@@ -147,6 +147,16 @@ def test_syntax_error_is_reported_and_other_files_still_checked(project):
     assert lines[2] == "Found 2 errors."
 
 
+def test_valid_python_libcst_cannot_read_is_not_called_a_syntax_error(project):
+    # CPython's own test/ann_module.py has this line; LibCST's parser rejects it
+    (project / "annotated.py").write_text("import torch\n(pars): bool = True\nloss.backward()\n")
+    result = run("annotated.py")
+    assert result.exit_code == 1
+    assert result.output.splitlines()[0] == (
+        "annotated.py:2:9: LC001 LibCST cannot parse this line of valid Python, so the file was not checked"
+    )
+
+
 def test_directory_walk_respects_gitignore_and_skips_virtualenvs(project):
     sub = project / "pkg"
     sub.mkdir()
