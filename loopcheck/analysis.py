@@ -62,23 +62,26 @@ def _package_of(path: Path) -> str:
     return name.rpartition(".")[0]
 
 
-def _syntax_error(source: str, err: cst.ParserSyntaxError) -> tuple[str, tuple[int, int]]:
-    """``(message, (row, column))`` of a syntax error as Python reports it (``expected ':'``
-    on the line of the ``def``); an empty message where Python accepts the code and only
-    LibCST cannot read it, at the place LibCST's message names."""
+def _syntax_error(source: str, err: cst.ParserSyntaxError) -> tuple[str, tuple[int, int], bool]:
+    """``(message, (row, column), valid)`` of a syntax error as Python reports it (``expected
+    ':'`` on the line of the ``def``); where Python accepts the code (``valid``) and only LibCST
+    cannot read it, the nesting pre-check's words or an empty message, at the place LibCST's
+    message names."""
     import ast
 
     try:
         ast.parse(source)
     except SyntaxError as py:
         if py.lineno:
-            return py.msg, (py.lineno, max(py.offset or 1, 1))
+            return py.msg, (py.lineno, max(py.offset or 1, 1)), False
     except (ValueError, RecursionError, MemoryError):
         pass
     else:  # valid Python LibCST cannot read (``(pars): bool = True``): say so, not "SyntaxError"
-        at = re.search(r"error at (\d+):(\d+)", str(err.message))  # its own position is a line late there
-        return "", (int(at[1]), int(at[2]) + 1) if at else (err.raw_line, err.raw_column + 1)
-    return str(err.message).replace("\n", " "), (err.raw_line, err.raw_column + 1)
+        text = str(err.message)
+        at = re.search(r"error at (\d+):(\d+)", text)  # its own position is a line late there
+        why = "" if text.startswith("parser error") else text  # the nesting pre-check's own words
+        return why, (int(at[1]), int(at[2]) + 1) if at else (err.raw_line, err.raw_column + 1), True
+    return str(err.message).replace("\n", " "), (err.raw_line, err.raw_column + 1), False
 
 
 def _selected(code: str, select: Collection[str] | None) -> bool:
@@ -237,8 +240,11 @@ def check_parsed(
     except cst.ParserSyntaxError as err:
         if not _selected(SYNTAX_ERROR.code, select):
             return [], None, None
-        msg, (row, col) = _syntax_error(source, err)
-        text = f"SyntaxError: {msg}" if msg else "LibCST cannot parse this line of valid Python, so the file was not checked"
+        msg, (row, col), valid = _syntax_error(source, err)
+        if valid:
+            text = f"{msg or 'LibCST cannot parse this line of valid Python'}, so the file was not checked"
+        else:
+            text = f"SyntaxError: {msg}"
         return [Finding(SYNTAX_ERROR.code, text, filename, row, col, row, col, [], row)], None, None
     index = None
     if project is not None:
