@@ -51,14 +51,14 @@ def reference(tmp_path_factory):
     """The serial run without cache over all fixtures: each format's output and the exit status."""
     old = os.getcwd()
     os.chdir(ROOT)
-    try:
+    try:  # rendered here too: the JSON formats print absolute paths, resolved against the cwd
         run = lint_paths(["fixtures"], Resolver(Options()), jobs=1, cache=None)
+        findings = sorted(run.findings, key=lambda f: f.sort_key)
+        outputs = {fmt: rendered(run, fmt) for fmt in FORMATS}
+        outputs["statistics"] = rendered(run, "concise", statistics=True)
+        outputs["statistics-json"] = rendered(run, "json", statistics=True)
     finally:
         os.chdir(old)
-    findings = sorted(run.findings, key=lambda f: f.sort_key)
-    outputs = {fmt: rendered(run, fmt) for fmt in FORMATS}
-    outputs["statistics"] = rendered(run, "concise", statistics=True)
-    outputs["statistics-json"] = rendered(run, "json", statistics=True)
     return outputs, exit_status(run, findings, exit_zero=False, fixed=0), len(run.sources)
 
 

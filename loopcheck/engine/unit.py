@@ -92,6 +92,19 @@ class Unit:
         """Program-order index of an event within this unit."""
         return self._order[id(event)]
 
+    def in_order(self, states, *fields: str) -> list:
+        """``states`` (a machine's set of states at one event, which has no order of its own)
+        sorted by the program order of the events in ``fields`` (``None`` first, an event of
+        another unit last), so that a rule reporting the first state of a kind reports the same
+        one on every run."""
+
+        def position(ev) -> int:
+            if ev is None:
+                return -1
+            return self._order.get(id(ev), len(self._order))
+
+        return sorted(states, key=lambda s: tuple(position(getattr(s, f)) for f in fields))
+
     def flow(self, key: tuple, factory: Callable[[], Machine]) -> Flow:
         """Run (once, then cached under ``key``) the machine ``factory()`` over the unit."""
         if key not in self._flows:

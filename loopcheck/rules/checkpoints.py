@@ -142,7 +142,7 @@ class BestStateNotCopied(Rule):
             for use in unit.of_kind("load_state", "save"):
                 if not _mentions(use, holder):
                     continue
-                for s in flow.states(use):
+                for s in unit.in_order(flow.states(use), "snap", "step"):
                     if s.snap is None or s.step is None or id(s.snap) in reported:
                         continue
                     reported.add(id(s.snap))

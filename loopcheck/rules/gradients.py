@@ -290,7 +290,7 @@ class ZeroGradBetweenBackwardAndStep(Rule):
             for ev in unit.events:
                 states = present(flow.states(ev))
                 if ev.kind == "step" and ev.subject == opt:
-                    for s in states:
+                    for s in unit.in_order(states, "zg", "bw"):
                         if (
                             s.phase == "wiped" and s.zg is not None and s.skip is None
                             and id(s.zg) not in reported and unit.order(s.bw) < unit.order(s.zg)
@@ -302,7 +302,7 @@ class ZeroGradBetweenBackwardAndStep(Rule):
                             reported.add(id(s.zg))
                             yield self._wiped(s, ev)
                 elif ev.kind in ("zero_grad", "zero_grad_model") and touches(unit, opt, ev) or ev.kind == "zero_grad_all":
-                    for s in states:
+                    for s in unit.in_order(states, "skip", "bw"):
                         if (
                             s.phase == "filled" and s.skip is not None and id(ev) not in reported
                             and ev.ctx.loops and s.skip.ctx.loops and ev.ctx.loops[-1] is s.skip.ctx.loops[-1] and not ev.ctx.conds

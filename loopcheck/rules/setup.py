@@ -100,9 +100,23 @@ def _flows(unit: Unit):
         )
         for step in unit.of_kind("step"):
             if step.subject == opt:
-                for s in flow.states(step):
-                    if s.pending is not None:
-                        yield s, step
+                yield from _pending_at(unit, flow.states(step), step)
+
+
+_STATE_RANK = {True: 0, None: 1, False: 2}  # the optimizer had state / may have / had none
+
+
+def _pending_at(unit: Unit, states, step: Event):
+    """One state per pending change of the model at ``step``: the state set has no order, and
+    one change can be met with and without optimizer state (a conversion inside the epoch loop
+    runs before and after the first step). The worst case is kept (state, then unknown, then
+    none; then the earliest optimizer construction), so the report is the same on every run."""
+    best: dict[int, S] = {}
+    for s in sorted(unit.in_order(states, "built"), key=lambda s: _STATE_RANK[s.pending_state]):
+        if s.pending is not None:
+            best.setdefault(id(s.pending), s)
+    for s in unit.in_order(best.values(), "pending"):
+        yield s, step
 
 
 def _only_moved(s: S) -> bool:

@@ -79,7 +79,7 @@ def test_gitignore_lines_git_accepts_are_read_as_git_reads_them(tmp_path, git_en
 
 
 @needs_git
-def test_inside_git_the_files_are_those_git_lists(tmp_path, git_env):
+def test_inside_git_the_files_are_those_git_lists(tmp_path, git_env, monkeypatch):
     """Nested .gitignore with a `!` re-include, .git/info/exclude and the global excludes file,
     and a tracked file that a .gitignore matches (git still lists it)."""
     repo = tmp_path / "repo"
@@ -96,7 +96,7 @@ def test_inside_git_the_files_are_those_git_lists(tmp_path, git_env):
     assert "notes/private.py" not in expected and "global.py" not in expected
     assert "tracked_ignored.py" in expected
     assert listed(repo) == expected
-    os.chdir(repo)
+    monkeypatch.chdir(repo)
     result = cli("--output-format", "concise", "--quiet", ".")
     assert reported_files(result.stdout) == expected
     # exclude still applies on top of git; --no-respect-gitignore walks everything
