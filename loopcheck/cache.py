@@ -9,9 +9,9 @@ What is in it: ``<dir>/<loopcheck version>/<entry>``, one JSON file per checked 
 selection, named by a hash of the file's real path, the name it is reported under, its rule
 codes (after per-file-ignores) and the project's ``src`` roots. An entry holds:
 
-- ``engine``: :func:`engine_fingerprint`: loopcheck's version and the size and modification
-  time of each of its modules and knowledge files, the Python version, and where libcst,
-  nbformat and IPython are installed (a reinstall or an upgrade changes it);
+- ``engine``: :func:`engine_fingerprint`: loopcheck's version, the size and modification
+  time of each of its modules, the contents of its knowledge files, the Python version, and
+  where libcst, nbformat and IPython are installed (a reinstall or an upgrade changes it);
 - ``content``: the SHA-256 of the text that was checked;
 - ``modules``: the project modules the analysis read, each with the SHA-256 of its bytes
   (``null``: it could not be read or did not exist), and ``probes``: the paths an import was
@@ -92,11 +92,11 @@ def _stamp(path: Path | str | None) -> str:
 
 def engine_fingerprint() -> str:
     """What the results depend on besides the checked files and settings, as one hash:
-    loopcheck's version, the size and modification time of each of its ``.py`` and ``.toml``
-    files (its rules, engine and knowledge files), the Python version, and the installed
-    ``__init__.py`` of libcst, nbformat and IPython (a syntax error's wording comes from
-    Python, parsing from libcst, notebooks from nbformat and IPython). Costs about a hundred
-    ``stat`` calls; imports nothing."""
+    loopcheck's version, the size and modification time of each of its modules, the contents
+    of its knowledge files (``loopcheck/knowledge/*.toml``), the Python version, and the
+    installed ``__init__.py`` of libcst, nbformat and IPython (a syntax error's wording comes
+    from Python, parsing from libcst, notebooks from nbformat and IPython). Costs about a
+    hundred ``stat`` calls and 40 kB of reading; imports nothing."""
     import importlib.util
 
     import loopcheck
@@ -108,8 +108,11 @@ def engine_fingerprint() -> str:
     for dirpath, dirnames, filenames in os.walk(package):
         dirnames[:] = sorted(d for d in dirnames if d not in skip)
         for name in sorted(filenames):
-            if name.endswith((".py", ".toml")):
-                path = os.path.join(dirpath, name)
+            path = os.path.join(dirpath, name)
+            if name.endswith(".toml"):
+                h.update(path[len(str(package)):].encode("utf-8", "surrogateescape") + b"\0")
+                h.update((_file_hash(path) or "-").encode())
+            elif name.endswith(".py"):
                 h.update((_stamp(path)[len(str(package)):] + "\0").encode("utf-8", "surrogateescape"))
     for dependency in ("libcst", "nbformat", "IPython"):
         try:

@@ -85,7 +85,11 @@ def default_jobs() -> int:
 #: A process that checks many files lets go of the projects' modules (their trees) when its
 #: memory grew by more than this many bytes since its first check (see :func:`check_job`).
 MEMORY_BUDGET = 120 * 1024 * 1024
+#: ... and grew again by this much since it last let go (freed memory is reused, not given
+#: back to the system: without this, a process over the budget would let go after every file).
+MEMORY_REGROWTH = 16 * 1024 * 1024
 _first_rss: int | None = None
+_after_release = 0
 
 
 def resident_bytes() -> int | None:
@@ -107,7 +111,7 @@ def check_job(job: Job, cache: Cache | None = None) -> Outcome:
     other projects are let go when a file of a new project comes, and every project when the
     process's memory grew by more than :data:`MEMORY_BUDGET` (modules are then read again as
     needed; results do not change)."""
-    global _first_rss
+    global _first_rss, _after_release
     from loopcheck.cli import describe_error, lint_text
     from loopcheck.engine.project import forget_projects, project_for
     from loopcheck.notebook import NotebookError
@@ -133,12 +137,12 @@ def check_job(job: Job, cache: Cache | None = None) -> Outcome:
         return Outcome([], None, f"internal error while checking {job.filename}: {describe_error(err)}")
     finally:
         now = resident_bytes()
-        if now is not None and now - _first_rss > MEMORY_BUDGET:
+        if now is not None and now - _first_rss > MEMORY_BUDGET and now > _after_release + MEMORY_REGROWTH:
             import gc
 
             forget_projects()
             gc.collect()
-            _first_rss = resident_bytes() or now  # what could not be given back stays counted
+            _after_release = resident_bytes() or now
     if cache is not None and job.entry is not None:
         cache.put(job.entry, job.text, found, checked.notebook, reads)
     return Outcome(found, checked)
@@ -201,8 +205,14 @@ def schedule(jobs: list[Job], todo: list[int]) -> list[int]:
         group[i] = (roots[directory], tuple(str(s) for s in jobs[i].src))
     size: dict[tuple, int] = {}
     for i in todo:
-        size[group[i]] = size.get(group[i], 0) + len(jobs[i].text)
-    return sorted(todo, key=lambda i: (-size[group[i]], group[i], -len(jobs[i].text), i))
+        size[group[i]] = size.get(group[i], 0) + _size(jobs[i])
+    return sorted(todo, key=lambda i: (-size[group[i]], group[i], -_size(jobs[i]), i))
+
+
+def _size(job: Job) -> int:
+    """How much code a job holds, roughly: its characters (a notebook's JSON, with its
+    outputs and markup, counts an eighth)."""
+    return len(job.text) // 8 if job.filename.endswith(".ipynb") else len(job.text)
 
 
 def _context():

@@ -37,6 +37,13 @@ def cli(*args: str):
     return result.exit_code, result.stdout, result.stderr
 
 
+def differences(got: str, want: str) -> str:
+    """The first lines that differ, for an assertion message."""
+    import difflib
+
+    return "".join(list(difflib.unified_diff(want.splitlines(True), got.splitlines(True), n=1))[:40])
+
+
 def rendered(run, fmt: str, statistics: bool = False) -> str:
     """What ``check`` prints for ``run`` (no colour, no fixes applied)."""
     findings = sorted(run.findings, key=lambda f: f.sort_key)
@@ -75,7 +82,7 @@ def test_two_processes_then_a_warm_cache_print_the_reference(reference, tmp_path
     monkeypatch.chdir(ROOT)
     cache = str(tmp_path / "cache")
     cold = cli("-j2", "--cache-dir", cache, "--output-format", "json", "fixtures")
-    assert cold == (status, outputs["json"], "")
+    assert cold == (status, outputs["json"], ""), differences(cold[1] + cold[2], outputs["json"])
     entries = [e for e in (tmp_path / "cache" / loopcheck.__version__).iterdir() if not e.name.startswith(".")]
     assert len(entries) == reference[2]  # one entry per checked file
 
@@ -242,4 +249,28 @@ def test_past_the_memory_budget_every_project_is_let_go(tmp_path, monkeypatch):
     assert len(_PROJECTS) == 1
     monkeypatch.setattr(loopcheck.runner, "MEMORY_BUDGET", -1)  # every check is past it
     assert [f.code for f in check_job(job).findings] == ["LC101"]
+    assert len(_PROJECTS) == 0
+
+
+def test_after_letting_go_a_process_waits_for_new_growth(tmp_path, monkeypatch):
+    """Freed memory stays with the process: measured against the size at its first check, a
+    process once over the budget would let go (and re-read every module) after every file."""
+    from loopcheck.engine.project import _PROJECTS
+    from loopcheck.runner import Job, check_job
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "train.py").write_text((FIXTURES / "LC101_bad.py").read_text())
+    job = Job(str(tmp_path / "train.py"), (tmp_path / "train.py").read_text(), None)
+    mb = 1 << 20
+    rss = iter([100 * mb, 500 * mb, 400 * mb, 400 * mb, 400 * mb + loopcheck.runner.MEMORY_REGROWTH + 1, 300 * mb])
+    monkeypatch.setattr(loopcheck.runner, "resident_bytes", lambda: next(rss))
+    monkeypatch.setattr(loopcheck.runner, "_first_rss", None)
+    monkeypatch.setattr(loopcheck.runner, "_after_release", 0)
+    monkeypatch.setattr(loopcheck.runner, "MEMORY_BUDGET", 200 * mb)
+    _PROJECTS.clear()
+    check_job(job)  # starts at 100, ends at 500: over the budget, let go (400 after)
+    assert len(_PROJECTS) == 0
+    check_job(job)  # 400: still over the budget, but no new growth since letting go
+    assert len(_PROJECTS) == 1
+    check_job(job)  # grew past the regrowth margin: let go again
     assert len(_PROJECTS) == 0
