@@ -101,6 +101,7 @@ class Project:
     src: tuple[Path, ...] = ()
     _modules: dict[Path, ModuleInfo] = field(default_factory=dict)
     _found: dict[tuple, Path | None] = field(default_factory=dict)
+    memo: dict = field(default_factory=dict)  # callers' answers about modules, by their own keys
 
     def roots_for(self, path: Path | None) -> list[Path]:
         """The directories modules are looked up in, for code in file ``path``."""
@@ -155,6 +156,27 @@ class Project:
             return None
         info = self.add(path, source, stamp)
         return info
+
+    def source_of(self, path: Path) -> tuple[tuple, str | None]:
+        """``(stamp, text)`` of module ``path`` as :meth:`load` reads it, without parsing it: the
+        loaded module's text when it is current, else the file's. ``text`` is ``None`` when the
+        file cannot be read or decoded, or is larger than :data:`MAX_MODULE_BYTES`; ``stamp``
+        is ``(mtime_ns, size)`` (``()`` when the file cannot be read)."""
+        path = path.resolve()
+        try:
+            st = path.stat()
+        except OSError:
+            return (), None
+        stamp = (st.st_mtime_ns, st.st_size)
+        info = self._modules.get(path)
+        if info is not None and info.stamp == stamp:
+            return stamp, info.source
+        if st.st_size > MAX_MODULE_BYTES:
+            return stamp, None
+        try:
+            return stamp, read_source(path)
+        except (OSError, UnicodeDecodeError, SyntaxError):
+            return stamp, None
 
     def add(self, path: Path, source: str, stamp: tuple = (), module: cst.Module | None = None,
             keep: bool = True) -> ModuleInfo:
