@@ -197,6 +197,7 @@ class _Interpreter:
         self._assigned: dict[int, frozenset[str]] = {}  # id(raw event) -> the test names it re-binds
         self._kept: dict[tuple, frozenset] = {}  # (conditions, names) -> the conditions kept
         self._added: dict[tuple, frozenset] = {}  # (conditions, condition) -> with it (or _CONTRADICTS)
+        self._branches = type(machine).branch is not Machine.branch  # else an arm keeps the state
 
     def _test(self, node: If):
         return self._tests.get(id(node))
@@ -205,17 +206,21 @@ class _Interpreter:
         names = frozenset(names) & self._test_names
         if not names:
             return states
-        out = set()
         kept = self._kept
-        for ms, conds in states:
-            if conds:
-                key = (conds, names)
-                new = kept.get(key)
-                if new is None:  # the same conditions come back at every event: filtered once
-                    new = kept[key] = frozenset(c for c in conds if not (c[2] & names))
-                conds = new
-            out.add((ms, conds))
-        return out
+        change = {}
+        for conds in {conds for _, conds in states}:  # a few distinct sets of conditions
+            if not conds:
+                continue
+            key = (conds, names)
+            new = kept.get(key)
+            if new is None:  # the same conditions come back at every event: filtered once
+                new = frozenset(c for c in conds if not (c[2] & names))
+                new = kept[key] = conds if len(new) == len(conds) else new
+            if new is not conds:
+                change[conds] = new
+        if not change:
+            return states
+        return {(ms, change.get(conds, conds)) for ms, conds in states}
 
     def _rebinds(self, raw: Call | Assign) -> frozenset[str]:
         """The names of the repeated tests that ``raw`` assigns (their conditions are forgotten)."""
@@ -239,26 +244,26 @@ class _Interpreter:
 
     def _arm(self, node: If, states: set, taken: bool) -> set:
         test = self._test(node)
-        out = set()
         gone = node.absent_in and any(arm is taken and sym in self.m.subjects for sym, arm in node.absent_in)
         absent = self.m.absent() if gone else None
+        if absent is not None:
+            states = {(absent, conds) for _, conds in states}
         if test is not None:
             text, names = test
             against, known = (text, not taken, names), (text, taken, names)
             added = self._added
-        for ms, conds in states:
-            if absent is not None:
-                ms = absent
-            if test is not None:
+            change = {}
+            for conds in {conds for _, conds in states}:
                 key = (conds, known)
                 new = added.get(key)
                 if new is None:  # the same conditions meet the same test again and again
                     new = added[key] = _CONTRADICTS if against in conds else conds | {known}
-                if new is _CONTRADICTS:
-                    continue
-                conds = new
-            out.add((self.m.branch(ms, node, taken), conds))
-        return out
+                change[conds] = new
+            states = {(ms, change[conds]) for ms, conds in states if change[conds] is not _CONTRADICTS}
+        if self._branches:
+            branch = self.m.branch
+            return {(branch(ms, node, taken), conds) for ms, conds in states}
+        return states if absent is not None or test is not None else set(states)
 
     def exec(self, node: Node, states: set) -> _Out:
         """Run ``node`` from ``states``; compound nodes are memoized on their input states
