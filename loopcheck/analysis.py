@@ -28,29 +28,71 @@ from loopcheck.findings import Describe, Finding, Related, Report
 from loopcheck.parsing import parse_module
 from loopcheck.rules import REGISTRY, SYNTAX_ERROR
 
-# A file none of these occur in holds no training loop any rule can speak about, unless it
-# drives one that another module of the project holds (main.py calling engine.train_one_epoch).
-TRIGGERS = ("backward", ".step(", ".eval(", ".train(")
+# A file holds a training loop a rule can speak about only if it calls backward(), changes a
+# model's mode, or steps an optimizer; otherwise it may still drive one that another module of
+# the project holds (main.py calling engine.train_one_epoch).
+LOOP_SIGNS = ("backward(", ".train(", ".eval(")
+STEP = ".step("
 IMPORT = re.compile(r"^\s*(?:from\s+(\.*[\w.]*)\s+import|import\s+([\w.]+))", re.M)
+_OPTIMIZER_SIGN: re.Pattern | None = None
+
+
+def optimizer_sign() -> re.Pattern:
+    """What shows that a ``.step(`` may be an optimizer's: the names
+    :mod:`loopcheck.engine.roles` takes for optimizers (``optimizer``, ``opt_g``, ``d_optim``),
+    ``torch.optim``, ``zero_grad``, and the names of the optimizer classes and factories the
+    library knowledge lists by exact name (``AdamW`` from transformers, ``Lion``). A diffusion
+    pipeline stepping its noise scheduler (``self.scheduler.step(noise_pred, t, latents)``) shows
+    none of them."""
+    global _OPTIMIZER_SIGN
+    if _OPTIMIZER_SIGN is None:
+        from loopcheck.engine.knowledge import knowledge
+
+        kb = knowledge()
+        names = set()
+        for qualname in (*kb.functions, *kb.classes):
+            summary = kb.callable(qualname)
+            if summary is not None and summary.returns is not None and summary.returns.role == "optimizer":
+                names.add(qualname.rpartition(".")[2])
+        words = "|".join(sorted(map(re.escape, names)))
+        _OPTIMIZER_SIGN = re.compile(
+            r"(?i:optimi[sz]er)|zero_grad|\b(?:optim|opt)(?:_\w+)?\b|_(?:optim|opt)\b|\bopt[A-Z0-9]\w*"
+            + (rf"|\b(?:{words})\b" if words else "")
+        )
+    return _OPTIMIZER_SIGN
+
+
+def loop_signs(source: str) -> bool:
+    """Whether a text shows a training loop: ``backward(``, ``.train(`` or ``.eval(``, or
+    ``.step(`` with a sign of an optimizer (:func:`optimizer_sign`). Substring tests first; the
+    regular expression runs only on texts whose only sign is a ``.step(``."""
+    if any(t in source for t in LOOP_SIGNS):
+        return True
+    return STEP in source and optimizer_sign().search(source) is not None
 
 
 def might_have_loop(source: str, filename: str | None = None, project: Project | None = None) -> bool:
-    """Cheap text test run before parsing: most files of a repository hold no training loop.
-    A file without one of :data:`TRIGGERS` still passes when it imports a module of the
-    project that has one."""
-    if any(t in source for t in TRIGGERS):
+    """Cheap text test run before parsing, to pick the files worth analyzing: most files of a
+    repository hold no training loop. A file passes when it shows :func:`loop_signs`, or when
+    it imports a module of the project that does (that module's text is read, not parsed; the
+    modules a checked file calls into are still read in full when it is analyzed)."""
+    if loop_signs(source):
         return True
     if project is None or not filename:
         return False
     near = Path(filename).resolve()
+    memo = project.memo.setdefault("loop_signs", {})
     for m in IMPORT.finditer(source):
         dotted = (m.group(1) or m.group(2) or "").lstrip(".")
         path = project.find_module(dotted, near) if dotted else None
         if path is None and m.group(1) and m.group(1).startswith("."):
             path = project.find_module(".".join(filter(None, [_package_of(near), dotted])), near)
         if path is not None and path != near:
-            info = project.load(path)
-            if info is not None and any(t in info.source for t in TRIGGERS):
+            stamp, text = project.source_of(path)
+            key = (path, stamp)
+            if key not in memo:
+                memo[key] = text is not None and loop_signs(text)
+            if memo[key]:
                 return True
     return False
 

@@ -320,8 +320,10 @@ class Cache:
             modules: list[list] = []
             probes: list[list] = []
             if reads is not None:
-                for path, info in sorted(reads.modules.items()):
-                    digest = _checked_hash(path, info.source if info is not None else None)
+                texts = {path: text for path, text in reads.texts.items() if path not in reads.modules}
+                texts.update((path, info.source if info is not None else None) for path, info in reads.modules.items())
+                for path, text in sorted(texts.items()):
+                    digest = _checked_hash(path, text)
                     if digest is False:
                         return False
                     modules.append([str(path), digest])

@@ -103,6 +103,7 @@ def collect(args) -> list[tuple[str, str, str]]:
 
 
 ANALYSIS_ONLY = False
+PROFILED_RECURSION_LIMIT = 8000
 
 
 def parse_pass(files) -> None:
@@ -119,6 +120,9 @@ def check_pass(files, prof: cProfile.Profile | None = None) -> int:
 
     def one(text: str, name: str):
         if prof is not None:
+            # Under a profile hook every Python call takes C stack: a lower recursion limit
+            # turns the deepest files into a RecursionError instead of a stack overflow.
+            sys.setrecursionlimit(PROFILED_RECURSION_LIMIT)
             prof.enable()  # cProfile follows one thread: the run_deep worker's
         try:
             if ANALYSIS_ONLY and not name.endswith(".ipynb"):

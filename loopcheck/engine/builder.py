@@ -327,10 +327,9 @@ class UnitBuilder:
         # override that nothing here calls statically runs in those contexts)
         self.self_calls: dict[str, set[str]] = {}
         self._locals: dict[int, tuple[set[str], set[str]]] = {}
-        self._generators: dict[cst.FunctionDef, bool] = {}
-        # per-expression caches: an inlined function is rebuilt at every call site
-        self._calls: dict[cst.CSTNode, list[cst.Call]] = {}
-        self._chains: dict[cst.CSTNode, list[str]] = {}
+        # the calls in evaluation order and the dotted chains of each expression, and whether a
+        # function is a generator, are kept in the index of the module (``ModuleIndex.cache``):
+        # an inlined function is rebuilt at every call site, and from every file that calls it
         # symbols bound to a nested function returned by an inlined call (closures)
         self.func_values: dict[str, tuple[cst.FunctionDef, Frame]] = {}
         self._raw_of: dict[cst.Call, Call] = {}  # the latest raw event of each call node
@@ -443,9 +442,10 @@ class UnitBuilder:
 
     def mentions(self, frame: Frame, expr: cst.CSTNode) -> frozenset[str]:
         out = set()
-        chains = self._chains.get(expr)
+        cache = frame.module.cache.setdefault("chains", {})  # per module: shared by every check
+        chains = cache.get(expr)
         if chains is None:
-            chains = self._chains[expr] = dotted_chains(expr)
+            chains = cache[expr] = dotted_chains(expr)
         for chain in chains:
             if chain in ("True", "False", "None"):
                 continue
@@ -477,9 +477,10 @@ class UnitBuilder:
         if expr is None:
             return {}
         made: dict[cst.Call, Call] = {}
-        items = self._calls.get(expr)
+        cache = frame.module.cache.setdefault("calls", {})  # per module: shared by every check
+        items = cache.get(expr)
         if items is None:
-            items = self._calls[expr] = evaluation_order(expr)
+            items = cache[expr] = evaluation_order(expr)
         self._emit(frame, items, ctx, out, made, targets, expr)
         return made
 
@@ -646,9 +647,10 @@ class UnitBuilder:
         if callee is None:
             return None
         func = callee.func
-        if func not in self._generators:
-            self._generators[func] = is_generator(func)
-        if self._generators[func]:
+        generators = callee.module.cache.setdefault("generators", {})
+        if func not in generators:
+            generators[func] = is_generator(func)
+        if generators[func]:
             return None  # its body runs at next(), not at the call
         if func in self._stack or len(self._stack) >= MAX_INLINE_DEPTH:
             return None

@@ -182,6 +182,9 @@ def _returns(node: Node) -> bool:
     return any(_returns(p) for p in parts(node))
 
 
+_CONTRADICTS = frozenset({None})  # an arm the known conditions rule out
+
+
 class _Interpreter:
     """Interprets the IR over pairs ``(machine state, known conditions)``.
 
@@ -195,53 +198,84 @@ class _Interpreter:
         self.m = machine
         self.flow = Flow()
         self._tests = repeated_tests(unit)
-        self._test_names: set[str] = set().union(*(names for _, names in self._tests.values()))
+        self._test_names: frozenset[str] = frozenset().union(*(names for _, names in self._tests.values()))
         self._memo: dict[tuple, _Out] = {}
         self._summaries = summaries(unit)
+        self._assigned: dict[int, frozenset[str]] = {}  # id(raw event) -> the test names it re-binds
+        self._kept: dict[tuple, frozenset] = {}  # (conditions, names) -> the conditions kept
+        self._added: dict[tuple, frozenset] = {}  # (conditions, condition) -> with it (or _CONTRADICTS)
+        self._branches = type(machine).branch is not Machine.branch  # else an arm keeps the state
 
     def _test(self, node: If):
         return self._tests.get(id(node))
 
     def _forget(self, states: set, names) -> set:
-        names = set(names) & self._test_names
+        names = frozenset(names) & self._test_names
         if not names:
             return states
-        out = set()
-        for ms, conds in states:
-            if conds:
-                conds = frozenset(c for c in conds if not (c[2] & names))
-            out.add((ms, conds))
-        return out
+        kept = self._kept
+        change = {}
+        for conds in {conds for _, conds in states}:  # a few distinct sets of conditions
+            if not conds:
+                continue
+            key = (conds, names)
+            new = kept.get(key)
+            if new is None:  # the same conditions come back at every event: filtered once
+                new = frozenset(c for c in conds if not (c[2] & names))
+                new = kept[key] = conds if len(new) == len(conds) else new
+            if new is not conds:
+                change[conds] = new
+        if not change:
+            return states
+        return {(ms, change.get(conds, conds)) for ms, conds in states}
+
+    def _rebinds(self, raw: Call | Assign) -> frozenset[str]:
+        """The names of the repeated tests that ``raw`` assigns (their conditions are forgotten)."""
+        hit = self._assigned.get(id(raw))
+        if hit is None:
+            if isinstance(raw, Assign):
+                names = {raw.target.rpartition(":")[2].split(".")[0]} if raw.target else set()
+            else:
+                names = {t.rpartition(":")[2].split(".")[0] for t in raw.targets if t}
+            hit = self._assigned[id(raw)] = frozenset(names) & self._test_names
+        return hit
 
     def events(self, raw: Call | Assign, states: set) -> set:
         for ev in raw.typed:
             self.flow.at.setdefault(ev, set()).update(ms for ms, _ in states)
             states = {(self.m.transfer(ms, ev), conds) for ms, conds in states}
-        if isinstance(raw, Assign) and raw.target:
-            states = self._forget(states, {raw.target.rpartition(":")[2].split(".")[0]})
-        elif isinstance(raw, Call):
-            targets = {t.rpartition(":")[2].split(".")[0] for t in raw.targets if t}
-            if targets:
-                states = self._forget(states, targets)
+        names = self._rebinds(raw)
+        if names:
+            states = self._forget(states, names)
         return states
 
     def _arm(self, node: If, states: set, taken: bool) -> set:
         test = self._test(node)
-        out = set()
         gone = node.absent_in and any(arm is taken and sym in self.m.subjects for sym, arm in node.absent_in)
         absent = self.m.absent() if gone else None
-        for ms, conds in states:
-            if absent is not None:
-                ms = absent
-            if test is not None:
-                text, names = test
-                if (text, not taken, names) in conds:
-                    continue
-                conds = conds | {(text, taken, names)}
-            ms = self.m.branch(ms, node, taken)
-            if ms is not NOT_TAKEN:  # the machine knows this arm is not taken on this path
-                out.add((ms, conds))
-        return out
+        if absent is not None:
+            states = {(absent, conds) for _, conds in states}
+        if test is not None:
+            text, names = test
+            against, known = (text, not taken, names), (text, taken, names)
+            added = self._added
+            change = {}
+            for conds in {conds for _, conds in states}:
+                key = (conds, known)
+                new = added.get(key)
+                if new is None:  # the same conditions meet the same test again and again
+                    new = added[key] = _CONTRADICTS if against in conds else conds | {known}
+                change[conds] = new
+            states = {(ms, change[conds]) for ms, conds in states if change[conds] is not _CONTRADICTS}
+        if self._branches:  # NOT_TAKEN: the machine knows this arm is not taken on that path
+            branch = self.m.branch
+            out = set()
+            for ms, conds in states:
+                ms = branch(ms, node, taken)
+                if ms is not NOT_TAKEN:
+                    out.add((ms, conds))
+            return out
+        return states if absent is not None or test is not None else set(states)
 
     def exec(self, node: Node, states: set) -> _Out:
         """Run ``node`` from ``states``; compound nodes are memoized on their input states
@@ -249,7 +283,7 @@ class _Interpreter:
         if not states:
             return _Out()
         if isinstance(node, (Call, Assign)):
-            if not node.typed and not self._test_names:
+            if not node.typed and (not self._test_names or not self._rebinds(node)):
                 return _Out(states)
             return _Out(self.events(node, states))
         kinds = self.m.kinds
@@ -311,7 +345,7 @@ class _Interpreter:
             handler_in = states | body.normal | body.exc
             out = _Out(brk=set(body.brk), cont=set(body.cont), ret=set(body.ret),
                        exc=set(body.exc) if not node.handlers else set())
-            normal = self.exec(node.orelse, body.normal).normal if node.orelse.items else set(body.normal)
+            normal = set(self.exec(node.orelse, body.normal).normal if node.orelse.items else body.normal)
             for h in node.handlers:
                 r = self.exec(h, handler_in)
                 normal |= r.normal

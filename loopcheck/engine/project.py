@@ -92,10 +92,13 @@ class Reads:
             or did not exist.
         probes: every candidate file looked at to resolve an import (absolute) -> whether
             it was a file then (a module created where none was changes the resolution).
+        texts: module files whose text only was read (:meth:`Project.source_of`, the
+            pre-filter) -> that text, or ``None`` when it could not be read.
     """
 
     modules: dict[Path, ModuleInfo | None] = field(default_factory=dict)
     probes: dict[Path, bool] = field(default_factory=dict)
+    texts: dict[Path, str | None] = field(default_factory=dict)
 
 
 @dataclass
@@ -121,6 +124,7 @@ class Project:
     _modules: dict[Path, ModuleInfo] = field(default_factory=dict)
     _found: dict[tuple, tuple[Path | None, tuple[tuple[Path, bool], ...]]] = field(default_factory=dict)
     _reads: Reads | None = field(default=None, repr=False)
+    memo: dict = field(default_factory=dict)  # callers' answers about modules, by their own keys
 
     @contextmanager
     def recording(self) -> Iterator[Reads]:
@@ -200,6 +204,31 @@ class Project:
         except (OSError, UnicodeDecodeError, SyntaxError):
             return None
         return self.add(path, source, stamp)
+
+    def source_of(self, path: Path) -> tuple[tuple, str | None]:
+        """``(stamp, text)`` of module ``path`` as :meth:`load` reads it, without parsing it: the
+        loaded module's text when it is current, else the file's. ``text`` is ``None`` when the
+        file cannot be read or decoded, or is larger than :data:`MAX_MODULE_BYTES`; ``stamp``
+        is ``(mtime_ns, size)`` (``()`` when the file cannot be read)."""
+        path = path.resolve()
+        try:
+            st = path.stat()
+        except OSError:
+            return (), None
+        stamp = (st.st_mtime_ns, st.st_size)
+        info = self._modules.get(path)
+        if info is not None and info.stamp == stamp:
+            text = info.source
+        elif st.st_size > MAX_MODULE_BYTES:
+            text = None
+        else:
+            try:
+                text = read_source(path)
+            except (OSError, UnicodeDecodeError, SyntaxError):
+                text = None
+        if self._reads is not None:
+            self._reads.texts.setdefault(path, text)
+        return stamp, text
 
     def add(self, path: Path, source: str, stamp: tuple = (), module: cst.Module | None = None,
             keep: bool = True) -> ModuleInfo:
