@@ -320,10 +320,10 @@ class Cache:
             modules: list[list] = []
             probes: list[list] = []
             if reads is not None:
-                texts = {path: text for path, text in reads.texts.items() if path not in reads.modules}
-                texts.update((path, info.source if info is not None else None) for path, info in reads.modules.items())
-                for path, text in sorted(texts.items()):
-                    digest = _checked_hash(path, text)
+                read = {path: source for path, source in reads.texts.items() if path not in reads.modules}
+                read.update((path, info.source if info is not None else None) for path, info in reads.modules.items())
+                for path, source in sorted(read.items()):
+                    digest = _checked_hash(path, source)
                     if digest is False:
                         return False
                     modules.append([str(path), digest])

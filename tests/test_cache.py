@@ -207,6 +207,20 @@ def test_a_change_of_an_imported_module_invalidates_the_files_that_read_it(proje
     assert checks.take() == ["main.py"]
 
 
+def test_a_module_only_the_pre_filter_read_invalidates_when_it_changes(project, monkeypatch):
+    """main.py shows no training loop of its own: it is analyzed only when a module it imports
+    does (the pre-filter reads that module's text). An engine.py of stubs at first: main.py is
+    skipped, with no findings; then the real engine.py: main.py must be checked again."""
+    checks = Checks(monkeypatch)
+    (project / "main.py").write_text(MAIN.replace("model.train()\n", ""))
+    (project / "engine.py").write_text("def train_one_epoch(*args):\n    pass\n\n\ndef evaluate(*args):\n    return 0\n")
+    assert codes(cli("--output-format", "concise", "main.py")[1]) == []
+    assert checks.take() == ["main.py"]
+    (project / "engine.py").write_text(ENGINE)
+    assert codes(cli("--output-format", "concise", "main.py")[1]) == ["main.py:LC301"]
+    assert checks.take() == ["main.py"]
+
+
 @pytest.mark.parametrize("module", ["helpers", "tools.helpers"])
 def test_a_module_created_where_an_import_looked_invalidates(project, monkeypatch, module):
     """``from helpers import evaluate``: no helpers.py at first (a library's, unknown), then one

@@ -125,6 +125,7 @@ class Project:
     _found: dict[tuple, tuple[Path | None, tuple[tuple[Path, bool], ...]]] = field(default_factory=dict)
     _reads: Reads | None = field(default=None, repr=False)
     memo: dict = field(default_factory=dict)  # callers' answers about modules, by their own keys
+    _texts: dict[Path, tuple[tuple, str | None]] = field(default_factory=dict, repr=False)  # source_of
 
     @contextmanager
     def recording(self) -> Iterator[Reads]:
@@ -217,15 +218,19 @@ class Project:
             return (), None
         stamp = (st.st_mtime_ns, st.st_size)
         info = self._modules.get(path)
+        known = self._texts.get(path)
         if info is not None and info.stamp == stamp:
             text = info.source
-        elif st.st_size > MAX_MODULE_BYTES:
-            text = None
+        elif known is not None and known[0] == stamp:
+            text = known[1]
         else:
-            try:
-                text = read_source(path)
-            except (OSError, UnicodeDecodeError, SyntaxError):
-                text = None
+            text = None
+            if st.st_size <= MAX_MODULE_BYTES:
+                try:
+                    text = read_source(path)
+                except (OSError, UnicodeDecodeError, SyntaxError):
+                    pass
+            self._texts[path] = (stamp, text)
         if self._reads is not None:
             self._reads.texts.setdefault(path, text)
         return stamp, text
