@@ -75,3 +75,32 @@ def test_a_project_keeps_the_recently_used_modules_up_to_a_size(tmp_path: Path):
     assert project.load(tmp_path / "b.py") is not b  # the least recently used was forgotten, read again
     checked = project.add(tmp_path / "c.py", "x = 1\n", keep=False)
     assert checked.index is not None and project.load(tmp_path / "c.py").source.startswith("def c")
+
+
+def test_the_pre_filter_passes_training_loops_and_skips_a_diffusion_pipeline():
+    """A ``.step(`` counts only with a sign of an optimizer: a pipeline stepping its noise
+    scheduler is not analyzed (diffusers has hundreds); the optimizer names the roles take are."""
+    from loopcheck.analysis import might_have_loop
+
+    pipeline = "latents = self.scheduler.step(noise_pred, t, latents).prev_sample\n"
+    assert not might_have_loop(pipeline)
+    assert might_have_loop("loss.backward()\n")
+    assert might_have_loop("model.eval()\n")
+    for stepped in ("optimizer.step()", "opt_g.step()", "self.optim.step()", "d_optim.step()",
+                    "optG.step()", "torch.optim.SGD(p).step()", "o.zero_grad(); o.step()"):
+        assert might_have_loop(stepped + "\n"), stepped
+    assert not might_have_loop("env.step(action)\n")
+
+
+def test_a_file_without_loop_signs_is_analyzed_when_an_imported_module_shows_one(tmp_path: Path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "engine.py").write_text("def fit(model, loader):\n    model.eval()\n")
+    (tmp_path / "main.py").write_text("from engine import fit\n")
+    from loopcheck.analysis import might_have_loop
+    from loopcheck.engine.project import project_for
+
+    main_py = tmp_path / "main.py"
+    project = project_for(str(main_py), ())
+    assert might_have_loop(main_py.read_text(), str(main_py), project)
+    (tmp_path / "engine.py").write_text("def fit(model, loader):\n    pass\n")
+    assert not might_have_loop(main_py.read_text(), str(main_py), project)
