@@ -840,7 +840,7 @@ def list_rules(output_format: str) -> None:
     unsafe: with --unsafe-fixes) and a one-line summary."""
     import json
 
-    from loopcheck.rules import INFOS
+    from loopcheck.catalog import INFOS
 
     infos = [INFOS[c] for c in sorted(INFOS)]
     if output_format == "json":
@@ -877,7 +877,7 @@ def explain(rule: str) -> None:
     """Print the documentation page of RULE, given by code (LC101) or by name
     (clip-before-backward): what it flags, why it is a bug, what was measured, an example,
     the fix."""
-    from loopcheck.rules import INFOS
+    from loopcheck.catalog import INFOS
 
     by_name = {i.name: i for i in INFOS.values()}
     info = INFOS.get(rule.upper()) or by_name.get(rule.lower().replace("_", "-"))

@@ -47,7 +47,7 @@ from typing import Any, Callable
 
 import pathspec
 
-from loopcheck.rules import INFOS
+from loopcheck.catalog import INFOS
 
 if sys.version_info >= (3, 11):
     import tomllib

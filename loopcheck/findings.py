@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
-import libcst as cst
-
 if TYPE_CHECKING:
+    import libcst as cst
+
     from loopcheck.fixes.model import Fix
 
 
@@ -32,6 +32,8 @@ class Describe:
 
     def call(self, node: cst.CSTNode) -> str:
         """``optimizer.step()`` for a call node: its callee followed by ``()``."""
+        import libcst as cst  # not at the top: the findings of a warm run need no parser
+
         if isinstance(node, cst.Call):
             return self.code(node.func, 40) + "()"
         return self.code(node)

@@ -170,7 +170,7 @@ def unused_noqa(findings: Iterable[Finding], source: str, filename: str,
         removes the unused codes (the comment, and the spaces before it, when none is left).
     """
     from loopcheck.fixes.model import SAFE, Edit, Fix
-    from loopcheck.rules import INFOS
+    from loopcheck.catalog import INFOS
 
     if "noqa" not in source.lower() or (selected is not None and UNUSED_NOQA not in selected):
         return []

@@ -70,7 +70,7 @@ def _uri_path(path: str) -> str:
 
 
 def _infos():
-    from loopcheck.rules import INFOS
+    from loopcheck.catalog import INFOS
 
     return INFOS
 

@@ -570,7 +570,7 @@ def diagnostic(place: Place, f: Finding, locate, notebook: Notebook | None = Non
     messages becomes ``line R of cell C``."""
     relabel = notebook.relabel if notebook is not None else (lambda text: text)
     from loopcheck.reporters import severity_of
-    from loopcheck.rules import INFOS
+    from loopcheck.catalog import INFOS
 
     info = INFOS.get(f.code)
     doc, off = place.doc, place.offset

@@ -356,3 +356,41 @@ def test_exit_non_zero_on_fix(project):
     result = run("--fix", "--exit-non-zero-on-fix", "bad.py")
     assert (result.exit_code, result.output) == (1, "Found 1 error (1 fixed, 0 remaining).\n")
     assert run("--fix", "bad.py").exit_code == 0  # fixed: nothing remains
+
+
+def test_the_catalog_and_the_registered_rules_agree():
+    """Every catalog entry but LC001/LC002 (reported by the command line itself) is a rule
+    class's ``info``; a class whose code is missing from the catalog cannot register."""
+    from loopcheck.rules import REGISTRY
+    from loopcheck.rules.base import Rule, register
+
+    assert set(INFOS) - set(REGISTRY) == {"LC001", "LC002"}
+    assert all(rule.info is INFOS[code] for code, rule in REGISTRY.items())
+
+    class Unlisted(Rule):
+        info = INFOS["LC101"].__class__("LC999", "unlisted", "error", "Not in the catalog.")
+
+    with pytest.raises(ValueError, match="LC999"):
+        register(Unlisted)
+    assert "LC999" not in REGISTRY
+
+
+def test_a_run_answered_from_the_cache_loads_no_parser(tmp_path):
+    """The warm path (discovery, cache, report) imports neither LibCST nor the engine: their
+    imports were a third of a warm run's time."""
+    import subprocess
+    import sys
+
+    (tmp_path / "train.py").write_text((Path(__file__).resolve().parent.parent / "fixtures" / "LC101_bad.py").read_text())
+    probe = (
+        "import sys\nfrom loopcheck.cli import main\n"
+        "try:\n    main(['--cache-dir', sys.argv[1], '--output-format', 'json', sys.argv[2]])\n"
+        "except SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'libcst' or m.startswith('loopcheck.engine'))[:3], file=sys.stderr)\n"
+    )
+    args = [sys.executable, "-c", probe, str(tmp_path / "cache"), str(tmp_path / "train.py")]
+    cold = subprocess.run(args, capture_output=True, text=True, check=False)
+    warm = subprocess.run(args, capture_output=True, text=True, check=False)
+    assert cold.stderr.strip().startswith("['libcst")
+    assert warm.stdout == cold.stdout and '"code": "LC101"' in warm.stdout
+    assert warm.stderr.strip() == "[]"

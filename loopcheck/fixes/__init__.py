@@ -93,10 +93,24 @@ memory: the author's call), LC802 (the checkpoint keys to load are the author's)
 epoch variable to pass).
 """
 
-from loopcheck.fixes.apply import apply_fixes, attach_fixes, compute_fix, diff
-from loopcheck.fixes.fixers import FIXERS
-from loopcheck.fixes.model import SAFE, UNSAFE, Edit, Fix, apply_edits
-from loopcheck.fixes.noqa import noqa_codes_by_row
+import importlib
+
+# The parts that need LibCST are imported when first used (PEP 562): a run answered from the
+# cache reads ``Fix``/``Edit`` and ``FIXABLE`` and never parses.
+_PARTS = {
+    "apply_fixes": "apply", "attach_fixes": "apply", "compute_fix": "apply", "diff": "apply",
+    "FIXERS": "fixers", "noqa_codes_by_row": "noqa",
+    "SAFE": "model", "UNSAFE": "model", "Edit": "model", "Fix": "model", "apply_edits": "model",
+}
+
+
+def __getattr__(name: str):
+    part = _PARTS.get(name)
+    if part is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{part}"), name)
+    globals()[name] = value
+    return value
 
 #: Rule code -> applicability of its fix: "safe", "unsafe" (always needs --unsafe-fixes) or
 #: None (no fix). "safe" fixers may still return an unsafe fix in the cases listed above.

@@ -15,9 +15,9 @@
 | 8xx    | checkpoints.py  | LC801–LC802    |
 | 9xx    | data.py         | LC901          |
 
-To add a rule: write a ``Rule`` subclass with a ``RuleInfo`` in its family's module,
-decorate it with ``@register``, add ``fixtures/LCxxx_bad.py``/``_good.py`` and a page
-``rules/LCxxx.md``.
+To add a rule: give it an entry (code, name, severity, summary) in ``loopcheck/catalog.py``,
+write a ``Rule`` subclass with ``info = INFOS["LCxxx"]`` in its family's module, decorate it
+with ``@register``, add ``fixtures/LCxxx_bad.py``/``_good.py`` and a page ``rules/LCxxx.md``.
 """
 
 from loopcheck.rules import amp, gradients, memory, modes, schedulers, setup  # noqa: F401

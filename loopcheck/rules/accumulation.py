@@ -23,7 +23,8 @@ from loopcheck.engine.unit import Unit
 from loopcheck.engine.values import context_of, definitions, with_items
 from loopcheck.engine.walk import names_in, walk
 from loopcheck.findings import Report
-from loopcheck.rules.base import Rule, RuleInfo, register
+from loopcheck.catalog import INFOS
+from loopcheck.rules.base import Rule, register
 from loopcheck.rules.gradients import ACCUMULATION_TEST, active_optimizers, touches
 
 #: Names of an accumulation count: ``accum_steps``, ``gradient_accumulation_steps``, ``micro_batches``.
@@ -64,10 +65,7 @@ def accumulate_block(unit: Unit, ev: Event) -> cst.WithItem | None:
 
 @register
 class ClipOnEveryMicroStep(Rule):
-    info = RuleInfo(
-        "LC106", "clip-or-unscale-on-every-micro-step", "error",
-        "Gradients are clipped on every accumulation micro-step while step() runs every N: partial sums are clipped.",
-    )
+    info = INFOS["LC106"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
         for clip in unit.of_kind("clip"):
@@ -196,10 +194,7 @@ def _accumulation_loop(unit: Unit, loop: LoopInfo, bw: Event) -> bool:
 
 @register
 class StepInsideAccumulationLoop(Rule):
-    info = RuleInfo(
-        "LC107", "step-inside-accumulation-loop", "error",
-        "optimizer.step() runs inside the loop meant to accumulate micro-batches: nothing accumulates.",
-    )
+    info = INFOS["LC107"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
         reported: set[int] = set()

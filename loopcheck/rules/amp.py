@@ -15,7 +15,8 @@ from loopcheck.engine.dataflow import Machine
 from loopcheck.engine.events import Event
 from loopcheck.engine.unit import Unit
 from loopcheck.findings import Report
-from loopcheck.rules.base import Rule, RuleInfo, register
+from loopcheck.catalog import INFOS
+from loopcheck.rules.base import Rule, register
 from loopcheck.rules.gradients import built_here, reaches, touches
 
 
@@ -127,10 +128,7 @@ def reached_only_in(unit: Unit, kind: str, phase: str, accept) -> Iterator[tuple
 
 @register
 class ClipWithoutUnscale(Rule):
-    info = RuleInfo(
-        "LC601", "clip-without-unscale", "error",
-        "Gradients are clipped while still multiplied by the GradScaler's scale: call scaler.unscale_() first.",
-    )
+    info = INFOS["LC601"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
         def accept(ev: Event, opt: str) -> bool:
@@ -154,10 +152,7 @@ class ClipWithoutUnscale(Rule):
 
 @register
 class StepBypassesScaler(Rule):
-    info = RuleInfo(
-        "LC602", "optimizer-step-bypasses-scaler", "error",
-        "optimizer.step() is called directly on gradients scaled by a GradScaler: use scaler.step(optimizer).",
-    )
+    info = INFOS["LC602"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
         for opt in scaled_optimizers(unit):
@@ -193,10 +188,7 @@ class StepBypassesScaler(Rule):
 
 @register
 class BackwardOnUnscaledLoss(Rule):
-    info = RuleInfo(
-        "LC603", "backward-on-unscaled-loss", "error",
-        "loss.backward() on the unscaled loss while scaler.step() unscales: updates shrink by the scale.",
-    )
+    info = INFOS["LC603"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
         reported = set()
@@ -222,10 +214,7 @@ class BackwardOnUnscaledLoss(Rule):
 
 @register
 class ScalerStepWithoutUpdate(Rule):
-    info = RuleInfo(
-        "LC604", "scaler-step-without-update", "error",
-        "scaler.step() is not followed by scaler.update() before the next scaler.step().",
-    )
+    info = INFOS["LC604"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
         reported = set()
@@ -262,10 +251,7 @@ class ScalerStepWithoutUpdate(Rule):
 
 @register
 class UnscaleMisplaced(Rule):
-    info = RuleInfo(
-        "LC605", "unscale-misplaced", "error",
-        "scaler.unscale_() runs after scaler.step() instead of between backward and step, or twice before one step.",
-    )
+    info = INFOS["LC605"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
         for opt in scaled_optimizers(unit):

@@ -1,35 +1,12 @@
-"""The rule registry: each rule is a small class with its metadata and a ``check``."""
+"""The rule registry: each rule is a small class with its catalog entry and a ``check``."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Iterable
 
+from loopcheck.catalog import INFOS, SYNTAX_ERROR, UNUSED_NOQA, RuleInfo  # noqa: F401 - re-exported
 from loopcheck.engine.unit import Unit
 from loopcheck.findings import Report
-
-DOCS_URL = "https://github.com/loopcheck/loopcheck/blob/main/rules/{code}.md"
-
-
-@dataclass(frozen=True)
-class RuleInfo:
-    """Metadata of a rule.
-
-    Attributes:
-        code: stable code, ``LC`` + family digit + number (``LC101``).
-        name: short kebab-case name (``clip-before-backward``).
-        severity: ``"error"`` (training is wrong) or ``"warning"`` (memory or speed).
-        summary: one line for ``loopcheck rules``.
-    """
-
-    code: str
-    name: str
-    severity: str
-    summary: str
-
-    @property
-    def url(self) -> str:
-        return DOCS_URL.format(code=self.code)
 
 
 class Rule:
@@ -42,22 +19,17 @@ class Rule:
 
 
 REGISTRY: dict[str, Rule] = {}
-INFOS: dict[str, RuleInfo] = {}
 
 
 def register(cls: type[Rule]) -> type[Rule]:
-    """Class decorator that adds a rule to the registry."""
-    REGISTRY[cls.info.code] = cls()
-    INFOS[cls.info.code] = cls.info
+    """Class decorator that adds a rule to the registry; its ``info`` is its catalog entry
+    (:data:`loopcheck.catalog.INFOS`).
+
+    Raises:
+        ValueError: the rule's code is not in the catalog, or is registered twice.
+    """
+    code = cls.info.code
+    if INFOS.get(code) is not cls.info or code in REGISTRY:
+        raise ValueError(f"{cls.__name__}: {code} is not in loopcheck/catalog.py or is registered twice")
+    REGISTRY[code] = cls()
     return cls
-
-
-SYNTAX_ERROR = RuleInfo(
-    "LC001", "syntax-error", "error", "The file does not parse, so it was not checked."
-)
-INFOS[SYNTAX_ERROR.code] = SYNTAX_ERROR
-
-UNUSED_NOQA = RuleInfo(
-    "LC002", "unused-noqa", "warning", "A `# noqa` comment names a loopcheck code that suppresses nothing on its line."
-)
-INFOS[UNUSED_NOQA.code] = UNUSED_NOQA

@@ -23,7 +23,8 @@ from loopcheck.engine.roles import last
 from loopcheck.engine.unit import Unit
 from loopcheck.engine.values import definitions, raw_call
 from loopcheck.findings import Report
-from loopcheck.rules.base import Rule, RuleInfo, register
+from loopcheck.catalog import INFOS
+from loopcheck.rules.base import Rule, register
 
 
 # -- LC801 ----------------------------------------------------------------------------------
@@ -127,10 +128,7 @@ def _mentions(ev: Event, holder: str) -> bool:
 
 @register
 class BestStateNotCopied(Rule):
-    info = RuleInfo(
-        "LC801", "best-state-not-copied", "error",
-        "A 'best' state_dict() is kept without a copy while training goes on: it holds the last weights, not the best.",
-    )
+    info = INFOS["LC801"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
         if not unit.of_kind("state_ref"):
@@ -255,10 +253,7 @@ def _receiver(d, node: cst.CSTNode) -> str:
 
 @register
 class ResumeWithoutOptimizerState(Rule):
-    info = RuleInfo(
-        "LC802", "resume-without-optimizer-state", "error",
-        "Training resumes from a checkpoint that saved the optimizer (or scheduler) state, without loading it.",
-    )
+    info = INFOS["LC802"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
         loads = [ev for ev in unit.of_kind("load_state") if ev.extra.get("of") == "model"]

@@ -18,7 +18,8 @@ from loopcheck.engine.roles import ACCELERATOR_NAME, ROLE_TYPES, arg_at, last, s
 from loopcheck.engine.unit import Unit
 from loopcheck.engine.values import all_calls, loops, raw_call
 from loopcheck.findings import Report
-from loopcheck.rules.base import Rule, RuleInfo, register
+from loopcheck.catalog import INFOS
+from loopcheck.rules.base import Rule, register
 
 def _distributed(c: Call | None) -> bool:
     """A call that builds a ``DistributedSampler`` (per the knowledge's ``sampler`` return) that
@@ -34,10 +35,7 @@ def _distributed(c: Call | None) -> bool:
 
 @register
 class DistributedSamplerWithoutSetEpoch(Rule):
-    info = RuleInfo(
-        "LC901", "distributed-sampler-without-set-epoch", "warning",
-        "A DistributedSampler is iterated over several epochs without set_epoch(): every epoch sees the same order.",
-    )
+    info = INFOS["LC901"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
         roles = unit.roles

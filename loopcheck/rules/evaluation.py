@@ -20,7 +20,8 @@ from loopcheck.engine.roles import last
 from loopcheck.engine.unit import Unit
 from loopcheck.engine.values import mode_dependent
 from loopcheck.findings import Report
-from loopcheck.rules.base import Rule, RuleInfo, register
+from loopcheck.catalog import INFOS
+from loopcheck.rules.base import Rule, register
 from loopcheck.rules.modes import EVAL_DATA
 
 #: Functions whose loops are evaluation passes: ``evaluate``, ``validate``, ``val_epoch``, ``run_test``.
@@ -101,10 +102,7 @@ def _eval_loop(unit: Unit, fwd: Event) -> LoopInfo | None:
 
 @register
 class ValidationInTrainMode(Rule):
-    info = RuleInfo(
-        "LC303", "validation-in-train-mode", "error",
-        "A validation pass runs after training with the model still in train mode: Dropout is on, BatchNorm updates.",
-    )
+    info = INFOS["LC303"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
         reported: set[int] = set()

@@ -25,7 +25,8 @@ from loopcheck.engine.events import Event
 from loopcheck.engine.ir import If, walk_events
 from loopcheck.engine.unit import Unit
 from loopcheck.findings import Report
-from loopcheck.rules.base import Rule, RuleInfo, register
+from loopcheck.catalog import INFOS
+from loopcheck.rules.base import Rule, register
 
 # The guard of a step skipped for gradient accumulation: a counter modulo, or a named flag.
 # A run-constant option (``if args.use_optimizer:``) is not accumulation.
@@ -220,10 +221,7 @@ def _clips(unit: Unit) -> Iterable[tuple[Event, str, set]]:
 
 @register
 class ClipBeforeBackward(Rule):
-    info = RuleInfo(
-        "LC101", "clip-before-backward", "error",
-        "Gradient clipping runs before backward(): .grad is empty or stale, so nothing is clipped.",
-    )
+    info = INFOS["LC101"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
         for ev, _opt, states in _clips(unit):
@@ -250,10 +248,7 @@ class ClipBeforeBackward(Rule):
 
 @register
 class ClipAfterStep(Rule):
-    info = RuleInfo(
-        "LC102", "clip-after-step", "error",
-        "Gradient clipping runs after optimizer.step(): it clips gradients that were already applied.",
-    )
+    info = INFOS["LC102"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
         for ev, _opt, states in _clips(unit):
@@ -278,10 +273,7 @@ class ClipAfterStep(Rule):
 
 @register
 class ZeroGradBetweenBackwardAndStep(Rule):
-    info = RuleInfo(
-        "LC103", "zero-grad-between-backward-and-step", "error",
-        "zero_grad() runs after backward() and before step(): the step applies no gradients.",
-    )
+    info = INFOS["LC103"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
         for opt in active_optimizers(unit):
@@ -348,10 +340,7 @@ class ZeroGradBetweenBackwardAndStep(Rule):
 
 @register
 class StepBeforeBackward(Rule):
-    info = RuleInfo(
-        "LC104", "step-before-backward", "error",
-        "optimizer.step() runs before loss.backward() in the same iteration: it applies no gradients.",
-    )
+    info = INFOS["LC104"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
         for ev, states in _steps(unit):
@@ -384,10 +373,7 @@ class StepBeforeBackward(Rule):
 
 @register
 class MissingZeroGrad(Rule):
-    info = RuleInfo(
-        "LC105", "missing-zero-grad", "error",
-        "backward() and step() run every iteration with no zero_grad(): gradients pile up across steps.",
-    )
+    info = INFOS["LC105"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
         reported = set()

@@ -19,7 +19,8 @@ from loopcheck.engine.ir import Call
 from loopcheck.engine.unit import Unit
 from loopcheck.engine.values import LOG_PROBABILITIES, LOGITS, PROBABILITIES, all_calls, value_origin
 from loopcheck.findings import Report
-from loopcheck.rules.base import Rule, RuleInfo, register
+from loopcheck.catalog import INFOS
+from loopcheck.rules.base import Rule, register
 
 WHAT = {LOGITS: "raw logits", PROBABILITIES: "probabilities", LOG_PROBABILITIES: "log-probabilities"}
 
@@ -61,10 +62,7 @@ def loss_class(unit: Unit, ev: Event) -> str:
 
 @register
 class ProbabilitiesToLogitsLoss(Rule):
-    info = RuleInfo(
-        "LC701", "probabilities-to-logits-loss", "error",
-        "Softmax or sigmoid outputs are passed to a loss that applies (log-)softmax or sigmoid itself.",
-    )
+    info = INFOS["LC701"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
         for ev, origin in _loss_inputs(unit, PROBABILITIES, (LOGITS, LOG_PROBABILITIES)):
@@ -106,10 +104,7 @@ class ProbabilitiesToLogitsLoss(Rule):
 
 @register
 class LogitsToProbabilityLoss(Rule):
-    info = RuleInfo(
-        "LC702", "logits-to-probability-loss", "error",
-        "Raw logits are passed to BCELoss (which expects probabilities) or NLLLoss (log-probabilities).",
-    )
+    info = INFOS["LC702"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
         for ev, origin in _loss_inputs(unit, LOGITS, (PROBABILITIES, LOG_PROBABILITIES)):

@@ -17,7 +17,8 @@ from loopcheck.engine.events import Event
 from loopcheck.engine.ir import Assign, Call, walk_events
 from loopcheck.engine.unit import Unit
 from loopcheck.findings import Report
-from loopcheck.rules.base import Rule, RuleInfo, register
+from loopcheck.catalog import INFOS
+from loopcheck.rules.base import Rule, register
 
 
 class LossValueMachine(Machine):
@@ -114,10 +115,7 @@ def _rebound_in(unit: Unit, sym: str, loop) -> bool:
 
 @register
 class LossTensorKept(Rule):
-    info = RuleInfo(
-        "LC401", "loss-tensor-kept", "warning",
-        "A loss tensor is stored or accumulated instead of loss.item(): its autograd graph stays in memory.",
-    )
+    info = INFOS["LC401"]
 
     @staticmethod
     def _local_to_callee(unit: Unit, ev: Event, loss: str) -> bool:

@@ -20,7 +20,8 @@ from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.roles import last
 from loopcheck.engine.unit import Unit
 from loopcheck.findings import Report
-from loopcheck.rules.base import Rule, RuleInfo, register
+from loopcheck.catalog import INFOS
+from loopcheck.rules.base import Rule, register
 
 class M(NamedTuple):
     """The mode of one model on a path: ``kind`` is ``train``, ``eval`` (``ev``: the eval()
@@ -141,10 +142,7 @@ def trained_models(unit: Unit) -> dict[str, list[Event]]:
 
 @register
 class EvalModeNotReset(Rule):
-    info = RuleInfo(
-        "LC301", "eval-mode-not-reset", "error",
-        "model.eval() reaches the next training step without model.train(): the model trains in eval mode.",
-    )
+    info = INFOS["LC301"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
         reported = set()
@@ -184,10 +182,7 @@ class EvalModeNotReset(Rule):
 
 @register
 class ValidationWithoutNoGrad(Rule):
-    info = RuleInfo(
-        "LC302", "validation-without-no-grad", "warning",
-        "An evaluation forward pass runs without torch.no_grad(): autograd records a graph for every batch.",
-    )
+    info = INFOS["LC302"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
         firsts: dict[int, tuple[Event, Event | None]] = {}

@@ -35,7 +35,8 @@ from loopcheck.engine.values import (
 )
 from loopcheck.engine.walk import walk
 from loopcheck.findings import Report
-from loopcheck.rules.base import Rule, RuleInfo, register
+from loopcheck.catalog import INFOS
+from loopcheck.rules.base import Rule, register
 
 
 # -- LC503 ----------------------------------------------------------------------------------
@@ -70,10 +71,7 @@ class FsdpMachine(Machine):
 
 @register
 class OptimizerBuiltBeforeFsdp(Rule):
-    info = RuleInfo(
-        "LC503", "optimizer-built-before-fsdp", "error",
-        "The optimizer is built before FSDP wraps the model: it holds the replaced parameters and updates nothing.",
-    )
+    info = INFOS["LC503"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
         if not unit.of_kind("params_replaced"):
@@ -197,10 +195,7 @@ def _registered(unit: Unit, cls_node: cst.ClassDef, index, attr: str) -> bool:
 
 @register
 class SubmodulesInPlainContainer(Rule):
-    info = RuleInfo(
-        "LC504", "submodules-in-plain-container", "error",
-        "Submodules held in a plain list or dict are not registered: parameters(), to() and state_dict() miss them.",
-    )
+    info = INFOS["LC504"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
         seen: set[int] = set()
@@ -284,10 +279,7 @@ CONVERSIONS = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloat
 
 @register
 class TensorConversionDiscarded(Rule):
-    info = RuleInfo(
-        "LC505", "tensor-to-result-discarded", "error",
-        "tensor.to(device), .cuda() or .half() as a statement: it returns a new tensor and leaves the tensor as it is.",
-    )
+    info = INFOS["LC505"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
         for c in all_calls(unit):

@@ -18,7 +18,8 @@ from loopcheck.engine.ir import LoopInfo
 from loopcheck.engine.roles import LOADER_NAME, last
 from loopcheck.engine.unit import Unit
 from loopcheck.findings import Report
-from loopcheck.rules.base import Rule, RuleInfo, register
+from loopcheck.catalog import INFOS
+from loopcheck.rules.base import Rule, register
 
 
 def is_loader_loop(unit: Unit, loop: LoopInfo) -> bool:
@@ -56,10 +57,7 @@ def in_epoch_function(loop: LoopInfo) -> bool:
 
 @register
 class EpochSchedulerPerBatch(Rule):
-    info = RuleInfo(
-        "LC201", "epoch-scheduler-stepped-per-batch", "error",
-        "An epoch-based LR scheduler is stepped inside the batch loop: the LR decays len(loader) times too fast.",
-    )
+    info = INFOS["LC201"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
         for ev in unit.of_kind("sched_step"):
@@ -125,10 +123,7 @@ class _SteppedMachine(Machine):
 
 @register
 class SchedulerBeforeOptimizerStep(Rule):
-    info = RuleInfo(
-        "LC202", "scheduler-step-before-optimizer-step", "warning",
-        "scheduler.step() runs before optimizer.step(): the first value of the LR schedule is skipped.",
-    )
+    info = INFOS["LC202"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
         for ev in unit.of_kind("sched_step"):
@@ -168,10 +163,7 @@ class SchedulerBeforeOptimizerStep(Rule):
 
 @register
 class PlateauWithoutMetric(Rule):
-    info = RuleInfo(
-        "LC203", "plateau-scheduler-without-metric", "error",
-        "ReduceLROnPlateau.step() is called without the metric it monitors.",
-    )
+    info = INFOS["LC203"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
         for ev in unit.of_kind("sched_step"):

@@ -21,7 +21,8 @@ from loopcheck.engine.dataflow import Machine
 from loopcheck.engine.events import Event
 from loopcheck.engine.unit import Unit
 from loopcheck.findings import Report
-from loopcheck.rules.base import Rule, RuleInfo, register
+from loopcheck.catalog import INFOS
+from loopcheck.rules.base import Rule, register
 
 
 class S(NamedTuple):
@@ -126,10 +127,7 @@ def _only_moved(s: S) -> bool:
 
 @register
 class ModelConvertedAfterOptimizer(Rule):
-    info = RuleInfo(
-        "LC501", "model-converted-after-optimizer", "error",
-        "The model is replaced, converted to another dtype, or moved once the optimizer has state, after the optimizer was built.",
-    )
+    info = INFOS["LC501"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
         reported = set()
@@ -177,10 +175,7 @@ class ModelConvertedAfterOptimizer(Rule):
 
 @register
 class ModelMovedAfterOptimizer(Rule):
-    info = RuleInfo(
-        "LC502", "model-moved-after-optimizer", "warning",
-        "The model is moved to a device after the optimizer was built: it trains, but only because PyTorch moves parameters in place.",
-    )
+    info = INFOS["LC502"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
         reported = set()

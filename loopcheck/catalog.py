@@ -1,0 +1,184 @@
+"""The rule catalog: each rule's code, name, severity and one-line summary, readable without
+importing the analysis (the configuration, the reporters, ``loopcheck rules`` and a run answered
+from the cache need these, and the engine's imports cost a third of a warm run).
+
+The rule itself, its ``check`` and its messages, live in the module named after each entry
+(``loopcheck/rules/<module>``), as ``info = INFOS["LCxxx"]`` on a ``Rule`` class. To add a
+rule: an entry here, the class there, ``fixtures/LCxxx_bad.py``/``_good.py`` and a page
+``rules/LCxxx.md``; ``tests/test_fixtures.py`` checks that every entry has a registered rule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DOCS_URL = "https://github.com/loopcheck/loopcheck/blob/main/rules/{code}.md"
+
+
+@dataclass(frozen=True)
+class RuleInfo:
+    """Metadata of a rule.
+
+    Attributes:
+        code: stable code, ``LC`` + family digit + number (``LC101``).
+        name: short kebab-case name (``clip-before-backward``).
+        severity: ``"error"`` (training is wrong) or ``"warning"`` (memory or speed).
+        summary: one line for ``loopcheck rules``.
+    """
+
+    code: str
+    name: str
+    severity: str
+    summary: str
+
+    @property
+    def url(self) -> str:
+        return DOCS_URL.format(code=self.code)
+
+
+_CATALOG = (
+    RuleInfo(
+        "LC001", "syntax-error", "error",
+        "The file does not parse, so it was not checked.",
+    ),  # base.py
+    RuleInfo(
+        "LC002", "unused-noqa", "warning",
+        "A `# noqa` comment names a loopcheck code that suppresses nothing on its line.",
+    ),  # base.py
+    RuleInfo(
+        "LC101", "clip-before-backward", "error",
+        "Gradient clipping runs before backward(): .grad is empty or stale, so nothing is clipped.",
+    ),  # gradients.py
+    RuleInfo(
+        "LC102", "clip-after-step", "error",
+        "Gradient clipping runs after optimizer.step(): it clips gradients that were already applied.",
+    ),  # gradients.py
+    RuleInfo(
+        "LC103", "zero-grad-between-backward-and-step", "error",
+        "zero_grad() runs after backward() and before step(): the step applies no gradients.",
+    ),  # gradients.py
+    RuleInfo(
+        "LC104", "step-before-backward", "error",
+        "optimizer.step() runs before loss.backward() in the same iteration: it applies no gradients.",
+    ),  # gradients.py
+    RuleInfo(
+        "LC105", "missing-zero-grad", "error",
+        "backward() and step() run every iteration with no zero_grad(): gradients pile up across steps.",
+    ),  # gradients.py
+    RuleInfo(
+        "LC106", "clip-or-unscale-on-every-micro-step", "error",
+        "Gradients are clipped on every accumulation micro-step while step() runs every N: partial "
+        "sums are clipped.",
+    ),  # accumulation.py
+    RuleInfo(
+        "LC107", "step-inside-accumulation-loop", "error",
+        "optimizer.step() runs inside the loop meant to accumulate micro-batches: nothing accumulates.",
+    ),  # accumulation.py
+    RuleInfo(
+        "LC201", "epoch-scheduler-stepped-per-batch", "error",
+        "An epoch-based LR scheduler is stepped inside the batch loop: the LR decays len(loader) "
+        "times too fast.",
+    ),  # schedulers.py
+    RuleInfo(
+        "LC202", "scheduler-step-before-optimizer-step", "warning",
+        "scheduler.step() runs before optimizer.step(): the first value of the LR schedule is skipped.",
+    ),  # schedulers.py
+    RuleInfo(
+        "LC203", "plateau-scheduler-without-metric", "error",
+        "ReduceLROnPlateau.step() is called without the metric it monitors.",
+    ),  # schedulers.py
+    RuleInfo(
+        "LC301", "eval-mode-not-reset", "error",
+        "model.eval() reaches the next training step without model.train(): the model trains in eval mode.",
+    ),  # modes.py
+    RuleInfo(
+        "LC302", "validation-without-no-grad", "warning",
+        "An evaluation forward pass runs without torch.no_grad(): autograd records a graph for every batch.",
+    ),  # modes.py
+    RuleInfo(
+        "LC303", "validation-in-train-mode", "error",
+        "A validation pass runs after training with the model still in train mode: Dropout is on, "
+        "BatchNorm updates.",
+    ),  # evaluation.py
+    RuleInfo(
+        "LC401", "loss-tensor-kept", "warning",
+        "A loss tensor is stored or accumulated instead of loss.item(): its autograd graph stays in memory.",
+    ),  # memory.py
+    RuleInfo(
+        "LC501", "model-converted-after-optimizer", "error",
+        "The model is replaced, converted to another dtype, or moved once the optimizer has state, "
+        "after the optimizer was built.",
+    ),  # setup.py
+    RuleInfo(
+        "LC502", "model-moved-after-optimizer", "warning",
+        "The model is moved to a device after the optimizer was built: it trains, but only because "
+        "PyTorch moves parameters in place.",
+    ),  # setup.py
+    RuleInfo(
+        "LC503", "optimizer-built-before-fsdp", "error",
+        "The optimizer is built before FSDP wraps the model: it holds the replaced parameters and "
+        "updates nothing.",
+    ),  # modules.py
+    RuleInfo(
+        "LC504", "submodules-in-plain-container", "error",
+        "Submodules held in a plain list or dict are not registered: parameters(), to() and "
+        "state_dict() miss them.",
+    ),  # modules.py
+    RuleInfo(
+        "LC505", "tensor-to-result-discarded", "error",
+        "tensor.to(device), .cuda() or .half() as a statement: it returns a new tensor and leaves "
+        "the tensor as it is.",
+    ),  # modules.py
+    RuleInfo(
+        "LC601", "clip-without-unscale", "error",
+        "Gradients are clipped while still multiplied by the GradScaler's scale: call "
+        "scaler.unscale_() first.",
+    ),  # amp.py
+    RuleInfo(
+        "LC602", "optimizer-step-bypasses-scaler", "error",
+        "optimizer.step() is called directly on gradients scaled by a GradScaler: use "
+        "scaler.step(optimizer).",
+    ),  # amp.py
+    RuleInfo(
+        "LC603", "backward-on-unscaled-loss", "error",
+        "loss.backward() on the unscaled loss while scaler.step() unscales: updates shrink by the scale.",
+    ),  # amp.py
+    RuleInfo(
+        "LC604", "scaler-step-without-update", "error",
+        "scaler.step() is not followed by scaler.update() before the next scaler.step().",
+    ),  # amp.py
+    RuleInfo(
+        "LC605", "unscale-misplaced", "error",
+        "scaler.unscale_() runs after scaler.step() instead of between backward and step, or twice "
+        "before one step.",
+    ),  # amp.py
+    RuleInfo(
+        "LC701", "probabilities-to-logits-loss", "error",
+        "Softmax or sigmoid outputs are passed to a loss that applies (log-)softmax or sigmoid itself.",
+    ),  # losses.py
+    RuleInfo(
+        "LC702", "logits-to-probability-loss", "error",
+        "Raw logits are passed to BCELoss (which expects probabilities) or NLLLoss (log-probabilities).",
+    ),  # losses.py
+    RuleInfo(
+        "LC801", "best-state-not-copied", "error",
+        "A 'best' state_dict() is kept without a copy while training goes on: it holds the last "
+        "weights, not the best.",
+    ),  # checkpoints.py
+    RuleInfo(
+        "LC802", "resume-without-optimizer-state", "error",
+        "Training resumes from a checkpoint that saved the optimizer (or scheduler) state, without "
+        "loading it.",
+    ),  # checkpoints.py
+    RuleInfo(
+        "LC901", "distributed-sampler-without-set-epoch", "warning",
+        "A DistributedSampler is iterated over several epochs without set_epoch(): every epoch sees "
+        "the same order.",
+    ),  # data.py
+)
+
+#: Every rule's metadata by code, ``LC001`` and ``LC002`` (reported by the command line itself)
+#: included.
+INFOS: dict[str, RuleInfo] = {info.code: info for info in _CATALOG}
+SYNTAX_ERROR = INFOS["LC001"]
+UNUSED_NOQA = INFOS["LC002"]
