@@ -637,11 +637,16 @@ class DefaultCheckGroup(click.Group):
 
     def invoke(self, ctx: click.Context):
         """Run the command; an exception nothing else caught is an internal error: one line on
-        standard error and exit status 2 (never 1, which means findings), no traceback."""
+        standard error and exit status 2 (never 1, which means findings), no traceback. A
+        closed standard output (the reader of a pipe stopped) ends the command quietly, with
+        exit status 1 (Python's recipe)."""
         try:
             return super().invoke(ctx)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
+        except BrokenPipeError:  # the reader went away (``loopcheck rules | head``): no error
+            _silence_broken_pipe()
+            ctx.exit(1)
         except Exception as err:  # noqa: BLE001
             click.echo(f"loopcheck: internal error: {describe_error(err)}", err=True)
             ctx.exit(2)

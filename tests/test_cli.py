@@ -394,3 +394,20 @@ def test_a_run_answered_from_the_cache_loads_no_parser(tmp_path):
     assert cold.stderr.strip().startswith("['libcst")
     assert warm.stdout == cold.stdout and '"code": "LC101"' in warm.stdout
     assert warm.stderr.strip() == "[]"
+
+
+@pytest.mark.parametrize("args", [["rules"], ["--no-cache", "fixtures"]])
+def test_a_reader_that_stops_early_is_no_internal_error(args):
+    """``loopcheck rules | head -1``: the pipe closes while loopcheck writes; it stops quietly
+    (it printed "internal error: BrokenPipeError" and exited 2)."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.Popen([sys.executable, "-m", "loopcheck", *args], cwd=root,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.readline()
+    proc.stdout.close()  # the reader goes away before the rest is written
+    stderr = proc.stderr.read().decode()
+    assert proc.wait() in (0, 1)
+    assert "BrokenPipeError" not in stderr and "internal error" not in stderr
