@@ -248,6 +248,7 @@ def test_past_the_memory_budget_every_project_is_let_go(tmp_path, monkeypatch):
     assert [f.code for f in check_job(job).findings] == ["LC101"]
     assert len(_PROJECTS) == 1
     monkeypatch.setattr(loopcheck.runner, "MEMORY_BUDGET", -1)  # every check is past it
+    monkeypatch.setattr(loopcheck.runner, "MEMORY_REGROWTH", -1)
     assert [f.code for f in check_job(job).findings] == ["LC101"]
     assert len(_PROJECTS) == 0
 
