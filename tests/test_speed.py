@@ -104,3 +104,49 @@ def test_a_file_without_loop_signs_is_analyzed_when_an_imported_module_shows_one
     assert might_have_loop(main_py.read_text(), str(main_py), project)
     (tmp_path / "engine.py").write_text("def fit(model, loader):\n    pass\n")
     assert not might_have_loop(main_py.read_text(), str(main_py), project)
+
+
+def _script_calling_train(sites: int) -> str:
+    calls = "".join(f"    train(make_model(), loader)  # site {i}\n" for i in range(sites))
+    return (
+        "import torch\nimport torch.nn as nn\n\n\n"
+        "def make_model():\n    return nn.Linear(4, 2)\n\n\n"
+        "def train(model, loader):\n"
+        "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 10)\n"
+        "    for epoch in range(3):\n"
+        "        model.train()\n"
+        "        for x, y in loader:\n"
+        "            optimizer.zero_grad()\n"
+        "            loss = nn.functional.cross_entropy(model(x), y)\n"
+        "            loss.backward()\n"
+        "            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+        "            optimizer.step()\n"
+        "        scheduler.step()\n\n\n"
+        "def main(loader):\n" + calls
+    )
+
+
+def test_a_training_function_inlined_at_many_sites_costs_linear_work(monkeypatch):
+    """yolov5's train.py calls train() from several places: every site's optimizer had its
+    machines run over every other site's copy too (quadratic; 13 s for that file). Code outside
+    a site's call cannot name that call's locals, so it is passed over (findings unchanged over
+    the fixtures and the development corpus)."""
+    import loopcheck.engine.dataflow as dataflow
+
+    def runs(sites: int) -> int:
+        count = 0
+        real = dataflow._Interpreter._exec
+
+        def counting(self, node, states):
+            nonlocal count
+            count += 1
+            return real(self, node, states)
+
+        monkeypatch.setattr(dataflow._Interpreter, "_exec", counting)
+        assert check_source(_script_calling_train(sites), "train.py") == []
+        monkeypatch.setattr(dataflow._Interpreter, "_exec", real)
+        return count
+
+    two, eight, many = runs(2), runs(8), runs(32)
+    assert eight <= 4.4 * two and many <= 4.4 * eight  # 4x the sites, 4x the work (170, 2360, 36320 before)

@@ -37,11 +37,15 @@ class Machine:
 
     ``subjects``: the symbols of the object the machine follows (its name and aliases); in an
     ``if`` arm where the test says that object is not there (``if opt is not None:``), the
-    state becomes :meth:`absent`, when the machine has such a state.
+    state becomes :meth:`absent`, when the machine has such a state. When they are all locals
+    of inlined calls, the other inlined calls are not run for this machine (see
+    :meth:`_Interpreter._local_call`).
     """
 
     kinds: frozenset[str] | None = None
     subjects: frozenset[str] = frozenset()
+    #: ``transfer`` changes the state only on events whose subject is one of ``subjects``.
+    only_own_events: bool = False
 
     def initial(self) -> State:
         raise NotImplementedError
@@ -129,6 +133,7 @@ class _Summary:
     kinds: set = field(default_factory=set)  # event kinds inside
     jumps: bool = False  # break/continue/return inside (that leave it)
     names: set = field(default_factory=set)  # plain names assigned inside
+    fids: set = field(default_factory=set)  # the inlined calls inside (``Inline.fid``), its own included
 
 
 _SUMMARIES: "weakref.WeakKeyDictionary[Seq, dict[int, _Summary]]" = weakref.WeakKeyDictionary()
@@ -163,10 +168,12 @@ def summaries(unit: Seq) -> dict[int, _Summary]:
             sm.kinds |= sub.kinds
             sm.names |= sub.names
             sm.jumps = sm.jumps or sub.jumps
+            sm.fids |= sub.fids
         if isinstance(node, Loop):
             sm.jumps = _returns(node)
         elif isinstance(node, Inline):
             sm.jumps = False
+            sm.fids.add(node.fid)
         table[id(node)] = sm
         return sm
 
@@ -205,6 +212,27 @@ class _Interpreter:
         self._kept: dict[tuple, frozenset] = {}  # (conditions, names) -> the conditions kept
         self._added: dict[tuple, frozenset] = {}  # (conditions, condition) -> with it (or _CONTRADICTS)
         self._branches = type(machine).branch is not Machine.branch  # else an arm keeps the state
+        self._local_of, self._inside, self._idle = self._local_call(machine, unit)
+
+    def _local_call(self, machine: Machine, unit: Seq) -> tuple[frozenset[str], int, frozenset | None]:
+        """For a machine that follows local variables of inlined calls only (every subject
+        ``f3:...``, each ``f3`` an ``Inline`` of the unit): the ``fid`` of those calls, and the
+        states the object can have outside them (before: the initial state; after: absent;
+        ``None``: any, for a machine that reacts to its own object's events only).
+        Outside those calls, an inlined call that contains none of them cannot name the object,
+        so it passes those states through unchanged and is not run (a training function
+        inlined at several call sites was interpreted once per site for each site's objects);
+        its events then have no states of this machine. Empty when this does not apply."""
+        subjects = machine.subjects
+        absent = machine.absent()
+        if not subjects or any(":" not in sym for sym in subjects):
+            return frozenset(), 0, frozenset()
+        if absent is None and not machine.only_own_events:
+            return frozenset(), 0, frozenset()
+        fids = frozenset(sym.partition(":")[0] for sym in subjects)
+        if not fids <= self._summaries[id(unit)].fids:
+            return frozenset(), 0, frozenset()
+        return fids, 0, None if machine.only_own_events else frozenset({machine.initial(), absent})
 
     def _test(self, node: If):
         return self._tests.get(id(node))
@@ -286,11 +314,20 @@ class _Interpreter:
             if not node.typed and (not self._test_names or not self._rebinds(node)):
                 return _Out(states)
             return _Out(self.events(node, states))
-        kinds = self.m.kinds
-        if kinds is not None and not isinstance(node, Jump):
+        if not isinstance(node, Jump):
             sm = self._summaries[id(node)]
-            if not (sm.kinds & kinds) and not sm.jumps and not (sm.names & self._test_names):
+            plain = not sm.jumps and not (sm.names & self._test_names)
+            kinds = self.m.kinds
+            if plain and kinds is not None and not (sm.kinds & kinds):
                 return _Out(states)  # (a machine's own object is built by an event it reacts to)
+            if (
+                self._local_of and not self._inside and (plain or isinstance(node, Inline))
+                and self._local_of.isdisjoint(sm.fids)
+                and (self._idle is None or all(ms in self._idle for ms, _ in states))
+            ):
+                # outside the calls whose locals this machine follows (an inlined call's own
+                # names are its locals: the conditions it would forget are not about them)
+                return _Out(states)
         key = (id(node), frozenset(states))
         hit = self._memo.get(key)
         if hit is None:
@@ -364,12 +401,17 @@ class _Interpreter:
             out.normal = normal
             return out
         if isinstance(node, Inline):
-            r = self.exec(node.body, states)
+            mine = node.fid in self._local_of
+            self._inside += mine
+            try:
+                r = self.exec(node.body, states)
+            finally:
+                self._inside -= mine
             out, exc = r.normal | r.ret, r.exc  # an exception goes on in the caller
             absent = self.m.absent()
-            prefix = node.fid + ":"
-            if absent is not None and self.m.subjects and all(s.startswith(prefix) for s in self.m.subjects):
-                out = {(absent, conds) for _, conds in out}  # a local of the call: gone when it returns
+            inner = self._summaries[id(node)].fids  # this call and the calls made inside it
+            if absent is not None and self.m.subjects and all(s.partition(":")[0] in inner for s in self.m.subjects):
+                out = {(absent, conds) for _, conds in out}  # locals of the call: gone when it returns
                 exc = {(absent, conds) for _, conds in exc}
             return _Out(out, exc=exc)
         raise TypeError(node)

@@ -15,9 +15,12 @@ from loopcheck.engine.roles import Roles
 class _Builds(Machine):
     """The construction of a symbol that reaches each point (reaching definitions)."""
 
-    def __init__(self, sym: str, kind: str, queried: str) -> None:
+    only_own_events = True
+
+    def __init__(self, sym: str, kind: str, queried: str, names: frozenset[str]) -> None:
         self.sym, self.kind = sym, kind
         self.kinds = frozenset({kind, queried})  # the queried events must be visited too
+        self.subjects = names  # the symbol's names (aliases included)
 
     def initial(self):
         return frozenset()
@@ -115,7 +118,9 @@ class Unit:
         """The constructions of ``sym`` (events of ``kind``) that can reach ``event``: after
         ``opt = Adam([w])`` ... ``opt = Adam(model.parameters())``, a step in between is the
         first optimizer's. Empty when none of the unit's constructions reaches it."""
-        flow = self.flow(("builds", sym, kind, event.kind), lambda: _Builds(sym, kind, event.kind))
+        flow = self.flow(
+            ("builds", sym, kind, event.kind), lambda: _Builds(sym, kind, event.kind, self.roles.names_of(sym))
+        )
         return [b for states in flow.states(event) for b in states]
 
     def _of_kinds(self, kinds: tuple[str, ...]) -> tuple[list[Event], list[int]]:

@@ -102,9 +102,11 @@ class _SteppedMachine(Machine):
     """Whether an optimizer has stepped since it was built (True/False/None unknown)."""
 
     kinds = frozenset({'opt_build', 'step', 'havoc', 'opt_load_state', 'sched_step'})
+    only_own_events = True
 
-    def __init__(self, opt: str) -> None:
+    def __init__(self, opt: str, names: frozenset[str]) -> None:
         self.opt = opt
+        self.subjects = names  # the optimizer's names (aliases included)
 
     def initial(self):
         return None
@@ -135,7 +137,7 @@ class SchedulerBeforeOptimizerStep(Rule):
             opt = unit.roles.canon(info.optimizer) if info.optimizer else None
             if opt is None:
                 continue
-            flow = unit.flow(("stepped", opt), lambda opt=opt: _SteppedMachine(opt))
+            flow = unit.flow(("stepped", opt), lambda opt=opt: _SteppedMachine(opt, unit.roles.names_of(opt)))
             if False not in flow.states(ev):
                 continue
             step = next(

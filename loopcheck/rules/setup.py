@@ -53,9 +53,11 @@ def device_of(ev: Event) -> str:
 
 class OptimizerModelMachine(Machine):
     kinds = frozenset({'opt_build', 'step', 'opt_load_state', 'havoc', 'convert', 'model_build', 'submodule_replace'})
+    only_own_events = True
 
-    def __init__(self, opt: str, models: set[str], eager: bool) -> None:
+    def __init__(self, opt: str, models: set[str], eager: bool, names: frozenset[str]) -> None:
         self.opt, self.models, self.eager = opt, models, eager
+        self.subjects = names  # every name of the optimizer and its models (aliases included)
 
     def initial(self) -> S:
         return S(None, None)
@@ -96,8 +98,10 @@ def _flows(unit: Unit):
         models = info.certain_of() if info.certain else info.models
         if not models:
             continue
+        names = frozenset().union(*(unit.roles.names_of(sym) for sym in (opt, *models)))
         flow = unit.flow(
-            ("setup", opt), lambda opt=opt, models=models: OptimizerModelMachine(opt, models, info.eager_state)
+            ("setup", opt),
+            lambda opt=opt, models=models, names=names: OptimizerModelMachine(opt, models, info.eager_state, names),
         )
         for step in unit.of_kind("step"):
             if step.subject == opt:
