@@ -161,6 +161,8 @@ def git_listing(directory: Path) -> tuple[list[Path], list[tuple[Path, str]]] | 
         from the work tree included) and the directories git could not open, with the
         reason; ``None`` when git is not installed or ``directory`` is not in a work tree.
     """
+    if not _may_be_work_tree(directory):
+        return None  # git would say so too, after a process start (3 ms or more, per path given)
     env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV}
     env["GIT_OPTIONAL_LOCKS"] = "0"
     try:
@@ -179,6 +181,14 @@ def git_listing(directory: Path) -> tuple[list[Path], list[tuple[Path, str]]] | 
         for m in _GIT_UNREADABLE.finditer(done.stderr)
     ]
     return files, unreadable
+
+
+def _may_be_work_tree(directory: Path) -> bool:
+    """Whether ``directory`` or a directory above it holds a ``.git`` (a directory, or the file
+    of a linked work tree or submodule): without one, git finds no repository (the caller's
+    ``GIT_DIR`` is not passed on)."""
+    path = Path(os.path.abspath(directory))
+    return any(os.path.lexists(p / ".git") for p in (path, *path.parents))
 
 
 # ------------------------------------------------------------------------------ exclusions

@@ -237,3 +237,20 @@ def test_an_unreadable_directory_is_reported_and_the_search_goes_on(tmp_path, gi
     assert done.returncode == 2, done.stderr
     assert done.stderr.decode() == "loopcheck: cannot read directory locked: Permission denied\n"
     assert reported_files(done.stdout.decode()) == ["bad.py"]
+
+
+def test_outside_any_work_tree_git_is_not_started(tmp_path, monkeypatch):
+    """No ``.git`` in the directory or above it: the listing comes from the walk (and
+    .gitignore through pathspec) without starting git, which costs a process per path given."""
+    import loopcheck.discovery
+
+    if any((p / ".git").exists() for p in (tmp_path, *tmp_path.parents)):
+        pytest.skip("the temporary directory is inside a git work tree")
+    tree(tmp_path, ["a.py", "logs/d.py"])
+    (tmp_path / ".gitignore").write_text("logs/\n")
+
+    def no_git(*args, **kwargs):
+        raise AssertionError(f"git was started: {args}")
+
+    monkeypatch.setattr(loopcheck.discovery.subprocess, "run", no_git)
+    assert listed(tmp_path) == ["a.py"]
