@@ -216,8 +216,9 @@ class _Interpreter:
 
     def _local_call(self, machine: Machine, unit: Seq) -> tuple[frozenset[str], int, frozenset | None]:
         """For a machine that follows local variables of inlined calls only (every subject
-        ``f3:...``, each ``f3`` an ``Inline`` of the unit): the ``fid`` of those calls, and the
-        states the object can have outside them (before: the initial state; after: absent;
+        ``f3:...``, each ``f3`` an ``Inline`` of the unit): the ``fid``s of those calls, a
+        counter of how deep in them the interpretation is (0), and the states the object can
+        have outside them (before: the initial state; after: absent;
         ``None``: any, for a machine that reacts to its own object's events only).
         Outside those calls, an inlined call that contains none of them cannot name the object,
         so it passes those states through unchanged and is not run (a training function

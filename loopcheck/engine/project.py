@@ -262,7 +262,9 @@ class Project:
         """Forget the least recently used modules until the kept ones hold at most
         ``max_bytes`` of source text (their trees take about 30 bytes of memory per byte of
         source). Call it between checks, never during one: a module read again is a new tree,
-        and one check must see one tree per module."""
+        and one check must see one tree per module. The texts read for the pre-filter only
+        (:meth:`source_of`) are all forgotten."""
+        self._texts.clear()
         total = sum(len(info.source) for info in self._modules.values())
         for path in list(self._modules):
             if total <= max_bytes:
