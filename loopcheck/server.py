@@ -218,8 +218,9 @@ class Runner:
         if processes:
             os.environ["PYTHONSAFEPATH"] = "1"  # inherited by the fork server only: nothing else is started
             self.ctx = multiprocessing.get_context("forkserver")
-            self.ctx.set_forkserver_preload(["loopcheck.server", "loopcheck.analysis", "loopcheck.fixes",
-                                             "loopcheck.noqa", "loopcheck.notebook"])
+            self.ctx.set_forkserver_preload(["loopcheck.server", "loopcheck.analysis", "loopcheck.fixes.apply",
+                                             "loopcheck.fixes.fixers", "loopcheck.noqa", "loopcheck.notebook",
+                                             "loopcheck.server_warm"])
 
     def warm_up(self) -> None:
         """Start the fork server now (it imports loopcheck once), not at the first check."""
