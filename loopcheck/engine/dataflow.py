@@ -212,13 +212,13 @@ class _Interpreter:
         self._kept: dict[tuple, frozenset] = {}  # (conditions, names) -> the conditions kept
         self._added: dict[tuple, frozenset] = {}  # (conditions, condition) -> with it (or _CONTRADICTS)
         self._branches = type(machine).branch is not Machine.branch  # else an arm keeps the state
-        self._local_of, self._inside, self._idle = self._local_call(machine, unit)
+        self._local_of, self._idle = self._local_call(machine, unit)
+        self._inside = 0  # how deep the interpretation is in those calls
 
-    def _local_call(self, machine: Machine, unit: Seq) -> tuple[frozenset[str], int, frozenset | None]:
+    def _local_call(self, machine: Machine, unit: Seq) -> tuple[frozenset[str], frozenset | None]:
         """For a machine that follows local variables of inlined calls only (every subject
-        ``f3:...``, each ``f3`` an ``Inline`` of the unit): the ``fid``s of those calls, a
-        counter of how deep in them the interpretation is (0), and the states the object can
-        have outside them (before: the initial state; after: absent;
+        ``f3:...``, each ``f3`` an ``Inline`` of the unit): the ``fid``s of those calls, and the
+        states the object can have outside them (before: the initial state; after: absent;
         ``None``: any, for a machine that reacts to its own object's events only).
         Outside those calls, an inlined call that contains none of them cannot name the object,
         so it passes those states through unchanged and is not run (a training function
@@ -227,13 +227,13 @@ class _Interpreter:
         subjects = machine.subjects
         absent = machine.absent()
         if not subjects or any(":" not in sym for sym in subjects):
-            return frozenset(), 0, frozenset()
+            return frozenset(), frozenset()
         if absent is None and not machine.only_own_events:
-            return frozenset(), 0, frozenset()
+            return frozenset(), frozenset()
         fids = frozenset(sym.partition(":")[0] for sym in subjects)
         if not fids <= self._summaries[id(unit)].fids:
-            return frozenset(), 0, frozenset()
-        return fids, 0, None if machine.only_own_events else frozenset({machine.initial(), absent})
+            return frozenset(), frozenset()
+        return fids, None if machine.only_own_events else frozenset({machine.initial(), absent})
 
     def _test(self, node: If):
         return self._tests.get(id(node))
