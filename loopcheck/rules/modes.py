@@ -192,6 +192,8 @@ class ValidationWithoutNoGrad(Rule):
             if _loss_module(unit, fwd.subject):
                 continue  # a loss module (FocalLoss() or CrossEntropyLoss()) holds no weights to record
             states = modes_at(unit, fwd.subject, fwd)
+            if states and all(x.frozen for x in states):
+                continue  # requires_grad_(False) on every path: its forward records no graph
             in_eval = bool(states) and all(x.kind == "eval" for x in states)
             if not in_eval and not self._evaluation_pass(unit, fwd, states):
                 continue
