@@ -69,10 +69,16 @@ def test_a_project_keeps_the_recently_used_modules_up_to_a_size(tmp_path: Path):
     project = Project(tmp_path)
     a, b = project.load(tmp_path / "a.py"), project.load(tmp_path / "b.py")
     assert project.load(tmp_path / "a.py") is a  # kept: read once
-    project.load(tmp_path / "c.py")  # order of use: b, a, c
-    project.trim(max_bytes=2 * len(a.source))
-    assert project.load(tmp_path / "a.py") is a
-    assert project.load(tmp_path / "b.py") is not b  # the least recently used was forgotten, read again
+    c = project.load(tmp_path / "c.py")  # order of use: b, a, c
+    project.trim(max_bytes=2 * len(a.source))  # only outlined: each counts for 1/16 of its text
+    assert project.load(tmp_path / "b.py") is b and project.load(tmp_path / "a.py") is a
+    for name, info in (("b", b), ("a", a), ("c", c)):
+        assert info.module is None
+        info.index.functions[name]  # LibCST parses it: now it counts in full
+        assert info.module is not None
+    project.trim(max_bytes=2 * len(a.source))  # order of use: c, b, a
+    assert project.load(tmp_path / "a.py") is a and project.load(tmp_path / "b.py") is b
+    assert project.load(tmp_path / "c.py") is not c  # the least recently used was forgotten, read again
     checked = project.add(tmp_path / "c.py", "x = 1\n", keep=False)
     assert checked.index is not None and project.load(tmp_path / "c.py").source.startswith("def c")
 

@@ -161,6 +161,9 @@ def bound_names(body: cst.CSTNode) -> tuple[set[str], set[str]]:
     declared: set[str] = set()
 
     def block(suite) -> None:
+        if type(suite) is cst.SimpleStatementSuite:  # ``try: import x; HAS_X = True`` on one line
+            stmt(suite)
+            return
         for st in getattr(suite, "body", ()):
             stmt(st)
 

@@ -18,8 +18,9 @@ Where modules are looked for, in order:
 Only files under these directories are read: an import that resolves nowhere there is a
 library's (its behaviour comes from :mod:`loopcheck.engine.knowledge`). A module that does
 not parse, or cannot be read, is treated as unknown; import cycles are followed once.
-Each module is read, parsed and indexed once per :class:`Project` (and again only when the
-file changes on disk), however many files import it.
+Each module is read and outlined once per :class:`Project` (and again only when the
+file changes on disk, or after :meth:`Project.trim` let it go), however many files import it;
+LibCST parses it only when the analysis needs its code (:mod:`loopcheck.engine.outline`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from pathlib import Path
 from typing import Iterator
 
 import libcst as cst
+
+from loopcheck.parsing import parse_tree
 
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 MAX_MODULE_BYTES = 2_000_000  # larger modules are not read for their definitions
@@ -68,9 +71,11 @@ class ModuleInfo:
         path: its file (absolute).
         name: its dotted name from its search root (``"pkg.utils"``).
         source: its text.
-        module: the parsed tree, ``None`` when it does not parse.
-        index: what it defines (:class:`loopcheck.engine.builder.ModuleIndex`), ``None`` when
-            it does not parse.
+        module: the parsed tree, ``None`` when it does not parse (or, for a module read as an
+            outline, until LibCST has parsed it).
+        index: what it defines (:class:`loopcheck.engine.builder.ModuleIndex`, or a
+            :class:`loopcheck.engine.outline.LazyModuleIndex` for an imported module), ``None``
+            when it does not parse.
     """
 
     path: Path
@@ -204,7 +209,7 @@ class Project:
             source = read_source(path)
         except (OSError, UnicodeDecodeError, SyntaxError):
             return None
-        return self.add(path, source, stamp)
+        return self.add(path, source, stamp, lazy=True)
 
     def source_of(self, path: Path) -> tuple[tuple, str | None]:
         """``(stamp, text)`` of module ``path`` as :meth:`load` reads it, without parsing it: the
@@ -236,19 +241,36 @@ class Project:
         return stamp, text
 
     def add(self, path: Path, source: str, stamp: tuple = (), module: cst.Module | None = None,
-            keep: bool = True) -> ModuleInfo:
+            keep: bool = True, lazy: bool = False) -> ModuleInfo:
         """Index the text ``source`` (already parsed as ``module``, when given) as module
         ``path``: the checked file, an editor buffer. With ``keep``, the module is kept for
         later :meth:`load` calls (it is reused only while the file on disk has ``stamp``); the
-        checked file's text, which may differ from the file, is not kept."""
+        checked file's text, which may differ from the file, is not kept. With ``lazy`` (an
+        imported module), the index is read from an :mod:`ast` outline and LibCST parses the
+        text only when a syntax node is needed (:mod:`loopcheck.engine.outline`)."""
         from loopcheck.engine.builder import index_module
 
         path = path.resolve()
         name, _root = module_name(path)
         package = name.rpartition(".")[0] if path.stem != "__init__" else name
+        if lazy and module is None:
+            from loopcheck.engine.outline import LazyModuleIndex, outline
+
+            seen = outline(source, package)
+            if seen is not None:
+                info = ModuleInfo(path, name, source, None, None, stamp)
+
+                def parsed(tree: cst.Module | None, info: ModuleInfo = info) -> None:
+                    info.module = tree
+
+                info.index = LazyModuleIndex(source, seen, name, path, self, on_parse=parsed)
+                if keep:
+                    self._modules.pop(path, None)
+                    self._modules[path] = info
+                return info
         if module is None:
             try:
-                module = cst.parse_module(source)
+                module = parse_tree(source)
             except (cst.ParserSyntaxError, RecursionError, MemoryError, ValueError):
                 module = None
         index = index_module(module, package=package, name=name, path=path, project=self) if module is not None else None
@@ -261,15 +283,15 @@ class Project:
     def trim(self, max_bytes: int = MAX_KEPT_BYTES) -> None:
         """Forget the least recently used modules until the kept ones hold at most
         ``max_bytes`` of source text (their trees take about 30 bytes of memory per byte of
-        source). Call it between checks, never during one: a module read again is a new tree,
+        source; a module only outlined counts for a :data:`OUTLINE_DISCOUNT`-th). Call it between checks, never during one: a module read again is a new tree,
         and one check must see one tree per module. The texts read for the pre-filter only
         (:meth:`source_of`) are all forgotten."""
         self._texts.clear()
-        total = sum(len(info.source) for info in self._modules.values())
+        total = sum(_weight(info) for info in self._modules.values())
         for path in list(self._modules):
             if total <= max_bytes:
                 break
-            total -= len(self._modules.pop(path).source)
+            total -= _weight(self._modules.pop(path))
 
     def lookup(self, qualname: str | None, near: Path | None, _depth: int = 0) -> Member | None:
         """The project definition a qualified name refers to (``engine.train_one_epoch``,
@@ -311,6 +333,19 @@ class Project:
 
     def module_of(self, path: Path) -> ModuleInfo | None:
         return self._modules.get(path.resolve())
+
+
+#: How much less memory a module read only as an outline takes than a parsed one, per byte of
+#: source: its text and a few name tables, against a LibCST tree of about 30 bytes per byte.
+OUTLINE_DISCOUNT = 16
+
+
+def _weight(info: ModuleInfo) -> int:
+    """What a kept module counts for in :meth:`Project.trim`: its source size when it has a
+    LibCST tree, a :data:`OUTLINE_DISCOUNT`-th of it while it is only outlined."""
+    if info.module is None and getattr(info.index, "parsed", True) is False:
+        return len(info.source) // OUTLINE_DISCOUNT
+    return len(info.source)
 
 
 def read_source(path: Path) -> str:

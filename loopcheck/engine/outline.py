@@ -1,0 +1,319 @@
+"""The index of an imported module, read with :mod:`ast` first and with LibCST only when needed.
+
+A checked file's imports reach far: ``from diffusers import UNet2DConditionModel`` reads the
+package's ``__init__.py``, the module the name is re-exported from, and the modules its base
+classes live in. Most of those modules are read only to resolve a name (is it a class of the
+project? what are its bases? is there a method ``fit``?); their code is never inlined. A
+LibCST parse costs about 9 times CPython's own parser (``unet_2d_condition.py``, 1,235 lines:
+112 ms against 12 ms), so :class:`LazyModuleIndex` answers those questions from an
+:mod:`ast` outline and parses the module with LibCST the first time a caller needs one of its
+syntax nodes (a function to inline, a class's statement, the tree for positions).
+
+The outline must name exactly what :func:`loopcheck.engine.builder.index_module` would find
+(imports anywhere in the file, in the same order; the top-level functions and classes; their
+methods and qualified bases; the global names): ``tests/test_outline.py`` compares the two.
+"""
+
+from __future__ import annotations
+
+import ast
+import warnings
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from loopcheck.engine.names import ImportMap
+from loopcheck.parsing import parse_tree
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+@dataclass
+class Outline:
+    """What an :mod:`ast` read of a module gives: ``imports`` (an :class:`ImportMap`),
+    ``functions`` (top-level function names), ``classes`` (name → ``(qualified bases,
+    method names)``) and ``globals`` (names bound at module level), as
+    :func:`loopcheck.engine.builder.index_module` defines them."""
+
+    imports: ImportMap
+    functions: list[str] = field(default_factory=list)
+    classes: dict[str, tuple[tuple[str, ...], list[str]]] = field(default_factory=dict)
+    globals: set[str] = field(default_factory=set)
+
+
+def outline(source: str, package: str | None) -> Outline | None:
+    """The outline of a module's text, or ``None`` when CPython cannot parse it (then the
+    caller parses with LibCST, which decides). Warnings the compiler gives (an invalid escape
+    sequence) are not shown: the text is only read."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    imports = ImportMap(package)
+    for node in _small_statements(tree):
+        if type(node) is ast.Import or type(node) is ast.ImportFrom:
+            _add_import(imports, node)
+    out = Outline(imports)
+    for stmt in tree.body:
+        if isinstance(stmt, _DEFS):
+            out.functions.append(stmt.name)
+            out.globals.add(stmt.name)
+        elif isinstance(stmt, ast.ClassDef):
+            bases = tuple(q for q in (imports.qualify(_dotted(_unstarred(b))) for b in stmt.bases) if q)
+            out.classes[stmt.name] = (bases, [s.name for s in stmt.body if isinstance(s, _DEFS)])
+            out.globals.add(stmt.name)
+        else:
+            _bound(stmt, out.globals)
+    return out
+
+
+def _unstarred(expr: ast.expr) -> ast.expr:
+    return expr.value if isinstance(expr, ast.Starred) else expr  # LibCST keeps ``*bases`` among the bases
+
+
+def _dotted(expr: ast.expr) -> str | None:
+    """``"a.b.c"`` for a Name/Attribute chain (as :func:`loopcheck.engine.names.dotted_name`)."""
+    parts: list[str] = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    parts.append(expr.id)
+    return ".".join(reversed(parts))
+
+
+def _add_import(imports: ImportMap, node: ast.Import | ast.ImportFrom) -> None:
+    """:meth:`ImportMap.add` for an :mod:`ast` import statement."""
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.asname is not None:
+                imports.aliases[alias.asname] = alias.name
+            else:
+                top = alias.name.split(".")[0]
+                imports.aliases.setdefault(top, top)
+        return
+    base = node.module or ""
+    if node.level:
+        if imports.package is None:
+            return
+        parts = imports.package.split(".") if imports.package else []
+        up = node.level - 1
+        if up > len(parts):
+            return
+        base = ".".join(parts[: len(parts) - up] + ([base] if base else []))
+    if len(node.names) == 1 and node.names[0].name == "*":
+        if base:
+            imports.stars.append(base)
+        return
+    for alias in node.names:
+        local = alias.asname if alias.asname is not None else alias.name
+        imports.aliases[local] = f"{base}.{alias.name}" if base else alias.name
+
+
+def _small_statements(tree: ast.Module) -> Iterator[ast.stmt]:
+    """The simple statements of a module, nested ones included, in the order
+    :func:`loopcheck.engine.walk.small_statements` visits LibCST's (a statement's body,
+    then its ``else``, ``finally``, handlers and cases, each taken last-pushed first)."""
+    stack: list = [tree.body]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, list):  # a block: its statements in order
+            stack.extend(reversed(n))
+            continue
+        body = getattr(n, "body", None)
+        if not isinstance(body, list) and not isinstance(n, ast.Match):
+            yield n  # a simple statement
+            continue
+        if body:
+            stack.append(body)
+        for attr in ("orelse", "finalbody"):
+            part = getattr(n, attr, None)
+            if part:
+                stack.append(part)
+        for h in getattr(n, "handlers", ()):
+            stack.append(h.body)
+        for c in getattr(n, "cases", ()):
+            stack.append(c.body)
+
+
+def _targets(target: ast.expr, out: set[str]) -> None:
+    if isinstance(target, ast.Name):
+        out.add(target.id)
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for el in target.elts:
+            _targets(el, out)
+    elif isinstance(target, ast.Starred):
+        _targets(target.value, out)
+
+
+def _bound(st: ast.stmt, names: set[str]) -> None:
+    """The names a module-level statement binds, as :func:`loopcheck.engine.builder.bound_names`
+    counts them (assignments, ``for`` and ``with`` targets, handler names, definitions, inside
+    compound statements; not imports; ``global`` declarations bind nothing here)."""
+    if isinstance(st, (*_DEFS, ast.ClassDef)):
+        names.add(st.name)
+    elif isinstance(st, ast.Assign):
+        for t in st.targets:
+            _targets(t, names)
+    elif isinstance(st, (ast.AnnAssign, ast.AugAssign)):
+        _targets(st.target, names)
+    elif isinstance(st, ast.If):
+        for s in (*st.body, *st.orelse):
+            _bound(s, names)
+    elif isinstance(st, (ast.For, ast.AsyncFor)):
+        _targets(st.target, names)
+        for s in (*st.body, *st.orelse):
+            _bound(s, names)
+    elif isinstance(st, ast.While):
+        for s in (*st.body, *st.orelse):
+            _bound(s, names)
+    elif isinstance(st, (ast.With, ast.AsyncWith)):
+        for item in st.items:
+            if item.optional_vars is not None:
+                _targets(item.optional_vars, names)
+        for s in st.body:
+            _bound(s, names)
+    elif isinstance(st, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+        for s in st.body:
+            _bound(s, names)
+        for h in st.handlers:
+            if h.name is not None:
+                names.add(h.name)
+            for s in h.body:
+                _bound(s, names)
+        for s in (*st.orelse, *st.finalbody):
+            _bound(s, names)
+    elif isinstance(st, ast.Match):
+        for case in st.cases:
+            for s in case.body:
+                _bound(s, names)
+
+
+class _Lazy(Mapping):
+    """A name → syntax node table whose names are known from the outline and whose nodes come
+    from the LibCST index, built the first time a node is asked for. A name the outline does
+    not have is answered without parsing; a name it has is looked up in the parsed table (so a
+    module LibCST cannot parse has none)."""
+
+    def __init__(self, names, table) -> None:
+        self._names = frozenset(names)
+        self._table = table  # () -> the table of the full index ({} when LibCST cannot parse)
+
+    def __contains__(self, name) -> bool:
+        return name in self._names and name in self._table()
+
+    def __iter__(self):
+        return iter(self._table())
+
+    def __len__(self) -> int:
+        return len(self._table())
+
+    def __getitem__(self, name):
+        if name not in self._names:
+            raise KeyError(name)
+        return self._table()[name]
+
+    def get(self, name, default=None):
+        return self._table().get(name, default) if name in self._names else default
+
+
+class LazyClassInfo:
+    """:class:`loopcheck.engine.builder.ClassInfo` of an outlined module: ``bases`` from the
+    outline, ``methods`` and ``node`` parsed on first use."""
+
+    def __init__(self, index: "LazyModuleIndex", name: str, bases: tuple[str, ...], methods: list[str]) -> None:
+        self._index = index
+        self._name = name
+        self.bases = bases
+        self.methods = _Lazy(methods, lambda: self._full().methods if self._full() is not None else {})
+
+    def _full(self):
+        full = self._index.full()
+        return full.classes.get(self._name) if full is not None else None
+
+    @property
+    def node(self) -> cst.ClassDef:
+        return self._full().node
+
+
+class LazyModuleIndex:
+    """A :class:`loopcheck.engine.builder.ModuleIndex` of an imported module that answers
+    name questions from its :class:`Outline` and parses the module with LibCST on the first
+    request for a syntax node: a function or method (``functions[name]``,
+    ``classes[name].methods[name]``), a class's statement, ``tree``, ``body``. Every node comes
+    from that one parse, so nodes keep their identity for the whole check.
+
+    Args:
+        source: the module's text.
+        outline: its outline (:func:`outline`).
+        name, path, project: its dotted name, file and project, as for ``index_module``.
+        on_parse: called with the parsed tree (``None`` when LibCST cannot parse it), once.
+    """
+
+    def __init__(self, source: str, outline: Outline, name: str, path, project, on_parse=None) -> None:
+        self.source = source
+        self.imports = outline.imports
+        self.globals = outline.globals
+        self.name = name
+        self.path = path
+        self.project = project
+        self.cache: dict = {}
+        self._on_parse = on_parse
+        self._full = None
+        self._parsed = False
+        self.functions = _Lazy(outline.functions, lambda: self.full().functions if self.full() is not None else {})
+        self.classes = {
+            cls: LazyClassInfo(self, cls, bases, methods) for cls, (bases, methods) in outline.classes.items()
+        }
+
+    @property
+    def parsed(self) -> bool:
+        """Whether LibCST has read the module yet."""
+        return self._parsed
+
+    def full(self):
+        """The LibCST index of the module (``None`` when LibCST cannot parse it), built once."""
+        if not self._parsed:
+            from loopcheck.engine.builder import index_module
+
+            self._parsed = True
+            try:
+                tree = parse_tree(self.source)
+            except (cst.ParserSyntaxError, RecursionError, MemoryError, ValueError):
+                tree = None
+            if tree is not None:
+                package = self.imports.package
+                self._full = index_module(tree, package=package, name=self.name, path=self.path, project=self.project)
+                self._full.imports = self.imports  # one table, as the outline read it
+            if self._on_parse is not None:
+                self._on_parse(tree)
+        return self._full
+
+    @property
+    def tree(self) -> cst.Module | None:
+        full = self.full()
+        return full.tree if full is not None else None
+
+    @property
+    def body(self) -> list:
+        full = self.full()
+        return full.body if full is not None else []
+
+    @property
+    def method_class(self) -> dict:
+        full = self.full()
+        return full.method_class if full is not None else {}
+
+    def class_ref(self, name: str | None, qualified: bool = False):
+        from loopcheck.engine.builder import ModuleIndex
+
+        return ModuleIndex.class_ref(self, name, qualified)
+
+    def method(self, cls: str, name: str):
+        from loopcheck.engine.builder import ModuleIndex
+
+        return ModuleIndex.method(self, cls, name)
