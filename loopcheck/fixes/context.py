@@ -11,8 +11,8 @@ from typing import Iterable, Iterator, Sequence
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
-from libcst.metadata import MetadataWrapper, PositionProvider
 
+from loopcheck.engine.positions import compute_positions
 from loopcheck.fixes.model import Edit, Fix, edits_between
 from loopcheck.parsing import parse_module
 
@@ -26,27 +26,90 @@ OPTIMIZER_CTOR = re.compile(
 )
 
 
-class _ParentVisitor(cst.CSTVisitor):
-    def __init__(self) -> None:
-        super().__init__()
-        self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
-        self.stack: list[cst.CSTNode] = []
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if self.stack:
-            self.parents[node] = self.stack[-1]
-        self.stack.append(node)
-        return True
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        self.stack.pop()
+_NODE_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def _parents(module: cst.Module) -> dict[cst.CSTNode, cst.CSTNode]:
-    """Node -> parent node, for every node of ``module``."""
-    visitor = _ParentVisitor()
-    module.visit(visitor)
-    return visitor.parents
+    """Node -> parent node, for every node of ``module`` (whitespace and comments included):
+    the nodes a LibCST visitor visits, read from the dataclass fields without the visit (a
+    visit rebuilds every node: 0.5 s on a 2,000-line file, against 0.05 s). Parents come
+    before their children; siblings in field order."""
+    parents: dict[cst.CSTNode, cst.CSTNode] = {}
+    stack: list[cst.CSTNode] = [module]
+    node_type = cst.CSTNode
+    while stack:
+        node = stack.pop()
+        cls = type(node)
+        names = _NODE_FIELDS.get(cls)
+        if names is None:
+            names = _NODE_FIELDS[cls] = tuple(cls.__dataclass_fields__)
+        for name in names:
+            value = getattr(node, name)
+            if isinstance(value, (tuple, list)):
+                for v in value:
+                    if isinstance(v, node_type):
+                        parents[v] = node
+                        stack.append(v)
+            elif isinstance(value, node_type):
+                parents[value] = node
+                stack.append(value)
+    return parents
+
+
+class Bindings:
+    """The bindings of a file's names, in the order of the tree (:attr:`FixContext.parents`).
+
+    Attributes:
+        values: name -> the values assigned to it (``x = v``, ``x: T = v``, ``(x := v)``).
+        unknown: names also bound another way, whose value is then not known: a ``for`` or
+            comprehension target, ``as`` name, parameter, ``global``/``nonlocal``, an element
+            of a tuple or list target.
+        augmented: name -> its augmented assignments (``x += v``).
+    """
+
+    def __init__(self, ctx: "FixContext") -> None:
+        self.values: dict[str, list[cst.CSTNode]] = {}
+        self.unknown: set[str] = set()
+        self.augmented: dict[str, list[cst.AugAssign]] = {}
+        code = ctx.expr_code
+        for node in ctx.parents:
+            t = type(node)
+            if t is cst.Assign:
+                for target in node.targets:
+                    self.values.setdefault(code(target.target), []).append(node.value)
+                    self._elements(ctx, target.target)
+            elif t is cst.AnnAssign:
+                if node.value is not None:
+                    self.values.setdefault(code(node.target), []).append(node.value)
+            elif t is cst.For or t is cst.CompFor:
+                self._elements(ctx, node.target)
+                self.unknown.add(code(node.target))
+            elif t is cst.AsName:
+                self.unknown.add(code(node.name))
+            elif t is cst.NamedExpr:
+                self.values.setdefault(code(node.target), []).append(node.value)
+            elif t is cst.Param:
+                self.unknown.add(node.name.value)
+            elif t is cst.Global or t is cst.Nonlocal:
+                self.unknown.update(n.name.value for n in node.names)
+            elif t is cst.AugAssign:
+                self.augmented.setdefault(code(node.target), []).append(node)
+
+    def _elements(self, ctx: "FixContext", target: cst.CSTNode) -> None:
+        """The names an unpacking target binds (``a, (b, *c)``) are not known by value."""
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:
+                self.unknown.add(ctx.expr_code(el.value))
+                self._elements(ctx, el.value)
+        elif isinstance(target, cst.StarredElement):
+            self.unknown.add(ctx.expr_code(target.value))
+            self._elements(ctx, target.value)
+
+    def of(self, name: str) -> list[cst.CSTNode] | None:
+        """The values assigned to ``name``, or ``None`` when it is also bound another way."""
+        if name in self.unknown:
+            return None
+        return list(self.values.get(name, ()))
 
 
 class FixContext:
@@ -58,13 +121,14 @@ class FixContext:
         self.source = source
         self.module = module if module is not None else parse_module(source)
         if positions is None or module is None:
-            positions = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+            positions = compute_positions(self.module)  # PositionProvider's ranges, without its visit
         self.positions = positions
         self.parents = _parents(self.module)  # ParentNodeProvider is several times slower
         self._roles: dict[str, set[str]] = {}
         self._by_start: dict[tuple[int, int], list[cst.CSTNode]] | None = None
         self._calls: list[cst.Call] | None = None
         self._rendered: str | None = None  # self.module.code, once asked for
+        self._bindings: Bindings | None = None
 
     # ------------------------------------------------------------------ positions
 
@@ -179,6 +243,14 @@ class FixContext:
     def expr_code(self, node: cst.CSTNode) -> str:
         """The source of an expression on one line, without surrounding whitespace."""
         return " ".join(self.code(node).split())
+
+    def bindings(self) -> "Bindings":
+        """How each name (an expression's one-line source: ``loss``, ``self.criterion``) is
+        bound anywhere in the file (:class:`Bindings`), read in one pass over the tree and
+        kept: fixers ask about many names, each of which would be a pass of its own."""
+        if self._bindings is None:
+            self._bindings = Bindings(self)
+        return self._bindings
 
     def calls_in(self, node: cst.CSTNode) -> Iterator[cst.Call]:
         for call in self.calls():
@@ -518,6 +590,11 @@ class Rewrite(cst.CSTTransformer):
         self.replace[id(old)] = new
         return self
 
+    _wanted: set[int] | None = None  # ids of the nodes on the way to an edit (see run)
+
+    def on_visit(self, node) -> bool:
+        return self._wanted is None or id(node) in self._wanted
+
     def on_leave(self, original, updated):
         key = id(original)
         if key in self.replace:
@@ -532,7 +609,23 @@ class Rewrite(cst.CSTTransformer):
         return updated
 
     def run(self, module: cst.Module) -> cst.Module:
-        return module.visit(self)
+        """The module with the edits made. Only the nodes on the way from the module to an
+        edited node are visited (a visit rebuilds each node it enters: the whole tree took
+        0.6 s for one substitution in a 2,000-line file); the others are kept as they are."""
+        keys = set(self.remove) | set(self.before) | set(self.after) | set(self.replace)
+        parents = _parents(module)
+        nodes = {id(n): n for n in parents}
+        wanted: set[int] = {id(module)} if keys else set()
+        for key in keys:
+            node = nodes.get(key)
+            while node is not None and id(node) not in wanted:
+                wanted.add(id(node))
+                node = parents.get(node)
+        self._wanted = wanted
+        try:
+            return module.visit(self)
+        finally:
+            self._wanted = None
 
 
 def first(items: Iterable):

@@ -425,39 +425,8 @@ def _reduces_to_scalar(call: cst.Call) -> bool:
 def _bindings(ctx: FixContext, expr: str) -> list[cst.CSTNode] | None:
     """The values assigned to ``expr`` (``loss``, ``self.criterion``) anywhere in the file, or
     ``None`` when it is also bound another way (a loop or ``with`` target, a parameter, a
-    tuple unpacking, an augmented assignment, ...): then its value is not known."""
-    values = []
-    for node in ctx.parents:
-        if isinstance(node, cst.Assign):
-            for t in node.targets:
-                if ctx.expr_code(t.target) == expr:
-                    values.append(node.value)
-                elif _binds(ctx, t.target, expr):
-                    return None
-        elif isinstance(node, cst.AnnAssign) and ctx.expr_code(node.target) == expr:
-            if node.value is None:
-                continue
-            values.append(node.value)
-        elif isinstance(node, (cst.For, cst.CompFor)) and _binds(ctx, node.target, expr):
-            return None
-        elif isinstance(node, cst.AsName) and ctx.expr_code(node.name) == expr:
-            return None
-        elif isinstance(node, cst.NamedExpr) and ctx.expr_code(node.target) == expr:
-            values.append(node.value)
-        elif isinstance(node, cst.Param) and node.name.value == expr:
-            return None
-        elif isinstance(node, (cst.Global, cst.Nonlocal)):
-            if any(n.name.value == expr for n in node.names):
-                return None
-    return values
-
-
-def _binds(ctx: FixContext, target: cst.CSTNode, expr: str) -> bool:
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return any(_binds(ctx, el.value, expr) for el in target.elements)
-    if isinstance(target, cst.StarredElement):
-        return _binds(ctx, target.value, expr)
-    return ctx.expr_code(target) == expr
+    tuple unpacking, ...): then its value is not known (:class:`~loopcheck.fixes.context.Bindings`)."""
+    return ctx.bindings().of(expr)
 
 
 def _scalar(ctx: FixContext, value: cst.CSTNode, at: cst.CSTNode, depth: int = 0) -> bool:
@@ -468,13 +437,8 @@ def _scalar(ctx: FixContext, value: cst.CSTNode, at: cst.CSTNode, depth: int = 0
         return True
     if isinstance(value, (cst.Name, cst.Attribute)):
         values = _bindings(ctx, ctx.expr_code(value))
-        augmented = any(
-            isinstance(n, cst.AugAssign) and ctx.expr_code(n.target) == ctx.expr_code(value) for n in ctx.parents
-        )
-        if not values or augmented and not all(
-            _scalar(ctx, n.value, at, depth + 1)
-            for n in ctx.parents if isinstance(n, cst.AugAssign) and ctx.expr_code(n.target) == ctx.expr_code(value)
-        ):
+        augmented = ctx.bindings().augmented.get(ctx.expr_code(value), [])
+        if not values or augmented and not all(_scalar(ctx, n.value, at, depth + 1) for n in augmented):
             return False
         return all(_scalar(ctx, v, at, depth + 1) for v in values)
     if isinstance(value, cst.BinaryOperation):
