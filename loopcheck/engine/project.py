@@ -283,8 +283,9 @@ class Project:
     def trim(self, max_bytes: int = MAX_KEPT_BYTES) -> None:
         """Forget the least recently used modules until the kept ones hold at most
         ``max_bytes`` of source text (their trees take about 30 bytes of memory per byte of
-        source; a module only outlined counts for a :data:`OUTLINE_DISCOUNT`-th). Call it between checks, never during one: a module read again is a new tree,
-        and one check must see one tree per module. The texts read for the pre-filter only
+        source; a module only outlined counts for a :data:`OUTLINE_DISCOUNT`-th). Call it
+        between checks, never during one: a module read again is a new tree, and one check
+        must see one tree per module. The texts read for the pre-filter only
         (:meth:`source_of`) are all forgotten."""
         self._texts.clear()
         total = sum(_weight(info) for info in self._modules.values())
