@@ -131,6 +131,10 @@ class Project:
     _reads: Reads | None = field(default=None, repr=False)
     memo: dict = field(default_factory=dict)  # callers' answers about modules, by their own keys
     _texts: dict[Path, tuple[tuple, str | None]] = field(default_factory=dict, repr=False)  # source_of
+    # for the check under way (emptied by trim(), between checks): path -> resolved path, and
+    # resolved path -> the module found current (a lookup resolves and stats its file each time)
+    _resolved: dict[Path, Path] = field(default_factory=dict, repr=False)
+    _current: dict[Path, ModuleInfo | None] = field(default_factory=dict, repr=False)
 
     @contextmanager
     def recording(self) -> Iterator[Reads]:
@@ -187,10 +191,17 @@ class Project:
         """Read, parse and index ``path`` once (again only when it changed on disk)."""
         from loopcheck.engine.builder import index_module  # the builder imports this module
 
-        path = path.resolve()
-        info = self._load(path)
+        resolved = self._resolved.get(path)
+        if resolved is None:
+            resolved = self._resolved[path] = path.resolve()
+        if resolved in self._current:
+            info = self._current[resolved]
+            if info is not None and self._modules.get(resolved) is info:
+                self._modules[resolved] = self._modules.pop(resolved)  # the most recently used last
+        else:
+            info = self._current[resolved] = self._load(resolved)
         if self._reads is not None:
-            self._reads.modules[path] = info
+            self._reads.modules[resolved] = info
         return info
 
     def _load(self, path: Path) -> ModuleInfo | None:
@@ -251,6 +262,7 @@ class Project:
         from loopcheck.engine.builder import index_module
 
         path = path.resolve()
+        self._current.pop(path, None)
         name, _root = module_name(path)
         package = name.rpartition(".")[0] if path.stem != "__init__" else name
         if lazy and module is None:
@@ -288,6 +300,8 @@ class Project:
         must see one tree per module. The texts read for the pre-filter only
         (:meth:`source_of`) are all forgotten."""
         self._texts.clear()
+        self._resolved.clear()
+        self._current.clear()
         total = sum(_weight(info) for info in self._modules.values())
         for path in list(self._modules):
             if total <= max_bytes:
