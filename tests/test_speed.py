@@ -156,3 +156,31 @@ def test_a_training_function_inlined_at_many_sites_costs_linear_work(monkeypatch
 
     two, eight, many = runs(2), runs(8), runs(32)
     assert eight <= 4.4 * two and many <= 4.4 * eight  # 4x the sites, 4x the work (170, 2360, 36320 before)
+
+
+def test_the_parent_table_is_the_one_a_libcst_visitor_sees():
+    import libcst as cst
+
+    from loopcheck.engine.walk import parent_table
+
+    class Parents(cst.CSTVisitor):
+        def __init__(self) -> None:
+            super().__init__()
+            self.table, self.stack = {}, []
+
+        def on_visit(self, node) -> bool:
+            if self.stack:
+                self.table[node] = self.stack[-1]
+            self.stack.append(node)
+            return True
+
+        def on_leave(self, original_node) -> None:
+            self.stack.pop()
+
+    for path in sorted((ROOT / "fixtures").glob("LC*_bad*.py"))[::5]:
+        module = cst.parse_module(path.read_text(encoding="utf-8"))
+        seen = Parents()
+        module.visit(seen)
+        table = parent_table(module)
+        assert set(map(id, table)) == set(map(id, seen.table)), path.name
+        assert all(table[node] is parent for node, parent in seen.table.items()), path.name

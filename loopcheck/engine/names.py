@@ -31,6 +31,11 @@ def _module_path(node: cst.BaseExpression | None) -> str:
     return dotted_name(node) if node is not None else ""  # type: ignore[return-value]
 
 
+def _asname(alias: cst.ImportAlias) -> str | None:
+    asname = alias.asname
+    return asname.name.value if asname is not None and isinstance(asname.name, cst.Name) else None
+
+
 class ImportMap:
     """Local name → qualified name, collected from the import statements of one file.
 
@@ -55,32 +60,39 @@ class ImportMap:
         """Record the aliases one ``import``/``from ... import`` statement binds."""
         if isinstance(node, cst.Import):
             for alias in node.names:
-                full = _module_path(alias.name)
-                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                    self.aliases[alias.asname.name.value] = full
-                else:
-                    top = full.split(".")[0]
-                    self.aliases.setdefault(top, top)
+                self.add_import(_module_path(alias.name), _asname(alias))
             return
-        base = _module_path(node.module)
-        if node.relative:
+        names = None if isinstance(node.names, cst.ImportStar) else [
+            (_module_path(alias.name), _asname(alias)) for alias in node.names
+        ]
+        self.add_from(_module_path(node.module), len(node.relative), names)
+
+    def add_import(self, module: str, asname: str | None) -> None:
+        """``import module`` (binds its top package) or ``import module as asname``."""
+        if asname is not None:
+            self.aliases[asname] = module
+        else:
+            top = module.split(".")[0]
+            self.aliases.setdefault(top, top)
+
+    def add_from(self, module: str, level: int, names: list[tuple[str, str | None]] | None) -> None:
+        """``from <level dots><module> import name [as asname], ...``; ``names`` ``None`` for
+        ``import *``."""
+        base = module
+        if level:
             if self.package is None:
                 return
             parts = self.package.split(".") if self.package else []
-            up = len(node.relative) - 1
+            up = level - 1
             if up > len(parts):
                 return
             base = ".".join(parts[: len(parts) - up] + ([base] if base else []))
-        if isinstance(node.names, cst.ImportStar):
+        if names is None:
             if base:
                 self.stars.append(base)
             return
-        for alias in node.names:
-            name = _module_path(alias.name)
-            local = name
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                local = alias.asname.name.value
-            self.aliases[local] = f"{base}.{name}" if base else name
+        for name, asname in names:
+            self.aliases[asname or name] = f"{base}.{name}" if base else name
 
     def qualify(self, dotted: str | None) -> str | None:
         """Qualify a dotted local name: ``"nn.utils.clip_grad_norm_"`` → ``"torch.nn.utils.clip_grad_norm_"``."""

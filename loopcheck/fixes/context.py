@@ -13,6 +13,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from loopcheck.engine.positions import compute_positions
+from loopcheck.engine.walk import parent_table
 from loopcheck.fixes.model import Edit, Fix, edits_between
 from loopcheck.parsing import parse_module
 
@@ -24,36 +25,6 @@ SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 OPTIMIZER_CTOR = re.compile(
     r"(^|\.)(optim\.|Adam|AdamW|SGD|RMSprop|Adagrad|Adadelta|Adamax|NAdam|RAdam|LBFGS|Lion|Adafactor|Muon|\w*Optimizer)",
 )
-
-
-_NODE_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
-def _parents(module: cst.Module) -> dict[cst.CSTNode, cst.CSTNode]:
-    """Node -> parent node, for every node of ``module`` (whitespace and comments included):
-    the nodes a LibCST visitor visits, read from the dataclass fields without the visit (a
-    visit rebuilds every node: 0.5 s on a 2,000-line file, against 0.05 s). Parents come
-    before their children; siblings in field order."""
-    parents: dict[cst.CSTNode, cst.CSTNode] = {}
-    stack: list[cst.CSTNode] = [module]
-    node_type = cst.CSTNode
-    while stack:
-        node = stack.pop()
-        cls = type(node)
-        names = _NODE_FIELDS.get(cls)
-        if names is None:
-            names = _NODE_FIELDS[cls] = tuple(cls.__dataclass_fields__)
-        for name in names:
-            value = getattr(node, name)
-            if isinstance(value, (tuple, list)):
-                for v in value:
-                    if isinstance(v, node_type):
-                        parents[v] = node
-                        stack.append(v)
-            elif isinstance(value, node_type):
-                parents[value] = node
-                stack.append(value)
-    return parents
 
 
 class Bindings:
@@ -123,7 +94,7 @@ class FixContext:
         if positions is None or module is None:
             positions = compute_positions(self.module)  # PositionProvider's ranges, without its visit
         self.positions = positions
-        self.parents = _parents(self.module)  # ParentNodeProvider is several times slower
+        self.parents = parent_table(self.module)  # ParentNodeProvider is several times slower
         self._roles: dict[str, set[str]] = {}
         self._by_start: dict[tuple[int, int], list[cst.CSTNode]] | None = None
         self._calls: list[cst.Call] | None = None
@@ -608,12 +579,15 @@ class Rewrite(cst.CSTTransformer):
             return cst.FlattenSentinel([*before, updated, *after])
         return updated
 
-    def run(self, module: cst.Module) -> cst.Module:
+    def run(self, module: cst.Module, parents: dict | None = None) -> cst.Module:
         """The module with the edits made. Only the nodes on the way from the module to an
         edited node are visited (a visit rebuilds each node it enters: the whole tree took
-        0.6 s for one substitution in a 2,000-line file); the others are kept as they are."""
+        0.6 s for one substitution in a 2,000-line file); the others are kept as they are.
+        ``parents``: the module's node -> parent table, when the caller has it
+        (:attr:`FixContext.parents`)."""
         keys = set(self.remove) | set(self.before) | set(self.after) | set(self.replace)
-        parents = _parents(module)
+        if parents is None:
+            parents = parent_table(module)
         nodes = {id(n): n for n in parents}
         wanted: set[int] = {id(module)} if keys else set()
         for key in keys:

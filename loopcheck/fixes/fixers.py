@@ -150,7 +150,7 @@ def clip_before_backward(ctx: FixContext, f: Finding) -> Fix | None:
     if stmt_calls(ctx, between, "zero_grad", "step") or not ctx.independent(stmt, between):
         return None
     step = ctx.expr_call(block.body[k])
-    new = Rewrite().delete(stmt).insert_before(block.body[k], stmt).run(ctx.module)
+    new = Rewrite().delete(stmt).insert_before(block.body[k], stmt).run(ctx.module, ctx.parents)
     return ctx.fix(SAFE, f"Move `{callee(ctx, clip)}` between `{short(ctx, bw)}` and `{short(ctx, step)}`", new)
 
 
@@ -170,7 +170,7 @@ def clip_after_step(ctx: FixContext, f: Finding) -> Fix | None:
     between = block.body[k + 1:i]
     if stmt_calls(ctx, between, "backward", "zero_grad", "unscale_") or not ctx.independent(stmt, between):
         return None
-    new = Rewrite().delete(stmt).insert_before(block.body[k], stmt).run(ctx.module)
+    new = Rewrite().delete(stmt).insert_before(block.body[k], stmt).run(ctx.module, ctx.parents)
     return ctx.fix(SAFE, f"Move `{callee(ctx, clip)}` before `{short(ctx, step)}`", new)
 
 
@@ -210,7 +210,7 @@ def zero_grad_between(ctx: FixContext, f: Finding) -> Fix | None:
         anchor = s_block.body[k]
         if k + 1 < len(s_block.body) and ctx.is_method_stmt(s_block.body[k + 1], "update"):
             anchor = s_block.body[k + 1]
-        new = Rewrite().delete(stmt).insert_after(anchor, keep_comments(stmt)).run(ctx.module)
+        new = Rewrite().delete(stmt).insert_after(anchor, keep_comments(stmt)).run(ctx.module, ctx.parents)
         return ctx.fix(applicability, f"Move `{short(ctx, zg)}` after `{short(ctx, step)}`", new)
     return None
 
@@ -252,7 +252,7 @@ def eval_mode_not_reset(ctx: FixContext, f: Finding) -> Fix | None:
     body = ctx.body_block(target)
     if not model or body is None or not body.body or not ctx.valid_at(model, step):
         return None
-    new = Rewrite().insert_before(body.body[0], ctx.parse_statement(f"{model}.train()")).run(ctx.module)
+    new = Rewrite().insert_before(body.body[0], ctx.parse_statement(f"{model}.train()")).run(ctx.module, ctx.parents)
     return ctx.fix(UNSAFE, f"Call `{model}.train()` at the start of each training iteration", new)
 
 
@@ -339,7 +339,7 @@ def validation_without_no_grad(ctx: FixContext, f: Finding) -> Fix | None:
     for s in wrapped[1:]:
         rw.delete(s)
     what = "loop" if len(wrapped) == 1 and isinstance(head, LOOPS) else "evaluation"
-    return ctx.fix(applicability, f"Wrap the {what} in `with {no_grad}():`", rw.run(ctx.module))
+    return ctx.fix(applicability, f"Wrap the {what} in `with {no_grad}():`", rw.run(ctx.module, ctx.parents))
 
 
 # ------------------------------------------------------------------------------ LC4xx
@@ -391,7 +391,7 @@ def loss_tensor_kept(ctx: FixContext, f: Finding) -> Fix | None:
         and _holds_floats(ctx, container, kind, node)
         and not _used_as_tensor(ctx, receiver, node)
     )
-    new = Rewrite().substitute(value, item).run(ctx.module)
+    new = Rewrite().substitute(value, item).run(ctx.module, ctx.parents)
     return ctx.fix(SAFE if safe else UNSAFE, f"Use `{ctx.expr_code(value)}.item()`", new)
 
 
@@ -579,7 +579,7 @@ def clip_without_unscale(ctx: FixContext, f: Finding) -> Fix | None:
     if not ctx.valid_at(scaler, clip) or not ctx.valid_at(opt, clip):
         return None
     unscale = ctx.parse_statement(f"{scaler}.unscale_({opt})")
-    new = Rewrite().insert_before(stmt, unscale).run(ctx.module)
+    new = Rewrite().insert_before(stmt, unscale).run(ctx.module, ctx.parents)
     return ctx.fix(SAFE, f"Call `{scaler}.unscale_({opt})` before `{callee(ctx, clip)}`", new)
 
 
@@ -597,7 +597,7 @@ def step_bypasses_scaler(ctx: FixContext, f: Finding) -> Fix | None:
     opt = ctx.expr_code(step.func.value)
     rw = Rewrite().substitute(step, cst.parse_expression(f"{scaler}.step({opt})"))
     applicability = ensure_update(ctx, rw, stmt, scaler) or SAFE
-    return ctx.fix(applicability, f"Use `{scaler}.step({opt})` and `{scaler}.update()`", rw.run(ctx.module))
+    return ctx.fix(applicability, f"Use `{scaler}.step({opt})` and `{scaler}.update()`", rw.run(ctx.module, ctx.parents))
 
 
 @fixer("LC603")
@@ -615,7 +615,7 @@ def backward_on_unscaled_loss(ctx: FixContext, f: Finding) -> Fix | None:
         return None
     loss = bw.func.value
     scaled = cst.Call(func=cst.parse_expression(f"{scaler}.scale"), args=[cst.Arg(loss.with_changes(lpar=(), rpar=()))])
-    new = Rewrite().substitute(loss, scaled).run(ctx.module)
+    new = Rewrite().substitute(loss, scaled).run(ctx.module, ctx.parents)
     return ctx.fix(SAFE, f"Use `{scaler}.scale({ctx.expr_code(loss)}).backward()`", new)
 
 
@@ -632,7 +632,7 @@ def scaler_step_without_update(ctx: FixContext, f: Finding) -> Fix | None:
     applicability = ensure_update(ctx, rw, stmt, scaler)
     if applicability is None:
         return None
-    return ctx.fix(applicability, f"Call `{scaler}.update()` after `{short(ctx, sstep)}`", rw.run(ctx.module))
+    return ctx.fix(applicability, f"Call `{scaler}.update()` after `{short(ctx, sstep)}`", rw.run(ctx.module, ctx.parents))
 
 
 # ------------------------------------------------------------------------------ LC5xx, LC7xx
@@ -686,7 +686,7 @@ def tensor_conversion_discarded(ctx: FixContext, f: Finding) -> Fix | None:
     if _dotted(target) is None:
         return None
     assign = cst.Assign(targets=[cst.AssignTarget(target=target)], value=call, semicolon=expr.semicolon)
-    new = Rewrite().substitute(expr, assign).run(ctx.module)
+    new = Rewrite().substitute(expr, assign).run(ctx.module, ctx.parents)
     name = ctx.expr_code(target)
     return ctx.fix(SAFE, f"Assign the result: `{name} = {name}.{call.func.attr.value}(...)`", new)
 
@@ -733,10 +733,10 @@ def probabilities_to_logits_loss(ctx: FixContext, f: Finding) -> Fix | None:
             if _callee_name(act) != "softmax":
                 return None
             new_func = act.func.with_changes(attr=cst.Name("log_softmax")) if isinstance(act.func, cst.Attribute) else cst.Name("log_softmax")
-            new = Rewrite().substitute(act.func, new_func).run(ctx.module)
+            new = Rewrite().substitute(act.func, new_func).run(ctx.module, ctx.parents)
             return ctx.fix(SAFE, "Use `log_softmax` for NLLLoss", new)
         inner = _activation_input(act)
-        new = Rewrite().substitute(act, inner.with_changes(lpar=(), rpar=()) if not isinstance(inner, cst.Name) else inner).run(ctx.module)
+        new = Rewrite().substitute(act, inner.with_changes(lpar=(), rpar=()) if not isinstance(inner, cst.Name) else inner).run(ctx.module, ctx.parents)
         return ctx.fix(SAFE, f"Remove `{_callee_name(act)}()`: pass `{ctx.expr_code(inner)}`", new)
     if nll or not isinstance(arg.value, cst.Name):
         return None
@@ -757,7 +757,7 @@ def probabilities_to_logits_loss(ctx: FixContext, f: Finding) -> Fix | None:
     between = where_a[0].body[where_a[1] + 1:where_l[1]]
     if any(inner.value in ctx.names_written(s) for s in between):
         return None
-    new = Rewrite().substitute(arg.value, cst.Name(inner.value)).run(ctx.module)
+    new = Rewrite().substitute(arg.value, cst.Name(inner.value)).run(ctx.module, ctx.parents)
     return ctx.fix(SAFE, f"Pass `{inner.value}` instead of `{arg.value.value}`", new)
 
 
@@ -780,7 +780,7 @@ def logits_to_probability_loss(ctx: FixContext, f: Finding) -> Fix | None:
                     else cst.Name(LOGIT_LOSSES[name]))
         if isinstance(new_func, cst.Name) and not ctx.valid_at(LOGIT_LOSSES[name], loss):
             return None
-        new = Rewrite().substitute(loss.func, new_func).run(ctx.module)
+        new = Rewrite().substitute(loss.func, new_func).run(ctx.module, ctx.parents)
         return ctx.fix(SAFE, f"Use `{LOGIT_LOSSES[name]}`", new)
     criterion = _dotted(loss.func)
     ctor = next((c for c in related_calls(ctx, f) if _callee_name(c) in LOGIT_LOSSES), None)
@@ -793,7 +793,7 @@ def logits_to_probability_loss(ctx: FixContext, f: Finding) -> Fix | None:
     if uses != [loss]:
         return None  # called elsewhere too: those calls may pass probabilities
     replacement = LOGIT_LOSSES[_callee_name(ctor)]
-    new = Rewrite().substitute(ctor.func, ctor.func.with_changes(attr=cst.Name(replacement))).run(ctx.module)
+    new = Rewrite().substitute(ctor.func, ctor.func.with_changes(attr=cst.Name(replacement))).run(ctx.module, ctx.parents)
     return ctx.fix(SAFE, f"Use `{replacement}` for `{criterion}`", new)
 
 
@@ -830,5 +830,5 @@ def submodules_in_plain_container(ctx: FixContext, f: Finding) -> Fix | None:
     else:
         arg = value.with_changes(lpar=(), rpar=()) if isinstance(value, cst.Tuple) and value.lpar else value
         wrapped = cst.Call(func=cst.parse_expression(f"{nn_name}.{kind}"), args=[cst.Arg(arg)])
-    new = Rewrite().substitute(value, wrapped).run(ctx.module)
+    new = Rewrite().substitute(value, wrapped).run(ctx.module, ctx.parents)
     return ctx.fix(UNSAFE, f"Use `{nn_name}.{kind}`", new)
