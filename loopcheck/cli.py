@@ -744,6 +744,9 @@ def check(paths, select, extend_select, ignore, exclude, extend_exclude, respect
             if (show_files or show_settings) and not read_stdin:
                 (print_settings if show_settings else list_files)(list(paths) or ["."], resolver, force_exclude, out)
                 return
+            from loopcheck.runner import tune_gc
+
+            tune_gc()  # the checks, and the fixes checked again in this process
             if read_stdin:
                 run = lint_stdin(stdin_filename, resolver, force_exclude, echo=fix and not show_diff and not add_noqa)
             else:

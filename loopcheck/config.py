@@ -309,6 +309,13 @@ class Settings:
         rel = self._relative(path)
         return bool(rel) and self.exclude.match_file(rel + ("/" if is_dir else ""))
 
+    def entry_prefix(self, directory: Path) -> str:
+        """What the paths :meth:`is_excluded` matches for the entries of ``directory`` start
+        with: its path relative to :attr:`base` and a slash (``"models/"``; ``""`` at the base),
+        so that ``exclude.match_file(prefix + name)`` judges an entry without building its path."""
+        rel = self._relative(directory)
+        return "" if rel in ("", ".") else rel + "/"
+
     def excludes_name(self, name: str, is_dir: bool = False) -> bool:
         """Whether a pattern matches ``name`` itself (used inside a directory that was
         named explicitly although excluded: its entries are judged by their own names)."""

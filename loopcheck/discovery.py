@@ -119,21 +119,6 @@ def _load_gitignore(directory: Path) -> pathspec.GitIgnoreSpec | None:
     return gitignore_spec(lines)
 
 
-def _real(path: Path) -> Path:
-    """``path`` with the symbolic links of its directory resolved, but not its own: a link is
-    ignored, or not, by its own name, and a loop raises nothing here."""
-    return Path(os.path.realpath(path.parent)) / path.name
-
-
-def _ignored(path: Path, is_dir: bool, specs: list[tuple[Path, pathspec.GitIgnoreSpec]]) -> bool:
-    path = _real(path)
-    for base, spec in specs:
-        rel = path.relative_to(base).as_posix() + ("/" if is_dir else "")
-        if spec.match_file(rel):
-            return True
-    return False
-
-
 def _parent_specs(directory: Path) -> list[tuple[Path, pathspec.GitIgnoreSpec]]:
     """The .gitignore files of the directories above ``directory``, up to the repository root."""
     specs = []
@@ -291,7 +276,11 @@ def iter_source_files(
         if listing is not None:
             yield from _from_git(root, listing, exclusions, seen, report)
         else:
-            base_specs = _parent_specs(root) if settings_for(root).respect_gitignore else []
+            # each parent .gitignore judges paths relative to its directory, through the
+            # real directories (symbolic links resolved) below it
+            real = os.path.realpath(root)
+            base_specs = [(spec, _prefix(os.path.relpath(real, base))) for base, spec in _parent_specs(root)] \
+                if settings_for(root).respect_gitignore else []
             yield from _walk(root, base_specs, settings_for, seen, report)
 
 
@@ -342,44 +331,66 @@ def _regular(path: Path, st: os.stat_result, report: OnProblem) -> bool:
     return False
 
 
-def _walk(directory: Path, specs, settings_for: SettingsFor, seen: set[Path], report: OnProblem) -> Iterator[Path]:
+def _prefix(relative: str) -> str:
+    """A relative directory as the start of its entries' relative paths: ``"a/b/"``, ``""``
+    for the directory itself (``"."``)."""
+    return "" if relative in ("", ".") else relative.replace(os.sep, "/") + "/"
+
+
+def _walk(directory: Path, specs: list[tuple[pathspec.GitIgnoreSpec, str]], settings_for: SettingsFor,
+          seen: set[Path], report: OnProblem) -> Iterator[Path]:
+    """The source files under ``directory``, in name order, depth first.
+
+    Args:
+        directory: the directory, as the user's path leads to it.
+        specs: the ``.gitignore`` specs that apply, each with ``directory``'s path relative
+            to the spec's own directory (:func:`_prefix`): an entry ``name`` is matched as
+            ``prefix + name`` (``+ "/"`` for a directory). The walk never enters a symbolic
+            link, so a subdirectory's prefix is its parent's and its name.
+    """
     settings = settings_for(directory)
     respect_gitignore = settings.respect_gitignore
     # A directory walked although excluded was named explicitly (or lies in one that was):
     # its entries are excluded by their own names only, not for being inside it.
     inside_excluded = settings.is_excluded(directory, is_dir=True)
+    excludes = settings.exclude.match_file
+    start = "" if inside_excluded else settings.entry_prefix(directory)
 
-    def excluded(path: Path, is_dir: bool) -> bool:
-        if inside_excluded:
-            return settings.excludes_name(path.name, is_dir)
-        return settings.is_excluded(path, is_dir)
+    def excluded(name: str, is_dir: bool) -> bool:
+        return bool(excludes(start + name + ("/" if is_dir else "")))
+
+    def ignored(name: str, is_dir: bool) -> bool:
+        tail = name + "/" if is_dir else name
+        return any(spec.match_file(prefix + tail) for spec, prefix in specs)
 
     if respect_gitignore:
         own = _load_gitignore(directory)
         if own is not None:
-            specs = specs + [(Path(os.path.realpath(directory)), own)]
+            specs = specs + [(own, "")]
     try:
         entries = sorted(os.scandir(directory), key=lambda e: e.name)
     except OSError as err:
         report(directory, f"cannot read directory {directory}: {err.strerror}", True)
         return
     for entry in entries:
-        path = Path(entry.path)
+        name = entry.name
         try:
             is_dir = entry.is_dir(follow_symlinks=False)
         except OSError:
             is_dir = False
         if is_dir:
-            if excluded(path, True) or _is_virtualenv(path):
+            path = Path(entry.path)
+            if excluded(name, True) or _is_virtualenv(path):
                 continue
-            if respect_gitignore and _ignored(path, True, specs):
+            if respect_gitignore and ignored(name, True):
                 continue
-            yield from _walk(path, specs, settings_for, seen, report)
-        elif is_source_file(path):
-            if excluded(path, False):
+            yield from _walk(path, [(spec, f"{prefix}{name}/") for spec, prefix in specs], settings_for, seen, report)
+        elif name.endswith(SOURCE_SUFFIXES):
+            if excluded(name, False):
                 continue
-            if respect_gitignore and _ignored(path, False, specs):
+            if respect_gitignore and ignored(name, False):
                 continue
+            path = Path(entry.path)
             if path in seen:
                 continue
             try:

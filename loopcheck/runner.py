@@ -96,6 +96,50 @@ _first_rss: int | None = None
 _after_release = 0
 
 
+#: The cyclic garbage collector's thresholds in a process that checks files (:func:`tune_gc`).
+#: With Python's defaults, ``(700, 10, 10)``, the collector walked every object of the
+#: process (a full collection) over and over: the modules a project keeps parsed are millions
+#: of objects, and the analysis allocates many small sets and tuples. See :func:`settle_gc`
+#: for what is done between checks, and the numbers.
+GC_THRESHOLDS = (50_000, 20, 100)
+_PYTHON_GC_DEFAULTS = (700, 10, 10)
+_gc_tuned = False
+
+
+def tune_gc() -> None:
+    """Set :data:`GC_THRESHOLDS` in this process, unless it changed Python's defaults itself
+    (a program that imports loopcheck keeps its own, and :func:`settle_gc` then does nothing).
+    Forked workers inherit the setting."""
+    import gc
+
+    global _gc_tuned
+    if gc.get_threshold() == _PYTHON_GC_DEFAULTS:
+        gc.set_threshold(*GC_THRESHOLDS)
+    _gc_tuned = gc.get_threshold() == GC_THRESHOLDS
+
+
+def settle_gc(released: bool) -> None:
+    """Between two checks (after :func:`tune_gc`): collect the cyclic garbage of the check
+    that ended, then freeze what survives (``gc.freeze``: the modules the project keeps, the
+    imported code), so that no later collection walks those objects again; ``released``: a
+    project was let go, so the frozen objects are unfrozen first, and its cycles collected.
+
+    Measured on the 811 files of the benchmark corpus (``scripts/bench_manifest.toml``) in one
+    process, in the order of :func:`schedule` (2-core machine, Python 3.11): 85.7 CPU s with
+    Python's defaults (136 full collections), 69.2 s with higher thresholds alone, 39.5-52 s
+    with a collection and a freeze after each check. Objects frozen and dropped later (a module
+    :meth:`Project.trim` lets go) are freed by their reference counts; only their cycles wait
+    for the next project or :data:`MEMORY_BUDGET`."""
+    if not _gc_tuned:
+        return
+    import gc
+
+    if released:
+        gc.unfreeze()
+    gc.collect()
+    gc.freeze()
+
+
 def resident_bytes() -> int | None:
     """This process's resident memory now (Linux ``/proc/self/statm``), or ``None``."""
     try:
@@ -122,11 +166,15 @@ def check_job(job: Job, cache: Cache | None = None) -> Outcome:
     from loopcheck.parsing import run_deep
 
     if _first_rss is None:
+        tune_gc()
         _first_rss = resident_bytes() or 0
 
+    released = False
+
     def lint():
+        nonlocal released
         project = project_for(job.filename, job.src)
-        forget_projects(keep=project)
+        released = forget_projects(keep=project) > 0
         if project is None:
             return (*lint_text(job.text, job.filename, job.codes, job.src), None)
         with project.recording() as reads:
@@ -145,8 +193,10 @@ def check_job(job: Job, cache: Cache | None = None) -> Outcome:
             import gc
 
             forget_projects()
+            gc.unfreeze()
             gc.collect()
             _after_release = resident_bytes() or now
+        settle_gc(released)
     if cache is not None and job.entry is not None:
         cache.put(job.entry, job.text, found, checked.notebook, reads)
     return Outcome(found, checked)

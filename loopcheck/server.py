@@ -105,7 +105,9 @@ def analyze(kind: str, payload, filename: str, codes: Collection[str] | None, wi
     from loopcheck.engine.project import project_for
     from loopcheck.noqa import apply_noqa, is_skipped
     from loopcheck.notebook import build_notebook, check_notebook
+    from loopcheck.runner import tune_gc
 
+    tune_gc()
     notebook = build_notebook(payload) if kind == "notebook" else None
     program = notebook.source if notebook is not None else payload
     if is_skipped(program):

@@ -214,3 +214,17 @@ def test_the_readme_example_is_valid(project):
     write(project / "tests" / "bad.py", BAD)
     write(project / "scratch" / "bad.py", BAD)
     assert files_reported(run(".")) == ["bad.py", "tests/bad.py"]
+
+
+def test_an_entry_is_judged_by_its_directory_prefix_as_by_its_whole_path(tmp_path):
+    from loopcheck.config import Resolver
+
+    write(tmp_path / "loopcheck.toml", 'extend-exclude = ["gen_*.py", "/pkg/skip", "data/"]\n')
+    settings = Resolver(Options(), cwd=tmp_path).for_directory(tmp_path)
+    for directory in (tmp_path, tmp_path / "pkg", tmp_path / "pkg" / "deep", tmp_path.parent):
+        prefix = settings.entry_prefix(directory)
+        for name, is_dir in (("gen_x.py", False), ("skip", True), ("data", True), ("train.py", False)):
+            whole = settings.is_excluded(directory / name, is_dir)
+            assert settings.exclude.match_file(prefix + name + ("/" if is_dir else "")) == whole, (directory, name)
+    assert settings.entry_prefix(tmp_path) == ""
+    assert settings.entry_prefix(tmp_path / "pkg" / "deep") == "pkg/deep/"

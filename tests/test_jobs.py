@@ -275,3 +275,57 @@ def test_after_letting_go_a_process_waits_for_new_growth(tmp_path, monkeypatch):
     assert len(_PROJECTS) == 1
     check_job(job)  # grew past the regrowth margin: let go again
     assert len(_PROJECTS) == 0
+
+
+@pytest.fixture
+def gc_state(monkeypatch):
+    """Python's collector thresholds and nothing frozen, restored after the test."""
+    import gc
+
+    before = gc.get_threshold()
+    gc.unfreeze()
+    gc.set_threshold(700, 10, 10)
+    monkeypatch.setattr(loopcheck.runner, "_gc_tuned", False)
+    yield gc
+    gc.unfreeze()
+    gc.set_threshold(*before)
+
+
+class _Cyclic:
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_a_checking_process_tunes_the_collector_and_freezes_what_survives_a_check(gc_state, tmp_path, monkeypatch):
+    import weakref
+
+    from loopcheck.runner import GC_THRESHOLDS, Job, check_job
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "train.py").write_text((FIXTURES / "LC101_bad.py").read_text())
+    monkeypatch.setattr(loopcheck.runner, "_first_rss", None)
+    assert [f.code for f in check_job(Job(str(tmp_path / "train.py"), (tmp_path / "train.py").read_text(), None)).findings] == ["LC101"]
+    assert gc_state.get_threshold() == GC_THRESHOLDS
+    frozen = gc_state.get_freeze_count()
+    assert frozen > 0  # what survived the check is frozen
+    garbage = _Cyclic()
+    dead = weakref.ref(garbage)
+    del garbage
+    kept = _Cyclic()
+    loopcheck.runner.settle_gc(released=False)
+    assert dead() is None  # the cycles of a check are collected
+    assert gc_state.get_freeze_count() > frozen  # the survivors are frozen
+    frozen_cycle = weakref.ref(kept)
+    del kept  # frozen: not collected until a project is let go
+    loopcheck.runner.settle_gc(released=False)
+    assert frozen_cycle() is not None
+    loopcheck.runner.settle_gc(released=True)
+    assert frozen_cycle() is None
+
+
+def test_a_program_with_its_own_collector_thresholds_keeps_them(gc_state):
+    gc_state.set_threshold(1000, 5, 5)
+    loopcheck.runner.tune_gc()
+    assert gc_state.get_threshold() == (1000, 5, 5)
+    loopcheck.runner.settle_gc(released=True)
+    assert gc_state.get_freeze_count() == 0
