@@ -125,11 +125,13 @@ def settle_gc(released: bool) -> None:
     project was let go, so the frozen objects are unfrozen first, and its cycles collected.
 
     Measured on the 811 files of the benchmark corpus (``scripts/bench_manifest.toml``) in one
-    process, in the order of :func:`schedule` (2-core machine, Python 3.11): 85.7 CPU s with
-    Python's defaults (136 full collections), 69.2 s with higher thresholds alone, 39.5-52 s
-    with a collection and a freeze after each check. Objects frozen and dropped later (a module
-    :meth:`Project.trim` lets go) are freed by their reference counts; only their cycles wait
-    for the next project or :data:`MEMORY_BUDGET`."""
+    process, in the order of :func:`schedule` (2-core machine, Python 3.11): 57.7-85.7 CPU s
+    with Python's defaults (136-138 full collections), 44.6-48.2 s with :data:`GC_THRESHOLDS`
+    and this; peak memory 166-196 MB vs 166-172 MB. Higher thresholds without the freeze were
+    as fast but let the process grow to 264 MB (a check's cycles, promoted to the oldest
+    generation while it ran, wait for a full collection). Objects frozen and dropped later (a
+    module :meth:`Project.trim` lets go) are freed by their reference counts; only their
+    cycles wait for the next project or :data:`MEMORY_BUDGET`."""
     if not _gc_tuned:
         return
     import gc
