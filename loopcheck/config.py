@@ -273,6 +273,12 @@ def _spec(patterns) -> pathspec.GitIgnoreSpec:
     return pathspec.GitIgnoreSpec.from_lines(list(patterns))
 
 
+def directory_prefix(relative: str) -> str:
+    """A relative directory as the start of its entries' relative paths, in the form pathspec
+    matches: ``"a/b/"``; ``""`` for the directory itself (``""`` or ``"."``)."""
+    return "" if relative in ("", ".") else relative.replace(os.sep, "/") + "/"
+
+
 @dataclass
 class Settings:
     """What applies to the files of one directory tree.
@@ -313,8 +319,7 @@ class Settings:
         """What the paths :meth:`is_excluded` matches for the entries of ``directory`` start
         with: its path relative to :attr:`base` and a slash (``"models/"``; ``""`` at the base),
         so that ``exclude.match_file(prefix + name)`` judges an entry without building its path."""
-        rel = self._relative(directory)
-        return "" if rel in ("", ".") else rel + "/"
+        return directory_prefix(self._relative(directory))
 
     def excludes_name(self, name: str, is_dir: bool = False) -> bool:
         """Whether a pattern matches ``name`` itself (used inside a directory that was

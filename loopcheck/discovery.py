@@ -40,7 +40,7 @@ from typing import Callable, Iterator
 
 import pathspec
 
-from loopcheck.config import DEFAULT_EXCLUDE, Options, Resolver, Settings
+from loopcheck.config import DEFAULT_EXCLUDE, Options, Resolver, Settings, directory_prefix
 
 SOURCE_SUFFIXES = (".py", ".ipynb")
 SKIP_DIRS = set(DEFAULT_EXCLUDE)  # kept for callers of the first version
@@ -216,7 +216,13 @@ class _Exclusions:
 
 def is_source_file(path: Path) -> bool:
     """Whether the search picks up ``path``: a Python file or a Jupyter notebook (by name)."""
-    return path.name.endswith(SOURCE_SUFFIXES)
+    return is_source_name(path.name)
+
+
+def is_source_name(name: str) -> bool:
+    """:func:`is_source_file` for a file's name (the walk judges entries before it builds
+    their paths)."""
+    return name.endswith(SOURCE_SUFFIXES)
 
 
 def is_force_excluded(path: Path, settings_for: SettingsFor) -> bool:
@@ -279,7 +285,7 @@ def iter_source_files(
             # each parent .gitignore judges paths relative to its directory, through the
             # real directories (symbolic links resolved) below it
             real = os.path.realpath(root)
-            base_specs = [(spec, _prefix(os.path.relpath(real, base))) for base, spec in _parent_specs(root)] \
+            base_specs = [(spec, directory_prefix(os.path.relpath(real, base))) for base, spec in _parent_specs(root)] \
                 if settings_for(root).respect_gitignore else []
             yield from _walk(root, base_specs, settings_for, seen, report)
 
@@ -331,12 +337,6 @@ def _regular(path: Path, st: os.stat_result, report: OnProblem) -> bool:
     return False
 
 
-def _prefix(relative: str) -> str:
-    """A relative directory as the start of its entries' relative paths: ``"a/b/"``, ``""``
-    for the directory itself (``"."``)."""
-    return "" if relative in ("", ".") else relative.replace(os.sep, "/") + "/"
-
-
 def _walk(directory: Path, specs: list[tuple[pathspec.GitIgnoreSpec, str]], settings_for: SettingsFor,
           seen: set[Path], report: OnProblem) -> Iterator[Path]:
     """The source files under ``directory``, in name order, depth first.
@@ -344,7 +344,7 @@ def _walk(directory: Path, specs: list[tuple[pathspec.GitIgnoreSpec, str]], sett
     Args:
         directory: the directory, as the user's path leads to it.
         specs: the ``.gitignore`` specs that apply, each with ``directory``'s path relative
-            to the spec's own directory (:func:`_prefix`): an entry ``name`` is matched as
+            to the spec's own directory (:func:`loopcheck.config.directory_prefix`): an entry ``name`` is matched as
             ``prefix + name`` (``+ "/"`` for a directory). The walk never enters a symbolic
             link, so a subdirectory's prefix is its parent's and its name.
     """
@@ -385,7 +385,7 @@ def _walk(directory: Path, specs: list[tuple[pathspec.GitIgnoreSpec, str]], sett
             if respect_gitignore and ignored(name, True):
                 continue
             yield from _walk(path, [(spec, f"{prefix}{name}/") for spec, prefix in specs], settings_for, seen, report)
-        elif name.endswith(SOURCE_SUFFIXES):
+        elif is_source_name(name):
             if excluded(name, False):
                 continue
             if respect_gitignore and ignored(name, False):

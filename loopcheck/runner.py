@@ -118,11 +118,13 @@ def tune_gc() -> None:
     _gc_tuned = gc.get_threshold() == GC_THRESHOLDS
 
 
-def settle_gc(released: bool) -> None:
+def settle_gc(released: bool, collect: bool = False) -> None:
     """Between two checks (after :func:`tune_gc`): collect the cyclic garbage of the check
     that ended, then freeze what survives (``gc.freeze``: the modules the project keeps, the
     imported code), so that no later collection walks those objects again; ``released``: a
-    project was let go, so the frozen objects are unfrozen first, and its cycles collected.
+    project was let go, so the frozen objects are unfrozen first, and its cycles collected;
+    ``collect``: collect even in a process that keeps its own thresholds (after the memory
+    safety net let every project go).
 
     Measured on the 811 files of the benchmark corpus (``scripts/bench_manifest.toml``) in one
     process, in the order of :func:`schedule` (2-core machine, Python 3.11): 57.7-85.7 CPU s
@@ -132,10 +134,12 @@ def settle_gc(released: bool) -> None:
     generation while it ran, wait for a full collection). Objects frozen and dropped later (a
     module :meth:`Project.trim` lets go) are freed by their reference counts; only their
     cycles wait for the next project or :data:`MEMORY_BUDGET`."""
-    if not _gc_tuned:
-        return
     import gc
 
+    if not _gc_tuned:
+        if collect:
+            gc.collect()
+        return
     if released:
         gc.unfreeze()
     gc.collect()
@@ -191,14 +195,13 @@ def check_job(job: Job, cache: Cache | None = None) -> Outcome:
         return Outcome([], None, f"internal error while checking {job.filename}: {describe_error(err)}")
     finally:
         now = resident_bytes()
-        if now is not None and now - _first_rss > MEMORY_BUDGET and now > _after_release + MEMORY_REGROWTH:
-            import gc
-
+        over = now is not None and now - _first_rss > MEMORY_BUDGET and now > _after_release + MEMORY_REGROWTH
+        if over:
             forget_projects()
-            gc.unfreeze()
-            gc.collect()
+            released = True
+        settle_gc(released, collect=over)
+        if over:
             _after_release = resident_bytes() or now
-        settle_gc(released)
     if cache is not None and job.entry is not None:
         cache.put(job.entry, job.text, found, checked.notebook, reads)
     return Outcome(found, checked)
