@@ -158,6 +158,52 @@ def test_a_training_function_inlined_at_many_sites_costs_linear_work(monkeypatch
     assert eight <= 4.4 * two and many <= 4.4 * eight  # 4x the sites, 4x the work (170, 2360, 36320 before)
 
 
+def _script_with_logging_flags(flags: int) -> str:
+    logs = "".join(f"            if args.log_{i}:\n                logged = logged + 1\n" for i in range(flags)) * 2
+    return (
+        "import torch\nimport torch.nn as nn\n\n\n"
+        "def train(model, loader, args, phase):\n"
+        "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    logged = 0\n"
+        "    for epoch in range(3):\n"
+        "        if phase == 'train':\n"
+        "            model.train()\n"
+        "        else:\n"
+        "            model.eval()\n"
+        "        for x, y in loader:\n"
+        "            optimizer.zero_grad()\n"
+        "            nn.functional.cross_entropy(model(x), y).backward()\n"
+        + logs
+        + "            if logged > 100:\n                logged = 0\n" * 2
+        + "            if phase == 'train':\n"
+        "                optimizer.step()\n"
+    )
+
+
+def test_repeated_tests_whose_arms_hold_no_event_of_a_machine_cost_it_nothing(monkeypatch):
+    """Each ``args.log_i`` test occurs twice, so the dataflow remembered it, and the flags
+    multiplied every machine's states (2, 4, 8, 16 flags: 142, 243, 579, 909 interpretations)
+    up to the bound where all conditions are forgotten, the ``phase`` test's too (a false
+    LC301 from 4 flags on). Their arms hold no event of any machine: they are not remembered."""
+    import loopcheck.engine.dataflow as dataflow
+
+    counts = []
+    real = dataflow._Interpreter._exec
+    for flags in (2, 4, 8, 16):
+        count = 0
+
+        def counting(self, node, states):
+            nonlocal count
+            count += 1
+            return real(self, node, states)
+
+        monkeypatch.setattr(dataflow._Interpreter, "_exec", counting)
+        assert check_source(_script_with_logging_flags(flags), "train.py") == []
+        monkeypatch.setattr(dataflow._Interpreter, "_exec", real)
+        counts.append(count)
+    assert counts == [counts[0]] * 4
+
+
 def test_the_parent_table_is_the_one_a_libcst_visitor_sees():
     import libcst as cst
 

@@ -64,6 +64,12 @@ class Machine:
         was_training:`` with the mode saved in ``was_training`` known)."""
         return state
 
+    def branches_on(self, node: If) -> bool:
+        """Whether :meth:`branch` may return anything but the state it is given at ``node``
+        (default: whenever a subclass overrides :meth:`branch`). A machine that decides only
+        some tests (``if was_training:``) says which, so that the others cost nothing."""
+        return type(self).branch is not Machine.branch
+
 
 @dataclass
 class _Out:
@@ -204,16 +210,78 @@ class _Interpreter:
     def __init__(self, machine: Machine, unit: Seq) -> None:
         self.m = machine
         self.flow = Flow()
-        self._tests = repeated_tests(unit)
-        self._test_names: frozenset[str] = frozenset().union(*(names for _, names in self._tests.values()))
         self._memo: dict[tuple, _Out] = {}
         self._summaries = summaries(unit)
+        self._tests = self._correlated_tests(unit)
+        self._test_names: frozenset[str] = frozenset().union(*(names for _, names in self._tests.values()))
         self._assigned: dict[int, frozenset[str]] = {}  # id(raw event) -> the test names it re-binds
         self._kept: dict[tuple, frozenset] = {}  # (conditions, names) -> the conditions kept
         self._added: dict[tuple, frozenset] = {}  # (conditions, condition) -> with it (or _CONTRADICTS)
         self._branches = type(machine).branch is not Machine.branch  # else an arm keeps the state
         self._local_of, self._idle = self._local_call(machine, unit)
         self._inside = 0  # how deep the interpretation is in those calls
+
+    def _correlated_tests(self, unit: Seq) -> dict[int, tuple[str, frozenset[str]]]:
+        """The repeated tests (:func:`repeated_tests`) worth remembering for this machine.
+
+        An ``if`` is *opaque* to the machine when its arms can leave different states: they
+        hold events of the machine's kinds, a jump, an inlined call whose locals the machine
+        follows, a test the machine decides (:meth:`Machine.branches_on`) or says its object
+        is absent on, or they re-bind a name of a remembered test. A transparent ``if`` gives
+        both arms the same machine states, so which arm a path took changes nothing after it.
+        Remembering a test can only matter where two of its runs are opaque: two ``if``s on
+        it, or one inside a loop (its next iteration). Tests with fewer are forgotten at once:
+        the states they would split are the same, and the states at every event of the
+        machine's kinds are those of remembering every repeated test (yolov5's ``train.py``
+        has hundreds of ``if RANK in {-1, 0}:`` around logging). The least such set: tests
+        are added while an ``if`` that re-binds a name of a kept test makes another one's
+        runs opaque."""
+        tests = repeated_tests(unit)
+        if not tests:
+            return tests
+        m, summaries_of = self.m, self._summaries
+        kinds = m.kinds
+        subjects = m.subjects
+        fids = {s.partition(":")[0] for s in subjects if ":" in s}
+        branches = type(m).branch is not Machine.branch
+        # per ``if`` of a repeated test: (test text, runs again with the test remembered: in a
+        # loop whose targets it does not mention, opaque but for names, names it re-binds)
+        found: list[tuple[str, bool, bool, set]] = []
+
+        def visit(node: Node, loops: tuple) -> bool:
+            """Whether ``node`` holds something that makes an enclosing ``if`` opaque, names
+            aside; ``loops``: the targets of the loops around it."""
+            deep = False
+            if isinstance(node, If):
+                deep = bool(node.absent_in and any(sym in subjects for sym, _ in node.absent_in)) or (
+                    branches and m.branches_on(node))
+            elif isinstance(node, Inline):
+                deep = node.fid in fids
+            inner = (*loops, frozenset(node.info.targets)) if isinstance(node, Loop) else loops
+            for part in parts(node):
+                deep = visit(part, inner) or deep
+            if isinstance(node, If) and id(node) in tests:
+                sm = summaries_of[id(node)]
+                hit = sm.kinds if kinds is None else sm.kinds & kinds
+                text, names = tests[id(node)]
+                again = any(names.isdisjoint(targets) for targets in loops)  # a new item forgets it
+                found.append((text, again, deep or sm.jumps or bool(hit), sm.names))
+            return deep
+
+        visit(unit, ())
+        names_of: dict[str, frozenset[str]] = {text: names for text, names in tests.values()}
+        kept: set[str] = set()
+        while True:  # the least set of tests that is closed: grows, so it ends
+            names = frozenset().union(*(names_of[t] for t in kept))
+            runs: dict[str, int] = {}
+            for text, in_loop, opaque, rebinds in found:
+                if opaque or not rebinds.isdisjoint(names):
+                    runs[text] = runs.get(text, 0) + 1 + in_loop
+            now = {text for text, n in runs.items() if n > 1}
+            if now == kept:
+                break
+            kept = now
+        return {k: v for k, v in tests.items() if v[0] in kept}
 
     def _local_call(self, machine: Machine, unit: Seq) -> tuple[frozenset[str], frozenset | None]:
         """For a machine that follows local variables of inlined calls only (every subject

@@ -177,6 +177,11 @@ class GradientMachine(Machine):
             return G("filled", bw=ev, stale=False, stepped=s.stepped)  # gradients written by hand
         return s
 
+    def branches_on(self, node: If) -> bool:
+        # it decides only an ``if`` with a step of its optimizer in one arm: that ``if`` holds
+        # an event of its kinds, which is enough for the dataflow to follow its arms
+        return False
+
     def branch(self, s: G, node: If, taken: bool) -> G:
         if s.phase != "filled":
             return s

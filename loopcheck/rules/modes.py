@@ -58,6 +58,8 @@ class ModeMachine(Machine):
     def __init__(self, unit: Unit, model: str) -> None:
         self.model = model
         self.subjects = unit.roles.names_of(model)
+        self.unit = unit
+        self._saved: frozenset[str] | None = None
 
     def initial(self):
         return UNKNOWN
@@ -92,18 +94,37 @@ class ModeMachine(Machine):
             return s._replace(kind="unknown", ev=None)
         return s
 
+    def branches_on(self, node) -> bool:
+        test = _saved_mode_test(node)[0]
+        return test is not None and test.value in self._saved_vars
+
+    @property
+    def _saved_vars(self) -> frozenset[str]:
+        """The variables a ``mode_save`` event of the unit saves a mode in (``was_training``)."""
+        if self._saved is None:
+            self._saved = frozenset(ev.extra["var"] for ev in self.unit.of_kind("mode_save"))
+        return self._saved
+
     def branch(self, s, node, taken: bool):
         """``if was_training:`` (or ``if not was_training:``) with the mode saved in
         ``was_training`` known on this path: only the arm it decides is taken."""
-        test, want = getattr(node.node, "test", None), taken
-        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            test, want = test.expression, not taken
-        if not isinstance(test, cst.Name) or not s.saved:
+        test, negated = _saved_mode_test(node)
+        want = taken != negated
+        if test is None or not s.saved:
             return s
         kept = next((x for x in s.saved if x[0] == test.value), None)
         if kept is None or kept[1] not in ("train", "eval"):
             return s
         return s if (kept[1] == "train") == want else NOT_TAKEN
+
+
+def _saved_mode_test(node) -> tuple[cst.Name | None, bool]:
+    """``(name, negated)`` for ``if name:`` and ``if not name:``, the tests a saved mode can
+    decide; ``(None, False)`` for any other test."""
+    test, negated = getattr(node.node, "test", None), False
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test, negated = test.expression, True
+    return (test, negated) if isinstance(test, cst.Name) else (None, False)
 
 
 def mode_flow(unit: Unit, model: str):
