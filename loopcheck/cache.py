@@ -14,9 +14,13 @@ codes (after per-file-ignores) and the project's ``src`` roots. An entry holds:
   where libcst, nbformat and IPython are installed (a reinstall or an upgrade changes it);
 - ``content``: the SHA-256 of the text that was checked;
 - ``modules``: the project modules the analysis read, each with the SHA-256 of its bytes
-  (``null``: it could not be read or did not exist), and ``probes``: the paths an import was
-  looked for at, and whether a file was there (a module created where there was none changes
-  what an import means; see :func:`_short_probes`);
+  (``null``: it could not be read or did not exist) and its size and modification time (a
+  module with the same size and time is not read again: git's index does the same), and
+  ``probes``: the paths an import was looked for at, and whether a file was there (a module
+  created where there was none changes what an import means), grouped by directory with the
+  directory's modification time (while it holds, nothing was created there; see
+  :func:`_short_probes`). A time less than :data:`RACY_NS` before the entry was written is
+  not kept (a change in the same tick of the file system's clock would not show);
 - ``findings`` and ``notebook``: the result (findings with their fixes, and a notebook's cell
   map).
 
@@ -24,6 +28,9 @@ An entry is used only when all of these still hold; otherwise the file is checke
 the entry rewritten. Settings that only decide which files are read (``exclude``,
 ``max-file-size``, ...) need not be part of it, nor do the output format and ``--fix``
 options, which apply to the findings afterwards.
+
+Beside the entries, ``<dir>/listings/<loopcheck version>/`` keeps the files a directory search
+found (:mod:`loopcheck.listing`).
 
 Safety: entries are written to a temporary file in the same directory and moved into place
 with ``os.replace``, so a concurrent reader sees a whole entry, old or new, never part of one;
@@ -40,6 +47,7 @@ import hashlib
 import json
 import os
 import sys
+import time
 from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Collection, Mapping
@@ -60,7 +68,10 @@ CACHEDIR_TAG = (
     "# This file is a cache directory tag created by loopcheck.\n"
     "# For information about cache directory tags, see https://bford.info/cachedir/\n"
 )
-_FORMAT = 1  # the entries' layout: part of every entry's name
+_FORMAT = 2  # the entries' layout: part of every entry's name
+#: A modification time this close (nanoseconds) before an entry is stored may not show a
+#: change made after it (a file system's clock ticks coarsely): such a time is not stored.
+RACY_NS = 2_000_000_000
 
 
 def default_directory(cwd: Path | None = None) -> Path:
@@ -223,6 +234,9 @@ class Cache:
         self.version = loopcheck.__version__
         self._hashes: dict[str, str | None] = {}
         self._seen: dict[str, bool | None] = {}
+        self._real_dirs: dict[str, str] = {}
+        self._dirs: dict[str, int | None] = {}
+        self._entries_name: str | None = None
         self._ready = False
 
     def __getstate__(self) -> dict:
@@ -230,28 +244,66 @@ class Cache:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        self._hashes, self._seen, self._ready = {}, {}, False
+        self._hashes, self._seen, self._real_dirs, self._dirs, self._ready = {}, {}, {}, {}, False
+        self._entries_name = None
 
     @property
     def entries(self) -> Path:
         """The directory of this version's entries."""
         return self.directory / self.version.replace(os.sep, "_")
 
+    @property
+    def _entries(self) -> str:
+        """:attr:`entries` as a string, made once (a lookup per file)."""
+        if self._entries_name is None:
+            self._entries_name = str(self.entries)
+        return self._entries_name
+
     def entry_name(self, filename: str, codes: Collection[str] | None, src: tuple = ()) -> str:
         """The entry of a file checked as ``filename`` with the rule ``codes`` (``None``: all)
         and the project's ``src`` roots: a hex name."""
         key = json.dumps([
-            _FORMAT, os.path.realpath(filename), filename,
+            _FORMAT, self._realpath(filename), filename,
             None if codes is None else sorted(codes), [os.fspath(s) for s in src],
         ], ensure_ascii=True, default=str)
         return hashlib.sha256(key.encode("ascii")).hexdigest()[:40]
 
+    def _realpath(self, filename: str) -> str:
+        """``os.path.realpath(filename)``, resolving each directory once per run (realpath
+        ``lstat``s every component of the path: 8 per file on diffusers)."""
+        directory, name = os.path.split(os.path.abspath(filename))
+        if not name or ".." in filename.split(os.sep) or os.path.islink(filename):
+            return os.path.realpath(filename)  # (``link/..`` is not what abspath makes of it)
+        real = self._real_dirs.get(directory)
+        if real is None:
+            real = self._real_dirs[directory] = os.path.realpath(directory)
+        return os.path.join(real, name)
+
     # -- lookup -------------------------------------------------------------------------------
 
-    def _hash_now(self, path: str) -> str | None:
+    def _hash_now(self, path: str, stamp: list | None = None) -> str | None:
+        """The SHA-256 of ``path``'s bytes now, once per run; ``stamp``: the file's
+        ``[size, mtime_ns, digest]`` when it was stored: a file with that size and time is
+        taken to hold those bytes, as git's index does (:func:`_stamp_of` stores no stamp for
+        a time too recent to tell)."""
         if path not in self._hashes:
+            if stamp is not None:
+                st = _stat(path)
+                if st is not None and [st.st_size, st.st_mtime_ns] == stamp[:2]:
+                    self._hashes[path] = stamp[2]
+                    return stamp[2]
             self._hashes[path] = _file_hash(path)
         return self._hashes[path]
+
+    def _unchanged_directory(self, path: str, mtime: int | None) -> bool:
+        """Whether directory ``path`` has the modification time ``mtime`` (``None``: unknown)."""
+        if mtime is None:
+            return False
+        now = self._dirs.get(path, self._dirs)
+        if now is self._dirs:
+            st = _stat(path)
+            now = self._dirs[path] = st.st_mtime_ns if st is not None else None
+        return now == mtime
 
     def get(self, name: str, text: str) -> tuple[list[Finding], Notebook | None] | None:
         """The findings and notebook stored in entry ``name`` for ``text``, or ``None`` (a
@@ -259,20 +311,24 @@ class Cache:
         depends on changed: loopcheck, the text, a module the analysis read, or an import's
         resolution."""
         try:
-            with open(self.entries / name, "rb") as f:
+            with open(os.path.join(self._entries, name), "rb") as f:
                 entry = json.loads(f.read(), object_hook=_revive)
             if entry["engine"] != self.fingerprint or entry["content"] != content_hash(text):
                 return None
-            for path, digest in entry["modules"]:
-                if self._hash_now(path) != digest:
+            for path, digest, stamp in entry["modules"]:
+                if self._hash_now(path, stamp) != digest:
                     return None
             seen = self._seen
-            for path, was in entry["probes"]:
-                now = seen.get(path, seen)
-                if now is seen:
-                    now = seen[path] = _state(path)
-                if now is not was and (was is not False or now is not None):
-                    return None  # (a path that was no file may be absent now: same thing)
+            for directory, mtime, probes in entry["probes"]:
+                if self._unchanged_directory(directory, mtime):
+                    continue  # no entry of it was made, removed or renamed
+                for name, was in probes:
+                    path = os.path.join(directory, name)
+                    now = seen.get(path, seen)
+                    if now is seen:
+                        now = seen[path] = _state(path)
+                    if now is not was and (was is not False or now is not None):
+                        return None  # (a path that was no file may be absent now: same thing)
             findings, notebook = entry["findings"], entry["notebook"]
         except Exception:  # noqa: BLE001 - absent, partial, corrupt or foreign: a miss
             return None
@@ -285,7 +341,33 @@ class Cache:
             return None
         return findings, notebook
 
+    @property
+    def listings(self) -> Path:
+        """The directory of this version's file listings (:mod:`loopcheck.listing`)."""
+        return self.directory / "listings" / self.version.replace(os.sep, "_")
+
+    def load_json(self, path: Path):
+        """The JSON value stored at ``path`` (:meth:`store_json`), or ``None`` when there is
+        none or it cannot be read."""
+        try:
+            with open(path, "rb") as f:
+                return json.loads(f.read())
+        except (OSError, ValueError):
+            return None
+
     # -- store --------------------------------------------------------------------------------
+
+    def store_json(self, path: Path, value) -> bool:
+        """Store a JSON value at ``path``, a file in the cache directory (whole or not at all);
+        ``False`` when it cannot be."""
+        try:
+            data = json.dumps(value, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+            self._prepare()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _write_atomic(path, data)
+            return True
+        except (OSError, TypeError, ValueError, UnicodeError):
+            return False
 
     def _prepare(self) -> None:
         if self._ready:
@@ -322,22 +404,37 @@ class Cache:
             if reads is not None:
                 read = {path: source for path, source in reads.texts.items() if path not in reads.modules}
                 read.update((path, info.source if info is not None else None) for path, info in reads.modules.items())
+                racy = time.time_ns() - RACY_NS
                 for path, source in sorted(read.items()):
                     digest = _checked_hash(path, source)
                     if digest is False:
                         return False
-                    modules.append([str(path), digest])
-                probes = _short_probes(reads.probes)
+                    modules.append([str(path), digest, _stamp_of(path, digest, racy)])
+                probes = _short_probes(reads.probes, racy)
             entry = {
                 "engine": self.fingerprint, "content": content_hash(text), "modules": modules,
                 "probes": probes, "findings": encode(findings), "notebook": encode(notebook),
             }
-            data = json.dumps(entry, ensure_ascii=True, separators=(",", ":")).encode("ascii")
-            self._prepare()
-            _write_atomic(self.entries / name, data)
-            return True
         except (OSError, TypeError, ValueError, UnicodeError):
             return False
+        return self.store_json(self.entries / name, entry)
+
+
+def _stat(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except (OSError, ValueError):
+        return None
+
+
+def _stamp_of(path: Path, digest: str | None, racy: int) -> list | None:
+    """``[size, mtime_ns, digest]`` of a module just hashed, to recognize it unchanged without
+    reading it; ``None`` when it is absent or its time is later than ``racy`` (a change made
+    in the same tick of the file system's clock would keep it)."""
+    st = _stat(str(path)) if digest is not None else None
+    if st is None or st.st_mtime_ns >= racy:
+        return None
+    return [st.st_size, st.st_mtime_ns, digest]
 
 
 def _state(path: str) -> bool | None:
@@ -351,13 +448,18 @@ def _state(path: str) -> bool | None:
     return stat.S_ISREG(st.st_mode)
 
 
-def _short_probes(probes: Mapping[Path, bool]) -> list[list]:
+def _short_probes(probes: Mapping[Path, bool], racy: int) -> list[list]:
     """The import candidates a check looked at, as ``[path, state]`` (:func:`_state`) to
     compare on lookup: a candidate that was a file stays ``[path, true]``; one that was not,
     in a directory that exists, ``[path, false]``; one whose directory does not exist is
     replaced by the highest missing directory on its way, ``[dir, null]`` (so the candidates
     of ``torch.nn.functional``, ``torch.optim``, ... next to a script are one ``torch``
-    that does not exist)."""
+    that does not exist).
+
+    Grouped by directory, each with its modification time: ``[dir, mtime_ns, [[name,
+    state], ...]]``. While a directory has that time, no entry was made, removed or renamed
+    in it, and its candidates need no look (diffusers: 114,194 candidates in 10,801 groups,
+    358 directories); the time is ``null`` when it is later than ``racy``."""
     out: dict[str, bool | None] = {}
     is_dir: dict[Path, bool] = {}
 
@@ -374,7 +476,18 @@ def _short_probes(probes: Mapping[Path, bool]) -> list[list]:
         while not exists_dir(missing.parent) and missing.parent != missing:
             missing, state = missing.parent, None
         out.setdefault(str(missing), state)
-    return [[p, out[p]] for p in sorted(out)]
+    groups: dict[str, list] = {}
+    for p in sorted(out):
+        directory, name = os.path.split(p)
+        groups.setdefault(directory, []).append([name, out[p]])
+    stored = []
+    for directory, names in groups.items():
+        st = _stat(directory)
+        mtime = st.st_mtime_ns if st is not None and st.st_mtime_ns < racy else None
+        if any(was and os.path.islink(os.path.join(directory, name)) for name, was in names):
+            mtime = None  # a link's target can go without its directory changing
+        stored.append([directory, mtime, names])
+    return stored
 
 
 def _checked_hash(path: Path, source: str | None) -> str | None | bool:

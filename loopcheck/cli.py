@@ -242,7 +242,7 @@ def lint_paths(paths: list[str], resolver: Resolver, force_exclude: bool = False
         FileNotFoundError: a path does not exist.
         ConfigError: a configuration file on the way is invalid.
     """
-    from loopcheck.discovery import iter_source_files
+    from loopcheck.listing import source_files
     from loopcheck.runner import check_all
 
     run = Run([], {})
@@ -256,7 +256,7 @@ def lint_paths(paths: list[str], resolver: Resolver, force_exclude: bool = False
         steps.append(("problem", message, is_error))
 
     try:
-        for path in iter_source_files(paths, resolver.for_directory, force_exclude, on_problem):
+        for path in source_files(paths, resolver, force_exclude, on_problem, cache):
             settings = resolver.for_file(path)
             source = read_file(run, path, settings.max_file_size, on_read_problem)
             if source is not None:

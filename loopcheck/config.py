@@ -413,6 +413,7 @@ class Resolver:
         self.cli = cli
         self.cwd = Path(os.path.abspath(cwd or Path.cwd()))
         self._cache: dict[Path, Settings] = {}
+        self._by_name: dict[str, Settings] = {}  # for_file's, by the directory's absolute name
         self.fixed: Settings | None = None
         if config is not None:
             options = load_options(config)
@@ -458,4 +459,8 @@ class Resolver:
 
     def for_file(self, path: Path) -> Settings:
         """The settings of one file (those of its directory)."""
-        return self.for_directory(Path(os.path.abspath(path)).parent)
+        directory = os.path.dirname(os.path.abspath(path))
+        settings = self._by_name.get(directory)
+        if settings is None:
+            settings = self._by_name[directory] = self.for_directory(Path(directory))
+        return settings

@@ -47,6 +47,9 @@ SKIP_DIRS = set(DEFAULT_EXCLUDE)  # kept for callers of the first version
 GIT_TIMEOUT = 60  # seconds for ``git ls-files``
 
 SettingsFor = Callable[[Path], Settings]
+#: ``on_directory(path)``: a directory whose entries the walk read, or looked for by name
+#: (``pyvenv.cfg``, ``.gitignore``): what it finds depends on them (:mod:`loopcheck.listing`).
+OnDirectory = Callable[[str], None]
 #: ``on_problem(path, message, is_error)``: a path that was not searched or not read, and a
 #: sentence that says so (``cannot read directory build: Permission denied``).
 OnProblem = Callable[[Path, str, bool], None]
@@ -146,7 +149,7 @@ def git_listing(directory: Path) -> tuple[list[Path], list[tuple[Path, str]]] | 
         from the work tree included) and the directories git could not open, with the
         reason; ``None`` when git is not installed or ``directory`` is not in a work tree.
     """
-    if not _may_be_work_tree(directory):
+    if not may_be_work_tree(directory):
         return None  # git would say so too, after a process start (3 ms or more, per path given)
     env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV}
     env["GIT_OPTIONAL_LOCKS"] = "0"
@@ -168,7 +171,7 @@ def git_listing(directory: Path) -> tuple[list[Path], list[tuple[Path, str]]] | 
     return files, unreadable
 
 
-def _may_be_work_tree(directory: Path) -> bool:
+def may_be_work_tree(directory: Path) -> bool:
     """Whether ``directory`` or a directory above it holds a ``.git`` (a directory, or the file
     of a linked work tree or submodule): without one, git finds no repository (the caller's
     ``GIT_DIR`` is not passed on)."""
@@ -244,6 +247,7 @@ def iter_source_files(
     force_exclude: bool = False,
     on_problem: OnProblem | None = None,
     use_git: bool = True,
+    on_directory: OnDirectory | None = None,
 ) -> Iterator[Path]:
     """Yield the Python files and notebooks under ``paths`` (files given directly as-is).
 
@@ -255,6 +259,8 @@ def iter_source_files(
             (see the module's docstring); by default they are skipped silently.
         use_git: ask git which files it ignores when a directory is in a work tree (off:
             always walk, reading ``.gitignore`` files with pathspec).
+        on_directory: told of each directory the walk reads or looks into (not where git
+            lists the files); the directories above ``paths`` are not told.
 
     Raises:
         FileNotFoundError: a path does not exist.
@@ -287,7 +293,7 @@ def iter_source_files(
             real = os.path.realpath(root)
             base_specs = [(spec, directory_prefix(os.path.relpath(real, base))) for base, spec in _parent_specs(root)] \
                 if settings_for(root).respect_gitignore else []
-            yield from _walk(root, base_specs, settings_for, seen, report)
+            yield from _walk(root, base_specs, settings_for, seen, report, on_directory or _ignore_directory)
 
 
 def iter_python_files(paths: list[str], respect_gitignore: bool = True) -> Iterator[Path]:
@@ -337,8 +343,12 @@ def _regular(path: Path, st: os.stat_result, report: OnProblem) -> bool:
     return False
 
 
+def _ignore_directory(path: str) -> None:
+    pass
+
+
 def _walk(directory: Path, specs: list[tuple[pathspec.GitIgnoreSpec, str]], settings_for: SettingsFor,
-          seen: set[Path], report: OnProblem) -> Iterator[Path]:
+          seen: set[Path], report: OnProblem, on_directory: OnDirectory) -> Iterator[Path]:
     """The source files under ``directory``, in name order, depth first.
 
     Args:
@@ -363,6 +373,7 @@ def _walk(directory: Path, specs: list[tuple[pathspec.GitIgnoreSpec, str]], sett
         tail = name + "/" if is_dir else name
         return any(spec.match_file(prefix + tail) for spec, prefix in specs)
 
+    on_directory(str(directory))
     if respect_gitignore:
         own = _load_gitignore(directory)
         if own is not None:
@@ -380,11 +391,13 @@ def _walk(directory: Path, specs: list[tuple[pathspec.GitIgnoreSpec, str]], sett
             is_dir = False
         if is_dir:
             path = Path(entry.path)
-            if excluded(name, True) or _is_virtualenv(path):
+            if excluded(name, True):
                 continue
-            if respect_gitignore and ignored(name, True):
+            on_directory(entry.path)
+            if _is_virtualenv(path) or (respect_gitignore and ignored(name, True)):
                 continue
-            yield from _walk(path, [(spec, f"{prefix}{name}/") for spec, prefix in specs], settings_for, seen, report)
+            yield from _walk(path, [(spec, f"{prefix}{name}/") for spec, prefix in specs], settings_for, seen, report,
+                             on_directory)
         elif is_source_name(name):
             if excluded(name, False):
                 continue

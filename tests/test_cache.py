@@ -13,12 +13,14 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 import loopcheck
+import loopcheck.cache
 import loopcheck.runner
 from loopcheck.cache import Cache, cache_directory, decode, default_directory, encode
 from loopcheck.cli import main
@@ -194,7 +196,18 @@ def test_a_changed_file_is_checked_again(project, monkeypatch):
     assert len(entries(project / ".loopcheck_cache")) == 3
 
 
-def test_a_change_of_an_imported_module_invalidates_the_files_that_read_it(project, monkeypatch):
+def age(tree: Path) -> None:
+    """Give every file and directory of ``tree`` a time a minute in the past: entries then
+    keep the times of the modules and directories they read (none is too recent to tell)."""
+    past = time.time_ns() - 60 * 10**9
+    for path in [*tree.rglob("*"), tree]:
+        os.utime(path, ns=(past, past))
+
+
+@pytest.mark.parametrize("aged", [False, True])
+def test_a_change_of_an_imported_module_invalidates_the_files_that_read_it(project, monkeypatch, aged):
+    if aged:
+        age(project)
     checks = Checks(monkeypatch)
     assert codes(cli("--output-format", "concise", "main.py")[1]) == ["main.py:LC301"]
     assert checks.take() == ["main.py"]
@@ -221,13 +234,16 @@ def test_a_module_only_the_pre_filter_read_invalidates_when_it_changes(project, 
     assert checks.take() == ["main.py"]
 
 
+@pytest.mark.parametrize("aged", [False, True])
 @pytest.mark.parametrize("module", ["helpers", "tools.helpers"])
-def test_a_module_created_where_an_import_looked_invalidates(project, monkeypatch, module):
+def test_a_module_created_where_an_import_looked_invalidates(project, monkeypatch, module, aged):
     """``from helpers import evaluate``: no helpers.py at first (a library's, unknown), then one
     that leaves the model in eval mode; ``tools.helpers``: not even a ``tools`` directory."""
     checks = Checks(monkeypatch)
     (project / "main.py").write_text(MAIN.replace("from engine import evaluate, train_one_epoch",
                                                   f"from engine import train_one_epoch\nfrom {module} import evaluate"))
+    if aged:
+        age(project)
     assert codes(cli("--output-format", "concise", "main.py")[1]) == []
     checks.take()
     path = project / (module.replace(".", "/") + ".py")
@@ -240,6 +256,25 @@ def test_a_module_created_where_an_import_looked_invalidates(project, monkeypatc
     assert checks.take() == ["main.py"]
     assert codes(cli("--output-format", "concise", "main.py")[1]) == []
     assert checks.take() == []
+
+
+def test_a_warm_run_reads_no_module_and_looks_for_no_import_whose_times_hold(project, monkeypatch):
+    """The modules main.py's check read, and the directories its imports were looked for in,
+    have the times stored with its entry: nothing of them is read or looked up again."""
+    (project / ".loopcheck_cache").mkdir()  # made by the first run, in the directory imports look in
+    age(project)
+    checks = Checks(monkeypatch)
+    cold = cli("--output-format", "json", "main.py")
+    assert checks.take() == ["main.py"]
+    hashed, looked = [], []
+    real_hash, real_state = loopcheck.cache._file_hash, loopcheck.cache._state
+    monkeypatch.setattr(loopcheck.cache, "_file_hash", lambda p: hashed.append(p) or real_hash(p))
+    monkeypatch.setattr(loopcheck.cache, "_state", lambda p: looked.append(p) or real_state(p))
+    assert cli("--output-format", "json", "main.py") == cold
+    assert checks.take() == []
+    assert [p for p in hashed if str(project) in str(p)] == [] and looked == []
+    entry = json.loads(entries(project / ".loopcheck_cache")[0].read_text())
+    assert [os.path.basename(m[0]) for m in entry["modules"] if m[2] is not None] == ["engine.py"]
 
 
 def test_settings_that_change_results_have_their_own_entries(project, monkeypatch):
@@ -399,3 +434,17 @@ def test_two_concurrent_runs_share_a_cache_without_harm(tmp_path):
     assert (warm.returncode, warm.stdout, warm.stderr) == (1, reference.stdout, b"")
     leftovers = [p.name for p in (tmp_path / "cache").rglob("*.tmp")]
     assert leftovers == []
+
+
+def test_an_entrys_real_path_is_realpaths(tmp_path, monkeypatch):
+    """Entries are keyed by the file's real path, resolved once per directory: the same as
+    ``os.path.realpath`` for links to directories and to files, ``..`` after a link, absent files."""
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "x.py").write_text("")
+    (tmp_path / "lnk").symlink_to(tmp_path / "a" / "b")
+    (tmp_path / "a" / "y.py").symlink_to(tmp_path / "a" / "b" / "x.py")
+    monkeypatch.chdir(tmp_path)
+    cache = Cache(tmp_path / "cache", fingerprint="f")
+    for name in ["a/b/x.py", "lnk/x.py", "a/y.py", "lnk/../a/b/x.py", "./a/b/x.py", str(tmp_path / "lnk" / "x.py"),
+                 "nope.py", "lnk/nope.py"]:
+        assert cache._realpath(name) == os.path.realpath(name), name

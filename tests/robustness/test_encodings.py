@@ -119,3 +119,25 @@ def test_a_console_that_cannot_show_a_character_does_not_end_the_run(tmp_path):
             assert "nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # \\u2713 caf\\xe9" in out
         else:
             assert out.startswith("na\\xefve.py:9:5: LC101 ")
+
+
+@pytest.mark.parametrize("data", [
+    b"x = 1\n", b"", b"\xef\xbb\xbfx = 1\n", b"x = '\xc3\xa9'\n", b"x = '\xe9'\n", b"# one\n\xff\n", b"a\rb\xff",
+    b"#!/usr/bin/env python\n# -*- coding: latin-1 -*-\nx = '\xe9'\n", b"# coding=klingon\nx = 1\n",
+    b"\n\n# coding: latin-1\nx = '\xe9'\n",  # a cookie on line 3 is no cookie
+])
+def test_a_file_without_a_cookie_decodes_as_tokenize_would_have_it(data, monkeypatch):
+    """Without ``coding`` in its first two lines (and no BOM), a file is read as UTF-8 without
+    ``tokenize.detect_encoding``: the same text, codec and error as through it."""
+    import loopcheck.files as files
+
+    def read(d):
+        try:
+            got = files.decode_source(d)
+            return got.text, got.encoding, got.bom
+        except files.SourceError as err:
+            return str(err)
+
+    fast = read(data)
+    monkeypatch.setattr(files, "_first_lines", lambda d: b"coding")  # always through tokenize
+    assert fast == read(data)
