@@ -133,28 +133,31 @@ def _script_calling_train(sites: int) -> str:
     )
 
 
+def _interpretations(monkeypatch, source: str) -> int:
+    """How many compound IR nodes the dataflow interprets (memo misses) to check ``source``,
+    which must have no finding."""
+    import loopcheck.engine.dataflow as dataflow
+
+    count = 0
+    real = dataflow._Interpreter._exec
+
+    def counting(self, node, states):
+        nonlocal count
+        count += 1
+        return real(self, node, states)
+
+    monkeypatch.setattr(dataflow._Interpreter, "_exec", counting)
+    assert check_source(source, "train.py") == []
+    monkeypatch.setattr(dataflow._Interpreter, "_exec", real)
+    return count
+
+
 def test_a_training_function_inlined_at_many_sites_costs_linear_work(monkeypatch):
     """yolov5's train.py calls train() from several places: every site's optimizer had its
     machines run over every other site's copy too (quadratic; 13 s for that file). Code outside
     a site's call cannot name that call's locals, so it is passed over (findings unchanged over
     the fixtures and the development corpus)."""
-    import loopcheck.engine.dataflow as dataflow
-
-    def runs(sites: int) -> int:
-        count = 0
-        real = dataflow._Interpreter._exec
-
-        def counting(self, node, states):
-            nonlocal count
-            count += 1
-            return real(self, node, states)
-
-        monkeypatch.setattr(dataflow._Interpreter, "_exec", counting)
-        assert check_source(_script_calling_train(sites), "train.py") == []
-        monkeypatch.setattr(dataflow._Interpreter, "_exec", real)
-        return count
-
-    two, eight, many = runs(2), runs(8), runs(32)
+    two, eight, many = (_interpretations(monkeypatch, _script_calling_train(n)) for n in (2, 8, 32))
     assert eight <= 4.4 * two and many <= 4.4 * eight  # 4x the sites, 4x the work (170, 2360, 36320 before)
 
 
@@ -185,22 +188,7 @@ def test_repeated_tests_whose_arms_hold_no_event_of_a_machine_cost_it_nothing(mo
     multiplied every machine's states (2, 4, 8, 16 flags: 142, 243, 579, 909 interpretations)
     up to the bound where all conditions are forgotten, the ``phase`` test's too (a false
     LC301 from 4 flags on). Their arms hold no event of any machine: they are not remembered."""
-    import loopcheck.engine.dataflow as dataflow
-
-    counts = []
-    real = dataflow._Interpreter._exec
-    for flags in (2, 4, 8, 16):
-        count = 0
-
-        def counting(self, node, states):
-            nonlocal count
-            count += 1
-            return real(self, node, states)
-
-        monkeypatch.setattr(dataflow._Interpreter, "_exec", counting)
-        assert check_source(_script_with_logging_flags(flags), "train.py") == []
-        monkeypatch.setattr(dataflow._Interpreter, "_exec", real)
-        counts.append(count)
+    counts = [_interpretations(monkeypatch, _script_with_logging_flags(n)) for n in (2, 4, 8, 16)]
     assert counts == [counts[0]] * 4
 
 
