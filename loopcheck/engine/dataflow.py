@@ -188,6 +188,52 @@ def summaries(unit: Seq) -> dict[int, _Summary]:
     return table
 
 
+@dataclass
+class _IfTable:
+    """The ``if``s of a unit, for :meth:`_Interpreter._correlated_tests` (computed once per
+    unit, each machine then reads it in time proportional to the ``if``s, not the unit).
+
+    Attributes:
+        ifs: every ``If`` in program order (an ``if`` before the ones inside it).
+        end: ``ifs[i + 1:end[i]]`` are the ``if``s inside ``ifs[i]``.
+        repeated: ``(i, again)`` for each ``if`` of a repeated test (:func:`repeated_tests`):
+            ``again``: it runs again with its test remembered, inside a loop whose targets
+            the test does not mention (a new item forgets it).
+    """
+
+    ifs: list = field(default_factory=list)
+    end: list = field(default_factory=list)
+    repeated: list = field(default_factory=list)
+
+
+_IF_TABLES: "weakref.WeakKeyDictionary[Seq, _IfTable]" = weakref.WeakKeyDictionary()
+
+
+def _if_table(unit: Seq) -> _IfTable:
+    """:class:`_IfTable` of ``unit``."""
+    if unit in _IF_TABLES:
+        return _IF_TABLES[unit]
+    table, tests = _IfTable(), repeated_tests(unit)
+
+    def visit(node: Node, loops: tuple) -> None:
+        if isinstance(node, If):
+            i = len(table.ifs)
+            table.ifs.append(node)
+            table.end.append(0)
+            if id(node) in tests:
+                names = tests[id(node)][1]
+                table.repeated.append((i, any(names.isdisjoint(targets) for targets in loops)))
+        inner = (*loops, frozenset(node.info.targets)) if isinstance(node, Loop) else loops
+        for part in parts(node):
+            visit(part, inner)
+        if isinstance(node, If):
+            table.end[i] = len(table.ifs)
+
+    visit(unit, ())
+    _IF_TABLES[unit] = table
+    return table
+
+
 def _returns(node: Node) -> bool:
     """Whether a ``return`` inside ``node`` leaves it (break/continue stay in their loop)."""
     if isinstance(node, Jump):
@@ -239,36 +285,29 @@ class _Interpreter:
         tests = repeated_tests(unit)
         if not tests:
             return tests
-        m, summaries_of = self.m, self._summaries
+        m, summaries_of, table = self.m, self._summaries, _if_table(unit)
         kinds = m.kinds
         subjects = m.subjects
         fids = {s.partition(":")[0] for s in subjects if ":" in s}
         branches = type(m).branch is not Machine.branch
-        # per ``if`` of a repeated test: (test text, runs again with the test remembered: in a
-        # loop whose targets it does not mention, opaque but for names, names it re-binds)
+        # ``inside[i]``: the ifs before the i-th (in program order) that the machine decides or
+        # says its object is absent on; an ``if`` holds such an ``if`` when the count grows
+        # over the ``if``s inside it
+        inside = [0]
+        for node in table.ifs:
+            own = bool(node.absent_in and any(sym in subjects for sym, _ in node.absent_in)) or (
+                branches and m.branches_on(node))
+            inside.append(inside[-1] + own)
+        # per ``if`` of a repeated test: (test text, runs again with the test remembered,
+        # opaque but for names, names it re-binds)
         found: list[tuple[str, bool, bool, set]] = []
+        for i, again in table.repeated:
+            node = table.ifs[i]
+            sm = summaries_of[id(node)]
+            hit = sm.kinds if kinds is None else sm.kinds & kinds
+            deep = inside[table.end[i]] > inside[i] or not fids.isdisjoint(sm.fids)
+            found.append((tests[id(node)][0], again, deep or sm.jumps or bool(hit), sm.names))
 
-        def visit(node: Node, loops: tuple) -> bool:
-            """Whether ``node`` holds something that makes an enclosing ``if`` opaque, names
-            aside; ``loops``: the targets of the loops around it."""
-            deep = False
-            if isinstance(node, If):
-                deep = bool(node.absent_in and any(sym in subjects for sym, _ in node.absent_in)) or (
-                    branches and m.branches_on(node))
-            elif isinstance(node, Inline):
-                deep = node.fid in fids
-            inner = (*loops, frozenset(node.info.targets)) if isinstance(node, Loop) else loops
-            for part in parts(node):
-                deep = visit(part, inner) or deep
-            if isinstance(node, If) and id(node) in tests:
-                sm = summaries_of[id(node)]
-                hit = sm.kinds if kinds is None else sm.kinds & kinds
-                text, names = tests[id(node)]
-                again = any(names.isdisjoint(targets) for targets in loops)  # a new item forgets it
-                found.append((text, again, deep or sm.jumps or bool(hit), sm.names))
-            return deep
-
-        visit(unit, ())
         names_of: dict[str, frozenset[str]] = {text: names for text, names in tests.values()}
         kept: set[str] = set()
         while True:  # the least set of tests that is closed: grows, so it ends
