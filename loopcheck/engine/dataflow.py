@@ -278,7 +278,8 @@ class _Interpreter:
         Remembering a test can only matter where two of its runs are opaque: two ``if``s on
         it, or one inside a loop (its next iteration). Tests with fewer are forgotten at once:
         the states they would split are the same, and the states at every event of the
-        machine's kinds are those of remembering every repeated test (yolov5's ``train.py``
+        machine's kinds are those of remembering every repeated test, or fewer where the
+        conditions had multiplied past :data:`MAX_STATES` and were dropped (yolov5's ``train.py``
         has hundreds of ``if RANK in {-1, 0}:`` around logging). The least such set: tests
         are added while an ``if`` that re-binds a name of a kept test makes another one's
         runs opaque."""
