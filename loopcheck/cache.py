@@ -439,13 +439,10 @@ def _stamp_of(path: Path, digest: str | None, racy: int) -> list | None:
 
 def _state(path: str) -> bool | None:
     """``True``: a file is there; ``False``: something else (a directory); ``None``: nothing."""
-    try:
-        st = os.stat(path)
-    except (OSError, ValueError):
-        return None
     import stat
 
-    return stat.S_ISREG(st.st_mode)
+    st = _stat(path)
+    return None if st is None else stat.S_ISREG(st.st_mode)
 
 
 def _short_probes(probes: Mapping[Path, bool], racy: int) -> list[list]:

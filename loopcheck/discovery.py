@@ -259,8 +259,9 @@ def iter_source_files(
             (see the module's docstring); by default they are skipped silently.
         use_git: ask git which files it ignores when a directory is in a work tree (off:
             always walk, reading ``.gitignore`` files with pathspec).
-        on_directory: told of each directory the walk reads or looks into (not where git
-            lists the files); the directories above ``paths`` are not told.
+        on_directory: told of each directory below ``paths`` that the walk reads or looks
+            into (not where git lists the files); ``paths`` themselves and the directories
+            above them are not told.
 
     Raises:
         FileNotFoundError: a path does not exist.
@@ -373,7 +374,6 @@ def _walk(directory: Path, specs: list[tuple[pathspec.GitIgnoreSpec, str]], sett
         tail = name + "/" if is_dir else name
         return any(spec.match_file(prefix + tail) for spec, prefix in specs)
 
-    on_directory(str(directory))
     if respect_gitignore:
         own = _load_gitignore(directory)
         if own is not None:

@@ -76,7 +76,7 @@ def source_files(paths: list[str], resolver: Resolver, force_exclude: bool = Fal
             on_problem(path, message, is_error)
 
     found = list(iter_source_files(paths, resolver.for_directory, force_exclude, problem, on_directory=directories.add))
-    for root in roots:  # their .gitignore files, configuration and .git, up to the root
+    for root in roots:  # the paths themselves, and above them their .gitignore, configuration and .git
         directories.update(str(p) for p in (Path(root), *Path(root).parents))
         real = Path(os.path.realpath(root))
         directories.update(str(p) for p in (real, *real.parents))
