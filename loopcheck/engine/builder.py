@@ -143,12 +143,12 @@ def find_method(cls: ClassRef, name: str, _seen: frozenset = frozenset()) -> tup
 
 
 def _assigned_names(target: cst.BaseExpression, out: set[str]) -> None:
-    if isinstance(target, cst.Name):
+    if type(target) is cst.Name:
         out.add(target.value)
     elif isinstance(target, (cst.Tuple, cst.List)):
         for el in target.elements:
             _assigned_names(el.value, out)
-    elif isinstance(target, cst.StarredElement):
+    elif type(target) is cst.StarredElement:
         _assigned_names(target.value, out)
 
 
@@ -238,7 +238,7 @@ def _all_param_names(func: cst.FunctionDef) -> list[str]:
     p = func.params
     names = [x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)]
     for star in (p.star_arg, p.star_kwarg):
-        if isinstance(star, cst.Param):
+        if type(star) is cst.Param:
             names.append(star.name.value)
     return names
 
@@ -262,11 +262,11 @@ def index_module(
     method_class: dict[cst.FunctionDef, str] = {}
     global_names: set[str] = set()
     for stmt in module.body:
-        if isinstance(stmt, cst.FunctionDef):
+        if type(stmt) is cst.FunctionDef:
             functions[stmt.name.value] = stmt
-        elif isinstance(stmt, cst.ClassDef):
+        elif type(stmt) is cst.ClassDef:
             methods = {
-                s.name.value: s for s in stmt.body.body if isinstance(s, cst.FunctionDef)
+                s.name.value: s for s in stmt.body.body if type(s) is cst.FunctionDef
             }
             bases = tuple(
                 q for q in (imports.qualify(dotted_name(a.value)) for a in stmt.bases) if q
@@ -389,14 +389,14 @@ class UnitBuilder:
             elif t is cst.Subscript:
                 stack.append(e.value)
             elif t is cst.Call:
-                if isinstance(e.func, cst.Attribute) and dotted_name(e.func) is None:
+                if type(e.func) is cst.Attribute and dotted_name(e.func) is None:
                     stack.append(e.func.value)  # (a + b).mean(), losses[0].sum()
                     continue
                 q, qualified = self.resolve(frame, dotted_name(e.func))
                 summary = kb.function(q) if qualified else None
                 if summary is not None and summary.returns is not None and summary.returns.value == "derived":
                     stack += [a.value for a in reversed(e.args) if a.keyword is None]
-                elif isinstance(e.func, cst.Attribute) and not qualified:
+                elif type(e.func) is cst.Attribute and not qualified:
                     stack.append(e.func.value)  # loss.mean(), outputs.loss.float()
             elif t is cst.List or t is cst.Tuple:
                 stack += [el.value for el in reversed(e.elements)]
@@ -404,43 +404,44 @@ class UnitBuilder:
 
     def sources(self, frame: Frame, expr: cst.BaseExpression) -> Sources:
         """What ``expr`` computes its value from, leaving out the parts it detaches
-        (``G(z).detach()``, ``loss.item()``, ``p.data``): the symbols read and the calls made."""
+        (``G(z).detach()``, ``loss.item()``, ``p.data``): the symbols read and the calls made.
+
+        The walk of the expression (:func:`_sources_plan`) is kept with its module; here only
+        the names are resolved in ``frame`` (an inlined function's expressions were walked again
+        at each call site, and from each file that calls it)."""
+        cache = frame.module.cache.setdefault("sources", {})
+        plan = cache.get(expr, _NO_VALUE)
+        if plan is _NO_VALUE:
+            plan = cache[expr] = _sources_plan(expr, knowledge())
         names: set[str] = set()
         calls: list[Call] = []
+        if plan is None:
+            return Sources(frozenset(), ())
         kb = knowledge()
-        stack: list[cst.CSTNode] = [expr]
+        resolve = self.resolve
+        stack: list = [plan]
         while stack:
-            e = stack.pop()
-            t = type(e)
-            if t is cst.Name or t is cst.Attribute:
-                dotted = dotted_name(e)
-                if dotted is not None:
-                    sym, q = self.resolve(frame, dotted)
-                    if sym and not q and dotted not in ("True", "False", "None"):
-                        names.add(sym)
-                    continue
-                if e.attr.value != "data":
-                    stack.append(e.value)
-                continue
-            if t is cst.Lambda:
-                continue
-            if t is cst.Call:
-                f = e.func
-                fname, fq = self.resolve(frame, dotted_name(f))
+            p = stack.pop()
+            t = type(p)
+            if t is str:
+                sym, q = resolve(frame, p)
+                if sym and not q:
+                    names.add(sym)
+            elif t is tuple:
+                stack.extend(p)
+            else:
+                fname, fq = resolve(frame, p.func)
                 number = kb.function(fname) if fq else None
                 if number is not None and number.returns is not None and number.returns.value == "number":
                     continue  # float(loss), int(n): a number
-                stack.extend(a.value for a in e.args)
-                if isinstance(f, cst.Attribute):
-                    m = kb.method("torch.Tensor", f.attr.value)
-                    if m is not None and m.returns is not None and m.returns.value in ("number", "detached"):
-                        continue  # x.detach(), x.item(): nothing of x flows on
-                raw = self._raw_of.get(e)
+                stack.extend(p.args)
+                if p.detaches:
+                    continue  # x.detach(), x.item(): nothing of x flows on
+                raw = self._raw_of.get(p.node)
                 if raw is not None:
                     calls.append(raw)
-                stack.append(f)
-                continue
-            stack.extend(children(e))
+                if p.callee is not None:
+                    stack.append(p.callee)
         return Sources(frozenset(names), tuple(calls))
 
     def mentions(self, frame: Frame, expr: cst.CSTNode) -> frozenset[str]:
@@ -514,10 +515,10 @@ class UnitBuilder:
         inner = None
         operands: tuple[str, ...] = ()
         func_expr = call.func
-        if isinstance(func_expr, cst.Attribute) and isinstance(func_expr.value, cst.Call):
+        if type(func_expr) is cst.Attribute and type(func_expr.value) is cst.Call:
             inner = made.get(func_expr.value)
             func, qualified = "." + func_expr.attr.value, False
-        elif isinstance(func_expr, cst.Attribute) and dotted_name(func_expr) is None:
+        elif type(func_expr) is cst.Attribute and dotted_name(func_expr) is None:
             # a method on an expression: (loss / n).backward(), losses[-1].backward()
             func, qualified = "." + func_expr.attr.value, False
             operands = self.operands(frame, func_expr.value)
@@ -525,7 +526,7 @@ class UnitBuilder:
             func, qualified = self.resolve(frame, dotted_name(func_expr))
         args = []
         for a in call.args:
-            if a.star and isinstance(a.value, cst.Name) and a.value.value in frame.forwarded:
+            if a.star and type(a.value) is cst.Name and a.value.value in frame.forwarded:
                 args.extend(frame.forwarded[a.value.value])  # f(*args, **kwargs) passes the caller's on
                 continue
             sym, q = self.resolve(frame, dotted_name(a.value))
@@ -562,7 +563,7 @@ class UnitBuilder:
         node_func = raw.node.func
         m = frame.module
         if (
-            isinstance(node_func, cst.Attribute) and isinstance(node_func.value, cst.Call)
+            type(node_func) is cst.Attribute and type(node_func.value) is cst.Call
             and dotted_name(node_func.value.func) == "super" and frame.def_class is not None
         ):  # super().__init__(...)
             for base in frame.def_class.bases():
@@ -675,7 +676,7 @@ class UnitBuilder:
         names, declared = self._locals[key]
         fid = f"f{next(self._ids)}"
         local_names = (names | set(_all_param_names(func))) - declared - set(subst)
-        defs = {s.name.value: s for s in func.body.body if isinstance(s, cst.FunctionDef)}
+        defs = {s.name.value: s for s in func.body.body if type(s) is cst.FunctionDef}
         return Frame(fid, subst, local_names, module, self_cls, defs, parent, name=func.name.value,
                      def_class=def_cls, self_sym=self_sym)
 
@@ -690,7 +691,7 @@ class UnitBuilder:
         if self_sym is not None and params and not _is_static(func):
             subst[params[0]] = self_sym
             params = params[1:]
-        if any(isinstance(a.node, cst.StarredElement) for a in positional):
+        if any(type(a.node) is cst.StarredElement for a in positional):
             positional = []
         key = id(func)
         if key not in self._locals:
@@ -730,7 +731,7 @@ class UnitBuilder:
             self._stack.pop()
         binds = [
             Assign(raw.node, f"{callee.fid}:{name}", "=", arg.node, arg.sym,
-                   "call" if isinstance(arg.node, cst.Call) else "expr", arg.mentions, inner_ctx,
+                   "call" if type(arg.node) is cst.Call else "expr", arg.mentions, inner_ctx,
                    operands=self.operands(frame, arg.node), sources=self.sources(frame, arg.node))
             for name, arg in bound.items() if name in callee.locals
         ]
@@ -752,7 +753,7 @@ class UnitBuilder:
         for dec in func.decorators:
             mode = self.with_grad(outer, dec.decorator, None)
             if mode is None:  # a decorator of the project: @smart_inference_mode()
-                target = dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator
+                target = dec.decorator.func if type(dec.decorator) is cst.Call else dec.decorator
                 callee = self._function_named(outer, target)
                 if callee is not None:
                     mode = decorator_grad(callee.func, callee.module.imports)
@@ -781,7 +782,7 @@ class UnitBuilder:
     def _context_class(self, frame: Frame, item: cst.BaseExpression) -> tuple[Callee, Callee | None] | None:
         """``(__enter__, __exit__)`` for a ``with`` item that builds an instance of a project
         class defining ``__enter__``."""
-        if not isinstance(item, cst.Call):
+        if type(item) is not cst.Call:
             return None
         ctor = self._function_named(frame, item.func)
         if ctor is None or not ctor.ctor or ctor.cls is None:
@@ -796,7 +797,7 @@ class UnitBuilder:
 
     def _context_manager(self, frame: Frame, item: cst.BaseExpression) -> tuple[Callee, ContextSplit] | None:
         """A ``with`` item that calls a ``@contextmanager`` generator of the project, cut at its yield."""
-        if not isinstance(item, cst.Call):
+        if type(item) is not cst.Call:
             return None
         callee = self._function_named(frame, item.func)
         if callee is None or not is_context_manager(callee.func, callee.module.imports):
@@ -834,7 +835,7 @@ class UnitBuilder:
 
     # -- statements ----------------------------------------------------------------------
     def block(self, frame: Frame, body: cst.BaseSuite, ctx: Context) -> Seq:
-        if isinstance(body, cst.SimpleStatementSuite):
+        if type(body) is cst.SimpleStatementSuite:
             return self.small_stmts(frame, body.body, ctx)
         return self.stmts(frame, body.body, ctx)
 
@@ -851,30 +852,30 @@ class UnitBuilder:
         return seq
 
     def stmt(self, frame: Frame, stmt: cst.CSTNode, ctx: Context, out: list[Node]) -> None:
-        if isinstance(stmt, cst.SimpleStatementLine):
+        if type(stmt) is cst.SimpleStatementLine:
             for s in stmt.body:
                 self.small_stmt(frame, s, ctx, out)
-        elif isinstance(stmt, cst.If):
+        elif type(stmt) is cst.If:
             self.if_stmt(frame, stmt, ctx, out)
-        elif isinstance(stmt, cst.For):
+        elif type(stmt) is cst.For:
             self.expr_events(frame, stmt.iter, ctx, out)
             info = self.loop_info(frame, stmt, stmt.target, stmt.iter)
             inner = replace(ctx, loops=ctx.loops + (info,), conds=())
             body = self.block(frame, stmt.body, inner)
             orelse = self.block(frame, stmt.orelse.body, ctx) if stmt.orelse else Seq()
             out.append(Loop(info, body, orelse))
-        elif isinstance(stmt, cst.While):
+        elif type(stmt) is cst.While:
             info = self.loop_info(frame, stmt, None, stmt.test)
             inner = replace(ctx, loops=ctx.loops + (info,), conds=())
             body = Seq()
             self.expr_events(frame, stmt.test, inner, body.items)
             body.items.extend(self.block(frame, stmt.body, inner).items)
             orelse = self.block(frame, stmt.orelse.body, ctx) if stmt.orelse else Seq()
-            infinite = isinstance(stmt.test, cst.Name) and stmt.test.value == "True" or (
-                isinstance(stmt.test, cst.Integer) and stmt.test.value != "0"
+            infinite = type(stmt.test) is cst.Name and stmt.test.value == "True" or (
+                type(stmt.test) is cst.Integer and stmt.test.value != "0"
             )
             out.append(Loop(info, body, orelse, infinite))
-        elif isinstance(stmt, cst.With):
+        elif type(stmt) is cst.With:
             grad = ctx.grad
             exits: list[Node] = []
             for item in stmt.items:
@@ -900,7 +901,7 @@ class UnitBuilder:
             inner = replace(ctx, grad=grad)
             out.extend(self.block(frame, stmt.body, inner).items)
             out.extend(reversed(exits))
-        elif isinstance(stmt, cst.Try) or isinstance(stmt, getattr(cst, "TryStar", ())):
+        elif type(stmt) is cst.Try or isinstance(stmt, getattr(cst, "TryStar", ())):
             body = self.block(frame, stmt.body, ctx)
             handlers = [self.block(frame, h.body, ctx) for h in stmt.handlers]
             orelse = self.block(frame, stmt.orelse.body, ctx) if stmt.orelse else Seq()
@@ -920,18 +921,18 @@ class UnitBuilder:
         if decided is not None:  # load_model(..., phase="train"): `if phase == "eval":` is False
             if decided:
                 out.extend(self.block(frame, stmt.body, ctx).items)
-            elif isinstance(stmt.orelse, cst.If):
+            elif type(stmt.orelse) is cst.If:
                 self.if_stmt(frame, stmt.orelse, ctx, out)
-            elif isinstance(stmt.orelse, cst.Else):
+            elif type(stmt.orelse) is cst.Else:
                 out.extend(self.block(frame, stmt.orelse.body, ctx).items)
             return
         self.expr_events(frame, stmt.test, ctx, out)
         inner = replace(ctx, conds=ctx.conds + (stmt,))
         body = self.block(frame, stmt.body, inner)
         orelse = Seq()
-        if isinstance(stmt.orelse, cst.If):
+        if type(stmt.orelse) is cst.If:
             self.if_stmt(frame, stmt.orelse, inner, orelse.items)
-        elif isinstance(stmt.orelse, cst.Else):
+        elif type(stmt.orelse) is cst.Else:
             orelse = self.block(frame, stmt.orelse.body, inner)
         self.node_module[id(stmt)] = frame.module
         out.append(If(stmt, body, orelse, self.absence(frame, stmt.test)))
@@ -946,15 +947,15 @@ class UnitBuilder:
             s, q = self.resolve(frame, dotted_name(e))
             return None if q else s
 
-        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        if type(test) is cst.BooleanOperation and isinstance(test.operator, cst.And):
             for part in (test.left, test.right):
                 out += [(x, arm) for x, arm in self.absence(frame, part) if arm is True]
             return tuple(out)
-        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        if type(test) is cst.UnaryOperation and isinstance(test.operator, cst.Not):
             return tuple((x, not arm) for x, arm in self.absence(frame, test.expression))
-        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        if type(test) is cst.Comparison and len(test.comparisons) == 1:
             comp = test.comparisons[0]
-            if isinstance(comp.comparator, cst.Name) and comp.comparator.value == "None":
+            if type(comp.comparator) is cst.Name and comp.comparator.value == "None":
                 x = sym(test.left)
                 if x is not None:
                     if isinstance(comp.operator, cst.Is):
@@ -962,9 +963,9 @@ class UnitBuilder:
                     elif isinstance(comp.operator, cst.IsNot):
                         out.append((x, False))
             return tuple(out)
-        if isinstance(test, cst.Call) and dotted_name(test.func) == "isinstance" and len(test.args) == 2:
+        if type(test) is cst.Call and dotted_name(test.func) == "isinstance" and len(test.args) == 2:
             classes = test.args[1].value
-            names = [dotted_name(e.value) for e in classes.elements] if isinstance(classes, cst.Tuple) else [dotted_name(classes)]
+            names = [dotted_name(e.value) for e in classes.elements] if type(classes) is cst.Tuple else [dotted_name(classes)]
             if any(n and n.rpartition(".")[2] in ("Module", "Optimizer", "LRScheduler", "_LRScheduler") for n in names):
                 x = sym(test.args[0].value)
                 if x is not None:
@@ -980,7 +981,7 @@ class UnitBuilder:
         """The grad mode inside ``with item:`` (or a function decorated with ``@item``),
         entered in mode ``grad``: from the library knowledge (``torch.no_grad``: disabled;
         ``torch.set_grad_enabled(x)``: from ``x``)."""
-        call = item if isinstance(item, cst.Call) else None
+        call = item if type(item) is cst.Call else None
         q, qualified = self.resolve(frame, dotted_name(call.func if call else item))
         summary = knowledge().callable(q) if qualified else None
         mode = summary.grad if summary is not None else None
@@ -988,7 +989,7 @@ class UnitBuilder:
             if call is None or not call.args:
                 return "unknown"
             v = call.args[0].value
-            if isinstance(v, cst.Name) and v.value in ("True", "False"):
+            if type(v) is cst.Name and v.value in ("True", "False"):
                 return "enabled" if v.value == "True" else "disabled"
             return "unknown"
         return mode or grad
@@ -1004,9 +1005,9 @@ class UnitBuilder:
         return LoopInfo(node, tuple(sorted(names)), tuple(sorted(self.mentions(frame, iter_expr))), calls, frame.name)
 
     def small_stmt(self, frame: Frame, s: cst.CSTNode, ctx: Context, out: list[Node]) -> None:
-        if isinstance(s, cst.Expr):
+        if type(s) is cst.Expr:
             self.expr_events(frame, s.value, ctx, out)
-        elif isinstance(s, cst.Assign):
+        elif type(s) is cst.Assign:
             if len(s.targets) == 1:
                 targets = self._target_syms(frame, s.targets[0].target)
             else:
@@ -1014,36 +1015,36 @@ class UnitBuilder:
             self.expr_events(frame, s.value, ctx, out, targets)
             for t in s.targets:
                 self.assign_event(frame, s, t.target, "=", s.value, ctx, out)
-        elif isinstance(s, cst.AnnAssign):
+        elif type(s) is cst.AnnAssign:
             if s.value is not None:
                 self.expr_events(frame, s.value, ctx, out, self._target_syms(frame, s.target))
                 self.assign_event(frame, s, s.target, "=", s.value, ctx, out)
-        elif isinstance(s, cst.AugAssign):
+        elif type(s) is cst.AugAssign:
             self.expr_events(frame, s.value, ctx, out)
             self.assign_event(frame, s, s.target, s.operator.__class__.__name__, s.value, ctx, out)
-        elif isinstance(s, cst.Return):
+        elif type(s) is cst.Return:
             if s.value is not None:
-                if frame.return_targets and frame.return_targets[0] and isinstance(s.value, cst.Name) and s.value.value in frame.defs:
+                if frame.return_targets and frame.return_targets[0] and type(s.value) is cst.Name and s.value.value in frame.defs:
                     self.func_values[frame.return_targets[0]] = (frame.defs[s.value.value], frame)
-                self.expr_events(frame, s.value, ctx, out, frame.return_targets if isinstance(s.value, cst.Call) else ())
-                if frame.return_targets and not isinstance(s.value, cst.Call):
-                    values = s.value.elements if isinstance(s.value, cst.Tuple) else None
+                self.expr_events(frame, s.value, ctx, out, frame.return_targets if type(s.value) is cst.Call else ())
+                if frame.return_targets and type(s.value) is not cst.Call:
+                    values = s.value.elements if type(s.value) is cst.Tuple else None
                     if values is None:
                         self.assign_event(frame, s, None, "=", s.value, ctx, out, frame.return_targets[0])
                     else:
                         for tgt, el in zip(frame.return_targets, values):
                             self.assign_event(frame, s, None, "=", el.value, ctx, out, tgt)
             out.append(Jump("return", self.sources(frame, s.value).names if s.value is not None else frozenset()))
-        elif isinstance(s, cst.Raise):
+        elif type(s) is cst.Raise:
             self.expr_events(frame, s.exc, ctx, out)
             out.append(Jump("raise"))
-        elif isinstance(s, cst.Break):
+        elif type(s) is cst.Break:
             out.append(Jump("break"))
-        elif isinstance(s, cst.Continue):
+        elif type(s) is cst.Continue:
             out.append(Jump("continue"))
         elif isinstance(s, cst.Assert):
-            if isinstance(s.test, cst.Name) and s.test.value == "False" or (
-                isinstance(s.test, cst.Integer) and s.test.value == "0"
+            if type(s.test) is cst.Name and s.test.value == "False" or (
+                type(s.test) is cst.Integer and s.test.value == "0"
             ):
                 out.append(Jump("raise"))  # assert False: this path ends here
 
@@ -1055,7 +1056,7 @@ class UnitBuilder:
             if isinstance(target, (cst.Tuple, cst.List)):
                 self._unpack(frame, stmt, target, op, value, ctx, out)
                 return
-            if isinstance(target, cst.Subscript):
+            if type(target) is cst.Subscript:
                 sym, q = self.resolve(frame, dotted_name(target.value))
                 op = "[]="
             else:
@@ -1073,7 +1074,7 @@ class UnitBuilder:
                    sources=self.sources(frame, value))
         )
         self.n_events += 1
-        if isinstance(value, cst.Call):
+        if type(value) is cst.Call:
             fname, qualified = self.resolve(frame, dotted_name(value.func))
             ref = frame.module.class_ref(fname, qualified) if fname else None
             if ref is not None:
@@ -1088,12 +1089,12 @@ class UnitBuilder:
         part of the call's result."""
         elements = [el.value for el in target.elements]
         if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elements) and not any(
-            isinstance(el, cst.StarredElement) for el in (*target.elements, *value.elements)
+            type(el) is cst.StarredElement for el in (*target.elements, *value.elements)
         ):
             for t, v in zip(elements, value.elements):
                 self.assign_event(frame, stmt, t, op, v.value, ctx, out)
             return
-        if not isinstance(value, cst.Call):
+        if type(value) is not cst.Call:
             return
         for t in elements:
             if isinstance(t, (cst.Name, cst.Attribute)):
@@ -1153,16 +1154,56 @@ def evaluation_order(expr: cst.CSTNode) -> list:
 _NO_VALUE = object()
 
 
+@dataclass(frozen=True, eq=False)
+class _CallPlan:
+    """A call in :func:`_sources_plan`: ``func``, the dotted name it calls (``None``: not a
+    name); ``args``, the plans of its arguments; ``detaches``, a tensor method whose result
+    holds nothing of its receiver (``.item()``, ``.detach()``); ``callee``, the plan of the
+    called expression (its receiver), ``None`` when it detaches."""
+
+    node: cst.Call
+    func: str | None
+    args: tuple
+    detaches: bool
+    callee: object
+
+
+def _sources_plan(e: cst.CSTNode, kb):
+    """The frame-independent part of :meth:`UnitBuilder.sources` for expression ``e``: a dotted
+    name (``str``) to resolve, a :class:`_CallPlan`, a tuple of plans (the parts of any other
+    node, in the order its walk visits them), or ``None`` for nothing (a lambda, ``p.data``,
+    ``True``). Evaluating it with an explicit stack visits names and calls in the order the
+    walk of the expression did."""
+    t = type(e)
+    if t is cst.Name or t is cst.Attribute:
+        dotted = dotted_name(e)
+        if dotted is not None:
+            return None if dotted in ("True", "False", "None") else dotted
+        return None if e.attr.value == "data" else _sources_plan(e.value, kb)
+    if t is cst.Lambda:
+        return None
+    if t is cst.Call:
+        f = e.func
+        detaches = False
+        if type(f) is cst.Attribute:
+            m = kb.method("torch.Tensor", f.attr.value)
+            detaches = m is not None and m.returns is not None and m.returns.value in ("number", "detached")
+        args = tuple(p for p in (_sources_plan(a.value, kb) for a in e.args) if p)
+        return _CallPlan(e, dotted_name(f), args, detaches, None if detaches else _sources_plan(f, kb))
+    parts = tuple(p for p in (_sources_plan(c, kb) for c in children(e)) if p)
+    return parts or None
+
+
 def _literal(node: cst.CSTNode | None):
     """The value of a literal (``"train"``, ``3``, ``True``, ``None``), else ``_NO_VALUE``."""
-    if isinstance(node, cst.SimpleString):
+    if type(node) is cst.SimpleString:
         try:
             return node.evaluated_value
         except Exception:  # noqa: BLE001 - an odd string prefix
             return _NO_VALUE
-    if isinstance(node, cst.Integer):
+    if type(node) is cst.Integer:
         return node.evaluated_value
-    if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
+    if type(node) is cst.Name and node.value in ("True", "False", "None"):
         return {"True": True, "False": False, "None": None}[node.value]
     return _NO_VALUE
 
@@ -1174,10 +1215,10 @@ def _extra_args(func: cst.FunctionDef, args: list[Arg], method: bool) -> dict[st
     named = [x.name.value for x in (*p.posonly_params, *p.params)][1 if method else 0:]
     names = set(named) | {x.name.value for x in p.kwonly_params}
     out: dict[str, list[Arg]] = {}
-    if isinstance(p.star_arg, cst.Param):
+    if type(p.star_arg) is cst.Param:
         positional = [a for a in args if a.keyword is None]
         out[p.star_arg.name.value] = positional[len(named):]
-    if isinstance(p.star_kwarg, cst.Param):
+    if type(p.star_kwarg) is cst.Param:
         out[p.star_kwarg.name.value] = [a for a in args if a.keyword is not None and a.keyword not in names]
     return out
 
@@ -1203,12 +1244,12 @@ def _constants(func: cst.FunctionDef, bound: dict, subst: dict, assigned: set[st
 def _decide(test: cst.BaseExpression, constants: dict) -> bool | None:
     """The value of an ``if`` test over constant parameters (``phase == "eval"``, ``not amp``,
     ``x is None``), ``None`` when it depends on anything else."""
-    if isinstance(test, cst.Name) and test.value in constants:
+    if type(test) is cst.Name and test.value in constants:
         return bool(constants[test.value])
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+    if type(test) is cst.UnaryOperation and isinstance(test.operator, cst.Not):
         inner = _decide(test.expression, constants)
         return None if inner is None else not inner
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name):
+    if type(test) is cst.Comparison and len(test.comparisons) == 1 and type(test.left) is cst.Name:
         if test.left.value not in constants:
             return None
         left = constants[test.left.value]
@@ -1239,15 +1280,16 @@ def _is_static(func: cst.FunctionDef) -> bool:
 def _is_literal(expr: cst.CSTNode, literal_names: set[str]) -> bool:
     """Numbers and arithmetic on them (``30``, ``[30, 60]``, ``2 * 10``), where a name counts
     only if it is in ``literal_names``."""
-    if isinstance(expr, (cst.Integer, cst.Float)):
+    t = type(expr)  # final classes: ``type(...) is`` (``isinstance`` on them is slow for others)
+    if t is cst.Integer or t is cst.Float:
         return True
-    if isinstance(expr, cst.Name):
+    if t is cst.Name:
         return expr.value in literal_names
-    if isinstance(expr, (cst.List, cst.Tuple)):
+    if t is cst.List or t is cst.Tuple:
         return all(_is_literal(e.value, literal_names) for e in expr.elements)
-    if isinstance(expr, cst.BinaryOperation):
+    if t is cst.BinaryOperation:
         return _is_literal(expr.left, literal_names) and _is_literal(expr.right, literal_names)
-    if isinstance(expr, cst.UnaryOperation):
+    if t is cst.UnaryOperation:
         return _is_literal(expr.expression, literal_names)
     return False
 
@@ -1256,10 +1298,10 @@ def value_kind(imports: ImportMap, value: cst.BaseExpression) -> str:
     """Classify an assigned value: ``number`` (``x.item()``, ``float(x)``), ``detached``
     (``x.detach()``, ``x.data``), ``call`` or ``expr``. What a call returns comes from the
     library knowledge (``torch.Tensor.item`` returns a number, ``float`` too)."""
-    if isinstance(value, cst.Call):
+    if type(value) is cst.Call:
         func = value.func
         kb = knowledge()
-        if isinstance(func, cst.Attribute):
+        if type(func) is cst.Attribute:
             summary = kb.method("torch.Tensor", func.attr.value)
             if summary is not None and summary.returns is not None and summary.returns.value in ("number", "detached"):
                 return summary.returns.value
@@ -1272,7 +1314,7 @@ def value_kind(imports: ImportMap, value: cst.BaseExpression) -> str:
         if summary is not None and summary.returns is not None and summary.returns.value in ("number", "detached"):
             return summary.returns.value
         return "call"
-    if isinstance(value, cst.Attribute) and value.attr.value == "data":
+    if type(value) is cst.Attribute and value.attr.value == "data":
         return "detached"
     if isinstance(value, (cst.Integer, cst.Float)):
         return "number"

@@ -241,6 +241,9 @@ def _returns(node: Node) -> bool:
     return any(_returns(p) for p in parts(node))
 
 
+#: per unit, per (machine kinds, remembered test names): ``id(Seq) →`` its live items
+_LIVE: "weakref.WeakKeyDictionary[Seq, dict]" = weakref.WeakKeyDictionary()
+
 _CONTRADICTS = frozenset({None})  # an arm the known conditions rule out
 
 
@@ -266,6 +269,9 @@ class _Interpreter:
         self._branches = type(machine).branch is not Machine.branch  # else an arm keeps the state
         self._local_of, self._idle = self._local_call(machine, unit)
         self._inside = 0  # how deep the interpretation is in those calls
+        self._items: dict[int, tuple] = {}  # id(Seq) -> its items that can change the states
+        self._live_by_unit = _LIVE.setdefault(unit, {})
+        self._loop_names: dict[int, frozenset[str]] = {}  # id(Loop) -> its targets in the tests
 
     def _correlated_tests(self, unit: Seq) -> dict[int, tuple[str, frozenset[str]]]:
         """The repeated tests (:func:`repeated_tests`) worth remembering for this machine.
@@ -346,10 +352,8 @@ class _Interpreter:
     def _test(self, node: If):
         return self._tests.get(id(node))
 
-    def _forget(self, states: set, names) -> set:
-        names = frozenset(names) & self._test_names
-        if not names:
-            return states
+    def _forget(self, states: set, names: frozenset[str]) -> set:
+        """``states`` without the conditions on ``names`` (names of remembered tests)."""
         kept = self._kept
         change = {}
         for conds in {conds for _, conds in states}:  # a few distinct sets of conditions
@@ -401,9 +405,14 @@ class _Interpreter:
                 key = (conds, known)
                 new = added.get(key)
                 if new is None:  # the same conditions meet the same test again and again
-                    new = added[key] = _CONTRADICTS if against in conds else conds | {known}
-                change[conds] = new
-            states = {(ms, change[conds]) for ms, conds in states if change[conds] is not _CONTRADICTS}
+                    new = added[key] = (
+                        _CONTRADICTS if against in conds else conds if known in conds else conds | {known}
+                    )
+                if new is not conds:
+                    change[conds] = new
+            if change:  # else every path already knew the test's outcome
+                states = {(ms, change.get(conds, conds)) for ms, conds in states
+                          if change.get(conds) is not _CONTRADICTS}
         if self._branches:  # NOT_TAKEN: the machine knows this arm is not taken on that path
             branch = self.m.branch
             out = set()
@@ -444,11 +453,36 @@ class _Interpreter:
             self._memo[key] = hit
         return hit
 
+    def _live(self, node: Seq) -> tuple:
+        """The items of ``node`` that can change this machine's states: not a call or an
+        assignment without typed events that re-binds no remembered test's name, nor a part
+        without jumps, remembered names or events of the machine's kinds (the checks
+        :meth:`exec` makes, made once per block instead of once per run of it)."""
+        kinds, tested = self.m.kinds, self._test_names
+        shared = self._live_by_unit.setdefault((kinds, tested), {})  # machines alike share it
+        live = shared.get(id(node))
+        if live is not None:
+            self._items[id(node)] = live
+            return live
+        items = []
+        for item in node.items:
+            if isinstance(item, (Call, Assign)):
+                if not item.typed and (not tested or not self._rebinds(item)):
+                    continue
+            elif kinds is not None and not isinstance(item, Jump):
+                sm = self._summaries[id(item)]
+                if not sm.jumps and not (sm.names & tested) and not (sm.kinds & kinds):
+                    continue
+            items.append(item)
+        live = self._items[id(node)] = shared[id(node)] = tuple(items)
+        return live
+
     def _exec(self, node: Node, states: set) -> _Out:
         if isinstance(node, Seq):
             out = _Out()
             cur = states
-            for item in node.items:
+            items = self._items.get(id(node))
+            for item in self._live(node) if items is None else items:
                 r = self.exec(item, cur)
                 out.brk |= r.brk
                 out.cont |= r.cont
@@ -464,7 +498,9 @@ class _Interpreter:
             b = self.exec(node.orelse, self._arm(node, states, False))
             return _Out(_bound(a.normal | b.normal), a.brk | b.brk, a.cont | b.cont, a.ret | b.ret, a.exc | b.exc)
         if isinstance(node, Loop):
-            targets = node.info.targets
+            targets = self._loop_names.get(id(node))
+            if targets is None:  # the loop's targets that remembered tests mention
+                targets = self._loop_names[id(node)] = frozenset(node.info.targets) & self._test_names
             head = set(states)
             body = _Out()
             for _ in range(MAX_LOOP_ITERATIONS):

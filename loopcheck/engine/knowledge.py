@@ -298,6 +298,9 @@ class Knowledge:
         self.classes: dict[str, ClassEntry] = {}
         self._function_patterns: list[tuple[re.Pattern, Summary]] = []
         self._class_patterns: list[tuple[re.Pattern, ClassEntry]] = []
+        # the pattern each name matched first (or None), per kind of lookup: the builder asks
+        # for the same names at every call site, and each miss tried every pattern
+        self._matched: dict[tuple[str, str], Summary | ClassEntry | None] = {}
 
     def load(self, text: str, origin: str) -> None:
         """Add the entries of one TOML document.
@@ -306,6 +309,7 @@ class Knowledge:
             KnowledgeError: an entry uses an unknown key, event, role or aspect.
         """
         data = tomllib.loads(text)
+        self._matched.clear()
         for i, raw in enumerate(data.get("function", [])):
             where = f"{origin}: function #{i + 1}"
             self._check_keys(raw, where)
@@ -342,13 +346,23 @@ class Knowledge:
         else:
             exact.setdefault(name, value)
 
+    def _match(self, kind: str, qualname: str):
+        """The value of the first pattern of ``kind`` (``"function"`` or ``"class"``) that
+        ``qualname`` matches, or ``None`` (looked up once per name)."""
+        key = (kind, qualname)
+        if key in self._matched:
+            return self._matched[key]
+        patterns = self._function_patterns if kind == "function" else self._class_patterns
+        hit = self._matched[key] = next((v for p, v in patterns if p.match(qualname)), None)
+        return hit
+
     def function(self, qualname: str | None) -> Summary | None:
         """The summary of library function ``qualname`` (``"torch.nn.utils.clip_grad_norm_"``)."""
         if not qualname:
             return None
         hit = self.functions.get(qualname)
         if hit is None:
-            hit = next((s for p, s in self._function_patterns if p.match(qualname)), None)
+            hit = self._match("function", qualname)
         return hit
 
     def cls(self, qualname: str | None) -> ClassEntry | None:
@@ -357,7 +371,7 @@ class Knowledge:
             return None
         hit = self.classes.get(qualname)
         if hit is None:
-            hit = next((c for p, c in self._class_patterns if p.match(qualname)), None)
+            hit = self._match("class", qualname)
         return hit
 
     def callable(self, qualname: str | None) -> Summary | None:
@@ -368,10 +382,10 @@ class Knowledge:
         hit = self.functions.get(qualname)
         if hit is not None:
             return hit
-        entry = self.classes.get(qualname) or next((c for p, c in self._class_patterns if p.match(qualname)), None)
+        entry = self.classes.get(qualname) or self._match("class", qualname)
         if entry is not None:
             return entry.ctor
-        return next((s for p, s in self._function_patterns if p.match(qualname)), None)
+        return self._match("function", qualname)
 
     def method(self, cls: str | None, name: str, _seen: frozenset = frozenset()) -> Summary | None:
         """The summary of method ``name`` of library class ``cls``, looked up through the

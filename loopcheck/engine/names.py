@@ -11,17 +11,27 @@ from __future__ import annotations
 import libcst as cst
 
 
+_NAME, _ATTRIBUTE = cst.Name, cst.Attribute
+
+
 def dotted_name(expr: cst.BaseExpression) -> str | None:
     """Return ``"a.b.c"`` for a Name/Attribute chain, ``None`` for anything else.
 
     Args:
         expr: any LibCST expression, e.g. ``self.model.fc``.
     """
+    # ``type(...) is``: both classes are final, and ``isinstance`` on LibCST's abstract-base
+    # classes takes the slow path for every other node (the hottest test of the builder)
+    t = type(expr)
+    if t is _NAME:
+        return expr.value
+    if t is not _ATTRIBUTE:
+        return None
     parts: list[str] = []
-    while isinstance(expr, cst.Attribute):
+    while type(expr) is _ATTRIBUTE:
         parts.append(expr.attr.value)
         expr = expr.value
-    if not isinstance(expr, cst.Name):
+    if type(expr) is not _NAME:
         return None
     parts.append(expr.value)
     return ".".join(reversed(parts))

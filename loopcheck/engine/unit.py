@@ -8,7 +8,7 @@ from typing import Callable
 
 from loopcheck.engine.dataflow import Flow, Machine, run
 from loopcheck.engine.events import Event
-from loopcheck.engine.ir import Jump, Seq, parts, walk_events
+from loopcheck.engine.ir import Jump, LoopInfo, Seq, parts, walk_events
 from loopcheck.engine.roles import Roles
 
 
@@ -142,6 +142,19 @@ class Unit:
     def of_kind(self, *kinds: str) -> list[Event]:
         """The events of ``kinds`` in program order (a new list)."""
         return list(self._of_kinds(kinds)[0])
+
+    def in_loop(self, loop: LoopInfo, *kinds: str) -> list[Event]:
+        """The events of ``kinds`` whose innermost loop is ``loop``, in program order (the
+        events are grouped by innermost loop once per tuple of kinds: a rule asking once per
+        clip would otherwise scan every step of the unit for each)."""
+        key = ("in_loop", kinds)
+        groups = self._kinds.get(key)
+        if groups is None:
+            groups = self._kinds[key] = {}
+            for ev in self._of_kinds(kinds)[0]:
+                if ev.ctx.loops:
+                    groups.setdefault(id(ev.ctx.loops[-1]), []).append(ev)
+        return list(groups.get(id(loop), ()))
 
     def next_event(self, after: Event, kinds: tuple[str, ...], same_loop: bool = True) -> Event | None:
         """The first event of ``kinds`` after ``after`` in program order (inside the same

@@ -72,8 +72,7 @@ class ClipOnEveryMicroStep(Rule):
             if clip.extra.get("measure_only") or not clip.ctx.loops or accumulation_if(clip) is not None:
                 continue
             loop = clip.ctx.loops[-1]
-            bw = next((b for b in unit.of_kind("backward") if b.ctx.loops and b.ctx.loops[-1] is loop
-                       and unit.order(b) < unit.order(clip)), None)
+            bw = next((b for b in unit.in_loop(loop, "backward") if unit.order(b) < unit.order(clip)), None)
             if bw is None:
                 continue
             found = self._conditional_step(unit, clip, loop)
@@ -91,7 +90,7 @@ class ClipOnEveryMicroStep(Rule):
         for opt in active_optimizers(unit):
             if not touches(unit, opt, clip):
                 continue
-            steps += [s for s in unit.of_kind("step") if s.subject == opt and s.ctx.loops and s.ctx.loops[-1] is loop]
+            steps += [s for s in unit.in_loop(loop, "step") if s.subject == opt]
         if not steps:
             return None
         block = accumulate_block(unit, clip)
@@ -204,7 +203,7 @@ class StepInsideAccumulationLoop(Rule):
             loop = step.ctx.loops[-1]
             if id(loop) in reported:
                 continue
-            bw = next((b for b in unit.of_kind("backward") if b.ctx.loops and b.ctx.loops[-1] is loop), None)
+            bw = next(iter(unit.in_loop(loop, "backward")), None)
             if bw is None or not _accumulation_loop(unit, loop, bw):
                 continue
             reported.add(id(loop))
