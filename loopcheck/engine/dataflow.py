@@ -131,7 +131,7 @@ def _bound(states: set) -> set:
     """Forget the remembered conditions when they multiply the states past ``MAX_STATES``."""
     if len(states) <= MAX_STATES:
         return states
-    return {(ms, frozenset()) for ms, _ in states}
+    return {(ms, 0) for ms, _ in states}
 
 
 @dataclass
@@ -244,8 +244,6 @@ def _returns(node: Node) -> bool:
 #: per unit, per (machine kinds, remembered test names): ``id(Seq) →`` its live items
 _LIVE: "weakref.WeakKeyDictionary[Seq, dict]" = weakref.WeakKeyDictionary()
 
-_CONTRADICTS = frozenset({None})  # an arm the known conditions rule out
-
 
 class _Interpreter:
     """Interprets the IR over pairs ``(machine state, known conditions)``.
@@ -254,6 +252,11 @@ class _Interpreter:
     (``if phase == "train": model.train() ... if phase == "train": optimizer.step()``): a
     condition is remembered after a branch on it, and forgotten when a name it mentions is
     assigned or is the target of a loop starting a new iteration.
+
+    The conditions of a path are one integer: the remembered tests are numbered, and bit
+    ``2 * i`` says the ``i``-th test was true on the path, bit ``2 * i + 1`` that it was false
+    (sets of ``(test, outcome)`` pairs before: the same states, but every set of states built
+    compared and hashed them element by element).
     """
 
     def __init__(self, machine: Machine, unit: Seq) -> None:
@@ -264,8 +267,14 @@ class _Interpreter:
         self._tests = self._correlated_tests(unit)
         self._test_names: frozenset[str] = frozenset().union(*(names for _, names in self._tests.values()))
         self._assigned: dict[int, frozenset[str]] = {}  # id(raw event) -> the test names it re-binds
-        self._kept: dict[tuple, frozenset] = {}  # (conditions, names) -> the conditions kept
-        self._added: dict[tuple, frozenset] = {}  # (conditions, condition) -> with it (or _CONTRADICTS)
+        numbers: dict[str, int] = {}  # test text -> its number
+        self._number: dict[int, int] = {}  # id(If) -> the number of its test
+        self._name_bits: dict[str, int] = {}  # name -> the bits of the tests that mention it
+        for key, (text, names) in self._tests.items():
+            i = self._number[key] = numbers.setdefault(text, len(numbers))
+            for name in names:
+                self._name_bits[name] = self._name_bits.get(name, 0) | (3 << 2 * i)
+        self._bits_of: dict[frozenset[str], int] = {}  # names -> the bits of the tests they name
         self._branches = type(machine).branch is not Machine.branch  # else an arm keeps the state
         self._local_of, self._idle = self._local_call(machine, unit)
         self._inside = 0  # how deep the interpretation is in those calls
@@ -349,26 +358,18 @@ class _Interpreter:
             return frozenset(), frozenset()
         return fids, None if machine.only_own_events else frozenset({machine.initial(), absent})
 
-    def _test(self, node: If):
-        return self._tests.get(id(node))
-
     def _forget(self, states: set, names: frozenset[str]) -> set:
         """``states`` without the conditions on ``names`` (names of remembered tests)."""
-        kept = self._kept
-        change = {}
-        for conds in {conds for _, conds in states}:  # a few distinct sets of conditions
-            if not conds:
-                continue
-            key = (conds, names)
-            new = kept.get(key)
-            if new is None:  # the same conditions come back at every event: filtered once
-                new = frozenset(c for c in conds if not (c[2] & names))
-                new = kept[key] = conds if len(new) == len(conds) else new
-            if new is not conds:
-                change[conds] = new
-        if not change:
+        bits = self._bits_of.get(names)
+        if bits is None:
+            bits = 0
+            for name in names:
+                bits |= self._name_bits.get(name, 0)
+            self._bits_of[names] = bits
+        if not any(conds & bits for _, conds in states):
             return states
-        return {(ms, change.get(conds, conds)) for ms, conds in states}
+        keep = ~bits
+        return {(ms, conds & keep) for ms, conds in states}
 
     def _rebinds(self, raw: Call | Assign) -> frozenset[str]:
         """The names of the repeated tests that ``raw`` assigns (their conditions are forgotten)."""
@@ -391,28 +392,17 @@ class _Interpreter:
         return states
 
     def _arm(self, node: If, states: set, taken: bool) -> set:
-        test = self._test(node)
+        number = self._number.get(id(node))
         gone = node.absent_in and any(arm is taken and sym in self.m.subjects for sym, arm in node.absent_in)
         absent = self.m.absent() if gone else None
         if absent is not None:
             states = {(absent, conds) for _, conds in states}
-        if test is not None:
-            text, names = test
-            against, known = (text, not taken, names), (text, taken, names)
-            added = self._added
-            change = {}
-            for conds in {conds for _, conds in states}:
-                key = (conds, known)
-                new = added.get(key)
-                if new is None:  # the same conditions meet the same test again and again
-                    new = added[key] = (
-                        _CONTRADICTS if against in conds else conds if known in conds else conds | {known}
-                    )
-                if new is not conds:
-                    change[conds] = new
-            if change:  # else every path already knew the test's outcome
-                states = {(ms, change.get(conds, conds)) for ms, conds in states
-                          if change.get(conds) is not _CONTRADICTS}
+        if number is not None:
+            known = 1 << (2 * number + (not taken))
+            against = 1 << (2 * number + taken)
+            # a path that knew the other outcome cannot take this arm
+            if any(conds & against or not conds & known for _, conds in states):
+                states = {(ms, conds | known) for ms, conds in states if not conds & against}
         if self._branches:  # NOT_TAKEN: the machine knows this arm is not taken on that path
             branch = self.m.branch
             out = set()
@@ -421,7 +411,7 @@ class _Interpreter:
                 if ms is not NOT_TAKEN:
                     out.add((ms, conds))
             return out
-        return states if absent is not None or test is not None else set(states)
+        return states if absent is not None or number is not None else set(states)
 
     def exec(self, node: Node, states: set) -> _Out:
         """Run ``node`` from ``states``; compound nodes are memoized on their input states
@@ -567,6 +557,6 @@ def run(machine: Machine, unit: Seq, initial: Iterable[State] | None = None) -> 
     machine's initial state)."""
     interp = _Interpreter(machine, unit)
     start = set(initial) if initial is not None else {machine.initial()}
-    out = interp.exec(unit, {(s, frozenset()) for s in start})
+    out = interp.exec(unit, {(s, 0) for s in start})
     interp.flow.exit = {ms for ms, _ in out.normal | out.ret}
     return interp.flow
