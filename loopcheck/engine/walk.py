@@ -6,9 +6,13 @@ costs more than parsing; the analysis only reads, so it walks the dataclass fiel
 
 from __future__ import annotations
 
+import collections.abc
+import dataclasses
+import typing
 from typing import Iterator
 
 import libcst as cst
+from libcst import MaybeSentinel
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _SKIP_ALWAYS = (cst.BaseParenthesizableWhitespace, cst.Comment, cst.Newline, cst.EmptyLine)
@@ -37,9 +41,36 @@ def _fields(cls: type) -> tuple[str, ...]:
     return names
 
 
+_NODE_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _may_hold_node(annotation) -> bool:
+    """Whether a dataclass field of this annotation can hold a syntax node (not whitespace, a
+    comment, a string or a sentinel); ``True`` for any annotation not understood."""
+    if isinstance(annotation, type):
+        return issubclass(annotation, cst.CSTNode) and not issubclass(annotation, _SKIP_ALWAYS) or (
+            not issubclass(annotation, cst.CSTNode) and annotation not in (str, bool, int, type(None), MaybeSentinel)
+        )
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Literal:
+        return False
+    if origin in (typing.Union, collections.abc.Sequence) and args:
+        return any(_may_hold_node(a) for a in args)
+    return True
+
+
+def _node_fields(cls: type) -> tuple[str, ...]:
+    """The fields of a node class that can hold syntax nodes, in order (the others are
+    whitespace and strings: not read by :func:`children`)."""
+    names = _NODE_FIELDS.get(cls)
+    if names is None:
+        names = _NODE_FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls) if _may_hold_node(f.type))
+    return names
+
+
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The direct child syntax nodes of ``node`` in source order (no whitespace or comments)."""
-    names = _fields(type(node))
+    names = _node_fields(type(node))
     out = []
     for name in names:
         value = getattr(node, name)
