@@ -102,6 +102,32 @@ def test_lookup_follows_reexports_relative_imports_and_cycles(tmp_path: Path):
     assert project.lookup("torch.optim.Adam", near) is None
 
 
+def test_a_name_is_looked_up_once_per_check_and_again_in_the_next(tmp_path: Path, monkeypatch):
+    """The builder asks for the same imported names at every call site; a check looks each one
+    up once (diffusers' pipeline tests made 11,505 lookups in one file), and the next check
+    (after ``trim``) looks again, so a module changed in between is seen."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "engine.py").write_text("def train_one_epoch(model):\n    model.train()\n")
+    project = Project(tmp_path)
+    near = tmp_path / "main.py"
+    calls = []
+    real = Project._lookup
+
+    def counting(self, qualname, near, depth):
+        calls.append((qualname, depth))
+        return real(self, qualname, near, depth)
+
+    monkeypatch.setattr(Project, "_lookup", counting)
+    found = [project.lookup("engine.train_one_epoch", near) for _ in range(10)]
+    assert found[0] is not None and all(m is found[0] for m in found)
+    assert project.lookup("engine.evaluate", near) is None
+    assert calls == [("engine.train_one_epoch", 0), ("engine.evaluate", 0)]
+    (tmp_path / "engine.py").write_text("def train_one_epoch(model):\n    model.train()\n\n\ndef evaluate(m):\n    pass\n")
+    assert project.lookup("engine.evaluate", near) is None  # the same check: the same answer
+    project.trim()
+    assert project.lookup("engine.evaluate", near).function.name.value == "evaluate"
+
+
 def test_the_checked_text_wins_over_the_file_on_disk(tmp_path: Path):
     """An editor buffer: the text given is checked, the imported modules come from disk."""
     (tmp_path / "evaluation.py").write_text((FIXTURES / "project_eval_module" / "evaluation.py").read_text())
