@@ -345,6 +345,19 @@ def test_children_read_only_the_fields_that_can_hold_nodes_and_find_the_same_nod
     assert "whitespace_after_func" not in w._node_fields(cst.Call) and "func" in w._node_fields(cst.Call)
 
 
+def test_the_libcst_classes_the_engine_tests_by_type_have_no_subclasses():
+    """The builder and ``dotted_name`` test ``type(node) is cst.X`` (``isinstance`` is slow on
+    LibCST's classes): right only while no LibCST class derives from those."""
+    import re
+
+    used = set()
+    for name in ("builder.py", "names.py"):
+        text = (ROOT / "loopcheck" / "engine" / name).read_text(encoding="utf-8")
+        used |= set(re.findall(r"type\([^)]*\) is (?:not )?cst\.([A-Z]\w+)", text))
+    assert {"Name", "Attribute", "Call", "FunctionDef"} <= used
+    assert {n for n in used if getattr(cst, n).__subclasses__()} == set()
+
+
 def test_the_parent_table_is_the_one_a_libcst_visitor_sees():
     import libcst as cst
 
