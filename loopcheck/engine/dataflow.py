@@ -150,7 +150,7 @@ def _base_name(sym: str) -> str:
 
 
 def summaries(unit: Seq) -> dict[int, _Summary]:
-    """``id(node) → _Summary`` for every compound node of the unit."""
+    """``id(node) → _Summary`` for every node of the unit but jumps."""
     if unit in _SUMMARIES:
         return _SUMMARIES[unit]
     table: dict[int, _Summary] = {}
@@ -163,6 +163,7 @@ def summaries(unit: Seq) -> dict[int, _Summary]:
                 sm.names.add(_base_name(node.target))
             elif isinstance(node, Call):
                 sm.names.update(_base_name(t) for t in node.targets if t)
+            table[id(node)] = sm  # (for the names an event re-binds: every machine asks)
             return sm
         if isinstance(node, Jump):
             sm.jumps = True
@@ -375,11 +376,7 @@ class _Interpreter:
         """The names of the repeated tests that ``raw`` assigns (their conditions are forgotten)."""
         hit = self._assigned.get(id(raw))
         if hit is None:
-            if isinstance(raw, Assign):
-                names = {raw.target.rpartition(":")[2].split(".")[0]} if raw.target else set()
-            else:
-                names = {t.rpartition(":")[2].split(".")[0] for t in raw.targets if t}
-            hit = self._assigned[id(raw)] = frozenset(names) & self._test_names
+            hit = self._assigned[id(raw)] = self._test_names.intersection(self._summaries[id(raw)].names)
         return hit
 
     def events(self, raw: Call | Assign, states: set) -> set:
