@@ -256,8 +256,8 @@ class _Interpreter:
 
     The conditions of a path are one integer: the remembered tests are numbered, and bit
     ``2 * i`` says the ``i``-th test was true on the path, bit ``2 * i + 1`` that it was false
-    (sets of ``(test, outcome)`` pairs before: the same states, but every set of states built
-    compared and hashed them element by element).
+    (an integer hashes and compares at once, where a set of ``(test, outcome)`` pairs was
+    compared element by element in every set of states built).
     """
 
     def __init__(self, machine: Machine, unit: Seq) -> None:

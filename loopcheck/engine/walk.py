@@ -48,9 +48,9 @@ def _may_hold_node(annotation) -> bool:
     """Whether a dataclass field of this annotation can hold a syntax node (not whitespace, a
     comment, a string or a sentinel); ``True`` for any annotation not understood."""
     if isinstance(annotation, type):
-        return issubclass(annotation, cst.CSTNode) and not issubclass(annotation, _SKIP_ALWAYS) or (
-            not issubclass(annotation, cst.CSTNode) and annotation not in (str, bool, int, type(None), MaybeSentinel)
-        )
+        if issubclass(annotation, cst.CSTNode):
+            return not issubclass(annotation, _SKIP_ALWAYS)
+        return annotation not in (str, bool, int, type(None), MaybeSentinel)
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
     if origin is typing.Literal:
         return False
