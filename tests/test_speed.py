@@ -319,8 +319,8 @@ def test_the_setup_rules_run_a_machine_only_for_the_optimizers_that_step_in_the_
 
 def test_children_read_only_the_fields_that_can_hold_nodes_and_find_the_same_nodes():
     """``children`` skips the fields whose annotation is whitespace, a string or a sentinel
-    (a third of the fields); every syntax node of the fixtures has the children a read of all
-    its fields finds, in the same order."""
+    (272 of the 624 fields of LibCST's node classes); every syntax node of the fixtures has
+    the children a read of all its fields finds, in the same order."""
     from loopcheck.engine import walk as w
 
     def every_field(node):
