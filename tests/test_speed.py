@@ -296,8 +296,8 @@ def _algorithms(classes: int) -> str:
 def test_the_setup_rules_run_a_machine_only_for_the_optimizers_that_step_in_the_unit(monkeypatch):
     """The roles are the file's, so LC501/LC502 (and LC503) ran a machine for every optimizer of
     the file in every unit: DomainBed's algorithms.py, 3,066 of the file's 3,183 machine runs
-    (31 now) and two thirds of its time. Only a step reports, so an optimizer that does not step in
-    the unit is passed over: the runs grow with the classes, not with their square."""
+    (31 now) and two thirds of its time. Only a step reports, so an optimizer that does not
+    step in the unit is passed over: the runs grow with the classes, not with their square."""
     import loopcheck.rules.setup as setup
 
     runs = 0
