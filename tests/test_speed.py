@@ -259,7 +259,7 @@ def test_clips_look_up_the_events_of_their_own_loop_once(monkeypatch):
     assert many <= 5 * eight  # 4x the helpers: 4x the reads (128 and 512; 240 and 2,496 before)
 
 
-def test_events_in_a_loop_are_those_of_kind_in_it_in_program_order():
+def test_events_in_a_loop_or_of_a_subject_are_those_of_kind_in_program_order():
     from loopcheck.analysis import build_units
 
     source = (FIXTURES / "LC106_bad.py").read_text(encoding="utf-8") + _script_with_clipped_helpers(3)
@@ -272,6 +272,9 @@ def test_events_in_a_loop_are_those_of_kind_in_it_in_program_order():
                     expected = [e for e in unit.of_kind(*kinds) if e.ctx.loops and e.ctx.loops[-1] is loop]
                     assert unit.in_loop(loop, *kinds) == expected
                     checked += 1
+                if ev.subject is not None:  # (events without a subject are in no group)
+                    mine = [e for e in unit.of_kind(*kinds) if e.subject == ev.subject]
+                    assert unit.of_subject(ev.subject, *kinds) == mine
     assert checked > 10
 
 

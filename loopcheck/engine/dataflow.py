@@ -415,9 +415,7 @@ class _Interpreter:
         (a loop re-runs its body until nothing changes, nested loops would multiply the work)."""
         if not states:
             return _Out()
-        if isinstance(node, (Call, Assign)):
-            if not node.typed and (not self._test_names or not self._rebinds(node)):
-                return _Out(states)
+        if isinstance(node, (Call, Assign)):  # (only those that can change a state: see _live)
             return _Out(self.events(node, states))
         if not isinstance(node, Jump):
             sm = self._summaries[id(node)]

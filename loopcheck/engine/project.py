@@ -52,6 +52,12 @@ def find_root(path: Path) -> Path:
     return start
 
 
+def _directory(near: Path | None) -> str | None:
+    """The directory of ``near`` as text, a memo key (a new ``Path``, ``near.parent``, hashes
+    its parts each time)."""
+    return os.path.dirname(str(near)) if near is not None else None
+
+
 def module_name(path: Path) -> tuple[str, Path]:
     """``("pkg.sub.train", search root)`` for ``.../pkg/sub/train.py`` when ``pkg`` and
     ``pkg/sub`` hold an ``__init__.py``; ``("train", its directory)`` for a plain script."""
@@ -167,8 +173,7 @@ class Project:
 
     def find_module(self, dotted: str, near: Path | None) -> Path | None:
         """The file of module ``dotted`` (``a/b.py`` or ``a/b/__init__.py``), or ``None``."""
-        # the directory as text: a new ``Path`` (``near.parent``) hashes its parts each time
-        key = (dotted, os.path.dirname(str(near)) if near is not None else None)
+        key = (dotted, _directory(near))
         hit = self._found.get(key)
         if hit is None:
             found = None
@@ -320,7 +325,7 @@ class Project:
         if _depth:
             return self._lookup(qualname, near, _depth)
         # once per name and directory in a check (the reads were recorded by the first one)
-        key = (qualname, os.path.dirname(str(near)) if near is not None else None)
+        key = (qualname, _directory(near))
         if key not in self._members:
             self._members[key] = self._lookup(qualname, near, 0)
         return self._members[key]

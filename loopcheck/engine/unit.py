@@ -143,18 +143,28 @@ class Unit:
         """The events of ``kinds`` in program order (a new list)."""
         return list(self._of_kinds(kinds)[0])
 
-    def in_loop(self, loop: LoopInfo, *kinds: str) -> list[Event]:
-        """The events of ``kinds`` whose innermost loop is ``loop``, in program order (the
-        events are grouped by innermost loop once per tuple of kinds: a rule asking once per
-        clip would otherwise scan every step of the unit for each)."""
-        key = ("in_loop", kinds)
-        groups = self._kinds.get(key)
+    def _groups(self, how: str, kinds: tuple[str, ...], key: Callable[[Event], object]) -> dict:
+        """The events of ``kinds`` grouped by ``key`` (``None``: in no group), in program order
+        in each group; computed once per ``how`` and tuple of kinds (a rule asking once per
+        event would otherwise scan every event of the unit for each)."""
+        groups = self._kinds.get((how, kinds))
         if groups is None:
-            groups = self._kinds[key] = {}
+            groups = self._kinds[(how, kinds)] = {}
             for ev in self._of_kinds(kinds)[0]:
-                if ev.ctx.loops:
-                    groups.setdefault(id(ev.ctx.loops[-1]), []).append(ev)
+                k = key(ev)
+                if k is not None:
+                    groups.setdefault(k, []).append(ev)
+        return groups
+
+    def in_loop(self, loop: LoopInfo, *kinds: str) -> list[Event]:
+        """The events of ``kinds`` whose innermost loop is ``loop``, in program order."""
+        groups = self._groups("in_loop", kinds, lambda ev: id(ev.ctx.loops[-1]) if ev.ctx.loops else None)
         return list(groups.get(id(loop), ()))
+
+    def of_subject(self, subject: str, *kinds: str) -> list[Event]:
+        """The events of ``kinds`` whose subject is ``subject`` (``optimizer``'s steps), in
+        program order; empty for ``None`` (events without a subject are in no group)."""
+        return list(self._groups("of_subject", kinds, lambda ev: ev.subject).get(subject, ()))
 
     def next_event(self, after: Event, kinds: tuple[str, ...], same_loop: bool = True) -> Event | None:
         """The first event of ``kinds`` after ``after`` in program order (inside the same

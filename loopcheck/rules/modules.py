@@ -77,14 +77,12 @@ class OptimizerBuiltBeforeFsdp(Rule):
         if not unit.of_kind("params_replaced"):
             return
         reported = set()
-        steps: dict[str, list[Event]] = {}
-        for step in unit.of_kind("step"):
-            steps.setdefault(step.subject, []).append(step)
         for opt, info in unit.roles.optimizers.items():
-            if not info.models or opt not in steps:
+            steps = unit.of_subject(opt, "step")
+            if not info.models or not steps:
                 continue  # (the roles are the file's: an optimizer that steps elsewhere has no report here)
             flow = unit.flow(("fsdp", opt), lambda opt=opt, info=info: FsdpMachine(opt, set(info.models)))
-            for step in steps[opt]:
+            for step in steps:
                 for s in flow.states(step):
                     if s.replaced is None or id(s.replaced) in reported:
                         continue

@@ -96,20 +96,18 @@ def _flows(unit: Unit):
     """``(state, step)`` for each pending change of a model at a step of its optimizer. The
     roles are the file's: an optimizer that does not step in this unit has nothing to report
     here, and its machine is not run (DomainBed's algorithms.py ran 3,066 of these, now 31)."""
-    steps: dict[str, list[Event]] = {}
-    for step in unit.of_kind("step"):
-        steps.setdefault(step.subject, []).append(step)
     for opt, info in unit.roles.optimizers.items():
         # the models the optimizer certainly holds (not one arm of `a.parameters() if x else ...`)
         models = info.certain_of() if info.certain else info.models
-        if not models or opt not in steps:
+        steps = unit.of_subject(opt, "step")
+        if not models or not steps:
             continue
         names = frozenset().union(*(unit.roles.names_of(sym) for sym in (opt, *models)))
         flow = unit.flow(
             ("setup", opt),
             lambda opt=opt, models=models, names=names: OptimizerModelMachine(opt, models, info.eager_state, names),
         )
-        for step in steps[opt]:
+        for step in steps:
             yield from _pending_at(unit, flow.states(step), step)
 
 
