@@ -12,7 +12,10 @@ codes (after per-file-ignores) and the project's ``src`` roots. An entry holds:
 - ``engine``: :func:`engine_fingerprint`: loopcheck's version, the size and modification
   time of each of its modules, the contents of its knowledge files, the Python version, and
   where libcst, nbformat and IPython are installed (a reinstall or an upgrade changes it);
-- ``content``: the SHA-256 of the text that was checked;
+- ``content``: the SHA-256 of the text that was checked, and ``source``: the file's size and
+  modification time when it was read (:func:`source_stamp`; ``null`` when too recent to
+  tell): a file that has them still is not read again when its entry holds no findings
+  (:meth:`Cache.unchanged`);
 - ``modules``: the project modules the analysis read, each with the SHA-256 of its bytes
   (``null``: it could not be read or did not exist) and its size and modification time (a
   module with the same size and time is not read again: git's index does the same), and
@@ -305,19 +308,23 @@ class Cache:
             now = self._dirs[path] = st.st_mtime_ns if st is not None else None
         return now == mtime
 
-    def get(self, name: str, text: str) -> tuple[list[Finding], Notebook | None] | None:
-        """The findings and notebook stored in entry ``name`` for ``text``, or ``None`` (a
-        miss) when there is no entry, it is unreadable or of another shape, or anything it
-        depends on changed: loopcheck, the text, a module the analysis read, or an import's
-        resolution."""
+    def _entry(self, name: str) -> dict | None:
+        """Entry ``name`` as stored (findings revived), or ``None`` when it is absent,
+        unreadable or of another engine."""
         try:
             with open(os.path.join(self._entries, name), "rb") as f:
                 entry = json.loads(f.read(), object_hook=_revive)
-            if entry["engine"] != self.fingerprint or entry["content"] != content_hash(text):
-                return None
+        except Exception:  # noqa: BLE001 - absent, partial, corrupt or foreign: a miss
+            return None
+        return entry if isinstance(entry, dict) and entry.get("engine") == self.fingerprint else None
+
+    def _reads_hold(self, entry: dict) -> bool:
+        """Whether what the entry's check read is still as it was: each module's bytes, and
+        each place an import was looked for (see :func:`_short_probes`)."""
+        try:
             for path, digest, stamp in entry["modules"]:
                 if self._hash_now(path, stamp) != digest:
-                    return None
+                    return False
             seen = self._seen
             for directory, mtime, probes in entry["probes"]:
                 if self._unchanged_directory(directory, mtime):
@@ -328,10 +335,24 @@ class Cache:
                     if now is seen:
                         now = seen[path] = _state(path)
                     if now is not was and (was is not False or now is not None):
-                        return None  # (a path that was no file may be absent now: same thing)
-            findings, notebook = entry["findings"], entry["notebook"]
-        except Exception:  # noqa: BLE001 - absent, partial, corrupt or foreign: a miss
+                        return False  # (a path that was no file may be absent now: same thing)
+        except Exception:  # noqa: BLE001 - an entry of another shape: a miss
+            return False
+        return True
+
+    def get(self, name: str, text: str, stamp: list | None = None) -> tuple[list[Finding], Notebook | None] | None:
+        """The findings and notebook stored in entry ``name`` for ``text``, or ``None`` (a
+        miss) when there is no entry, it is unreadable or of another shape, or anything it
+        depends on changed: loopcheck, the text, a module the analysis read, or an import's
+        resolution.
+
+        ``stamp``: the file's :func:`source_stamp` when ``text`` was read; an entry that holds
+        another one is given this one (its file was touched, not changed: ``git checkout``),
+        so that the next run knows it unchanged without reading it (:meth:`unchanged`)."""
+        entry = self._entry(name)
+        if entry is None or entry.get("content") != content_hash(text) or not self._reads_hold(entry):
             return None
+        findings, notebook = entry.get("findings"), entry.get("notebook")
         from loopcheck.findings import Finding
         from loopcheck.notebook import Notebook
 
@@ -339,7 +360,27 @@ class Cache:
             return None
         if notebook is not None and not isinstance(notebook, Notebook):
             return None
+        if stamp is not None and entry.get("source") != stamp:
+            raw = self.load_json(self.entries / name)
+            if isinstance(raw, dict) and raw.get("content") == entry["content"]:
+                raw["source"] = stamp
+                self.store_json(self.entries / name, raw)
         return findings, notebook
+
+    def unchanged(self, name: str, stamp: list | None) -> bool:
+        """Whether entry ``name`` holds a result with no findings for a file that still has
+        ``stamp`` (:func:`source_stamp`), and everything else it depends on holds as for
+        :meth:`get`: such a file need not be read at all (a warm run of a large repository
+        reads only the files with findings). A file with the same size and modification
+        time is taken to hold the same bytes, as git's index does; :func:`source_stamp`
+        gives no stamp for a time too recent to tell."""
+        if stamp is None:
+            return False
+        entry = self._entry(name)
+        return (
+            entry is not None and entry.get("source") == stamp and entry.get("findings") == []
+            and entry.get("notebook") is None and self._reads_hold(entry)
+        )
 
     @property
     def listings(self) -> Path:
@@ -390,9 +431,10 @@ class Cache:
             return False
 
     def put(self, name: str, text: str, findings: list[Finding], notebook: Notebook | None,
-            reads: Reads | None) -> bool:
+            reads: Reads | None, stamp: list | None = None) -> bool:
         """Store the result of checking ``text`` in entry ``name``, with what the check read
-        (``reads``, from :meth:`loopcheck.engine.project.Project.recording`).
+        (``reads``, from :meth:`loopcheck.engine.project.Project.recording`) and the file's
+        :func:`source_stamp` when ``text`` was read (``None``: none to keep).
 
         Nothing is stored (``False``) when a module the check read changed on disk meanwhile
         (its bytes no longer decode to the text the analysis used), when the result cannot
@@ -414,6 +456,7 @@ class Cache:
             entry = {
                 "engine": self.fingerprint, "content": content_hash(text), "modules": modules,
                 "probes": probes, "findings": encode(findings), "notebook": encode(notebook),
+                "source": stamp,
             }
         except (OSError, TypeError, ValueError, UnicodeError):
             return False
@@ -425,6 +468,20 @@ def _stat(path: str) -> os.stat_result | None:
         return os.stat(path)
     except (OSError, ValueError):
         return None
+
+
+def source_stamp(path: str | os.PathLike) -> list | None:
+    """``[size, mtime_ns]`` of a file about to be read, to recognize it unchanged in the next
+    run without reading it (:meth:`Cache.unchanged`); ``None`` when it is not a regular file
+    or its time is less than :data:`RACY_NS` old (a change in the same tick of the file
+    system's clock would keep it). Take it *before* reading: a change made after it shows as
+    another time."""
+    import stat
+
+    st = _stat(os.fspath(path))
+    if st is None or not stat.S_ISREG(st.st_mode) or st.st_mtime_ns >= time.time_ns() - RACY_NS:
+        return None
+    return [st.st_size, st.st_mtime_ns]
 
 
 def _stamp_of(path: Path, digest: str | None, racy: int) -> list | None:

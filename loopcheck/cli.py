@@ -135,7 +135,7 @@ class Run:
     """
 
     findings: list[Finding]
-    sources: dict[str, SourceFile]
+    sources: dict[str, SourceFile]  # the files read and checked (or answered from the cache)
     failed: bool = False
     texts: dict[str, str] = field(default_factory=dict)  # the text checked (a notebook's JSON)
     codes: dict[str, Collection[str] | None] = field(default_factory=dict)  # rules run per file
@@ -173,16 +173,22 @@ def _lint_one(run: Run, source: SourceText | str, filename: str, codes, src: tup
     _record(run, job, source, check_job(job))
 
 
-def _job(source: SourceText | str, filename: str, codes, src: tuple = (), cache: Cache | None = None):
-    """The :class:`loopcheck.runner.Job` of one file read as ``source``."""
+def _job(source: SourceText | str, filename: str, codes, src: tuple = (), cache: Cache | None = None,
+         entry: str | None = None, stamp: list | None = None):
+    """The :class:`loopcheck.runner.Job` of one file read as ``source``; ``entry``: its cache
+    entry's name when already known; ``stamp``: the file's size and time before it was read
+    (:func:`loopcheck.cache.source_stamp`), dropped when the bytes read have another size."""
     from loopcheck.files import SourceText
     from loopcheck.runner import Job
 
     if isinstance(source, str):
         source = SourceText(source)
     text = source.text if filename.endswith(".ipynb") else source.program
-    entry = cache.entry_name(filename, codes, src) if cache is not None else None
-    return Job(filename, text, codes, src, entry)
+    if cache is not None and entry is None:
+        entry = cache.entry_name(filename, codes, src)
+    if stamp is not None and (source.data is None or len(source.data) != stamp[0]):
+        stamp = None  # changed while it was read
+    return Job(filename, text, codes, src, entry, stamp)
 
 
 def _record(run: Run, job, source: SourceText | str, outcome) -> None:
@@ -234,6 +240,9 @@ def lint_paths(paths: list[str], resolver: Resolver, force_exclude: bool = False
 
     The files are found and read first; then each is answered from ``cache`` when its entry
     holds, and the others are checked in ``jobs`` processes (:func:`loopcheck.runner.check_all`).
+    A file whose entry holds no findings and whose size and time did not change since it was
+    stored is not even read (:meth:`loopcheck.cache.Cache.unchanged`), nor put in
+    ``run.sources``: nothing is reported or fixed in it.
     What goes to standard error (files that cannot be read, internal errors, notebook
     warnings) comes in the order of the files, and the result is the same whatever ``jobs``
     and whatever the cache holds.
@@ -258,9 +267,18 @@ def lint_paths(paths: list[str], resolver: Resolver, force_exclude: bool = False
     try:
         for path in source_files(paths, resolver, force_exclude, on_problem, cache):
             settings = resolver.for_file(path)
+            codes = settings.codes_for(path)
+            entry = stamp = None
+            if cache is not None:
+                from loopcheck.cache import source_stamp
+
+                entry, stamp = cache.entry_name(str(path), codes, settings.src), source_stamp(path)
+                too_large = stamp is not None and 0 < settings.max_file_size < stamp[0]
+                if not too_large and cache.unchanged(entry, stamp):
+                    continue  # no findings, and nothing it depends on changed: not even read
             source = read_file(run, path, settings.max_file_size, on_read_problem)
             if source is not None:
-                steps.append(("file", _job(source, str(path), settings.codes_for(path), settings.src, cache), source))
+                steps.append(("file", _job(source, str(path), codes, settings.src, cache, entry, stamp), source))
     except BaseException:  # an invalid configuration on the way: what was found before is still told
         for step in steps:
             if step[0] == "problem":

@@ -46,6 +46,8 @@ class Job:
         codes: the rule codes to run for this file (``None``: all).
         src: the project's extra source roots (the ``src`` setting).
         entry: the cache entry's name, or ``None`` when the result is not cached.
+        stamp: the file's ``[size, mtime_ns]`` taken before it was read
+            (:func:`loopcheck.cache.source_stamp`), kept with the cache entry; ``None``: none.
     """
 
     filename: str
@@ -53,6 +55,7 @@ class Job:
     codes: Collection[str] | None
     src: tuple = ()
     entry: str | None = None
+    stamp: list | None = None
 
 
 @dataclass
@@ -203,14 +206,14 @@ def check_job(job: Job, cache: Cache | None = None) -> Outcome:
         if over:
             _after_release = resident_bytes() or now
     if cache is not None and job.entry is not None:
-        cache.put(job.entry, job.text, found, checked.notebook, reads)
+        cache.put(job.entry, job.text, found, checked.notebook, reads, job.stamp)
     return Outcome(found, checked)
 
 
 def _cached(job: Job, cache: Cache | None) -> Outcome | None:
     if cache is None or job.entry is None:
         return None
-    hit = cache.get(job.entry, job.text)
+    hit = cache.get(job.entry, job.text, job.stamp)
     if hit is None:
         return None
     from loopcheck.reporters import SourceFile

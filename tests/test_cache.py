@@ -21,6 +21,7 @@ from click.testing import CliRunner
 
 import loopcheck
 import loopcheck.cache
+import loopcheck.cli
 import loopcheck.runner
 from loopcheck.cache import Cache, cache_directory, decode, default_directory, encode
 from loopcheck.cli import main
@@ -275,6 +276,81 @@ def test_a_warm_run_reads_no_module_and_looks_for_no_import_whose_times_hold(pro
     assert [p for p in hashed if str(project) in str(p)] == [] and looked == []
     entry = json.loads(entries(project / ".loopcheck_cache")[0].read_text())
     assert [os.path.basename(m[0]) for m in entry["modules"] if m[2] is not None] == ["engine.py"]
+
+
+class Reads:
+    """Records the files the command line reads (:func:`loopcheck.cli.read_file`)."""
+
+    def __init__(self, monkeypatch) -> None:
+        self.names: list[str] = []
+        real = loopcheck.cli.read_file
+
+        def recording(run, path, max_size, report=None):
+            self.names.append(path.name)
+            return real(run, path, max_size, report)
+
+        monkeypatch.setattr(loopcheck.cli, "read_file", recording)
+
+    def take(self) -> list[str]:
+        names, self.names = sorted(self.names), []
+        return names
+
+
+def test_a_warm_run_reads_only_the_files_with_findings(project, monkeypatch):
+    """engine.py has no findings and its size and time are those stored: it is not read;
+    bad.py and main.py are read again for their findings' source lines."""
+    age(project)
+    reads, checks = Reads(monkeypatch), Checks(monkeypatch)
+    cold = cli("--output-format", "full", ".")
+    assert (reads.take(), checks.take()) == (["bad.py", "engine.py", "main.py"], ["bad.py", "engine.py", "main.py"])
+    assert cli("--output-format", "full", ".") == cold
+    assert (reads.take(), checks.take()) == (["bad.py", "main.py"], [])
+    stamps = {json.loads(e.read_text())["source"][0] for e in entries(project / ".loopcheck_cache")}
+    assert stamps == {len(ENGINE), len(MAIN), len(BAD)}
+
+
+def test_a_file_changed_since_its_entry_is_read_and_checked(project, monkeypatch):
+    age(project)
+    reads, checks = Reads(monkeypatch), Checks(monkeypatch)
+    cli(".")
+    reads.take(), checks.take()
+    (project / "engine.py").write_text(BAD)
+    _, out, _ = cli("--output-format", "concise", ".")
+    assert (reads.take(), checks.take()) == (["bad.py", "engine.py", "main.py"], ["engine.py", "main.py"])
+    assert codes(out) == ["bad.py:LC101", "engine.py:LC101"]
+
+
+def test_a_touched_file_is_read_once_then_known_by_its_new_time(project, monkeypatch):
+    """``git checkout`` gives a file a new time, not new bytes: its entry still holds (the
+    text's hash), takes the new time, and the run after does not read the file."""
+    age(project)
+    reads, checks = Reads(monkeypatch), Checks(monkeypatch)
+    cli(".")
+    reads.take(), checks.take()
+    past = time.time_ns() - 30 * 10**9
+    os.utime(project / "engine.py", ns=(past, past))
+    cli(".")
+    assert (reads.take(), checks.take()) == (["bad.py", "engine.py", "main.py"], [])
+    cli(".")
+    assert (reads.take(), checks.take()) == (["bad.py", "main.py"], [])
+
+
+def test_a_file_too_recent_to_tell_is_read_every_time(project, monkeypatch):
+    """Written in the last two seconds (:data:`loopcheck.cache.RACY_NS`): a change in the same
+    tick of the clock would keep its time, so no time is stored and the file is read."""
+    reads = Reads(monkeypatch)
+    cli(".")
+    assert [json.loads(e.read_text())["source"] for e in entries(project / ".loopcheck_cache")] == [None] * 3
+    reads.take()
+    cli(".")
+    assert reads.take() == ["bad.py", "engine.py", "main.py"]
+
+
+def test_a_file_grown_past_max_file_size_is_skipped_with_a_warning_warm_or_cold(project, monkeypatch):
+    age(project)
+    cli(".")
+    code, _, err = cli("--max-file-size", "100", "engine.py")
+    assert "skipped engine.py: " in err and code == 0
 
 
 def test_settings_that_change_results_have_their_own_entries(project, monkeypatch):
