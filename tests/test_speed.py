@@ -387,3 +387,30 @@ def test_the_parent_table_is_the_one_a_libcst_visitor_sees():
         table = parent_table(module)
         assert set(map(id, table)) == set(map(id, seen.table)), path.name
         assert all(table[node] is parent for node, parent in seen.table.items()), path.name
+
+
+def test_a_frame_resolves_each_name_once_and_as_without_the_memo(monkeypatch):
+    """``UnitBuilder.resolve`` keeps its answers in the frame (a frame's names, parents and
+    module never change once made): the findings over every fixture are those of a builder
+    that resolves every name again, for fewer resolutions."""
+    from loopcheck.engine.builder import UnitBuilder
+
+    fixtures = sorted((ROOT / "fixtures").rglob("*.py"))
+    counted = {"asked": 0, "resolved": 0}
+    real_resolve, real_inner = UnitBuilder.resolve, UnitBuilder._resolve
+
+    def asked(self, frame, dotted):
+        counted["asked"] += 1
+        return real_resolve(self, frame, dotted)
+
+    def resolved(self, frame, dotted):
+        counted["resolved"] += 1
+        return real_inner(self, frame, dotted)
+
+    monkeypatch.setattr(UnitBuilder, "resolve", asked)
+    monkeypatch.setattr(UnitBuilder, "_resolve", resolved)
+    memo = [check_source(p.read_text(encoding="utf-8"), str(p)) for p in fixtures]
+    assert counted["resolved"] < counted["asked"] / 2
+    monkeypatch.setattr(UnitBuilder, "resolve", lambda self, frame, dotted: (
+        (None, False) if dotted is None else real_inner(self, frame, dotted)))
+    assert [check_source(p.read_text(encoding="utf-8"), str(p)) for p in fixtures] == memo

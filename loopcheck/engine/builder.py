@@ -316,6 +316,7 @@ class Frame:
     name: str | None = None  # the function's name (None: module level)
     def_class: ClassRef | None = None  # the class defining the function (for super())
     self_sym: str | None = None
+    resolved: dict = field(default_factory=dict)  # dotted name -> UnitBuilder.resolve's answer
 
 
 
@@ -348,6 +349,13 @@ class UnitBuilder:
         come from imports (``torch.optim.Adam``)."""
         if dotted is None:
             return None, False
+        # a frame's names, parents and module never change once it is made: one answer per name
+        known = frame.resolved.get(dotted)
+        if known is None:
+            known = frame.resolved[dotted] = self._resolve(frame, dotted)
+        return known
+
+    def _resolve(self, frame: Frame, dotted: str) -> tuple[str | None, bool]:
         head, dot, rest = dotted.partition(".")
         f: Frame | None = frame
         while f is not None:
