@@ -76,11 +76,28 @@ def loop_signs(source: str) -> bool:
     return STEP in source and optimizer_sign().search(source) is not None
 
 
+def training_signs(source: str) -> bool:
+    """:func:`loop_signs` but ``.eval(``: whether a text shows training (``backward(``,
+    ``.train(``, an optimizer's ``.step(``)."""
+    if "backward(" in source or ".train(" in source:
+        return True
+    return STEP in source and optimizer_sign().search(source) is not None
+
+
 def might_have_loop(source: str, filename: str | None = None, project: Project | None = None) -> bool:
     """Cheap text test run before parsing, to pick the files worth analyzing: most files of a
     repository hold no training loop. A file passes when it shows :func:`loop_signs`, or when
-    it imports a module of the project that does (that module's text is read, not parsed; the
-    modules a checked file calls into are still read in full when it is analyzed)."""
+    it imports a module of the project that shows :func:`training_signs` (that module's text
+    is read, not parsed; the modules a checked file calls into are still read in full when it
+    is analyzed).
+
+    An imported module whose only sign is ``.eval(`` does not count: that is a loader that
+    hands back a model in eval mode (diffusers' ``from_pretrained``, a hub's ``load_model``),
+    and a file that shows nothing of its own and calls it is an inference script or a test.
+    Measured before the change: over the 60 public repositories of the evaluation corpus, 80
+    files passed for such a module alone, none with a finding; on diffusers 127 files, 38.6
+    of 169 CPU s. What it gives up: an LC302 whose ``eval()`` lies in the imported module
+    and whose loop of forwards without ``torch.no_grad()`` lies in the file."""
     if loop_signs(source):
         return True
     if project is None or not filename:
@@ -96,7 +113,7 @@ def might_have_loop(source: str, filename: str | None = None, project: Project |
             stamp, text = project.source_of(path)
             key = (path, stamp)
             if key not in memo:
-                memo[key] = text is not None and loop_signs(text)
+                memo[key] = text is not None and training_signs(text)
             if memo[key]:
                 return True
     return False

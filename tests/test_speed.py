@@ -120,18 +120,21 @@ def test_the_optimizer_sign_finds_every_name_it_lists_behind_its_first_character
     assert sum(bool(sign.search(t)) for t in texts) == len(names) + 7
 
 
-def test_a_file_without_loop_signs_is_analyzed_when_an_imported_module_shows_one(tmp_path: Path):
+def test_a_file_without_loop_signs_is_analyzed_when_an_imported_module_shows_training(tmp_path: Path):
+    """A module that trains (train(), backward(), an optimizer step) counts; one whose only
+    sign is eval() (a loader handing back a model in eval mode) does not."""
     (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "engine.py").write_text("def fit(model, loader):\n    model.eval()\n")
     (tmp_path / "main.py").write_text("from engine import fit\n")
     from loopcheck.analysis import might_have_loop
     from loopcheck.engine.project import project_for
 
     main_py = tmp_path / "main.py"
     project = project_for(str(main_py), ())
-    assert might_have_loop(main_py.read_text(), str(main_py), project)
-    (tmp_path / "engine.py").write_text("def fit(model, loader):\n    pass\n")
-    assert not might_have_loop(main_py.read_text(), str(main_py), project)
+    for body, passes in [("model.train()", True), ("loss.backward()", True), ("optimizer.step()", True),
+                         ("model.eval()", False), ("scheduler.step(noise, t, x)", False), ("pass", False)]:
+        (tmp_path / "engine.py").write_text(f"def fit(model, loader):\n    {body}\n")
+        project.trim()  # between checks: the texts read for the pre-filter are read again
+        assert might_have_loop(main_py.read_text(), str(main_py), project) is passes, body
 
 
 def _script_calling_train(sites: int) -> str:
