@@ -128,6 +128,29 @@ def test_a_name_is_looked_up_once_per_check_and_again_in_the_next(tmp_path: Path
     assert project.lookup("engine.evaluate", near).function.name.value == "evaluate"
 
 
+def test_imports_from_many_directories_probe_each_candidate_file_once(tmp_path: Path, monkeypatch):
+    """A directory's search roots are worked out once, and each candidate file is looked at
+    once per process: ``import engine`` from three directories probes the project root's
+    ``engine.py`` once (diffusers: 137k ``stat`` calls for 22,541 imports before)."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "engine.py").write_text("def fit(model):\n    model.train()\n")
+    for d in ("a", "b", "c"):
+        (tmp_path / d).mkdir()
+    project = Project(tmp_path)
+    probed = []
+    real = Path.is_file
+    monkeypatch.setattr(Path, "is_file", lambda self: probed.append(self) or real(self))
+    for d in ("a", "b", "c"):
+        for name in ("main.py", "other.py"):
+            assert project.find_module("engine", tmp_path / d / name) == (tmp_path / "engine.py").resolve()
+    assert sorted(p for p in probed if p.name == "engine.py") == [
+        tmp_path / d / "engine.py" for d in ("a", "b", "c")] + [tmp_path / "engine.py"]
+    assert len(probed) == len(set(probed))
+    with project.recording() as reads:  # each check still records what the import depends on
+        project.find_module("engine", tmp_path / "b" / "main.py")
+    assert reads.probes[tmp_path / "engine.py"] is True and reads.probes[tmp_path / "b" / "engine.py"] is False
+
+
 def test_the_checked_text_wins_over_the_file_on_disk(tmp_path: Path):
     """An editor buffer: the text given is checked, the imported modules come from disk."""
     (tmp_path / "evaluation.py").write_text((FIXTURES / "project_eval_module" / "evaluation.py").read_text())
