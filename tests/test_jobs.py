@@ -265,6 +265,7 @@ def test_after_letting_go_a_process_waits_for_new_growth(tmp_path, monkeypatch):
     mb = 1 << 20
     rss = iter([100 * mb, 500 * mb, 400 * mb, 400 * mb, 400 * mb + loopcheck.runner.MEMORY_REGROWTH + 1, 300 * mb])
     monkeypatch.setattr(loopcheck.runner, "resident_bytes", lambda: next(rss))
+    monkeypatch.setattr(loopcheck.runner, "_malloc_trim", False)  # (no heap to give back here)
     monkeypatch.setattr(loopcheck.runner, "_first_rss", None)
     monkeypatch.setattr(loopcheck.runner, "_after_release", 0)
     monkeypatch.setattr(loopcheck.runner, "MEMORY_BUDGET", 200 * mb)
@@ -275,6 +276,23 @@ def test_after_letting_go_a_process_waits_for_new_growth(tmp_path, monkeypatch):
     assert len(_PROJECTS) == 1
     check_job(job)  # grew past the regrowth margin: let go again
     assert len(_PROJECTS) == 0
+
+
+def test_the_heap_is_given_back_once_the_process_grew(monkeypatch):
+    """``malloc_trim(0)`` runs when the resident memory grew by :data:`TRIM_GROWTH` since the
+    last time it ran, and the memory budget is then measured on what remains."""
+    mb = 1 << 20
+    rss = iter([100 * mb, 60 * mb, 70 * mb, 90 * mb, 80 * mb, 85 * mb, 85 * mb, 84 * mb])
+    trims = []
+    monkeypatch.setattr(loopcheck.runner, "resident_bytes", lambda: next(rss))
+    monkeypatch.setattr(loopcheck.runner, "_malloc_trim", trims.append)
+    monkeypatch.setattr(loopcheck.runner, "_trimmed_at", 0)
+    assert loopcheck.runner.trim_heap() == 60 * mb  # 100 MB, 60 MB once given back
+    assert loopcheck.runner.trim_heap() == 70 * mb  # grew 10 MB: not yet
+    assert loopcheck.runner.trim_heap() == 80 * mb  # grew 30 MB since it was 60
+    assert loopcheck.runner.trim_heap() == 85 * mb
+    assert loopcheck.runner.trim_heap(force=True) == 84 * mb
+    assert trims == [0, 0, 0]
 
 
 @pytest.fixture
