@@ -135,7 +135,7 @@ class Run:
     """
 
     findings: list[Finding]
-    sources: dict[str, SourceFile]  # the files read and checked (or answered from the cache)
+    sources: dict[str, SourceFile]  # the files read (one the cache knows unchanged, with no findings, is not)
     failed: bool = False
     texts: dict[str, str] = field(default_factory=dict)  # the text checked (a notebook's JSON)
     codes: dict[str, Collection[str] | None] = field(default_factory=dict)  # rules run per file
