@@ -31,7 +31,7 @@ from loopcheck.rules import REGISTRY, SYNTAX_ERROR
 # A file holds a training loop a rule can speak about only if it calls backward(), changes a
 # model's mode, or steps an optimizer; otherwise it may still drive one that another module of
 # the project holds (main.py calling engine.train_one_epoch).
-LOOP_SIGNS = ("backward(", ".train(", ".eval(")
+TRAINING_SIGNS = ("backward(", ".train(")
 STEP = ".step("
 IMPORT = re.compile(r"^\s*(?:from\s+(\.*[\w.]*)\s+import|import\s+([\w.]+))", re.M)
 _OPTIMIZER_SIGN: re.Pattern | None = None
@@ -67,21 +67,19 @@ def optimizer_sign() -> re.Pattern:
     return _OPTIMIZER_SIGN
 
 
-def loop_signs(source: str) -> bool:
-    """Whether a text shows a training loop: ``backward(``, ``.train(`` or ``.eval(``, or
-    ``.step(`` with a sign of an optimizer (:func:`optimizer_sign`). Substring tests first; the
-    regular expression runs only on texts whose only sign is a ``.step(``."""
-    if any(t in source for t in LOOP_SIGNS):
-        return True
-    return STEP in source and optimizer_sign().search(source) is not None
-
-
 def training_signs(source: str) -> bool:
-    """:func:`loop_signs` but ``.eval(``: whether a text shows training (``backward(``,
-    ``.train(``, an optimizer's ``.step(``)."""
-    if "backward(" in source or ".train(" in source:
+    """Whether a text shows training: ``backward(``, ``.train(``, or ``.step(`` with a sign of
+    an optimizer (:func:`optimizer_sign`). Substring tests first; the regular expression runs
+    only on texts whose only sign is a ``.step(``."""
+    if any(t in source for t in TRAINING_SIGNS):
         return True
     return STEP in source and optimizer_sign().search(source) is not None
+
+
+def loop_signs(source: str) -> bool:
+    """Whether a text shows a training loop: :func:`training_signs`, or ``.eval(`` (a
+    validation pass)."""
+    return ".eval(" in source or training_signs(source)
 
 
 def might_have_loop(source: str, filename: str | None = None, project: Project | None = None) -> bool:

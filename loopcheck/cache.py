@@ -476,22 +476,25 @@ def source_stamp(path: str | os.PathLike) -> list | None:
     or its time is less than :data:`RACY_NS` old (a change in the same tick of the file
     system's clock would keep it). Take it *before* reading: a change made after it shows as
     another time."""
+    return _settled(os.fspath(path), time.time_ns() - RACY_NS)
+
+
+def _settled(path: str, racy: int) -> list | None:
+    """``[size, mtime_ns]`` of a regular file, ``None`` when there is none or its time is later
+    than ``racy`` (a change made in the same tick of the file system's clock would keep it)."""
     import stat
 
-    st = _stat(os.fspath(path))
-    if st is None or not stat.S_ISREG(st.st_mode) or st.st_mtime_ns >= time.time_ns() - RACY_NS:
+    st = _stat(path)
+    if st is None or not stat.S_ISREG(st.st_mode) or st.st_mtime_ns >= racy:
         return None
     return [st.st_size, st.st_mtime_ns]
 
 
 def _stamp_of(path: Path, digest: str | None, racy: int) -> list | None:
     """``[size, mtime_ns, digest]`` of a module just hashed, to recognize it unchanged without
-    reading it; ``None`` when it is absent or its time is later than ``racy`` (a change made
-    in the same tick of the file system's clock would keep it)."""
-    st = _stat(str(path)) if digest is not None else None
-    if st is None or st.st_mtime_ns >= racy:
-        return None
-    return [st.st_size, st.st_mtime_ns, digest]
+    reading it; ``None`` when it is absent or too recent (:func:`_settled`)."""
+    stamp = _settled(str(path), racy) if digest is not None else None
+    return None if stamp is None else [*stamp, digest]
 
 
 def _state(path: str) -> bool | None:

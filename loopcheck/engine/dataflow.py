@@ -279,8 +279,9 @@ class _Interpreter:
         self._branches = type(machine).branch is not Machine.branch  # else an arm keeps the state
         self._local_of, self._idle = self._local_call(machine, unit)
         self._inside = 0  # how deep the interpretation is in those calls
-        self._items: dict[int, tuple] = {}  # id(Seq) -> its items that can change the states
-        self._live_by_unit = _LIVE.setdefault(unit, {})
+        # id(Seq) -> its items that can change the states, shared by the machines alike
+        shared = _LIVE.setdefault(unit, {})
+        self._live_items: dict[int, tuple] = shared.setdefault((machine.kinds, self._test_names), {})
         self._loop_names: dict[int, frozenset[str]] = {}  # id(Loop) -> its targets in the tests
 
     def _correlated_tests(self, unit: Seq) -> dict[int, tuple[str, frozenset[str]]]:
@@ -443,12 +444,10 @@ class _Interpreter:
         assignment without typed events that re-binds no remembered test's name, nor a part
         without jumps, remembered names or events of the machine's kinds (the checks
         :meth:`exec` makes, made once per block instead of once per run of it)."""
-        kinds, tested = self.m.kinds, self._test_names
-        shared = self._live_by_unit.setdefault((kinds, tested), {})  # machines alike share it
-        live = shared.get(id(node))
+        live = self._live_items.get(id(node))
         if live is not None:
-            self._items[id(node)] = live
             return live
+        kinds, tested = self.m.kinds, self._test_names
         items = []
         for item in node.items:
             if isinstance(item, (Call, Assign)):
@@ -459,15 +458,14 @@ class _Interpreter:
                 if not sm.jumps and not (sm.names & tested) and not (sm.kinds & kinds):
                     continue
             items.append(item)
-        live = self._items[id(node)] = shared[id(node)] = tuple(items)
+        live = self._live_items[id(node)] = tuple(items)
         return live
 
     def _exec(self, node: Node, states: set) -> _Out:
         if isinstance(node, Seq):
             out = _Out()
             cur = states
-            items = self._items.get(id(node))
-            for item in self._live(node) if items is None else items:
+            for item in self._live(node):
                 r = self.exec(item, cur)
                 out.brk |= r.brk
                 out.cont |= r.cont

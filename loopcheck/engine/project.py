@@ -212,8 +212,6 @@ class Project:
 
     def load(self, path: Path) -> ModuleInfo | None:
         """Read, parse and index ``path`` once (again only when it changed on disk)."""
-        from loopcheck.engine.builder import index_module  # the builder imports this module
-
         resolved = self._resolved.get(path)
         if resolved is None:
             resolved = self._resolved[path] = path.resolve()
