@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Collection, Mapping
+from typing import Callable, Collection, Mapping
 
 import libcst as cst
 
@@ -291,14 +291,17 @@ class _Places(Describe):
 
 def check_parsed(
     source: str, filename: str, select: Collection[str] | None = None, project: Project | None = None,
+    parse: Callable[[str], cst.Module] | None = None,
 ) -> tuple[list[Finding], cst.Module | None, Mapping | None]:
     """:func:`check_source`, also returning the parsed module and its positions (both
-    ``None`` when nothing was parsed or nothing found), so that fixes reuse them."""
+    ``None`` when nothing was parsed or nothing found), so that fixes reuse them; ``parse``
+    replaces :func:`~loopcheck.parsing.parse_module` (the language server's
+    :meth:`Reparser.parse <loopcheck.reparse.Reparser.parse>`, which raises as it does)."""
     project = project or project_for(filename)
     if not might_have_loop(source, filename, project):
         return [], None, None
     try:
-        module = parse_module(source)
+        module = (parse or parse_module)(source)
     except cst.ParserSyntaxError as err:
         if not _selected(SYNTAX_ERROR.code, select):
             return [], None, None

@@ -11,9 +11,12 @@
   line.
 * As you type: ``didChange`` is debounced (:data:`DEBOUNCE_S`), and each check runs outside
   the server's event loop, in a process forked from a warm fork server (a thread where
-  ``forkserver`` does not exist). A newer version of a document kills the check of an older
-  one; results are published only for the version they were computed on. A huge document
-  therefore never blocks other requests, and at most :data:`JOBS` checks run at once.
+  ``forkserver`` does not exist). A text document's later versions are checked in forks of
+  the process that checked the one before, which kept its tree: only the statements an edit
+  changed are parsed again (:mod:`loopcheck.server_documents`, :mod:`loopcheck.reparse`).
+  A newer version of a document kills the check of an older one; results are published
+  only for the version they were computed on. A huge document therefore never blocks other
+  requests, and at most :data:`JOBS` checks run at once.
 * Code actions: each finding's fix as a ``quickfix`` (title ``loopcheck (LC401): Use
   `loss.item()```, unsafe fixes end in ``(unsafe)``), and ``Fix all safe loopcheck issues``
   of kind ``source.fixAll.loopcheck`` (what ``loopcheck --fix`` would do to the buffer);
@@ -52,6 +55,7 @@ from loopcheck import __version__
 from loopcheck.findings import Finding
 from loopcheck.fixes.model import edits_between
 from loopcheck.notebook import Notebook
+from loopcheck.server_documents import MAX_TEXT, Cancelled, Templates
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +84,7 @@ class Analysis:
         notebook: the cell map of a notebook, else ``None``.
         fix_all: the text after every safe fix (``None`` when fixes were not asked for).
         version: the document version it was computed on (set by the server).
+        reparsed: the check reused the document's last tree (:mod:`loopcheck.reparse`).
     """
 
     program: str
@@ -87,10 +92,11 @@ class Analysis:
     notebook: Notebook | None = None
     fix_all: str | None = None
     version: Any = None
+    reparsed: bool = False
 
 
 def analyze(kind: str, payload, filename: str, codes: Collection[str] | None, with_fixes: bool,
-            src: tuple = ()) -> Analysis:
+            src: tuple = (), reparser=None) -> Analysis:
     """Check a document as the command line checks a file.
 
     Args:
@@ -100,6 +106,8 @@ def analyze(kind: str, payload, filename: str, codes: Collection[str] | None, wi
         codes: the rule codes to run (``None``: all).
         with_fixes: also compute each finding's fix and the fix-all text (slower).
         src: extra source roots of the project (the ``src`` setting), where imports are read.
+        reparser: the document's :class:`~loopcheck.reparse.Reparser` (a text document's last
+            tree, reused for this version), or ``None`` to parse the whole text.
     """
     from loopcheck.analysis import check_parsed
     from loopcheck.engine.project import project_for
@@ -108,6 +116,7 @@ def analyze(kind: str, payload, filename: str, codes: Collection[str] | None, wi
     from loopcheck.runner import tune_gc
 
     tune_gc()
+    reparsed_before = reparser.reparsed if reparser is not None else 0
     notebook = build_notebook(payload) if kind == "notebook" else None
     program = notebook.source if notebook is not None else payload
     if is_skipped(program):
@@ -115,7 +124,8 @@ def analyze(kind: str, payload, filename: str, codes: Collection[str] | None, wi
     if notebook is not None:
         found, module, positions = check_notebook(notebook, filename, codes, project_for(filename, src))
     else:
-        found, module, positions = check_parsed(program, filename, codes, project_for(filename, src))
+        found, module, positions = check_parsed(program, filename, codes, project_for(filename, src),
+                                                parse=reparser.parse if reparser is not None else None)
     found = apply_noqa(found, program, filename, codes)
     fix_all = None
     if with_fixes:
@@ -131,14 +141,11 @@ def analyze(kind: str, payload, filename: str, codes: Collection[str] | None, wi
             except Exception:  # noqa: BLE001 - a fixer bug must not lose the diagnostics
                 log.exception("loopcheck fix-all failed on %s", filename)
                 fix_all = program
-    return Analysis(program, found, notebook, fix_all)
+    reused = reparser is not None and reparser.reparsed > reparsed_before
+    return Analysis(program, found, notebook, fix_all, reparsed=reused)
 
 
 # ------------------------------------------------------------------ running checks
-
-
-class Cancelled(Exception):
-    """The check was cancelled (a newer version of the document arrived)."""
 
 
 def _child(conn, fn, args) -> None:
@@ -222,7 +229,8 @@ class Runner:
             self.ctx = multiprocessing.get_context("forkserver")
             self.ctx.set_forkserver_preload(["loopcheck.server", "loopcheck.analysis", "loopcheck.fixes.apply",
                                              "loopcheck.fixes.fixers", "loopcheck.noqa", "loopcheck.notebook",
-                                             "loopcheck.server_warm"])
+                                             "loopcheck.reparse", "loopcheck.server_warm"])
+        self.templates = Templates(self.ctx) if self.ctx is not None else None
 
     def warm_up(self) -> None:
         """Start the fork server now (it imports loopcheck once), not at the first check."""
@@ -233,6 +241,19 @@ class Runner:
 
     def start(self, fn, *args):
         return ProcessJob(self.ctx, fn, args) if self.ctx is not None else ThreadJob(fn, args)
+
+    def check(self, key: str, version, args: tuple):
+        """A job running :func:`analyze` with ``args`` for ``version`` of the document
+        ``key``: in a process of the document's chain (:mod:`loopcheck.server_documents`)
+        for a text document up to :data:`MAX_TEXT` characters, else as :meth:`start`."""
+        if self.templates is not None and args[0] == "python" and len(args[1]) <= MAX_TEXT:
+            return self.templates.start(key, version, args)
+        return self.start(analyze, *args)
+
+    def forget(self, key: str) -> None:
+        """The document ``key`` was closed: its template process exits."""
+        if self.templates is not None:
+            self.templates.drop(key)
 
 
 # ------------------------------------------------------------------ the protocol
@@ -419,7 +440,8 @@ class LoopcheckServer(LanguageServer):
         codes, src = self.settings_for(target.path)
         filename = target.path or target.key
         async with self.slots:
-            job = self.runner.start(analyze, target.kind, target.payload, filename, codes, with_fixes, src)
+            job = self.runner.check(target.key, target.version,
+                                    (target.kind, target.payload, filename, codes, with_fixes, src))
             if register:
                 self.jobs[target.key] = job
             try:
@@ -479,6 +501,7 @@ class LoopcheckServer(LanguageServer):
         timer = self.timers.pop(key, None)
         if timer is not None:
             timer.cancel()
+        self.runner.forget(key)
 
     # ------------------------------------------------------------------ publishing
 

@@ -78,6 +78,19 @@ def test_noqa_on_a_syntax_error_line():
     assert (result.exit_code, result.output) == (0, "All checks passed!\n")
 
 
+def test_a_file_without_suppression_text_is_not_tokenized(monkeypatch):
+    import loopcheck.noqa as noqa
+    from loopcheck.findings import Finding
+
+    finding = Finding("LC101", "m", "train.py", 3, 1, 3, 5, [], 3)
+    plain = "import torch\n# a comment\nx = 1  # another\n"
+    assert not noqa.may_suppress(plain)
+    assert noqa.may_suppress(plain.replace("another", "NOQA:LC101"))
+    assert noqa.may_suppress("# loopcheck: skip-file\n") and noqa.may_suppress("#loopcheck:noqa\n")
+    monkeypatch.setattr(noqa, "scan", lambda source: pytest.fail("tokenized"))
+    assert noqa.filter_findings([finding], plain) == [finding]
+
+
 def test_parse_noqa():
     assert parse_noqa("# just a comment") is False
     assert parse_noqa("# noqa") is None

@@ -384,31 +384,108 @@ def huge_script(lines: int) -> str:
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="counts processes with /proc")
 def test_a_huge_document_blocks_nothing_and_a_newer_version_kills_its_check(client):
+    deadline = time.monotonic() + TIMEOUT
+    while not (forkserver := [pid for pid, cmd in descendants(client.proc.pid) if "forkserver" in cmd]):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    others = {pid for pid, _ in descendants(forkserver[0])}  # other tests' open documents
     small_uri, _ = open_fixture(client, "LC203_bad.py")
     assert [d["code"] for d in client.diagnostics(small_uri)] == ["LC203"]
     path = FIXTURES / "huge_generated.py"
+    before = {pid for pid, _ in descendants(forkserver[0])}  # with the small document's chain
     client.notify("textDocument/didOpen", {"textDocument": {
         "uri": path.as_uri(), "languageId": "python", "version": 1, "text": huge_script(40_000)}})
     time.sleep(0.3)  # its check is running
+    huge = {pid for pid, _ in descendants(forkserver[0])} - before
+    assert len(huge) == 2  # the huge document's check and the root of its chain
     t = time.monotonic()
     assert client.request("textDocument/codeAction", {
         "textDocument": {"uri": small_uri}, "range": rng(0, 0, 0, 0), "context": {"diagnostics": []}}) == []
     assert time.monotonic() - t < 2.0  # answered while the huge document is being checked
-    forkserver = [pid for pid, cmd in descendants(client.proc.pid) if "forkserver" in cmd]
-    assert forkserver and len(descendants(forkserver[0])) == 1  # the huge document's check
     client.notify("textDocument/didChange", {"textDocument": {"uri": path.as_uri(), "version": 2},
                                              "contentChanges": [{"text": read_fixture("LC401_bad.py")}]})
     t = time.monotonic()
     published = client.publication(path.as_uri())
     assert published["version"] == 2 and [d["code"] for d in published["diagnostics"]] == ["LC401"]
     assert time.monotonic() - t < 3.0
-    deadline = time.monotonic() + 2
-    while descendants(forkserver[0]) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert descendants(forkserver[0]) == []  # the stale check was killed, not left to finish
+
+    def alive(pids: set[int]) -> set[int]:
+        deadline = time.monotonic() + 2
+        while (left := pids & {pid for pid, _ in descendants(forkserver[0])}) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return left
+
+    assert alive(huge) == set()  # the stale check was killed, not left to finish
+    chains = {pid for pid, _ in descendants(forkserver[0])} - others
     for uri in (small_uri, path.as_uri()):
         client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
         assert client.diagnostics(uri) == []
+    assert alive(chains) == set()  # closed documents keep no process
+
+
+def zombies_under(pid: int) -> list[int]:
+    """The processes below ``pid`` that exited and were never reaped."""
+    out = []
+    for child, _cmd in descendants(pid):
+        try:
+            if (Path("/proc") / str(child) / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                out.append(child)
+        except OSError:
+            pass
+    return out
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="counts processes with /proc")
+def test_a_documents_next_versions_are_checked_in_forks_that_reuse_its_tree():
+    import threading as _threading
+
+    from loopcheck.server import Cancelled, Runner, analyze
+
+    runner = Runner(processes=True)
+    if runner.ctx is None:
+        pytest.skip("no fork server here")
+    name = str(FIXTURES / "chain_document.py")
+    text = read_fixture("LC401_bad.py")
+    fixed = text.replace("loss_history.append(loss)", "loss_history.append(loss.item())")
+
+    def check(version: int, source: str):
+        return runner.check("doc", version, ("python", source, name, None, False, ())).wait()
+
+    first, second, third = check(1, text), check(2, fixed), check(3, text)
+    expected = analyze("python", text, name, None, False).findings
+    assert (first.reparsed, first.findings) == (False, expected)
+    assert (second.reparsed, second.findings) == (True, [])
+    assert (third.reparsed, third.findings) == (True, expected)
+    template = runner.templates.table["doc"].pid
+
+    # a stale check is killed; the template it was forked from serves the next version
+    slow = text + "\n" + huge_script(30_000)
+    job = runner.check("doc", 4, ("python", slow, name, None, False, ()))
+    outcome: list = []
+    waiter = _threading.Thread(target=lambda: outcome.append(_catch(job.wait, Cancelled)))
+    waiter.start()
+    time.sleep(0.5)
+    job.cancel()
+    waiter.join(TIMEOUT)
+    assert outcome == ["cancelled"] and runner.templates.table["doc"].pid == template
+    fifth = check(5, fixed)
+    assert (fifth.reparsed, fifth.findings) == (True, [])
+
+    runner.forget("doc")  # closed: the chain exits, and every process of it is reaped
+    from multiprocessing import forkserver
+
+    server = forkserver._forkserver._forkserver_pid
+    deadline = time.monotonic() + TIMEOUT
+    while descendants(server) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert descendants(server) == [] and zombies_under(server) == []
+
+
+def _catch(fn, error):
+    try:
+        return fn()
+    except error:
+        return "cancelled"
 
 
 # ------------------------------------------------------------------ protocol edges
