@@ -107,14 +107,21 @@ def _first_block_index(body, offset: int = 0) -> tuple[int | None, cst.IndentedB
     return None, None
 
 
-def spans_of(module: cst.Module) -> _Spans:
-    """The statement spans of ``module`` in the text it was parsed from (one code
-    generation of the whole module: about a quarter of a parse)."""
-    pos = sum(len(module.code_for_node(line)) for line in module.header)
+def spans_of(module: cst.Module, text: str) -> _Spans | None:
+    """The statement spans of ``module`` in ``text``, the text it was parsed from (one code
+    generation of the whole module: about a quarter of a parse); ``None`` when LibCST's code
+    for the module is not ``text`` (a stray backslash line is dropped: LibCST's round trip
+    is not exact there)."""
+    codes = [module.code_for_node(line) for line in module.header]
+    pos = sum(map(len, codes))
     starts = []
     for stmt in module.body:
         starts.append(pos)
-        pos += len(module.code_for_node(stmt))
+        codes.append(module.code_for_node(stmt))
+        pos += len(codes[-1])
+    codes.extend(module.code_for_node(line) for line in module.footer)
+    if "".join(codes) != text:
+        return None
     return _Spans(starts, pos, _first_block_index(module.body)[0])
 
 
@@ -126,6 +133,7 @@ class Reparser:
         self.text: str | None = None
         self.module: cst.Module | None = None
         self._spans: _Spans | None = None
+        self._spans_known = False  # ``_spans`` is computed (``None`` then: not usable)
         self.reparsed = 0  # how many parses reused the last tree (for tests and measurement)
         self.fallback: str | None = None  # why the last parse was a full one
 
@@ -145,7 +153,7 @@ class Reparser:
             self.reparsed += 1
             return self.module
         module = parse_module(text)
-        self.text, self.module, self._spans = text, module, None
+        self.text, self.module, self._spans, self._spans_known = text, module, None, False
         return module
 
     def _whole(self, why: str) -> None:
@@ -155,8 +163,8 @@ class Reparser:
     def prepare(self) -> None:
         """Compute the last tree's statement spans now (after a full parse they are computed
         when the next version needs them; a caller with idle time calls this first)."""
-        if self.module is not None and self._spans is None:
-            self._spans = spans_of(self.module)
+        if self.module is not None and not self._spans_known:
+            self._spans, self._spans_known = spans_of(self.module, self.text), True
 
     def _splice(self, text: str) -> tuple[cst.Module, _Spans] | None:
         old, module = self.text, self.module
@@ -168,7 +176,8 @@ class Reparser:
             return self._whole("no statement")
         self.prepare()
         spans = self._spans
-        assert spans is not None
+        if spans is None:
+            return self._whole("LibCST's code for the last tree is not its text")
         p = _common_prefix(old, text)
         s = _common_suffix(old, text, min(len(old), len(text)) - p)
         changed_end = len(old) - s  # the changed characters of ``old``: [p, changed_end)
@@ -198,11 +207,13 @@ class Reparser:
             first_block = None if spans.first_block is None else spans.first_block - j + i + len(body)
         else:  # the region held the file's first block and holds none now
             return self._whole("the first block removed")
-        lengths = [len(chunk.code_for_node(stmt)) for stmt in body]
-        header_len = sum(len(chunk.code_for_node(line)) for line in header)
-        footer_len = len(region) - header_len - sum(lengths)
-        if footer_len != sum(len(chunk.code_for_node(line)) for line in footer):
-            return self._whole("lengths differ")
+        codes = [chunk.code_for_node(stmt) for stmt in body]
+        lengths = [len(code) for code in codes]
+        head = "".join(chunk.code_for_node(line) for line in header)
+        tail_code = "".join(chunk.code_for_node(line) for line in footer)
+        if head + "".join(codes) + tail_code != region:
+            return self._whole("LibCST's code for the region is not its text")
+        header_len, footer_len = len(head), len(tail_code)
         # the chunk's own statement offsets in the new text
         starts = spans.starts[:i]
         pos = start + header_len
