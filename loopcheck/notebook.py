@@ -376,12 +376,14 @@ def read_notebook(text: str) -> Notebook:
     return notebook
 
 
-def check_notebook(notebook: Notebook, filename: str, codes: Collection[str] | None = None, project=None):
+def check_notebook(notebook: Notebook, filename: str, codes: Collection[str] | None = None, project=None,
+                   parse=None):
     """Check a notebook's program: :func:`loopcheck.analysis.check_parsed` over the cells that
     parse, and an LC001 finding in each cell that does not (when LC001 is selected).
 
     Args:
         project: the project its imports are read from (default: the file's own).
+        parse: what parses the program (``check_parsed``'s ``parse``; default: a full parse).
 
     Returns:
         ``(findings, module, positions)`` as ``check_parsed`` returns them.
@@ -389,7 +391,7 @@ def check_notebook(notebook: Notebook, filename: str, codes: Collection[str] | N
     from loopcheck.analysis import check_parsed
     from loopcheck.findings import Finding
 
-    found, module, positions = check_parsed(notebook.source, filename, codes, project)
+    found, module, positions = check_parsed(notebook.source, filename, codes, project, parse=parse)
     if notebook.syntax_errors and (codes is None or "LC001" in codes):
         for cell, row, column, message in notebook.syntax_errors:
             at = notebook.row_of(cell, row)

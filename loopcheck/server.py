@@ -11,8 +11,8 @@
   line.
 * As you type: ``didChange`` is debounced (:data:`DEBOUNCE_S`), and each check runs outside
   the server's event loop, in a process forked from a warm fork server (a thread where
-  ``forkserver`` does not exist). A text document's later versions are checked in forks of
-  the process that checked the one before, which kept its tree: only the statements an edit
+  ``forkserver`` does not exist). A document's later versions are checked in forks of the
+  process that checked the one before, which kept its tree: only the statements an edit
   changed are parsed again (:mod:`loopcheck.server_documents`, :mod:`loopcheck.reparse`).
   A newer version of a document kills the check of an older one; results are published
   only for the version they were computed on. A huge document therefore never blocks other
@@ -106,8 +106,9 @@ def analyze(kind: str, payload, filename: str, codes: Collection[str] | None, wi
         codes: the rule codes to run (``None``: all).
         with_fixes: also compute each finding's fix and the fix-all text (slower).
         src: extra source roots of the project (the ``src`` setting), where imports are read.
-        reparser: the document's :class:`~loopcheck.reparse.Reparser` (a text document's last
-            tree, reused for this version), or ``None`` to parse the whole text.
+        reparser: the document's :class:`~loopcheck.reparse.Reparser` (the last tree of its
+            text, or of a notebook's program, reused for this version), or ``None`` to parse
+            the whole text.
     """
     from loopcheck.analysis import check_parsed
     from loopcheck.engine.project import project_for
@@ -121,11 +122,11 @@ def analyze(kind: str, payload, filename: str, codes: Collection[str] | None, wi
     program = notebook.source if notebook is not None else payload
     if is_skipped(program):
         return Analysis(program, [], notebook, program if with_fixes else None)
+    parse = reparser.parse if reparser is not None else None
     if notebook is not None:
-        found, module, positions = check_notebook(notebook, filename, codes, project_for(filename, src))
+        found, module, positions = check_notebook(notebook, filename, codes, project_for(filename, src), parse)
     else:
-        found, module, positions = check_parsed(program, filename, codes, project_for(filename, src),
-                                                parse=reparser.parse if reparser is not None else None)
+        found, module, positions = check_parsed(program, filename, codes, project_for(filename, src), parse=parse)
     found = apply_noqa(found, program, filename, codes)
     fix_all = None
     if with_fixes:
@@ -244,9 +245,12 @@ class Runner:
 
     def check(self, key: str, version, args: tuple):
         """A job running :func:`analyze` with ``args`` for ``version`` of the document
-        ``key``: in a process of the document's chain (:mod:`loopcheck.server_documents`)
-        for a text document up to :data:`MAX_TEXT` characters, else as :meth:`start`."""
-        if self.templates is not None and args[0] == "python" and len(args[1]) <= MAX_TEXT:
+        ``key`` (a text document or a notebook): in a process of the document's chain
+        (:mod:`loopcheck.server_documents`) up to :data:`MAX_TEXT` characters of code, else
+        as :meth:`start`."""
+        kind, payload = args[0], args[1]
+        size = len(payload) if kind == "python" else sum(len(source) for _number, source in payload)
+        if self.templates is not None and size <= MAX_TEXT:
             return self.templates.start(key, version, args)
         return self.start(analyze, *args)
 

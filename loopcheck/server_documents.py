@@ -19,8 +19,9 @@ document's check instead runs in a *chain* of processes:
 The results are those of a fresh process: each check forgets the projects a template
 remembered (imported modules are read again, as before), and the reparsed tree is the tree a
 full parse builds (:mod:`loopcheck.reparse`). Where a template cannot be used (no ``fork``,
-a notebook, a document over :data:`MAX_TEXT`, a template that died), the check runs as
-before. At most :data:`MAX_TEMPLATES` templates are kept (the least recently used exits).
+a document over :data:`MAX_TEXT`, a template that died), the check runs as before. A
+notebook's chain keeps the tree of its program (its code cells joined). At most
+:data:`MAX_TEMPLATES` templates are kept (the least recently used exits).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from multiprocessing import reduction
 from multiprocessing.connection import Connection
 from typing import Any
 
-#: Documents larger than this (characters) are checked without a template.
+#: Documents with more code than this (characters) are checked without a template.
 MAX_TEXT = 1_000_000
 #: Documents whose template process is kept at the same time.
 MAX_TEMPLATES = 4

@@ -471,7 +471,17 @@ def test_a_documents_next_versions_are_checked_in_forks_that_reuse_its_tree():
     fifth = check(5, fixed)
     assert (fifth.reparsed, fifth.findings) == (True, [])
 
-    runner.forget("doc")  # closed: the chain exits, and every process of it is reaped
+    # a notebook's program (its code cells joined) is reparsed the same way
+    at = text.index("for epoch in range")
+    cells = [(1, text[:at]), (3, text[at:])]
+    edited = [(1, text[:at]), (3, text[at:].replace("loss_history.append(loss)", "loss_history.append(loss.item())"))]
+    nb_first = runner.check("nb", 1, ("notebook", cells, name, None, False, ())).wait()
+    nb_second = runner.check("nb", 2, ("notebook", edited, name, None, False, ())).wait()
+    assert (nb_first.reparsed, nb_first.findings) == (False, analyze("notebook", cells, name, None, False).findings)
+    assert [f.code for f in nb_first.findings] == ["LC401"] and (nb_second.reparsed, nb_second.findings) == (True, [])
+
+    runner.forget("nb")
+    runner.forget("doc")  # closed: the chains exit, and every process of them is reaped
     from multiprocessing import forkserver
 
     server = forkserver._forkserver._forkserver_pid
