@@ -1,6 +1,6 @@
 """Benchmark loopcheck on public repositories against a bare LibCST parse (issue 13's targets).
 
-Usage: python scripts/bench.py [--repeat N] [--skip-large] [--skip-scaling] [--manifest FILE]
+Usage: python scripts/bench.py [--repeat N] [--skip-large] [--skip-scaling] [--skip-editor] [--manifest FILE]
 
 The repositories are listed, each pinned to a commit, in ``scripts/bench_manifest.toml``; they
 are exported to ``/work/corpus/repos/<owner>__<name>/`` (or ``$LOOPCHECK_CORPUS/repos``) by
@@ -21,6 +21,9 @@ Measured in one run, on this machine, each a median of ``--repeat`` runs (defaul
 - the scaling series: 1, 2, 4, 8 repositories (set ``scaling``): lines and cold all-cores
   seconds (``--no-cache``), and microseconds per line (flat when the cost grows linearly);
 - start-up: ``loopcheck --version`` (``scripts/startup.py``'s measurement);
+- the editor: the median time from the last keystroke of a burst to its diagnostics
+  (``scripts/lsp_latency.py``'s typing measurement, with a real LSP client; needs the
+  ``server`` extra);
 - every target of issue 13 this measures: measured, target, met or not.
 
 loopcheck's bytecode is compiled first (:func:`compile_bytecode`), as an installed loopcheck
@@ -59,6 +62,7 @@ LARGE_COLD_S = 20.0
 LARGE_WARM_S = 1.0
 WORKER_MB = 200.0
 STARTUP_MS = 150.0
+EDITOR_MS = 150.0  # last keystroke of a burst -> diagnostics, 2,000-line script
 
 
 @dataclass
@@ -247,6 +251,33 @@ def count_lines(texts: list[str]) -> int:
 # --- the report --------------------------------------------------------------------------------
 
 
+def editor_median(bursts: int = 10) -> float | None:
+    """The median milliseconds from the last keystroke of a burst to its diagnostics
+    (``scripts/lsp_latency.py``'s typing measurement, a real LSP client), or ``None``
+    without the ``server`` extra."""
+    try:
+        import asyncio
+
+        import lsp_latency
+    except ImportError as err:
+        print(f"\neditor: not measured ({err})")
+        return None
+
+    async def measure() -> list[float]:
+        session = lsp_latency.Session()
+        await session.start()
+        try:
+            return await lsp_latency.typing(session, 2000, bursts, 0.02)
+        finally:
+            await session.stop()
+
+    latencies = asyncio.run(measure())
+    median = statistics.median(latencies)
+    print(f"\neditor: last keystroke of a burst of 5 -> diagnostics, {bursts} bursts: median {median:.0f} ms "
+          f"(min {min(latencies):.0f}, max {max(latencies):.0f})")
+    return median
+
+
 def verdict(value: float, target: float) -> str:
     return "met" if value <= target else "NOT met"
 
@@ -260,6 +291,7 @@ def main() -> None:
     parser.add_argument("--manifest", type=Path, default=HERE / "bench_manifest.toml")
     parser.add_argument("--skip-large", action="store_true", help="leave out the large repository")
     parser.add_argument("--skip-scaling", action="store_true", help="leave out the scaling series")
+    parser.add_argument("--skip-editor", action="store_true", help="leave out the language server's latency")
     args = parser.parse_args()
 
     entries = load(args.manifest)
@@ -350,6 +382,12 @@ def main() -> None:
     startup_ms, best_ms, _cpu = timed([exe, "--version"], 15, str(tmp))
     print(f"\nstart-up: loopcheck --version median {startup_ms:.0f} ms (best {best_ms:.0f} ms)")
     targets.append(("start-up, loopcheck --version", "ms", startup_ms, STARTUP_MS))
+
+    # -- editor
+    if not args.skip_editor:
+        editor_ms = editor_median()
+        if editor_ms is not None:
+            targets.append(("editor: last keystroke -> diagnostics, 2,000 lines", "ms", editor_ms, EDITOR_MS))
 
     load_end = os.getloadavg()
     print(f"\nload average at the end: {load_end[0]:.2f} {load_end[1]:.2f} {load_end[2]:.2f}")
