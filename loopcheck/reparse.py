@@ -151,6 +151,7 @@ class Reparser:
         if spliced is not None:
             self.text, (self.module, self._spans) = text, spliced
             self.reparsed += 1
+            self.fallback = None
             return self.module
         module = parse_module(text)
         self.text, self.module, self._spans, self._spans_known = text, module, None, False
@@ -193,6 +194,10 @@ class Reparser:
             chunk = run_deep(parse_tree, region)
         except cst.ParserSyntaxError:
             return self._whole("the region does not parse alone")
+        except BaseException as err:
+            if type(err).__name__ == "PanicException":  # pyo3's: the full parse reports it
+                return self._whole("LibCST's parser failed on the region")
+            raise
         body, header, footer = list(chunk.body), list(chunk.header), list(chunk.footer)
         if not body and i == 0:
             return self._whole("no statement left at the top")
