@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from loopcheck.engine.walk import children
 from loopcheck.parsing import check_nesting, parse_module, parse_tree, run_deep
 
 
@@ -90,7 +91,7 @@ def _first_block(node: cst.CSTNode) -> cst.IndentedBlock | None:
         return node
     if isinstance(node, (cst.SimpleStatementLine, cst.SimpleStatementSuite, cst.BaseExpression)):
         return None
-    for child in node.children:
+    for child in children(node):
         found = _first_block(child)
         if found is not None:
             return found

@@ -98,12 +98,10 @@ def _serve(conn: Connection, args: tuple) -> None:
 def _check(conn: Connection, args: tuple, reparser) -> None:
     """Run one check and send ``("pid", pid)`` then ``("ok", Analysis)`` or
     ``("error", text)``; exit after an error (the tree may be half-updated)."""
-    from loopcheck.engine.project import forget_projects
     from loopcheck.server import analyze
 
     try:
         conn.send(("pid", os.getpid()))
-        forget_projects()  # as in a fresh process: imported modules are read again
         conn.send(("ok", analyze(*args, reparser=reparser)))
     except BaseException as err:  # noqa: BLE001 - reported to the server
         try:
@@ -117,7 +115,7 @@ def _template(conn: Connection, reparser) -> tuple[Connection, tuple]:
     connection and the check it is to run (the parent never returns)."""
     from loopcheck.engine.project import forget_projects
 
-    forget_projects()
+    forget_projects()  # each child starts as a fresh process: imported modules are read again
     reparser.prepare()  # the statement spans the next reparse needs, while idle
     gc.collect()
     gc.freeze()  # the children never walk the template's objects again
@@ -235,7 +233,6 @@ class DocumentJob:
         self.templates, self.key, self.version, self.args = templates, key, version, args
         self.lock = threading.Lock()
         self.pid: int | None = None  # the running check's process, while it may be killed
-        self._pid = 0  # the process that ran it
         self.cancelled = False
 
     def wait(self):
@@ -248,7 +245,7 @@ class DocumentJob:
         with self.lock:
             if self.cancelled:
                 raise Cancelled
-        conn = self._connect()
+        conn, pid = self._connect()
         keep = False
         try:
             status, value = conn.recv()
@@ -262,11 +259,11 @@ class DocumentJob:
         finally:
             if not keep:
                 conn.close()
-        self.templates.adopt(self.key, self.version, conn, self._pid)
+        self.templates.adopt(self.key, self.version, conn, pid)
         return value
 
-    def _connect(self) -> Connection:
-        """A connection to the process running the check, its pid received; a template
+    def _connect(self) -> tuple[Connection, int]:
+        """A connection to the process running the check, and its pid; a template
         that died before forking (its connection ends at once) is dropped and a new chain
         started, once."""
         for attempt in range(2):
@@ -280,12 +277,12 @@ class DocumentJob:
                 self.templates.drop(self.key)
                 continue
             with self.lock:
-                self.pid = self._pid = pid
+                self.pid = pid
                 if self.cancelled:
                     _kill(pid)
                     conn.close()
                     raise Cancelled
-            return conn
+            return conn, pid
         raise Cancelled
 
     def cancel(self) -> None:
