@@ -98,6 +98,30 @@ def verify_rules(codes=None, fixtures_dir=None, jobs=None) -> dict:
             "ok": all(r["verdict"] == "reproduced" for r in rows)}
 
 
+def measure_scripts(pairs, jobs=None) -> list[dict]:
+    """Run scripts under the probes and measure each with a rule's symptom.
+
+    Args:
+        pairs: ``(code, path)`` tuples: a rule code with a symptom (``"LC501"``) and a script
+            to run, typically one of the rule's ``LCxxx_bad_*.py`` variants.
+        jobs: scripts run at the same time (default: CPU count).
+
+    Returns:
+        One row per pair, in order: the measurement of :func:`symptoms.measure` (``value``,
+        ``shown``, ``detail``, ``error``) with ``code``, ``file``, ``seconds`` and the run's
+        ``device``, ``dtype`` and ``torch`` version.
+    """
+    pairs = [(code, Path(path)) for code, path in pairs]
+    records = runner.run_scripts([p for _, p in pairs if p.is_file()], jobs=jobs)
+    rows = []
+    for code, path in pairs:
+        row = _side(code, path, records)
+        rec = records.get(str(path), {})
+        row.update(code=code, torch=rec.get("torch"), **symptoms.run_info(rec))
+        rows.append(row)
+    return rows
+
+
 def _cell(code, side) -> str:
     if side is None:
         return "-"
