@@ -135,3 +135,50 @@ def test_probes_keep_inplace_modification_errors():
     finally:
         probe.uninstall()
     assert len(probe.steps) == 2  # the probe saw both steps; the second one raised in backward
+
+
+class _Wrapper:
+    """A graph node's Python wrapper as torch 2.11 hands it out: a new object at each access of
+    ``next_functions``, freed as soon as nothing refers to it (its id is then reused)."""
+
+    def __init__(self, node):
+        self._node = node
+
+    @property
+    def next_functions(self):
+        return tuple((_Wrapper(n), 0) for n in self._node["next"])
+
+    @property
+    def variable(self):
+        return self._node.get("variable")
+
+
+def test_graph_leaves_with_fresh_node_wrappers():
+    """Measured on an H200 with torch 2.11: walking by the ids of freed wrappers found 1 of a
+    Linear-ReLU-Linear's 4 parameters, and LC503/LC504's symptom read 0 parameters."""
+    import torch
+
+    from loopcheck.verify.probes import _graph_leaves
+
+    params = [torch.nn.Parameter(torch.zeros(n)) for n in (12, 4, 8, 2)]
+    acc = [{"next": [], "variable": p} for p in params]
+    first = {"next": [{"next": [acc[0]]}, acc[1]]}                 # addmm(T(w1), b1)
+    relu = {"next": [first]}
+    last = {"next": [acc[3], relu, {"next": [acc[2]]}]}            # addmm(b2, relu, T(w2))
+    loss = type("Loss", (), {"grad_fn": _Wrapper({"next": [last]})})()
+    assert sorted(_graph_leaves(loss).values()) == [2, 4, 8, 12]
+
+
+@pytest.mark.parametrize("code, error, value", [
+    # torch 2.11 on an NVIDIA H200 (the fixtures unedited, scripts/gpu_evidence.sh)
+    ("LC504", "Expected all tensors to be on the same device, but got mat1 is on cuda:0, different from "
+              "other tensors on cpu (when checking argument in method wrapper_CUDA_addmm)", 1.0),
+    ("LC702", "CUDA error: device-side assert triggered", 1.0),
+    ("LC702", "all elements of input should be between 0 and 1", 1.0),
+    ("LC702", "CUDA out of memory", None),
+])
+def test_gpu_errors_are_the_symptom(code, error, value):
+    record = {"error": {"type": "RuntimeError", "message": error, "line": 30}, "steps": [], "backwards": []}
+    m = symptoms.measure(code, record)
+    assert m["value"] == value, m
+    assert m["shown"] is (None if value is None else True)

@@ -64,15 +64,21 @@ def _scalar(t):
 
 
 def _graph_leaves(t) -> dict[int, int]:
-    """``id -> numel`` of the leaf tensors requiring grad that ``t``'s autograd graph reaches."""
+    """``id -> numel`` of the leaf tensors requiring grad that ``t``'s autograd graph reaches.
+
+    ``seen`` holds the nodes' Python wrappers, not only their ids: a wrapper can live only as
+    long as a reference to it (torch 2.11 builds a new one per ``next_functions`` access), and
+    the id of a freed wrapper is reused by the next one, which would then count as visited
+    (measured: torch 2.11 found 1 of a Linear-ReLU-Linear's 4 parameters that way).
+    """
     out: dict[int, int] = {}
     fn = getattr(t, "grad_fn", None)
-    stack, seen = [fn], set()
+    stack, seen = [fn], {}
     while stack:
         f = stack.pop()
         if f is None or id(f) in seen:
             continue
-        seen.add(id(f))
+        seen[id(f)] = f
         var = getattr(f, "variable", None)
         if isinstance(var, torch.Tensor):
             out[id(var)] = var.numel()

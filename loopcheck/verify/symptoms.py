@@ -338,6 +338,15 @@ def _untrained_params(r):
                   f"are not held by the optimizer that steps; {moved}/{len(_steps(r))} steps moved its parameters")
 
 
+def _unregistered_params(r):
+    """LC504: parameters the optimizer does not hold; on a GPU the unregistered layers are not
+    moved by ``model.to(device)`` either, and the first forward raises a device mismatch."""
+    err = r.get("error")
+    if err and "device" in err["message"]:
+        return 1.0, f"the script stopped: {_error_text(r)} (model.to() did not move the layers it does not register)"
+    return _untrained_params(r)
+
+
 def _input_mismatch(r):
     fwd = [f for f in r.get("forwards") or [] if f.get("input_dtype")]
     err = r.get("error")
@@ -368,6 +377,9 @@ def _probability_range(r):
     losses = [b["loss"] for b in r.get("backwards") or [] if b.get("loss") is not None]
     if err and "between 0 and 1" in err["message"]:
         return 1.0, f"the script stopped after {len(losses)} backward passes: {_error_text(r)}"
+    if err and "device-side assert" in err["message"]:  # CUDA's binary_cross_entropy kernel asserts
+        return 1.0, (f"the script stopped after {len(losses)} backward passes: {_error_text(r)} (the CUDA "
+                     f"context is unusable afterwards: every later CUDA call in the process fails)")
     if not losses:
         return None, "no loss observed"
     return 0.0, f"{len(losses)} backward passes; loss first {losses[0]:.3g}, last {losses[-1]:.3g}"
@@ -454,12 +466,14 @@ SYMPTOMS: dict[str, Symptom] = {s.code: s for s in [
     Symptom("LC503", "params not in optimizer", "fraction of the trained graph's parameter elements the optimizer "
             "does not hold", _untrained_params, lambda v: v > 0),
     Symptom("LC504", "params not in optimizer", "fraction of the trained graph's parameter elements the optimizer "
-            "does not hold", _untrained_params, lambda v: v > 0),
+            "does not hold (1: the forward raised: on a GPU model.to() leaves those layers on the CPU)",
+            _unregistered_params, lambda v: v > 0, errors_are_evidence=True),
     Symptom("LC505", "input/model mismatch", "fraction of forwards whose input dtype or device is not the model's "
             "(1: the forward raised)", _input_mismatch, lambda v: v > 0, errors_are_evidence=True),
     Symptom("LC701", "final train loss", "mean training loss over the last 8 batches", _loss_floor,
             lambda v: v > 0.3),
-    Symptom("LC702", "BCELoss range error", "1 when BCELoss raised on inputs outside [0, 1]", _probability_range,
+    Symptom("LC702", "BCELoss range error", "1 when BCELoss raised on inputs outside [0, 1] (on a GPU: a device-side "
+            "assert)", _probability_range,
             lambda v: v > 0, fmt="{:g}", errors_are_evidence=True),
     Symptom("LC801", "best = live tensors", "fraction of the tensors given to load_state_dict() that are the "
             "module's own", _aliased_loads, lambda v: v > 0.5),
