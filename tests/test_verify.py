@@ -182,3 +182,17 @@ def test_gpu_errors_are_the_symptom(code, error, value):
     m = symptoms.measure(code, record)
     assert m["value"] == value, m
     assert m["shown"] is (None if value is None else True)
+
+
+def test_measure_scripts_measures_each_variant_with_its_rule():
+    """The GPU variants of RESULTS.md: on CPU the resumed model's move is a no-op and it trains."""
+    from loopcheck.verify.report import measure_scripts
+
+    rows = measure_scripts([("LC501", FIXTURES / "LC501_bad_move_after_resume.py"),
+                            ("LC502", FIXTURES / "no_such_fixture.py")], jobs=1)
+    assert [(r["code"], r["file"]) for r in rows] == [("LC501", "LC501_bad_move_after_resume.py"),
+                                                      ("LC502", "no_such_fixture.py")]
+    moved, missing = rows
+    assert (moved["value"], moved["shown"], moved["device"], moved["dtype"]) == (0.0, False, "cpu", "float32")
+    assert moved["detail"].startswith("0/4 of the trained model's parameters are not held by the optimizer")
+    assert missing["error"] == "fixture missing" and missing["value"] is None
