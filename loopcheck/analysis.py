@@ -17,7 +17,7 @@ from typing import Callable, Collection, Mapping
 
 import libcst as cst
 
-from loopcheck.engine.builder import ModuleIndex, UnitBuilder, index_module
+from loopcheck.engine.builder import NODE_TABLES, ModuleIndex, UnitBuilder, index_module
 from loopcheck.engine.events import classify
 from loopcheck.engine.ir import walk_events
 from loopcheck.engine.positions import Positions
@@ -291,12 +291,17 @@ class _Places(Describe):
 
 def check_parsed(
     source: str, filename: str, select: Collection[str] | None = None, project: Project | None = None,
-    parse: Callable[[str], cst.Module] | None = None,
+    parse: Callable[[str], cst.Module] | None = None, tables: dict | None = None,
 ) -> tuple[list[Finding], cst.Module | None, Mapping | None]:
     """:func:`check_source`, also returning the parsed module and its positions (both
     ``None`` when nothing was parsed or nothing found), so that fixes reuse them; ``parse``
     replaces :func:`~loopcheck.parsing.parse_module` (the language server's
-    :meth:`Reparser.parse <loopcheck.reparse.Reparser.parse>`, which raises as it does)."""
+    :meth:`Reparser.parse <loopcheck.reparse.Reparser.parse>`, which raises as it does).
+
+    ``tables`` (the language server's :attr:`Reparser.tables <loopcheck.reparse.Reparser.tables>`)
+    holds the module index's per-node tables (:data:`~loopcheck.engine.builder.NODE_TABLES`)
+    from the last check of the same document: its entries for the nodes the parse kept are
+    used, and this check's entries are added to it."""
     project = project or project_for(filename)
     if not might_have_loop(source, filename, project):
         return [], None, None
@@ -315,6 +320,10 @@ def check_parsed(
     if project is not None:
         project.trim()  # between checks: the modules of the last ones stay, up to a size
         index = project.add(Path(filename), source, module=module, keep=False).index
+    if tables is not None:
+        index = index or index_module(module)
+        for name in NODE_TABLES:
+            index.cache[name] = tables.setdefault(name, {})
     reports, where = check_module(module, select, index)
     if not reports:
         return [], None, None

@@ -377,13 +377,14 @@ def read_notebook(text: str) -> Notebook:
 
 
 def check_notebook(notebook: Notebook, filename: str, codes: Collection[str] | None = None, project=None,
-                   parse=None):
+                   parse=None, tables: dict | None = None):
     """Check a notebook's program: :func:`loopcheck.analysis.check_parsed` over the cells that
     parse, and an LC001 finding in each cell that does not (when LC001 is selected).
 
     Args:
         project: the project its imports are read from (default: the file's own).
         parse: what parses the program (``check_parsed``'s ``parse``; default: a full parse).
+        tables: per-node tables carried from the last check (``check_parsed``'s ``tables``).
 
     Returns:
         ``(findings, module, positions)`` as ``check_parsed`` returns them.
@@ -391,7 +392,7 @@ def check_notebook(notebook: Notebook, filename: str, codes: Collection[str] | N
     from loopcheck.analysis import check_parsed
     from loopcheck.findings import Finding
 
-    found, module, positions = check_parsed(notebook.source, filename, codes, project, parse=parse)
+    found, module, positions = check_parsed(notebook.source, filename, codes, project, parse=parse, tables=tables)
     if notebook.syntax_errors and (codes is None or "LC001" in codes):
         for cell, row, column, message in notebook.syntax_errors:
             at = notebook.row_of(cell, row)

@@ -29,6 +29,10 @@ it parses the whole text instead:
 Measured on ``scripts/lsp_latency.py``'s 2,012-line script, one character typed into its
 training loop: full parse 257 ms, reparse about 10 ms (2-core machine, Python 3.11, LibCST's
 native parser).
+
+The analysis keeps tables about single nodes (the calls of an expression in evaluation
+order, the names it reads: :data:`~loopcheck.engine.builder.NODE_TABLES`); :attr:`Reparser.tables`
+carries them to the next version, where the nodes a splice kept find their entries again.
 """
 
 from __future__ import annotations
@@ -137,6 +141,11 @@ class Reparser:
         self._spans_known = False  # ``_spans`` is computed (``None`` then: not usable)
         self.reparsed = 0  # how many parses reused the last tree (for tests and measurement)
         self.fallback: str | None = None  # why the last parse was a full one
+        # The analysis' per-node tables of the last tree (``check_parsed``'s ``tables``): kept
+        # across a splice, whose unchanged statements keep their nodes; emptied by a full
+        # parse (no node survives it) and when the entries of replaced nodes outgrow the rest.
+        self.tables: dict[str, dict] = {}
+        self._tables_floor: int | None = None  # their size after the check of a full parse
 
     def parse(self, text: str) -> cst.Module:
         """The module of ``text``: the last tree spliced when possible, else a full parse.
@@ -153,10 +162,23 @@ class Reparser:
             self.text, (self.module, self._spans) = text, spliced
             self.reparsed += 1
             self.fallback = None
+            self._trim_tables()
             return self.module
         module = parse_module(text)
         self.text, self.module, self._spans, self._spans_known = text, module, None, False
+        self.tables.clear()  # in place: the caller may hold the dict already
+        self._tables_floor = None
         return module
+
+    def _trim_tables(self) -> None:
+        """Empty :attr:`tables` when they hold more than twice what a whole check of a tree
+        fills them with (each splice leaves the entries of the nodes it replaced behind)."""
+        size = sum(len(t) for t in self.tables.values())
+        if self._tables_floor is None:
+            self._tables_floor = size
+        elif size > 2 * self._tables_floor + 1000:
+            self.tables.clear()
+            self._tables_floor = None
 
     def _whole(self, why: str) -> None:
         self.fallback = why

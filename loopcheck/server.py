@@ -107,8 +107,8 @@ def analyze(kind: str, payload, filename: str, codes: Collection[str] | None, wi
         with_fixes: also compute each finding's fix and the fix-all text (slower).
         src: extra source roots of the project (the ``src`` setting), where imports are read.
         reparser: the document's :class:`~loopcheck.reparse.Reparser` (the last tree of its
-            text, or of a notebook's program, reused for this version), or ``None`` to parse
-            the whole text.
+            text, or of a notebook's program, reused for this version, with the analysis'
+            tables of its nodes), or ``None`` to parse the whole text.
     """
     from loopcheck.analysis import check_parsed
     from loopcheck.engine.project import project_for
@@ -123,10 +123,13 @@ def analyze(kind: str, payload, filename: str, codes: Collection[str] | None, wi
     if is_skipped(program):
         return Analysis(program, [], notebook, program if with_fixes else None)
     parse = reparser.parse if reparser is not None else None
+    tables = reparser.tables if reparser is not None else None
     if notebook is not None:
-        found, module, positions = check_notebook(notebook, filename, codes, project_for(filename, src), parse)
+        found, module, positions = check_notebook(notebook, filename, codes, project_for(filename, src), parse,
+                                                  tables)
     else:
-        found, module, positions = check_parsed(program, filename, codes, project_for(filename, src), parse=parse)
+        found, module, positions = check_parsed(program, filename, codes, project_for(filename, src), parse=parse,
+                                                tables=tables)
     found = apply_noqa(found, program, filename, codes)
     fix_all = None
     if with_fixes:

@@ -163,3 +163,92 @@ def test_random_edits_give_a_full_parses_tree(name):
         assert_same(reparser, text)
         good, parsed = text, parsed + 1
     assert parsed >= 20 and reparser.reparsed >= parsed * 0.6
+
+
+# ------------------------------------------------------------------ the analysis' node tables
+
+
+def _check(reparser: Reparser | None, text: str):
+    from loopcheck.server import analyze
+
+    return analyze("python", text, str(FIXTURES / "edited.py"), None, False, (), reparser)
+
+
+def _nodes(module: cst.Module) -> set[int]:
+    from loopcheck.engine.walk import children
+
+    out, stack = set(), [module]
+    while stack:
+        node = stack.pop()
+        out.add(id(node))
+        stack.extend(children(node))
+    return out
+
+
+def test_the_analysis_tables_are_carried_across_a_splice_and_emptied_by_a_full_parse():
+    text = (FIXTURES / "LC301_bad_evaluate_helper.py").read_text(encoding="utf-8")
+    reparser = Reparser()
+    _check(reparser, text)
+    tables = reparser.tables
+    calls = tables["calls"]
+    helper = reparser.module.body[next(i for i, s in enumerate(reparser.module.body)
+                                       if isinstance(s, cst.FunctionDef) and s.name.value == "evaluate")]
+    kept = {node: entry for node, entry in calls.items() if id(node) in _nodes(helper)}
+    assert kept  # the helper's calls, in evaluation order
+
+    # typing into the loop: the helper keeps its nodes, and its entries are used again
+    typed = text.replace("optimizer.step()\n", "optimizer.step()  # typed\n", 1)
+    assert _check(reparser, typed).reparsed and reparser.tables is tables
+    assert all(calls[node] is entry for node, entry in kept.items())
+    assert len(calls) > len(kept) + 10  # the loop's calls, computed for its new nodes
+
+    # a full parse (here: CRLF line endings) leaves no node of the last tree: only new entries
+    crlf = typed.replace("\n", "\r\n")
+    assert not _check(reparser, crlf).reparsed and reparser.tables is tables
+    live = _nodes(reparser.module)
+    assert tables["calls"] and all(id(node) in live for node in tables["calls"])
+
+
+def test_the_tables_are_emptied_when_replaced_nodes_outgrow_the_rest():
+    text = (FIXTURES / "LC401_bad.py").read_text(encoding="utf-8")
+    reparser = Reparser()
+    reparser.parse(text)
+    reparser.tables["calls"] = {object(): None for _ in range(100)}  # what a check put in
+    at = line_of(text, "loss.backward()")
+    text = text[:at] + " #" + text[at:]
+    reparser.parse(text)  # the first splice measures them: 100 entries
+    assert len(reparser.tables["calls"]) == 100
+    reparser.tables["calls"].update({object(): None for _ in range(1101)})  # 1,201 > 2 x 100 + 1,000
+    text = text[:at] + " #" + text[at:]
+    reparser.parse(text)
+    assert reparser.reparsed == 2 and reparser.tables == {}
+
+
+def test_an_edited_helper_is_read_again_with_the_tables_carried():
+    """The finding lives in a helper the loop inlines: editing the helper changes it, although
+    the loop's statements (and their tables) are unchanged."""
+    text = (FIXTURES / "LC301_bad_evaluate_helper.py").read_text(encoding="utf-8")
+    fixed = text.replace("    return total / len(loader)", "    model.train()\n    return total / len(loader)", 1)
+    reparser = Reparser()
+    versions = [text, fixed, text, fixed]
+    got = [_check(reparser, v) for v in versions]
+    assert [a.reparsed for a in got] == [False, True, True, True]
+    assert [[f.code for f in a.findings] for a in got] == [["LC301"], [], ["LC301"], []]
+    assert [a.findings for a in got] == [_check(None, v).findings for v in versions]
+
+
+@pytest.mark.parametrize("name", ["LC301_bad_evaluate_helper.py", "LC401_bad_loss_from_helper.py"])
+def test_random_edits_find_what_a_fresh_check_finds(name):
+    """Each version that parses, checked with the last version's tree and tables, gives the
+    findings of a check from scratch."""
+    base = (FIXTURES / name).read_text(encoding="utf-8")
+    rng = random.Random(f"tables {name}")
+    reparser, text, good, checked = Reparser(), base, base, 0
+    _check(reparser, base)
+    for _ in range(60):
+        text = random_edit(text if rng.random() < 0.7 else good, rng)
+        if full(text) is None:
+            continue
+        assert _check(reparser, text).findings == _check(None, text).findings
+        good, checked = text, checked + 1
+    assert checked >= 10 and reparser.reparsed >= checked * 0.6

@@ -57,6 +57,15 @@ class ClassInfo:
     bases: tuple[str, ...]  # qualified names of the base classes
 
 
+#: The tables of :attr:`ModuleIndex.cache` whose entries are pure functions of one node's
+#: subtree (and of the library knowledge): the calls of an expression in evaluation order, the
+#: name chains it reads, its sources plan, whether a function is a generator. LibCST nodes are
+#: immutable, so an entry holds for its node in any tree that contains it: the language server
+#: carries these tables from one version of a document to the next, whose unchanged statements
+#: keep their node objects (:class:`loopcheck.reparse.Reparser`).
+NODE_TABLES = ("calls", "chains", "sources", "generators")
+
+
 @dataclass(eq=False)
 class ModuleIndex:
     """What one module defines: imports, top-level functions and classes, global names.
