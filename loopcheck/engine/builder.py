@@ -330,6 +330,9 @@ class Frame:
 
 
 
+_SEQUENCES = (cst.Tuple, cst.List)
+
+
 class UnitBuilder:
     """Builds the IR of one entry point (see module docstring)."""
 
@@ -485,9 +488,9 @@ class UnitBuilder:
     def _target_syms(self, frame: Frame, target: cst.BaseExpression) -> tuple[str | None, ...]:
         """The symbols an assignment target binds: one per element of a tuple target
         (``None`` for nested tuples, subscripts and starred elements)."""
-        if isinstance(target, (cst.Tuple, cst.List)):
+        if type(target) in _SEQUENCES:  # (LibCST's ABCs make isinstance slow; its node classes are final)
             return tuple(
-                None if isinstance(el.value, (cst.Tuple, cst.List)) else self._target_sym(frame, el.value)
+                None if type(el.value) in _SEQUENCES else self._target_sym(frame, el.value)
                 for el in target.elements
             )
         return (self._target_sym(frame, target),)

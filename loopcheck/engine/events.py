@@ -450,7 +450,7 @@ def _plain_container(a: Assign) -> Event | None:
     set or dict (a display or a comprehension) assigned to an attribute of a name
     (``plain_container``, subject the attribute's symbol; whether the name is a method's ``self``
     and what the container holds are the rules' business)."""
-    if a.op != "=" or not isinstance(a.value, _CONTAINERS) or not isinstance(a.node, cst.Assign):
+    if a.op != "=" or type(a.value) not in _CONTAINERS or type(a.node) is not cst.Assign:
         return None
     targets = a.node.targets
     target = targets[0].target if len(targets) == 1 else None
