@@ -55,3 +55,22 @@ def test_reference_loop_reaches_90_percent(precision):
 def test_conversion_matrix(optimizer, conversion, after_step, mode, expected):
     row = run_case(optimizer, conversion, after_step, mode)
     assert row["outcome"].startswith(expected), row
+
+
+def test_memory_table_has_a_cuda_column_only_when_a_case_ran_on_cuda():
+    from reference_loop.memory import markdown
+
+    cpu = {"keep": "tensor", "batch": 64, "steps": 2000, "device": "cpu", "rss_per_step": 16333.2,
+           "heap_per_step": 8458.6, "cuda_per_step": None}
+    gpu = dict(cpu, keep="item", device="cuda", heap_per_step=15.0, rss_per_step=1264.0, cuda_per_step=0.0)
+    assert markdown([cpu]).splitlines() == [
+        "| kept per step | device | batch | steps | C heap in use, per step | RSS, per step |",
+        "|---|---|---|---|---|---|",
+        "| `loss` (tensor) | cpu | 64 | 2000 | 8,459 B | 16,333 B |",
+    ]
+    assert markdown([cpu, gpu]).splitlines() == [
+        "| kept per step | device | batch | steps | C heap in use, per step | RSS, per step | CUDA memory allocated, per step |",
+        "|---|---|---|---|---|---|---|",
+        "| `loss` (tensor) | cpu | 64 | 2000 | 8,459 B | 16,333 B | - |",
+        "| `loss.item()` | cuda | 64 | 2000 | 15 B | 1,264 B | 0 B |",
+    ]
