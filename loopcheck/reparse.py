@@ -102,14 +102,9 @@ def _first_block(node: cst.CSTNode) -> cst.IndentedBlock | None:
     return None
 
 
-def _first_block_index(body, offset: int = 0) -> tuple[int | None, cst.IndentedBlock | None]:
-    """``(index + offset, block)`` of the first statement of ``body`` holding an indented
-    block, else ``(None, None)``."""
-    for k, stmt in enumerate(body):
-        block = _first_block(stmt)
-        if block is not None:
-            return k + offset, block
-    return None, None
+def _first_block_index(body) -> int | None:
+    """The index of the first statement of ``body`` holding an indented block, else ``None``."""
+    return next((k for k, stmt in enumerate(body) if _first_block(stmt) is not None), None)
 
 
 def spans_of(module: cst.Module, text: str) -> _Spans | None:
@@ -127,7 +122,7 @@ def spans_of(module: cst.Module, text: str) -> _Spans | None:
     codes.extend(module.code_for_node(line) for line in module.footer)
     if "".join(codes) != text:
         return None
-    return _Spans(starts, pos, _first_block_index(module.body)[0])
+    return _Spans(starts, pos, _first_block_index(module.body))
 
 
 class Reparser:
@@ -222,12 +217,15 @@ class Reparser:
                 return self._whole("LibCST's parser failed on the region")
             raise
         body, header, footer = list(chunk.body), list(chunk.header), list(chunk.footer)
+        own = spans_of(chunk, region)  # the chunk's statement spans, relative to ``region``
+        if own is None:
+            return self._whole("LibCST's code for the region is not its text")
         if not body and i == 0:
             return self._whole("no statement left at the top")
-        chunk_block, block = _first_block_index(body, i)
-        if block is not None:
+        if own.first_block is not None:
             if chunk.default_indent != module.default_indent:
                 return self._whole("another indentation")
+            chunk_block = own.first_block + i
             first_block = chunk_block if spans.first_block is None or spans.first_block >= i else spans.first_block
         elif spans.first_block is not None and spans.first_block < i:
             first_block = spans.first_block
@@ -235,19 +233,8 @@ class Reparser:
             first_block = None if spans.first_block is None else spans.first_block - j + i + len(body)
         else:  # the region held the file's first block and holds none now
             return self._whole("the first block removed")
-        codes = [chunk.code_for_node(stmt) for stmt in body]
-        lengths = [len(code) for code in codes]
-        head = "".join(chunk.code_for_node(line) for line in header)
-        tail_code = "".join(chunk.code_for_node(line) for line in footer)
-        if head + "".join(codes) + tail_code != region:
-            return self._whole("LibCST's code for the region is not its text")
-        header_len, footer_len = len(head), len(tail_code)
-        # the chunk's own statement offsets in the new text
-        starts = spans.starts[:i]
-        pos = start + header_len
-        for length in lengths:
-            starts.append(pos)
-            pos += length
+        footer_len = len(region) - own.body_end
+        starts = [*spans.starts[:i], *(start + at for at in own.starts)]  # offsets in the new text
         if i > 0:  # the chunk's header lines lead its first statement, as in the whole text
             if body:
                 body[0] = body[0].with_changes(leading_lines=[*header, *body[0].leading_lines])
