@@ -17,11 +17,12 @@ from typing import Callable, Collection, Mapping
 
 import libcst as cst
 
-from loopcheck.engine.builder import NODE_TABLES, ModuleIndex, UnitBuilder, index_module
+from loopcheck.engine.builder import NODE_TABLES, ModuleIndex, UnitBuilder, UnitRecord, index_module
 from loopcheck.engine.events import classify
 from loopcheck.engine.ir import walk_events
 from loopcheck.engine.positions import Positions
 from loopcheck.engine.project import Project, project_for
+from loopcheck.engine.reuse import UnitMemo
 from loopcheck.engine.roles import infer_roles
 from loopcheck.engine.unit import Unit
 from loopcheck.findings import Describe, Finding, Related, Report
@@ -150,27 +151,53 @@ def _selected(code: str, select: Collection[str] | None) -> bool:
     return select is None or code in select
 
 
-def build_units(module: cst.Module, index: ModuleIndex | None = None) -> list[Unit]:
+def build_units(module: cst.Module, index: ModuleIndex | None = None, memo: UnitMemo | None = None) -> list[Unit]:
     """The analysis units of a parsed module (module code + functions no one here calls).
 
     Args:
         module: the parsed module.
         index: its index, when it is part of a project (imports are then followed).
+        memo: the entry points of the last check of the same document, whose unchanged
+            functions are taken again instead of being built (:mod:`loopcheck.engine.reuse`);
+            this check's are stored in it.
     """
     index = index or index_module(module)
     builder = UnitBuilder(index)
-    candidates = [(None, builder.module_unit())]
+    builder.begin(0)
+    candidates = [(None, 0, builder.module_unit())]
+    builder.end()
     funcs = list(index.functions.values())
     for cls in index.classes.values():
         funcs.extend(cls.methods.values())
-    for func in funcs:
+    if memo is not None:
+        memo.start(index)
+
+    def build(position: int, func: cst.FunctionDef, grad: str = "enabled"):
+        # entry point tags: 0 the module code, 2k+1 function k, 2k+2 its override read under no_grad
+        key = (func, grad, 2 * position + (1 if grad == "enabled" else 2))
+        ir = memo.take(builder, key) if memo is not None else None
+        if ir is None:
+            record = UnitRecord() if memo is not None else None
+            builder.begin(key[2], record)
+            try:
+                ir = builder.function_unit(func, grad=grad)
+            finally:
+                builder.end()
+            if record is not None:
+                record.ir = ir
+                memo.keep(key, record)
+        return ir
+
+    for position, func in enumerate(funcs):
         if func not in builder.called:  # already read inside a caller
-            candidates.append((func, builder.function_unit(func)))
-    for i, (func, _ir) in enumerate(candidates):
+            candidates.append((func, position, build(position, func)))
+    for i, (func, position, _ir) in enumerate(candidates):
         # an override only the base class calls (self._valid_epoch() under no_grad)
         if func is not None and func not in builder.called and builder.self_calls.get(func.name.value) == {"disabled"}:
-            candidates[i] = (func, builder.function_unit(func, grad="disabled"))
-    irs = [ir for func, ir in candidates if func is None or func not in builder.called]
+            candidates[i] = (func, position, build(position, func, grad="disabled"))
+    if memo is not None:
+        memo.finish(index)
+    irs = [ir for func, _, ir in candidates if func is None or func not in builder.called]
     raws = [raw for ir in irs for raw in walk_events(ir)]
     roles = infer_roles(index, raws)
     for raw in raws:
@@ -213,14 +240,16 @@ def place(unit: Unit, rep: Report) -> Report:
 
 def check_module(
     module: cst.Module, select: Collection[str] | None = None, index: ModuleIndex | None = None,
+    memo: UnitMemo | None = None,
 ) -> tuple[list[Report], dict]:
     """Run the selected rules (codes; ``None`` = all) over a parsed module: the reports placed
-    in this module, and ``id(node) → module index`` for the nodes they name."""
+    in this module, and ``id(node) → module index`` for the nodes they name (``memo``: as
+    :func:`build_units`)."""
     reports: list[Report] = []
     where: dict = {}
     seen: set[tuple[str, int]] = set()
     rules = [r for code, r in REGISTRY.items() if _selected(code, select)]
-    for unit in build_units(module, index):
+    for unit in build_units(module, index, memo):
         if not unit.events:
             continue
         for rule in rules:
@@ -301,7 +330,9 @@ def check_parsed(
     ``tables`` (the language server's :attr:`Reparser.tables <loopcheck.reparse.Reparser.tables>`)
     holds the module index's per-node tables (:data:`~loopcheck.engine.builder.NODE_TABLES`)
     from the last check of the same document: its entries for the nodes the parse kept are
-    used, and this check's entries are added to it."""
+    used, and this check's entries are added to it; and, under ``"units"``, the entry points
+    it built (a :class:`~loopcheck.engine.reuse.UnitMemo`), whose unchanged functions are
+    taken again."""
     project = project or project_for(filename)
     if not might_have_loop(source, filename, project):
         return [], None, None
@@ -320,11 +351,15 @@ def check_parsed(
     if project is not None:
         project.trim()  # between checks: the modules of the last ones stay, up to a size
         index = project.add(Path(filename), source, module=module, keep=False).index
+    memo = None
     if tables is not None:
         index = index or index_module(module)
         for name in NODE_TABLES:
             index.cache[name] = tables.setdefault(name, {})
-    reports, where = check_module(module, select, index)
+        memo = tables.get("units")
+        if memo is None:
+            memo = tables["units"] = UnitMemo()
+    reports, where = check_module(module, select, index, memo)
     if not reports:
         return [], None, None
     reported = [n for rep in reports for n in (rep.node, *(r for r, _ in rep.related))]

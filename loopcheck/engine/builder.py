@@ -10,8 +10,9 @@ symbols, so a loop split into ``train_one_epoch()`` and ``evaluate()`` reads as 
 
 Symbols are dotted names scoped to where they live: the checked module's globals keep their
 name (``model``), another module's globals get its name (``engine::device``), a function's
-locals get its frame id (``f3:model``), and ``self`` inside the methods of an instance of
-class ``Trainer`` is ``self@Trainer``, whichever class defines the method.
+locals get its frame id (``f3_1:model``: the first frame of entry point 3), and ``self``
+inside the methods of an instance of class ``Trainer`` is ``self@Trainer``, whichever class
+defines the method.
 """
 
 from __future__ import annotations
@@ -333,12 +334,51 @@ class Frame:
 _SEQUENCES = (cst.Tuple, cst.List)
 
 
+@dataclass(eq=False)
+class UnitRecord:
+    """How one function's entry point was built, beyond its IR: what the build read and what it
+    left in the builder's shared state, so that the next version of the same document can take
+    the IR again when none of it changed (:class:`loopcheck.engine.reuse.UnitMemo`).
+
+    Attributes:
+        ir: the entry point's IR.
+        reads: the functions of the checked module whose nodes the build resolved a call to
+            (inlined, or asked whether they are generators, context managers, decorators).
+        called: the functions it inlined (:attr:`UnitBuilder.called` grew by these).
+        self_calls: the ``(method name, grad mode)`` of its ``self.<name>(...)`` calls.
+        placed: ``id()`` of the nodes it mapped to the checked module (``node_module``).
+        raws: the ``(call node, raw event)`` pairs it made, in order (``_raw_of``).
+        start, events: the event count when it started, and how many events it added (the
+            inlining cap, :data:`MAX_EVENTS_PER_UNIT`, counts over a whole check).
+        lookups: the ``(qualified name, near)`` it asked the project for, each answered
+            ``None`` (a library name, not a module of the project).
+        misses: the symbols it looked up among closures returned by other calls, not found.
+        reusable: ``False`` once the build depends on something the checks above cannot see
+            again: another module of the project, a closure made by another entry point, or
+            one it made itself for later ones.
+    """
+
+    ir: Seq | None = None
+    reads: set = field(default_factory=set)
+    called: list = field(default_factory=list)
+    self_calls: list = field(default_factory=list)
+    placed: list = field(default_factory=list)
+    raws: list = field(default_factory=list)
+    start: int = 0
+    events: int = 0
+    lookups: list = field(default_factory=list)
+    misses: set = field(default_factory=set)
+    reusable: bool = True
+
+
 class UnitBuilder:
     """Builds the IR of one entry point (see module docstring)."""
 
     def __init__(self, index: ModuleIndex) -> None:
         self.index = index
         self._ids = count(1)
+        self._tag = 0  # the entry point being built: its frames are ``f<tag>_<n>``
+        self.record: UnitRecord | None = None  # what the entry point being built reads and changes
         self._stack: list[cst.CSTNode] = []
         self.n_events = 0
         self.called: set[cst.FunctionDef] = set()
@@ -565,7 +605,9 @@ class UnitBuilder:
         raw = Call(call, func, args, ctx, targets, inner, qualified, operands=operands)
         made[call] = raw
         self._raw_of[call] = raw
-        self.node_module[id(call)] = frame.module
+        if self.record is not None:
+            self.record.raws.append((call, raw))
+        self._place(call, frame.module)
         if targets:
             raw.sources = self.sources(frame, call)
             local = dotted_name(func_expr)
@@ -578,9 +620,65 @@ class UnitBuilder:
         raw.inlined = True  # kept for the roles (Trainer(...), scheduler.step() of a local class)
         return Seq([raw, inlined])
 
+    # -- what an entry point's build depends on ---------------------------------------------
+    def _place(self, node: cst.CSTNode, module: ModuleIndex) -> None:
+        """Note that ``node`` (of the IR being built) comes from ``module``."""
+        self.node_module[id(node)] = module
+        if self.record is not None:
+            if module is self.index:
+                self.record.placed.append(id(node))
+            else:
+                self.record.reusable = False
+
+    def _read(self, callee: Callee | None) -> Callee | None:
+        """Note that the build depends on the function ``callee`` resolves to; return it."""
+        if callee is not None and self.record is not None:
+            if callee.module is self.index:
+                self.record.reads.add(callee.func)
+            else:
+                self.record.reusable = False
+        return callee
+
+    def _closure(self, sym: str | None) -> tuple[cst.FunctionDef, Frame] | None:
+        """The nested function a symbol holds (returned by an inlined call), else ``None``."""
+        found = self.func_values.get(sym) if sym is not None else None
+        if self.record is not None:
+            if found is not None:
+                self.record.reusable = False  # a frame of another build
+            elif sym is not None:
+                self.record.misses.add(sym)
+        return found
+
+    def begin(self, tag: int, record: UnitRecord | None = None) -> None:
+        """Start building entry point number ``tag`` (its frames are named ``f<tag>_<n>``, so
+        that its symbols do not depend on the entry points built before it); ``record``
+        collects what the build reads and changes (see :class:`UnitRecord`)."""
+        self._tag, self._ids = tag, count(1)
+        self.record = record
+        project = self.index.project
+        if record is not None:
+            record.start = self.n_events
+            if project is not None:
+                project.recorder = record.lookups
+
+    def end(self) -> None:
+        """Finish the entry point :meth:`begin` started."""
+        record, self.record = self.record, None
+        project = self.index.project
+        if record is not None:
+            record.events = self.n_events - record.start
+            if project is not None:
+                project.recorder = None
+            if any(answer is not None for *_, answer in record.lookups):
+                record.reusable = False
+            record.lookups = list(dict.fromkeys((name, near) for name, near, _ in record.lookups))
+
     # -- inlining ------------------------------------------------------------------------
     def _callee(self, frame: Frame, raw: Call) -> Callee | None:
         """The function of the project a call runs, with how to bind it, else ``None``."""
+        return self._read(self._find_callee(frame, raw))
+
+    def _find_callee(self, frame: Frame, raw: Call) -> Callee | None:
         if raw.func is None:
             return None
         node_func = raw.node.func
@@ -602,8 +700,9 @@ class UnitBuilder:
         head, _, rest = dotted.partition(".")
         if not rest:
             sym, qualified = self.resolve(frame, head)
-            if sym in self.func_values:  # train_op = make_train_op(...); train_op()
-                func, closure = self.func_values[sym]
+            closure_value = self._closure(sym)
+            if closure_value is not None:  # train_op = make_train_op(...); train_op()
+                func, closure = closure_value
                 return Callee(func, closure.module, parent=closure)
             f: Frame | None = frame
             while f is not None:
@@ -635,6 +734,8 @@ class UnitBuilder:
             cls = frame.self_class
         if recv_sym is not None and recv_sym == frame.self_sym:
             self.self_calls.setdefault(method, set()).add(raw.ctx.grad)
+            if self.record is not None:
+                self.record.self_calls.append((method, raw.ctx.grad))
         if cls is None or cls.described:
             return None
         found = find_method(cls, method)
@@ -684,6 +785,8 @@ class UnitBuilder:
         if self.n_events > MAX_EVENTS_PER_UNIT:
             return None
         self.called.add(func)
+        if self.record is not None:
+            self.record.called.append(func)
         is_init = callee.ctor
         if is_init and raw.targets and raw.targets[0] and callee.cls is not None:
             frame.instances[raw.targets[0]] = callee.cls
@@ -697,7 +800,7 @@ class UnitBuilder:
         if key not in self._locals:
             self._locals[key] = bound_names(func.body)
         names, declared = self._locals[key]
-        fid = f"f{next(self._ids)}"
+        fid = f"f{self._tag}_{next(self._ids)}"
         local_names = (names | set(_all_param_names(func))) - declared - set(subst)
         defs = {s.name.value: s for s in func.body.body if type(s) is cst.FunctionDef}
         return Frame(fid, subst, local_names, module, self_cls, defs, parent, name=func.name.value,
@@ -799,7 +902,7 @@ class UnitBuilder:
             sym, q = self.resolve(frame, dotted_name(a.value))
             args.append(Arg(a.keyword.value if a.keyword else None, a.value, None if q or a.star else sym,
                             self.mentions(frame, a.value), _is_literal(a.value, frame.literal_params)))
-        self.node_module[id(call)] = frame.module
+        self._place(call, frame.module)
         return Call(call, None, args, ctx)
 
     def _context_class(self, frame: Frame, item: cst.BaseExpression) -> tuple[Callee, Callee | None] | None:
@@ -813,9 +916,9 @@ class UnitBuilder:
         found = find_method(ctor.cls, "__enter__")
         if found is None:
             return None
-        enter = Callee(found[1], found[0].module, ctor.self_sym, ctor.cls, found[0])
+        enter = self._read(Callee(found[1], found[0].module, ctor.self_sym, ctor.cls, found[0]))
         out = find_method(ctor.cls, "__exit__")
-        exit_ = Callee(out[1], out[0].module, ctor.self_sym, ctor.cls, out[0]) if out else None
+        exit_ = self._read(Callee(out[1], out[0].module, ctor.self_sym, ctor.cls, out[0])) if out else None
         return enter, exit_
 
     def _context_manager(self, frame: Frame, item: cst.BaseExpression) -> tuple[Callee, ContextSplit] | None:
@@ -957,7 +1060,7 @@ class UnitBuilder:
             self.if_stmt(frame, stmt.orelse, inner, orelse.items)
         elif type(stmt.orelse) is cst.Else:
             orelse = self.block(frame, stmt.orelse.body, inner)
-        self.node_module[id(stmt)] = frame.module
+        self._place(stmt, frame.module)
         out.append(If(stmt, body, orelse, self.absence(frame, stmt.test)))
 
     def absence(self, frame: Frame, test: cst.BaseExpression) -> tuple[tuple[str, bool], ...]:
@@ -1018,7 +1121,7 @@ class UnitBuilder:
         return mode or grad
 
     def loop_info(self, frame: Frame, node, target, iter_expr) -> LoopInfo:
-        self.node_module[id(node)] = frame.module
+        self._place(node, frame.module)
         names: set[str] = set()
         if target is not None:
             _assigned_names(target, names)
@@ -1049,6 +1152,8 @@ class UnitBuilder:
             if s.value is not None:
                 if frame.return_targets and frame.return_targets[0] and type(s.value) is cst.Name and s.value.value in frame.defs:
                     self.func_values[frame.return_targets[0]] = (frame.defs[s.value.value], frame)
+                    if self.record is not None:
+                        self.record.reusable = False  # a closure for the entry points built later
                 self.expr_events(frame, s.value, ctx, out, frame.return_targets if type(s.value) is cst.Call else ())
                 if frame.return_targets and type(s.value) is not cst.Call:
                     values = s.value.elements if type(s.value) is cst.Tuple else None
@@ -1090,7 +1195,7 @@ class UnitBuilder:
         if target_sym is None:
             return
         vsym, vq = self.resolve(frame, dotted_name(value))
-        self.node_module[id(stmt)] = frame.module
+        self._place(stmt, frame.module)
         out.append(
             Assign(stmt, target_sym, op, value, None if vq else vsym, value_kind(frame.module.imports, value),
                    self.mentions(frame, value), ctx, operands=self.operands(frame, value),
@@ -1123,7 +1228,7 @@ class UnitBuilder:
             if isinstance(t, (cst.Name, cst.Attribute)):
                 sym = self._target_sym(frame, t)
                 if sym is not None:
-                    self.node_module[id(stmt)] = frame.module
+                    self._place(stmt, frame.module)
                     out.append(Assign(stmt, sym, op, value, None, "part", self.mentions(frame, value), ctx))
                     self.n_events += 1
 

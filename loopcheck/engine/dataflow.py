@@ -342,7 +342,7 @@ class _Interpreter:
 
     def _local_call(self, machine: Machine, unit: Seq) -> tuple[frozenset[str], frozenset | None]:
         """For a machine that follows local variables of inlined calls only (every subject
-        ``f3:...``, each ``f3`` an ``Inline`` of the unit): the ``fid``s of those calls, and the
+        ``f3_1:...``, each ``f3_1`` an ``Inline`` of the unit): the ``fid``s of those calls, and the
         states the object can have outside them (before: the initial state; after: absent;
         ``None``: any, for a machine that reacts to its own object's events only).
         Outside those calls, an inlined call that contains none of them cannot name the object,

@@ -193,7 +193,7 @@ class Try:
 @dataclass(eq=False)
 class Inline:
     """The body of a called function of the project; its ``return`` ends only itself. ``fid``
-    prefixes the symbols of its local variables (``f3:optimizer``): when it returns, the objects
+    prefixes the symbols of its local variables (``f3_1:optimizer``): when it returns, the objects
     only they name are gone."""
 
     func: cst.CSTNode

@@ -148,6 +148,9 @@ class Project:
     # ... and (qualified name, directory) -> what lookup() found (the builder looks the same
     # names up at every call site: diffusers' pipeline tests, 11,505 lookups for one file)
     _members: dict[tuple, Member | None] = field(default_factory=dict, repr=False)
+    # when set, lookup() appends ``(qualified name, near, answer)`` to it (the builder notes
+    # what an entry point's build asked: :class:`loopcheck.engine.builder.UnitRecord`)
+    recorder: list | None = field(default=None, repr=False)
 
     @contextmanager
     def recording(self) -> Iterator[Reads]:
@@ -341,7 +344,10 @@ class Project:
         key = (qualname, _directory(near))
         if key not in self._members:
             self._members[key] = self._lookup(qualname, near, 0)
-        return self._members[key]
+        found = self._members[key]
+        if self.recorder is not None:
+            self.recorder.append((qualname, near, found))
+        return found
 
     def _lookup(self, qualname: str | None, near: Path | None, _depth: int) -> Member | None:
         if not qualname or _depth > MAX_REEXPORT_DEPTH:

@@ -60,7 +60,7 @@ MAX_ALIAS_PASSES = 8
 
 
 def last(sym: str) -> str:
-    """``"f3:self@T.train_loader"`` → ``"train_loader"``."""
+    """``"f3_1:self@T.train_loader"`` → ``"train_loader"``."""
     return sym.rpartition(".")[2].rpartition(":")[2]
 
 

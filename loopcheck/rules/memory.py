@@ -99,9 +99,9 @@ def _made_without_graph(unit: Unit, loss: str, store: Event, depth: int = 2) -> 
 
 
 def _local(sym: str | None) -> bool:
-    """A local variable of a function (``f3:loss_dict``), not an attribute of a long-lived object
-    (``self@Trainer.meter``) or a module global."""
-    return sym is not None and re.match(r"^f\d+:[^.@]+$", sym) is not None
+    """A local variable of a function (``f3_1:loss_dict``), not an attribute of a long-lived
+    object (``self@Trainer.meter``) or a module global."""
+    return sym is not None and re.match(r"^f\d+_\d+:[^.@]+$", sym) is not None
 
 
 def _rebound_in(unit: Unit, sym: str, loop) -> bool:
