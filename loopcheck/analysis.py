@@ -151,7 +151,10 @@ def _selected(code: str, select: Collection[str] | None) -> bool:
     return select is None or code in select
 
 
-def build_units(module: cst.Module, index: ModuleIndex | None = None, memo: UnitMemo | None = None) -> list[Unit]:
+def build_units(
+    module: cst.Module, index: ModuleIndex | None = None, memo: UnitMemo | None = None,
+    interrupt: Callable[[], None] | None = None,
+) -> list[Unit]:
     """The analysis units of a parsed module (module code + functions no one here calls).
 
     Args:
@@ -160,6 +163,8 @@ def build_units(module: cst.Module, index: ModuleIndex | None = None, memo: Unit
         memo: the entry points of the last check of the same document, whose unchanged
             functions are taken again instead of being built (:mod:`loopcheck.engine.reuse`);
             this check's are stored in it.
+        interrupt: called before each function is built; what it raises ends the check (the
+            language server's cancellation of a stale check; the memo stays usable).
     """
     index = index or index_module(module)
     builder = UnitBuilder(index)
@@ -189,6 +194,8 @@ def build_units(module: cst.Module, index: ModuleIndex | None = None, memo: Unit
         return ir
 
     for position, func in enumerate(funcs):
+        if interrupt is not None:
+            interrupt()
         if func not in builder.called:  # already read inside a caller
             candidates.append((func, position, build(position, func)))
     for i, (func, position, _ir) in enumerate(candidates):
@@ -196,7 +203,7 @@ def build_units(module: cst.Module, index: ModuleIndex | None = None, memo: Unit
         if func is not None and func not in builder.called and builder.self_calls.get(func.name.value) == {"disabled"}:
             candidates[i] = (func, position, build(position, func, grad="disabled"))
     if memo is not None:
-        memo.finish(index)
+        memo.finish()
     irs = [ir for func, _, ir in candidates if func is None or func not in builder.called]
     raws = [raw for ir in irs for raw in walk_events(ir)]
     roles = infer_roles(index, raws)
@@ -240,18 +247,20 @@ def place(unit: Unit, rep: Report) -> Report:
 
 def check_module(
     module: cst.Module, select: Collection[str] | None = None, index: ModuleIndex | None = None,
-    memo: UnitMemo | None = None,
+    memo: UnitMemo | None = None, interrupt: Callable[[], None] | None = None,
 ) -> tuple[list[Report], dict]:
     """Run the selected rules (codes; ``None`` = all) over a parsed module: the reports placed
-    in this module, and ``id(node) → module index`` for the nodes they name (``memo``: as
-    :func:`build_units`)."""
+    in this module, and ``id(node) → module index`` for the nodes they name (``memo`` and
+    ``interrupt``: as :func:`build_units`; ``interrupt`` is called before each unit's rules too)."""
     reports: list[Report] = []
     where: dict = {}
     seen: set[tuple[str, int]] = set()
     rules = [r for code, r in REGISTRY.items() if _selected(code, select)]
-    for unit in build_units(module, index, memo):
+    for unit in build_units(module, index, memo, interrupt):
         if not unit.events:
             continue
+        if interrupt is not None:
+            interrupt()
         for rule in rules:
             for rep in rule.check(unit):
                 rep = place(unit, rep)
@@ -321,6 +330,7 @@ class _Places(Describe):
 def check_parsed(
     source: str, filename: str, select: Collection[str] | None = None, project: Project | None = None,
     parse: Callable[[str], cst.Module] | None = None, tables: dict | None = None,
+    interrupt: Callable[[], None] | None = None,
 ) -> tuple[list[Finding], cst.Module | None, Mapping | None]:
     """:func:`check_source`, also returning the parsed module and its positions (both
     ``None`` when nothing was parsed or nothing found), so that fixes reuse them; ``parse``
@@ -332,7 +342,7 @@ def check_parsed(
     from the last check of the same document: its entries for the nodes the parse kept are
     used, and this check's entries are added to it; and, under ``"units"``, the entry points
     it built (a :class:`~loopcheck.engine.reuse.UnitMemo`), whose unchanged functions are
-    taken again."""
+    taken again. ``interrupt``: as :func:`build_units` (also called once the text is parsed)."""
     project = project or project_for(filename)
     if not might_have_loop(source, filename, project):
         return [], None, None
@@ -347,6 +357,8 @@ def check_parsed(
         else:
             text = f"SyntaxError: {msg}"
         return [Finding(SYNTAX_ERROR.code, text, filename, row, col, row, col, [], row)], None, None
+    if interrupt is not None:
+        interrupt()
     index = None
     if project is not None:
         project.trim()  # between checks: the modules of the last ones stay, up to a size
@@ -359,7 +371,7 @@ def check_parsed(
         memo = tables.get("units")
         if memo is None:
             memo = tables["units"] = UnitMemo()
-    reports, where = check_module(module, select, index, memo)
+    reports, where = check_module(module, select, index, memo, interrupt)
     if not reports:
         return [], None, None
     reported = [n for rep in reports for n in (rep.node, *(r for r, _ in rep.related))]

@@ -377,7 +377,7 @@ def read_notebook(text: str) -> Notebook:
 
 
 def check_notebook(notebook: Notebook, filename: str, codes: Collection[str] | None = None, project=None,
-                   parse=None, tables: dict | None = None):
+                   parse=None, tables: dict | None = None, interrupt=None):
     """Check a notebook's program: :func:`loopcheck.analysis.check_parsed` over the cells that
     parse, and an LC001 finding in each cell that does not (when LC001 is selected).
 
@@ -385,6 +385,7 @@ def check_notebook(notebook: Notebook, filename: str, codes: Collection[str] | N
         project: the project its imports are read from (default: the file's own).
         parse: what parses the program (``check_parsed``'s ``parse``; default: a full parse).
         tables: per-node tables carried from the last check (``check_parsed``'s ``tables``).
+        interrupt: ``check_parsed``'s ``interrupt``.
 
     Returns:
         ``(findings, module, positions)`` as ``check_parsed`` returns them.
@@ -392,7 +393,8 @@ def check_notebook(notebook: Notebook, filename: str, codes: Collection[str] | N
     from loopcheck.analysis import check_parsed
     from loopcheck.findings import Finding
 
-    found, module, positions = check_parsed(notebook.source, filename, codes, project, parse=parse, tables=tables)
+    found, module, positions = check_parsed(notebook.source, filename, codes, project, parse=parse, tables=tables,
+                                            interrupt=interrupt)
     if notebook.syntax_errors and (codes is None or "LC001" in codes):
         for cell, row, column, message in notebook.syntax_errors:
             at = notebook.row_of(cell, row)

@@ -165,6 +165,16 @@ class Reparser:
         self._tables_floor = None
         return module
 
+    def changed(self, text: str) -> int | None:
+        """How many characters of ``text`` differ from the last version (those between the
+        two texts' common prefix and suffix): the least a reparse parses again; ``None`` when
+        there is no last tree."""
+        old = self.text
+        if old is None or self.module is None:
+            return None
+        p = _common_prefix(old, text)
+        return len(text) - p - _common_suffix(old, text, min(len(old), len(text)) - p)
+
     def _trim_tables(self) -> None:
         """Empty :attr:`tables` when they hold more than twice what a whole check of a tree
         fills them with (each splice leaves the entries of the nodes it replaced behind)."""

@@ -96,7 +96,7 @@ class Analysis:
 
 
 def analyze(kind: str, payload, filename: str, codes: Collection[str] | None, with_fixes: bool,
-            src: tuple = (), reparser=None) -> Analysis:
+            src: tuple = (), reparser=None, interrupt=None) -> Analysis:
     """Check a document as the command line checks a file.
 
     Args:
@@ -109,6 +109,8 @@ def analyze(kind: str, payload, filename: str, codes: Collection[str] | None, wi
         reparser: the document's :class:`~loopcheck.reparse.Reparser` (the last tree of its
             text, or of a notebook's program, reused for this version, with the analysis'
             tables of its nodes), or ``None`` to parse the whole text.
+        interrupt: called between the steps of the analysis; what it raises ends the check
+            (``check_parsed``'s ``interrupt``).
     """
     from loopcheck.analysis import check_parsed
     from loopcheck.engine.project import project_for
@@ -126,10 +128,10 @@ def analyze(kind: str, payload, filename: str, codes: Collection[str] | None, wi
     tables = reparser.tables if reparser is not None else None
     if notebook is not None:
         found, module, positions = check_notebook(notebook, filename, codes, project_for(filename, src), parse,
-                                                  tables)
+                                                  tables, interrupt)
     else:
         found, module, positions = check_parsed(program, filename, codes, project_for(filename, src), parse=parse,
-                                                tables=tables)
+                                                tables=tables, interrupt=interrupt)
     found = apply_noqa(found, program, filename, codes)
     fix_all = None
     if with_fixes:

@@ -491,6 +491,53 @@ def test_a_documents_next_versions_are_checked_in_forks_that_reuse_its_tree():
     assert descendants(server) == [] and zombies_under(server) == []
 
 
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="counts processes with /proc")
+def test_a_small_edit_is_checked_in_the_template_and_a_newer_version_stops_that_check():
+    import threading as _threading
+
+    from loopcheck.server import Cancelled, Runner, analyze
+
+    runner = Runner(processes=True)
+    if runner.ctx is None:
+        pytest.skip("no fork server here")
+    name = str(FIXTURES / "chain_document.py")
+    text = read_fixture("LC401_bad.py") + "\n" + huge_script(15_000)
+    fixed = text.replace("loss_history.append(loss)", "loss_history.append(loss.item())")
+
+    def check(version: int, source: str):
+        return runner.check("doc", version, ("python", source, name, None, False, ())).wait()
+
+    first, second = check(1, text), check(2, fixed)
+    template = runner.templates.table["doc"].pid
+    assert (second.reparsed, second.findings) == (True, [])
+
+    # a new global name: every function is built again (seconds); a newer version stops it
+    renamed = fixed + "\nvalues = [1, 2]\n"
+    job = runner.check("doc", 3, ("python", renamed, name, None, False, ()))
+    outcome: list = []
+    waiter = _threading.Thread(target=lambda: outcome.append(_catch(job.wait, Cancelled)))
+    waiter.start()
+    deadline = time.monotonic() + TIMEOUT
+    while job.pid is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert job.here and job.pid == template  # the template itself checks it
+    time.sleep(0.2)
+    t = time.monotonic()
+    job.cancel()
+    waiter.join(TIMEOUT)
+    assert outcome == ["cancelled"] and time.monotonic() - t < 0.4  # stopped, not killed
+    assert runner.templates.table["doc"].pid == template
+
+    # the template goes on from the stopped check's parse, with the last finished check's units
+    buggy = renamed.replace("loss_history.append(loss.item())", "loss_history.append(loss)")
+    fourth, fifth = check(4, buggy), check(5, renamed)
+    assert fourth.reparsed and fourth.findings == analyze("python", buggy, name, None, False).findings
+    assert "LC401" in [f.code for f in fourth.findings]
+    assert (fifth.reparsed, fifth.findings) == (True, [])
+    assert runner.templates.table["doc"].pid == template
+    runner.forget("doc")
+
+
 def _catch(fn, error):
     try:
         return fn()

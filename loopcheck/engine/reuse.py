@@ -67,12 +67,14 @@ class UnitMemo:
     """
 
     def __init__(self) -> None:
+        # the last finished check: its module's shape, functions and methods, entry points
         self._shape: tuple | None = None
-        self._index: ModuleIndex | None = None  # the last check's module index
-        self._functions: set = set()  # its functions and methods
+        self._functions: set = set()
         self._records: dict[tuple, UnitRecord] = {}
-        self._next: dict[tuple, UnitRecord] = {}
+        # the check under way: the same
+        self._next_shape: tuple | None = None
         self._current: set = set()
+        self._next: dict[tuple, UnitRecord] = {}
         self._answers: dict = {}
         self.taken = self.built = 0
 
@@ -81,10 +83,9 @@ class UnitMemo:
 
     def start(self, index: ModuleIndex) -> None:
         """Begin a check of the module ``index`` describes."""
-        shape = module_shape(index)
-        if shape != self._shape:
+        self._next_shape = module_shape(index)
+        if self._next_shape != self._shape:
             self._records = {}
-        self._shape = shape
         self._current = _functions(index)
         self._next = {}
         self._answers = {}  # (qualified name, near) -> whether the project answers None, this check
@@ -97,7 +98,7 @@ class UnitMemo:
         record = self._records.get(key)
         if record is None or not record.reusable or not self._unchanged(builder, record):
             return None
-        old, new = self._index, builder.index
+        new = builder.index
         builder.called.update(record.called)
         for method, grad in record.self_calls:
             builder.self_calls.setdefault(method, set()).add(grad)
@@ -105,7 +106,9 @@ class UnitMemo:
             builder.node_module[node_id] = new
         for call, raw in record.raws:
             builder._raw_of[call] = raw
-            if raw.cls is not None and raw.cls.module is old:
+            if raw.cls is not None and raw.cls.module is not new:
+                # a class of this module (a record that read another one is not kept), named
+                # through the index of the check that built or last took it
                 raw.cls = ClassRef(new, raw.cls.name)
         builder.n_events += record.events
         self._next[key] = record
@@ -138,7 +141,8 @@ class UnitMemo:
         self._next[key] = record
         self.built += 1
 
-    def finish(self, index: ModuleIndex) -> None:
-        """End the check: the entry points it took or built replace the last check's."""
-        self._records, self._next = self._next, {}
-        self._index, self._functions = index, self._current
+    def finish(self) -> None:
+        """End the check: the entry points it took or built replace the last check's. (A check
+        that ends without it, interrupted, leaves the last finished check's entry points.)"""
+        self._shape, self._functions, self._records = self._next_shape, self._current, self._next
+        self._next = {}
