@@ -139,6 +139,8 @@ class Reparser:
         # The analysis' per-node tables of the last tree (``check_parsed``'s ``tables``): kept
         # across a splice, whose unchanged statements keep their nodes; emptied by a full
         # parse (no node survives it) and when the entries of replaced nodes outgrow the rest.
+        # Its ``"units"`` entry (the last check's entry points: a UnitMemo, which replaces
+        # them at each check) is kept by the latter.
         self.tables: dict[str, dict] = {}
         self._tables_floor: int | None = None  # their size after the check of a full parse
 
@@ -161,7 +163,7 @@ class Reparser:
             return self.module
         module = parse_module(text)
         self.text, self.module, self._spans, self._spans_known = text, module, None, False
-        self.tables.clear()  # in place: the caller may hold the dict already
+        self._empty_tables()
         self._tables_floor = None
         return module
 
@@ -178,12 +180,21 @@ class Reparser:
     def _trim_tables(self) -> None:
         """Empty :attr:`tables` when they hold more than twice what a whole check of a tree
         fills them with (each splice leaves the entries of the nodes it replaced behind)."""
-        size = sum(len(t) for t in self.tables.values())
+        size = sum(len(t) for name, t in self.tables.items() if name != "units")
         if self._tables_floor is None:
             self._tables_floor = size
         elif size > 2 * self._tables_floor + 1000:
-            self.tables.clear()
+            self._empty_tables(keep="units")
             self._tables_floor = None
+
+    def _empty_tables(self, keep: str | None = None) -> None:
+        """Empty :attr:`tables` in place (the caller may hold the dict already), but ``keep``;
+        a table with a ``release()`` method (the entry points' memo) is told first."""
+        for name in [n for n in self.tables if n != keep]:
+            release = getattr(self.tables[name], "release", None)
+            if release is not None:
+                release()
+            del self.tables[name]
 
     def _whole(self, why: str) -> None:
         self.fallback = why

@@ -106,3 +106,25 @@ def test_a_function_that_calls_into_another_module_is_built_again(tmp_path):
     got = check(typed)
     assert got.reparsed and [f.code for f in got.findings] == ["LC301"]
     assert got.findings == analyze("python", typed, str(path), None, False, ()).findings
+
+
+def test_entry_points_built_again_leave_no_cycle_for_a_frozen_heap():
+    """The language server's template freezes what each check leaves alive (``gc.freeze``);
+    the IR of an entry point built again must then be freed by reference counting, not wait
+    for a collection that never comes: its raw events' cycles are broken when it is dropped."""
+    import gc
+
+    from loopcheck.server_documents import _settle
+
+    reparser = Reparser()
+    _check(reparser, SCRIPT)
+    edits = [SCRIPT.replace("return [v * 2 for v in values]", f"return [v * {n} for v in values]") for n in range(3, 9)]
+    try:
+        _settle(reparser)
+        for text in edits:  # each rebuilds every filler: the last version's records are dropped
+            _check(reparser, text)
+            _settle(reparser)
+        gc.unfreeze()
+        assert gc.collect() == 0
+    finally:
+        gc.unfreeze()

@@ -37,6 +37,7 @@ from loopcheck.engine.ir import (
     Node,
     Seq,
     Try,
+    walk_events,
 )
 from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.names import ImportMap, dotted_name
@@ -369,6 +370,14 @@ class UnitRecord:
     lookups: list = field(default_factory=list)
     misses: set = field(default_factory=set)
     reusable: bool = True
+
+    def release(self) -> None:
+        """Break the reference cycles of a record no check will take again (a raw event and
+        its typed events name each other, a call's sources name the call itself), so that
+        reference counting frees its IR: the language server's template freezes what a check
+        leaves alive (``gc.freeze``), and a frozen cycle is never collected."""
+        for raw in (*walk_events(self.ir), *(raw for _call, raw in self.raws)) if self.ir is not None else ():
+            raw.typed, raw.sources = [], None
 
 
 class UnitBuilder:

@@ -141,8 +141,19 @@ class UnitMemo:
         self._next[key] = record
         self.built += 1
 
+    def release(self) -> None:
+        """Forget every entry point (see :meth:`UnitRecord.release
+        <loopcheck.engine.builder.UnitRecord.release>`)."""
+        for record in (*self._records.values(), *self._next.values()):
+            record.release()
+        self._records, self._next, self._shape = {}, {}, None
+
     def finish(self) -> None:
         """End the check: the entry points it took or built replace the last check's. (A check
         that ends without it, interrupted, leaves the last finished check's entry points.)"""
+        kept = set(map(id, self._next.values()))
+        for record in self._records.values():
+            if id(record) not in kept:
+                record.release()
         self._shape, self._functions, self._records = self._next_shape, self._current, self._next
         self._next = {}
