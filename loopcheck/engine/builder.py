@@ -1141,7 +1141,9 @@ class UnitBuilder:
 
     def small_stmt(self, frame: Frame, s: cst.CSTNode, ctx: Context, out: list[Node]) -> None:
         if type(s) is cst.Expr:
-            self.expr_events(frame, s.value, ctx, out)
+            raw = self.expr_events(frame, s.value, ctx, out).get(s.value)
+            if raw is not None:
+                raw.discarded = True  # x.to(device) on its own line: its result is thrown away
         elif type(s) is cst.Assign:
             if len(s.targets) == 1:
                 targets = self._target_syms(frame, s.targets[0].target)

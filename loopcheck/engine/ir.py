@@ -89,6 +89,7 @@ class Call:
     inlined: bool = False  # the callee's body follows in the IR (a function of the project)
     sources: "Sources | None" = None  # for calls with targets: what the result is computed from
     cls: object = None  # the project class the call constructs (a builder.ClassRef), if any
+    discarded: bool = False  # the whole of an expression statement: its result is thrown away
 
     @property
     def receiver(self) -> str | None:

@@ -165,17 +165,9 @@ def _symbols_of(raw) -> Iterator[str]:
 
 def discarded(unit, call: Call) -> bool:
     """Whether ``call`` is a whole expression statement (``x.to(device)`` on its own line):
-    its result is thrown away."""
-    index = unit.module_of(call.node)
-    tree = getattr(index, "tree", None)
-    if tree is None:
-        return False
-    ids = index.cache.get("expression_values")  # kept with the module, computed once
-    if ids is None:
-        from loopcheck.engine.walk import small_statements
-
-        ids = index.cache["expression_values"] = {id(s.value) for s in small_statements(tree) if isinstance(s, cst.Expr)}
-    return id(call.node) in ids
+    its result is thrown away (the builder marks it: :attr:`Call.discarded
+    <loopcheck.engine.ir.Call.discarded>`), in a module read from its text."""
+    return call.discarded and getattr(unit.module_of(call.node), "tree", None) is not None
 
 
 # -- tensors --------------------------------------------------------------------------------
