@@ -10,6 +10,7 @@ and inlined calls to functions of the same file.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import libcst as cst
 
@@ -91,14 +92,16 @@ class Call:
     cls: object = None  # the project class the call constructs (a builder.ClassRef), if any
     discarded: bool = False  # the whole of an expression statement: its result is thrown away
 
-    @property
+    # ``func`` never changes once the builder made the event, and the roles and the rules ask
+    # for these two many times per event: computed once (``cached_property``)
+    @cached_property
     def receiver(self) -> str | None:
         """``"a.b"`` for ``a.b.m(...)``; ``None`` for plain function calls or calls on calls."""
         if self.func is None or self.qualified or "." not in self.func:
             return None
         return self.func.rpartition(".")[0] or None
 
-    @property
+    @cached_property
     def method(self) -> str | None:
         """The last component of the callee name: ``"step"`` for ``opt.step()``."""
         if self.func is None:
