@@ -205,11 +205,15 @@ def build_units(
     if memo is not None:
         memo.finish()
     irs = [ir for func, _, ir in candidates if func is None or func not in builder.called]
-    raws = [raw for ir in irs for raw in walk_events(ir)]
+    per_unit = [list(walk_events(ir)) for ir in irs]
+    raws = [raw for unit_raws in per_unit for raw in unit_raws]
     roles = infer_roles(index, raws)
     for raw in raws:
         raw.typed = classify(raw, roles)
-    return [Unit(ir, roles, module=index, node_module=builder.node_module) for ir in irs]
+    return [
+        Unit(ir, roles, [ev for raw in unit_raws for ev in raw.typed], module=index, node_module=builder.node_module)
+        for ir, unit_raws in zip(irs, per_unit)
+    ]
 
 
 def place(unit: Unit, rep: Report) -> Report:
