@@ -110,14 +110,14 @@ def _serve(conn: Connection, args: tuple) -> None:
         conn, args = _template(conn, reparser)
 
 
-def _check(conn: Connection, args: tuple, reparser, adopt: bool = True) -> None:
-    """Run one check and send ``("pid", pid, adopt)`` then ``("ok", Analysis)`` or
-    ``("error", text)``; exit after an error (the tree may be half-updated). ``adopt``: this
-    process becomes the document's template on ``conn`` (else it is the template already)."""
+def _check(conn: Connection, args: tuple, reparser) -> None:
+    """Run one check and send ``("pid", pid, True)`` (this process becomes the document's
+    template, on ``conn``) then ``("ok", Analysis)`` or ``("error", text)``; exit after an
+    error (the tree may be half-updated)."""
     from loopcheck.server import analyze
 
     try:
-        conn.send(("pid", os.getpid(), adopt))
+        conn.send(("pid", os.getpid(), True))
         conn.send(("ok", analyze(*args, reparser=reparser)))
     except BaseException as err:  # noqa: BLE001 - reported to the server
         try:
@@ -131,10 +131,11 @@ class _Interrupted(BaseException):
 
 
 def _check_here(job: Connection, args: tuple, reparser) -> None:
-    """Run one check in the template itself: sends as :func:`_check` (``adopt`` false), and
-    stops between two steps of the analysis when the server writes to (or closes) ``job``:
-    the document's tree, tables and entry points stay those of a finished check or of this
-    version's parse, so the template goes on serving. Exits after an error."""
+    """Run one check in the template itself: send ``("pid", pid, False)`` (this process is
+    the template already) then as :func:`_check`, and stop between two steps of the analysis
+    when the server writes to (or closes) ``job``: the document's tree, tables and entry
+    points stay those of a finished check or of this version's parse, so the template goes on
+    serving. Exits after an error."""
     from loopcheck.server import analyze
 
     def interrupt() -> None:
@@ -144,8 +145,8 @@ def _check_here(job: Connection, args: tuple, reparser) -> None:
     try:
         job.send(("pid", os.getpid(), False))
         job.send(("ok", analyze(*args, reparser=reparser, interrupt=interrupt)))
-    except _Interrupted:
-        pass
+    except (_Interrupted, BrokenPipeError, ConnectionResetError):
+        pass  # stopped, or the server let go of the check before its result
     except BaseException as err:  # noqa: BLE001 - reported to the server
         try:
             job.send(("error", f"{type(err).__name__}: {err}"))
@@ -174,7 +175,7 @@ def _settle(reparser) -> None:
     forget_projects()  # each check starts as a fresh process would: imported modules are read again
     reparser.prepare()  # the statement spans the next reparse needs, while idle
     gc.collect()
-    gc.freeze()  # the children never walk the template's objects again
+    gc.freeze()  # no later collection, here or in a fork, walks what the template keeps
 
 
 def _template(conn: Connection, reparser) -> tuple[Connection, tuple]:
@@ -323,8 +324,6 @@ class DocumentJob:
         keep = False
         try:
             status, value = conn.recv()
-            with self.lock:
-                self.pid = None  # done (and maybe the template now): a late cancel must not stop it
             if status != "ok":
                 raise RuntimeError(value)
             keep = adopt
@@ -332,7 +331,7 @@ class DocumentJob:
             raise Cancelled from None
         finally:
             with self.lock:
-                self.pid = None
+                self.pid = None  # done (and maybe the template now): a late cancel must not stop it
             if not keep:
                 conn.close()
         if adopt:
