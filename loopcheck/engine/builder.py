@@ -682,6 +682,22 @@ class UnitBuilder:
                 record.reusable = False
             record.lookups = list(dict.fromkeys((name, near) for name, near, _ in record.lookups))
 
+    def replay(self, record: UnitRecord) -> None:
+        """Bring the shared state where building ``record``'s entry point would leave it (its
+        IR is taken from an earlier check of the same module: :mod:`loopcheck.engine.reuse`)."""
+        self.called.update(record.called)
+        for method, grad in record.self_calls:
+            self.self_calls.setdefault(method, set()).add(grad)
+        for node_id in record.placed:
+            self.node_module[node_id] = self.index
+        for call, raw in record.raws:
+            self._raw_of[call] = raw
+            if raw.cls is not None and raw.cls.module is not self.index:
+                # a class of this module (a build that read another one is not kept), named
+                # through the index of the check that built or last took it
+                raw.cls = ClassRef(self.index, raw.cls.name)
+        self.n_events += record.events
+
     # -- inlining ------------------------------------------------------------------------
     def _callee(self, frame: Frame, raw: Call) -> Callee | None:
         """The function of the project a call runs, with how to bind it, else ``None``."""

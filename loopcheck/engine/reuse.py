@@ -31,7 +31,7 @@ compares the findings of both on random edits of real training scripts).
 
 from __future__ import annotations
 
-from loopcheck.engine.builder import MAX_EVENTS_PER_UNIT, ClassRef, ModuleIndex, UnitBuilder, UnitRecord
+from loopcheck.engine.builder import MAX_EVENTS_PER_UNIT, ModuleIndex, UnitBuilder, UnitRecord
 
 
 def module_shape(index: ModuleIndex) -> tuple:
@@ -98,19 +98,7 @@ class UnitMemo:
         record = self._records.get(key)
         if record is None or not record.reusable or not self._unchanged(builder, record):
             return None
-        new = builder.index
-        builder.called.update(record.called)
-        for method, grad in record.self_calls:
-            builder.self_calls.setdefault(method, set()).add(grad)
-        for node_id in record.placed:
-            builder.node_module[node_id] = new
-        for call, raw in record.raws:
-            builder._raw_of[call] = raw
-            if raw.cls is not None and raw.cls.module is not new:
-                # a class of this module (a record that read another one is not kept), named
-                # through the index of the check that built or last took it
-                raw.cls = ClassRef(new, raw.cls.name)
-        builder.n_events += record.events
+        builder.replay(record)
         self._next[key] = record
         self.taken += 1
         return record.ir
