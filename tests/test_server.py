@@ -435,15 +435,25 @@ def zombies_under(pid: int) -> list[int]:
     return out
 
 
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="counts processes with /proc")
-def test_a_documents_next_versions_are_checked_in_forks_that_reuse_its_tree():
-    import threading as _threading
-
-    from loopcheck.server import Cancelled, Runner, analyze
+def chain_runner():
+    """A runner whose checks run in processes of the fork server (skips where there is none)."""
+    from loopcheck.server import Runner
 
     runner = Runner(processes=True)
     if runner.ctx is None:
         pytest.skip("no fork server here")
+    return runner
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="counts processes with /proc")
+def test_a_documents_next_versions_reuse_its_tree_and_a_stale_fork_is_killed():
+    """Small edits are checked in the document's template; a large one in a fork of it, which a
+    newer version kills."""
+    import threading as _threading
+
+    from loopcheck.server import Cancelled, analyze
+
+    runner = chain_runner()
     name = str(FIXTURES / "chain_document.py")
     text = read_fixture("LC401_bad.py")
     fixed = text.replace("loss_history.append(loss)", "loss_history.append(loss.item())")
@@ -458,13 +468,14 @@ def test_a_documents_next_versions_are_checked_in_forks_that_reuse_its_tree():
     assert (third.reparsed, third.findings) == (True, expected)
     template = runner.templates.table["doc"].pid
 
-    # a stale check is killed; the template it was forked from serves the next version
+    # a large edit is checked in a fork, killed when stale; its template serves the next version
     slow = text + "\n" + huge_script(30_000)
     job = runner.check("doc", 4, ("python", slow, name, None, False, ()))
     outcome: list = []
     waiter = _threading.Thread(target=lambda: outcome.append(_catch(job.wait, Cancelled)))
     waiter.start()
     time.sleep(0.5)
+    assert job.pid not in (None, template) and not job.here  # a fork of the template
     job.cancel()
     waiter.join(TIMEOUT)
     assert outcome == ["cancelled"] and runner.templates.table["doc"].pid == template
@@ -495,11 +506,9 @@ def test_a_documents_next_versions_are_checked_in_forks_that_reuse_its_tree():
 def test_a_small_edit_is_checked_in_the_template_and_a_newer_version_stops_that_check():
     import threading as _threading
 
-    from loopcheck.server import Cancelled, Runner, analyze
+    from loopcheck.server import Cancelled, analyze
 
-    runner = Runner(processes=True)
-    if runner.ctx is None:
-        pytest.skip("no fork server here")
+    runner = chain_runner()
     name = str(FIXTURES / "chain_document.py")
     text = read_fixture("LC401_bad.py") + "\n" + huge_script(15_000)
     fixed = text.replace("loss_history.append(loss)", "loss_history.append(loss.item())")
