@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from loopcheck.engine.builder import NODE_TABLES
 from loopcheck.engine.walk import children
 from loopcheck.parsing import check_nesting, parse_module, parse_tree, run_deep
 
@@ -86,6 +87,13 @@ def _common_suffix(a: str, b: str, limit: int) -> int:
         else:
             hi = mid - 1
     return lo
+
+
+def _changed_span(old: str, text: str) -> tuple[int, int]:
+    """``(prefix, suffix)``: the lengths of the common prefix and of the common suffix of
+    ``old`` and ``text`` (the suffix not overlapping the prefix); what lies between them changed."""
+    p = _common_prefix(old, text)
+    return p, _common_suffix(old, text, min(len(old), len(text)) - p)
 
 
 def _first_block(node: cst.CSTNode) -> cst.IndentedBlock | None:
@@ -139,8 +147,8 @@ class Reparser:
         # The analysis' per-node tables of the last tree (``check_parsed``'s ``tables``): kept
         # across a splice, whose unchanged statements keep their nodes; emptied by a full
         # parse (no node survives it) and when the entries of replaced nodes outgrow the rest.
-        # Its ``"units"`` entry (the last check's entry points: a UnitMemo, which replaces
-        # them at each check) is kept by the latter.
+        # Its other entries (the last check's entry points, ``"units"``: replaced at each check)
+        # are kept by the latter.
         self.tables: dict[str, dict] = {}
         self._tables_floor: int | None = None  # their size after the check of a full parse
 
@@ -174,23 +182,25 @@ class Reparser:
         old = self.text
         if old is None or self.module is None:
             return None
-        p = _common_prefix(old, text)
-        return len(text) - p - _common_suffix(old, text, min(len(old), len(text)) - p)
+        p, s = _changed_span(old, text)
+        return len(text) - p - s
 
     def _trim_tables(self) -> None:
-        """Empty :attr:`tables` when they hold more than twice what a whole check of a tree
-        fills them with (each splice leaves the entries of the nodes it replaced behind)."""
-        size = sum(len(t) for name, t in self.tables.items() if name != "units")
+        """Empty the per-node tables of :attr:`tables` when they hold more than twice what a
+        whole check of a tree fills them with (each splice leaves the entries of the nodes it
+        replaced behind)."""
+        size = sum(len(t) for name, t in self.tables.items() if name in NODE_TABLES)
         if self._tables_floor is None:
             self._tables_floor = size
         elif size > 2 * self._tables_floor + 1000:
-            self._empty_tables(keep="units")
+            self._empty_tables(NODE_TABLES)
             self._tables_floor = None
 
-    def _empty_tables(self, keep: str | None = None) -> None:
-        """Empty :attr:`tables` in place (the caller may hold the dict already), but ``keep``;
-        a table with a ``release()`` method (the entry points' memo) is told first."""
-        for name in [n for n in self.tables if n != keep]:
+    def _empty_tables(self, names=None) -> None:
+        """Empty :attr:`tables` in place (the caller may hold the dict already): the entries
+        ``names`` (all when ``None``); one with a ``release()`` method (the entry points' memo)
+        is told first."""
+        for name in [n for n in self.tables if names is None or n in names]:
             release = getattr(self.tables[name], "release", None)
             if release is not None:
                 release()
@@ -218,8 +228,7 @@ class Reparser:
         spans = self._spans
         if spans is None:
             return self._whole("LibCST's code for the last tree is not its text")
-        p = _common_prefix(old, text)
-        s = _common_suffix(old, text, min(len(old), len(text)) - p)
+        p, s = _changed_span(old, text)
         changed_end = len(old) - s  # the changed characters of ``old``: [p, changed_end)
         first = bisect_right(spans.starts, p) - 1  # -1: in the header
         last = bisect_right(spans.starts, max(changed_end - 1, p)) - 1
