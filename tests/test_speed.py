@@ -417,3 +417,60 @@ def test_a_frame_resolves_each_name_once_and_as_without_the_memo(monkeypatch):
     monkeypatch.setattr(UnitBuilder, "resolve", lambda self, frame, dotted: (
         (None, False) if dotted is None else real_inner(self, frame, dotted)))
     assert [check_source(p.read_text(encoding="utf-8"), str(p)) for p in fixtures] == memo
+
+
+_MODEL_ZOO = """\
+import torch
+import torch.nn as nn
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = Block()
+        self.head = nn.Linear(4, 2)
+
+
+class Trainer:
+    def __init__(self):
+        self.model = Net()
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)
+
+
+trainer = Trainer()
+for step in range(3):
+    trainer.optimizer.zero_grad()
+    trainer.model.head(torch.zeros(4)).sum().backward()
+    trainer.optimizer.step()
+"""
+
+
+def test_a_submodule_built_in_a_models_constructor_is_not_inlined_and_the_model_is():
+    """A module built inside another module's ``__init__`` (``self.block = Block()``) stays a
+    call; the outermost model (``Net()`` in the trainer) and the trainer are inlined."""
+    from loopcheck.engine.builder import UnitBuilder, index_module
+
+    index = index_module(cst.parse_module(_MODEL_ZOO))
+    builder = UnitBuilder(index)
+    builder.begin(0)
+    builder.module_unit()
+    builder.end()
+    inlined = {index.method_class[f] for f in builder.called}
+    assert inlined == {"Trainer", "Net"}
+
+
+def test_a_submodules_constructor_is_its_own_entry_point_and_its_findings_are_kept(tmp_path: Path):
+    """Not inlined into its model, a submodule's ``__init__`` is checked on its own: a
+    discarded ``tensor.to()`` in it is reported once, at its line."""
+    source = _MODEL_ZOO.replace(
+        "        self.fc = nn.Linear(4, 4)\n",
+        "        self.fc = nn.Linear(4, 4)\n        w = torch.zeros(4)\n        w.to('cuda')\n",
+    )
+    found = check_source(source, "zoo.py")
+    assert [(f.code, f.row) for f in found] == [("LC505", 10)]

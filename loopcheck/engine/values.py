@@ -29,6 +29,7 @@ from typing import Iterator
 import libcst as cst
 
 from loopcheck.engine.builder import ClassRef, ModuleIndex, find_method
+from loopcheck.engine.classes import CONTAINERS, is_module_class
 from loopcheck.engine.ir import Assign, Call, Inline, Loop, LoopInfo, Node, Seq, parts, walk_events
 from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.names import dotted_name
@@ -38,12 +39,6 @@ from loopcheck.engine.walk import children, walk
 #: Kinds of values a loss input can be.
 LOGITS, PROBABILITIES, LOG_PROBABILITIES = "logits", "probabilities", "log_probabilities"
 KINDS = frozenset({LOGITS, PROBABILITIES, LOG_PROBABILITIES})
-#: Library containers: whether they change in train/eval mode, and what they return, depends on
-#: the modules they hold (``nn.Sequential`` returns its last layer's output).
-CONTAINERS = frozenset({
-    "torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.ParameterList",
-    "torch.nn.ParameterDict", "torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Identity",
-})
 SEQUENTIAL = "torch.nn.Sequential"
 #: Functional calls whose result depends on ``module.training`` (when given it).
 MODE_FUNCTIONS = ("dropout", "batch_norm", "alpha_dropout", "feature_alpha_dropout", "instance_norm")
@@ -314,26 +309,6 @@ def classes_of(unit, model: str) -> list:
         if t is not None:
             out.append(t)
     return out
-
-
-def is_module_class(cls, _seen: frozenset = frozenset()) -> bool:
-    """Whether a class is an ``nn.Module`` (a project class deriving from one, or a library
-    class the knowledge says builds a model or derives from ``torch.nn.Module``)."""
-    kb = knowledge()
-    if isinstance(cls, str):
-        if cls in CONTAINERS:
-            return True
-        summary = kb.callable(cls)
-        if summary is not None and summary.returns is not None and summary.returns.role == "model":
-            return True
-        return kb.is_subclass(cls, "torch.nn.Module")
-    if cls in _seen or cls.info is None:
-        return False
-    for base in cls.info.bases:
-        ref = cls.module.class_ref(base) or cls.module.class_ref(base, qualified=True)
-        if is_module_class(ref if ref is not None else base, _seen | {cls}):
-            return True
-    return False
 
 
 def is_criterion_class(cls) -> bool:
