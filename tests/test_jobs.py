@@ -216,6 +216,50 @@ def test_the_schedule_goes_project_by_project_largest_first(tmp_path):
     assert schedule(jobs, [4]) == [4]
 
 
+def test_a_pool_hands_out_a_small_projects_files_as_one_task_and_a_large_ones_one_by_one(tmp_path):
+    from loopcheck.runner import BATCH_SHARE, Job, batches, schedule
+
+    roots = {}
+    for name in ("large", "small", "tiny"):
+        roots[name] = tmp_path / name
+        roots[name].mkdir()
+        (roots[name] / "pyproject.toml").write_text("")
+    jobs = [
+        Job(str(roots["large"] / "a.py"), "x" * 400, None),
+        Job(str(roots["small"] / "a.py"), "x" * 60, None),
+        Job(str(roots["large"] / "b.py"), "x" * 300, None),
+        Job(str(roots["small"] / "b.py"), "x" * 40, None),
+        Job(str(roots["tiny"] / "a.py"), "x" * 20, None),
+    ]
+    order = schedule(jobs, [0, 1, 2, 3, 4])
+    assert order == [0, 2, 1, 3, 4]
+    # 820 characters, 2 workers: a project of at most 0.25 * 820 / 2 = 102.5 is one task
+    assert BATCH_SHARE == 0.25
+    assert batches(jobs, order, 2) == [[0], [2], [1, 3], [4]]
+    assert batches(jobs, order, 8) == [[0], [2], [1], [3], [4]]  # 25.6: only tiny is small enough, alone
+
+
+def test_the_report_is_the_same_with_tasks_of_several_files(tmp_path, monkeypatch):
+    """Two projects, each made one task: the findings of ``-j2`` are those of ``-j1``, file by
+    file, in the same order."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(loopcheck.runner, "BATCH_SHARE", 1.0)  # each project is one task
+    tasks = []
+    real = loopcheck.runner.batches
+    monkeypatch.setattr(loopcheck.runner, "batches", lambda *a: tasks.extend(real(*a)) or tasks)
+    for name in ("one", "two"):
+        root = tmp_path / name
+        root.mkdir()
+        (root / "pyproject.toml").write_text("")
+        for fixture in ("LC101_bad.py", "LC102_bad.py", "LC301_bad.py"):
+            (root / fixture).write_text((FIXTURES / fixture).read_text())
+    serial = cli("--no-cache", "-j", "1", "one", "two")
+    pooled = cli("--no-cache", "-j", "2", "one", "two")
+    assert serial[0] == pooled[0] == 1
+    assert pooled[1] == serial[1] and serial[1].count("LC1") >= 4
+    assert sorted(len(task) for task in tasks) == [3, 3]
+
+
 def test_a_process_keeps_the_modules_of_one_project_only(tmp_path):
     from loopcheck.engine.project import _PROJECTS, project_for
     from loopcheck.runner import Job, check_job
