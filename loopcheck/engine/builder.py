@@ -53,9 +53,10 @@ MAX_INLINE_DEPTH = 6
 #: No call is inlined once a check has made this many events (all its entry points together):
 #: the bound that keeps a file whose functions call each other at many sites (yolov5's
 #: ``train()`` calling ``val.run()``, called twice from ``main()``) linear in its lines. 10,000
-#: since the submodule change (20,000 before): findings identical over the fixtures and the dev
-#: corpus (46 targets, whole trees, 214 findings), their CPU 586 -> 549 s (yolov5 31 -> 22 s,
-#: pytorch/ignite's whole tree 117 -> 85 s). A call not inlined for it is opaque to the rules.
+#: once submodules stopped being inlined (:meth:`UnitBuilder.try_inline`; 20,000 before):
+#: findings identical over the fixtures and the dev corpus (46 targets, whole trees, 214
+#: findings), their CPU 586 -> 549 s (yolov5 31 -> 22 s, pytorch/ignite's whole tree 117 -> 85
+#: s). A call not inlined for it is opaque to the rules (a ``havoc`` for what it receives).
 MAX_EVENTS_PER_UNIT = 10_000
 
 
