@@ -239,6 +239,26 @@ def test_a_pool_hands_out_a_small_projects_files_as_one_task_and_a_large_ones_on
     assert batches(jobs, order, 8) == [[0], [2], [1], [3], [4]]  # 25.6: only tiny is small enough, alone
 
 
+def test_a_large_projects_small_directories_are_tasks_of_their_own(tmp_path):
+    """One project (all the code): each directory holding at most the share is one task, a
+    larger one goes file by file; the largest tasks first."""
+    from loopcheck.runner import Job, batches, schedule
+
+    (tmp_path / "pyproject.toml").write_text("")
+    for d in ("flux", "sdxl", "train"):
+        (tmp_path / d).mkdir()
+    jobs = [
+        Job(str(tmp_path / "flux" / "a.py"), "x" * 30, None),
+        Job(str(tmp_path / "train" / "a.py"), "x" * 500, None),
+        Job(str(tmp_path / "flux" / "b.py"), "x" * 40, None),
+        Job(str(tmp_path / "sdxl" / "a.py"), "x" * 20, None),
+        Job(str(tmp_path / "train" / "b.py"), "x" * 200, None),
+    ]
+    order = schedule(jobs, [0, 1, 2, 3, 4])
+    # 790 characters, 2 workers: a directory of at most 98.75 is one task
+    assert batches(jobs, order, 2) == [[1], [4], [2, 0], [3]]
+
+
 def test_the_report_is_the_same_with_tasks_of_several_files(tmp_path, monkeypatch):
     """Two projects, each made one task: the findings of ``-j2`` are those of ``-j1``, file by
     file, in the same order."""
