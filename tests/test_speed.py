@@ -465,7 +465,7 @@ def test_a_submodule_built_in_a_models_constructor_is_not_inlined_and_the_model_
     assert inlined == {"Trainer", "Net"}
 
 
-def test_a_submodules_constructor_is_its_own_entry_point_and_its_findings_are_kept(tmp_path: Path):
+def test_a_submodules_constructor_is_its_own_entry_point_and_its_findings_are_kept():
     """Not inlined into its model, a submodule's ``__init__`` is checked on its own: a
     discarded ``tensor.to()`` in it is reported once, at its line."""
     source = _MODEL_ZOO.replace(
