@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
+from itertools import groupby
 from pathlib import Path
 from typing import TYPE_CHECKING, Collection, Iterator
 
@@ -298,10 +299,7 @@ def schedule(jobs: list[Job], todo: list[int]) -> list[int]:
     have nothing to do)."""
     if len(todo) < 2:
         return list(todo)
-    group = _projects(jobs, todo)
-    size: dict[tuple, int] = {}
-    for i in todo:
-        size[group[i]] = size.get(group[i], 0) + _size(jobs[i])
+    group, size = _projects(jobs, todo)
     return sorted(todo, key=lambda i: (-size[group[i]], group[i], -_size(jobs[i]), i))
 
 
@@ -326,54 +324,44 @@ def batches(jobs: list[Job], order: list[int], workers: int) -> list[list[int]]:
     CPU s with a task per file, 42.7 / 48.1 s and 83 / 93 CPU s with these; same output. All of
     huggingface/diffusers (one project), a task per file and per directory alternately,
     twice: 77.2 / 72.9 s wall (150 / 142 CPU s) and 72.7 / 70.8 s (141 / 137 CPU s)."""
-    group = _projects(jobs, order)
-    size: dict[tuple, int] = {}
-    for i in order:
-        size[group[i]] = size.get(group[i], 0) + _size(jobs[i])
+    group, size = _projects(jobs, order)
     limit = BATCH_SHARE * sum(size.values()) / max(workers, 1)
     out: list[list[int]] = []
-    start = 0
-    while start < len(order):
-        end = start
-        while end < len(order) and group[order[end]] == group[order[start]]:
-            end += 1
-        members = order[start:end]
-        if size[group[members[0]]] <= limit:
-            out.append(members)
-        else:
-            out.extend(_split(jobs, members, lambda i: os.path.dirname(os.path.abspath(jobs[i].filename)), limit))
-        start = end
+    for project, members in groupby(order, key=group.__getitem__):
+        members = list(members)
+        out.extend([members] if size[project] <= limit else _by_directory(jobs, members, limit))
     return out
 
 
-def _split(jobs: list[Job], members: list[int], key, limit: float) -> list[list[int]]:
-    """``members`` as tasks: those of one ``key`` together when they hold at most ``limit``
-    characters, else one by one; the largest tasks first (members keep their order in a task)."""
-    parts: dict = {}
+def _by_directory(jobs: list[Job], members: list[int], limit: float) -> list[list[int]]:
+    """``members`` as tasks: the files of one directory together when they hold at most
+    ``limit`` characters, else one by one; the largest tasks first (files keep their order in a
+    task)."""
+    parts: dict[str, list[int]] = {}
     for i in members:
-        parts.setdefault(key(i), []).append(i)
+        parts.setdefault(os.path.dirname(os.path.abspath(jobs[i].filename)), []).append(i)
     tasks: list[list[int]] = []
     for part in parts.values():
-        if sum(_size(jobs[i]) for i in part) <= limit:
-            tasks.append(part)
-        else:
-            tasks.extend([i] for i in part)
+        tasks.extend([part] if sum(_size(jobs[i]) for i in part) <= limit else ([i] for i in part))
     return sorted(tasks, key=lambda task: -sum(_size(jobs[i]) for i in task))
 
 
-def _projects(jobs: list[Job], todo: list[int]) -> dict[int, tuple]:
-    """``index -> (project root, src roots)`` of the jobs ``todo``."""
+def _projects(jobs: list[Job], todo: list[int]) -> tuple[dict[int, tuple], dict[tuple, int]]:
+    """``index -> project`` of the jobs ``todo`` (a project: ``(root, src roots)``) and each
+    project's size (:func:`_size` of its jobs among ``todo``)."""
     from loopcheck.engine.project import find_root
 
     roots: dict[str, str] = {}
     group: dict[int, tuple] = {}
+    size: dict[tuple, int] = {}
     for i in todo:
         name = jobs[i].filename
         directory = os.path.dirname(os.path.abspath(name))
         if directory not in roots:
             roots[directory] = str(find_root(Path(name).resolve()))
         group[i] = (roots[directory], tuple(str(s) for s in jobs[i].src))
-    return group
+        size[group[i]] = size.get(group[i], 0) + _size(jobs[i])
+    return group, size
 
 
 def _size(job: Job) -> int:
