@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from dataclasses import dataclass
 from typing import Callable, Collection, Mapping
 
 import libcst as cst
@@ -22,6 +23,7 @@ from loopcheck.engine.events import classify
 from loopcheck.engine.ir import walk_events
 from loopcheck.engine.positions import Positions
 from loopcheck.engine.project import Project, project_for
+from loopcheck.engine.reach import reaching
 from loopcheck.engine.reuse import UnitMemo
 from loopcheck.engine.roles import infer_roles
 from loopcheck.engine.unit import Unit
@@ -86,9 +88,53 @@ def loop_signs(source: str) -> bool:
 def might_have_loop(source: str, filename: str | None = None, project: Project | None = None) -> bool:
     """Cheap text test run before parsing, to pick the files worth analyzing: most files of a
     repository hold no training loop. A file passes when it shows :func:`loop_signs`, or when
-    it imports a module of the project that shows :func:`training_signs` (that module's text
-    is read, not parsed; the modules a checked file calls into are still read in full when it
-    is analyzed).
+    it imports a module of the project that shows :func:`training_signs` (see
+    :func:`signs_of`)."""
+    return signs_of(source, filename, project) is not None
+
+
+@dataclass(frozen=True)
+class Signs:
+    """What the text of a file and of the project modules it imports show (:func:`signs_of`).
+
+    Attributes:
+        training: the file's own text shows :func:`training_signs`.
+        evaluation: it shows ``.eval(``.
+        modules: when ``training`` is false, the project modules it imports whose text shows
+            :func:`training_signs`, by dotted name, as written and made absolute
+            (``("engine", "pkg.engine")`` for ``from .engine import ...`` in ``pkg/main.py``).
+    """
+
+    training: bool
+    evaluation: bool = False
+    modules: frozenset[str] = frozenset()
+
+    def entry_names(self, imports) -> frozenset[str] | None:
+        """The names one of a file's functions must reach (:mod:`loopcheck.engine.reach`) to
+        be built as an entry point, ``None`` for every function: a file that shows training
+        of its own is read whole. Otherwise ``eval`` when it calls ``.eval(``, and the names its
+        imports (an :class:`~loopcheck.engine.names.ImportMap`) bind to the training modules
+        it imports (``train_one_epoch`` for ``from engine import train_one_epoch``, ``engine``
+        for ``import engine``); every function when it star-imports one of them."""
+        if self.training:
+            return None
+
+        def training(target: str) -> bool:
+            return any(target == m or target.startswith(m + ".") or m.startswith(target + ".") for m in self.modules)
+
+        if any(training(star) for star in imports.stars):
+            return None
+        names = {alias for alias, target in imports.aliases.items() if training(target)}
+        if self.evaluation:
+            names.add("eval")
+        return frozenset(names)
+
+
+def signs_of(source: str, filename: str | None = None, project: Project | None = None) -> Signs | None:
+    """What the text of a file and of the project modules it imports show, read before
+    parsing; ``None`` when it shows neither :func:`loop_signs` nor an imported module with
+    :func:`training_signs` (nothing to analyze). An imported module's text is read, not parsed;
+    the modules a checked file calls into are still read in full when it is analyzed.
 
     An imported module whose only sign is ``.eval(`` does not count: that is a loader that
     hands back a model in eval mode (diffusers' ``from_pretrained``, a hub's ``load_model``),
@@ -97,32 +143,42 @@ def might_have_loop(source: str, filename: str | None = None, project: Project |
     80 files passed for such a module alone, none with a finding; on diffusers 127 files,
     38.6 of its 169 CPU s. What it gives up: an LC302 whose ``eval()`` lies in the imported module
     and whose loop of forwards without ``torch.no_grad()`` lies in the file."""
-    if loop_signs(source):
-        return True
-    if project is None or not filename:
-        return False
-    near = Path(filename).resolve()
-    memo = project.memo.setdefault("loop_signs", {})
-    for m in IMPORT.finditer(source):
-        dotted = (m.group(1) or m.group(2) or "").lstrip(".")
-        path = project.find_module(dotted, near) if dotted else None
-        if path is None and m.group(1) and m.group(1).startswith("."):
-            path = project.find_module(".".join(filter(None, [_package_of(near), dotted])), near)
-        if path is not None and path != near:
-            stamp, text = project.source_of(path)
-            key = (path, stamp)
-            if key not in memo:
-                memo[key] = text is not None and training_signs(text)
-            if memo[key]:
-                return True
-    return False
+    if training_signs(source):
+        return Signs(True)
+    evaluates = ".eval(" in source
+    modules: set[str] = set()
+    if project is not None and filename:
+        near = Path(filename).resolve()
+        memo = project.memo.setdefault("loop_signs", {})
+        for m in IMPORT.finditer(source):
+            written = m.group(1) or m.group(2) or ""
+            dotted = written.lstrip(".")
+            absolute = _absolute(written, near) if written.startswith(".") else dotted
+            path = project.find_module(dotted, near) if dotted else None
+            if path is None and written.startswith("."):
+                path = project.find_module(absolute, near)
+            if path is not None and path != near:
+                stamp, text = project.source_of(path)
+                key = (path, stamp)
+                if key not in memo:
+                    memo[key] = text is not None and training_signs(text)
+                if memo[key]:
+                    modules.update(filter(None, (dotted, absolute)))
+    if not (evaluates or modules):
+        return None
+    return Signs(False, evaluates, frozenset(modules))
 
 
-def _package_of(path: Path) -> str:
+def _absolute(relative: str, near: Path) -> str:
+    """The dotted name of a relative import's module (``..data`` in ``pkg/sub/main.py``:
+    ``pkg.data``), as :class:`~loopcheck.engine.names.ImportMap` qualifies it."""
     from loopcheck.engine.project import module_name
 
-    name, _ = module_name(path)
-    return name.rpartition(".")[0]
+    name, _ = module_name(near)
+    dotted = relative.lstrip(".")
+    package = [p for p in (name.split(".") if near.stem == "__init__" else name.split(".")[:-1]) if p]
+    up = len(relative) - len(dotted) - 1
+    return ".".join([*package[: max(len(package) - up, 0)], *filter(None, [dotted])])
 
 
 def _syntax_error(source: str, err: cst.ParserSyntaxError) -> tuple[str, tuple[int, int], bool]:
@@ -153,7 +209,7 @@ def _selected(code: str, select: Collection[str] | None) -> bool:
 
 def build_units(
     module: cst.Module, index: ModuleIndex | None = None, memo: UnitMemo | None = None,
-    interrupt: Callable[[], None] | None = None,
+    interrupt: Callable[[], None] | None = None, reach: Collection[str] | None = None,
 ) -> list[Unit]:
     """The analysis units of a parsed module (module code + functions no one here calls).
 
@@ -165,6 +221,13 @@ def build_units(
             this check's are stored in it.
         interrupt: called before each function is built; what it raises ends the check (the
             language server's cancellation of a stale check; the memo stays usable).
+        reach: when given (:meth:`Signs.entry_names`: the file shows no training of its own),
+            of its functions only those that reach one of these names
+            (:func:`~loopcheck.engine.reach.reaching`) are built: ``eval`` for a test or an
+            evaluation script, the names bound to the imported training modules for a
+            ``main.py`` that calls ``engine.train_one_epoch``. Measured when this was decided:
+            diffusers' 129 files whose only sign is ``.eval(`` (tests) took 56 of its 138 CPU
+            s, and gave no finding.
     """
     index = index or index_module(module)
     builder = UnitBuilder(index)
@@ -174,6 +237,7 @@ def build_units(
     funcs = list(index.functions.values())
     for cls in index.classes.values():
         funcs.extend(cls.methods.values())
+    evaluating = reaching(index, reach) if reach is not None else None
     if memo is not None:
         memo.start(index)
 
@@ -196,6 +260,8 @@ def build_units(
     for position, func in enumerate(funcs):
         if interrupt is not None:
             interrupt()
+        if evaluating is not None and func not in evaluating:
+            continue
         if func not in builder.called:  # already read inside a caller
             candidates.append((func, position, build(position, func)))
     for i, (func, position, _ir) in enumerate(candidates):
@@ -251,16 +317,17 @@ def place(unit: Unit, rep: Report) -> Report:
 
 def check_module(
     module: cst.Module, select: Collection[str] | None = None, index: ModuleIndex | None = None,
-    memo: UnitMemo | None = None, interrupt: Callable[[], None] | None = None,
+    memo: UnitMemo | None = None, interrupt: Callable[[], None] | None = None, reach: Collection[str] | None = None,
 ) -> tuple[list[Report], dict]:
     """Run the selected rules (codes; ``None`` = all) over a parsed module: the reports placed
-    in this module, and ``id(node) → module index`` for the nodes they name (``memo`` and
-    ``interrupt``: as :func:`build_units`; ``interrupt`` is called before each unit's rules too)."""
+    in this module, and ``id(node) → module index`` for the nodes they name (``memo``,
+    ``interrupt`` and ``reach``: as :func:`build_units`; ``interrupt`` is called
+    before each unit's rules too)."""
     reports: list[Report] = []
     where: dict = {}
     seen: set[tuple[str, int]] = set()
     rules = [r for code, r in REGISTRY.items() if _selected(code, select)]
-    for unit in build_units(module, index, memo, interrupt):
+    for unit in build_units(module, index, memo, interrupt, reach):
         if not unit.events:
             continue
         if interrupt is not None:
@@ -348,7 +415,8 @@ def check_parsed(
     it built (a :class:`~loopcheck.engine.reuse.UnitMemo`), whose unchanged functions are
     taken again. ``interrupt``: as :func:`build_units` (also called once the text is parsed)."""
     project = project or project_for(filename)
-    if not might_have_loop(source, filename, project):
+    signs = signs_of(source, filename, project)
+    if signs is None:
         return [], None, None
     try:
         module = (parse or parse_module)(source)
@@ -375,7 +443,11 @@ def check_parsed(
         memo = tables.get("units")
         if memo is None:
             memo = tables["units"] = UnitMemo()
-    reports, where = check_module(module, select, index, memo, interrupt)
+    reach = None
+    if not signs.training:
+        index = index or index_module(module)
+        reach = signs.entry_names(index.imports)
+    reports, where = check_module(module, select, index, memo, interrupt, reach)
     if not reports:
         return [], None, None
     reported = [n for rep in reports for n in (rep.node, *(r for r, _ in rep.related))]
