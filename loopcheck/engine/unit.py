@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Mapping
 
 from loopcheck.engine.dataflow import Flow, Machine, run
 from loopcheck.engine.events import Event
@@ -160,6 +160,11 @@ class Unit:
         """The events of ``kinds`` whose innermost loop is ``loop``, in program order."""
         groups = self._groups("in_loop", kinds, lambda ev: id(ev.ctx.loops[-1]) if ev.ctx.loops else None)
         return list(groups.get(id(loop), ()))
+
+    def by_subject(self, *kinds: str) -> Mapping[str, list[Event]]:
+        """The events of ``kinds`` grouped by subject, each group in program order (the table
+        :meth:`of_subject` reads; not to be changed by the caller)."""
+        return self._groups("of_subject", kinds, lambda ev: ev.subject)
 
     def of_subject(self, subject: str, *kinds: str) -> list[Event]:
         """The events of ``kinds`` whose subject is ``subject`` (``optimizer``'s steps), in
