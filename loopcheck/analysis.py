@@ -27,6 +27,7 @@ from loopcheck.engine.reach import reaching
 from loopcheck.engine.reuse import UnitMemo
 from loopcheck.engine.roles import infer_roles
 from loopcheck.engine.unit import Unit
+from loopcheck.engine.values import parents
 from loopcheck.findings import Describe, Finding, Related, Report
 from loopcheck.parsing import parse_module
 from loopcheck.rules import REGISTRY, SYNTAX_ERROR
@@ -153,20 +154,26 @@ def signs_of(source: str, filename: str | None = None, project: Project | None =
         for m in IMPORT.finditer(source):
             written = m.group(1) or m.group(2) or ""
             dotted = written.lstrip(".")
-            absolute = _absolute(written, near) if written.startswith(".") else dotted
             path = project.find_module(dotted, near) if dotted else None
-            if path is None and written.startswith("."):
-                path = project.find_module(absolute, near)
+            if path is None and written.startswith("."):  # looked up in the file's own package
+                path = project.find_module(".".join(filter(None, [_package_of(near), dotted])), near)
             if path is not None and path != near:
                 stamp, text = project.source_of(path)
                 key = (path, stamp)
                 if key not in memo:
                     memo[key] = text is not None and training_signs(text)
                 if memo[key]:
-                    modules.update(filter(None, (dotted, absolute)))
+                    modules.update(filter(None, (dotted, _absolute(written, near) if written.startswith(".") else "")))
     if not (evaluates or modules):
         return None
     return Signs(False, evaluates, frozenset(modules))
+
+
+def _package_of(path: Path) -> str:
+    from loopcheck.engine.project import module_name
+
+    name, _ = module_name(path)
+    return name.rpartition(".")[0]
 
 
 def _absolute(relative: str, near: Path) -> str:
@@ -360,15 +367,21 @@ class _Places(Describe):
         self._others: dict[int, tuple] = {}
 
     def other(self, node) -> tuple | None:
-        """``(index, positions)`` for a node of another module, else ``None``."""
+        """``(index, module, line offset, positions)`` for a node of another module, else
+        ``None``: the module is the other module's tree or, for one read statement by
+        statement, the fragment that holds the node, whose lines come ``offset`` lines into
+        the file (:class:`~loopcheck.engine.outline.LazyModuleIndex`)."""
         idx = self.where.get(id(node))
-        tree = getattr(idx, "tree", None)
-        if idx is None or idx is self.index or tree is None or tree is self.module:
+        if idx is None or idx is self.index:
+            return None
+        found = _tree_of(idx, node)
+        if found is None or found[0] is self.module:
             return None  # (a text checked without a project is indexed apart: still this module)
-        if id(idx) not in self._others:
-            first = [n for n in self.reported if self.where.get(id(n)) is idx]
-            self._others[id(idx)] = (idx, Positions(idx.tree, first))
-        return self._others[id(idx)]
+        module, offset = found
+        if id(module) not in self._others:
+            first = [n for n in self.reported if self.where.get(id(n)) is idx and _tree_of(idx, n) == found]
+            self._others[id(module)] = (idx, module, offset, Positions(module, first))
+        return self._others[id(module)]
 
     def relpath(self, idx) -> str:
         """The other module's file, as a path like the checked file's name."""
@@ -380,13 +393,13 @@ class _Places(Describe):
         other = self.other(node)
         if other is None:
             return super().line(node)
-        return f"{other[1][node].start.line} of {os.path.basename(str(other[0].path))}"
+        return f"{other[3][node].start.line + other[2]} of {os.path.basename(str(other[0].path))}"
 
     def code(self, node, limit: int = 60) -> str:
         other = self.other(node)
         if other is None:
             return super().code(node, limit)
-        text = " ".join(other[0].tree.code_for_node(node).split())
+        text = " ".join(other[1].code_for_node(node).split())
         return text if len(text) <= limit else text[: limit - 3] + "..."
 
     def related(self, node, note: str) -> Related:
@@ -394,8 +407,22 @@ class _Places(Describe):
         if other is None:
             pos = self.positions[node]
             return Related(pos.start.line, pos.start.column + 1, note)
-        pos = other[1][node]
-        return Related(pos.start.line, pos.start.column + 1, note, self.relpath(other[0]))
+        pos = other[3][node]
+        return Related(pos.start.line + other[2], pos.start.column + 1, note, self.relpath(other[0]))
+
+
+def _tree_of(index, node) -> tuple[cst.Module, int] | None:
+    """``(module, line offset)``: the tree of the module ``index`` that holds ``node`` and how
+    many lines of the file come before it (0 but for a statement of an imported module parsed
+    alone); ``None`` when there is none."""
+    fragments = getattr(index, "fragments", None)
+    if fragments is None:
+        tree = getattr(index, "tree", None)
+        return (tree, 0) if tree is not None else None
+    table = parents(index)
+    while node in table:
+        node = table[node]
+    return next(((module, offset) for module, offset in fragments if module is node), None)
 
 
 def check_parsed(
@@ -451,7 +478,7 @@ def check_parsed(
     if not reports:
         return [], None, None
     reported = [n for rep in reports for n in (rep.node, *(r for r, _ in rep.related))]
-    mine = [n for n in reported if where.get(id(n)) in (None, index) or getattr(where[id(n)], "tree", None) is module]
+    mine = [n for n in reported if where.get(id(n)) in (None, index) or (_tree_of(where[id(n)], n) or (None,))[0] is module]
     positions = Positions(module, mine)
     d = _Places(module, positions, where, index, filename, reported)
     findings = []

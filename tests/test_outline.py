@@ -140,10 +140,13 @@ def test_modules_read_only_for_names_are_not_parsed_and_findings_are_those_of_a_
     found = check_source(main.read_text(), str(main), project=project)
     assert [(f.code, f.row) for f in found] == [("LC301", 12)]
     modules = {p.name: info for p, info in project._modules.items()}
-    assert modules["__init__.py"].module is None  # re-exports only: outlined, never parsed
-    assert modules["heads.py"].module is None  # Head() has no __init__ of its own: nothing to inline
-    assert modules["loops.py"].module is not None  # evaluate() is inlined: parsed
-    assert modules["models.py"].module is not None  # Net() runs Net.__init__, inlined: parsed
+    parsed = {name: [m.code for m, _offset in info.index.fragments] for name, info in modules.items()}
+    assert all(info.module is None for info in modules.values())  # no module parsed whole
+    assert parsed["__init__.py"] == []  # re-exports only: outlined, never parsed
+    assert parsed["heads.py"] == []  # Head() has no __init__ of its own (the outline says so): nothing to inline
+    assert parsed["loops.py"] == [(tmp_path / "pkg" / "loops.py").read_text().partition("\n\n\n")[2]]  # inlined
+    assert [code.partition(":")[0] for code in parsed["models.py"]] == ["class Net(nn.Module)"]  # Unused: not read
+    assert found[0].related[0].row == 5 and found[0].related[0].filename.endswith("loops.py")  # its line in the file
 
 
 def test_a_module_libcst_cannot_parse_defines_nothing(tmp_path: Path, monkeypatch):
@@ -177,3 +180,17 @@ def test_nodes_built_after_a_parse_are_still_validated():
         parse_tree("def f(:\n")
     with pytest.raises(cst.CSTValidationError):
         cst.Name("still validated after a failed parse")
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+def test_a_statement_parsed_alone_keeps_its_line_in_the_file(tmp_path: Path, newline: str):
+    """An imported function is parsed from its own lines: a related line inside it is still
+    given as its line in the file, whatever the file's line endings."""
+    main = _project(tmp_path)
+    loops = tmp_path / "pkg" / "loops.py"
+    text = "# a comment\n" * 40 + "\n\n" + loops.read_text()
+    loops.write_bytes(text.replace("\n", newline).encode())
+    found = check_source(main.read_text(), str(main), project=Project(tmp_path))
+    assert [(f.code, f.row) for f in found] == [("LC301", 12)]
+    where = found[0].related[0]
+    assert (where.row, where.column, where.filename.endswith("loops.py")) == (47, 5, True)

@@ -395,9 +395,12 @@ OUTLINE_DISCOUNT = 16
 
 def _weight(info: ModuleInfo) -> int:
     """What a kept module counts for in :meth:`Project.trim`: its source size when it has a
-    LibCST tree, a :data:`OUTLINE_DISCOUNT`-th of it while it is only outlined."""
-    if info.module is None and getattr(info.index, "parsed", True) is False:
-        return len(info.source) // OUTLINE_DISCOUNT
+    LibCST tree; while it is outlined, a :data:`OUTLINE_DISCOUNT`-th of it plus the size of
+    the statements parsed so far (:class:`~loopcheck.engine.outline.LazyModuleIndex`), up to
+    its size."""
+    parsed = getattr(info.index, "parsed_chars", None)
+    if info.module is None and parsed is not None:
+        return min(len(info.source), len(info.source) // OUTLINE_DISCOUNT + parsed)
     return len(info.source)
 
 

@@ -657,19 +657,27 @@ def call_origin(unit, c: Call | None, depth: int = 0) -> tuple[str, cst.Call] | 
 
 def parents(index: ModuleIndex) -> dict:
     """``node → parent`` for the syntax nodes of one module's tree (computed once per module,
-    kept with its index)."""
-    tree = getattr(index, "tree", None)
-    if tree is None:
-        return {}
+    kept with its index); for an imported module read statement by statement
+    (:class:`~loopcheck.engine.outline.LazyModuleIndex`), of the statements parsed so far, each
+    under its own ``Module``."""
+    fragments = getattr(index, "fragments", None)
+    if fragments is None:
+        tree = getattr(index, "tree", None)
+        trees = [tree] if tree is not None else []
+    else:
+        trees = [module for module, _offset in fragments]
     table = index.cache.get("parents")
     if table is None:
         table = index.cache["parents"] = {}
+    done = index.cache.get("parents_of", 0)
+    for tree in trees[done:]:
         stack = [tree]
         while stack:
             n = stack.pop()
             for ch in children(n):  # syntax nodes only: whitespace is never looked up
                 table[ch] = n
                 stack.append(ch)
+    index.cache["parents_of"] = len(trees)
     return table
 
 
