@@ -252,17 +252,15 @@ def lint_paths(paths: list[str], resolver: Resolver, force_exclude: bool = False
         ConfigError: a configuration file on the way is invalid.
     """
     from loopcheck.listing import source_files
-    from loopcheck.runner import check_all
+    from loopcheck.runner import check_all, start_pool
 
     run = Run([], {})
-    # in the order a serial run meets them: ("problem", message, is_error) or ("file", job, source)
-    steps: list[tuple] = []
+    # in the order a serial run meets them: ("problem", message, is_error), ("path", path,
+    # settings, codes, entry, stamp) for a file to read, then ("file", job, source) once read
+    found: list[tuple] = []
 
     def on_problem(path: Path, message: str, is_error: bool) -> None:
-        steps.append(("problem", message, is_error))
-
-    def on_read_problem(message: str, is_error: bool) -> None:
-        steps.append(("problem", message, is_error))
+        found.append(("problem", message, is_error))
 
     try:
         for path in source_files(paths, resolver, force_exclude, on_problem, cache):
@@ -276,15 +274,33 @@ def lint_paths(paths: list[str], resolver: Resolver, force_exclude: bool = False
                 too_large = stamp is not None and 0 < settings.max_file_size < stamp[0]
                 if not too_large and cache.unchanged(entry, stamp):
                     continue  # no findings, and nothing it depends on changed: not even read
-            source = read_file(run, path, settings.max_file_size, on_read_problem)
-            if source is not None:
-                steps.append(("file", _job(source, str(path), codes, settings.src, cache, entry, stamp), source))
+            found.append(("path", path, settings, codes, entry, stamp))
     except BaseException:  # an invalid configuration on the way: what was found before is still told
-        for step in steps:
+        for step in found:
             if step[0] == "problem":
                 report_problem(run, step[1], step[2])
         raise
-    outcomes = check_all([step[1] for step in steps if step[0] == "file"], cache, jobs)
+    # the workers are forked before the texts are read (runner.start_pool)
+    pool = start_pool(jobs) if jobs > 1 and sum(step[0] == "path" for step in found) > 1 else None
+    steps: list[tuple] = []
+
+    def on_read_problem(message: str, is_error: bool) -> None:
+        steps.append(("problem", message, is_error))
+
+    try:
+        for step in found:
+            if step[0] == "path":
+                _, path, settings, codes, entry, stamp = step
+                source = read_file(run, path, settings.max_file_size, on_read_problem)
+                if source is not None:
+                    steps.append(("file", _job(source, str(path), codes, settings.src, cache, entry, stamp), source))
+            else:
+                steps.append(step)
+    except BaseException:
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    outcomes = check_all([step[1] for step in steps if step[0] == "file"], cache, jobs, pool)
     for step in steps:
         if step[0] == "problem":
             report_problem(run, step[1], step[2])

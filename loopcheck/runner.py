@@ -11,8 +11,9 @@ the cache or without:
    project, the largest first; in each, the largest files first): in this process when
    there is one left or ``jobs`` is 1, else in a
    :class:`concurrent.futures.ProcessPoolExecutor` of ``jobs`` workers (forked on Linux, so
-   they start with the parent's modules already imported); each worker writes the cache
-   entries of the files it checked. A pool that cannot start, or that breaks (a worker
+   they start with the parent's modules already imported; the command line forks them before
+   it reads the files' texts, :func:`start_pool`); each worker writes the cache entries of the
+   files it checked. A pool that cannot start, or that breaks (a worker
    killed), leaves the rest to this process, as a serial run would do them.
 
 Each file is checked in a big-stack thread (:func:`loopcheck.parsing.run_deep`), in the
@@ -267,23 +268,49 @@ def _cached(job: Job, cache: Cache | None) -> Outcome | None:
     return Outcome(findings, SourceFile(job.filename, program, notebook), cached=True)
 
 
-def check_all(jobs: list[Job], cache: Cache | None = None, workers: int = 1) -> Iterator[Outcome]:
+def start_pool(workers: int):
+    """A pool of ``workers`` processes, forked now (``None`` when a pool cannot start here):
+    call it before reading the files' texts, so that the workers do not start with them.
+    A forked worker's resident memory counts every page of its parent: forked once the texts
+    of all of diffusers were read (a 153 MB parent), each worker peaked at 278-288 MB; forked
+    before, at 171 MB. Give it to :func:`check_all`, which shuts it down."""
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    executor = None
+    try:
+        executor = ProcessPoolExecutor(workers, mp_context=_context())
+        executor.submit(int)  # a pool forks its workers at its first task
+    except (OSError, ValueError, RuntimeError, NotImplementedError, ImportError, BrokenProcessPool):
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
+        return None
+    return executor
+
+
+def check_all(jobs: list[Job], cache: Cache | None = None, workers: int = 1, pool=None) -> Iterator[Outcome]:
     """The outcome of each job, in the order of ``jobs`` (see the module docstring).
 
     Args:
         jobs: the files to check.
         cache: where results are looked up and stored (``None``: nowhere).
         workers: how many processes may check files at once (1: this one only).
+        pool: a pool of ``workers`` processes already started (:func:`start_pool`), used
+            when more than one file is left to check, and shut down in any case.
     """
-    outcomes: list[Outcome | None] = [_cached(job, cache) for job in jobs]
-    todo = [i for i, o in enumerate(outcomes) if o is None]
-    if cache is not None and todo and any(jobs[i].entry is not None for i in todo) and not cache.prepare():
-        cache = None  # the directory cannot be written: check without storing
-    todo = schedule(jobs, todo)
-    workers = min(workers, len(todo))
-    if workers > 1:
-        yield from _in_pool(jobs, outcomes, todo, cache, workers)
-        return
+    try:
+        outcomes: list[Outcome | None] = [_cached(job, cache) for job in jobs]
+        todo = [i for i, o in enumerate(outcomes) if o is None]
+        if cache is not None and todo and any(jobs[i].entry is not None for i in todo) and not cache.prepare():
+            cache = None  # the directory cannot be written: check without storing
+        todo = schedule(jobs, todo)
+        workers = min(workers, len(todo))
+        if workers > 1:
+            yield from _in_pool(jobs, outcomes, todo, cache, workers, pool)
+            return
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
     if len(todo) > 1:  # in the schedule's order, then given back in the jobs' order
         for i in todo:
             outcomes[i] = check_job(jobs[i], cache)
@@ -379,14 +406,15 @@ def _context():
 
 
 def _in_pool(jobs: list[Job], outcomes: list[Outcome | None], todo: list[int], cache: Cache | None,
-             workers: int) -> Iterator[Outcome]:
+             workers: int, pool=None) -> Iterator[Outcome]:
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
     futures: dict[int, tuple[object, int]] = {}  # job index -> (its task's future, its place in the task)
-    executor = None
+    executor = pool
     try:
-        executor = ProcessPoolExecutor(workers, mp_context=_context())
+        if executor is None:
+            executor = ProcessPoolExecutor(workers, mp_context=_context())
         for task in batches(jobs, todo, workers):
             future = executor.submit(check_jobs, [jobs[i] for i in task], cache)
             for place, i in enumerate(task):

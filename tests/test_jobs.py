@@ -162,6 +162,36 @@ def test_a_pool_that_cannot_start_leaves_the_files_to_this_process(tmp_path, mon
     assert cli("-j2", "--no-cache", "--output-format", "json", ".") == expected
 
 
+def test_the_workers_are_forked_before_any_text_is_read(tmp_path, monkeypatch):
+    """So that they do not start with every file's text in their memory: the pool starts
+    once the files to read are known, before the first is read; not for a single file."""
+    import loopcheck.cli as cli_module
+
+    tree = _fix_tree(tmp_path, "tree")
+    monkeypatch.chdir(tree)
+    expected = cli("-j1", "--no-cache", "--output-format", "json", ".")
+    read: list[str] = []
+    started: list[int] = []
+    real_read, real_start = cli_module.read_file, loopcheck.runner.start_pool
+
+    def reading(run, path, *args, **kwargs):
+        read.append(str(path))
+        return real_read(run, path, *args, **kwargs)
+
+    def starting(workers):
+        started.append(len(read))
+        return real_start(workers)
+
+    monkeypatch.setattr(cli_module, "read_file", reading)
+    monkeypatch.setattr(loopcheck.runner, "start_pool", starting)
+    assert cli("-j2", "--no-cache", "--output-format", "json", ".") == expected
+    assert started == [0] and len(read) > 1
+    read.clear()
+    started.clear()
+    assert cli("-j2", "--no-cache", "LC301_bad.py")[0] == 1
+    assert started == [] and len(read) == 1
+
+
 _PARENT = os.getpid()
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import re
 import warnings
+from array import array
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -81,8 +82,8 @@ def _span(stmt: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> tuple[
     return min([stmt.lineno, *(d.lineno for d in stmt.decorator_list)]), stmt.end_lineno or stmt.lineno
 
 
-#: Where a line ends, for Python's tokenizer as for LibCST's: ``\n``, ``\r\n`` or a lone ``\r``.
-_LINE_END = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
+#: A line's end, for Python's tokenizer as for LibCST's: ``\n``, ``\r\n`` or a lone ``\r``.
+_LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 def _unstarred(expr: ast.expr) -> ast.expr:
@@ -286,7 +287,7 @@ class LazyModuleIndex:
         self._full = None
         self._parsed = False
         self._spans = outline.spans
-        self._lines: list[str] | None = None
+        self._starts: array | None = None  # where each line of the source starts (4 bytes a line)
         self._statements: dict[tuple[str, str], cst.CSTNode | None] = {}
         self.functions = _Lazy(outline.functions, lambda func: self.statement("def", func))
         self.classes = {
@@ -303,9 +304,10 @@ class LazyModuleIndex:
         node = None
         span = self._spans.get(key)
         if span is not None:
-            if self._lines is None:
-                self._lines = _LINE_END.split(self.source)
-            text = "".join(self._lines[span[0] - 1: span[1]])
+            if self._starts is None:
+                self._starts = array("I", [0, *(m.end() for m in _LINE_END.finditer(self.source))])
+            starts = self._starts
+            text = self.source[starts[span[0] - 1]: starts[span[1]] if span[1] < len(starts) else len(self.source)]
             self.parsed_chars += len(text)
             try:
                 module = parse_tree(text)
