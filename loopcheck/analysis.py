@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Collection, Mapping
 
 import libcst as cst
@@ -244,7 +244,7 @@ def build_units(
     funcs = list(index.functions.values())
     for cls in index.classes.values():
         funcs.extend(cls.methods.values())
-    evaluating = reaching(index, reach) if reach is not None else None
+    reachable = reaching(index, reach) if reach is not None else None
     if memo is not None:
         memo.start(index)
 
@@ -267,7 +267,7 @@ def build_units(
     for position, func in enumerate(funcs):
         if interrupt is not None:
             interrupt()
-        if evaluating is not None and func not in evaluating:
+        if reachable is not None and func not in reachable:
             continue
         if func not in builder.called:  # already read inside a caller
             candidates.append((func, position, build(position, func)))
@@ -379,7 +379,7 @@ class _Places(Describe):
             return None  # (a text checked without a project is indexed apart: still this module)
         module, offset = found
         if id(module) not in self._others:
-            first = [n for n in self.reported if self.where.get(id(n)) is idx and _tree_of(idx, n) == found]
+            first = [n for n in self.reported if self.where.get(id(n)) is idx and (_tree_of(idx, n) or (None,))[0] is module]
             self._others[id(module)] = (idx, module, offset, Positions(module, first))
         return self._others[id(module)]
 
