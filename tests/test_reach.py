@@ -85,16 +85,22 @@ def test_an_evaluation_script_reports_its_forward_in_eval_mode_and_skips_what_re
     assert [(f.code, f.row) for f in check_source(trains, "evaluate.py")] == [("LC302", 13), ("LC302", 19)]
 
 
-def test_a_test_file_builds_only_its_tests_that_reach_eval(monkeypatch):
-    """Ten tests that never call ``eval()`` cost nothing; the one that does is built."""
-    built: list[str] = []
+@pytest.fixture
+def built(monkeypatch) -> list[str]:
+    """The names of the functions built as entry points, in order."""
+    names: list[str] = []
     real = UnitBuilder.function_unit
 
     def counting(self, func, *args, **kwargs):
-        built.append(func.name.value)
+        names.append(func.name.value)
         return real(self, func, *args, **kwargs)
 
     monkeypatch.setattr(UnitBuilder, "function_unit", counting)
+    return names
+
+
+def test_a_test_file_builds_only_its_tests_that_reach_eval(built):
+    """Ten tests that never call ``eval()`` cost nothing; the one that does is built."""
     tests = "".join(f"def test_{i}():\n    net = Net()\n    assert net(torch.zeros(2)).shape\n\n\n" for i in range(10))
     source = (
         "import torch\n\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        return x\n\n\n"
@@ -151,7 +157,7 @@ def test_signs_name_the_imported_training_modules_as_written_and_absolute(tmp_pa
     assert signs_of("loss.backward()\n", str(main_py), project) == Signs(True)
 
 
-def test_a_main_that_drives_an_imported_engine_is_built_where_it_calls_it(tmp_path: Path, monkeypatch):
+def test_a_main_that_drives_an_imported_engine_is_built_where_it_calls_it(tmp_path: Path, built):
     """``main()`` calls the engine's ``train_one_epoch`` and is built (its scheduler stepped
     per batch in the engine is reported at the call); ``plot()`` is not."""
     (tmp_path / "pyproject.toml").write_text("")
@@ -184,14 +190,6 @@ def test_a_main_that_drives_an_imported_engine_is_built_where_it_calls_it(tmp_pa
         """
     )
     (tmp_path / "main.py").write_text(source)
-    built: list[str] = []
-    real = UnitBuilder.function_unit
-
-    def counting(self, func, *args, **kwargs):
-        built.append(func.name.value)
-        return real(self, func, *args, **kwargs)
-
-    monkeypatch.setattr(UnitBuilder, "function_unit", counting)
     found = check_source(source, str(tmp_path / "main.py"))
     assert built == ["main"]
     assert [(f.code, f.row) for f in found] == [("LC201", 13)]
