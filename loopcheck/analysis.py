@@ -151,12 +151,14 @@ def signs_of(source: str, filename: str | None = None, project: Project | None =
     if project is not None and filename:
         near = Path(filename).resolve()
         memo = project.memo.setdefault("loop_signs", {})
+        package = None
         for m in IMPORT.finditer(source):
             written = m.group(1) or m.group(2) or ""
             dotted = written.lstrip(".")
             path = project.find_module(dotted, near) if dotted else None
             if path is None and written.startswith("."):  # looked up in the file's own package
-                path = project.find_module(".".join(filter(None, [_package_of(near), dotted])), near)
+                package = _package_of(near) if package is None else package
+                path = project.find_module(".".join(filter(None, [package, dotted])), near)
             if path is not None and path != near:
                 stamp, text = project.source_of(path)
                 key = (path, stamp)

@@ -138,6 +138,7 @@ class Project:
     # file's presence (diffusers: 22,541 imports resolved from 360 directories, 137k stats)
     _roots: dict[str | None, list[Path]] = field(default_factory=dict, repr=False)
     _is_file: dict[Path, bool] = field(default_factory=dict, repr=False)
+    _found_in: dict[tuple[Path, str], tuple] = field(default_factory=dict, repr=False)  # _find_in
     _reads: Reads | None = field(default=None, repr=False)
     memo: dict = field(default_factory=dict)  # callers' answers about modules, by their own keys
     _texts: dict[Path, tuple[tuple, str | None]] = field(default_factory=dict, repr=False)  # source_of
@@ -193,25 +194,40 @@ class Project:
         if hit is None:
             found = None
             probes: list[tuple[Path, bool]] = []
-            rel = Path(*dotted.split(".")) if dotted else None
-            if rel is not None:
+            if dotted:
                 for root in self.roots_for(near):
-                    for cand in (root / rel.with_suffix(".py") if rel.name else None, root / rel / "__init__.py"):
-                        if cand is None:
-                            continue
-                        is_file = self._is_file.get(cand)
-                        if is_file is None:
-                            is_file = self._is_file[cand] = cand.is_file()
-                        probes.append((cand, is_file))
-                        if is_file:
-                            found = cand.resolve()
-                            break
+                    found, tried = self._find_in(root, dotted)
+                    probes.extend(tried)
                     if found is not None:
                         break
             hit = self._found[key] = (found, tuple(probes))
         if self._reads is not None:
             self._reads.probes.update(hit[1])
         return hit[0]
+
+    def _find_in(self, root: Path, dotted: str) -> tuple[Path | None, tuple[tuple[Path, bool], ...]]:
+        """Module ``dotted`` under one search root: ``(its file or None, the candidate files
+        tried and whether each is a file)``, once per root and name for the process's life
+        (most roots are shared by every directory: diffusers' pre-filter built 127,572 paths
+        for 24,331 lookups)."""
+        key = (root, dotted)
+        hit = self._found_in.get(key)
+        if hit is None:
+            found = None
+            probes: list[tuple[Path, bool]] = []
+            rel = Path(*dotted.split("."))
+            for cand in (root / rel.with_suffix(".py") if rel.name else None, root / rel / "__init__.py"):
+                if cand is None:
+                    continue
+                is_file = self._is_file.get(cand)
+                if is_file is None:
+                    is_file = self._is_file[cand] = cand.is_file()
+                probes.append((cand, is_file))
+                if is_file:
+                    found = cand.resolve()
+                    break
+            hit = self._found_in[key] = (found, tuple(probes))
+        return hit
 
     def load(self, path: Path) -> ModuleInfo | None:
         """Read, parse and index ``path`` once (again only when it changed on disk)."""
