@@ -73,9 +73,9 @@ def test_a_project_keeps_the_recently_used_modules_up_to_a_size(tmp_path: Path):
     project.trim(max_bytes=2 * len(a.source))  # only outlined: each counts for 1/16 of its text
     assert project.load(tmp_path / "b.py") is b and project.load(tmp_path / "a.py") is a
     for name, info in (("b", b), ("a", a), ("c", c)):
-        assert not info.index.parsed
+        assert info.index.parsed_chars == 0
         info.index.functions[name]  # LibCST parses it (the whole text): now it counts in full
-        assert info.index.parsed and info.index.parsed_chars == len(info.source)
+        assert info.index.parsed_chars == len(info.source)
     project.trim(max_bytes=2 * len(a.source))  # order of use: c, b, a
     assert project.load(tmp_path / "a.py") is a and project.load(tmp_path / "b.py") is b
     assert project.load(tmp_path / "c.py") is not c  # the least recently used was forgotten, read again

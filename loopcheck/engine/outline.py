@@ -320,11 +320,6 @@ class LazyModuleIndex:
         self._statements[key] = node
         return node
 
-    @property
-    def parsed(self) -> bool:
-        """Whether LibCST has read any of the module yet."""
-        return self._parsed or bool(self._statements)
-
     def full(self):
         """The LibCST index of the whole module, parsed apart from its statements (``None``
         when LibCST cannot parse it), built once."""
@@ -354,15 +349,6 @@ class LazyModuleIndex:
     def body(self) -> list:
         full = self.full()
         return full.body if full is not None else []
-
-    @property
-    def method_class(self) -> dict:
-        """``method → class name`` for the methods of the classes parsed so far."""
-        out = {}
-        for (kind, name), node in self._statements.items():
-            if kind == "class" and node is not None:
-                out.update((m, name) for m in self.classes[name].methods.values())
-        return out
 
     def class_ref(self, name: str | None, qualified: bool = False):
         from loopcheck.engine.builder import ModuleIndex

@@ -169,7 +169,7 @@ class Unit:
     def of_subject(self, subject: str, *kinds: str) -> list[Event]:
         """The events of ``kinds`` whose subject is ``subject`` (``optimizer``'s steps), in
         program order; empty for ``None`` (events without a subject are in no group)."""
-        return list(self._groups("of_subject", kinds, lambda ev: ev.subject).get(subject, ()))
+        return list(self.by_subject(*kinds).get(subject, ()))
 
     def next_event(self, after: Event, kinds: tuple[str, ...], same_loop: bool = True) -> Event | None:
         """The first event of ``kinds`` after ``after`` in program order (inside the same

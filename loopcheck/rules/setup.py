@@ -102,12 +102,7 @@ def _flows(unit: Unit):
     1.7 million lookups, 1.9 s)."""
     optimizers = unit.roles.optimizers
     stepped = unit.by_subject("step")
-    if len(stepped) < len(optimizers):
-        order = list(optimizers)
-        mine = sorted((opt for opt in stepped if opt in optimizers), key=order.index)
-    else:
-        mine = [opt for opt in optimizers if opt in stepped]
-    for opt in mine:
+    for opt in sorted((opt for opt in stepped if opt in optimizers), key=list(optimizers).index):
         info, steps = optimizers[opt], stepped[opt]
         # the models the optimizer certainly holds (not one arm of `a.parameters() if x else ...`)
         models = info.certain_of() if info.certain else info.models
