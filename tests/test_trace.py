@@ -63,14 +63,24 @@ SNIPPET_ERRORS = ("NameError", "ModuleNotFoundError",
 NEEDS = {"accelerate_": "accelerate", "transformers_": "transformers", "lightning_": "lightning",
          "hf_trainer_": "transformers"}
 
+#: Seconds one program may take in a worker: the slowest here, torch.compile's first
+#: compilation (fixtures/valid/torch_compile.py), took 20-30 s. Past it, the worker prints every
+#: thread's stack and exits, and the programs after it go on in a new worker.
+PROGRAM_TIMEOUT = 240
+
+#: Traces the programs named after the results file, one after another; each program's result
+#: is one line of JSON, written as soon as it is known (a worker that hangs keeps what it did).
 WORKER = r"""
-import json, os, sys
+import faulthandler, json, os, sys
 import torch
 from loopcheck.trace.report import build_report
 from loopcheck.trace.run import run_target
 from loopcheck.trace.target import Target
-out = {}
-for path in sys.argv[1:]:
+results = open(sys.argv[1], "a", encoding="utf-8")
+limit = float(os.environ["LOOPCHECK_TEST_PROGRAM_TIMEOUT"])
+for path in sys.argv[2:]:
+    print(f"tracing {path}", file=sys.stderr, flush=True)
+    faulthandler.dump_traceback_later(limit, exit=True)
     # programs share this process: undo the global settings a previous one may have changed
     torch.__future__.set_overwrite_module_params_on_conversion(False)
     torch.__future__.set_swap_module_params_on_conversion(False)
@@ -78,13 +88,14 @@ for path in sys.argv[1:]:
     torch.set_grad_enabled(True)
     result = run_target(Target("path", path, []))
     report = build_report(result)
-    out[path] = {
+    faulthandler.cancel_dump_traceback_later()
+    results.write(json.dumps({"path": path,
         "runtime": sorted([o.code, os.path.abspath(o.site.filename), o.site.line] for o in result.observations),
         "report": [[f.code, f.filename, f.row, report.status(f)] for f in report.findings],
         "error": result.error and f"{result.error['type']}: {result.error['message']}",
         "steps": result.steps, "notes": result.notes,
-    }
-sys.stdout.write(json.dumps(out))
+    }) + "\n")
+    results.flush()
 """
 
 
@@ -111,18 +122,69 @@ def _missing_library(path: Path) -> str | None:
     return None
 
 
+def _trace_in_workers(paths: list[str], folder: Path, limit: float = PROGRAM_TIMEOUT) -> dict[str, dict]:
+    """Each program's result (the worker's JSON line), programs traced one after another in
+    worker processes (stdout and stderr to files in ``folder``, not pipes: a process a program
+    leaves behind cannot hold the test up). A program that does not finish in ``limit`` s, or
+    whose worker dies, is run once more after the others, in a new worker; if it fails again its
+    result is ``{"hung": <the end of its worker's stderr, with every thread's stack>}``."""
+    import signal
+    import time
+
+    out: dict[str, dict] = {}
+    todo = list(paths)
+    retried: set[str] = set()
+    env = dict(_env(), LOOPCHECK_TEST_PROGRAM_TIMEOUT=str(limit))
+    for n in range(2 * len(paths)):  # each round finishes or gives up on at least one program
+        if not todo:
+            break
+        results, log = folder / f"results{n}.jsonl", folder / f"stderr{n}.txt"
+        with open(log, "w", encoding="utf-8") as err:
+            proc = subprocess.Popen([sys.executable, "-c", WORKER, str(results), *todo], cwd=ROOT, env=env,
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+                                    start_new_session=True)
+        last, progress = 0, time.monotonic()
+        while proc.poll() is None:
+            time.sleep(0.2)
+            done = results.read_text(encoding="utf-8").count("\n") if results.exists() else 0
+            if done == len(todo):
+                break  # every result is written: whatever the worker does at exit does not matter
+            if done != last:
+                last, progress = done, time.monotonic()
+            elif time.monotonic() - progress > limit + 60:
+                break  # stuck where faulthandler cannot end it
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # the worker and whatever its programs started
+        except ProcessLookupError:
+            pass
+        proc.wait()
+        lines = results.read_text(encoding="utf-8").split("\n")[:-1] if results.exists() else []
+        finished = [json.loads(line) for line in lines]  # whole lines only
+        for r in finished:
+            out[r.pop("path")] = r
+        todo = [p for p in todo if p not in out]
+        if todo:  # the first one left hung or killed its worker
+            stuck = todo.pop(0)
+            if stuck in retried:
+                out[stuck] = {"hung": log.read_text(encoding="utf-8", errors="replace")[-6000:]}
+            else:
+                retried.add(stuck)
+                todo.append(stuck)
+    return out
+
+
 @pytest.fixture(scope="module")
-def runs():
-    """Every program traced once, in two worker processes (each imports torch once)."""
+def runs(tmp_path_factory):
+    """Every program traced once, in two lines of worker processes (each imports torch once)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     paths = [str(p) for p in BAD + GOOD + FRAMEWORK if _missing_library(p) is None]
     halves = [paths[0::2], paths[1::2]]
-    procs = [subprocess.Popen([sys.executable, "-c", WORKER, *half], cwd=ROOT, env=_env(),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for half in halves]
     out = {}
-    for proc in procs:
-        stdout, stderr = proc.communicate(timeout=900)
-        assert proc.returncode == 0, stderr[-3000:]
-        out.update(json.loads(stdout))
+    with ThreadPoolExecutor(2) as threads:
+        for part in threads.map(lambda h: _trace_in_workers(h[1], tmp_path_factory.mktemp(f"trace{h[0]}")),
+                                enumerate(halves)):
+            out.update(part)
     return out
 
 
@@ -130,7 +192,11 @@ def _run(runs, path: Path) -> dict:
     lib = _missing_library(path)
     if lib:
         pytest.skip(f"{lib} is not installed")
-    return runs[str(path)]
+    r = runs[str(path)]
+    if "hung" in r:
+        pytest.fail(f"tracing {path.name} ran past {PROGRAM_TIMEOUT} s or ended its worker, twice; the "
+                    f"worker's stderr:\n{r['hung']}")
+    return r
 
 
 def _skip_snippet(r: dict) -> None:
@@ -189,6 +255,16 @@ def test_framework_messages_name_the_framework(runs):
     assert line.startswith(f"{os.path.relpath(path, ROOT)}:27:9: LC301 [runtime, step ")
     assert line.endswith("self.eval() is still in effect when optimizer.step() inside lightning (line 38) trains "
                          "the model")
+
+
+def test_a_program_that_hangs_is_told_and_the_others_still_run(tmp_path):
+    hangs = tmp_path / "hangs.py"
+    hangs.write_text("import time\ntime.sleep(600)\n", encoding="utf-8")
+    good = str(FIXTURES / "LC106_good.py")
+    out = _trace_in_workers([str(hangs), good], tmp_path, limit=3)
+    assert set(out) == {str(hangs), good}
+    assert f'File "{hangs}", line 2 in <module>' in out[str(hangs)]["hung"]  # where it hung, from faulthandler
+    assert out[good]["error"] is None and out[good]["runtime"] == [] and out[good]["steps"] > 0
 
 
 # ------------------------------------------------------------------------------ the command
