@@ -149,6 +149,17 @@ def _noqa_comments(source: str) -> Iterator[tuple[int, int, str]]:
             yield tok.start[0], tok.start[1], tok.string
 
 
+def _may_name_our_codes(source: str) -> bool:
+    """Whether a ``# noqa: ...`` in the text of ``source`` names an ``LC`` code. When none
+    does, no comment does, and the file need not be tokenized (``# noqa: E501`` alone is
+    common): the ``#`` of a comment's directive starts a match in the text too, with at least
+    the comment's codes (a match ends before the next ``#``)."""
+    for m in NOQA.finditer(source):
+        if any(code.upper().startswith("LC") for code in re.split(r"[,\s]+", m.group("codes") or "")):
+            return True
+    return False
+
+
 def _remove_codes(comment: str, unused: set[str]) -> str:
     """The comment text without the ``unused`` codes of its ``# noqa: ...`` (``""`` when it
     was only a ``# noqa`` whose codes are all unused)."""
@@ -181,6 +192,8 @@ def unused_noqa(findings: Iterable[Finding], source: str, filename: str,
     from loopcheck.catalog import INFOS
 
     if "noqa" not in source.lower() or (selected is not None and UNUSED_NOQA not in selected):
+        return []
+    if not _may_name_our_codes(source):
         return []
     used: dict[int, set[str]] = {}
     for f in findings:

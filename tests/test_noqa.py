@@ -91,6 +91,18 @@ def test_a_file_without_suppression_text_is_not_tokenized(monkeypatch):
     assert noqa.filter_findings([finding], plain) == [finding]
 
 
+def test_a_file_whose_noqa_comments_name_no_loopcheck_code_is_not_tokenized(monkeypatch):
+    import loopcheck.noqa as noqa
+
+    others = "import torch\nx = 1  # noqa: E501\ny = 2  # noqa\ns = '# noqa: F401'\n"
+    assert not noqa._may_name_our_codes(others)
+    assert noqa._may_name_our_codes(others.replace("E501", "E501, lc301"))  # as the codes are read
+    assert noqa._may_name_our_codes(others.replace("# noqa\n", "#NOQA:LC101 W291\n"))
+    assert noqa._may_name_our_codes("s = '# noqa: LC101'\n")  # a string: tokenized, then not a comment
+    monkeypatch.setattr(noqa, "_noqa_comments", lambda source: pytest.fail("tokenized"))
+    assert noqa.unused_noqa([], others, "train.py") == []
+
+
 def test_parse_noqa():
     assert parse_noqa("# just a comment") is False
     assert parse_noqa("# noqa") is None

@@ -217,6 +217,35 @@ def test_repeated_tests_whose_arms_hold_no_event_of_a_machine_cost_it_nothing(mo
     assert counts == [counts[0]] * 4
 
 
+def test_only_tests_that_may_repeat_are_turned_back_into_text(monkeypatch):
+    """``repeated_tests`` compared every ``if`` test by its generated code (~1 % of a check of
+    the corpus); a test whose kind and names no other test has cannot repeat, and is not
+    generated. A test read twice (its function inlined at two sites) is generated once."""
+    from loopcheck.analysis import build_units
+    from loopcheck.engine import dataflow
+    from loopcheck.parsing import parse_tree
+
+    source = (
+        "def step(model, opt, args):\n"
+        "    if args.a:\n        model.train()\n"
+        "    if x_sum(model) > 0:\n        opt.zero_grad()\n\n\n"
+        "def train(model, loader, opt, args):\n"
+        "    for x in loader:\n"
+        "        step(model, opt, args)\n"
+        "        if args.b:\n            opt.step()\n"
+        "        step(model, opt, args)\n"
+        "        if model.b:\n            model.eval()\n"
+    )
+    generated = []
+    real = cst.Module.code_for_node
+    monkeypatch.setattr(cst.Module, "code_for_node", lambda self, node: generated.append(real(self, node)) or generated[-1])
+    (unit,) = [u for u in build_units(parse_tree(source)) if u.ir.items]
+    found = dataflow.repeated_tests(unit.ir)
+    assert sorted(found.values()) == [("args.a", frozenset({"args", "a"}))] * 2 + [
+        ("x_sum(model) > 0", frozenset({"x_sum", "model"}))] * 2
+    assert sorted(generated) == ["args.a", "x_sum(model) > 0"]  # not args.b, not model.b
+
+
 def _script_with_clipped_helpers(helpers: int) -> str:
     defs = "".join(
         f"def update_{i}(model, optimizer, x, y):\n"

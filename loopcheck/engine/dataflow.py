@@ -111,15 +111,29 @@ def repeated_tests(unit: Seq) -> dict[int, tuple[str, frozenset[str]]]:
     states small)."""
     key = unit
     if key not in _REPEATED:
-        texts: dict[int, tuple[str, frozenset[str]]] = {}
-        count: dict[str, int] = {}
+        # the text of a test is generated only where another test has its kind and its names
+        # (equal texts have both): most tests are alone, and code generation was ~1 % of a
+        # check of the corpus
+        tests: list[tuple[int, cst.BaseExpression, frozenset[str]]] = []
+        kinds: dict[tuple[type, frozenset[str]], int] = {}
         for node in _ifs(unit):
             test = getattr(node.node, "test", None)
             if test is None:
                 continue
-            text = cst.Module([]).code_for_node(test)
-            texts[id(node)] = (text, frozenset(names_in(test)))
-            count[text] = count.get(text, 0) + 1
+            names = frozenset(names_in(test))
+            tests.append((id(node), test, names))
+            kinds[type(test), names] = kinds.get((type(test), names), 0) + 1
+        texts: dict[int, tuple[str, frozenset[str]]] = {}
+        count: dict[str, int] = {}
+        code: dict[int, str] = {}  # by test node (a function inlined twice has its tests twice)
+        module = cst.Module([])
+        for at, test, names in tests:
+            if kinds[type(test), names] > 1:
+                if id(test) not in code:
+                    code[id(test)] = module.code_for_node(test)
+                text = code[id(test)]
+                texts[at] = (text, names)
+                count[text] = count.get(text, 0) + 1
         _REPEATED[key] = {k: v for k, v in texts.items() if count[v[0]] > 1}
     return _REPEATED[key]
 
