@@ -145,7 +145,8 @@ def test_modules_read_only_for_names_are_not_parsed_and_findings_are_those_of_a_
     assert parsed["__init__.py"] == []  # re-exports only: outlined, never parsed
     assert parsed["heads.py"] == []  # Head() has no __init__ of its own (the outline says so): nothing to inline
     assert parsed["loops.py"] == [(tmp_path / "pkg" / "loops.py").read_text().partition("\n\n\n")[2]]  # inlined
-    assert [code.partition(":")[0] for code in parsed["models.py"]] == ["class Net(nn.Module)"]  # Unused: not read
+    assert parsed["models.py"] == [  # Net's __init__ alone, under a class line (forward, Unused: not read)
+        "class Net:\n    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(2, 2)\n"]
     assert found[0].related[0].row == 5 and found[0].related[0].filename.endswith("loops.py")  # its line in the file
 
 
@@ -194,3 +195,60 @@ def test_a_statement_parsed_alone_keeps_its_line_in_the_file(tmp_path: Path, new
     assert [(f.code, f.row) for f in found] == [("LC301", 12)]
     where = found[0].related[0]
     assert (where.row, where.column, where.filename.endswith("loops.py")) == (47, 5, True)
+
+
+def _method_project(tmp_path: Path, newline: str = "\n") -> Path:
+    """``_project`` whose validation is ``evaluator.evaluate(...)``: a method of a class of
+    pkg/loops.py, below 40 comment lines, with the file's lines ending in ``newline``."""
+    main = _project(tmp_path)
+    loops = tmp_path / "pkg" / "loops.py"
+    text = (
+        "import torch\n" + "# a comment\n" * 40 + "\n\nclass Evaluator:\n    \"\"\"Runs the validation.\"\"\"\n\n"
+        "    def report(self, x):\n        return x\n\n"
+        "    @torch.no_grad()\n    def unused(self, model):\n        model.train()\n\n"
+        "    def evaluate(self, model, loader):  # the one called\n        model.eval()\n"
+        "        for x, y in loader:\n            self.report(model(x))\n"
+    )
+    loops.write_bytes(text.replace("\n", newline).encode())
+    (tmp_path / "pkg" / "__init__.py").write_text("from .models import Net\nfrom .heads import Head\n")
+    main.write_text(main.read_text().replace("from pkg import Head, Net, evaluate\n", (
+        "from pkg import Head, Net\nfrom pkg.loops import Evaluator\n")).replace(
+        "    evaluate(model, val_loader)\n", "    evaluator.evaluate(model, val_loader)\n").replace(
+        "head = Head()\n", "head = Head()\nevaluator = Evaluator()\n"))
+    return main
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+def test_a_method_parsed_alone_keeps_its_line_and_column_in_the_file(tmp_path: Path, newline: str):
+    """A method of an imported class is parsed from its own lines, under a ``class`` line of
+    its own: a related line inside it is its line and column in the file; the class's other
+    methods are not parsed."""
+    main = _method_project(tmp_path, newline)
+    project = Project(tmp_path)
+    found = check_source(main.read_text(), str(main), project=project)
+    assert [(f.code, f.row) for f in found] == [("LC301", 14)]
+    where = found[0].related[0]
+    assert (where.row, where.column, where.filename.endswith("loops.py")) == (55, 9, True)
+    fragments = next(info for p, info in project._modules.items() if p.name == "loops.py").index.fragments
+    assert [(m.code.partition(newline)[2].partition("(")[0].strip(), offset) for m, offset in fragments] == [
+        ("def evaluate", 52), ("def report", 45)]
+
+
+def test_a_method_libcst_cannot_parse_alone_is_taken_from_its_whole_class(tmp_path: Path, monkeypatch):
+    from loopcheck.engine import outline as outline_mod
+
+    main = _method_project(tmp_path)
+    real = outline_mod.parse_tree
+
+    def no_method_alone(source):
+        if source.startswith("class Evaluator:\n    def"):
+            raise cst.ParserSyntaxError("refused", lines=[""], raw_line=1, raw_column=0)
+        return real(source)
+
+    monkeypatch.setattr(outline_mod, "parse_tree", no_method_alone)
+    project = Project(tmp_path)
+    found = check_source(main.read_text(), str(main), project=project)
+    assert [(f.code, f.row, f.related[0].row) for f in found] == [("LC301", 14, 55)]
+    fragments = next(info for p, info in project._modules.items() if p.name == "loops.py").index.fragments
+    assert [(m.code.partition("\n")[2].strip().partition("\n")[0], offset) for m, offset in fragments] == [
+        ('"""Runs the validation."""', 43)]  # the class, whole
