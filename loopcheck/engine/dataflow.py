@@ -116,11 +116,14 @@ def repeated_tests(unit: Seq) -> dict[int, tuple[str, frozenset[str]]]:
         # check of the corpus
         tests: list[tuple[int, cst.BaseExpression, frozenset[str]]] = []
         kinds: dict[tuple[type, frozenset[str]], int] = {}
+        names_of: dict[int, frozenset[str]] = {}  # by test node, as ``code`` below
         for node in _ifs(unit):
             test = getattr(node.node, "test", None)
             if test is None:
                 continue
-            names = frozenset(names_in(test))
+            names = names_of.get(id(test))
+            if names is None:
+                names = names_of[id(test)] = frozenset(names_in(test))
             tests.append((id(node), test, names))
             kinds[type(test), names] = kinds.get((type(test), names), 0) + 1
         texts: dict[int, tuple[str, frozenset[str]]] = {}
