@@ -374,13 +374,20 @@ class Cache:
         reads only the files with findings). A file with the same size and modification
         time is taken to hold the same bytes, as git's index does; :func:`source_stamp`
         gives no stamp for a time too recent to tell."""
+        return self.freshness(name, stamp) == "unchanged"
+
+    def freshness(self, name: str, stamp: list | None) -> str | None:
+        """What entry ``name`` tells of a file that has ``stamp`` now, without reading it:
+        ``"unchanged"`` (:meth:`unchanged`: it need not be read); ``"stamped"``: it holds
+        findings for a file that still has ``stamp``, and everything else it read holds, so
+        that the file is read for its findings and answered from the entry (unless its bytes
+        changed under the same size and time); ``None``: it is to be checked."""
         if stamp is None:
-            return False
+            return None
         entry = self._entry(name)
-        return (
-            entry is not None and entry.get("source") == stamp and entry.get("findings") == []
-            and entry.get("notebook") is None and self._reads_hold(entry)
-        )
+        if entry is None or entry.get("source") != stamp or not self._reads_hold(entry):
+            return None
+        return "unchanged" if entry.get("findings") == [] and entry.get("notebook") is None else "stamped"
 
     @property
     def listings(self) -> Path:

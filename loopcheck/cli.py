@@ -256,7 +256,8 @@ def lint_paths(paths: list[str], resolver: Resolver, force_exclude: bool = False
 
     run = Run([], {})
     # in the order a serial run meets them: ("problem", message, is_error), ("path", path,
-    # settings, codes, entry, stamp) for a file to read, then ("file", job, source) once read
+    # settings, codes, entry, stamp, freshness) for a file to read, then ("file", job, source)
+    # once read
     found: list[tuple] = []
 
     def on_problem(path: Path, message: str, is_error: bool) -> None:
@@ -266,22 +267,26 @@ def lint_paths(paths: list[str], resolver: Resolver, force_exclude: bool = False
         for path in source_files(paths, resolver, force_exclude, on_problem, cache):
             settings = resolver.for_file(path)
             codes = settings.codes_for(path)
-            entry = stamp = None
+            entry = stamp = fresh = None
             if cache is not None:
                 from loopcheck.cache import source_stamp
 
                 entry, stamp = cache.entry_name(str(path), codes, settings.src), source_stamp(path)
                 too_large = stamp is not None and 0 < settings.max_file_size < stamp[0]
-                if not too_large and cache.unchanged(entry, stamp):
+                fresh = None if too_large else cache.freshness(entry, stamp)
+                if fresh == "unchanged":
                     continue  # no findings, and nothing it depends on changed: not even read
-            found.append(("path", path, settings, codes, entry, stamp))
+            found.append(("path", path, settings, codes, entry, stamp, fresh))
     except BaseException:  # an invalid configuration on the way: what was found before is still told
         for step in found:
             if step[0] == "problem":
                 report_problem(run, step[1], step[2])
         raise
-    # the workers are forked before the texts are read (runner.start_pool)
-    pool = start_pool(jobs) if jobs > 1 and sum(step[0] == "path" for step in found) > 1 else None
+    # the workers are forked before the texts are read (runner.start_pool), when more than one
+    # file is to be checked: not for files whose entries hold their findings (a warm run with
+    # findings spent 0.06-0.2 s forking a pool it did not use); a miss among those is checked
+    # in a pool check_all starts
+    pool = start_pool(jobs) if jobs > 1 and sum(step[0] == "path" and step[6] is None for step in found) > 1 else None
     steps: list[tuple] = []
 
     def on_read_problem(message: str, is_error: bool) -> None:
@@ -290,7 +295,7 @@ def lint_paths(paths: list[str], resolver: Resolver, force_exclude: bool = False
     try:
         for step in found:
             if step[0] == "path":
-                _, path, settings, codes, entry, stamp = step
+                _, path, settings, codes, entry, stamp, _fresh = step
                 source = read_file(run, path, settings.max_file_size, on_read_problem)
                 if source is not None:
                     steps.append(("file", _job(source, str(path), codes, settings.src, cache, entry, stamp), source))
