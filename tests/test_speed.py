@@ -246,6 +246,16 @@ def test_only_tests_that_may_repeat_are_turned_back_into_text(monkeypatch):
     assert sorted(generated) == ["args.a", "x_sum(model) > 0"]  # not args.b, not model.b
 
 
+def test_a_walk_visits_syntax_nodes_without_punctuation():
+    """Parentheses, brackets, commas, dots, colons, a keyword's ``=`` and a line's trailing
+    whitespace are not visited (a quarter of the nodes of a training script); operators are."""
+    module = cst.parse_module("x = f(a, b=1)[0:2].y + (c)\n")
+    assert [type(n).__name__ for n in walk(module)] == [
+        "Module", "SimpleStatementLine", "Assign", "AssignTarget", "Name", "BinaryOperation", "Attribute",
+        "Subscript", "Call", "Name", "Arg", "Name", "Arg", "Integer", "Name", "SubscriptElement", "Slice",
+        "Integer", "Integer", "Name", "Add", "Name"]
+
+
 def _script_with_clipped_helpers(helpers: int) -> str:
     defs = "".join(
         f"def update_{i}(model, optimizer, x, y):\n"

@@ -15,7 +15,15 @@ import libcst as cst
 from libcst import MaybeSentinel
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
-_SKIP_ALWAYS = (cst.BaseParenthesizableWhitespace, cst.Comment, cst.Newline, cst.EmptyLine)
+#: Whitespace (a line's trailing one too), comments, and the punctuation nodes (parentheses,
+#: brackets, braces, commas, dots, colons, semicolons, the ``=`` of a keyword argument): no
+#: analysis reads them, and they were a quarter of the nodes a walk visited (diffusers'
+#: train_dreambooth.py: 9,634 -> 7,203).
+_SKIP_ALWAYS = (
+    cst.BaseParenthesizableWhitespace, cst.Comment, cst.Newline, cst.EmptyLine,
+    cst.LeftParen, cst.RightParen, cst.LeftSquareBracket, cst.RightSquareBracket, cst.LeftCurlyBrace,
+    cst.RightCurlyBrace, cst.Comma, cst.Dot, cst.Colon, cst.Semicolon, cst.AssignEqual, cst.TrailingWhitespace,
+)
 # type -> "node" (a syntax node), "skip" (whitespace, comments) or "" (not a node);
 # ``isinstance`` on LibCST's abstract classes is slow, so each type is classified once.
 _KIND: dict[type, str] = {}
