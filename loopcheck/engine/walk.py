@@ -24,7 +24,7 @@ _SKIP_ALWAYS = (
     cst.LeftParen, cst.RightParen, cst.LeftSquareBracket, cst.RightSquareBracket, cst.LeftCurlyBrace,
     cst.RightCurlyBrace, cst.Comma, cst.Dot, cst.Colon, cst.Semicolon, cst.AssignEqual, cst.TrailingWhitespace,
 )
-# type -> "node" (a syntax node), "skip" (whitespace, comments) or "" (not a node);
+# type -> "node" (a syntax node), "skip" (whitespace, comments, punctuation) or "" (not a node);
 # ``isinstance`` on LibCST's abstract classes is slow, so each type is classified once.
 _KIND: dict[type, str] = {}
 
@@ -77,7 +77,8 @@ def _node_fields(cls: type) -> tuple[str, ...]:
 
 
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """The direct child syntax nodes of ``node`` in source order (no whitespace or comments)."""
+    """The direct child syntax nodes of ``node`` in source order (no whitespace, comments or
+    punctuation: :data:`_SKIP_ALWAYS`)."""
     names = _node_fields(type(node))
     out = []
     for name in names:
