@@ -123,8 +123,14 @@ _KEYWORDS = frozenset(keyword.kwlist)
 _FSTRING_BRACKETS = re.compile(r"[(\[{)\]}]")
 
 
-def _line_starts(source: str) -> list[int]:
-    return [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", source)]
+#: A line's end, for Python's tokenizer as for LibCST's: ``\n``, ``\r\n`` or a lone ``\r``.
+LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def line_starts(source: str) -> list[int]:
+    """Where each line of ``source`` starts (offsets; the first is 0), lines ending as
+    :data:`LINE_END` says."""
+    return [0] + [m.end() for m in LINE_END.finditer(source)]
 
 
 def _where(starts: list[int], offset: int) -> tuple[int, int]:
@@ -227,7 +233,7 @@ def nesting(source: str, stop_above: tuple[int, int] | None = None) -> Nesting:
                 break
         if brackets > max_brackets >= 0:
             break
-    starts = _line_starts(source)
+    starts = line_starts(source)
     return Nesting(brackets, _where(starts, brackets_off), depth // 4, _where(starts, depth_off))
 
 

@@ -115,7 +115,7 @@ def repeated_tests(unit: Seq) -> dict[int, tuple[str, frozenset[str]]]:
         # (equal texts have both): most tests are alone, and code generation was ~1 % of a
         # check of the corpus
         tests: list[tuple[int, cst.BaseExpression, frozenset[str]]] = []
-        kinds: dict[tuple[type, frozenset[str]], int] = {}
+        shapes: dict[tuple[type, frozenset[str]], int] = {}  # (node type, names) -> how many tests
         names_of: dict[int, frozenset[str]] = {}  # by test node, as ``code`` below
         for node in _ifs(unit):
             test = getattr(node.node, "test", None)
@@ -125,13 +125,13 @@ def repeated_tests(unit: Seq) -> dict[int, tuple[str, frozenset[str]]]:
             if names is None:
                 names = names_of[id(test)] = frozenset(names_in(test))
             tests.append((id(node), test, names))
-            kinds[type(test), names] = kinds.get((type(test), names), 0) + 1
+            shapes[type(test), names] = shapes.get((type(test), names), 0) + 1
         texts: dict[int, tuple[str, frozenset[str]]] = {}
         count: dict[str, int] = {}
         code: dict[int, str] = {}  # by test node (a function inlined twice has its tests twice)
         module = cst.Module([])
         for at, test, names in tests:
-            if kinds[type(test), names] > 1:
+            if shapes[type(test), names] > 1:
                 if id(test) not in code:
                     code[id(test)] = module.code_for_node(test)
                 text = code[id(test)]

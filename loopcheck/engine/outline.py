@@ -6,8 +6,8 @@ classes live in. Most of those modules are read only to resolve a name (is it a 
 project? what are its bases? is there a method ``fit``?); their code is never inlined. A
 LibCST parse costs about 9 times CPython's own parser (``unet_2d_condition.py``, 1,235 lines:
 112 ms against 12 ms), so :class:`LazyModuleIndex` answers those questions from an
-:mod:`ast` outline, and parses with LibCST only the top-level statements whose syntax nodes a
-caller needs (a function to inline, a class whose method is inlined), each on its own.
+:mod:`ast` outline, and parses with LibCST only the statements whose syntax nodes a caller
+needs (a function or a method to inline), each on its own.
 
 The outline must name exactly what :func:`loopcheck.engine.builder.index_module` would find
 (imports anywhere in the file, in the same order; the top-level functions and classes; their
@@ -17,7 +17,6 @@ methods and qualified bases; the global names): ``tests/test_outline.py`` compar
 from __future__ import annotations
 
 import ast
-import re
 import warnings
 from array import array
 from collections.abc import Iterator, Mapping
@@ -26,7 +25,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from loopcheck.engine.names import ImportMap
-from loopcheck.parsing import parse_tree
+from loopcheck.parsing import LINE_END, line_starts, parse_tree
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -84,10 +83,6 @@ def outline(source: str, package: str | None) -> Outline | None:
 
 def _span(stmt: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> tuple[int, int]:
     return min([stmt.lineno, *(d.lineno for d in stmt.decorator_list)]), stmt.end_lineno or stmt.lineno
-
-
-#: A line's end, for Python's tokenizer as for LibCST's: ``\n``, ``\r\n`` or a lone ``\r``.
-_LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 def _unstarred(expr: ast.expr) -> ast.expr:
@@ -324,7 +319,7 @@ class LazyModuleIndex:
         span = self._method_spans.get(cls, {}).get(name)
         if span is not None:
             text = self._lines(span)
-            line_end = _LINE_END.search(text)
+            line_end = LINE_END.search(text)
             newline = line_end.group() if line_end else "\n"
             module = self._parse(f"class {cls}:{newline}{text}")
             if module is not None and len(module.body) == 1 and type(module.body[0]) is cst.ClassDef:
@@ -342,7 +337,7 @@ class LazyModuleIndex:
     def _lines(self, span: tuple[int, int]) -> str:
         """Lines ``span`` (first, last; 1-based) of the source, their line ends included."""
         if self._starts is None:
-            self._starts = array("I", [0, *(m.end() for m in _LINE_END.finditer(self.source))])
+            self._starts = array("I", line_starts(self.source))
         starts = self._starts
         return self.source[starts[span[0] - 1]: starts[span[1]] if span[1] < len(starts) else len(self.source)]
 
