@@ -137,8 +137,9 @@ def test_the_names_sought_add_eval_and_none_are_sought_in_a_file_that_trains():
 
 
 def test_signs_name_the_imported_training_modules_as_written_and_absolute(tmp_path: Path):
-    """``from .engine import fit`` in ``pkg/main.py`` names ``engine`` and ``pkg.engine``; a
-    module whose only sign is ``eval()`` is not among them; a file without signs has none."""
+    """``from .engine import fit`` in ``pkg/main.py`` names ``engine.fit`` and
+    ``pkg.engine.fit``; ``import pkg.engine`` names the module; a module whose only sign is
+    ``eval()`` is not among them; a file without signs has none."""
     from loopcheck.engine.project import project_for
 
     (tmp_path / "pyproject.toml").write_text("")
@@ -151,7 +152,8 @@ def test_signs_name_the_imported_training_modules_as_written_and_absolute(tmp_pa
     source = "from .engine import fit\nfrom .loader import load\n"
     main_py.write_text(source)
     project = project_for(str(main_py), ())
-    assert signs_of(source, str(main_py), project) == Signs(False, False, frozenset({"engine", "pkg.engine"}))
+    assert signs_of(source, str(main_py), project) == Signs(False, False, frozenset({"engine.fit", "pkg.engine.fit"}))
+    assert signs_of("import pkg.engine\n", str(main_py), project) == Signs(False, False, frozenset({"pkg.engine"}))
     assert signs_of("from .loader import load\n", str(main_py), project) is None
     assert signs_of("model.eval()\n", str(main_py), project) == Signs(False, True)
     assert signs_of("loss.backward()\n", str(main_py), project) == Signs(True)
