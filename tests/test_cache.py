@@ -235,6 +235,26 @@ def test_a_module_only_the_pre_filter_read_invalidates_when_it_changes(project, 
     assert checks.take() == ["main.py"]
 
 
+def test_a_module_the_pre_filter_read_for_an_imported_name_invalidates_when_it_changes(project, monkeypatch):
+    """main.py imports ``train_one_epoch`` from engine.py, which shows training in another
+    function and calls helpers.py for its batches: a quiet name while helpers.py holds no
+    training (main.py is skipped), one that reaches training once it does (main.py is checked
+    again, from the cache entry's record of the modules the pre-filter read)."""
+    checks = Checks(monkeypatch)
+    (project / "main.py").write_text(MAIN.replace("model.train()\n", ""))
+    engine = ENGINE.replace("import torch\n", "import torch\nfrom helpers import run_batches\n", 1)
+    engine = engine[: engine.index("    for x, y in loader:")] + "    run_batches(model, criterion, loader, optimizer, device)\n"
+    engine += ENGINE[ENGINE.index("\n\ndef evaluate"):] + "\n\ndef finetune(model):\n    model.train()\n"
+    (project / "engine.py").write_text(engine)
+    (project / "helpers.py").write_text("def run_batches(*args):\n    pass\n")
+    assert codes(cli("--output-format", "concise", "main.py")[1]) == []
+    assert checks.take() == ["main.py"]
+    loop = ENGINE[ENGINE.index("    for x, y in loader:"): ENGINE.index("\n\ndef evaluate")]
+    (project / "helpers.py").write_text(f"def run_batches(model, criterion, loader, optimizer, device):\n{loop}\n")
+    assert codes(cli("--output-format", "concise", "main.py")[1]) == ["main.py:LC301"]
+    assert checks.take() == ["main.py"]
+
+
 @pytest.mark.parametrize("aged", [False, True])
 @pytest.mark.parametrize("module", ["helpers", "tools.helpers"])
 def test_a_module_created_where_an_import_looked_invalidates(project, monkeypatch, module, aged):
