@@ -195,11 +195,18 @@ def _trains(project: Project, path: Path) -> bool:
     return memo[key]
 
 
+def _may_train(text: str) -> bool:
+    """:func:`training_signs` of a part of a module whose whole text shows them, with any
+    ``.step(`` counted (the optimizer it steps may be named in another part)."""
+    return STEP in text or any(t in text for t in TRAINING_SIGNS)
+
+
 def _quiet(project: Project, path: Path) -> frozenset[str]:
     """:func:`~loopcheck.engine.quiet.quiet_members` of the project module ``path``; a name it
     imports counts as trained when it lies in a project module that shows
     :func:`training_signs` (``pkg.engine.fit``: ``pkg/engine.py``, ``pkg/engine/__init__.py``,
-    or the module ``pkg`` for a name it re-exports).
+    or the module ``pkg`` for a name it re-exports), or names a package of the project (any
+    of whose modules it may reach: ``import pkg.engine`` binds ``pkg``).
 
     Computed once per version of the file, and taken again while the modules it imports train
     as they did; taking it again reads those modules as computing it did, so that a cached
@@ -210,6 +217,8 @@ def _quiet(project: Project, path: Path) -> frozenset[str]:
         for dotted in (target, target.rpartition(".")[0]):
             found = project.find_module(dotted, path) if dotted else None
             if found is not None:
+                if dotted == target and found.name == "__init__.py":
+                    return True  # a package: ``import pkg.engine`` binds ``pkg``
                 return found != path and _trains(project, found)
         return False
 
@@ -225,7 +234,7 @@ def _quiet(project: Project, path: Path) -> frozenset[str]:
         asked[target] = trained(target)
         return asked[target]
 
-    quiet = quiet_members(text, _package_of(path), training_signs, recorded) if text is not None else frozenset()
+    quiet = quiet_members(text, _package_of(path), _may_train, recorded) if text is not None else frozenset()
     memo[key] = (quiet, asked)
     return quiet
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from loopcheck.analysis import Signs, _imported_names, signs_of, training_signs
+from loopcheck.analysis import Signs, _imported_names, _may_train, signs_of
 from loopcheck.engine.project import project_for
 from loopcheck.engine.quiet import quiet_members
 
@@ -32,6 +32,10 @@ UTILS = textwrap.dedent(
 
     def step_all(optimizer):
         optimizer.step()
+
+
+    def step_plain(o):
+        o.step()
 
 
     def run(model):
@@ -63,14 +67,22 @@ UTILS = textwrap.dedent(
 
 
 def _quiet(source: str, trained=("engine.fit",), top: str = "") -> frozenset[str]:
-    return quiet_members(source + top, None, training_signs, lambda target: target in trained)
+    return quiet_members(source + top, None, _may_train, lambda target: target in trained)
 
 
 def test_quiet_names_are_the_functions_and_classes_that_cannot_reach_training():
     """``smart_optimizer`` builds an optimizer but neither steps it nor mentions a name that
-    does; ``run`` reaches ``step_all`` through ``make``; ``go`` calls an imported training
+    does; ``run`` calls ``step_all``; ``step_plain`` steps an object not named like an
+    optimizer (the module names its optimizers elsewhere); ``go`` calls an imported training
     function; ``use_trainer`` reads a global that the module's own code leaves alone."""
-    assert _quiet(UTILS) == {"select_device", "smart_optimizer", "make", "Timer", "use_trainer"}
+    assert _quiet(UTILS) == {"select_device", "smart_optimizer", "make", "Timer", "use_trainer", "torch", "log"}
+
+
+def test_a_name_passed_on_is_quiet_unless_it_comes_from_a_training_module_or_is_bound_again():
+    """``fit`` comes from the training module; ``log`` from a module that does not train and
+    ``torch`` from a library are quiet, unless the module binds them again."""
+    assert {"fit", "log", "torch"} & _quiet(UTILS) == {"log", "torch"}
+    assert "log" not in _quiet(UTILS, top="\nlog = print\n")
 
 
 def test_a_global_built_by_the_module_code_from_a_training_class_is_not_quiet():
@@ -130,3 +142,38 @@ def test_a_quiet_name_becomes_loud_when_the_module_it_calls_starts_training(tmp_
     assert signs_of(source, str(main_py), project) is None
     (tmp_path / "helpers.py").write_text("def log(model):\n    model.train()\n")
     assert signs_of(source, str(main_py), project) == Signs(False, False, frozenset({"utils.select_device"}))
+
+
+def test_a_name_a_training_package_re_exports_from_a_module_that_does_not_train_is_quiet(tmp_path: Path):
+    """ignite's examples import ``Events`` with ``create_supervised_trainer`` from
+    ``ignite.engine``, whose ``__init__.py`` trains and re-exports ``Events`` from ``events.py``."""
+    (tmp_path / "pyproject.toml").write_text("")
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "from .events import Events\n\n\ndef create_trainer(model):\n    model.loss.backward()\n"
+    )
+    (pkg / "events.py").write_text("class Events:\n    EPOCH_COMPLETED = 1\n")
+    main_py = tmp_path / "main.py"
+    project = project_for(str(main_py), ())
+    assert signs_of("from pkg import Events\n", str(main_py), project) is None
+    assert signs_of("from pkg import create_trainer, Events\n", str(main_py), project) == Signs(
+        False, False, frozenset({"pkg.create_trainer"})
+    )
+
+
+def test_a_function_that_reaches_a_training_module_through_a_package_name_is_not_quiet(tmp_path: Path):
+    """``import pkg.engine`` binds ``pkg``, whose ``__init__.py`` does not train: ``run`` calls
+    ``pkg.engine.fit`` and is not quiet."""
+    (tmp_path / "pyproject.toml").write_text("")
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "engine.py").write_text("def fit(model):\n    model.train()\n")
+    (tmp_path / "tools.py").write_text(
+        "import pkg.engine\n\n\ndef run(model):\n    pkg.engine.fit(model)\n\n\n"
+        "def other(model):\n    model.train()\n"
+    )
+    main_py = tmp_path / "main.py"
+    project = project_for(str(main_py), ())
+    assert signs_of("from tools import run\n", str(main_py), project) == Signs(False, False, frozenset({"tools.run"}))

@@ -12,17 +12,25 @@ and gave no finding. So a name imported with ``from module import name`` counts 
 A top-level function or class of the module is quiet unless, in its text (decorators
 included, nested functions and methods included):
 
-- it shows the training signs (the test the pre-filter applies to whole texts), or
+- it shows the training signs (``backward(``, ``.train(``, and here any ``.step(``: the
+  optimizer it steps may be named in another part of the module), or
 - it mentions a word that names a top-level function or class that is not quiet, or
 - it mentions a name the module imports from a project module that shows training, or
 - it mentions a module-level name (a global) while the module's own top-level code, its
   import statements left out, shows training or mentions one of those names
   (``trainer = Trainer(cfg)`` then ``trainer.fit()``).
 
-Words are read from the text with a regular expression: strings and comments count, which can
-only make a name less quiet. Everything else a module binds (a global, an imported or
-re-exported name, a submodule of a package) is never quiet, nor is any name of a module that
-star-imports a training module or that CPython cannot parse.
+A name the module imports (and binds nowhere else) is quiet when it comes from a library or
+from a project module that shows no training (``Events``, re-exported by a package's
+``__init__.py`` from its ``events.py``). Words are read from the text with a regular
+expression: strings and comments count, which can only make a name less quiet. Everything else
+a module binds (a global, a name imported from a training module, a submodule that trains) is
+never quiet, nor is any name of a module that star-imports a training module or that CPython
+cannot parse.
+
+What it gives up: a finding in a file that shows no training of its own, whose events lie in
+the file and in quiet functions only, while code the analysis does not see trains (an
+optimizer built by a quiet factory, the model moved, then handed to a library's trainer).
 """
 
 from __future__ import annotations
@@ -47,13 +55,14 @@ def quiet_members(
         source: the module's text.
         package: its package's dotted name (``"pkg"`` for ``pkg/engine.py``), to make its
             relative imports absolute.
-        trains: whether a text shows training (:func:`loopcheck.analysis.training_signs`).
+        trains: whether a part of the module's text shows training
+            (:func:`loopcheck.analysis._may_train`).
         trained: whether a qualified name the module imports (``"pkg.engine.fit"``) lies in
             a project module that shows training.
 
     Returns:
-        The quiet names; empty when the text cannot be parsed or star-imports a training
-        module (every name may then reach it).
+        The quiet names (functions, classes, imported names); empty when the text cannot be
+        parsed or star-imports a training module (every name may then reach it).
     """
     out = outline(source, package)
     if out is None or any(trained(star) for star in out.imports.stars):
@@ -68,7 +77,10 @@ def quiet_members(
         else:
             words.setdefault(name, set()).update(_WORD.findall(text))
     names = {n for _kind, n in out.spans}
-    imported = {alias for alias, target in out.imports.aliases.items() if trained(target)}
+    of_training = {alias: trained(target) for alias, target in out.imports.aliases.items()}
+    imported = {alias for alias, yes in of_training.items() if yes}
+    # names it only re-exports from libraries or from project modules that show no training
+    passed_on = {alias for alias, yes in of_training.items() if not yes and alias not in names and alias not in out.globals}
     plain_globals = out.globals - names - set(out.imports.aliases)
     top = _IMPORT.sub("", _top_level_text(source, starts, out.spans.values()))
     top_words, top_trains = set(_WORD.findall(top)), trains(top)
@@ -80,7 +92,7 @@ def quiet_members(
         if not more:
             break
         loud |= more
-    return frozenset(names - loud)
+    return frozenset((names - loud) | passed_on)
 
 
 def _top_level_text(source: str, starts: list[int], spans) -> str:
