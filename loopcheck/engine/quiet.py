@@ -4,10 +4,11 @@ The pre-filter (:func:`loopcheck.analysis.signs_of`) builds a file that shows no
 its own where it calls into a project module that does: ``main.py`` calling
 ``engine.train_one_epoch``. A module that shows training somewhere is often imported for
 something else: yolov5's ``utils/torch_utils.py`` builds an optimizer in ``smart_optimizer``,
-and 50 files import ``select_device`` or ``time_sync`` from it. Building every function of
-those files that mentions such a name took 13 of the 73 CPU seconds of the benchmark corpus
-and gave no finding. So a name imported with ``from module import name`` counts only when
-``name`` may reach the module's training code; the names that cannot are *quiet*.
+and 22 of yolov5's files import ``select_device`` or ``time_sync`` from it. Building the
+functions of such files that mention those names took 13 of the 73 CPU seconds of the
+benchmark corpus and gave no finding. So a name imported with ``from module import name``
+counts only when ``name`` may reach the module's training code; the names that cannot are
+*quiet*.
 
 A top-level function or class of the module is quiet unless, in its text (decorators
 included, nested functions and methods included):
@@ -15,7 +16,8 @@ included, nested functions and methods included):
 - it shows the training signs (``backward(``, ``.train(``, and here any ``.step(``: the
   optimizer it steps may be named in another part of the module), or
 - it mentions a word that names a top-level function or class that is not quiet, or
-- it mentions a name the module imports from a project module that shows training, or
+- it mentions a name the module imports from a project module that shows training, or the
+  name of a package of the project (``import pkg.engine`` binds ``pkg``), or
 - it mentions a module-level name (a global) while the module's own top-level code, its
   import statements left out, shows training or mentions one of those names
   (``trainer = Trainer(cfg)`` then ``trainer.fit()``).
@@ -24,7 +26,7 @@ A name the module imports (and binds nowhere else) is quiet when it comes from a
 from a project module that shows no training (``Events``, re-exported by a package's
 ``__init__.py`` from its ``events.py``). Words are read from the text with a regular
 expression: strings and comments count, which can only make a name less quiet. Everything else
-a module binds (a global, a name imported from a training module, a submodule that trains) is
+a module binds (a global, a name imported from a training module or naming a package) is
 never quiet, nor is any name of a module that star-imports a training module or that CPython
 cannot parse.
 
@@ -80,7 +82,9 @@ def quiet_members(
     of_training = {alias: trained(target) for alias, target in out.imports.aliases.items()}
     imported = {alias for alias, yes in of_training.items() if yes}
     # names it only re-exports from libraries or from project modules that show no training
-    passed_on = {alias for alias, yes in of_training.items() if not yes and alias not in names and alias not in out.globals}
+    passed_on = {
+        alias for alias, yes in of_training.items() if not yes and alias not in names and alias not in out.globals
+    }
     plain_globals = out.globals - names - set(out.imports.aliases)
     top = _IMPORT.sub("", _top_level_text(source, starts, out.spans.values()))
     top_words, top_trains = set(_WORD.findall(top)), trains(top)
