@@ -45,7 +45,7 @@ from loopcheck.parsing import line_starts
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # an import statement of the module's own code (the names it imports are not its code's use)
-_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]+(?:\([^)]*\)|[^\n\r]*)", re.M)
+_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]+(?:\([^)]*\)|[^\n\r]*)", re.MULTILINE)
 
 
 def quiet_members(
