@@ -23,6 +23,7 @@ from loopcheck.engine.events import classify
 from loopcheck.engine.ir import walk_events
 from loopcheck.engine.positions import Positions
 from loopcheck.engine.project import Project, project_for
+from loopcheck.engine.quiet import IMPORT, imported_names, quiet_members
 from loopcheck.engine.reach import reaching
 from loopcheck.engine.reuse import UnitMemo
 from loopcheck.engine.roles import infer_roles
@@ -37,10 +38,6 @@ from loopcheck.rules import REGISTRY, SYNTAX_ERROR
 # the project holds (main.py calling engine.train_one_epoch).
 TRAINING_SIGNS = ("backward(", ".train(")
 STEP = ".step("
-IMPORT = re.compile(r"^\s*(?:from\s+(\.*[\w.]*)\s+import|import\s+([\w.]+))", re.M)
-# what follows ``from x import``: a parenthesized list, or the rest of the line (continued
-# with backslashes)
-_FROM_NAMES = re.compile(r"[ \t]*(?:\(([^)]*)\)|((?:[^\n\r#;\\]|\\\r?\n)*))")
 _OPTIMIZER_SIGN: re.Pattern | None = None
 
 
@@ -173,7 +170,7 @@ def signs_of(source: str, filename: str | None = None, project: Project | None =
                 path = project.find_module(".".join(filter(None, [package, dotted])), near)
             if path is not None and path != near and _trains(project, path):
                 bases = list(filter(None, (dotted, _absolute(written, near) if written.startswith(".") else "")))
-                names = _imported_names(source, m.end()) if m.group(1) is not None else None
+                names = imported_names(source, m.end()) if m.group(1) is not None else None
                 if names is None or "*" in names:
                     modules.update(bases)
                 else:  # only the names that may reach its training code
@@ -211,8 +208,6 @@ def _quiet(project: Project, path: Path) -> frozenset[str]:
     Computed once per version of the file, and taken again while the modules it imports train
     as they did; taking it again reads those modules as computing it did, so that a cached
     result that depends on them (:mod:`loopcheck.cache`) is invalidated when they change."""
-    from loopcheck.engine.quiet import quiet_members
-
     def trained(target: str) -> bool:
         for dotted in (target, target.rpartition(".")[0]):
             found = project.find_module(dotted, path) if dotted else None
@@ -237,28 +232,6 @@ def _quiet(project: Project, path: Path) -> frozenset[str]:
     quiet = quiet_members(text, _package_of(path), _may_train, recorded) if text is not None else frozenset()
     memo[key] = (quiet, asked)
     return quiet
-
-
-def _imported_names(source: str, end: int) -> list[str] | None:
-    """The names a ``from x import ...`` statement imports (``["b", "d"]`` for ``from a
-    import (b, d as e)``), read from the text after its ``import`` (``end``); ``None`` when they
-    cannot be read for sure (a comment inside parentheses, anything but names)."""
-    m = _FROM_NAMES.match(source, end)
-    text = m.group(1) if m.group(1) is not None else m.group(2)
-    if not text or "#" in text:
-        return None
-    names = []
-    for piece in text.replace("\\", " ").split(","):
-        words = piece.split()
-        if not words:
-            continue
-        if len(words) == 1 and (words[0] == "*" or words[0].isidentifier()):
-            names.append(words[0])
-        elif len(words) == 3 and words[1] == "as" and words[0].isidentifier() and words[2].isidentifier():
-            names.append(words[0])
-        else:
-            return None
-    return names or None
 
 
 def _package_of(path: Path) -> str:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from loopcheck.analysis import Signs, _imported_names, _may_train, signs_of
+from loopcheck.analysis import Signs, _may_train, signs_of
 from loopcheck.engine.project import project_for
-from loopcheck.engine.quiet import quiet_members
+from loopcheck.engine.quiet import imported_names, quiet_members
 
 UTILS = textwrap.dedent(
     """\
@@ -109,7 +109,7 @@ def test_every_name_may_train_in_a_module_that_star_imports_a_training_module_or
     ],
 )
 def test_the_names_a_from_import_brings_are_read_from_its_text(statement, names):
-    assert _imported_names(statement, statement.index("import") + len("import")) == names
+    assert imported_names(statement, statement.index("import") + len("import")) == names
 
 
 def _project(tmp_path: Path) -> Path:

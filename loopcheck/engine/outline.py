@@ -85,6 +85,19 @@ def _span(stmt: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> tuple[
     return min([stmt.lineno, *(d.lineno for d in stmt.decorator_list)]), stmt.end_lineno or stmt.lineno
 
 
+def span_offsets(starts, span: tuple[int, int], size: int) -> tuple[int, int]:
+    """Where lines ``span`` (first, last; 1-based, as :attr:`Outline.spans` gives them) begin
+    and end in a text of ``size`` characters, their line ends included; ``starts``:
+    :func:`~loopcheck.parsing.line_starts` of the text."""
+    return starts[span[0] - 1], starts[span[1]] if span[1] < len(starts) else size
+
+
+def span_text(source: str, starts, span: tuple[int, int]) -> str:
+    """Lines ``span`` of ``source`` (:func:`span_offsets`)."""
+    begin, end = span_offsets(starts, span, len(source))
+    return source[begin:end]
+
+
 def _unstarred(expr: ast.expr) -> ast.expr:
     return expr.value if isinstance(expr, ast.Starred) else expr  # LibCST keeps ``*bases`` among the bases
 
@@ -338,8 +351,7 @@ class LazyModuleIndex:
         """Lines ``span`` (first, last; 1-based) of the source, their line ends included."""
         if self._starts is None:
             self._starts = array("I", line_starts(self.source))
-        starts = self._starts
-        return self.source[starts[span[0] - 1]: starts[span[1]] if span[1] < len(starts) else len(self.source)]
+        return span_text(self.source, self._starts, span)
 
     def _parse(self, text: str) -> cst.Module | None:
         """``text`` parsed with LibCST (``None`` when it cannot be), counted in :attr:`parsed_chars`."""

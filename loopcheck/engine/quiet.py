@@ -40,12 +40,50 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from loopcheck.engine.outline import outline
+from loopcheck.engine.outline import outline, span_offsets, span_text
 from loopcheck.parsing import line_starts
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# an import statement of the module's own code (the names it imports are not its code's use)
-_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]+(?:\([^)]*\)|[^\n\r]*)", re.MULTILINE)
+#: The head of an import statement in a text: ``from <module> import`` (group 1, the module as
+#: written, dots included) or ``import <module>`` (group 2).
+IMPORT = re.compile(r"^\s*(?:from\s+(\.*[\w.]*)\s+import|import\s+([\w.]+))", re.MULTILINE)
+# what follows an import's head: a parenthesized list, or the rest of the line (continued with
+# backslashes)
+_REST = re.compile(r"[ \t]*(?:\(([^)]*)\)|((?:[^\n\r#;\\]|\\\r?\n)*))")
+
+
+def imported_names(source: str, end: int) -> list[str] | None:
+    """The names a ``from x import ...`` statement imports (``["b", "d"]`` for ``from a
+    import (b, d as e)``), read from the text after its ``import`` (``end``: where an
+    :data:`IMPORT` match ends); ``None`` when they cannot be read for sure (a comment inside
+    parentheses, anything but names)."""
+    m = _REST.match(source, end)
+    text = m.group(1) if m.group(1) is not None else m.group(2)
+    if not text or "#" in text:
+        return None
+    names = []
+    for piece in text.replace("\\", " ").split(","):
+        words = piece.split()
+        if not words:
+            continue
+        alone = len(words) == 1 and (words[0] == "*" or words[0].isidentifier())
+        renamed = len(words) == 3 and words[1] == "as" and words[0].isidentifier() and words[2].isidentifier()
+        if not (alone or renamed):
+            return None
+        names.append(words[0])
+    return names or None
+
+
+def _without_imports(text: str) -> str:
+    """``text`` without its import statements (the names they bind are not a use of them)."""
+    parts, at = [], 0
+    for m in IMPORT.finditer(text):
+        if m.start() < at:
+            continue  # (inside the statement before)
+        parts.append(text[at:m.start()])
+        at = _REST.match(text, m.end()).end()
+    parts.append(text[at:])
+    return "".join(parts)
 
 
 def quiet_members(
@@ -73,7 +111,7 @@ def quiet_members(
     words: dict[str, set[str]] = {}
     loud: set[str] = set()
     for (_kind, name), (first, last) in out.spans.items():
-        text = source[starts[first - 1]: starts[last] if last < len(starts) else len(source)]
+        text = span_text(source, starts, (first, last))
         if trains(text):
             loud.add(name)
         else:
@@ -86,7 +124,7 @@ def quiet_members(
         alias for alias, yes in of_training.items() if not yes and alias not in names and alias not in out.globals
     }
     plain_globals = out.globals - names - set(out.imports.aliases)
-    top = _IMPORT.sub("", _top_level_text(source, starts, out.spans.values()))
+    top = _without_imports(_top_level_text(source, starts, out.spans.values()))
     top_words, top_trains = set(_WORD.findall(top)), trains(top)
     while True:  # the names not quiet only grow, so this ends
         reach = loud | imported
@@ -101,12 +139,11 @@ def quiet_members(
 
 def _top_level_text(source: str, starts: list[int], spans) -> str:
     """The module's text without its top-level functions and classes."""
-    cut = sorted(spans)
     parts, at = [], 0
-    for first, last in cut:
-        begin = starts[first - 1]
+    for span in sorted(spans):
+        begin, end = span_offsets(starts, span, len(source))
         if begin > at:
             parts.append(source[at:begin])
-        at = max(at, starts[last] if last < len(starts) else len(source))
+        at = max(at, end)
     parts.append(source[at:])
     return "".join(parts)
