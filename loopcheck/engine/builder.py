@@ -18,6 +18,7 @@ defines the method.
 from __future__ import annotations
 
 import builtins
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from itertools import count
 
@@ -116,6 +117,10 @@ class ModuleIndex:
         project): ``(defining class name, function)``."""
         found = find_method(ClassRef(self, cls), name)
         return (found[0].name, found[1]) if found else None
+
+    def module_code(self) -> list[cst.BaseStatement]:
+        """The module's own code: its top-level statements other than ``def`` and ``class``."""
+        return [s for s in self.body if type(s) is not cst.FunctionDef and type(s) is not cst.ClassDef]
 
 
 @dataclass(frozen=True)
@@ -325,7 +330,7 @@ class Frame:
     locals: set[str]
     module: ModuleIndex
     self_class: ClassRef | None = None
-    defs: dict[str, cst.FunctionDef] = field(default_factory=dict)
+    defs: Mapping[str, cst.FunctionDef] = field(default_factory=dict)  # the functions it defines
     parent: "Frame | None" = None
     return_targets: tuple[str | None, ...] = ()
     instances: dict[str, ClassRef] = field(default_factory=dict)  # symbol -> its class
@@ -936,7 +941,7 @@ class UnitBuilder:
     def _lexical_parent(self, frame: Frame, func: cst.FunctionDef) -> Frame | None:
         f: Frame | None = frame
         while f is not None:
-            if func in f.defs.values():
+            if f.defs.get(func.name.value) is func:  # (asks for one name: see module_unit)
                 return f
             f = f.parent
         return None
@@ -1004,9 +1009,9 @@ class UnitBuilder:
 
     # -- entry points --------------------------------------------------------------------
     def module_unit(self) -> Seq:
-        frame = Frame("", {}, set(self.index.globals), self.index, None, dict(self.index.functions), None)
-        stmts = [s for s in self.index.body if not isinstance(s, (cst.FunctionDef, cst.ClassDef))]
-        return self.stmts(frame, stmts, Context())
+        # (the module's functions as the index has them: a LazyModuleIndex parses one when asked)
+        frame = Frame("", {}, set(self.index.globals), self.index, None, self.index.functions, None)
+        return self.stmts(frame, self.index.module_code(), Context())
 
     def function_unit(self, func: cst.FunctionDef, grad: str = "enabled") -> Seq:
         """The IR of a function no one here calls, read on its own (``self`` is ``self@Cls``);

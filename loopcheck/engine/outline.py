@@ -17,6 +17,7 @@ methods and qualified bases; the global names): ``tests/test_outline.py`` compar
 from __future__ import annotations
 
 import ast
+import re
 import warnings
 from array import array
 from collections.abc import Iterator, Mapping
@@ -28,6 +29,7 @@ from loopcheck.engine.names import ImportMap
 from loopcheck.parsing import LINE_END, line_starts, parse_tree
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_BLANK = re.compile(r"[^\r\n]+")  # a line's text, its line end left
 
 
 @dataclass
@@ -233,6 +235,10 @@ class _Lazy(Mapping):
         found = self._node(name) if name in self._names else None
         return default if found is None else found
 
+    def names(self) -> list[str]:
+        """The names the outline has, in its order, without parsing any of them."""
+        return list(self._names)
+
 
 class LazyClassInfo:
     """:class:`loopcheck.engine.builder.ClassInfo` of an outlined module: ``bases`` from the
@@ -294,6 +300,12 @@ class LazyModuleIndex:
         self._method_spans = outline.method_spans
         self._starts: array | None = None  # where each line of the source starts (4 bytes a line)
         self._statements: dict[tuple, cst.CSTNode | None] = {}
+        self._code: list | None = None
+        #: the class of each method parsed so far (as :attr:`ModuleIndex.method_class
+        #: <loopcheck.engine.builder.ModuleIndex>` has every method's)
+        self.method_class: dict[cst.FunctionDef, str] = {}
+        #: whether a statement LibCST could not parse was asked for (its node is then missing)
+        self.unparsed = False
         self.functions = _Lazy(outline.functions, lambda func: self.statement("def", func))
         self.classes = {
             cls: LazyClassInfo(self, cls, bases, methods) for cls, (bases, methods) in outline.classes.items()
@@ -315,6 +327,8 @@ class LazyModuleIndex:
             if module is not None and len(module.body) == 1 and type(module.body[0]) is want:
                 node = module.body[0]
                 self.fragments.append((module, span[0] - 1))
+            else:
+                self.unparsed = True
         self._statements[key] = node
         return node
 
@@ -344,8 +358,52 @@ class LazyModuleIndex:
             whole = self.statement("class", cls)
             found = [s for s in whole.body.body if type(s) is cst.FunctionDef and s.name.value == name] if whole else []
             node = found[-1] if found else None
+        if node is not None:
+            self.method_class[node] = cls
+        elif span is not None:
+            self.unparsed = True
         self._statements[key] = node
         return node
+
+    def module_code(self) -> list[cst.BaseStatement]:
+        """The module's own code: its top-level statements other than ``def`` and ``class``,
+        parsed once from the text with those statements' lines left empty (so its lines are
+        the file's: a fragment with no offset), as
+        :meth:`ModuleIndex.module_code <loopcheck.engine.builder.ModuleIndex.module_code>`
+        gives them; ``[]`` (and :attr:`unparsed` set) when LibCST cannot parse it."""
+        if self._code is None:
+            if self._starts is None:
+                self._starts = array("I", line_starts(self.source))
+            pieces, at = [], 0
+            for span in sorted(self._spans.values()):
+                begin, end = span_offsets(self._starts, span, len(self.source))
+                if begin < at:
+                    continue  # (a name defined twice: the later span is the one kept)
+                pieces += [self.source[at:begin], _BLANK.sub("", self.source[begin:end])]
+                at = end
+            pieces.append(self.source[at:])
+            module = self._parse("".join(pieces))
+            self._code = []
+            if module is not None:
+                self.fragments.append((module, 0))
+                self._code = [s for s in module.body if type(s) is not cst.FunctionDef and type(s) is not cst.ClassDef]
+        return self._code
+
+    def text_of(self, key: tuple) -> str:
+        """The lines of a statement, unparsed: ``("def", name)`` a top-level function,
+        ``("method", cls, name)`` a method, ``("header", cls)`` a class's lines before its
+        first method (decorators, bases, docstring, class attributes); ``""`` when the outline
+        has none."""
+        if key[0] == "method":
+            span = self._method_spans.get(key[1], {}).get(key[2])
+        elif key[0] == "header":
+            span = self._spans.get(("class", key[1]))
+            starts = [first for first, _last in self._method_spans.get(key[1], {}).values()]
+            if span is not None and starts:
+                span = (span[0], max(min(starts) - 1, span[0]))
+        else:
+            span = self._spans.get(key)
+        return self._lines(span) if span is not None else ""
 
     def _lines(self, span: tuple[int, int]) -> str:
         """Lines ``span`` (first, last; 1-based) of the source, their line ends included."""
@@ -359,6 +417,7 @@ class LazyModuleIndex:
         try:
             return parse_tree(text)
         except (cst.ParserSyntaxError, RecursionError, MemoryError, ValueError):
+            self.unparsed = True
             return None
 
     def full(self):

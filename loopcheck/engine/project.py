@@ -293,13 +293,15 @@ class Project:
         return stamp, text
 
     def add(self, path: Path, source: str, stamp: tuple = (), module: cst.Module | None = None,
-            keep: bool = True, lazy: bool = False) -> ModuleInfo:
+            keep: bool = True, lazy: bool = False, parse: bool = True) -> ModuleInfo:
         """Index the text ``source`` (already parsed as ``module``, when given) as module
         ``path``: the checked file, an editor buffer. With ``keep``, the module is kept for
         later :meth:`load` calls (it is reused only while the file on disk has ``stamp``); the
         checked file's text, which may differ from the file, is not kept. With ``lazy`` (an
-        imported module), the index is read from an :mod:`ast` outline and LibCST parses the
-        text only when a syntax node is needed (:mod:`loopcheck.engine.outline`)."""
+        imported module, a checked file read statement by statement), the index is read from
+        an :mod:`ast` outline and LibCST parses the text only when a syntax node is needed
+        (:mod:`loopcheck.engine.outline`); a text CPython cannot parse is then parsed whole
+        with LibCST, or, without ``parse``, not indexed (``index`` ``None``)."""
         from loopcheck.engine.builder import index_module
 
         path = path.resolve()
@@ -321,6 +323,8 @@ class Project:
                     self._modules.pop(path, None)
                     self._modules[path] = info
                 return info
+            if not parse:
+                return ModuleInfo(path, name, source, None, None, stamp)
         if module is None:
             try:
                 module = parse_tree(source)

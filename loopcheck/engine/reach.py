@@ -20,11 +20,14 @@ of ``eval()``; every method of a class whose bases mention a name sought reaches
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
 
 import libcst as cst
 
 from loopcheck.engine.walk import names_in
+
+_WORD = re.compile(r"\w+")
 
 
 def reaching(index, targets: Collection[str]) -> set[cst.FunctionDef]:
@@ -34,7 +37,9 @@ def reaching(index, targets: Collection[str]) -> set[cst.FunctionDef]:
     Args:
         index: the module's :class:`~loopcheck.engine.builder.ModuleIndex`, parsed (its
             top-level functions and its classes' methods are read; nested functions count as
-            part of the function that holds them).
+            part of the function that holds them), or a
+            :class:`~loopcheck.engine.outline.LazyModuleIndex`, of which only the functions
+            whose text may reach a target (:func:`candidates`) are parsed.
         targets: the names sought (``{"eval"}``, the names bound to imported modules).
 
     Returns:
@@ -42,13 +47,24 @@ def reaching(index, targets: Collection[str]) -> set[cst.FunctionDef]:
         under the class's name (``Evaluator()`` runs it).
     """
     targets = set(targets)
+    keep = candidates(index, targets) if hasattr(index, "text_of") else None
     known: dict[cst.FunctionDef, list[str]] = {}
     inherits: set[cst.FunctionDef] = set()
-    for name, func in index.functions.items():
-        known.setdefault(func, []).append(name)
+    for name in _names(index.functions):
+        func = index.functions.get(name) if keep is None or (None, name) in keep else None
+        if func is not None:
+            known.setdefault(func, []).append(name)
     for cls_name, info in index.classes.items():
-        based = any(names_in(base.value) & targets for base in info.node.bases)
-        for name, method in info.methods.items():
+        methods = [m for m in _names(info.methods) if keep is None or (cls_name, m) in keep]
+        if not methods:
+            continue
+        based = (keep is None or keep[cls_name, methods[0]] == "based") and any(
+            names_in(base.value) & targets for base in info.node.bases
+        )
+        for name in methods:
+            method = info.methods.get(name)
+            if method is None:
+                continue
             known.setdefault(method, []).append(name)
             if name == "__init__":
                 known[method].append(cls_name)
@@ -72,3 +88,53 @@ def reaching(index, targets: Collection[str]) -> set[cst.FunctionDef]:
                     found.add(caller)
                     work.append(caller)
     return found
+
+
+def candidates(index, targets: set[str]) -> dict[tuple[str | None, str], str]:
+    """The functions of a :class:`~loopcheck.engine.outline.LazyModuleIndex` that may reach
+    one of ``targets``, read from their text without parsing it: ``(class or None, name) →
+    "based"`` for a method of a class whose header (its lines before its first method) has a
+    target's word, else ``"words"``. The same fixpoint as :func:`reaching`, over every word of
+    each function's lines instead of the names in its body: the words hold those names, so
+    every function :func:`reaching` finds is a candidate, and :func:`reaching` then decides
+    on the candidates' parsed bodies alone (a caller of a function it finds is a candidate
+    too)."""
+    words: dict[tuple[str | None, str], set[str]] = {}
+    known: dict[tuple[str | None, str], list[str]] = {}
+    found: dict[tuple[str | None, str], str] = {}
+    for name in index.functions.names():
+        key = (None, name)
+        words[key] = set(_WORD.findall(index.text_of(("def", name))))
+        known[key] = [name]
+    for cls_name, info in index.classes.items():
+        based = bool(set(_WORD.findall(index.text_of(("header", cls_name)))) & targets)
+        for name in info.methods.names():
+            key = (cls_name, name)
+            words[key] = set(_WORD.findall(index.text_of(("method", cls_name, name))))
+            known[key] = [name, cls_name] if name == "__init__" else [name]
+            if based:
+                found[key] = "based"
+    work = list(found)
+    for key, seen in words.items():
+        if key not in found and seen & targets:
+            found[key] = "words"
+            work.append(key)
+    mentioned_by: dict[str, list[tuple[str | None, str]]] = {}
+    defined = {name for names in known.values() for name in names}
+    for key, seen in words.items():
+        for name in seen & defined:
+            mentioned_by.setdefault(name, []).append(key)
+    while work:
+        key = work.pop()
+        for name in known[key]:
+            for caller in mentioned_by.get(name, ()):
+                if caller not in found:
+                    found[caller] = "words"
+                    work.append(caller)
+    return found
+
+
+def _names(table) -> list[str]:
+    """The names of a function table: a dict's keys, or a lazy table's names, unparsed."""
+    names = getattr(table, "names", None)
+    return names() if names is not None else list(table)

@@ -161,8 +161,13 @@ def _symbols_of(raw) -> Iterator[str]:
 def discarded(unit, call: Call) -> bool:
     """Whether ``call`` is a whole expression statement (``x.to(device)`` on its own line):
     its result is thrown away (the builder marks it: :attr:`Call.discarded
-    <loopcheck.engine.ir.Call.discarded>`), in a module read from its text."""
-    return call.discarded and getattr(unit.module_of(call.node), "tree", None) is not None
+    <loopcheck.engine.ir.Call.discarded>`), in a module read from its text: one read
+    statement by statement (:class:`~loopcheck.engine.outline.LazyModuleIndex`, whose ``tree``
+    would parse it whole again, apart), or parsed whole."""
+    index = unit.module_of(call.node)
+    if not call.discarded or index is None:
+        return False
+    return getattr(index, "fragments", None) is not None or getattr(index, "tree", None) is not None
 
 
 # -- tensors --------------------------------------------------------------------------------
