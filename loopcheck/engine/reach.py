@@ -16,6 +16,11 @@ another (``callbacks=[validate]``, ``self.validate()``, ``Evaluator()`` for a cl
 ``__init__`` reaches) reaches what that one reaches; a builtin ``eval(...)`` counts as a call
 of ``eval()``; every method of a class whose bases mention a name sought reaches (a
 ``Trainer(BaseTrainer)`` whose base class trains).
+
+Such a file is read statement by statement (:class:`~loopcheck.engine.outline.LazyModuleIndex`,
+:func:`loopcheck.analysis._silent_in_parts`): :func:`candidates` first picks, from the words
+of each function's lines, the functions that may reach a name sought, and only those are
+parsed for :func:`reaching` to decide on.
 """
 
 from __future__ import annotations
@@ -58,6 +63,7 @@ def reaching(index, targets: Collection[str]) -> set[cst.FunctionDef]:
         methods = [m for m in _names(info.methods) if keep is None or (cls_name, m) in keep]
         if not methods:
             continue
+        # (a class whose header has no word sought cannot be based on one: not parsed whole)
         based = (keep is None or keep[cls_name, methods[0]] == "based") and any(
             names_in(base.value) & targets for base in info.node.bases
         )
