@@ -24,7 +24,7 @@ from loopcheck.engine.ir import walk_events
 from loopcheck.engine.positions import Positions
 from loopcheck.engine.project import Project, project_for
 from loopcheck.engine.quiet import IMPORT, imported_names, quiet_members
-from loopcheck.engine.reach import reaching
+from loopcheck.engine.reach import function_names, reaching
 from loopcheck.engine.reuse import UnitMemo
 from loopcheck.engine.roles import infer_roles
 from loopcheck.engine.unit import Unit
@@ -331,7 +331,7 @@ def build_units(
         if interrupt is not None:
             interrupt()
         if func is None or reachable is not None and func not in reachable:
-            continue
+            continue  # (None: not reachable, or a statement LibCST cannot parse)
         if func not in builder.called:  # already read inside a caller
             candidates.append((func, position, build(position, func)))
     for i, (func, position, _ir) in enumerate(candidates):
@@ -356,16 +356,12 @@ def _functions(index, reachable: set | None) -> list:
     """The module's functions, then each class's methods, in order (a function's place in
     the list tags its entry point); with ``reachable``, ``None`` in the place of a function
     not in it, which a :class:`~loopcheck.engine.outline.LazyModuleIndex` then does not parse."""
-    if reachable is None or not hasattr(index, "text_of"):
-        funcs = list(index.functions.values())
-        for cls in index.classes.values():
-            funcs.extend(cls.methods.values())
-        return funcs
-    keys = {(index.method_class.get(f), f.name.value) for f in reachable}
-    funcs = [index.functions.get(name) if (None, name) in keys else None for name in index.functions.names()]
-    for cls, info in index.classes.items():
-        funcs += [info.methods.get(name) if (cls, name) in keys else None for name in info.methods.names()]
-    return funcs
+    keys = None if reachable is None else {(index.method_class.get(f), f.name.value) for f in reachable}
+    tables = [(None, index.functions), *((cls, info.methods) for cls, info in index.classes.items())]
+    return [
+        table.get(name) if keys is None or (cls, name) in keys else None
+        for cls, table in tables for name in function_names(table)
+    ]
 
 
 def place(unit: Unit, rep: Report) -> Report:

@@ -30,6 +30,9 @@ from loopcheck.parsing import LINE_END, line_starts, parse_tree
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _BLANK = re.compile(r"[^\r\n]+")  # a line's text, its line end left
+#: A word of a text, read without parsing it: every identifier of the code is one (strings and
+#: comments give words too).
+WORD = re.compile(r"\w+")
 
 
 @dataclass
@@ -98,6 +101,20 @@ def span_text(source: str, starts, span: tuple[int, int]) -> str:
     """Lines ``span`` of ``source`` (:func:`span_offsets`)."""
     begin, end = span_offsets(starts, span, len(source))
     return source[begin:end]
+
+
+def module_code_text(source: str, starts, spans) -> str:
+    """``source`` with the lines of its top-level functions and classes (``spans``, as
+    :attr:`Outline.spans` gives them) left empty, their line ends kept: the module's own code,
+    on the file's lines."""
+    pieces, at = [], 0
+    for span in sorted(spans):
+        begin, end = span_offsets(starts, span, len(source))
+        if begin >= at:
+            pieces += [source[at:begin], _BLANK.sub("", source[begin:end])]
+            at = end
+    pieces.append(source[at:])
+    return "".join(pieces)
 
 
 def _unstarred(expr: ast.expr) -> ast.expr:
@@ -374,15 +391,7 @@ class LazyModuleIndex:
         if self._code is None:
             if self._starts is None:
                 self._starts = array("I", line_starts(self.source))
-            pieces, at = [], 0
-            for span in sorted(self._spans.values()):
-                begin, end = span_offsets(self._starts, span, len(self.source))
-                if begin < at:
-                    continue  # (a name defined twice: the later span is the one kept)
-                pieces += [self.source[at:begin], _BLANK.sub("", self.source[begin:end])]
-                at = end
-            pieces.append(self.source[at:])
-            module = self._parse("".join(pieces))
+            module = self._parse(module_code_text(self.source, self._starts, self._spans.values()))
             self._code = []
             if module is not None:
                 self.fragments.append((module, 0))

@@ -40,10 +40,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from loopcheck.engine.outline import outline, span_offsets, span_text
+from loopcheck.engine.outline import WORD, module_code_text, outline, span_text
 from loopcheck.parsing import line_starts
 
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 #: The head of an import statement in a text: ``from <module> import`` (group 1, the module as
 #: written, dots included) or ``import <module>`` (group 2).
 IMPORT = re.compile(r"^\s*(?:from\s+(\.*[\w.]*)\s+import|import\s+([\w.]+))", re.MULTILINE)
@@ -115,7 +114,7 @@ def quiet_members(
         if trains(text):
             loud.add(name)
         else:
-            words.setdefault(name, set()).update(_WORD.findall(text))
+            words.setdefault(name, set()).update(WORD.findall(text))
     names = {n for _kind, n in out.spans}
     of_training = {alias: trained(target) for alias, target in out.imports.aliases.items()}
     imported = {alias for alias, yes in of_training.items() if yes}
@@ -124,8 +123,8 @@ def quiet_members(
         alias for alias, yes in of_training.items() if not yes and alias not in names and alias not in out.globals
     }
     plain_globals = out.globals - names - set(out.imports.aliases)
-    top = _without_imports(_top_level_text(source, starts, out.spans.values()))
-    top_words, top_trains = set(_WORD.findall(top)), trains(top)
+    top = _without_imports(module_code_text(source, starts, out.spans.values()))
+    top_words, top_trains = set(WORD.findall(top)), trains(top)
     while True:  # the names not quiet only grow, so this ends
         reach = loud | imported
         if top_trains or not top_words.isdisjoint(reach):
@@ -135,15 +134,3 @@ def quiet_members(
             break
         loud |= more
     return frozenset((names - loud) | passed_on)
-
-
-def _top_level_text(source: str, starts: list[int], spans) -> str:
-    """The module's text without its top-level functions and classes."""
-    parts, at = [], 0
-    for span in sorted(spans):
-        begin, end = span_offsets(starts, span, len(source))
-        if begin > at:
-            parts.append(source[at:begin])
-        at = max(at, end)
-    parts.append(source[at:])
-    return "".join(parts)

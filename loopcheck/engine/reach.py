@@ -25,14 +25,12 @@ parsed for :func:`reaching` to decide on.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection
 
 import libcst as cst
 
+from loopcheck.engine.outline import WORD
 from loopcheck.engine.walk import names_in
-
-_WORD = re.compile(r"\w+")
 
 
 def reaching(index, targets: Collection[str]) -> set[cst.FunctionDef]:
@@ -55,12 +53,12 @@ def reaching(index, targets: Collection[str]) -> set[cst.FunctionDef]:
     keep = candidates(index, targets) if hasattr(index, "text_of") else None
     known: dict[cst.FunctionDef, list[str]] = {}
     inherits: set[cst.FunctionDef] = set()
-    for name in _names(index.functions):
+    for name in function_names(index.functions):
         func = index.functions.get(name) if keep is None or (None, name) in keep else None
         if func is not None:
             known.setdefault(func, []).append(name)
     for cls_name, info in index.classes.items():
-        methods = [m for m in _names(info.methods) if keep is None or (cls_name, m) in keep]
+        methods = [m for m in function_names(info.methods) if keep is None or (cls_name, m) in keep]
         if not methods:
             continue
         # (a class whose header has no word sought cannot be based on one: not parsed whole)
@@ -110,13 +108,13 @@ def candidates(index, targets: set[str]) -> dict[tuple[str | None, str], str]:
     found: dict[tuple[str | None, str], str] = {}
     for name in index.functions.names():
         key = (None, name)
-        words[key] = set(_WORD.findall(index.text_of(("def", name))))
+        words[key] = set(WORD.findall(index.text_of(("def", name))))
         known[key] = [name]
     for cls_name, info in index.classes.items():
-        based = bool(set(_WORD.findall(index.text_of(("header", cls_name)))) & targets)
+        based = bool(set(WORD.findall(index.text_of(("header", cls_name)))) & targets)
         for name in info.methods.names():
             key = (cls_name, name)
-            words[key] = set(_WORD.findall(index.text_of(("method", cls_name, name))))
+            words[key] = set(WORD.findall(index.text_of(("method", cls_name, name))))
             known[key] = [name, cls_name] if name == "__init__" else [name]
             if based:
                 found[key] = "based"
@@ -140,7 +138,8 @@ def candidates(index, targets: set[str]) -> dict[tuple[str | None, str], str]:
     return found
 
 
-def _names(table) -> list[str]:
-    """The names of a function table: a dict's keys, or a lazy table's names, unparsed."""
+def function_names(table) -> list[str]:
+    """The names of a function table (a module's functions, a class's methods): a dict's keys,
+    or a lazy table's names, unparsed."""
     names = getattr(table, "names", None)
     return names() if names is not None else list(table)
