@@ -20,7 +20,7 @@ import libcst as cst
 
 from loopcheck.engine.builder import NODE_TABLES, ModuleIndex, UnitBuilder, UnitRecord, index_module
 from loopcheck.engine.events import classify
-from loopcheck.engine.ir import walk_events
+from loopcheck.engine.ir import release, walk_events
 from loopcheck.engine.positions import Positions
 from loopcheck.engine.project import Project, project_for
 from loopcheck.engine.quiet import IMPORT, imported_names, quiet_members
@@ -337,10 +337,14 @@ def build_units(
     for i, (func, position, _ir) in enumerate(candidates):
         # an override only the base class calls (self._valid_epoch() under no_grad)
         if func is not None and func not in builder.called and builder.self_calls.get(func.name.value) == {"disabled"}:
+            if memo is None:
+                release(walk_events(candidates[i][2]))
             candidates[i] = (func, position, build(position, func, grad="disabled"))
     if memo is not None:
         memo.finish()
     irs = [ir for func, _, ir in candidates if func is None or func not in builder.called]
+    if memo is None:  # (a memo keeps them for the next check, and releases them itself)
+        release(raw for func, _, ir in candidates if func is not None and func in builder.called for raw in walk_events(ir))
     per_unit = [list(walk_events(ir)) for ir in irs]
     raws = [raw for unit_raws in per_unit for raw in unit_raws]
     roles = infer_roles(index, raws)
@@ -409,7 +413,8 @@ def check_module(
     where: dict = {}
     seen: set[tuple[str, int]] = set()
     rules = [r for code, r in REGISTRY.items() if _selected(code, select)]
-    for unit in build_units(module, index, memo, interrupt, reach):
+    units = build_units(module, index, memo, interrupt, reach)
+    for unit in units:
         if not unit.events:
             continue
         if interrupt is not None:
@@ -425,6 +430,8 @@ def check_module(
                     reports.append(rep)
                     for node, _ in rep.related:
                         where[id(node)] = unit.module_of(node)
+    if memo is None and not reports:  # nothing reads the units again (a report's events do)
+        release(raw for unit in units for raw in walk_events(unit.ir))
     return reports, where
 
 

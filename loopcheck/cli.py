@@ -23,6 +23,7 @@ from loopcheck import __version__
 if TYPE_CHECKING:
     from loopcheck.cache import Cache
     from loopcheck.config import Resolver
+    from loopcheck.engine.project import Project
     from loopcheck.files import SourceText
     from loopcheck.findings import Finding
     from loopcheck.reporters import SourceFile
@@ -82,6 +83,7 @@ def resolve_selection(select: list[str], ignore: list[str]) -> set[str]:
 
 def lint_text(
     text: str, filename: str, codes: Collection[str] | None = None, src: tuple = (),
+    project: Project | None = None,
 ) -> tuple[list[Finding], SourceFile]:
     """Check the text of one file as the command line does.
 
@@ -95,6 +97,9 @@ def lint_text(
         filename: the name findings carry.
         codes: the rule codes to run (``None``: all).
         src: extra source roots of the project (the ``src`` setting).
+        project: the file's :class:`~loopcheck.engine.project.Project`, when the caller has
+            it (default: ``project_for(filename, src)``, which resolves the path and looks for
+            the project's root on disk again).
 
     Returns:
         The findings (rows of the checked program; notebooks' rows are mapped to cells when
@@ -114,12 +119,13 @@ def lint_text(
     source = SourceFile(filename, program, notebook)
     if is_skipped(program):
         return [], source
+    project = project if project is not None else project_for(filename, src)
     if notebook is not None:
-        found, module, positions = check_notebook(notebook, filename, codes, project_for(filename, src))
+        found, module, positions = check_notebook(notebook, filename, codes, project)
     else:
         from loopcheck.analysis import check_parsed
 
-        found, module, positions = check_parsed(program, filename, codes, project_for(filename, src))
+        found, module, positions = check_parsed(program, filename, codes, project)
     found = apply_noqa(found, program, filename, codes)
     if any(f.fix is None for f in found):
         attach_fixes(program, [f for f in found if f.fix is None], module, positions, select=codes)

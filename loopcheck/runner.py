@@ -141,7 +141,14 @@ def settle_gc(released: bool, collect: bool = False) -> None:
     as fast but let the process grow to 264 MB (a check's cycles, promoted to the oldest
     generation while it ran, wait for a full collection). Objects frozen and dropped later (a
     module :meth:`Project.trim` lets go) are freed by their reference counts; only their
-    cycles wait for the next project or :data:`MEMORY_BUDGET`."""
+    cycles wait for the next project or :data:`MEMORY_BUDGET`.
+
+    The collection walks what a check left in reference cycles, and a check that reports
+    nothing leaves none holding its syntax tree (:func:`loopcheck.engine.ir.release`; nested
+    functions that call themselves are functions of their modules). Before, the IR's cycles
+    held the whole tree, through the module index an event names: diffusers' 2,092 files in
+    one process left 5.55 million objects to these collections. All collections of such a run
+    took 4.75-5.92 of its 51-68 CPU s before, 1.57 s after (timed with ``gc.callbacks``)."""
     import gc
 
     if not _gc_tuned:
@@ -229,7 +236,7 @@ def check_job(job: Job, cache: Cache | None = None) -> Outcome:
         if project is None:
             return (*lint_text(job.text, job.filename, job.codes, job.src), None)
         with project.recording() as reads:
-            found, checked = lint_text(job.text, job.filename, job.codes, job.src)
+            found, checked = lint_text(job.text, job.filename, job.codes, job.src, project)
         return found, checked, reads
 
     try:

@@ -513,3 +513,30 @@ def test_a_submodules_constructor_is_its_own_entry_point_and_its_findings_are_ke
     )
     found = check_source(source, "zoo.py")
     assert [(f.code, f.row) for f in found] == [("LC505", 10)]
+
+
+def test_a_check_that_finds_nothing_leaves_no_cycle_holding_the_tree():
+    """The syntax tree of a check that reports nothing is freed by reference counting as soon
+    as the check returns: no reference cycle (a raw event and its typed events, a call's
+    sources, a nested function that calls itself) holds a node of it for the garbage
+    collector to walk later (:func:`loopcheck.engine.ir.release`)."""
+    import gc
+
+    from loopcheck.analysis import check_parsed
+
+    goods = sorted(FIXTURES.glob("LC*_good*.py"))
+    assert len(goods) >= 29
+    for path in goods:
+        gc.collect()
+        gc.disable()
+        try:
+            found, module, _positions = check_parsed(path.read_text(encoding="utf-8"), "-")
+            assert (found, module) == ([], None), path
+            gc.set_debug(gc.DEBUG_SAVEALL)
+            gc.collect()
+            held = [type(o).__name__ for o in gc.garbage if isinstance(o, cst.CSTNode)]
+        finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
+            gc.enable()
+        assert held == [], path

@@ -38,6 +38,7 @@ from loopcheck.engine.ir import (
     Node,
     Seq,
     Try,
+    release,
     walk_events,
 )
 from loopcheck.engine.classes import is_module_class
@@ -186,64 +187,71 @@ def bound_names(body: cst.CSTNode) -> tuple[set[str], set[str]]:
     (walrus targets aside, which are rare in training loops)."""
     names: set[str] = set()
     declared: set[str] = set()
-
-    def block(suite) -> None:
-        if type(suite) is cst.SimpleStatementSuite:  # ``try: import x; HAS_X = True`` on one line
-            stmt(suite)
-            return
-        for st in getattr(suite, "body", ()):
-            stmt(st)
-
-    def stmt(st) -> None:
-        t = type(st)
-        if t is cst.FunctionDef or t is cst.ClassDef:
-            names.add(st.name.value)
-        elif t is cst.SimpleStatementLine or t is cst.SimpleStatementSuite:
-            for small in st.body:
-                ts = type(small)
-                if ts is cst.Assign:
-                    for target in small.targets:
-                        _assigned_names(target.target, names)
-                elif ts is cst.AnnAssign or ts is cst.AugAssign:
-                    _assigned_names(small.target, names)
-                elif ts is cst.Global or ts is cst.Nonlocal:
-                    declared.update(x.name.value for x in small.names)
-        elif t is cst.If:
-            block(st.body)
-            if st.orelse is not None:
-                stmt(st.orelse) if type(st.orelse) is cst.If else block(st.orelse.body)
-        elif t is cst.For:
-            _assigned_names(st.target, names)
-            block(st.body)
-            if st.orelse is not None:
-                block(st.orelse.body)
-        elif t is cst.While:
-            block(st.body)
-            if st.orelse is not None:
-                block(st.orelse.body)
-        elif t is cst.With:
-            for item in st.items:
-                if item.asname is not None:
-                    _assigned_names(item.asname.name, names)
-            block(st.body)
-        elif t is cst.Try or t.__name__ == "TryStar":
-            block(st.body)
-            for h in st.handlers:
-                if h.name is not None:
-                    _assigned_names(h.name.name, names)
-                block(h.body)
-            for part in (st.orelse, st.finalbody):
-                if part is not None:
-                    block(part.body)
-        elif t is cst.Match:
-            for case in st.cases:
-                block(case.body)
-
     if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)):
-        block(body)
+        _bind_block(body, names, declared)
     else:
-        stmt(body)
+        _bind_statement(body, names, declared)
     return names, declared
+
+
+def _bind_block(suite, names: set[str], declared: set[str]) -> None:
+    """:func:`bound_names` of the statements of a block, added to ``names`` and ``declared``
+    (functions of the module rather than closures of their caller, which call each other: a
+    reference cycle, see :func:`_in_evaluation_order`)."""
+    if type(suite) is cst.SimpleStatementSuite:  # ``try: import x; HAS_X = True`` on one line
+        _bind_statement(suite, names, declared)
+        return
+    for st in getattr(suite, "body", ()):
+        _bind_statement(st, names, declared)
+
+
+def _bind_statement(st, names: set[str], declared: set[str]) -> None:
+    """:func:`bound_names` of one statement, added to ``names`` and ``declared``."""
+    t = type(st)
+    if t is cst.FunctionDef or t is cst.ClassDef:
+        names.add(st.name.value)
+    elif t is cst.SimpleStatementLine or t is cst.SimpleStatementSuite:
+        for small in st.body:
+            ts = type(small)
+            if ts is cst.Assign:
+                for target in small.targets:
+                    _assigned_names(target.target, names)
+            elif ts is cst.AnnAssign or ts is cst.AugAssign:
+                _assigned_names(small.target, names)
+            elif ts is cst.Global or ts is cst.Nonlocal:
+                declared.update(x.name.value for x in small.names)
+    elif t is cst.If:
+        _bind_block(st.body, names, declared)
+        if type(st.orelse) is cst.If:
+            _bind_statement(st.orelse, names, declared)
+        elif st.orelse is not None:
+            _bind_block(st.orelse.body, names, declared)
+    elif t is cst.For:
+        _assigned_names(st.target, names)
+        _bind_block(st.body, names, declared)
+        if st.orelse is not None:
+            _bind_block(st.orelse.body, names, declared)
+    elif t is cst.While:
+        _bind_block(st.body, names, declared)
+        if st.orelse is not None:
+            _bind_block(st.orelse.body, names, declared)
+    elif t is cst.With:
+        for item in st.items:
+            if item.asname is not None:
+                _assigned_names(item.asname.name, names)
+        _bind_block(st.body, names, declared)
+    elif t is cst.Try or t.__name__ == "TryStar":
+        _bind_block(st.body, names, declared)
+        for h in st.handlers:
+            if h.name is not None:
+                _assigned_names(h.name.name, names)
+            _bind_block(h.body, names, declared)
+        for part in (st.orelse, st.finalbody):
+            if part is not None:
+                _bind_block(part.body, names, declared)
+    elif t is cst.Match:
+        for case in st.cases:
+            _bind_block(case.body, names, declared)
 
 
 def is_generator(func: cst.FunctionDef) -> bool:
@@ -389,8 +397,8 @@ class UnitRecord:
         its typed events name each other, a call's sources name the call itself), so that
         reference counting frees its IR: the language server's template freezes what a check
         leaves alive (``gc.freeze``), and a frozen cycle is never collected."""
-        for raw in (*walk_events(self.ir), *(raw for _call, raw in self.raws)) if self.ir is not None else ():
-            raw.typed, raw.sources = [], None
+        if self.ir is not None:
+            release((*walk_events(self.ir), *(raw for _call, raw in self.raws)))
 
 
 class UnitBuilder:
@@ -1324,34 +1332,38 @@ def evaluation_order(expr: cst.CSTNode) -> list:
     lambdas; a comprehension becomes a :class:`Comprehension` holding the calls it makes per
     item, after the calls of its first iterable."""
     out: list = []
-
-    def rec(n: cst.CSTNode, out: list) -> None:
-        t = type(n)
-        if t is cst.Lambda:
-            return
-        if t in _COMPREHENSIONS:
-            first = n.for_in
-            rec(first.iter, out)
-            body: list = []
-            comp = first
-            while comp is not None:
-                if comp is not first:
-                    rec(comp.iter, body)
-                for cond in comp.ifs:
-                    rec(cond.test, body)
-                comp = comp.inner_for_in
-            for part in (getattr(n, "key", None), getattr(n, "value", None), getattr(n, "elt", None)):
-                if part is not None:
-                    rec(part, body)
-            out.append(Comprehension(n, body))
-            return
-        for c in children(n):
-            rec(c, out)
-        if t is cst.Call:
-            out.append(n)
-
-    rec(expr, out)
+    _in_evaluation_order(expr, out)
     return out
+
+
+def _in_evaluation_order(n: cst.CSTNode, out: list) -> None:
+    """Append the calls of ``n`` to ``out`` (:func:`evaluation_order`). A function of the
+    module rather than a closure of its caller: a nested function that calls itself is a
+    reference cycle (the function, its cell), which holds what it captured until the garbage
+    collector walks it (see :func:`loopcheck.runner.settle_gc`)."""
+    t = type(n)
+    if t is cst.Lambda:
+        return
+    if t in _COMPREHENSIONS:
+        first = n.for_in
+        _in_evaluation_order(first.iter, out)
+        body: list = []
+        comp = first
+        while comp is not None:
+            if comp is not first:
+                _in_evaluation_order(comp.iter, body)
+            for cond in comp.ifs:
+                _in_evaluation_order(cond.test, body)
+            comp = comp.inner_for_in
+        for part in (getattr(n, "key", None), getattr(n, "value", None), getattr(n, "elt", None)):
+            if part is not None:
+                _in_evaluation_order(part, body)
+        out.append(Comprehension(n, body))
+        return
+    for c in children(n):
+        _in_evaluation_order(c, out)
+    if t is cst.Call:
+        out.append(n)
 
 
 _NO_VALUE = object()

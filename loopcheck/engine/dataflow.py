@@ -171,39 +171,43 @@ def summaries(unit: Seq) -> dict[int, _Summary]:
     if unit in _SUMMARIES:
         return _SUMMARIES[unit]
     table: dict[int, _Summary] = {}
-
-    def rec(node: Node) -> _Summary:
-        sm = _Summary()
-        if isinstance(node, (Call, Assign)):
-            sm.kinds = {ev.kind for ev in node.typed}
-            if isinstance(node, Assign) and node.target:
-                sm.names.add(_base_name(node.target))
-            elif isinstance(node, Call):
-                sm.names.update(_base_name(t) for t in node.targets if t)
-            table[id(node)] = sm  # (for the names an event re-binds: every machine asks)
-            return sm
-        if isinstance(node, Jump):
-            sm.jumps = True
-            return sm
-        if isinstance(node, Loop):
-            sm.names.update(node.info.targets)
-        for part in parts(node):
-            sub = rec(part)
-            sm.kinds |= sub.kinds
-            sm.names |= sub.names
-            sm.jumps = sm.jumps or sub.jumps
-            sm.fids |= sub.fids
-        if isinstance(node, Loop):
-            sm.jumps = _returns(node)
-        elif isinstance(node, Inline):
-            sm.jumps = False
-            sm.fids.add(node.fid)
-        table[id(node)] = sm
-        return sm
-
-    rec(unit)
+    _summarize(unit, table)
     _SUMMARIES[unit] = table
     return table
+
+
+def _summarize(node: Node, table: dict[int, _Summary]) -> _Summary:
+    """The :class:`_Summary` of ``node``, stored in ``table`` with those of its parts (a function
+    of the module rather than a closure of :func:`summaries`: a nested function that calls
+    itself is a reference cycle, which keeps what it captured until the garbage collector
+    walks it, see :func:`loopcheck.runner.settle_gc`)."""
+    sm = _Summary()
+    if isinstance(node, (Call, Assign)):
+        sm.kinds = {ev.kind for ev in node.typed}
+        if isinstance(node, Assign) and node.target:
+            sm.names.add(_base_name(node.target))
+        elif isinstance(node, Call):
+            sm.names.update(_base_name(t) for t in node.targets if t)
+        table[id(node)] = sm  # (for the names an event re-binds: every machine asks)
+        return sm
+    if isinstance(node, Jump):
+        sm.jumps = True
+        return sm
+    if isinstance(node, Loop):
+        sm.names.update(node.info.targets)
+    for part in parts(node):
+        sub = _summarize(part, table)
+        sm.kinds |= sub.kinds
+        sm.names |= sub.names
+        sm.jumps = sm.jumps or sub.jumps
+        sm.fids |= sub.fids
+    if isinstance(node, Loop):
+        sm.jumps = _returns(node)
+    elif isinstance(node, Inline):
+        sm.jumps = False
+        sm.fids.add(node.fid)
+    table[id(node)] = sm
+    return sm
 
 
 @dataclass
@@ -232,24 +236,26 @@ def _if_table(unit: Seq) -> _IfTable:
     if unit in _IF_TABLES:
         return _IF_TABLES[unit]
     table, tests = _IfTable(), repeated_tests(unit)
-
-    def visit(node: Node, loops: tuple) -> None:
-        if isinstance(node, If):
-            i = len(table.ifs)
-            table.ifs.append(node)
-            table.end.append(0)
-            if id(node) in tests:
-                names = tests[id(node)][1]
-                table.repeated.append((i, any(names.isdisjoint(targets) for targets in loops)))
-        inner = (*loops, frozenset(node.info.targets)) if isinstance(node, Loop) else loops
-        for part in parts(node):
-            visit(part, inner)
-        if isinstance(node, If):
-            table.end[i] = len(table.ifs)
-
-    visit(unit, ())
+    _index_ifs(unit, (), table, tests)
     _IF_TABLES[unit] = table
     return table
+
+
+def _index_ifs(node: Node, loops: tuple, table: _IfTable, tests: dict) -> None:
+    """Add the ``if`` statements of ``node`` to ``table`` (:func:`_if_table`); ``loops``: the
+    targets of the loops around it; ``tests``: :func:`repeated_tests` of the unit."""
+    if isinstance(node, If):
+        i = len(table.ifs)
+        table.ifs.append(node)
+        table.end.append(0)
+        if id(node) in tests:
+            names = tests[id(node)][1]
+            table.repeated.append((i, any(names.isdisjoint(targets) for targets in loops)))
+    inner = (*loops, frozenset(node.info.targets)) if isinstance(node, Loop) else loops
+    for part in parts(node):
+        _index_ifs(part, inner, table, tests)
+    if isinstance(node, If):
+        table.end[i] = len(table.ifs)
 
 
 def _returns(node: Node) -> bool:

@@ -95,20 +95,23 @@ def loops(unit) -> list[tuple[Loop, tuple[LoopInfo, ...]]]:
     """Every loop of the unit with the loops around it (outermost first, across inlined calls)."""
     def compute():
         out: list[tuple[Loop, tuple[LoopInfo, ...]]] = []
-
-        def rec(node: Node, around: tuple[LoopInfo, ...]) -> None:
-            if isinstance(node, Loop):
-                out.append((node, around))
-                rec(node.body, around + (node.info,))
-                rec(node.orelse, around)
-                return
-            for part in parts(node):
-                rec(part, around)
-
-        rec(unit.ir, ())
+        _loops_in(unit.ir, (), out)
         return out
 
     return _cached(unit, ("values", "loops"), compute)
+
+
+def _loops_in(node: Node, around: tuple[LoopInfo, ...], out: list) -> None:
+    """Append ``(loop, the loops around it)`` for each loop of ``node`` to ``out`` (a function of
+    the module: a nested function that calls itself is a reference cycle, see
+    :func:`loopcheck.engine.builder._in_evaluation_order`)."""
+    if isinstance(node, Loop):
+        out.append((node, around))
+        _loops_in(node.body, around + (node.info,), out)
+        _loops_in(node.orelse, around, out)
+        return
+    for part in parts(node):
+        _loops_in(part, around, out)
 
 
 def definitions(unit) -> dict[str, list]:
