@@ -9,6 +9,7 @@ and inlined calls to functions of the same file.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -247,12 +248,12 @@ def walk_events(node: Node):
             stack.pop()
 
 
-def release(raws) -> None:
+def release(raws: Iterable[RawEvent]) -> None:
     """Break the reference cycles of raw events no one will read again: a raw event and its
     typed events name each other (``raw.typed``, ``event.raw``), and a call's ``sources`` name
     the call itself. Reference counting then frees the IR, and the syntax tree it holds, as
     soon as the check lets go of them; a cycle waits for the garbage collector, which walks
     every object the cycle holds (the whole file's tree, through the module index an event
-    names). ``raws``: any iterable of :data:`RawEvent` (:func:`walk_events` of an IR)."""
+    names). ``raws``: raw events, such as :func:`walk_events` of an IR."""
     for raw in raws:
         raw.typed, raw.sources = [], None
