@@ -71,31 +71,38 @@ def _made_without_graph(unit: Unit, loss: str, store: Event, depth: int = 2) -> 
     loop = store.ctx.loops[-1] if store.ctx.loops else None
     if at is None or loop is None:
         return False
+    return _graphless(raws, loop, loss, at, depth)
 
-    def last_def(sym: str, before: int):
-        for i in range(before - 1, -1, -1):
-            raw = raws[i]
-            if loop not in raw.ctx.loops:
-                return None, None
-            targets = raw.targets if isinstance(raw, Call) else ((raw.target,) if raw.op == "=" else ())
-            if sym in targets:
-                return i, raw
-        return None, None
 
-    def graphless(sym: str, before: int, depth: int) -> bool:
-        i, raw = last_def(sym, before)
-        if raw is None:
-            return False
-        if raw.ctx.grad == "disabled" or (isinstance(raw, Assign) and raw.value_kind in ("number", "detached")):
-            return True
-        if depth == 0 or isinstance(raw, Call) or raw.sources is None or raw.sources.calls and not all(
-            c.receiver is not None or c.inner is not None for c in raw.sources.calls
-        ):
-            return False
-        names = {n.partition(".")[0] if n.partition(".")[0] != sym else n for n in raw.sources.names} - {sym}
-        return bool(names) and all(graphless(n, i, depth - 1) for n in names)
+def _last_def(raws: list, loop, sym: str, before: int):
+    """``(index, raw event)`` of the last definition of ``sym`` in ``raws`` before ``before``,
+    within the iteration of ``loop``; ``(None, None)`` when there is none."""
+    for i in range(before - 1, -1, -1):
+        raw = raws[i]
+        if loop not in raw.ctx.loops:
+            return None, None
+        targets = raw.targets if isinstance(raw, Call) else ((raw.target,) if raw.op == "=" else ())
+        if sym in targets:
+            return i, raw
+    return None, None
 
-    return graphless(loss, at, depth)
+
+def _graphless(raws: list, loop, sym: str, before: int, depth: int) -> bool:
+    """:func:`_made_without_graph` of ``sym`` defined before ``raws[before]``, following its
+    sources ``depth`` definitions back (a function of the module, not a closure that calls
+    itself: that is a reference cycle holding the unit's events, see
+    :func:`loopcheck.engine.ir.release`)."""
+    i, raw = _last_def(raws, loop, sym, before)
+    if raw is None:
+        return False
+    if raw.ctx.grad == "disabled" or (isinstance(raw, Assign) and raw.value_kind in ("number", "detached")):
+        return True
+    if depth == 0 or isinstance(raw, Call) or raw.sources is None or raw.sources.calls and not all(
+        c.receiver is not None or c.inner is not None for c in raw.sources.calls
+    ):
+        return False
+    names = {n.partition(".")[0] if n.partition(".")[0] != sym else n for n in raw.sources.names} - {sym}
+    return bool(names) and all(_graphless(raws, loop, n, i, depth - 1) for n in names)
 
 
 def _local(sym: str | None) -> bool:
