@@ -108,9 +108,11 @@ class ModeMachine(Machine):
     def branch(self, s, node, taken: bool):
         """``if was_training:`` (or ``if not was_training:``) with the mode saved in
         ``was_training`` known on this path: only the arm it decides is taken."""
+        if not s.saved:  # (most paths: no mode saved, nothing to read in the test)
+            return s
         test, negated = _saved_mode_test(node)
         want = taken != negated
-        if test is None or not s.saved:
+        if test is None:
             return s
         kept = next((x for x in s.saved if x[0] == test.value), None)
         if kept is None or kept[1] not in ("train", "eval"):
