@@ -516,7 +516,7 @@ def test_a_submodules_constructor_is_its_own_entry_point_and_its_findings_are_ke
     assert [(f.code, f.row) for f in found] == [("LC505", 10)]
 
 
-def test_a_check_that_finds_nothing_leaves_no_cycle_holding_the_tree():
+def test_a_check_that_finds_nothing_leaves_no_cycle_holding_the_tree(tmp_path: Path):
     """The syntax tree of a check that reports nothing is freed by reference counting as soon
     as the check returns: no reference cycle (a raw event and its typed events, a call's
     sources, a nested function that calls itself) holds a node of it for the garbage
@@ -545,13 +545,26 @@ def test_a_check_that_finds_nothing_leaves_no_cycle_holding_the_tree():
                     loss = outputs.loss
                     losses.append(loss)
         """)
+    # a project: a training file, and an evaluation script read statement by statement
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "train.py").write_text(stored_without_graph, encoding="utf-8")
+    (tmp_path / "evaluate.py").write_text(textwrap.dedent("""\
+        import torch
+
+        def evaluate(model, loader):
+            model.eval()
+            with torch.no_grad():
+                return [model(x) for x in loader]
+        """), encoding="utf-8")
     goods = sorted(FIXTURES.glob("LC*_good*.py"))
     assert len(goods) >= 29
-    for path, text in [*((p, p.read_text(encoding="utf-8")) for p in goods), ("stored", stored_without_graph)]:
+    checks = [*((p, "-") for p in goods), *((tmp_path / name, str(tmp_path / name)) for name in ("train.py", "evaluate.py"))]
+    for path, filename in checks:
+        text = path.read_text(encoding="utf-8")
         gc.collect()
         gc.disable()
         try:
-            found, module, _positions = check_parsed(text, "-")
+            found, module, _positions = check_parsed(text, filename)
             assert (found, module) == ([], None), path
             gc.set_debug(gc.DEBUG_SAVEALL)
             gc.collect()

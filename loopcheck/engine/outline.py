@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import re
 import warnings
+import weakref
 from array import array
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -263,14 +264,19 @@ class LazyClassInfo:
     ``node`` (its whole ``class`` statement, whose methods are other nodes) when asked for."""
 
     def __init__(self, index: "LazyModuleIndex", name: str, bases: tuple[str, ...], methods: list[str]) -> None:
-        self._index = index
+        # the index is named weakly: it holds this class info, and a reference cycle would keep
+        # an index no one uses (a checked file's, one :meth:`Project.trim` lets go) and its
+        # parsed statements until the garbage collector walks them (or forever, once frozen:
+        # :func:`loopcheck.runner.settle_gc`)
+        self._index = weakref.ref(index)
         self._name = name
         self.bases = bases
-        self.methods = _Lazy(methods, lambda method: index.method_statement(name, method))
+        statement = weakref.WeakMethod(index.method_statement)
+        self.methods = _Lazy(methods, lambda method: statement()(name, method))
 
     @property
     def node(self) -> cst.ClassDef:
-        node = self._index.statement("class", self._name)
+        node = self._index().statement("class", self._name)
         if node is None:
             raise KeyError(self._name)
         return node
@@ -323,7 +329,8 @@ class LazyModuleIndex:
         self.method_class: dict[cst.FunctionDef, str] = {}
         #: whether a statement LibCST could not parse was asked for (its node is then missing)
         self.unparsed = False
-        self.functions = _Lazy(outline.functions, lambda func: self.statement("def", func))
+        statement = weakref.WeakMethod(self.statement)  # (not ``self``: see :class:`LazyClassInfo`)
+        self.functions = _Lazy(outline.functions, lambda func: statement()("def", func))
         self.classes = {
             cls: LazyClassInfo(self, cls, bases, methods) for cls, (bases, methods) in outline.classes.items()
         }

@@ -26,6 +26,7 @@ LibCST parses it only when the analysis needs its code (:mod:`loopcheck.engine.o
 from __future__ import annotations
 
 import os
+import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -314,9 +315,14 @@ class Project:
             seen = outline(source, package)
             if seen is not None:
                 info = ModuleInfo(path, name, source, None, None, stamp)
+                # ``info`` holds the index, which holds this function: named weakly, or the cycle
+                # would keep a module :meth:`trim` lets go (see ``outline.LazyClassInfo``)
+                ref = weakref.ref(info)
 
-                def parsed(tree: cst.Module | None, info: ModuleInfo = info) -> None:
-                    info.module = tree
+                def parsed(tree: cst.Module | None) -> None:
+                    target = ref()
+                    if target is not None:
+                        target.module = tree
 
                 info.index = LazyModuleIndex(source, seen, name, path, self, on_parse=parsed)
                 if keep:
