@@ -65,9 +65,13 @@ class Machine:
         return state
 
     def branches_on(self, node: If) -> bool:
-        """Whether :meth:`branch` may return anything but the state it is given at ``node``
-        (default: whenever a subclass overrides :meth:`branch`). A machine that decides only
-        some tests (``if was_training:``) says which, so that the others cost nothing."""
+        """Whether ``node`` is opaque to the machine for its test alone: :meth:`branch` may
+        return anything but the state it is given there (default: whenever a subclass
+        overrides :meth:`branch`). Read by :meth:`_Interpreter._correlated_tests` only; a
+        machine that decides only some tests (``if was_training:``) says which, so that the
+        others cost nothing. It may also answer ``False`` for an ``if`` its :meth:`branch`
+        decides when that ``if`` holds an event of its kinds, which makes it opaque anyway (the
+        gradient machine); so ``False`` does not mean that :meth:`branch` gives the state back."""
         return type(self).branch is not Machine.branch
 
 
