@@ -396,9 +396,7 @@ class LazyModuleIndex:
         :meth:`ModuleIndex.module_code <loopcheck.engine.builder.ModuleIndex.module_code>`
         gives them; ``[]`` (and :attr:`unparsed` set) when LibCST cannot parse it."""
         if self._code is None:
-            if self._starts is None:
-                self._starts = array("I", line_starts(self.source))
-            module = self._parse(module_code_text(self.source, self._starts, self._spans.values()))
+            module = self._parse(module_code_text(self.source, self._line_starts(), self._spans.values()))
             self._code = []
             if module is not None:
                 self.fragments.append((module, 0))
@@ -423,9 +421,13 @@ class LazyModuleIndex:
 
     def _lines(self, span: tuple[int, int]) -> str:
         """Lines ``span`` (first, last; 1-based) of the source, their line ends included."""
+        return span_text(self.source, self._line_starts(), span)
+
+    def _line_starts(self) -> array:
+        """Where each line of the source starts, computed once."""
         if self._starts is None:
             self._starts = array("I", line_starts(self.source))
-        return span_text(self.source, self._starts, span)
+        return self._starts
 
     def _parse(self, text: str) -> cst.Module | None:
         """``text`` parsed with LibCST (``None`` when it cannot be), counted in :attr:`parsed_chars`."""

@@ -29,7 +29,7 @@ from collections.abc import Collection
 
 import libcst as cst
 
-from loopcheck.engine.outline import WORD
+from loopcheck.engine.outline import WORD, LazyModuleIndex
 from loopcheck.engine.walk import names_in
 
 
@@ -50,7 +50,7 @@ def reaching(index, targets: Collection[str]) -> set[cst.FunctionDef]:
         under the class's name (``Evaluator()`` runs it).
     """
     targets = set(targets)
-    keep = candidates(index, targets) if hasattr(index, "text_of") else None
+    keep = candidates(index, targets) if isinstance(index, LazyModuleIndex) else None
     known: dict[cst.FunctionDef, list[str]] = {}
     inherits: set[cst.FunctionDef] = set()
     for name in function_names(index.functions):
