@@ -126,29 +126,31 @@ def tune_gc() -> None:
     _gc_tuned = gc.get_threshold() == GC_THRESHOLDS
 
 
-def settle_gc(released: bool, collect: bool = False) -> None:
+def settle_gc(released: bool = False, collect: bool = False) -> None:
     """Between two checks (after :func:`tune_gc`): collect the cyclic garbage of the check
     that ended, then freeze what survives (``gc.freeze``: the modules the project keeps, the
-    imported code), so that no later collection walks those objects again; ``released``: a
-    project was let go, so the frozen objects are unfrozen first, and its cycles collected;
-    ``collect``: collect even in a process that keeps its own thresholds (after the memory
-    safety net let every project go).
+    imported code), so that no later collection walks those objects again; ``released``: every
+    project was let go (the memory safety net, :data:`MEMORY_BUDGET`), so the frozen objects
+    are unfrozen first and the whole process collected; ``collect``: collect even in a process
+    that keeps its own thresholds.
 
     Measured on the 811 files of the benchmark corpus (``scripts/bench_manifest.toml``) in one
     process, in the order of :func:`schedule` (2-core machine, Python 3.11): 57.7-85.7 CPU s
     with Python's defaults (136-138 full collections), 44.6-48.2 s with :data:`GC_THRESHOLDS`
     and this; peak memory 166-196 MB vs 166-172 MB. Higher thresholds without the freeze were
     as fast but let the process grow to 264 MB (a check's cycles, promoted to the oldest
-    generation while it ran, wait for a full collection). Objects frozen and dropped later (a
-    module :meth:`Project.trim` lets go) are freed by their reference counts; only their
-    cycles wait for the next project or :data:`MEMORY_BUDGET`.
+    generation while it ran, wait for a full collection).
 
-    The collection walks what a check left in reference cycles, and a check that reports
-    nothing leaves none holding its syntax tree (:func:`loopcheck.engine.ir.release`; nested
-    functions that call themselves are functions of their modules). Before, the IR's cycles
-    held the whole tree, through the module index an event names: diffusers' 2,092 files in
-    one process left 5.55 million objects to these collections. All collections of such a run
-    took 4.75-5.92 of its 51-68 CPU s before, 1.57 s after (timed with ``gc.callbacks``)."""
+    A frozen object dropped later is freed by its reference count; only a cycle would wait for
+    the safety net. None is left: a check that reports nothing leaves no cycle holding its
+    syntax tree (:func:`loopcheck.engine.ir.release`; nested functions that call themselves are
+    functions of their modules), a module :meth:`Project.trim` lets go is named weakly by what
+    it holds, and a project let go for another is emptied (:meth:`Project.close`). Before, the
+    IR's cycles held the whole tree: diffusers' 2,092 files in one process left 5.55 million
+    objects to these collections (all collections 4.75-5.92 of its 51-68 CPU s; 1.57 s after).
+    And each change of project unfroze and collected the whole process, to find the project's
+    cycles: on the benchmark corpus, 146 such collections took 6.1 of 45 CPU s and found
+    746,059 objects; with :meth:`Project.close` they found none, and are no longer made."""
     import gc
 
     if not _gc_tuned:
@@ -227,12 +229,9 @@ def check_job(job: Job, cache: Cache | None = None) -> Outcome:
         tune_gc()
         _first_rss = resident_bytes() or 0
 
-    released = False
-
     def lint():
-        nonlocal released
         project = project_for(job.filename, job.src)
-        released = forget_projects(keep=project) > 0
+        forget_projects(keep=project)
         if project is None:
             return (*lint_text(job.text, job.filename, job.codes, job.src), None)
         with project.recording() as reads:
@@ -246,7 +245,7 @@ def check_job(job: Job, cache: Cache | None = None) -> Outcome:
     except Exception as err:  # noqa: BLE001 - an analyzer bug must not hide the other files' findings
         return Outcome([], None, f"internal error while checking {job.filename}: {describe_error(err)}")
     finally:
-        settle_gc(released)
+        settle_gc()
         now = trim_heap()
         if now is not None and now - _first_rss > MEMORY_BUDGET and now > _after_release + MEMORY_REGROWTH:
             forget_projects()

@@ -574,3 +574,54 @@ def test_a_check_that_finds_nothing_leaves_no_cycle_holding_the_tree(tmp_path: P
             gc.garbage.clear()
             gc.enable()
         assert held == [], path
+
+
+def test_a_project_let_go_for_another_is_freed_without_a_collection(tmp_path: Path):
+    """When a process turns to another project (:func:`loopcheck.runner.check_job`), the
+    project it lets go, with the modules it read, is freed by reference counting: the
+    collections between checks no longer walk the whole process to find it
+    (:meth:`loopcheck.engine.project.Project.close`)."""
+    import gc
+    import weakref
+
+    from loopcheck.analysis import check_parsed
+    from loopcheck.engine.project import forget_projects, project_for
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    for root in (first, second):
+        root.mkdir()
+        (root / "pyproject.toml").write_text("")
+    (first / "engine.py").write_text(textwrap.dedent("""\
+        def train_one_epoch(model, loader, optimizer):
+            model.train()
+            for x, y in loader:
+                loss = model(x, y)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+        """), encoding="utf-8")
+    train = textwrap.dedent("""\
+        import torch
+        from engine import train_one_epoch
+
+        def main(model, loader):
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for epoch in range(3):
+                train_one_epoch(model, loader, optimizer)
+        """)
+    (first / "train.py").write_text(train, encoding="utf-8")
+    forget_projects()
+    project = project_for(first / "train.py")
+    assert check_parsed(train, str(first / "train.py"), project=project)[0] == []
+    engine = project.module_of(first / "engine.py")
+    assert engine is not None and engine.index is not None  # the check read the imported module
+    gone = [weakref.ref(project), weakref.ref(engine), weakref.ref(engine.index)]
+    del project, engine
+    gc.collect()
+    gc.disable()
+    try:
+        forget_projects(keep=project_for(second / "train.py"))
+        assert [ref() is None for ref in gone] == [True, True, True]
+    finally:
+        gc.enable()
+        forget_projects()

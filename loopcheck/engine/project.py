@@ -360,6 +360,18 @@ class Project:
                 break
             total -= _weight(self._modules.pop(path))
 
+    def close(self) -> None:
+        """Let go of every module this project holds (text, tree, index) and every answer
+        about them, as :func:`forget_projects` does when it drops the project. A module's
+        index names its project (to resolve the imports it makes), so a project and its
+        modules are a reference cycle: emptied, they are freed by their reference counts, and
+        no collection of every object of the process is needed to find them
+        (:func:`loopcheck.runner.settle_gc`). A project closed and used again reads its
+        modules again."""
+        self._modules.clear()
+        self.memo.clear()
+        self.trim()
+
     def lookup(self, qualname: str | None, near: Path | None, _depth: int = 0) -> Member | None:
         """The project definition a qualified name refers to (``engine.train_one_epoch``,
         ``models.Net``, ``trainer.Trainer.fit``, or a name re-exported by a package's
@@ -476,5 +488,6 @@ def forget_projects(keep: Project | None = None) -> int:
     for key, proj in list(_PROJECTS.items()):
         if proj is not keep:
             del _PROJECTS[key]
+            proj.close()
             dropped += 1
     return dropped
