@@ -266,8 +266,8 @@ class LazyClassInfo:
     def __init__(self, index: "LazyModuleIndex", name: str, bases: tuple[str, ...], methods: list[str]) -> None:
         # the index is named weakly: it holds this class info, and a reference cycle would keep
         # an index no one uses (a checked file's, one :meth:`Project.trim` lets go) and its
-        # parsed statements until the garbage collector walks them (once frozen, until a
-        # project is let go: :func:`loopcheck.runner.settle_gc`)
+        # parsed statements until the garbage collector walks them (once frozen, until the
+        # memory safety net unfreezes them: :func:`loopcheck.runner.settle_gc`)
         self._index = weakref.ref(index)
         self._name = name
         self.bases = bases
