@@ -142,15 +142,17 @@ def settle_gc(released: bool = False, collect: bool = False) -> None:
     generation while it ran, wait for a full collection).
 
     A frozen object dropped later is freed by its reference count; only a cycle would wait for
-    the safety net. None is left: a check that reports nothing leaves no cycle holding its
-    syntax tree (:func:`loopcheck.engine.ir.release`; nested functions that call themselves are
-    functions of their modules), a module :meth:`Project.trim` lets go is named weakly by what
-    it holds, and a project let go for another is emptied (:meth:`Project.close`). Before, the
-    IR's cycles held the whole tree: diffusers' 2,092 files in one process left 5.55 million
-    objects to these collections (all collections 4.75-5.92 of its 51-68 CPU s; 1.57 s after).
-    And each change of project unfroze and collected the whole process, to find the project's
-    cycles: on the benchmark corpus, 146 such collections took 6.1 of 45 CPU s and found
-    746,059 objects; with :meth:`Project.close` they found none, and are no longer made."""
+    the safety net. None is known to be left: a check that reports nothing leaves no cycle
+    holding its syntax tree (:func:`loopcheck.engine.ir.release`; nested functions that call
+    themselves are functions of their modules), a module :meth:`Project.trim` lets go is named
+    weakly by what it holds, and a project let go for another is emptied
+    (:meth:`Project.close`). Before, the IR's cycles held the whole tree: diffusers' 2,092
+    files in one process left 5.55 million objects to these collections (all collections
+    4.75-5.92 of its 51-68 CPU s; 1.57 s after). And each change of project unfroze and
+    collected the whole process, to find the project's cycles: on the benchmark corpus, 146
+    such collections took 6.1 of 45 CPU s and found 746,059 objects; with
+    :meth:`Project.close` they found none (each made after the usual collection, to see), and
+    are no longer made."""
     import gc
 
     if not _gc_tuned:

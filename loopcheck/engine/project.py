@@ -481,9 +481,10 @@ def project_for(path: str | os.PathLike | None, src: tuple = ()) -> Project | No
 
 def forget_projects(keep: Project | None = None) -> int:
     """Drop the projects :func:`project_for` shares in this process (the text, tree and index
-    of every module read), except ``keep``: for a process that checks one project after
-    another, or whose memory grew too large. A dropped project's modules are read again when
-    a later check needs them (the results do not change). Returns how many were dropped."""
+    of every module read), except ``keep``, each emptied (:meth:`Project.close`): for a
+    process that checks one project after another, or whose memory grew too large. A dropped
+    project's modules are read again when a later check needs them (the results do not
+    change). Returns how many were dropped."""
     dropped = 0
     for key, proj in list(_PROJECTS.items()):
         if proj is not keep:
