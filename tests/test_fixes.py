@@ -354,6 +354,25 @@ def test_fix_that_trades_a_bug_for_an_unfixable_one_is_dropped():
 # ------------------------------------------------------------------------------ unsafe LC401
 
 
+def test_a_fix_the_safe_run_applies_is_not_verified_again_with_the_unsafe_fixes(monkeypatch):
+    """attach_fixes checks the fixed text once with the safe fixes, and again with the unsafe
+    ones only for the findings the first run left (a check of the whole file each)."""
+    import loopcheck.fixes.apply as fix_apply
+
+    runs = []
+    real = fix_apply.apply_fixes
+
+    def counted(source, findings, unsafe=False, **kwargs):
+        runs.append(unsafe)
+        return real(source, findings, unsafe, **kwargs)
+
+    monkeypatch.setattr(fix_apply, "apply_fixes", counted)
+    text = (FIXTURES / "LC101_bad.py").read_text(encoding="utf-8")
+    findings = attach_fixes(text, check_source(text, "LC101_bad.py"))
+    assert [(f.code, f.fix.applicability) for f in findings] == [("LC101", "safe")]
+    assert runs == [False]
+
+
 def test_loss_item_is_unsafe_when_the_total_is_used_as_a_tensor():
     src = textwrap.dedent("""\
         import torch
