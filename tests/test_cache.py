@@ -298,6 +298,21 @@ def test_a_warm_run_reads_no_module_and_looks_for_no_import_whose_times_hold(pro
     assert [os.path.basename(m[0]) for m in entry["modules"] if m[2] is not None] == ["engine.py"]
 
 
+def test_a_cold_run_looks_at_each_directory_its_imports_probed_once(project, monkeypatch):
+    """The entries one run writes share what was learned of the directories their imports
+    were looked for in (each file's check probes ``torch``, ``engine``... next to it): each
+    directory's time is taken once, not once per entry (:class:`loopcheck.cache._ProbeMemo`)."""
+    age(project)
+    timed = []
+    real_stat = loopcheck.cache._stat
+    monkeypatch.setattr(loopcheck.cache, "_stat", lambda p: timed.append(str(p)) or real_stat(p))
+    cli("--output-format", "json", ".")
+    directories = [p for p in timed if os.path.isdir(p)]
+    assert str(project) in directories
+    assert sorted(directories) == sorted(set(directories))
+    assert len(entries(project / ".loopcheck_cache")) == 3
+
+
 class Reads:
     """Records the files the command line reads (:func:`loopcheck.cli.read_file`)."""
 
