@@ -126,13 +126,13 @@ def tune_gc() -> None:
     _gc_tuned = gc.get_threshold() == GC_THRESHOLDS
 
 
-def settle_gc(released: bool = False, collect: bool = False) -> None:
+def settle_gc(released: bool = False) -> None:
     """Between two checks (after :func:`tune_gc`): collect the cyclic garbage of the check
     that ended, then freeze what survives (``gc.freeze``: the modules the project keeps, the
     imported code), so that no later collection walks those objects again; ``released``: every
     project was let go (the memory safety net, :data:`MEMORY_BUDGET`), so the frozen objects
-    are unfrozen first and the whole process collected; ``collect``: collect even in a process
-    that keeps its own thresholds.
+    are unfrozen first and the whole process collected (in a process that keeps its own
+    thresholds too, which is otherwise left alone).
 
     Measured on the 811 files of the benchmark corpus (``scripts/bench_manifest.toml``) in one
     process, in the order of :func:`schedule` (2-core machine, Python 3.11): 57.7-85.7 CPU s
@@ -156,7 +156,7 @@ def settle_gc(released: bool = False, collect: bool = False) -> None:
     import gc
 
     if not _gc_tuned:
-        if collect:
+        if released:
             gc.collect()
         return
     if released:
@@ -251,7 +251,7 @@ def check_job(job: Job, cache: Cache | None = None) -> Outcome:
         now = trim_heap()
         if now is not None and now - _first_rss > MEMORY_BUDGET and now > _after_release + MEMORY_REGROWTH:
             forget_projects()
-            settle_gc(True, collect=True)
+            settle_gc(released=True)
             _after_release = trim_heap(force=True) or now
     if cache is not None and job.entry is not None:
         cache.put(job.entry, job.text, found, checked.notebook, reads, job.stamp)

@@ -455,7 +455,7 @@ def test_a_checking_process_tunes_the_collector_and_freezes_what_survives_a_chec
     assert dead() is None  # the cycles of a check are collected
     assert gc_state.get_freeze_count() > frozen  # the survivors are frozen
     frozen_cycle = weakref.ref(kept)
-    del kept  # frozen: not collected until a project is let go
+    del kept  # frozen: not collected until every project is let go (the memory safety net)
     loopcheck.runner.settle_gc(released=False)
     assert frozen_cycle() is not None
     loopcheck.runner.settle_gc(released=True)

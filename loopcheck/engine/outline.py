@@ -268,11 +268,10 @@ class LazyClassInfo:
         # an index no one uses (a checked file's, one :meth:`Project.trim` lets go) and its
         # parsed statements until the garbage collector walks them (once frozen, until the
         # memory safety net unfreezes them: :func:`loopcheck.runner.settle_gc`)
-        self._index = weakref.ref(index)
+        self._index = ref = weakref.ref(index)
         self._name = name
         self.bases = bases
-        statement = weakref.WeakMethod(index.method_statement)
-        self.methods = _Lazy(methods, lambda method: statement()(name, method))
+        self.methods = _Lazy(methods, lambda method: ref().method_statement(name, method))
 
     @property
     def node(self) -> cst.ClassDef:
