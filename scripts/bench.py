@@ -333,7 +333,7 @@ def main() -> None:
     print(f"  loopcheck cold, all cores (-j0)     {cold.wall:8.2f} s  (cpu {cold.cpu:.1f} s)")
     parse_after, parse_cpu = bare_parse(texts, args.repeat)
     parse_s = (parse_before + parse_after) / 2
-    print(f"  bare LibCST parse again              {parse_after:8.2f} s  (cpu {parse_cpu:.1f} s); mean {parse_s:.2f} s")
+    print(f"  bare LibCST parse again             {parse_after:8.2f} s  (cpu {parse_cpu:.1f} s); mean {parse_s:.2f} s")
     print(f"  ratios to the mean parse: cold -j1 {serial.wall / parse_s:.2f}x, cold all cores {cold.wall / parse_s:.2f}x")
     warm = median_run(lambda i: [*common, "-j0", "--cache-dir", str(cache), *paths], max(args.repeat, 3), cwd)
     print(f"  loopcheck warm (nothing changed)    {warm.wall:8.2f} s  (cpu {warm.cpu:.2f} s)"
