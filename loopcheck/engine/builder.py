@@ -42,7 +42,7 @@ from loopcheck.engine.ir import (
     walk_events,
 )
 from loopcheck.engine.classes import is_module_class
-from loopcheck.engine.knowledge import knowledge
+from loopcheck.engine.knowledge import NO_GRAPH, knowledge
 from loopcheck.engine.names import ImportMap, dotted_name
 from loopcheck.engine.summaries import ContextSplit, decorator_grad, is_context_manager, split_context_manager
 from loopcheck.engine.walk import calls_in_order, children, dotted_chains, small_statements
@@ -1395,14 +1395,20 @@ def _sources_plan(e: cst.CSTNode, kb):
         if dotted is not None:
             return None if dotted in ("True", "False", "None") else dotted
         return None if e.attr.value == "data" else _sources_plan(e.value, kb)
-    if t is cst.Lambda:
+    if t is cst.Lambda or t is cst.Comparison:
+        return None  # a comparison is a boolean: it carries no graph of its operands
+    if t is cst.UnaryOperation and type(e.operator) is cst.Not:
         return None
     if t is cst.Call:
         f = e.func
         detaches = False
         if type(f) is cst.Attribute:
             m = kb.method("torch.Tensor", f.attr.value)
-            detaches = m is not None and m.returns is not None and m.returns.value in ("number", "detached")
+            detaches = m is not None and m.returns is not None and m.returns.value in NO_GRAPH
+        elif type(f) is cst.Name and f.value in BUILTINS:  # float(loss), len(batch)
+            m = kb.function(f.value)
+            if m is not None and m.returns is not None and m.returns.value in NO_GRAPH:
+                return None
         args = tuple(p for p in (_sources_plan(a.value, kb) for a in e.args) if p)
         return _CallPlan(e, dotted_name(f), args, detaches, None if detaches else _sources_plan(f, kb))
     parts = tuple(p for p in (_sources_plan(c, kb) for c in children(e)) if p)
@@ -1511,26 +1517,29 @@ def _is_literal(expr: cst.CSTNode, literal_names: set[str]) -> bool:
 
 def value_kind(imports: ImportMap, value: cst.BaseExpression) -> str:
     """Classify an assigned value: ``number`` (``x.item()``, ``float(x)``), ``detached``
-    (``x.detach()``, ``x.data``), ``call`` or ``expr``. What a call returns comes from the
+    (``x.detach()``, ``x.data``), ``integer`` (``a == b``, ``logits.argmax(1)``), ``call`` or
+    ``expr``. What a call returns comes from the
     library knowledge (``torch.Tensor.item`` returns a number, ``float`` too)."""
     if type(value) is cst.Call:
         func = value.func
         kb = knowledge()
         if type(func) is cst.Attribute:
             summary = kb.method("torch.Tensor", func.attr.value)
-            if summary is not None and summary.returns is not None and summary.returns.value in ("number", "detached"):
+            if summary is not None and summary.returns is not None and summary.returns.value in NO_GRAPH:
                 return summary.returns.value
             if isinstance(func.value, (cst.Call, cst.Attribute)):
                 inner = value_kind(imports, func.value)  # v.data.sum(), loss.detach().cpu()
-                if inner in ("number", "detached"):
+                if inner in NO_GRAPH:
                     return inner
         q = imports.qualify(dotted_name(func))
         summary = kb.function(q)
-        if summary is not None and summary.returns is not None and summary.returns.value in ("number", "detached"):
+        if summary is not None and summary.returns is not None and summary.returns.value in NO_GRAPH:
             return summary.returns.value
         return "call"
     if type(value) is cst.Attribute and value.attr.value == "data":
         return "detached"
+    if type(value) is cst.Comparison or (type(value) is cst.UnaryOperation and type(value.operator) is cst.Not):
+        return "integer"
     if isinstance(value, (cst.Integer, cst.Float)):
         return "number"
     return "expr"

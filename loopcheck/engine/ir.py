@@ -120,7 +120,8 @@ class Assign:
         op: ``"="``, ``"+="``, ... or ``"[]="`` for a subscript store.
         value_sym: the symbol when the value is a plain dotted name.
         value_kind: ``"number"`` for ``x.item()``/``float(x)``/``x.tolist()``,
-            ``"detached"`` for ``x.detach()``/``x.data``, ``"call"`` for other calls,
+            ``"detached"`` for ``x.detach()``/``x.data``, ``"integer"`` for comparisons and
+            integer results (``logits.argmax(1)``), ``"call"`` for other calls,
             ``"expr"`` otherwise.
         mentions: every symbol mentioned in the value.
         operands: the symbols the value is computed from by arithmetic, indexing or tensor

@@ -81,6 +81,10 @@ EVENTS: dict[str, frozenset[str]] = {
 #: What a havoc can make unknown: a model's train/eval mode, gradients (of a model or an
 #: optimizer), a scheduler's position, a GradScaler's state, a model's parameters.
 ASPECTS = frozenset({"mode", "grads", "lr", "scale", "params"})
+#: ``returns.value`` kinds of a result that carries no autograd graph, whatever its inputs
+#: carry: a Python number, a detached tensor, an integer or boolean tensor (only floating
+#: point tensors can require gradients, https://pytorch.org/docs/stable/notes/autograd.html).
+NO_GRAPH = frozenset({"number", "detached", "integer"})
 ROLES = frozenset({"optimizer", "scheduler", "scaler", "loader", "model", "criterion", "loss", "accelerator"})
 _ROLE_KEYS = frozenset({
     "role", "params", "eager_state", "schedule", "period", "optimizer", "same", "type", "value", "sampler", "items",
@@ -153,8 +157,9 @@ class Returns:
             ``accelerator.prepare(model, optimizer)`` returns its arguments; ``0``:
             ``DDP(model)`` shares its module's parameters).
         type: the qualified library class of the returned object, whose methods have entries.
-        value: ``"number"`` (``loss.item()``) or ``"detached"`` (``loss.detach()``) for values
-            that keep no autograd graph; ``"derived"`` for a value computed from the positional
+        value: ``"number"`` (``loss.item()``), ``"detached"`` (``loss.detach()``) or
+            ``"integer"`` (``logits.argmax(1)``, ``labels.ne(-100)``: an integer or boolean
+            tensor) for values that keep no autograd graph (:data:`NO_GRAPH`); ``"derived"`` for a value computed from the positional
             arguments that keeps their graph (``sum(losses)``, ``torch.stack(losses)``).
         details: role details: ``params`` (the argument that holds an optimizer's parameters),
             ``eager_state``, ``schedule`` (``"epoch"``/``"batch"``/``"plateau"``/``"unknown"``),
