@@ -26,7 +26,6 @@ from loopcheck.engine.roles import (
 )
 
 DTYPE_WORDS = re.compile(r"(float|half|bfloat16|double|dtype|fp16|bf16|int8)", re.I)
-METER_NAME = re.compile(r"(meter|avg|average|losses|running)", re.I)
 #: Receivers whose methods only log (``logger.info(model)``): untyped, known by name.
 LOGGER_NAME = re.compile(r"^(\w*logger|log|writer|tb_writer|summary_writer|tb|pbar|progress\w*|console)$", re.I)
 ALL_ASPECTS = ASPECTS
@@ -270,10 +269,7 @@ class _Typer:
         elif k == "scaler_update":
             self.ev(k, self.sym(eff.get("scaler")))
         elif k == "store":
-            loss = self.sym(eff.get("value"))
-            if loss is not None and loss in roles.losses:
-                self.ev("store_loss", self.sym(eff.get("container")), loss=loss,
-                        how=f"{last(c.receiver or c.func or '')}.{c.method}()")
+            pass  # a value kept with its graph: ``graph_events``
         elif k in DATA_EVENTS:
             self.data_effect(eff)
         elif k == "havoc":
@@ -344,16 +340,7 @@ class _Typer:
             self.ev("zero_grad_all", None)
             return
         if method in ("append", "extend", "add", "insert", "put") and c.args and c.receiver:
-            a = c.args[-1]
-            if a.sym and roles.canon(a.sym) in roles.losses:
-                self.ev("store_loss", recv, loss=roles.canon(a.sym), how=f"{last(c.receiver)}.{method}()")
-            return
-        if method == "update" and c.args and c.receiver and METER_NAME.search(last(c.receiver)):
-            # AverageMeter.update(val, n): ``self.sum += val * n`` keeps the graph of every step
-            a = c.args[0]
-            if a.sym and a.keyword is None and roles.canon(a.sym) in roles.losses:
-                self.ev("store_loss", recv, loss=roles.canon(a.sym), how=f"{last(c.receiver)}.update()")
-            return
+            return  # a container keeps the argument: typed by ``graph_events`` when it has a graph
         if c.receiver and LOGGER_NAME.search(last(c.receiver)):
             return
         if c.inner is not None and c.inner.func == "super":
@@ -379,7 +366,7 @@ class _Typer:
 
 def classify_call(c: Call, roles: Roles) -> list[Event]:
     """The typed events of one raw call (usually zero or one)."""
-    return _Typer(c, roles).run()
+    return _Typer(c, roles).run() + graph_events(c, roles)
 
 
 def classify_assign(a: Assign, roles: Roles) -> list[Event]:
@@ -415,16 +402,30 @@ def classify_assign(a: Assign, roles: Roles) -> list[Event]:
     ):
         out.append(Event("submodule_replace", canon_prefix, a.node, a, {"attr": attr}))
         return out
-    if a.op != "=" and a.sources is not None:
-        # ``total += loss``, ``self.sum += val * n``, ``self.sum += v.sum()``: the tensor itself
-        # (``v.item()``, ``float(v)``, ``v.data.sum()`` keep no graph)
-        loss = next((roles.canon(m) for m in sorted(a.sources.names) if roles.canon(m) in roles.losses), None)
-        if loss is not None:
-            out.append(Event("store_loss", target, a.node, a, {"loss": loss, "how": a.op}))
-    if target in roles.losses or roles.canon(target) in roles.losses:
-        kind = "detached" if target in roles.no_graph or a.ctx.grad == "disabled" else a.value_kind
-        out.append(Event("loss_assign", roles.canon(target), a.node, a, {"value_kind": kind}))
+    out += graph_events(a, roles)
     return out
+
+
+def graph_events(raw: RawEvent, roles: Roles) -> list[Event]:
+    """``graph_store`` for an event that keeps a value with an autograd graph in a container
+    (:func:`loopcheck.engine.graphs.graph_stores`; extra ``value``: the stored symbol or
+    ``None``, ``how``: ``append``/``total``/``entry``), and ``graph_release`` for one that
+    empties such a container: the container re-bound to another value (``total = 0``,
+    ``history = []``, the object that holds it re-bound) or cleared (``history.clear()``)."""
+    store = roles.graph_stores.get(id(raw))
+    if store is not None:
+        return [Event("graph_store", store.container, raw.node, raw, {"value": store.value, "how": store.how})]
+    if not roles.keepers:
+        return []
+    if isinstance(raw, Assign):
+        target = raw.target if raw.op == "=" else None
+        if target is None:
+            return []
+        return [Event("graph_release", k, raw.node, raw) for k in sorted(roles.keepers)
+                if k == target or k.startswith(target + ".")]
+    if raw.method == "clear" and raw.receiver in roles.keepers and not raw.args:
+        return [Event("graph_release", raw.receiver, raw.node, raw)]
+    return []
 
 
 def _mode_saved(a: Assign, roles: Roles) -> Event | None:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from loopcheck.engine.builder import ModuleIndex
+from loopcheck.engine.graphs import graph_stores
 from loopcheck.engine.ir import Arg, Assign, Call, RawEvent
 from loopcheck.engine.knowledge import Returns, Summary, knowledge
 from loopcheck.engine.walk import dotted_chains, names_in
@@ -157,6 +158,11 @@ class Roles:
             (``losses[-1].backward()``, ``sum(losses).backward()``).
         alias: symbol → the symbol of the same object (``model = DDP(model)``).
         scaled: ``x = scaler.scale(loss)``: x → scaler.
+        graph: symbols with a definition established to carry an autograd graph
+            (:func:`loopcheck.engine.graphs.graph_stores`).
+        graph_stores: ``id(raw event) →`` :class:`~loopcheck.engine.graphs.GraphStore`: the
+            events that keep a value with a graph in a container.
+        keepers: the containers of those stores.
     """
 
     optimizers: dict[str, OptimizerInfo] = field(default_factory=dict)
@@ -175,6 +181,9 @@ class Roles:
     param_sources: dict[str, set[str]] = field(default_factory=dict)
     provenance: dict[str, frozenset[str] | None] = field(default_factory=dict)
     no_graph: set[str] = field(default_factory=set)
+    graph: frozenset[str] = frozenset()
+    graph_stores: dict = field(default_factory=dict)
+    keepers: frozenset[str] = frozenset()
 
     def canon(self, sym: str | None) -> str | None:
         """The representative of a symbol's alias class; ``model.module`` → ``model``."""
@@ -792,6 +801,9 @@ class _Inference:
         for loss in self.roles.losses:
             self.roles.provenance[loss] = self.provenance(loss)
         self.without_graph()
+        self.roles.graph, stores = graph_stores(self.events, self.roles)
+        self.roles.graph_stores = {id(st.raw): st for st in stores}
+        self.roles.keepers = frozenset(st.container for st in stores)
         return self.roles
 
     def without_graph(self) -> None:

@@ -1,0 +1,312 @@
+"""Values that carry an autograd graph, and the containers that keep them.
+
+A tensor computed with grad enabled from the output of a model's forward pass, or from a tensor
+that requires grad, references its ``grad_fn`` graph; whatever keeps that tensor keeps the
+graph (https://pytorch.org/docs/stable/notes/autograd.html). Nothing else carries one: a Python
+number (``loss.item()``, ``float(loss)``), a detached tensor (``loss.detach()``, ``loss.data``),
+an integer or boolean tensor (``logits.argmax(1)``, ``labels != -100``, ``mask.long()``: only
+floating point tensors can require gradients), a tensor's metadata (``x.shape``), a value
+computed under ``torch.no_grad()``/``inference_mode``, or one computed from labels, masks and
+counts only.
+
+:func:`graph_stores` decides, for the raw events of one file, which symbols are *established*
+to carry a graph. A symbol carries one when none of its definitions is known to make a value
+without a graph and either
+
+* ``backward()`` is called on it (it would raise on a value without a graph), or
+* every definition carries one: it is computed with grad enabled, through calls whose results
+  keep the graph of their inputs (tensor methods, arithmetic, ``torch.cat``, a loss function,
+  a criterion, a model's forward), from the output of a forward of a model, a tensor created
+  with ``requires_grad=True`` or an ``nn.Parameter``, or a symbol that carries a graph.
+
+A definition through a call the engine does not understand (a function of another library,
+an unknown method) is not established either way, and the symbol is not established unless a
+``backward()`` on it says so: the rules that read this fact stay silent rather than guess.
+A bare number (``total = 0``) and a definition from the symbol itself alone (``loss =
+loss.mean()``) decide nothing.
+
+:func:`graph_stores` lists the stores of such values into something that outlives the
+statement: an element appended or put into a container (``history.append(loss)``,
+``d[k] = loss``), a total (``total += loss``, ``total = total + loss``) or a store a library
+entry describes (``store`` effects), each with the symbol of the container that keeps it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from loopcheck.engine.ir import Assign, Call, RawEvent, Sources
+from loopcheck.engine.knowledge import NO_GRAPH, knowledge
+
+#: ``returns.value`` kinds of a library call whose result keeps the graph of its inputs.
+_KEEPS_GRAPH = frozenset({"derived", "logits", "probabilities", "log_probabilities"})
+#: Container methods that keep their (last) argument: ``list.append``, ``set.add``, ``Queue.put``.
+#: ``[class.attributes]`` kinds of ``torch.Tensor`` attributes that read no graph.
+_NO_GRAPH_ATTRIBUTES = frozenset({"metadata", "detached"})
+_KEEPING_METHODS = frozenset({"append", "extend", "insert", "add", "put", "appendleft"})
+_YES, _KEEP, _NO, _NEUTRAL, _UNKNOWN = "yes", "keep", "no", "neutral", "unknown"
+
+
+@dataclass(frozen=True, eq=False)
+class GraphStore:
+    """A value that carries an autograd graph, kept by a container.
+
+    Attributes:
+        raw: the raw event that stores it (an :class:`Assign` or a :class:`Call`).
+        container: the symbol of what keeps the value (``history``, ``total``, ``meter.sum``).
+        value: the symbol of the stored value (``loss``), ``None`` when it is an expression.
+        how: ``"append"`` (a new element every time: what is kept grows), ``"total"`` (an
+            accumulator: the graph chains onto the total, which grows), ``"entry"`` (an entry
+            replaced: the last value is kept, nothing grows).
+    """
+
+    raw: RawEvent
+    container: str
+    value: str | None
+    how: str
+
+
+class _Graphs:
+    """One file's definitions and their verdicts (see the module docstring).
+
+    A name read by an event is judged by the definitions that reach it: the closest one before
+    it in the same iteration of its innermost loop (or before it, outside loops), else all the
+    name's definitions. Branches are not told apart: a definition in an arm that is not the
+    path's can hide the one that is, which only makes the fact rarer, never wrong in kind."""
+
+    def __init__(self, events: list[RawEvent], roles) -> None:
+        self.roles = roles
+        self.kb = knowledge()
+        self.order = {id(e): i for i, e in enumerate(events)}
+        self.defs: dict[str, list[RawEvent]] = {}
+        self.backwards: list[tuple[str, Call]] = []
+        for e in events:
+            if isinstance(e, Assign):
+                if e.target and e.op != "[]=":
+                    self.defs.setdefault(e.target, []).append(e)
+            else:
+                for t in e.targets:
+                    if t:
+                        self.defs.setdefault(t, []).append(e)
+                loss = _backward_loss(e)
+                if loss is not None:
+                    self.backwards.append((loss, e))
+        self.yes: set[int] = set()  # ids of the definitions that carry a graph
+        self.neutral: set[int] = set()
+        self._reaching: dict[tuple[str, int], list[RawEvent]] = {}
+
+    def run(self) -> frozenset[str]:
+        """The least fixpoint of the definitions' verdicts (a verdict only turns to ``yes`` as
+        more definitions carry); returns the symbols with a definition that carries."""
+        pending = []
+        for sym, ds in self.defs.items():
+            for d in ds:
+                if _static_neutral(d):
+                    self.neutral.add(id(d))
+                elif not _makes_no_graph(d):
+                    pending.append((d, sym))
+        for loss, b in self.backwards:  # backward() raises on a value without a graph
+            for d in self.reaching(loss, b):
+                if not _makes_no_graph(d) and id(d) not in self.neutral:
+                    self.yes.add(id(d))
+        changed = True
+        while changed:
+            changed = False
+            for d, sym in pending:
+                if id(d) not in self.yes and self.verdict(d, sym) == _YES:
+                    self.yes.add(id(d))
+                    changed = True
+        return frozenset(sym for sym, ds in self.defs.items() if any(id(d) in self.yes for d in ds))
+
+    def reaching(self, name: str, at: RawEvent) -> list[RawEvent]:
+        """The definitions of ``name`` taken to reach event ``at`` (see the class docstring)."""
+        key = (name, id(at))
+        found = self._reaching.get(key)
+        if found is None:
+            ds = self.defs.get(name, [])
+            pos = self.order.get(id(at), len(self.order))
+            loop = at.ctx.loops[-1] if at.ctx.loops else None
+            ds = [d for d in ds if not _returned_into(d)] or ds  # the callee's return defines it
+            before = [d for d in ds if self.order[id(d)] < pos and (loop is None or loop in d.ctx.loops) and d is not at]
+            found = self._reaching[key] = [max(before, key=lambda d: self.order[id(d)])] if before else list(ds)
+        return found
+
+    def name_carries(self, name: str, at: RawEvent) -> bool:
+        """Whether dotted ``name``, read by ``at``, holds a value with a graph: the symbol, or an
+        attribute or item of one (``outputs.loss``), but not its metadata (``logits.shape``) or
+        its detached values (``x.data``)."""
+        after: list[str] = []
+        while True:
+            if name in self.defs:
+                ds = self.reaching(name, at)
+                carries = any(id(d) in self.yes for d in ds) and all(
+                    id(d) in self.yes or id(d) in self.neutral for d in ds)
+                # x.shape, x.data.sum: what follows the value reads no graph of it
+                return carries and not any(
+                    self.kb.attribute("torch.Tensor", a) in _NO_GRAPH_ATTRIBUTES for a in after)
+            if "." not in name:
+                return False
+            name, _, attr = name.rpartition(".")
+            after.append(attr)
+
+    def verdict(self, d: RawEvent, sym: str) -> str:
+        """Whether definition ``d`` gives ``sym`` a value with a graph: ``yes``, ``no``,
+        ``neutral`` (decides nothing) or ``unknown``."""
+        if isinstance(d, Call) and len(d.targets) != 1:
+            return _UNKNOWN  # loss, aux = f(...): which element carries what is not known
+        src = d.sources
+        if src is None:
+            return _UNKNOWN
+        found = self.sources_verdict(src, d, sym, d if isinstance(d, Call) else None)
+        if isinstance(d, Call) and found != _UNKNOWN:
+            kind = self.call_kind(d)
+            found = {_UNKNOWN: _UNKNOWN, _YES: _YES, _NO: _NO}.get(kind, found)
+        if found == _YES and d.ctx.grad != "enabled":
+            return _UNKNOWN  # torch.set_grad_enabled(flag): either
+        return found
+
+    def sources_verdict(self, src: Sources, at: RawEvent, sym: str | None = None, call: Call | None = None) -> str:
+        """``yes`` when a value computed from ``src`` (read by event ``at``) carries a graph,
+        ``no`` when it does not, ``unknown`` when a call on the way is not understood.
+        ``sym``: a name left out (a total's own name); ``call``: the call whose own sources
+        these are (judged by the caller)."""
+        kinds = [self.call_kind(c) for c in src.calls if c is not call]
+        if _UNKNOWN in kinds:
+            return _UNKNOWN
+        names = [n for n in src.names if n != sym and n.partition(".")[0] != sym]
+        if _YES in kinds or any(self.name_carries(n, at) for n in names):
+            return _YES
+        return _NO
+
+    def call_kind(self, c: Call) -> str:
+        """``yes``: the call is a source of a graph (a forward of a model with grad enabled, a
+        tensor that requires grad); ``keep``: its result keeps the graph of its inputs (a
+        tensor method, a loss function, a criterion, ``torch.cat``); ``no``: its result carries
+        no graph whatever its inputs (``loss.item()``, ``torch.zeros(3)``); ``unknown``: a
+        call the engine does not understand."""
+        roles, kb = self.roles, self.kb
+        if any(a.keyword == "requires_grad" and _is_true(a.node) for a in c.args):
+            return _YES if c.ctx.grad == "enabled" else _NO
+        if c.qualified:
+            if c.func in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+                return _YES
+            summary = kb.callable(c.func)
+            r = summary.returns if summary is not None else None
+            if r is None:
+                return _UNKNOWN
+            if r.value in NO_GRAPH or r.value == "tensor":
+                return _NO
+            return _KEEP if r.value in _KEEPS_GRAPH or r.role == "loss" else _UNKNOWN
+        if c.inlined:
+            return _UNKNOWN  # its value reaches the expression through no target
+        f = roles.canon(c.func) if c.func and c.inner is None and not c.operands else None
+        if f is not None and f in roles.models:
+            return _YES if c.ctx.grad == "enabled" else _NO
+        if f is not None and f in roles.criteria:
+            return _KEEP
+        if c.receiver is not None or c.inner is not None or c.operands:
+            if c.receiver is not None and (roles.role(roles.canon(c.receiver)) or roles.type_of(c.receiver)):
+                return _UNKNOWN  # a method of a model, an optimizer, a library object
+            m = kb.method("torch.Tensor", c.method or "")
+            if m is None:
+                return _UNKNOWN
+            if m.returns is not None and m.returns.value in NO_GRAPH:
+                return _NO
+            return _YES if c.method == "requires_grad_" else _KEEP
+        return _UNKNOWN
+
+
+def _static_neutral(d: RawEvent) -> bool:
+    """A definition that decides nothing about a graph: the call of a function whose return
+    statement defines the target (``x = helper(...)``, inlined), a bare number (``total =
+    0``), an accumulation (``total += x``: the total carries what it carried, or what ``x``
+    adds, judged at the store)."""
+    if _returned_into(d):
+        return True
+    return isinstance(d, Assign) and (d.op != "=" or _bare_number(d.value))
+
+
+def _returned_into(d: RawEvent) -> bool:
+    """``x = helper(...)`` of an inlined function (its call, or the assignment of its result):
+    the callee's ``return`` defines ``x``."""
+    if isinstance(d, Call):
+        return d.inlined
+    return d.op == "=" and d.sources is not None and any(c.inlined and c.node is d.value for c in d.sources.calls)
+
+
+def _makes_no_graph(d: RawEvent) -> bool:
+    """A definition whose value carries no graph whatever it is computed from: made with grad
+    disabled, or a number, a detached or an integer value (``loss.item()``, ``x.detach()``,
+    ``a == b``), not a bare number (which decides nothing)."""
+    if d.ctx.grad == "disabled":
+        return True
+    return isinstance(d, Assign) and d.op == "=" and d.value_kind in NO_GRAPH and not _bare_number(d.value)
+
+
+def _backward_loss(c: Call) -> str | None:
+    """The symbol ``loss.backward()`` is called on (``None`` for other calls, and for a
+    backward on an expression: its operands are not the value backpropagated)."""
+    if c.method != "backward" or c.qualified or c.inner is not None or c.operands:
+        return None
+    if c.args:
+        return None  # engine.backward(loss), loss.backward(gradient): another object's method
+    return c.receiver
+
+
+def _is_true(node: cst.BaseExpression) -> bool:
+    return type(node) is cst.Name and node.value == "True"
+
+
+def _bare_number(value: cst.BaseExpression | None) -> bool:
+    """``0``, ``0.0``, ``-1``, ``None``: an initial value that decides nothing."""
+    if type(value) is cst.UnaryOperation:
+        value = value.expression
+    return type(value) in (cst.Integer, cst.Float) or (type(value) is cst.Name and value.value == "None")
+
+
+def graph_stores(events: list[RawEvent], roles) -> tuple[frozenset[str], list[GraphStore]]:
+    """The symbols with a definition that carries an autograd graph, and the stores of values
+    that carry one into containers: ``c.append(v)`` (and ``extend``, ``insert``, ``add``,
+    ``put``), ``d[k] = v``, ``total += v``, ``total = total + v``. A store that computes the
+    total with grad disabled (``with torch.no_grad(): total += loss``) makes no graph and is
+    not listed; an element appended there still keeps its own.
+
+    Args:
+        events: the raw events of every unit of the file, in program order.
+        roles: the file's :class:`~loopcheck.engine.roles.Roles` (models and criteria known).
+    """
+    from loopcheck.engine.roles import arg_at, receiver_of, summary_of  # roles.py calls this module
+
+    g = _Graphs(events, roles)
+    carriers = g.run()
+    out: list[GraphStore] = []
+    for e in events:
+        if isinstance(e, Assign):
+            if not e.target or e.sources is None:
+                continue
+            if e.op == "[]=":
+                if g.sources_verdict(e.sources, e) == _YES:
+                    out.append(GraphStore(e, e.target, e.value_sym, "entry"))
+            elif e.ctx.grad == "enabled" and (e.op != "=" or e.target in e.sources.names):
+                if g.sources_verdict(e.sources, e, e.target) == _YES:
+                    out.append(GraphStore(e, e.target, e.value_sym if e.op != "=" else None, "total"))
+            continue
+        if e.inlined or not e.args:
+            continue
+        summary = summary_of(e, roles)
+        stores = [eff for eff in summary.effects if eff.event == "store"] if summary is not None else []
+        for eff in stores:  # a library's meter: AverageMeter.update(val) keeps val
+            a = arg_at(e, eff.get("value"))
+            container = roles.canon(receiver_of(e)) if eff.get("container") == "self" else None
+            if a is not None and a.sym and container and g.name_carries(a.sym, e):
+                out.append(GraphStore(e, container, a.sym, "total"))
+        if stores or e.receiver is None or e.method not in _KEEPING_METHODS:
+            continue
+        if roles.role(roles.canon(e.receiver)) is not None or roles.type_of(e.receiver) is not None:
+            continue  # optimizer.add_param_group(...), writer.add(...): not a container
+        a = e.args[-1]
+        if a.sym is not None and g.name_carries(a.sym, e):
+            out.append(GraphStore(e, e.receiver, a.sym, "append"))
+    return carriers, out
