@@ -223,7 +223,9 @@ def test_every_fixture_fixes_to_a_fixpoint():
             continue
         cst.parse_module(new)
         after = check_source(new, path.name)
-        assert len(after) + len(fixed) == len(before), path
+        # a fix may settle another finding too (torch.no_grad() around a forward-only loop
+        # also stops its totals from keeping graphs: LC302 and LC401), never add one
+        assert len(after) + len(fixed) <= len(before), path
         assert apply_fixes(new, after, unsafe=True) == (new, []), path
         comments = [line.split("#", 1)[1] for line in text.splitlines() if "#" in line]
         assert all(c in new for c in comments), path
