@@ -46,7 +46,7 @@ _KEEPS_GRAPH = frozenset({"derived", "logits", "probabilities", "log_probabiliti
 #: ``[class.attributes]`` kinds of ``torch.Tensor`` attributes that read no graph.
 _NO_GRAPH_ATTRIBUTES = frozenset({"metadata", "detached"})
 _KEEPING_METHODS = frozenset({"append", "extend", "insert", "add", "put", "appendleft"})
-_YES, _KEEP, _NO, _NEUTRAL, _UNKNOWN = "yes", "keep", "no", "neutral", "unknown"
+_YES, _LEAF, _KEEP, _NO, _NEUTRAL, _UNKNOWN = "yes", "leaf", "keep", "no", "neutral", "unknown"
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,6 +94,7 @@ class _Graphs:
                 if loss is not None:
                     self.backwards.append((loss, e))
         self.yes: set[int] = set()  # ids of the definitions that carry a graph
+        self.leaf: set[int] = set()  # ids of the definitions of tensors that require grad
         self.neutral: set[int] = set()
         self._reaching: dict[tuple[str, int], list[RawEvent]] = {}
 
@@ -115,8 +116,11 @@ class _Graphs:
         while changed:
             changed = False
             for d, sym in pending:
-                if id(d) not in self.yes and self.verdict(d, sym) == _YES:
-                    self.yes.add(id(d))
+                if id(d) in self.yes or id(d) in self.leaf:
+                    continue
+                v = self.verdict(d, sym)
+                if v in (_YES, _LEAF):
+                    (self.yes if v == _YES else self.leaf).add(id(d))
                     changed = True
         return frozenset(sym for sym, ds in self.defs.items() if any(id(d) in self.yes for d in ds))
 
@@ -133,23 +137,30 @@ class _Graphs:
             found = self._reaching[key] = [max(before, key=lambda d: self.order[id(d)])] if before else list(ds)
         return found
 
-    def name_carries(self, name: str, at: RawEvent) -> bool:
-        """Whether dotted ``name``, read by ``at``, holds a value with a graph: the symbol, or an
-        attribute or item of one (``outputs.loss``), but not its metadata (``logits.shape``) or
-        its detached values (``x.data``)."""
+    def name_class(self, name: str, at: RawEvent) -> str | None:
+        """What dotted ``name``, read by ``at``, holds: ``yes`` (a value with a graph: the
+        symbol, or an attribute or item of one, ``outputs.loss``), ``leaf`` (a tensor that
+        requires grad and has no graph of its own: ``nn.Parameter(t)``), else ``None``; never
+        for its metadata (``logits.shape``) or its detached values (``x.data``)."""
         after: list[str] = []
         while True:
             if name in self.defs:
+                if any(self.kb.attribute("torch.Tensor", a) in _NO_GRAPH_ATTRIBUTES for a in after):
+                    return None  # x.shape, x.data.sum: what follows the value reads no graph of it
                 ds = self.reaching(name, at)
-                carries = any(id(d) in self.yes for d in ds) and all(
-                    id(d) in self.yes or id(d) in self.neutral for d in ds)
-                # x.shape, x.data.sum: what follows the value reads no graph of it
-                return carries and not any(
-                    self.kb.attribute("torch.Tensor", a) in _NO_GRAPH_ATTRIBUTES for a in after)
+                if not all(id(d) in self.yes or id(d) in self.leaf or id(d) in self.neutral for d in ds):
+                    return None
+                if any(id(d) in self.yes for d in ds):
+                    return _YES
+                return _LEAF if any(id(d) in self.leaf for d in ds) and not after else None
             if "." not in name:
-                return False
+                return None
             name, _, attr = name.rpartition(".")
             after.append(attr)
+
+    def name_carries(self, name: str, at: RawEvent) -> bool:
+        """Whether dotted ``name``, read by ``at``, holds a value with a graph (``name_class``)."""
+        return self.name_class(name, at) == _YES
 
     def verdict(self, d: RawEvent, sym: str) -> str:
         """Whether definition ``d`` gives ``sym`` a value with a graph: ``yes``, ``no``,
@@ -159,13 +170,28 @@ class _Graphs:
         src = d.sources
         if src is None:
             return _UNKNOWN
+        if isinstance(d, Assign) and d.op == "=":
+            whole = self.whole_value(d)
+            if whole is not None:
+                return whole
         found = self.sources_verdict(src, d, sym, d if isinstance(d, Call) else None)
         if isinstance(d, Call) and found != _UNKNOWN:
             kind = self.call_kind(d)
-            found = {_UNKNOWN: _UNKNOWN, _YES: _YES, _NO: _NO}.get(kind, found)
+            found = {_UNKNOWN: _UNKNOWN, _YES: _YES, _NO: _NO, _LEAF: _LEAF}.get(kind, found)
         if found == _YES and d.ctx.grad != "enabled":
             return _UNKNOWN  # torch.set_grad_enabled(flag): either
         return found
+
+    def whole_value(self, a: Assign) -> str | None:
+        """What an assigned value is when it is one name or one call that makes a tensor that
+        requires grad: ``x = y`` (``y``'s class, or ``no``), ``p = nn.Parameter(t)`` (``leaf``);
+        ``None`` for other values."""
+        if a.value_sym is not None:
+            found = self.name_class(a.value_sym, a)  # x = y: the same tensor
+            return found if found is not None else _NO if a.value_sym in self.defs else _UNKNOWN
+        if a.sources is not None and any(c.node is a.value and self.call_kind(c) == _LEAF for c in a.sources.calls):
+            return _LEAF
+        return None
 
     def sources_verdict(self, src: Sources, at: RawEvent, sym: str | None = None, call: Call | None = None) -> str:
         """``yes`` when a value computed from ``src`` (read by event ``at``) carries a graph,
@@ -176,22 +202,25 @@ class _Graphs:
         if _UNKNOWN in kinds:
             return _UNKNOWN
         names = [n for n in src.names if n != sym and n.partition(".")[0] != sym]
-        if _YES in kinds or any(self.name_carries(n, at) for n in names):
+        # computed from a value with a graph, or from a tensor that requires grad (w * x)
+        if _YES in kinds or _LEAF in kinds or any(self.name_class(n, at) for n in names):
             return _YES
         return _NO
 
     def call_kind(self, c: Call) -> str:
-        """``yes``: the call is a source of a graph (a forward of a model with grad enabled, a
-        tensor that requires grad); ``keep``: its result keeps the graph of its inputs (a
+        """``yes``: the call is a source of a graph (a forward of a model with grad enabled);
+        ``leaf``: it makes a tensor that requires grad (``nn.Parameter(t)``,
+        ``torch.zeros(3, requires_grad=True)``): no graph of its own, but what is computed from
+        it has one; ``keep``: its result keeps the graph of its inputs (a
         tensor method, a loss function, a criterion, ``torch.cat``); ``no``: its result carries
         no graph whatever its inputs (``loss.item()``, ``torch.zeros(3)``); ``unknown``: a
         call the engine does not understand."""
         roles, kb = self.roles, self.kb
         if any(a.keyword == "requires_grad" and _is_true(a.node) for a in c.args):
-            return _YES if c.ctx.grad == "enabled" else _NO
+            return _LEAF
         if c.qualified:
             if c.func in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
-                return _YES
+                return _LEAF
             summary = kb.callable(c.func)
             r = summary.returns if summary is not None else None
             if r is None:
@@ -214,7 +243,7 @@ class _Graphs:
                 return _UNKNOWN
             if m.returns is not None and m.returns.value in NO_GRAPH:
                 return _NO
-            return _YES if c.method == "requires_grad_" else _KEEP
+            return _LEAF if c.method == "requires_grad_" else _KEEP
         return _UNKNOWN
 
 
@@ -287,7 +316,8 @@ def graph_stores(events: list[RawEvent], roles) -> tuple[frozenset[str], list[Gr
             if not e.target or e.sources is None:
                 continue
             if e.op == "[]=":
-                if g.sources_verdict(e.sources, e) == _YES:
+                whole = g.whole_value(e)
+                if (whole if whole is not None else g.sources_verdict(e.sources, e)) == _YES:
                     out.append(GraphStore(e, e.target, e.value_sym, "entry"))
             elif e.ctx.grad == "enabled" and (e.op != "=" or e.target in e.sources.names):
                 if g.sources_verdict(e.sources, e, e.target) == _YES:
