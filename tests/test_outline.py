@@ -167,8 +167,10 @@ def test_a_module_libcst_cannot_parse_defines_nothing(tmp_path: Path, monkeypatc
     assert list(loops.index.functions) == []
 
 
-@pytest.mark.parametrize("path", FIXTURE_FILES[::7], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [p for p in FIXTURE_FILES if "LC001" not in p.read_text(encoding="utf-8")][::7],
+                         ids=lambda p: p.name)
 def test_the_parse_without_validation_builds_the_same_tree(path: Path):
+    """(The fixtures that do not parse, marked LC001, have no tree to compare.)"""
     text = path.read_text(encoding="utf-8")
     assert parse_tree(text).deep_equals(cst.parse_module(text))
 

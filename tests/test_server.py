@@ -212,8 +212,8 @@ def test_diagnostic_code_action_fix_and_close(client):
         "codeDescription": {"href": INFOS["LC401"].url},
         "source": "loopcheck",
         "relatedInformation": [{
-            "location": {"uri": uri, "range": rng(48, 8, 48, 23)},
-            "message": "the loss whose graph is kept",
+            "location": {"uri": uri, "range": rng(49, 8, 49, 24)},
+            "message": "the optimizer step the kept graph survives",
         }],
     }]
 
