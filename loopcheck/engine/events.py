@@ -340,6 +340,12 @@ class _Typer:
                 return
             if role in ("scheduler", "scaler", "loader", "accelerator"):
                 return
+            module = knowledge().method("torch.nn.Module", "zero_grad") if method == "zero_grad" else None
+            if role is None and module is not None and any(m.startswith(recv + ".") for m in roles.models):
+                # model.zero_grad() where only model.features is known as a model: an object
+                # holding modules whose zero_grad() no summary describes is an nn.Module
+                self.apply(module)
+                return
         if method in ("zero_", "zero") and c.receiver and (c.receiver.endswith(".grad") or c.receiver.endswith(".grad.data")):
             self.ev("zero_grad_all", None)
             return

@@ -13,11 +13,12 @@ from typing import Iterable, Iterator, NamedTuple
 
 from loopcheck.engine.dataflow import Machine
 from loopcheck.engine.events import Event
+from loopcheck.engine.ir import Loop
 from loopcheck.engine.unit import Unit
 from loopcheck.findings import Report
 from loopcheck.catalog import INFOS
 from loopcheck.rules.base import Rule, register
-from loopcheck.rules.gradients import built_here, reaches, touches
+from loopcheck.rules.gradients import built_here, reaches, rebinding_loops, touches
 
 
 class A(NamedTuple):
@@ -51,12 +52,17 @@ class ScalingMachine(Machine):
     def __init__(self, unit: Unit, opt: str) -> None:
         self.unit, self.opt = unit, opt
         self.subjects = unit.roles.names_of(opt)
+        self._rebinding = rebinding_loops(unit, opt)
 
     def initial(self) -> A:
         return ABSENT if built_here(self.unit, self.opt) else A("unknown")
 
     def absent(self) -> A:
         return ABSENT
+
+    def rebinds(self, loop: Loop) -> bool:
+        # ``for opt in optimizers: scaler.unscale_(opt)`` unscales each optimizer once
+        return id(loop) in self._rebinding
 
     def transfer(self, s: A, ev: Event) -> A:
         k = ev.kind

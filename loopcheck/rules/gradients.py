@@ -22,8 +22,9 @@ import libcst as cst
 
 from loopcheck.engine.dataflow import Machine
 from loopcheck.engine.events import Event
-from loopcheck.engine.ir import If, walk_events
+from loopcheck.engine.ir import Assign, Call, If, Loop, walk_events
 from loopcheck.engine.unit import Unit
+from loopcheck.engine.values import definitions, loops as all_loops
 from loopcheck.findings import Report
 from loopcheck.catalog import INFOS
 from loopcheck.rules.base import Rule, register
@@ -41,6 +42,9 @@ class G(NamedTuple):
     stale: gradients include contributions a previous step already applied (None: unknown).
     stepped: a step ran before on this path.
     skip: the step was skipped by a gradient-accumulation ``if`` (the step event in it).
+    spent: the gradients were filled by a backward that another optimizer's step has applied
+        since (a GAN's generator loss runs through the discriminator): that backward was the
+        other optimizer's, and what it left in these gradients is for a zero_grad to clear.
     """
 
     phase: str
@@ -50,6 +54,7 @@ class G(NamedTuple):
     stale: bool | None = False
     stepped: bool = False
     skip: Event | None = None
+    spent: bool = False
 
 
 UNKNOWN = G("unknown", stale=None)
@@ -61,14 +66,36 @@ def built_here(unit: Unit, opt: str) -> bool:
     return any(e.kind == "opt_build" and e.subject == opt for e in unit.events)
 
 
+def rebinding_loops(unit: Unit, opt: str) -> frozenset[int]:
+    """``id``s of the loops in which the names of optimizer ``opt`` may name another optimizer
+    on each iteration: the loop binds one as its target (``for opt in optimizers:``), or its
+    body assigns one a value that is not ``opt`` itself (``opt = optimizers[i]``)."""
+    roles = unit.roles
+    info = roles.optimizers.get(opt)
+    defs = definitions(unit)
+    loops_of = {id(loop.info): loop for loop, _around in all_loops(unit)}
+    out: set[int] = set()
+    for name in roles.names_of(opt):
+        for d in defs.get(name, ()):
+            if isinstance(d, Loop):
+                out.add(id(d))
+            elif d is None or isinstance(d, Call) and info is not None and info.builds(d):
+                continue  # (x += ...: not a re-binding; a construction is the machine's own event)
+            elif not (isinstance(d, Assign) and d.value_sym and roles.canon(d.value_sym) == opt):
+                out.update(id(loops_of[id(li)]) for li in d.ctx.loops if id(li) in loops_of)
+    return frozenset(out)
+
+
 def touches(unit: Unit, opt: str, ev: Event) -> bool:
     """Whether ``ev`` (zero_grad of a model, clip, havoc, a ``.grad`` set) concerns optimizer
     ``opt``: the event names it, or a model whose parameters it takes, or — when the optimizer's
     parameters are not known — possibly so."""
     info = unit.roles.optimizers.get(opt)
     models = info.models if info else set()
-    if ev.kind in ("zero_grad_model", "havoc"):
-        return ev.subject == opt or ev.subject in models or (not models and ev.kind == "zero_grad_model")
+    if ev.kind == "zero_grad_model":
+        return not models or any(_within(m, ev.subject) for m in models)
+    if ev.kind == "havoc":
+        return ev.subject == opt or ev.subject in models
     if ev.kind == "clip":
         clip_models = ev.extra.get("models") or set()
         if clip_models and models:
@@ -93,6 +120,12 @@ def reaches(unit: Unit, opt: str, ev: Event) -> bool:
     if models is None or info is None or not info.by_ctor or any(v is None for v in info.by_ctor.values()):
         return True
     return not info.models or any(_related(m, o) for m in models for o in info.models)
+
+
+def _within(part: str, whole: str | None) -> bool:
+    """Model ``part`` is model ``whole`` or one of its submodules (``model.features`` is within
+    ``model``): ``whole.zero_grad()`` clears ``part``'s gradients."""
+    return whole is not None and (part == whole or part.startswith(whole + "."))
 
 
 def _related(a: str, b: str) -> bool:
@@ -140,6 +173,7 @@ class GradientMachine(Machine):
         self.opt = opt
         self.subjects = unit.roles.names_of(opt)
         self._if_steps: dict[int, tuple] = {}
+        self._rebinding = rebinding_loops(unit, opt)
 
     def initial(self) -> G:
         return ABSENT if built_here(self.unit, self.opt) else UNKNOWN
@@ -157,18 +191,24 @@ class GradientMachine(Machine):
             if not reaches(self.unit, self.opt, ev):
                 return s
             if s.phase in ("applied",):
-                return s._replace(phase="filled", bw=ev, stale=True)
+                return s._replace(phase="filled", bw=ev, stale=True, spent=False)
             if s.phase in ("empty", "wiped"):
-                return s._replace(phase="filled", bw=ev, zg=None, stale=False, skip=None)
+                return s._replace(phase="filled", bw=ev, zg=None, stale=False, skip=None, spent=False)
             if s.phase == "unknown":
                 return G("filled", bw=ev, stale=None)
-            return s._replace(bw=ev)
+            return s._replace(bw=ev, spent=False)
         if k == "step" and ev.subject == self.opt:
             if ev.extra.get("closure"):
                 return UNKNOWN
             return G("applied", bw=s.bw, step=ev, stale=s.stale, stepped=True)
+        if k == "step":
+            # another optimizer applies the backward that filled these gradients: it was its own
+            if (s.phase == "filled" and not s.spent and s.bw is not None and s.bw.kind == "backward"
+                    and ev.subject not in self.subjects and reaches(self.unit, ev.subject, s.bw)):
+                return s._replace(spent=True)
+            return s
         if (k in ("zero_grad", "zero_grad_model") and touches(self.unit, self.opt, ev)) or k == "zero_grad_all":
-            if s.phase == "filled":
+            if s.phase == "filled" and not s.spent:
                 return G("wiped", bw=s.bw, zg=ev, stepped=s.stepped, skip=s.skip)
             return G("empty", stepped=s.stepped)
         if k == "havoc" and ev.may_change("grads") and touches(self.unit, self.opt, ev):
@@ -176,6 +216,10 @@ class GradientMachine(Machine):
         if k == "grad_set" and touches(self.unit, self.opt, ev):
             return G("filled", bw=ev, stale=False, stepped=s.stepped)  # gradients written by hand
         return s
+
+    def rebinds(self, loop: Loop) -> bool:
+        # ``for opt in optimizers: opt.step()`` steps each optimizer once
+        return id(loop) in self._rebinding
 
     def branches_on(self, node: If) -> bool:
         # it decides only an ``if`` with a step of its optimizer in one arm: that ``if`` holds
