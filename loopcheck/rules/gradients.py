@@ -97,6 +97,8 @@ def touches(unit: Unit, opt: str, ev: Event) -> bool:
     if ev.kind == "havoc":
         return ev.subject == opt or ev.subject in models
     if ev.kind == "clip":
+        if info is not None and info.params & ev.extra.get("params", frozenset()):
+            return True  # it clips a tensor the optimizer was built from (Adam([log_alpha]))
         clip_models = ev.extra.get("models") or set()
         if clip_models and models:
             return bool(clip_models & models)
@@ -156,6 +158,18 @@ def _step_in(node, opt: str) -> Event | None:
             if ev.kind == "step" and ev.subject == opt:
                 return ev
     return None
+
+
+def next_backward(unit: Unit, opt: str, after: Event) -> Event | None:
+    """The first backward after ``after`` in its loop that can fill ``opt``'s gradients (a
+    generator's reconstruction loss is not the discriminator's backward)."""
+    loops = after.ctx.loops
+    bw = unit.next_event(after, ("backward",))
+    while bw is not None and not reaches(unit, opt, bw):
+        bw = unit.next_event(bw, ("backward",), same_loop=False)
+        if bw is not None and bw.ctx.loops[: len(loops)] != loops:
+            bw = None
+    return bw
 
 
 def _has_backward(node) -> bool:
@@ -273,11 +287,11 @@ class ClipBeforeBackward(Rule):
     info = INFOS["LC101"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
-        for ev, _opt, states in _clips(unit):
+        for ev, opt, states in _clips(unit):
             phases = {s.phase for s in states}
             if not phases or phases - {"empty", "applied"} or phases == {"applied"}:
                 continue
-            bw = unit.next_event(ev, ("backward",))
+            bw = next_backward(unit, opt, ev)
             related = [(bw.node, "backward() fills .grad only here")] if bw else []
             yield Report(
                 self.info.code, ev.node,
@@ -402,7 +416,7 @@ class StepBeforeBackward(Rule):
                 for s in states
             ):
                 continue
-            bw = unit.next_event(ev, ("backward",))
+            bw = next_backward(unit, ev.subject, ev)
             if bw is None or bw.ctx.loops != ev.ctx.loops:
                 continue
             yield Report(
