@@ -4,13 +4,20 @@ Knowledge: PyTorch accumulates into ``.grad`` on every ``backward()``;
 ``optimizer.step()`` applies whatever ``.grad`` holds; ``zero_grad()`` empties it
 (torch.optim.Optimizer docs; seeds/annotated-training-loop.md, table "What breaks").
 
-One typestate machine per optimizer tracks its gradients::
+One typestate machine per optimizer tracks its gradients, over the parameters its groups
+cover (the models whose parameters it takes, the tensors it was built from)::
 
     empty --backward--> filled --step--> applied --backward--> filled (stale)
       ^                   |                  |
       +----zero_grad------+ (wiped)          +--zero_grad--> empty
 
-and each rule reads the states that reach one kind of event.
+and each rule reads the states that reach one kind of event. The events are those that concern
+the optimizer (:func:`touches`, :func:`reaches`): a backward whose loss can reach its
+parameters, its own step, a ``zero_grad`` of it or of a model holding its parameters. Another
+optimizer's step that applies the backward which filled these gradients marks them *spent*:
+that backward was the other optimizer's (a GAN's generator loss runs through the
+discriminator), and clearing what it left is no wipe. A loop that binds the optimizer's name
+anew on each iteration (``for opt in optimizers:``) is followed once per optimizer.
 """
 
 from __future__ import annotations
@@ -88,8 +95,9 @@ def rebinding_loops(unit: Unit, opt: str) -> frozenset[int]:
 
 def touches(unit: Unit, opt: str, ev: Event) -> bool:
     """Whether ``ev`` (zero_grad of a model, clip, havoc, a ``.grad`` set) concerns optimizer
-    ``opt``: the event names it, or a model whose parameters it takes, or — when the optimizer's
-    parameters are not known — possibly so."""
+    ``opt``: the event names it, or a model whose parameters it takes (for ``model.zero_grad()``:
+    a model that holds them, ``model`` for ``model.features``), or a tensor it was built from
+    (for a clip), or — when the optimizer's parameters are not known — possibly so."""
     info = unit.roles.optimizers.get(opt)
     models = info.models if info else set()
     if ev.kind == "zero_grad_model":
@@ -284,6 +292,10 @@ def _clips(unit: Unit) -> Iterable[tuple[Event, str, set]]:
 
 @register
 class ClipBeforeBackward(Rule):
+    """LC101: a clip concerning optimizer ``O`` runs while, on every path, ``O``'s gradients are
+    empty (cleared, no backward reaching ``O`` since) or already applied by ``O.step()``, and
+    empty on at least one (see ``rules/LC101.md``, "Reported when")."""
+
     info = INFOS["LC101"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
@@ -336,6 +348,11 @@ class ClipAfterStep(Rule):
 
 @register
 class ZeroGradBetweenBackwardAndStep(Rule):
+    """LC103: a ``zero_grad`` concerning optimizer ``O`` clears, on some path, the gradients of a
+    backward no other optimizer's step has applied, before ``O.step()`` (in the ``zero_grad``'s
+    loop, no backward in between, not skipped by accumulation); or it runs every iteration
+    while ``O``'s accumulation-guarded step was skipped (see ``rules/LC103.md``)."""
+
     info = INFOS["LC103"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
@@ -403,6 +420,10 @@ class ZeroGradBetweenBackwardAndStep(Rule):
 
 @register
 class StepBeforeBackward(Rule):
+    """LC104: ``O.step()`` in a loop runs while, on every path, ``O``'s gradients are empty or
+    hold only a backward later in the loop body, and a backward that can reach ``O`` follows in
+    the same loop (see ``rules/LC104.md``)."""
+
     info = INFOS["LC104"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
@@ -436,6 +457,10 @@ class StepBeforeBackward(Rule):
 
 @register
 class MissingZeroGrad(Rule):
+    """LC105: ``O.step()`` in a loop applies, on some path, a backward added onto gradients
+    ``O``'s previous step already applied, with no path on which ``O``'s state is unknown or
+    cleared (see ``rules/LC105.md``)."""
+
     info = INFOS["LC105"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
