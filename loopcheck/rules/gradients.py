@@ -79,15 +79,21 @@ def rebinding_loops(unit: Unit, opt: str) -> frozenset[int]:
     body assigns one a value that is not ``opt`` itself (``opt = optimizers[i]``)."""
     roles = unit.roles
     info = roles.optimizers.get(opt)
+    names = roles.names_of(opt)
     defs = definitions(unit)
     loops_of = {id(loop.info): loop for loop, _around in all_loops(unit)}
     out: set[int] = set()
-    for name in roles.names_of(opt):
+    for name in names:
         for d in defs.get(name, ()):
             if isinstance(d, Loop):
                 out.add(id(d))
-            elif d is None or isinstance(d, Call) and info is not None and info.builds(d):
-                continue  # (x += ...: not a re-binding; a construction is the machine's own event)
+            elif d is None or isinstance(d, Call) and (
+                info is not None and info.builds(d)
+                or d.receiver in names or any(not names.isdisjoint(a.mentions) for a in d.args)
+            ):
+                # x += ...: no re-binding; a construction is the machine's own event; a call
+                # given the optimizer (accelerator.prepare(optimizer)) may return the same one
+                continue
             elif not (isinstance(d, Assign) and d.value_sym and roles.canon(d.value_sym) == opt):
                 out.update(id(loops_of[id(li)]) for li in d.ctx.loops if id(li) in loops_of)
     return frozenset(out)
