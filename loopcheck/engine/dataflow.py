@@ -4,7 +4,8 @@ A :class:`Machine` has an initial state, a transfer function per typed event and
 optionally, a hook for the arms of an ``if``. :func:`run` interprets the structured IR
 with sets of states: ``if`` joins its arms, a loop iterates its body until the states at
 its head stop changing (so the last iteration flows back into the first; a loop is taken
-to run at least once), ``break``,
+to run at least once; a loop that binds the machine's object anew on each iteration runs its
+body once, see :meth:`Machine.rebinds`), ``break``,
 ``continue`` and ``return`` carry their states to where they land, and an inlined
 function's ``return`` ends only that function. The result gives, for every typed event,
 the set of states in which it can run; rules decide from that set.
@@ -63,6 +64,13 @@ class Machine:
         :data:`NOT_TAKEN` when the state says the path cannot take that arm (``if
         was_training:`` with the mode saved in ``was_training`` known)."""
         return state
+
+    def rebinds(self, loop: Loop) -> bool:
+        """Whether each iteration of ``loop`` may give the machine's names another object
+        (``for opt in optimizers:``): the body is then run once, from the states on entry to
+        the loop, for the object of each iteration (the previous iteration's states are
+        another object's)."""
+        return False
 
     def branches_on(self, node: If) -> bool:
         """Whether ``node`` is opaque to the machine for its test alone: :meth:`branch` may
@@ -513,7 +521,7 @@ class _Interpreter:
                 targets = self._loop_names[id(node)] = frozenset(node.info.targets) & self._test_names
             head = set(states)
             body = _Out()
-            for _ in range(MAX_LOOP_ITERATIONS):
+            for _ in range(1 if self.m.rebinds(node) else MAX_LOOP_ITERATIONS):
                 body = self.exec(node.body, self._forget(head, targets) if targets else head)
                 new_head = _bound(head | body.normal | body.cont)
                 if new_head == head:

@@ -222,8 +222,8 @@ class _Typer:
             mentions = arg.mentions if arg is not None else frozenset()
             norm = arg_at(c, eff.get("max_norm")) if eff.get("max_norm") is not None else None
             measure = bool(eff.get("measure_only")) or (norm is not None and _inf_literal(norm.node))
-            self.ev("clip", None, models=models_of(roles, mentions), managed=bool(eff.get("managed")),
-                    measure_only=measure)
+            self.ev("clip", None, models=models_of(roles, mentions), params=frozenset(mentions),
+                    managed=bool(eff.get("managed")), measure_only=measure)
         elif k == "step":
             opt = self.sym(eff.get("optimizer"))
             if opt is not None:
@@ -335,6 +335,12 @@ class _Typer:
                 self.ev("havoc", recv, aspects=frozenset({"grads"}))
                 return
             if role in ("scheduler", "scaler", "loader", "accelerator"):
+                return
+            module = knowledge().method("torch.nn.Module", "zero_grad") if method == "zero_grad" else None
+            if role is None and module is not None and any(m.startswith(recv + ".") for m in roles.models):
+                # model.zero_grad() where only model.features is known as a model: an object
+                # holding modules whose zero_grad() no summary describes is an nn.Module
+                self.apply(module)
                 return
         if method in ("zero_", "zero") and c.receiver and (c.receiver.endswith(".grad") or c.receiver.endswith(".grad.data")):
             self.ev("zero_grad_all", None)

@@ -4,7 +4,12 @@ Knowledge: ``torch.amp.GradScaler`` docs and the AMP examples ("Working with uns
 gradients"): ``scaler.scale(loss).backward()`` leaves gradients multiplied by the scale;
 ``scaler.unscale_(optimizer)`` divides them back once per step, and must come before
 clipping; ``scaler.step(optimizer)`` unscales (if needed), skips the step on inf/NaN, and
-``scaler.update()`` adapts the scale once per iteration.
+``scaler.update()`` adapts the scale once per iteration. GradScaler keeps its state (unscaled,
+stepped) per optimizer between ``update()``s, so one machine per optimizer follows it; several
+optimizers each unscaled and stepped once, then one ``update()``, is the documented recipe
+("Working with Multiple Models, Losses, and Optimizers"). A loop that binds the optimizer's name
+anew on each iteration (``for opt in optimizers:``) is followed once per optimizer; an event
+whose optimizer cannot be named concerns none.
 """
 
 from __future__ import annotations
@@ -13,11 +18,12 @@ from typing import Iterable, Iterator, NamedTuple
 
 from loopcheck.engine.dataflow import Machine
 from loopcheck.engine.events import Event
+from loopcheck.engine.ir import Loop
 from loopcheck.engine.unit import Unit
 from loopcheck.findings import Report
 from loopcheck.catalog import INFOS
 from loopcheck.rules.base import Rule, register
-from loopcheck.rules.gradients import built_here, reaches, touches
+from loopcheck.rules.gradients import built_here, reaches, rebinding_loops, touches
 
 
 class A(NamedTuple):
@@ -51,12 +57,17 @@ class ScalingMachine(Machine):
     def __init__(self, unit: Unit, opt: str) -> None:
         self.unit, self.opt = unit, opt
         self.subjects = unit.roles.names_of(opt)
+        self._rebinding = rebinding_loops(unit, opt)
 
     def initial(self) -> A:
         return ABSENT if built_here(self.unit, self.opt) else A("unknown")
 
     def absent(self) -> A:
         return ABSENT
+
+    def rebinds(self, loop: Loop) -> bool:
+        # ``for opt in optimizers: scaler.unscale_(opt)`` unscales each optimizer once
+        return id(loop) in self._rebinding
 
     def transfer(self, s: A, ev: Event) -> A:
         k = ev.kind
@@ -128,6 +139,10 @@ def reached_only_in(unit: Unit, kind: str, phase: str, accept) -> Iterator[tuple
 
 @register
 class ClipWithoutUnscale(Rule):
+    """LC601: a clip of optimizer ``O``'s parameters runs while, on every path, ``O``'s gradients
+    come from ``scaler.scale(loss).backward()`` with no ``scaler.unscale_(O)`` since (see
+    ``rules/LC601.md``)."""
+
     info = INFOS["LC601"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
@@ -152,6 +167,9 @@ class ClipWithoutUnscale(Rule):
 
 @register
 class StepBypassesScaler(Rule):
+    """LC602: a plain ``O.step()`` runs while, on every path, ``O``'s gradients come from a scaled
+    backward, still scaled on at least one (see ``rules/LC602.md``)."""
+
     info = INFOS["LC602"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
@@ -188,6 +206,9 @@ class StepBypassesScaler(Rule):
 
 @register
 class BackwardOnUnscaledLoss(Rule):
+    """LC603: ``scaler.step(O)`` runs while, on every path, ``O``'s gradients come from a
+    backward on the unscaled loss; reported on that backward (see ``rules/LC603.md``)."""
+
     info = INFOS["LC603"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
@@ -214,6 +235,10 @@ class BackwardOnUnscaledLoss(Rule):
 
 @register
 class ScalerStepWithoutUpdate(Rule):
+    """LC604: ``scaler.step(O)`` in a loop runs while, on some path with ``O``'s state known, the
+    scaler has already stepped ``O`` since its last ``update()``; reported on that earlier
+    step (see ``rules/LC604.md``)."""
+
     info = INFOS["LC604"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
@@ -251,6 +276,11 @@ class ScalerStepWithoutUpdate(Rule):
 
 @register
 class UnscaleMisplaced(Rule):
+    """LC605: ``scaler.unscale_(O)`` runs, with ``O``'s state known and not from an unscaled-loss
+    backward on every path, while on some path the scaler has already unscaled ``O`` since its
+    last ``update()``, or while on every path ``scaler.step(O)`` ran with no backward since
+    (see ``rules/LC605.md``)."""
+
     info = INFOS["LC605"]
 
     def check(self, unit: Unit) -> Iterable[Report]:

@@ -4,13 +4,20 @@ Knowledge: PyTorch accumulates into ``.grad`` on every ``backward()``;
 ``optimizer.step()`` applies whatever ``.grad`` holds; ``zero_grad()`` empties it
 (torch.optim.Optimizer docs; seeds/annotated-training-loop.md, table "What breaks").
 
-One typestate machine per optimizer tracks its gradients::
+One typestate machine per optimizer tracks its gradients, over the parameters its groups
+cover (the models whose parameters it takes, the tensors it was built from)::
 
     empty --backward--> filled --step--> applied --backward--> filled (stale)
       ^                   |                  |
       +----zero_grad------+ (wiped)          +--zero_grad--> empty
 
-and each rule reads the states that reach one kind of event.
+and each rule reads the states that reach one kind of event. The events are those that concern
+the optimizer (:func:`touches`, :func:`reaches`): a backward whose loss can reach its
+parameters, its own step, a ``zero_grad`` of it or of a model holding its parameters. Another
+optimizer's step that applies the backward which filled these gradients marks them *spent*:
+that backward was the other optimizer's (a GAN's generator loss runs through the
+discriminator), and clearing what it left is no wipe. A loop that binds the optimizer's name
+anew on each iteration (``for opt in optimizers:``) is followed once per optimizer.
 """
 
 from __future__ import annotations
@@ -22,8 +29,9 @@ import libcst as cst
 
 from loopcheck.engine.dataflow import Machine
 from loopcheck.engine.events import Event
-from loopcheck.engine.ir import If, walk_events
+from loopcheck.engine.ir import Assign, Call, If, Loop, walk_events
 from loopcheck.engine.unit import Unit
+from loopcheck.engine.values import definitions, loops as all_loops
 from loopcheck.findings import Report
 from loopcheck.catalog import INFOS
 from loopcheck.rules.base import Rule, register
@@ -41,6 +49,9 @@ class G(NamedTuple):
     stale: gradients include contributions a previous step already applied (None: unknown).
     stepped: a step ran before on this path.
     skip: the step was skipped by a gradient-accumulation ``if`` (the step event in it).
+    spent: the gradients were filled by a backward that another optimizer's step has applied
+        since (a GAN's generator loss runs through the discriminator): that backward was the
+        other optimizer's, and what it left in these gradients is for a zero_grad to clear.
     """
 
     phase: str
@@ -50,6 +61,7 @@ class G(NamedTuple):
     stale: bool | None = False
     stepped: bool = False
     skip: Event | None = None
+    spent: bool = False
 
 
 UNKNOWN = G("unknown", stale=None)
@@ -61,15 +73,46 @@ def built_here(unit: Unit, opt: str) -> bool:
     return any(e.kind == "opt_build" and e.subject == opt for e in unit.events)
 
 
+def rebinding_loops(unit: Unit, opt: str) -> frozenset[int]:
+    """``id``s of the loops in which the names of optimizer ``opt`` may name another optimizer
+    on each iteration: the loop binds one as its target (``for opt in optimizers:``), or its
+    body assigns one a value that is not ``opt`` itself (``opt = optimizers[i]``)."""
+    roles = unit.roles
+    info = roles.optimizers.get(opt)
+    names = roles.names_of(opt)
+    defs = definitions(unit)
+    loops_of = {id(loop.info): loop for loop, _around in all_loops(unit)}
+    out: set[int] = set()
+    for name in names:
+        for d in defs.get(name, ()):
+            if isinstance(d, Loop):
+                out.add(id(d))
+            elif d is None or isinstance(d, Call) and (
+                info is not None and info.builds(d)
+                or d.receiver in names or any(not names.isdisjoint(a.mentions) for a in d.args)
+            ):
+                # x += ...: no re-binding; a construction is the machine's own event; a call
+                # given the optimizer (accelerator.prepare(optimizer)) may return the same one
+                continue
+            elif not (isinstance(d, Assign) and d.value_sym and roles.canon(d.value_sym) == opt):
+                out.update(id(loops_of[id(li)]) for li in d.ctx.loops if id(li) in loops_of)
+    return frozenset(out)
+
+
 def touches(unit: Unit, opt: str, ev: Event) -> bool:
     """Whether ``ev`` (zero_grad of a model, clip, havoc, a ``.grad`` set) concerns optimizer
-    ``opt``: the event names it, or a model whose parameters it takes, or — when the optimizer's
-    parameters are not known — possibly so."""
+    ``opt``: the event names it, or a model whose parameters it takes (for ``model.zero_grad()``:
+    a model that holds them, ``model`` for ``model.features``), or a tensor it was built from
+    (for a clip), or — when the optimizer's parameters are not known — possibly so."""
     info = unit.roles.optimizers.get(opt)
     models = info.models if info else set()
-    if ev.kind in ("zero_grad_model", "havoc"):
-        return ev.subject == opt or ev.subject in models or (not models and ev.kind == "zero_grad_model")
+    if ev.kind == "zero_grad_model":
+        return not models or any(_within(m, ev.subject) for m in models)
+    if ev.kind == "havoc":
+        return ev.subject == opt or ev.subject in models
     if ev.kind == "clip":
+        if info is not None and info.params & ev.extra.get("params", frozenset()):
+            return True  # it clips a tensor the optimizer was built from (Adam([log_alpha]))
         clip_models = ev.extra.get("models") or set()
         if clip_models and models:
             return bool(clip_models & models)
@@ -93,6 +136,12 @@ def reaches(unit: Unit, opt: str, ev: Event) -> bool:
     if models is None or info is None or not info.by_ctor or any(v is None for v in info.by_ctor.values()):
         return True
     return not info.models or any(_related(m, o) for m in models for o in info.models)
+
+
+def _within(part: str, whole: str | None) -> bool:
+    """Model ``part`` is model ``whole`` or one of its submodules (``model.features`` is within
+    ``model``): ``whole.zero_grad()`` clears ``part``'s gradients."""
+    return whole is not None and (part == whole or part.startswith(whole + "."))
 
 
 def _related(a: str, b: str) -> bool:
@@ -125,6 +174,18 @@ def _step_in(node, opt: str) -> Event | None:
     return None
 
 
+def next_backward(unit: Unit, opt: str, after: Event) -> Event | None:
+    """The first backward after ``after`` in its loop that can fill ``opt``'s gradients (a
+    generator's reconstruction loss is not the discriminator's backward)."""
+    loops = after.ctx.loops
+    bw = unit.next_event(after, ("backward",))
+    while bw is not None and not reaches(unit, opt, bw):
+        bw = unit.next_event(bw, ("backward",), same_loop=False)
+        if bw is not None and bw.ctx.loops[: len(loops)] != loops:
+            bw = None
+    return bw
+
+
 def _has_backward(node) -> bool:
     return any(ev.kind == "backward" for raw in walk_events(node) for ev in raw.typed)
 
@@ -140,6 +201,7 @@ class GradientMachine(Machine):
         self.opt = opt
         self.subjects = unit.roles.names_of(opt)
         self._if_steps: dict[int, tuple] = {}
+        self._rebinding = rebinding_loops(unit, opt)
 
     def initial(self) -> G:
         return ABSENT if built_here(self.unit, self.opt) else UNKNOWN
@@ -157,18 +219,24 @@ class GradientMachine(Machine):
             if not reaches(self.unit, self.opt, ev):
                 return s
             if s.phase in ("applied",):
-                return s._replace(phase="filled", bw=ev, stale=True)
+                return s._replace(phase="filled", bw=ev, stale=True, spent=False)
             if s.phase in ("empty", "wiped"):
-                return s._replace(phase="filled", bw=ev, zg=None, stale=False, skip=None)
+                return s._replace(phase="filled", bw=ev, zg=None, stale=False, skip=None, spent=False)
             if s.phase == "unknown":
                 return G("filled", bw=ev, stale=None)
-            return s._replace(bw=ev)
+            return s._replace(bw=ev, spent=False)
         if k == "step" and ev.subject == self.opt:
             if ev.extra.get("closure"):
                 return UNKNOWN
             return G("applied", bw=s.bw, step=ev, stale=s.stale, stepped=True)
+        if k == "step":
+            # another optimizer applies the backward that filled these gradients: it was its own
+            if (s.phase == "filled" and not s.spent and s.bw is not None and s.bw.kind == "backward"
+                    and ev.subject not in self.subjects and reaches(self.unit, ev.subject, s.bw)):
+                return s._replace(spent=True)
+            return s
         if (k in ("zero_grad", "zero_grad_model") and touches(self.unit, self.opt, ev)) or k == "zero_grad_all":
-            if s.phase == "filled":
+            if s.phase == "filled" and not s.spent:
                 return G("wiped", bw=s.bw, zg=ev, stepped=s.stepped, skip=s.skip)
             return G("empty", stepped=s.stepped)
         if k == "havoc" and ev.may_change("grads") and touches(self.unit, self.opt, ev):
@@ -176,6 +244,10 @@ class GradientMachine(Machine):
         if k == "grad_set" and touches(self.unit, self.opt, ev):
             return G("filled", bw=ev, stale=False, stepped=s.stepped)  # gradients written by hand
         return s
+
+    def rebinds(self, loop: Loop) -> bool:
+        # ``for opt in optimizers: opt.step()`` steps each optimizer once
+        return id(loop) in self._rebinding
 
     def branches_on(self, node: If) -> bool:
         # it decides only an ``if`` with a step of its optimizer in one arm: that ``if`` holds
@@ -226,14 +298,18 @@ def _clips(unit: Unit) -> Iterable[tuple[Event, str, set]]:
 
 @register
 class ClipBeforeBackward(Rule):
+    """LC101: a clip concerning optimizer ``O`` runs while, on every path, ``O``'s gradients are
+    empty (cleared, no backward reaching ``O`` since) or already applied by ``O.step()``, and
+    empty on at least one (see ``rules/LC101.md``, "Reported when")."""
+
     info = INFOS["LC101"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
-        for ev, _opt, states in _clips(unit):
+        for ev, opt, states in _clips(unit):
             phases = {s.phase for s in states}
             if not phases or phases - {"empty", "applied"} or phases == {"applied"}:
                 continue
-            bw = unit.next_event(ev, ("backward",))
+            bw = next_backward(unit, opt, ev)
             related = [(bw.node, "backward() fills .grad only here")] if bw else []
             yield Report(
                 self.info.code, ev.node,
@@ -278,6 +354,11 @@ class ClipAfterStep(Rule):
 
 @register
 class ZeroGradBetweenBackwardAndStep(Rule):
+    """LC103: a ``zero_grad`` concerning optimizer ``O`` clears, on some path, the gradients of a
+    backward no other optimizer's step has applied, before ``O.step()`` (in the ``zero_grad``'s
+    loop, no backward in between, not skipped by accumulation); or it runs every iteration
+    while ``O``'s accumulation-guarded step was skipped (see ``rules/LC103.md``)."""
+
     info = INFOS["LC103"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
@@ -345,6 +426,10 @@ class ZeroGradBetweenBackwardAndStep(Rule):
 
 @register
 class StepBeforeBackward(Rule):
+    """LC104: ``O.step()`` in a loop runs while, on every path, ``O``'s gradients are empty or
+    hold only a backward later in the loop body, and a backward that can reach ``O`` follows in
+    the same loop (see ``rules/LC104.md``)."""
+
     info = INFOS["LC104"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
@@ -358,7 +443,7 @@ class StepBeforeBackward(Rule):
                 for s in states
             ):
                 continue
-            bw = unit.next_event(ev, ("backward",))
+            bw = next_backward(unit, ev.subject, ev)
             if bw is None or bw.ctx.loops != ev.ctx.loops:
                 continue
             yield Report(
@@ -378,6 +463,10 @@ class StepBeforeBackward(Rule):
 
 @register
 class MissingZeroGrad(Rule):
+    """LC105: ``O.step()`` in a loop applies, on some path, a backward added onto gradients
+    ``O``'s previous step already applied, with no path on which ``O``'s state is unknown or
+    cleared (see ``rules/LC105.md``)."""
+
     info = INFOS["LC105"]
 
     def check(self, unit: Unit) -> Iterable[Report]:

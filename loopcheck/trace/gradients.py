@@ -181,11 +181,13 @@ class GradientChecks:
     def _on_zero(self, opts) -> None:
         site = None
         for o in opts:
-            # gradients of backward passes since the last step only (not a step's leftovers)
-            if o.state == "filled" and o.last_backward is not None and o.accum <= o.since_step:
+            # gradients of backward passes since the last step only (not a step's leftovers, nor
+            # what another optimizer's backward left: a GAN's generator loss reaches the discriminator)
+            if o.state == "filled" and o.last_backward is not None and o.accum <= o.since_step and not o.spent:
                 site = site or self.site()
                 o.wipe = o.last_wipe = {"site": site, "seq": self._next(), "backward": o.last_backward}
             o.state = "empty"
+            o.spent = False
             o.accum = 0
             o.factor = 1.0
 
@@ -203,6 +205,7 @@ class GradientChecks:
             o.clip_before = dict(o.clip_ok_rec, state="filled")  # a clip between two backward passes
         o.state = "filled"
         o.last_backward = ev
+        o.spent = False
         o.wipe = None
         if o.stale is not None:
             if o.last_forward is o.stale["forward"]:
@@ -210,6 +213,16 @@ class GradientChecks:
             o.stale = None
 
     # ---------------------------------------------------------------- at a step
+    def _gradients_spent(self, o: OptState) -> None:
+        """``o``'s step applies its last backward: in every other optimizer that backward filled
+        last, its gradients are that backward's leftovers (the backward was ``o``'s)."""
+        bwd = o.last_backward
+        if bwd is None:
+            return
+        for p in self._live_opts():
+            if p is not o and p.state == "filled" and p.last_backward is bwd:
+                p.spent = True
+
     def _gradients_at_step(self, o: OptState, ev: Event, n: int, stale: bool) -> None:
         if o.state == "empty" and o.wipe is not None and not stale:
             self._confirm_wipe(o, ev, n)

@@ -148,6 +148,7 @@ class OptState:
         self.clip_after_refuted: set = set()    # after-step clip sites a proper clip made harmless
         self.wipe: dict | None = None           # LC103: gradients cleared, no backward since
         self.last_wipe: dict | None = None      # LC103: gradients cleared since the last step
+        self.spent = False                      # its last backward was applied by another optimizer's step
         self.stale: dict | None = None          # LC104 candidate
         self.eval_trained: dict | None = None   # LC301 candidate
         self.sched_early: dict | None = None    # LC202 candidate

@@ -366,6 +366,7 @@ class Watcher(ForwardWatch, GradientChecks, SchedulerChecks, ModeChecks, LossChe
         if o.sched_early is not None:
             self._sched_at_step(o, ev.site, n)
         self._gradients_at_step(o, ev, n, o.stale_now())
+        self._gradients_spent(o)
         if o.factor != 1.0 or o.internal_unscale or o.last_unscale is not None:
             self._amp_at_step(o, ev, n)
         if o.eval_trained is not None:
@@ -376,6 +377,7 @@ class Watcher(ForwardWatch, GradientChecks, SchedulerChecks, ModeChecks, LossChe
             self._setup_at_step(o, n)
         o.last_unscale = None
         o.state = "applied"
+        o.spent = False
         o.since_step = 0
         o.last_step = ev
 
