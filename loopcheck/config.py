@@ -9,7 +9,7 @@ are not merged. ``--config PATH`` uses one file for everything, ``--isolated`` n
 
 Keys (all optional)::
 
-    select = ["LC1", "LC301"]        # codes, names or prefixes to enable ("ALL": all; default all)
+    select = ["LC1", "LC301"]        # codes, names or prefixes ("ALL": all; default: all but preview)
     extend-select = ["LC6"]          # added to select
     preview = true                   # also enable the rules in preview (default false)
     ignore = ["LC401"]               # removed from the selection
