@@ -7,7 +7,10 @@ first write, with a ``.gitignore`` holding ``*`` (git never lists it) and a ``CA
 
 What is in it: ``<dir>/<loopcheck version>/<entry>``, one JSON file per checked file and rule
 selection, named by a hash of the file's real path, the name it is reported under, its rule
-codes (after per-file-ignores) and the project's ``src`` roots. An entry holds:
+codes (after per-file-ignores) and the project's ``src`` roots. Preview enters the key
+through the codes: a rule in preview is among them only when ``--preview`` (or an exact
+selection) enabled it, so a run that enables one never reads an entry of a run that did not.
+An entry holds:
 
 - ``engine``: :func:`engine_fingerprint`: loopcheck's version, the size and modification
   time of each of its modules, the contents of its knowledge files, the Python version, and

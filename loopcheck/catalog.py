@@ -6,6 +6,8 @@ The rule itself, its ``check`` and its messages, live in the module named after 
 (``loopcheck/rules/<module>``), as ``info = INFOS["LCxxx"]`` on a ``Rule`` class. To add a
 rule: an entry here, the class there, ``fixtures/LCxxx_bad.py``/``_good.py`` and a page
 ``rules/LCxxx.md``; ``tests/test_fixtures.py`` checks that every entry has a registered rule.
+An entry with ``preview=True`` is a rule in preview: off unless asked for (see
+:attr:`RuleInfo.preview`); flipping that one argument moves a rule in or out of preview.
 """
 
 from __future__ import annotations
@@ -24,12 +26,16 @@ class RuleInfo:
         name: short kebab-case name (``clip-before-backward``).
         severity: ``"error"`` (training is wrong) or ``"warning"`` (memory or speed).
         summary: one line for ``loopcheck rules``.
+        preview: the rule is not proven yet (its measured precision on code it was not tuned on
+            is too low): it is off unless preview is on (``--preview``, ``preview = true``) or
+            it is selected by its exact code or name, as ruff's preview rules.
     """
 
     code: str
     name: str
     severity: str
     summary: str
+    preview: bool = False
 
     @property
     def url(self) -> str:
@@ -103,6 +109,7 @@ _CATALOG = (
     RuleInfo(
         "LC401", "loss-tensor-kept", "warning",
         "A loss tensor is stored or accumulated instead of loss.item(): its autograd graph stays in memory.",
+        preview=True,
     ),  # memory.py
     RuleInfo(
         "LC501", "model-converted-after-optimizer", "error",
@@ -180,5 +187,9 @@ _CATALOG = (
 #: Every rule's metadata by code, ``LC001`` and ``LC002`` (reported by the command line itself)
 #: included.
 INFOS: dict[str, RuleInfo] = {info.code: info for info in _CATALOG}
+#: The codes of the rules in preview (:attr:`RuleInfo.preview`).
+PREVIEW: frozenset[str] = frozenset(info.code for info in _CATALOG if info.preview)
+#: Every rule's metadata by name (``clip-before-backward``).
+BY_NAME: dict[str, RuleInfo] = {info.name: info for info in _CATALOG}
 SYNTAX_ERROR = INFOS["LC001"]
 UNUSED_NOQA = INFOS["LC002"]

@@ -38,8 +38,11 @@ class ConfigurationError(click.ClickException):
 
 
 def parse_codes(values: tuple[str, ...]) -> list[str]:
-    """Split ``--select LC1,LC301`` style values into code prefixes."""
-    return [c.strip().upper() for v in values for c in v.split(",") if c.strip()]
+    """Split ``--select LC1,LC301,loss-tensor-kept`` style values into code prefixes (a rule's
+    name becomes its code)."""
+    from loopcheck.config import canonical_selector
+
+    return [canonical_selector(c) for v in values for c in v.split(",") if c.strip()]
 
 
 def parse_list(values: tuple[str, ...]) -> list[str]:
@@ -67,8 +70,9 @@ def _check_patterns(values: tuple[str, ...], option: str) -> None:
             raise click.BadParameter(f"invalid pattern {pattern!r} ({why})", param_hint=option)
 
 
-def resolve_selection(select: list[str], ignore: list[str]) -> set[str]:
-    """The rule codes enabled by ``select`` and ``ignore`` prefixes (``ALL`` selects all).
+def resolve_selection(select: list[str], ignore: list[str], preview: bool = False) -> set[str]:
+    """The rule codes enabled by ``select`` and ``ignore`` prefixes (``ALL`` selects all; a
+    rule in preview only with ``preview`` or by its exact code or name).
 
     Raises:
         click.BadParameter: a prefix matches no rule.
@@ -78,7 +82,7 @@ def resolve_selection(select: list[str], ignore: list[str]) -> set[str]:
     layer = Options(
         select=_check_codes(select, "--select") if select else None, ignore=_check_codes(ignore, "--ignore")
     )
-    return select_codes([layer])
+    return select_codes([layer], preview=preview)
 
 
 def lint_text(
@@ -532,6 +536,7 @@ def print_settings(paths: list[str], resolver: Resolver, force_exclude: bool, ou
     out.write(f'Resolved settings for: "{os.path.abspath(first)}"\n')
     out.write(f'Settings path: "{settings.config_path}"\n' if settings.config_path else "Settings path: none (defaults)\n")
     out.write(f'Patterns are relative to: "{settings.base}"\n\n')
+    out.write(f"preview = {'true' if settings.preview else 'false'}\n")
     out.write(f"select = {_toml_list(sorted(settings.codes))}\n")
     out.write(f"rules for this file = {_toml_list(sorted(codes))}\n")
     out.write(f"exclude = {_toml_list(getattr(p, 'pattern', str(p)) for p in settings.exclude.patterns)}\n")
@@ -716,9 +721,13 @@ def main() -> None:
 
 @main.command(short_help="Check files, directories or standard input (the default command).")
 @click.argument("paths", nargs=-1, type=click.Path())
-@click.option("--select", multiple=True, help="Rule codes or prefixes to enable, replacing the configured ones (comma-separated).")
-@click.option("--extend-select", multiple=True, help="Rule codes or prefixes to enable in addition (comma-separated).")
-@click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable (comma-separated).")
+@click.option("--select", multiple=True,
+              help="Rule codes, names or prefixes to enable, replacing the configured ones (comma-separated).")
+@click.option("--extend-select", multiple=True, help="Rule codes, names or prefixes to enable in addition (comma-separated).")
+@click.option("--ignore", multiple=True, help="Rule codes, names or prefixes to disable (comma-separated).")
+@click.option("--preview/--no-preview", default=None,
+              help="Also enable the rules in preview (selected by a prefix or by default) [default: off; "
+                   "a preview rule named by its exact code or name is enabled either way].")
 @click.option("--exclude", multiple=True, help="Patterns to skip, replacing the configured and default ones (comma-separated).")
 @click.option("--extend-exclude", multiple=True, help="Patterns to skip in addition (comma-separated).")
 @click.option("--respect-gitignore/--no-respect-gitignore", default=None,
@@ -752,7 +761,7 @@ def main() -> None:
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the cache of results.")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None, metavar="DIR",
               help="The cache directory [default: $LOOPCHECK_CACHE_DIR, else .loopcheck_cache in the project root].")
-def check(paths, select, extend_select, ignore, exclude, extend_exclude, respect_gitignore, force_exclude,
+def check(paths, select, extend_select, ignore, preview, exclude, extend_exclude, respect_gitignore, force_exclude,
           config_path, isolated, output_format, output_file, no_color, statistics, exit_zero, exit_non_zero_on_fix,
           quiet, stdin_filename, fix, unsafe_fixes, show_diff, add_noqa: bool, show_files: bool,
           show_settings: bool, max_file_size: int | None, jobs: int | None, no_cache: bool,
@@ -779,6 +788,7 @@ def check(paths, select, extend_select, ignore, exclude, extend_exclude, respect
         extend_exclude=tuple(parse_list(extend_exclude)),
         respect_gitignore=respect_gitignore,
         max_file_size=max_file_size,
+        preview=preview,
     )
     read_stdin = paths == ("-",) or (not paths and stdin_filename is not None)
     if "-" in paths and not read_stdin:
@@ -886,11 +896,12 @@ def _fix_column(code: str) -> str:
     return FIXABLE.get(code) or ""
 
 
-@main.command("rules", short_help="List every rule: code, name, severity, fix and summary.")
+@main.command("rules", short_help="List every rule: code, name, severity, fix, preview and summary.")
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def list_rules(output_format: str) -> None:
     """List every rule: code, name, severity, whether it has a fix (safe: applied by --fix;
-    unsafe: with --unsafe-fixes) and a one-line summary."""
+    unsafe: with --unsafe-fixes), whether it is in preview (off unless --preview or selected
+    by its exact code or name) and a one-line summary."""
     import json
 
     from loopcheck.catalog import INFOS
@@ -899,15 +910,16 @@ def list_rules(output_format: str) -> None:
     if output_format == "json":
         data = [
             {"code": i.code, "name": i.name, "severity": i.severity, "fix": _fix_column(i.code) or None,
-             "summary": i.summary, "url": i.url}
+             "preview": i.preview, "summary": i.summary, "url": i.url}
             for i in infos
         ]
         click.echo(json.dumps(data, indent=2))
         return
     width = max(len(i.name) for i in infos)
-    click.echo(f"{'code':<5}  {'name':<{width}}  {'severity':<8}  {'fix':<6}  summary")
+    click.echo(f"{'code':<5}  {'name':<{width}}  {'severity':<8}  {'fix':<6}  {'preview':<7}  summary")
     for i in infos:
-        click.echo(f"{i.code}  {i.name:<{width}}  {i.severity:<8}  {_fix_column(i.code) or '-':<6}  {i.summary}")
+        click.echo(f"{i.code}  {i.name:<{width}}  {i.severity:<8}  {_fix_column(i.code) or '-':<6}  "
+                   f"{'yes' if i.preview else '-':<7}  {i.summary}")
 
 
 def rule_page(code: str) -> str | None:
@@ -939,7 +951,23 @@ def explain(rule: str) -> None:
     page = rule_page(info.code)
     if page is None:
         page = f"# {info.code} {info.name}\n\n{info.summary}\n"
+    if info.preview:
+        page = _with_preview_notice(page, info.code, info.name)
     click.echo(page.rstrip("\n"))
+
+
+def _with_preview_notice(page: str, code: str, name: str) -> str:
+    """``page`` with a paragraph saying that the rule is in preview, after its title line."""
+    import textwrap
+
+    notice = (f"This rule is in preview: it runs only with --preview (or `preview = true` in the "
+              f"configuration), or when selected by its exact code or name (--extend-select {code}, "
+              f"--extend-select {name}).")
+    notice = "\n".join(textwrap.wrap(notice, width=95, break_on_hyphens=False))
+    title, _, rest = page.partition("\n")
+    if not title.startswith("#"):
+        return f"{notice}\n\n{page}"
+    return f"{title}\n\n{notice}\n\n{rest.lstrip()}"
 
 
 @main.command(short_help="Run the language server (LSP over stdio) for editors; needs the server extra.")

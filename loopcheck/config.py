@@ -9,8 +9,9 @@ are not merged. ``--config PATH`` uses one file for everything, ``--isolated`` n
 
 Keys (all optional)::
 
-    select = ["LC1", "LC301"]        # codes or prefixes to enable ("ALL": all; default all)
+    select = ["LC1", "LC301"]        # codes, names or prefixes ("ALL": all; default: all but preview)
     extend-select = ["LC6"]          # added to select
+    preview = true                   # also enable the rules in preview (default false)
     ignore = ["LC401"]               # removed from the selection
     per-file-ignores = { "tests/**" = ["LC401"] }
     exclude = [".git", "build"]      # replaces the default list of excluded names
@@ -31,6 +32,12 @@ change the file's selection; within one of the two, a more specific code wins ov
 ``exclude``, ``--extend-exclude`` adds to it, ``--[no-]respect-gitignore`` replaces
 ``respect-gitignore``, ``--max-file-size`` replaces ``max-file-size``.
 
+Rules in preview (``preview=True`` in :mod:`loopcheck.catalog`) are enabled, as in ruff, only
+when preview is on (``preview = true``, ``--preview``; ``--no-preview`` turns it off) or when
+``select``/``extend-select`` name them by exact code or name (``"LC401"``,
+``"loss-tensor-kept"``): a prefix (``"LC4"``) or ``"ALL"`` alone does not enable them.
+``--preview``/``--no-preview`` replaces ``preview``.
+
 A pattern pathspec cannot compile (``[z-a]``, ``build\\``, a lone ``!``) is an error that
 names it, as is a file TOML cannot read (one nested thousands of levels deep included).
 """
@@ -47,7 +54,7 @@ from typing import Any, Callable
 
 import pathspec
 
-from loopcheck.catalog import INFOS
+from loopcheck.catalog import BY_NAME, INFOS, PREVIEW
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -73,13 +80,28 @@ class ConfigError(Exception):
     """A configuration file cannot be read, or holds an unknown key or a bad value."""
 
 
+def canonical_selector(selector: str) -> str:
+    """A selector as the selection compares it: a rule's name (``loss-tensor-kept``, any case,
+    ``_`` for ``-``) becomes its code, anything else is upper-cased (``lc4`` -> ``LC4``)."""
+    selector = selector.strip()
+    info = BY_NAME.get(selector.lower().replace("_", "-"))
+    return info.code if info is not None else selector.upper()
+
+
+def is_exact(selector: str) -> bool:
+    """Whether ``selector`` names one rule by its full code or its name (which enables a rule
+    in preview without preview on), not a prefix or ``ALL``."""
+    return canonical_selector(selector) in INFOS
+
+
 def match_codes(prefix: str) -> set[str]:
-    """The rule codes a code or prefix names (``ALL``: every rule).
+    """The rule codes a code, name or prefix names (``ALL``: every rule), preview rules
+    included (:func:`select_codes` decides whether those are enabled).
 
     Raises:
         ValueError: the prefix names no rule.
     """
-    prefix = prefix.strip().upper()
+    prefix = canonical_selector(prefix)
     if prefix == "ALL":
         return set(INFOS)
     found = {c for c in INFOS if c.startswith(prefix)}
@@ -104,6 +126,7 @@ class Options:
     respect_gitignore: bool | None = None
     src: tuple[str, ...] | None = None
     max_file_size: int | None = None
+    preview: bool | None = None
 
 
 # --- reading and validating a file ----------------------------------------------------
@@ -122,7 +145,7 @@ def _code_list(key: str, value: Any) -> tuple[str, ...]:
             match_codes(code)
         except ValueError as err:
             raise ConfigError(f"{key}: {err}") from None
-    return tuple(c.strip().upper() for c in codes)
+    return tuple(canonical_selector(c) for c in codes)
 
 
 def pattern_error(pattern: str) -> str | None:
@@ -189,6 +212,7 @@ KEYS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
     "respect-gitignore": ("respect_gitignore", _bool),
     "src": ("src", _string_list),
     "max-file-size": ("max_file_size", _size),
+    "preview": ("preview", _bool),
 }
 
 
@@ -292,6 +316,7 @@ class Settings:
         config_path: the file these settings come from (``None``: defaults).
         src: extra directories the project's modules are looked up in (absolute).
         max_file_size: files larger than this many bytes are skipped (0: no limit).
+        preview: preview is on (``preview``/``--preview``): prefixes enable rules in preview too.
     """
 
     base: Path
@@ -302,6 +327,7 @@ class Settings:
     config_path: Path | None = None
     src: tuple[Path, ...] = ()
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
+    preview: bool = False
 
     def _relative(self, path: Path) -> str:
         path = Path(os.path.abspath(path))
@@ -343,26 +369,38 @@ def _codes(prefixes) -> set[str]:
 
 
 def _specificity(prefix: str) -> int:
-    prefix = prefix.strip().upper()
+    prefix = canonical_selector(prefix)
     return -1 if prefix == "ALL" else len(prefix)
 
 
-def select_codes(layers: list[Options], start: set[str] | None = None) -> set[str]:
+def default_codes(preview: bool = False) -> set[str]:
+    """The codes enabled when nothing is selected: every rule, those in preview only with
+    ``preview``."""
+    return set(INFOS) if preview else set(INFOS) - PREVIEW
+
+
+def select_codes(layers: list[Options], start: set[str] | None = None, preview: bool = False) -> set[str]:
     """The enabled codes after applying layers of ``select``/``extend-select``/``ignore``.
 
     As in ruff: within a layer, a more specific prefix wins over a less specific one
     (``select = ["LC101"]`` with ``ignore = ["LC1"]`` keeps LC101) and ``ignore`` wins at
     equal specificity; a layer that sets ``select`` replaces what the earlier layers chose,
-    a layer that does not adds its ``extend-select`` and removes its ``ignore``.
+    a layer that does not adds its ``extend-select`` and removes its ``ignore``. Without
+    ``preview``, a rule in preview is enabled only by its exact code or name, never by a
+    prefix, ``ALL`` or the default (``start``: the codes before the first layer; default:
+    :func:`default_codes`).
     """
-    current = set(INFOS) if start is None else set(start)
+    current = default_codes(preview) if start is None else set(start)
     for layer in layers:
         updates: dict[str, bool] = {}
         enabling = [*(layer.select or ()), *layer.extend_select]
         for level in sorted({_specificity(p) for p in (*enabling, *layer.ignore)}):
             for p in enabling:
                 if _specificity(p) == level:
-                    updates.update(dict.fromkeys(match_codes(p), True))
+                    codes = match_codes(p)
+                    if not preview and not is_exact(p):
+                        codes -= PREVIEW
+                    updates.update(dict.fromkeys(codes, True))
             for p in layer.ignore:
                 if _specificity(p) == level:
                     updates.update(dict.fromkeys(match_codes(p), False))
@@ -376,7 +414,8 @@ def select_codes(layers: list[Options], start: set[str] | None = None) -> set[st
 
 def resolve(file: Options, cli: Options, base: Path, config_path: Path | None = None) -> Settings:
     """Settings from a configuration file's options overridden by the command line's."""
-    codes = select_codes([file, cli])
+    preview = cli.preview if cli.preview is not None else bool(file.preview)
+    codes = select_codes([file, cli], preview=preview)
     exclude = cli.exclude if cli.exclude is not None else file.exclude
     if exclude is None:
         exclude = DEFAULT_EXCLUDE
@@ -397,6 +436,7 @@ def resolve(file: Options, cli: Options, base: Path, config_path: Path | None = 
         config_path=config_path,
         src=tuple(Path(os.path.abspath(os.path.join(base, p))) for p in (file.src or ())),
         max_file_size=DEFAULT_MAX_FILE_SIZE if max_size is None else max_size,
+        preview=preview,
     )
 
 

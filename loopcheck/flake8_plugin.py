@@ -6,6 +6,11 @@ runs and what is shown: its ``--select``/``--extend-select``/``--ignore``, ``per
 and ``# noqa`` comments apply to the ``LC`` codes as to any other; loopcheck's own
 configuration (``[tool.loopcheck]``) is not read here. A ``# loopcheck: skip-file`` comment
 still skips the file. flake8 does not check notebooks; ``loopcheck`` itself does.
+
+Rules in preview (:attr:`loopcheck.catalog.RuleInfo.preview`) run, as with ``loopcheck``,
+only with ``--loopcheck-preview`` (``loopcheck-preview = true`` in flake8's configuration) or
+when flake8's ``--select``/``--extend-select`` name them by their exact code (``LC401``); the
+``LC`` prefix and flake8's default selection do not run them.
 """
 
 from __future__ import annotations
@@ -25,10 +30,33 @@ class Plugin:
 
     name = "loopcheck"
     version = __version__
+    #: The rule codes to run (``None``: every rule, as before flake8 parsed its options).
+    select: frozenset[str] | None = None
 
     def __init__(self, tree, lines: list[str], filename: str) -> None:  # noqa: ARG002 - flake8 API
         self.lines = lines
         self.filename = filename
+
+    @classmethod
+    def add_options(cls, parser) -> None:
+        """Register ``--loopcheck-preview`` on flake8's option manager."""
+        parser.add_option(
+            "--loopcheck-preview", default=False, action="store_true", parse_from_config=True,
+            help="also run loopcheck's rules in preview (a preview rule selected by its exact code runs either way)",
+        )
+
+    @classmethod
+    def parse_options(cls, options) -> None:
+        """Decide which rules run from flake8's options: those out of preview, and the rules in
+        preview with ``--loopcheck-preview`` or named by exact code in ``--select`` or
+        ``--extend-select``."""
+        from loopcheck.catalog import INFOS, PREVIEW
+
+        if getattr(options, "loopcheck_preview", False):
+            cls.select = frozenset(INFOS)
+            return
+        named = {c.strip().upper() for key in ("select", "extend_select") for c in getattr(options, key, None) or ()}
+        cls.select = frozenset(INFOS) - (PREVIEW - named)
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         from loopcheck.analysis import check_source
@@ -37,5 +65,5 @@ class Plugin:
         source = "".join(self.lines)
         if is_skipped(source):
             return
-        for f in check_source(source, self.filename):
+        for f in check_source(source, self.filename, self.select):
             yield f.row, f.column - 1, f"{f.code} {f.message}", type(self)

@@ -8,7 +8,8 @@
   finding's related lines as ``relatedInformation`` (in their own cell or file). Findings
   suppressed by ``# noqa`` (or ``# loopcheck: skip-file``) are not shown; LC002 shows unused
   ``# noqa`` codes; the rules are those the file's configuration enables, as on the command
-  line.
+  line (rules in preview only with ``preview = true`` or selected by exact code or name; an
+  unsaved buffer gets the default selection).
 * As you type: ``didChange`` is debounced (:data:`DEBOUNCE_S`), and each check runs outside
   the server's event loop, in a process forked from a warm fork server (a thread where
   ``forkserver`` does not exist). A document's later versions are checked in forks of the
@@ -24,7 +25,7 @@
   ``[]``.
 * An invalid configuration file is shown to the user: ``window/showMessage`` (once per
   distinct error) and a diagnostic on the configuration file, cleared when it is fixed; the
-  documents are then checked with every rule.
+  documents are then checked with the default selection (every rule not in preview).
 * A request whose params do not match the protocol gets a JSON-RPC ``InvalidParams``
   (-32602) error reply.
 
@@ -369,13 +370,14 @@ class LoopcheckServer(LanguageServer):
 
     # ------------------------------------------------------------------ configuration
 
-    def settings_for(self, path: str | None) -> tuple[frozenset[str] | None, tuple]:
-        """The rule codes the configuration enables for ``path`` and its ``src`` roots
-        (``None``, ``()``: all rules, for an unsaved buffer or an invalid configuration, which
+    def settings_for(self, path: str | None) -> tuple[frozenset[str], tuple]:
+        """The rule codes the configuration enables for ``path`` and its ``src`` roots (the
+        default selection and ``()`` for an unsaved buffer or an invalid configuration, which
         is then shown to the user)."""
+        from loopcheck.config import ConfigError, Options, Resolver, default_codes
+
         if not path:
-            return None, ()
-        from loopcheck.config import ConfigError, Options, Resolver
+            return frozenset(default_codes()), ()
 
         file = Path(path)
         try:
@@ -383,7 +385,7 @@ class LoopcheckServer(LanguageServer):
             codes = settings.codes_for(file)
         except (ConfigError, OSError, ValueError) as err:
             self.show_config_error(_config_file_of(str(err)), str(err))
-            return None, ()
+            return frozenset(default_codes()), ()
         config = settings.config_path
         for bad in [k for k in self.config_errors if k and Path(k).parent in (file.parent, *file.parent.parents)]:
             del self.config_errors[bad]  # that file is valid again (or no longer the closest)
@@ -400,7 +402,7 @@ class LoopcheckServer(LanguageServer):
         self.config_errors[key] = message
         self.window_show_message(types.ShowMessageParams(
             type=types.MessageType.Error,
-            message=f"loopcheck: invalid configuration, every rule is used until it is fixed: {message}"))
+            message=f"loopcheck: invalid configuration, the default rules are used until it is fixed: {message}"))
         if config is None:
             return
         line = 0

@@ -5,11 +5,11 @@ Usage:
     python scripts/findings_snapshot.py diff BEFORE.json AFTER.json
 
 ``record`` runs the ``loopcheck`` on PATH (``check --output-format json --isolated
---exit-zero``, plus ``--no-cache`` when the command has that flag) once per target and
-writes, per target, the findings (file names relative to where it ran), the exit status,
-the standard error and the child's CPU seconds (user + system, from
-``resource.getrusage(RUSAGE_CHILDREN)``) and peak resident memory (MiB). Targets:
-``fixtures`` (the repository's ``fixtures/`` directory) and, for each ``dev`` repository of
+--exit-zero``, plus ``--no-cache`` and ``--preview`` when the command has those flags) once per
+target and writes, per target, the findings (file names relative to where it ran), the exit
+status, the standard error and the child's CPU seconds (user + system, from
+``resource.getrusage(RUSAGE_CHILDREN)``) and peak resident memory (MiB). Targets: ``fixtures``
+(the repository's ``fixtures/`` directory) and, for each ``dev`` repository of
 ``scripts/eval/manifest.toml``, its manifest subpaths (``<name>``); with ``--whole``, also the
 whole exported tree (``<name>:.``). Held-out repositories are never run. ``--jobs`` runs that
 many targets at once (CPU seconds stay per target; wall times then mean little).
@@ -42,7 +42,7 @@ REPO = Path(__file__).resolve().parent.parent
 def _base_command() -> list[str]:
     help_text = subprocess.run(["loopcheck", "check", "--help"], capture_output=True, text=True).stdout
     cmd = ["loopcheck", "check", "--output-format", "json", "--isolated", "--exit-zero"]
-    return cmd + (["--no-cache"] if "--no-cache" in help_text else [])
+    return cmd + [flag for flag in ("--no-cache", "--preview") if flag in help_text]
 
 
 def targets(whole: bool) -> list[tuple[str, Path, list[str]]]:

@@ -180,13 +180,14 @@ def test_rules_lists_every_rule_with_its_fix():
     result = run("rules")
     assert result.exit_code == 0
     lines = result.output.splitlines()
-    assert lines[0].split() == ["code", "name", "severity", "fix", "summary"]
+    assert lines[0].split() == ["code", "name", "severity", "fix", "preview", "summary"]
     assert [line.split()[0] for line in lines[1:]] == sorted(INFOS)
-    rows = {line.split()[0]: line.split()[:4] for line in lines[1:]}
-    assert rows["LC101"] == ["LC101", "clip-before-backward", "error", "safe"]
-    assert rows["LC301"] == ["LC301", "eval-mode-not-reset", "error", "unsafe"]
-    assert rows["LC203"] == ["LC203", "plateau-scheduler-without-metric", "error", "-"]
-    assert rows["LC002"] == ["LC002", "unused-noqa", "warning", "safe"]
+    rows = {line.split()[0]: line.split()[:5] for line in lines[1:]}
+    assert rows["LC101"] == ["LC101", "clip-before-backward", "error", "safe", "-"]
+    assert rows["LC301"] == ["LC301", "eval-mode-not-reset", "error", "unsafe", "-"]
+    assert rows["LC203"] == ["LC203", "plateau-scheduler-without-metric", "error", "-", "-"]
+    assert rows["LC002"] == ["LC002", "unused-noqa", "warning", "safe", "-"]
+    assert rows["LC401"] == ["LC401", "loss-tensor-kept", "warning", "safe", "yes"]
 
 
 def test_rules_json():
@@ -197,10 +198,13 @@ def test_rules_json():
         "name": "clip-before-backward",
         "severity": "error",
         "fix": "safe",
+        "preview": False,
         "summary": INFOS["LC101"].summary,
         "url": INFOS["LC101"].url,
     }
     assert {d["code"]: d["fix"] for d in data}["LC203"] is None
+    assert {d["code"] for d in data if d["preview"]} == {c for c, i in INFOS.items() if i.preview}
+    assert {d["code"]: d["preview"] for d in data}["LC401"] is True
 
 
 def test_explain_prints_the_rule_page():
@@ -314,7 +318,7 @@ def test_help_lists_each_command_with_its_whole_description():
     text = " ".join(result.output.split())  # the descriptions are wrapped, never cut short
     assert "check Check files, directories or standard input (the default command)." in text
     assert "explain Print a rule's documentation page; RULE is a code (LC101) or a name." in text
-    assert "rules List every rule: code, name, severity, fix and summary." in text
+    assert "rules List every rule: code, name, severity, fix, preview and summary." in text
     assert "server Run the language server (LSP over stdio) for editors; needs the server extra." in text
     assert "..." not in result.output.split("Commands:")[1]
     check_help = " ".join(run("check", "--help").output.split())
@@ -342,7 +346,8 @@ def test_show_settings(project):
     lines = result.output.splitlines()
     assert lines[0] == f'Resolved settings for: "{project / "bad.py"}"'
     assert lines[1] == f'Settings path: "{project / "pyproject.toml"}"'
-    select = [c for c in sorted(INFOS) if not c.startswith("LC2")]
+    select = [c for c in sorted(INFOS) if not c.startswith("LC2") and not INFOS[c].preview]
+    assert "preview = false" in lines
     assert f"select = {json.dumps(select).replace('[', '[').replace(']', ']')}" in lines
     assert "rules for this file = " + json.dumps([c for c in select if c != "LC101"]) in lines
     assert any(line.startswith("exclude = [") and '"scratch/"' in line for line in lines)

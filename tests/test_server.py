@@ -161,8 +161,12 @@ def rng(line, char, end_line, end_char) -> dict:
 
 
 @pytest.fixture(scope="module")
-def client():
+def client(tmp_path_factory):
     c = Client()
+    # The fixtures are opened from a folder whose configuration turns preview on: their
+    # `# expect:` markers name every rule's findings, those of rules in preview included.
+    c.fixtures = tmp_path_factory.mktemp("preview")
+    (c.fixtures / "loopcheck.toml").write_text("preview = true\n", encoding="utf-8")
     try:
         result = c.request("initialize", {
             "processId": None, "rootUri": ROOT.as_uri(),
@@ -184,8 +188,10 @@ def client():
 
 
 def open_fixture(client: Client, name: str, text: str | None = None) -> tuple[str, str]:
-    path = FIXTURES / name
-    text = path.read_text(encoding="utf-8") if text is None else text
+    """Open a copy of ``fixtures/NAME`` (its text, or ``text``) in the preview folder."""
+    path = client.fixtures / name
+    path.write_text(read_fixture(name), encoding="utf-8")
+    text = read_fixture(name) if text is None else text
     client.notify("textDocument/didOpen", {"textDocument": {
         "uri": path.as_uri(), "languageId": "python", "version": 1, "text": text}})
     return path.as_uri(), text
@@ -308,12 +314,31 @@ def test_noqa_and_unfixable(client):
 
 
 def test_configuration_selects_the_rules(client, tmp_path):
-    (tmp_path / "pyproject.toml").write_text('[tool.loopcheck]\nignore = ["LC401"]\n', encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text('[tool.loopcheck]\npreview = true\nignore = ["LC401"]\n',
+                                             encoding="utf-8")
     path = tmp_path / "train.py"
     text = read_fixture("LC401_bad.py") + read_fixture("LC101_bad.py")
     client.notify("textDocument/didOpen", {"textDocument": {
         "uri": path.as_uri(), "languageId": "python", "version": 1, "text": text}})
     assert [d["code"] for d in client.diagnostics(path.as_uri())] == ["LC101"]
+    client.notify("textDocument/didClose", {"textDocument": {"uri": path.as_uri()}})
+    assert client.diagnostics(path.as_uri()) == []
+
+
+@pytest.mark.parametrize("config, codes", [
+    (None, ["LC101"]),  # no configuration: the default selection, without the rules in preview
+    ('[tool.loopcheck]\npreview = true\n', ["LC401", "LC101"]),
+    ('[tool.loopcheck]\nextend-select = ["loss-tensor-kept"]\n', ["LC401", "LC101"]),
+    ('[tool.loopcheck]\nselect = ["LC4", "LC1"]\n', ["LC101"]),  # a prefix alone: not in preview
+])
+def test_rules_in_preview_follow_the_configuration(client, tmp_path, config, codes):
+    if config is not None:
+        (tmp_path / "pyproject.toml").write_text(config, encoding="utf-8")
+    path = tmp_path / "train.py"
+    text = read_fixture("LC401_bad.py") + read_fixture("LC101_bad.py")
+    client.notify("textDocument/didOpen", {"textDocument": {
+        "uri": path.as_uri(), "languageId": "python", "version": 1, "text": text}})
+    assert [d["code"] for d in client.diagnostics(path.as_uri())] == codes
     client.notify("textDocument/didClose", {"textDocument": {"uri": path.as_uri()}})
     assert client.diagnostics(path.as_uri()) == []
 
@@ -391,7 +416,7 @@ def test_a_huge_document_blocks_nothing_and_a_newer_version_kills_its_check(clie
     others = {pid for pid, _ in descendants(forkserver[0])}  # other tests' open documents
     small_uri, _ = open_fixture(client, "LC203_bad.py")
     assert [d["code"] for d in client.diagnostics(small_uri)] == ["LC203"]
-    path = FIXTURES / "huge_generated.py"
+    path = client.fixtures / "huge_generated.py"
     before = {pid for pid, _ in descendants(forkserver[0])}  # with the small document's chain
     client.notify("textDocument/didOpen", {"textDocument": {
         "uri": path.as_uri(), "languageId": "python", "version": 1, "text": huge_script(40_000)}})
@@ -579,23 +604,23 @@ def test_an_invalid_configuration_is_shown_and_cleared_when_fixed(client, tmp_pa
     config.write_text('[tool.loopcheck]\nselect = ["LC1"]\nselec = ["LC3"]\n', encoding="utf-8")
     path = tmp_path / "train.py"
     client.notify("textDocument/didOpen", {"textDocument": {
-        "uri": path.as_uri(), "languageId": "python", "version": 1, "text": read_fixture("LC401_bad.py")}})
+        "uri": path.as_uri(), "languageId": "python", "version": 1, "text": read_fixture("LC101_bad.py")}})
     on_config = client.publication(config.as_uri())
     [diag] = on_config["diagnostics"]
     assert diag["severity"] == 1 and diag["source"] == "loopcheck"
     assert diag["range"] == rng(2, 0, 2, 15) and "unknown key 'selec'" in diag["message"]
-    assert [d["code"] for d in client.diagnostics(path.as_uri())] == ["LC401"]  # every rule meanwhile
+    assert [d["code"] for d in client.diagnostics(path.as_uri())] == ["LC101"]  # the default rules meanwhile
     shown = [n["params"] for n in client.notifications if n["method"] == "window/showMessage"]
     assert len(shown) == 1 and shown[0]["type"] == 1 and "unknown key 'selec'" in shown[0]["message"]
     client.notifications.clear()
     client.notify("textDocument/didChange", {"textDocument": {"uri": path.as_uri(), "version": 2},
-                                             "contentChanges": [{"text": read_fixture("LC401_bad.py") + "\n"}]})
+                                             "contentChanges": [{"text": read_fixture("LC101_bad.py") + "\n"}]})
     client.diagnostics(path.as_uri())
     assert not [n for n in client.notifications if n["method"] == "window/showMessage"]  # once per error
     config.write_text('[tool.loopcheck]\nselect = ["LC3"]\n', encoding="utf-8")
     client.notify("textDocument/didSave", {"textDocument": {"uri": config.as_uri()}})
     assert client.publication(config.as_uri())["diagnostics"] == []
-    assert client.diagnostics(path.as_uri()) == []  # LC401 is not selected any more
+    assert client.diagnostics(path.as_uri()) == []  # LC101 is not selected any more
     client.notify("textDocument/didClose", {"textDocument": {"uri": path.as_uri()}})
     assert client.diagnostics(path.as_uri()) == []
 

@@ -73,6 +73,7 @@ PROGRAM_TIMEOUT = 240
 WORKER = r"""
 import faulthandler, json, os, sys
 import torch
+from loopcheck.config import Options, Resolver
 from loopcheck.trace.report import build_report
 from loopcheck.trace.run import run_target
 from loopcheck.trace.target import Target
@@ -88,7 +89,7 @@ for path in sys.argv[2:]:
     torch.set_default_dtype(torch.float32)
     torch.set_grad_enabled(True)
     result = run_target(Target("path", path, []))
-    report = build_report(result)
+    report = build_report(result, resolver=Resolver(Options(preview=True)))  # the fixtures mark every rule
     faulthandler.cancel_dump_traceback_later()
     results.write(json.dumps({"path": path,
         "runtime": sorted([o.code, os.path.abspath(o.site.filename), o.site.line] for o in result.observations),
@@ -359,6 +360,8 @@ def test_not_observed_json_sarif_github_and_full(in_root):
     assert result["properties"]["trace"]["value"] == 65536.0
 
     code, out, _ = invoke("--output-format", "github", "--", "python", "fixtures/LC401_bad.py")
+    assert "LC401" not in out  # a rule in preview: only with --preview
+    code, out, _ = invoke("--output-format", "github", "--preview", "--", "python", "fixtures/LC401_bad.py")
     assert out.startswith("::warning title=loopcheck (LC401),file=fixtures/LC401_bad.py,line=51,col=9,")
     assert "LC401 [confirmed at step 2] loss_history.append(loss) keeps a tensor and its autograd graph past optimizer.step() at line 50" in out
 

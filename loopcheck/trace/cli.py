@@ -29,11 +29,13 @@ TORCH_MISSING = (
               help="How to print findings [default: full on a terminal, else concise].")
 @click.option("--no-static", is_flag=True,
               help="Report runtime findings only; do not check the program's files statically.")
+@click.option("--preview/--no-preview", default=None,
+              help="Also report the rules in preview (as the check's --preview) [default: the configuration's].")
 @click.option("--no-color", is_flag=True, help="Do not colour the output.")
 @click.option("--exit-zero", is_flag=True, help="Exit with status 0 even when there are runtime findings.")
 @click.option("-q", "--quiet", is_flag=True, help="Print the findings only, without the closing summary.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- python SCRIPT.py [ARGS]...")
-def trace(steps, output_format, no_static, no_color, exit_zero, quiet, command):
+def trace(steps, output_format, no_static, preview, no_color, exit_zero, quiet, command):
     """Run a training program and report the loop bugs that happen while it runs.
 
     \b
@@ -77,7 +79,9 @@ def trace(steps, output_format, no_static, no_color, exit_zero, quiet, command):
         result = run_target(target, steps=steps)
     except TargetError as err:
         raise click.UsageError(str(err)) from None
-    report = build_report(result, static=not no_static)
+    from loopcheck.config import Options, Resolver
+
+    report = build_report(result, static=not no_static, resolver=Resolver(Options(preview=preview)))
     fmt = output_format or ("full" if sys.stdout.isatty() else "concise")
     color = not no_color and not os.environ.get("NO_COLOR") and sys.stdout.isatty() and fmt in ("full", "concise",
                                                                                                "text")

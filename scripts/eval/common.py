@@ -148,8 +148,23 @@ def _on_path(prog: str) -> bool:
     return any((Path(d) / prog).is_file() for d in os.environ.get("PATH", "").split(os.pathsep) if d)
 
 
+def preview_flag(cmd: list[str]) -> list[str]:
+    """``["--preview"]`` when ``cmd check`` has that option (older loopchecks do not), else
+    ``[]``: the evaluation measures the rules in preview too, since their measured precision
+    decides when they leave preview."""
+    key = tuple(cmd)
+    if key not in _PREVIEW:
+        help_text = subprocess.run([*cmd, "check", "--help"], capture_output=True, text=True).stdout
+        _PREVIEW[key] = "--preview" in help_text
+    return ["--preview"] if _PREVIEW[key] else []
+
+
+_PREVIEW: dict[tuple[str, ...], bool] = {}
+
+
 def run_loopcheck(cmd: list[str], paths: list[str], cwd: Path, timeout: float = 900) -> list[dict]:
-    """Run ``cmd check --output-format json --isolated --exit-zero PATHS`` in ``cwd``.
+    """Run ``cmd check --output-format json --isolated --exit-zero PATHS`` in ``cwd``, with
+    ``--preview`` where ``cmd`` has it (:func:`preview_flag`).
 
     Returns loopcheck's JSON findings (ruff's fields plus ``related`` and, for notebooks,
     ``cell``), with ``filename`` (and related ones) made relative to ``cwd`` where they lie under it.
@@ -157,7 +172,7 @@ def run_loopcheck(cmd: list[str], paths: list[str], cwd: Path, timeout: float = 
     ``--isolated`` keeps the configuration files of the checked repository out of the way.
     """
     proc = subprocess.run(
-        [*cmd, "check", "--output-format", "json", "--isolated", "--exit-zero", *paths],
+        [*cmd, "check", "--output-format", "json", "--isolated", "--exit-zero", *preview_flag(cmd), *paths],
         cwd=cwd, capture_output=True, text=True, timeout=timeout,
     )
     if proc.returncode == 2 or not proc.stdout.strip():
