@@ -45,6 +45,8 @@ NO_RUNTIME_SYMPTOM = {
                     "the optimizer has no state yet, so its updates still reach the model",
     "LC501_bad_cuda.py": "the conversion runs only when CUDA is available",
     "LC501_bad_half.py": "the conversion runs only when CUDA is available",
+    "LC501_bad_optimizer_conditional_expression.py": "the model is converted before the first step: the optimizer "
+                                                      "has no state yet, so its updates still reach the model",
     "LC501_bad_to_device.py": "model.to('cpu') on a CPU model changes nothing",
     "LC501_bad_move_after_resume.py": "model.to('cpu') on a CPU model changes nothing",
     "LC502_bad.py": "model.to('cpu') on a CPU model changes nothing (LC502_bad_runtime.py shows the symptom)",

@@ -60,6 +60,10 @@ MAX_INLINE_DEPTH = 6
 #: findings), their CPU 586 -> 549 s (yolov5 31 -> 22 s, pytorch/ignite's whole tree 117 -> 85
 #: s). A call not inlined for it is opaque to the rules (a ``havoc`` for what it receives).
 MAX_EVENTS_PER_UNIT = 10_000
+#: How many ``with A if c else B:`` items whose arms set different grad modes may enclose one
+#: another with the rest of their statement built once per arm (:meth:`UnitBuilder.with_stmt`):
+#: each doubles what it encloses. Deeper, the body's grad mode is ``"unknown"``.
+MAX_WITH_SPLITS = 2
 
 
 @dataclass
@@ -412,6 +416,7 @@ class UnitBuilder:
         self._stack: list[cst.CSTNode] = []
         self.n_events = 0
         self._module_ctors = 0  # how many nn.Module constructors the call being built is inside
+        self._with_splits = 0  # how many ``with A if c else B:`` built per arm enclose it
         self._module_classes: dict[ClassRef, bool] = {}
         self.called: set[cst.FunctionDef] = set()
         # method name → the grad modes of the ``self.<name>(...)`` calls seen (a subclass's
@@ -598,10 +603,31 @@ class UnitBuilder:
                 self._emit(frame, item.body, replace(ctx, loops=ctx.loops + (info,), conds=()), body.items, made, (), expr)
                 out.append(Loop(info, body, Seq()))
                 continue
+            if type(item) is Branch:
+                self._branch(frame, item, ctx, out, made, targets if item.node is expr else ())
+                continue
             tgt = targets if item is expr else ()
             node = self.make_call(frame, item, ctx, made, tgt)
             if node is not None:
                 out.append(node)
+
+    def _branch(self, frame: Frame, item: "Branch", ctx: Context, out: list[Node], made: dict, targets) -> None:
+        """The calls of an expression that run on a condition (:class:`Branch`) as an ``If`` of
+        the IR, its test that of the expression, so that a later ``if`` on the same test is
+        taken together with it (``net.train() if is_train else net.eval()`` ... ``if is_train:
+        optimizer.step()``); only the arm a constant parameter decides, as :meth:`if_stmt`.
+        ``targets``: where the expression's value goes (to the call an arm is)."""
+        decided = _decide(item.test, frame.constants) if frame.constants else None
+        if decided is not None:
+            arm, value = (item.body, item.body_value) if decided else (item.orelse, item.orelse_value)
+            self._emit(frame, arm, ctx, out, made, targets, value)
+            return
+        inner = replace(ctx, conds=ctx.conds + (item.node,))
+        body, orelse = Seq(), Seq()
+        self._emit(frame, item.body, inner, body.items, made, targets, item.body_value)
+        self._emit(frame, item.orelse, inner, orelse.items, made, targets, item.orelse_value)
+        self._place(item.node, frame.module)
+        out.append(If(item.node, body, orelse, self.absence(frame, item.test), item.test))
 
     def make_call(
         self, frame: Frame, call: cst.Call, ctx: Context, made: dict[cst.Call, Call],
@@ -1083,31 +1109,7 @@ class UnitBuilder:
             )
             out.append(Loop(info, body, orelse, infinite))
         elif type(stmt) is cst.With:
-            grad = ctx.grad
-            exits: list[Node] = []
-            for item in stmt.items:
-                grad = self.with_grad(frame, item.item, grad)
-                cm = self._context_manager(frame, item.item)
-                if cm is not None:  # with eval_mode(model): the generator's code around the block
-                    callee, split = cm
-                    probe = self._probe(frame, item.item, ctx)
-                    out.append(self.inline(frame, replace(callee, func=split.enter), probe, ctx, ()))
-                    exits.append(self.inline(frame, replace(callee, func=split.exit), probe, ctx, ()))
-                    grad = split.grad or grad
-                elif (methods := self._context_class(frame, item.item)) is not None:
-                    enter, exit_ = methods  # with Timer(model): __init__, __enter__ ... __exit__
-                    targets = self._target_syms(frame, item.asname.name) if item.asname is not None else ()
-                    self.expr_events(frame, item.item, ctx, out, targets)
-                    probe = Call(item.item, None, [], ctx)
-                    out.append(self.inline(frame, enter, probe, ctx, ()))
-                    if exit_ is not None:
-                        exits.append(self.inline(frame, exit_, probe, ctx, ()))
-                elif item.asname is not None:
-                    targets = self._target_syms(frame, item.asname.name)
-                    self.expr_events(frame, item.item, ctx, out, targets)
-            inner = replace(ctx, grad=grad)
-            out.extend(self.block(frame, stmt.body, inner).items)
-            out.extend(reversed(exits))
+            self.with_stmt(frame, stmt, 0, ctx, ctx.grad, out)
         elif type(stmt) is cst.Try or isinstance(stmt, getattr(cst, "TryStar", ())):
             body = self.block(frame, stmt.body, ctx)
             handlers = [self.block(frame, h.body, ctx) for h in stmt.handlers]
@@ -1122,6 +1124,74 @@ class UnitBuilder:
                 node = If(stmt, branch, node if isinstance(node, Seq) else Seq([node]))
             out.append(node)
         # FunctionDef / ClassDef: definitions are not executed here.
+
+    def with_stmt(self, frame: Frame, stmt: cst.With, start: int, ctx: Context, grad: str, out: list[Node]) -> None:
+        """The items of a ``with`` statement from number ``start`` on, entered in grad mode
+        ``grad``, then its body and the exits of those items.
+
+        An item that picks its context manager by a condition (``with torch.enable_grad() if
+        is_train else torch.no_grad():``) and whose arms set different grad modes makes an
+        ``If`` on that condition: the rest of the statement is built under each arm's mode, so
+        that an ``if is_train:`` in the body is taken with the arm that enabled gradients. Past
+        :data:`MAX_WITH_SPLITS` such items around the statement, the body's mode is
+        ``"unknown"``. The body runs on either arm: its events keep the ``conds`` of the
+        statement."""
+        exits: list[Node] = []
+        for i in range(start, len(stmt.items)):
+            item = stmt.items[i]
+            arms = self._grad_arms(frame, item.item, grad)
+            if arms is not None and self._with_splits < MAX_WITH_SPLITS:
+                if item.asname is not None:
+                    self.expr_events(frame, item.item, ctx, out, self._target_syms(frame, item.asname.name))
+                test = item.item.test
+                sides = []
+                self._with_splits += 1
+                try:
+                    for mode in arms:
+                        side = Seq()
+                        self.with_stmt(frame, stmt, i + 1, ctx, mode, side.items)
+                        sides.append(side)
+                finally:
+                    self._with_splits -= 1
+                self._place(item.item, frame.module)
+                out.append(If(item.item, sides[0], sides[1], self.absence(frame, test), test))
+                out.extend(reversed(exits))
+                return
+            grad = self.with_grad(frame, item.item, grad)  # (arms that disagree, past the splits: "unknown")
+            cm = self._context_manager(frame, item.item)
+            if cm is not None:  # with eval_mode(model): the generator's code around the block
+                callee, split = cm
+                probe = self._probe(frame, item.item, ctx)
+                out.append(self.inline(frame, replace(callee, func=split.enter), probe, ctx, ()))
+                exits.append(self.inline(frame, replace(callee, func=split.exit), probe, ctx, ()))
+                grad = split.grad or grad
+            elif (methods := self._context_class(frame, item.item)) is not None:
+                enter, exit_ = methods  # with Timer(model): __init__, __enter__ ... __exit__
+                targets = self._target_syms(frame, item.asname.name) if item.asname is not None else ()
+                self.expr_events(frame, item.item, ctx, out, targets)
+                probe = Call(item.item, None, [], ctx)
+                out.append(self.inline(frame, enter, probe, ctx, ()))
+                if exit_ is not None:
+                    exits.append(self.inline(frame, exit_, probe, ctx, ()))
+            elif item.asname is not None:
+                targets = self._target_syms(frame, item.asname.name)
+                self.expr_events(frame, item.item, ctx, out, targets)
+        inner = replace(ctx, grad=grad)
+        out.extend(self.block(frame, stmt.body, inner).items)
+        out.extend(reversed(exits))
+
+    def _grad_arms(self, frame: Frame, item: cst.BaseExpression, grad: str) -> tuple[str, str] | None:
+        """For a ``with`` item ``A if c else B`` whose arms set different grad modes (entered in
+        mode ``grad``), the modes of its arms (``c`` true, false); ``None`` otherwise. Both arms
+        alike give that mode to :meth:`with_grad`; a constant parameter picks its arm there."""
+        if type(item) is not cst.IfExp:
+            return None
+        modes = (self.with_grad(frame, item.body, grad), self.with_grad(frame, item.orelse, grad))
+        if modes[0] == modes[1]:
+            return None
+        if frame.constants and _decide(item.test, frame.constants) is not None:
+            return None
+        return modes
 
     def if_stmt(self, frame: Frame, stmt: cst.If, ctx: Context, out: list[Node]) -> None:
         decided = _decide(stmt.test, frame.constants) if frame.constants else None
@@ -1187,7 +1257,14 @@ class UnitBuilder:
     def with_grad(self, frame: Frame, item: cst.BaseExpression, grad: str) -> str:
         """The grad mode inside ``with item:`` (or a function decorated with ``@item``),
         entered in mode ``grad``: from the library knowledge (``torch.no_grad``: disabled;
-        ``torch.set_grad_enabled(x)``: from ``x``)."""
+        ``torch.set_grad_enabled(x)``: from ``x``); for ``A if c else B``, the arm a constant
+        parameter decides, else the mode both arms agree on, else ``"unknown"``."""
+        if type(item) is cst.IfExp:
+            decided = _decide(item.test, frame.constants) if frame.constants else None
+            if decided is not None:
+                return self.with_grad(frame, item.body if decided else item.orelse, grad)
+            modes = {self.with_grad(frame, arm, grad) for arm in (item.body, item.orelse)}
+            return modes.pop() if len(modes) == 1 else "unknown"
         call = item if type(item) is cst.Call else None
         q, qualified = self.resolve(frame, dotted_name(call.func if call else item))
         summary = knowledge().callable(q) if qualified else None
@@ -1213,9 +1290,11 @@ class UnitBuilder:
 
     def small_stmt(self, frame: Frame, s: cst.CSTNode, ctx: Context, out: list[Node]) -> None:
         if type(s) is cst.Expr:
-            raw = self.expr_events(frame, s.value, ctx, out).get(s.value)
-            if raw is not None:
-                raw.discarded = True  # x.to(device) on its own line: its result is thrown away
+            made = self.expr_events(frame, s.value, ctx, out)
+            for value in _values(s.value):
+                raw = made.get(value)
+                if raw is not None:
+                    raw.discarded = True  # x.to(device) on its own line: its result is thrown away
         elif type(s) is cst.Assign:
             if len(s.targets) == 1:
                 targets = self._target_syms(frame, s.targets[0].target)
@@ -1327,10 +1406,32 @@ class Comprehension:
     body: list
 
 
+@dataclass(eq=False)
+class Branch:
+    """Calls inside an expression that run on a condition: the arms of ``a() if c else b()``,
+    the right operand of ``c and a()`` (run when ``c`` is true) or ``c or a()`` (when false).
+
+    Attributes:
+        node: the ``cst.IfExp`` or ``cst.BooleanOperation``.
+        test: the condition (``c``); its own calls run before, unconditionally.
+        body, orelse: the evaluation-order items of the arm run when ``test`` is true / false.
+        body_value, orelse_value: the expression each arm gives as the value (``None``: none).
+    """
+
+    node: cst.CSTNode
+    test: cst.BaseExpression
+    body: list
+    orelse: list
+    body_value: cst.BaseExpression | None
+    orelse_value: cst.BaseExpression | None
+
+
 def evaluation_order(expr: cst.CSTNode) -> list:
     """The calls of ``expr`` in evaluation order (arguments before the call), not entering
     lambdas; a comprehension becomes a :class:`Comprehension` holding the calls it makes per
-    item, after the calls of its first iterable."""
+    item, after the calls of its first iterable; the calls that run on a condition (the arms of
+    ``a() if c else b()``, the right of ``c and a()``) a :class:`Branch`, after the calls of its
+    condition."""
     out: list = []
     _in_evaluation_order(expr, out)
     return out
@@ -1359,6 +1460,24 @@ def _in_evaluation_order(n: cst.CSTNode, out: list) -> None:
             if part is not None:
                 _in_evaluation_order(part, body)
         out.append(Comprehension(n, body))
+        return
+    if t is cst.IfExp:  # the test runs first, then one arm
+        _in_evaluation_order(n.test, out)
+        body, orelse = [], []
+        _in_evaluation_order(n.body, body)
+        _in_evaluation_order(n.orelse, orelse)
+        if body or orelse:
+            out.append(Branch(n, n.test, body, orelse, n.body, n.orelse))
+        return
+    if t is cst.BooleanOperation:  # the right operand runs only when the left does not decide
+        _in_evaluation_order(n.left, out)
+        right: list = []
+        _in_evaluation_order(n.right, right)
+        if right:
+            if type(n.operator) is cst.And:
+                out.append(Branch(n, n.left, right, [], n.right, None))
+            else:
+                out.append(Branch(n, n.left, [], right, None, n.right))
         return
     for c in children(n):
         _in_evaluation_order(c, out)
@@ -1488,6 +1607,17 @@ def _decide(test: cst.BaseExpression, constants: dict) -> bool | None:
         if isinstance(op, cst.IsNot):
             return left is not right
     return None
+
+
+def _values(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The expressions whose value ``expr`` can be: itself, or the arms of a conditional
+    expression (``a() if c else b()``) and the operands of ``and``/``or``."""
+    t = type(expr)
+    if t is cst.IfExp:
+        return [*_values(expr.body), *_values(expr.orelse)]
+    if t is cst.BooleanOperation:
+        return [*_values(expr.left), *_values(expr.right)]
+    return [expr]
 
 
 def _one(targets: tuple) -> str | None:

@@ -130,7 +130,7 @@ def repeated_tests(unit: Seq) -> dict[int, tuple[str, frozenset[str]]]:
         shapes: dict[tuple[type, frozenset[str]], int] = {}  # (node type, names) -> how many tests
         names_of: dict[int, frozenset[str]] = {}  # by test node, as ``code`` below
         for node in _ifs(unit):
-            test = getattr(node.node, "test", None)
+            test = node.test
             if test is None:
                 continue
             names = names_of.get(id(test))

@@ -160,18 +160,28 @@ class Seq:
 
 @dataclass(eq=False)
 class If:
-    """An ``if`` (or a ``match`` case).
+    """An ``if`` (or a ``match`` case, or the arms of an expression that runs calls on a
+    condition: ``a() if c else b()``, ``c and a()``, ``c or a()``).
 
     Attributes:
+        node: the statement or expression (``cst.If``, ``cst.Match``, ``cst.IfExp``,
+            ``cst.BooleanOperation``).
         absent_in: ``(symbol, arm)`` pairs: in the arm (``True``: the body, ``False``: the
             else-arm) the test says the symbol's object is not there (``if opt is not None:``
             has ``(opt, False)``; ``if isinstance(net, nn.Module):`` has ``(net, False)``).
+        test: the expression whose truth picks the arm (``c`` of ``c and a()``); by default
+            the node's own ``test`` (``None`` for a ``match``).
     """
 
     node: cst.CSTNode
     body: Seq
     orelse: Seq
     absent_in: tuple[tuple[str, bool], ...] = ()
+    test: cst.BaseExpression | None = None
+
+    def __post_init__(self) -> None:
+        if self.test is None:
+            self.test = getattr(self.node, "test", None)
 
 
 @dataclass(eq=False)

@@ -138,13 +138,14 @@ def modes_at(unit: Unit, model: str, ev: Event) -> set:
     return {s for s in mode_flow(unit, model).states(ev) if s.kind != "absent"}
 
 
-def trained_models(unit: Unit) -> dict[str, list[Event]]:
+def trained_models(unit: Unit, guess: bool = True) -> dict[str, list[Event]]:
     """Models whose parameters a stepping optimizer updates → the steps that update them.
 
     The models of a step are those of the optimizer constructions that reach it (after
     ``optimizer = Adam([emb])`` ... ``optimizer = Adam(unet.parameters())``, a step in between
     trains only ``emb``). When the parameters' origin is unknown and a single model has its
-    mode set in the unit, that model is taken to be the one trained."""
+    mode set in the unit, that model is taken to be the one trained (``guess=False``: it is
+    not, and such a step trains no model)."""
     out: dict[str, list[Event]] = {}
     moded = {e.subject for e in unit.of_kind("train", "eval")}
     for step in unit.of_kind("step"):
@@ -154,7 +155,7 @@ def trained_models(unit: Unit) -> dict[str, list[Event]]:
         if info is not None:
             models = info.models_of(ctors)
         if models is None or (not models and not (info and info.by_ctor)):
-            models = set(moded) if len(moded) == 1 else set()
+            models = set(moded) if guess and len(moded) == 1 else set()
         elif info is not None and info.certain:
             sure = info.certain_of(ctors)
             models = {m for m in models if any(m == c or m.startswith(c + ".") for c in sure)}
@@ -170,6 +171,7 @@ class EvalModeNotReset(Rule):
     def check(self, unit: Unit) -> Iterable[Report]:
         reported = set()
         kb = knowledge()
+        known = trained_models(unit, guess=False)
         for model, steps in trained_models(unit).items():
             entry = kb.cls(unit.roles.types.get(model))
             if entry is not None and entry.modes == "none":
@@ -179,9 +181,14 @@ class EvalModeNotReset(Rule):
                 e.kind == "train" and (e.subject == model or model.startswith(e.subject + "."))
                 for e in unit.of_kind("train")
             )
+            # built here, the model started in train mode: an eval() is then a switch away from it
+            built = bool(unit.of_subject(model, "model_build"))
             for step in steps:
                 states = {x for x in flow.states(step) if x.kind != "absent"}
-                if not (has_train or any(x.kind == "train" for x in states)):
+                # train mode is wanted: train() is called, the step runs in it on some path, or
+                # the step's optimizer surely holds the parameters of a model built in train mode
+                wanted = has_train or built and step in known.get(model, ())
+                if not (wanted or any(x.kind == "train" for x in states)):
                     continue
                 for kind, ev, frozen, _saved in states:
                     # a frozen model kept in eval() while a head trains is a linear probe
