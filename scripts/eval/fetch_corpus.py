@@ -85,7 +85,7 @@ def count(repo: Repo) -> tuple[int, int, int]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--split", choices=["dev", "heldout", "all"], default="all")
+    parser.add_argument("--split", choices=["dev", "heldout", "census", "all"], default="all")
     parser.add_argument("--check", action="store_true", help="report only, export nothing")
     parser.add_argument("--stats", action="store_true", help="files and lines per split")
     args = parser.parse_args()
@@ -113,7 +113,7 @@ def main() -> int:
             totals[repo.split, "lines"] += lines
             print(f"{repo.split:8} {repo.name:60} {py:5} .py {nb:4} .ipynb {lines:7} lines")
     if args.stats:
-        for split in ("dev", "heldout"):
+        for split in ("dev", "heldout", "census"):
             print(f"{split}: {totals[split, 'repos']} repositories, {totals[split, 'py']} .py files, "
                   f"{totals[split, 'nb']} notebooks, {totals[split, 'lines']} lines")
     print(f"corpus: {CORPUS / 'repos'}")

@@ -62,7 +62,7 @@ def toml_str(s: str) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--split", choices=["dev", "heldout", "all"], required=True)
+    parser.add_argument("--split", choices=["dev", "heldout", "census", "all"], required=True)
     parser.add_argument("--json", type=Path, help="write every finding with its verdict here")
     parser.add_argument("--repo", action="append", help="only this repository (repeatable)")
     parser.add_argument("--loopcheck", help="loopcheck command (default: loopcheck on PATH)")
