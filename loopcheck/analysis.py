@@ -215,11 +215,11 @@ def uses_torch(source: str, filename: str | None = None, project: Project | None
     """Whether a text is PyTorch code: it imports a package the library knowledge lists as
     PyTorch or built on it (``[packages] torch``: ``torch``, ``torchvision``, ``lightning``,
     ``transformers``, ...), or a module of the project that does, followed through the
-    project's imports (:data:`MAX_IMPORT_DEPTH` modules deep). A file that is not is not
-    checked for training rules: the same method names (``model.eval()``, ``optimizer.step()``)
-    mean other things in MegEngine, JAX or TensorFlow code. Imports are read from the text
-    (an import inside a function counts); each project module's answer is kept per version
-    of its file."""
+    project's imports (:data:`MAX_IMPORT_DEPTH` modules deep). Only PyTorch code is checked
+    for training rules (:func:`check_parsed`): the same method names (``model.eval()``,
+    ``optimizer.step()``) mean other things in MegEngine, JAX or TensorFlow code. Imports are
+    read from the text (an import inside a function counts); a project module's imports are
+    read once per version of its file."""
     from loopcheck.engine.knowledge import knowledge
 
     packages = knowledge().torch_packages
@@ -259,18 +259,18 @@ def _project_imports(project: Project, froms, near: Path) -> list[Path]:
 
 def _torch_imports(project: Project, path: Path, packages) -> tuple[bool, tuple[Path, ...]]:
     """``(whether project module path imports PyTorch itself, the project modules it
-    imports)``, once per version of the file."""
+    imports)``; its imports are read once per version of the file."""
     stamp, text = project.source_of(path)
     memo = project.memo.setdefault("torch_imports", {})
     key = (path, stamp)
     if key not in memo:
-        if text is None:
-            memo[key] = (False, ())
-        else:
-            tops, froms = _imports_of(text)
-            direct = not tops.isdisjoint(packages)
-            memo[key] = (direct, () if direct else tuple(_project_imports(project, froms, path)))
-    return memo[key]
+        tops, froms = _imports_of(text) if text is not None else (set(), [])
+        direct = not tops.isdisjoint(packages)
+        memo[key] = (direct, () if direct else tuple(froms))
+    direct, froms = memo[key]
+    # resolved on each call: a module created since may change where an import leads (and
+    # the cache of :mod:`loopcheck.cache` records the files probed)
+    return direct, tuple(_project_imports(project, froms, path))
 
 
 def _trains(project: Project, path: Path) -> bool:
@@ -605,7 +605,8 @@ def check_parsed(
     interrupt: Callable[[], None] | None = None,
 ) -> tuple[list[Finding], cst.Module | None, Mapping | None]:
     """:func:`check_source`, also returning the parsed module and its positions (both
-    ``None`` when nothing was parsed or nothing found), so that fixes reuse them; ``parse``
+    ``None`` when nothing was parsed or nothing found), so that fixes reuse them. A text that
+    is not PyTorch code (:func:`uses_torch`) is parsed for ``LC001`` only. ``parse``
     replaces :func:`~loopcheck.parsing.parse_module` (the language server's
     :meth:`Reparser.parse <loopcheck.reparse.Reparser.parse>`, which raises as it does).
 
@@ -724,6 +725,8 @@ def check_source(
 
     Returns:
         Findings sorted by position. A file that does not parse gives one ``LC001``
-        finding at the error; this function does not raise on bad input.
+        finding at the error; this function does not raise on bad input. A file that is not
+        PyTorch code (:func:`uses_torch`: it imports no package built on PyTorch, directly or
+        through the project's modules) gives no other finding.
     """
     return check_parsed(source, filename, select, project)[0]
