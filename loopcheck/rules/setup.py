@@ -172,6 +172,13 @@ def _only_moved(s: S) -> bool:
 
 @register
 class ModelConvertedAfterOptimizer(Rule):
+    """LC501: on a path from an optimizer's construction to its ``step()``, a model it was built
+    from changes in a way that leaves parameters out of it or breaks its state: a submodule
+    replaced (``submodule_replace``), the model's name re-bound (``model_build``), a dtype
+    conversion, or a device move once the optimizer has state (``convert``). Reported only when
+    the module the change concerns may hold parameters (:func:`may_hold_parameters`: not for a
+    loss, an activation, ``Dropout``, or a class of the project whose ``__init__`` builds none)."""
+
     info = INFOS["LC501"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
@@ -220,6 +227,11 @@ class ModelConvertedAfterOptimizer(Rule):
 
 @register
 class ModelMovedAfterOptimizer(Rule):
+    """LC502: on a path from an optimizer's construction to its ``step()``, a model it was built
+    from is moved to another device (``convert``, ``how = "device"``) before the optimizer has
+    any state (no ``step()``, no ``load_state_dict()``, a lazily built state). Reported only
+    when the moved model may hold parameters (:func:`may_hold_parameters`)."""
+
     info = INFOS["LC502"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
