@@ -13,6 +13,8 @@ CLASSES = '''
 import torch
 import torch.nn as nn
 
+SHARED = nn.Linear(4, 4)
+
 
 class Focal(nn.Module):
     def __init__(self, gamma=2.0, alpha=None):
@@ -57,6 +59,12 @@ class Made(nn.Module):
         self.act = getattr(nn, name)()
 
 
+class UsesShared(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.shared = SHARED
+
+
 def main(backbone, w, batches):
     model = nn.Linear(4, 2)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -94,6 +102,7 @@ def main(backbone, w, batches):
     ("Keeps(nn.Linear(4, 4))", True),
     ("Gain(4)", True),
     ("Made('ReLU')", True),
+    ("UsesShared()", True),
 ])
 def test_submodule_replaced_after_the_optimizer(value, reported):
     source = CLASSES.replace("{value}", value)

@@ -507,7 +507,8 @@ def _keeps_arguments_if_parameterless(cls: ClassRef, depth: int, seen: frozenset
         return keeps  # the arguments go to the base's __init__
     if _may_build_parameters(cls, init, depth, seen):
         return None
-    return _keeps_arguments(cls.module, init)
+    kept = _kept(cls.module, init)
+    return None if kept is None else keeps or kept
 
 
 def _may_build_parameters(cls: ClassRef, init: cst.FunctionDef, depth: int, seen: frozenset) -> bool:
@@ -573,18 +574,29 @@ def _call_may_build(index: ModuleIndex, node: cst.Call, d: str, head: str, depth
     return "." not in d  # a local function or a callable in a variable; not a method of a value
 
 
-def _keeps_arguments(index: ModuleIndex, init: cst.FunctionDef) -> bool:
+def _kept(index: ModuleIndex, init: cst.FunctionDef) -> bool | None:
     """Whether ``__init__`` keeps what it is given: a parameter of it, or a value computed from
-    one (or from a global of the module), appears in a value assigned to an attribute of
-    ``self``, in the arguments of a method of ``self`` other than ``register_buffer``, or in the
-    arguments of ``super().__init__`` or ``setattr``."""
+    one, appears in a value assigned to an attribute of ``self``, in the arguments of a method
+    of ``self`` other than ``register_buffer``, or in the arguments of ``super().__init__`` or
+    ``setattr``. ``None`` when it keeps a global variable of its module that way (a module built
+    at the top of the file, for all the analysis knows)."""
     me = _self_name(init)
     p = init.params
     given = {x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)} - {me}
     for star in (p.star_arg, p.star_kwarg):
         if isinstance(star, cst.Param):
             given.add(star.name.value)
-    given |= index.globals - set(index.functions) - set(index.classes) - set(index.imports.aliases)
+    variables = index.globals - set(index.functions) - set(index.classes) - set(index.imports.aliases) - given
+    if _flows_into_self(init, me, variables):
+        return None
+    return _flows_into_self(init, me, given)
+
+
+def _flows_into_self(init: cst.FunctionDef, me: str | None, sources: set[str]) -> bool:
+    """Whether a name of ``sources``, or a local computed from one, is kept by ``__init__``
+    (see :func:`_kept`)."""
+    if not sources:
+        return False
     nodes = list(walk(init.body))
 
     def names(expr) -> set[str]:
@@ -614,7 +626,7 @@ def _keeps_arguments(index: ModuleIndex, init: cst.FunctionDef) -> bool:
             on_self = d is not None and d.partition(".")[0] == me and d != f"{me}.register_buffer"
             if to_base or on_self:
                 sinks.append(set().union(*(names(a.value) for a in node.args)))
-    tainted = set(given)
+    tainted = set(sources)
     changed = True
     while changed:
         changed = False
