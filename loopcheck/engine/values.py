@@ -529,8 +529,7 @@ def _may_build_parameters(cls: ClassRef, init: cst.FunctionDef, depth: int, seen
                 continue
             d = dotted_name(node.func)
             if d is None:
-                f = node.func
-                if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Call) and dotted_name(f.value.func) == "super":
+                if _on_super(node.func):
                     continue  # super().__init__(...): the base's, read with the base
                 return True
             head, _, rest = d.partition(".")
@@ -544,6 +543,11 @@ def _may_build_parameters(cls: ClassRef, init: cst.FunctionDef, depth: int, seen
             if _call_may_build(index, node, d, head, depth, seen):
                 return True
     return False
+
+
+def _on_super(func: cst.BaseExpression) -> bool:
+    """``super().name``: a method of the base class."""
+    return isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call) and dotted_name(func.value.func) == "super"
 
 
 def _call_may_build(index: ModuleIndex, node: cst.Call, d: str, head: str, depth: int, seen: frozenset) -> bool:
@@ -620,9 +624,7 @@ def _flows_into_self(init: cst.FunctionDef, me: str | None, sources: set[str]) -
             flows.append((names(node.iter), names(node.target)))
         elif isinstance(node, cst.Call):
             d = dotted_name(node.func)
-            f = node.func
-            to_base = (isinstance(f, cst.Attribute) and isinstance(f.value, cst.Call)
-                       and dotted_name(f.value.func) == "super") or d == "setattr" or (d or "").endswith(".__init__")
+            to_base = _on_super(node.func) or d == "setattr" or (d or "").endswith(".__init__")
             on_self = d is not None and d.partition(".")[0] == me and d != f"{me}.register_buffer"
             if to_base or on_self:
                 sinks.append(set().union(*(names(a.value) for a in node.args)))
