@@ -573,9 +573,11 @@ def _call_may_build(index: ModuleIndex, node: cst.Call, d: str, head: str, depth
         if project is not None and project.lookup(q, index.path) is not None:
             return True  # a function of the project
         return q.partition(".")[0] in kb.torch_packages
+    if head in index.functions or head in index.classes:
+        return True  # a function of the module, a class's factory method (Block.make(...))
     if head in BUILTINS and head not in index.globals:
         return False
-    return "." not in d  # a local function or a callable in a variable; not a method of a value
+    return "." not in d  # a callable in a variable; not a method of a value (x.view(...))
 
 
 def _kept(index: ModuleIndex, init: cst.FunctionDef) -> bool | None:
