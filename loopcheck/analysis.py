@@ -181,6 +181,98 @@ def signs_of(source: str, filename: str | None = None, project: Project | None =
     return Signs(False, evaluates, frozenset(modules))
 
 
+#: An import statement's head in a text: ``import a.b, c as d`` (group 1: what follows
+#: ``import``, to the end of the line) or ``from a.b import x, y`` (group 2: the module as
+#: written, dots included; group 3: what follows ``import``).
+_IMPORTS = re.compile(r"^[ \t]*(?:import[ \t]+([^\n#;]+)|from[ \t]+(\.*[\w.]*)[ \t]+import\b([^\n#;]*))", re.MULTILINE)
+#: How many project modules deep an import is followed to find PyTorch (:func:`uses_torch`).
+MAX_IMPORT_DEPTH = 8
+
+
+def _imports_of(source: str) -> tuple[set[str], list[tuple[str, tuple[str, ...]]]]:
+    """``(top-level packages imported absolutely, [(module as written, names imported from
+    it)])`` from a text's import statements (``import a.b, c``: ``a``, ``c``; ``from .x import
+    y``: ``(".x", ("y",))``). Read with a regular expression: an import in a string counts."""
+    tops: set[str] = set()
+    froms: list[tuple[str, tuple[str, ...]]] = []
+    for m in _IMPORTS.finditer(source):
+        if m.group(1) is not None:
+            for piece in m.group(1).replace("\\", " ").split(","):
+                words = piece.split()
+                if words:
+                    tops.add(words[0].split(".")[0])
+                    froms.append((words[0], ()))
+        else:
+            written = m.group(2)
+            if not written.startswith("."):
+                tops.add(written.split(".")[0])
+            names = tuple(w.split()[0] for w in m.group(3).strip(" \t()\\").split(",") if w.split())
+            froms.append((written, names))
+    return tops, froms
+
+
+def uses_torch(source: str, filename: str | None = None, project: Project | None = None) -> bool:
+    """Whether a text is PyTorch code: it imports a package the library knowledge lists as
+    PyTorch or built on it (``[packages] torch``: ``torch``, ``torchvision``, ``lightning``,
+    ``transformers``, ...), or a module of the project that does, followed through the
+    project's imports (:data:`MAX_IMPORT_DEPTH` modules deep). Only PyTorch code is checked
+    for training rules (:func:`check_parsed`): the same method names (``model.eval()``,
+    ``optimizer.step()``) mean other things in MegEngine, JAX or TensorFlow code. Imports are
+    read from the text (an import inside a function counts); a project module's imports are
+    read once per version of its file."""
+    from loopcheck.engine.knowledge import knowledge
+
+    packages = knowledge().torch_packages
+    tops, froms = _imports_of(source)
+    if not tops.isdisjoint(packages):
+        return True
+    if project is None or not filename:
+        return False
+    near = Path(filename).resolve()
+    seen = {near}
+    todo = [(path, 1) for path in _project_imports(project, froms, near)]
+    while todo:
+        path, depth = todo.pop()
+        if path in seen or depth > MAX_IMPORT_DEPTH:
+            continue
+        seen.add(path)
+        direct, imported = _torch_imports(project, path, packages)
+        if direct:
+            return True
+        todo.extend((p, depth + 1) for p in imported)
+    return False
+
+
+def _project_imports(project: Project, froms, near: Path) -> list[Path]:
+    """The files of the project modules a text imports (``from pkg import mod`` also tries the
+    module ``pkg.mod``); relative imports are looked up in the package of ``near``."""
+    out = []
+    for written, names in froms:
+        dotted = written.lstrip(".")
+        base = _absolute(written, near) if written.startswith(".") else dotted
+        for name in (base, *(f"{base}.{n}" if base else n for n in names if n != "*")):
+            path = project.find_module(name, near) if name else None
+            if path is not None and path != near:
+                out.append(path)
+    return out
+
+
+def _torch_imports(project: Project, path: Path, packages) -> tuple[bool, tuple[Path, ...]]:
+    """``(whether project module path imports PyTorch itself, the project modules it
+    imports)``; its imports are read once per version of the file."""
+    stamp, text = project.source_of(path)
+    memo = project.memo.setdefault("torch_imports", {})
+    key = (path, stamp)
+    if key not in memo:
+        tops, froms = _imports_of(text) if text is not None else (set(), [])
+        direct = not tops.isdisjoint(packages)
+        memo[key] = (direct, () if direct else tuple(froms))
+    direct, froms = memo[key]
+    # resolved on each call: a module created since may change where an import leads (and
+    # the cache of :mod:`loopcheck.cache` records the files probed)
+    return direct, tuple(_project_imports(project, froms, path))
+
+
 def _trains(project: Project, path: Path) -> bool:
     """Whether the project module ``path``'s text shows :func:`training_signs` (once per
     version of the file)."""
@@ -513,7 +605,8 @@ def check_parsed(
     interrupt: Callable[[], None] | None = None,
 ) -> tuple[list[Finding], cst.Module | None, Mapping | None]:
     """:func:`check_source`, also returning the parsed module and its positions (both
-    ``None`` when nothing was parsed or nothing found), so that fixes reuse them; ``parse``
+    ``None`` when nothing was parsed or nothing found), so that fixes reuse them. A text that
+    is not PyTorch code (:func:`uses_torch`) is parsed for ``LC001`` only. ``parse``
     replaces :func:`~loopcheck.parsing.parse_module` (the language server's
     :meth:`Reparser.parse <loopcheck.reparse.Reparser.parse>`, which raises as it does).
 
@@ -527,7 +620,8 @@ def check_parsed(
     signs = signs_of(source, filename, project)
     if signs is None:
         return [], None, None
-    if not signs.training and parse is None and tables is None and project is not None:
+    torch = uses_torch(source, filename, project)
+    if torch and not signs.training and parse is None and tables is None and project is not None:
         if _silent_in_parts(source, filename, select, project, signs, interrupt):
             return [], None, None
     try:
@@ -541,6 +635,8 @@ def check_parsed(
         else:
             text = f"SyntaxError: {msg}"
         return [Finding(SYNTAX_ERROR.code, text, filename, row, col, row, col, [], row)], None, None
+    if not torch:  # not PyTorch code (:func:`uses_torch`): parsed for LC001 only
+        return [], None, None
     if interrupt is not None:
         interrupt()
     index = None
@@ -629,6 +725,8 @@ def check_source(
 
     Returns:
         Findings sorted by position. A file that does not parse gives one ``LC001``
-        finding at the error; this function does not raise on bad input.
+        finding at the error; this function does not raise on bad input. A file that is not
+        PyTorch code (:func:`uses_torch`: it imports no package built on PyTorch, directly or
+        through the project's modules) gives no other finding.
     """
     return check_parsed(source, filename, select, project)[0]

@@ -51,6 +51,7 @@ NO_RUNTIME_SYMPTOM = {
     "LC501_bad_move_after_resume.py": "model.to('cpu') on a CPU model changes nothing",
     "LC502_bad.py": "model.to('cpu') on a CPU model changes nothing (LC502_bad_runtime.py shows the symptom)",
     "LC502_bad_cuda.py": "the move runs only when CUDA is available",
+    "LC502_bad_project_loss_with_parameters.py": "the move runs only when CUDA is available",
     "LC202_bad_local_warmup_class.py": "a hand-written scheduler class: nothing at runtime tells the first value of "
                                        "its schedule from a skipped one",
 }

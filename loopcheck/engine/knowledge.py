@@ -91,7 +91,11 @@ _ROLE_KEYS = frozenset({
 })
 _ENTRY_KEYS = frozenset({
     "names", "bases", "effects", "returns", "methods", "attributes", "grad", "source", "context", "modes",
+    "parameters",
 })
+#: What a ``[packages]`` table may list: ``torch``, the top-level packages that are PyTorch or
+#: are built on it (a file that imports none of them is not checked for training rules).
+_PACKAGE_KEYS = frozenset({"torch"})
 
 
 def glob(pattern: str) -> re.Pattern:
@@ -217,6 +221,9 @@ class ClassEntry:
     attributes: dict[str, str] = field(default_factory=dict)
     bases: tuple[str, ...] = ()
     modes: str | None = None  # "none": train()/eval() change nothing in this module
+    # False: an instance holds no parameters, of its own or in submodules (not inherited: a
+    # subclass may build some); None: not said
+    parameters: bool | None = None
 
 
 def _arg_ref(value, where: str) -> ArgRef:
@@ -301,6 +308,8 @@ class Knowledge:
     def __init__(self) -> None:
         self.functions: dict[str, Summary] = {}
         self.classes: dict[str, ClassEntry] = {}
+        #: Top-level packages that are PyTorch or built on it (``[packages] torch = [...]``).
+        self.torch_packages: frozenset[str] = frozenset()
         self._function_patterns: list[tuple[re.Pattern, Summary]] = []
         self._class_patterns: list[tuple[re.Pattern, ClassEntry]] = []
         # the pattern each name matched first (or None), per kind of lookup: the builder asks
@@ -325,14 +334,24 @@ class Knowledge:
             self._check_keys(raw, where)
             source = raw.get("source", "")
             for name in raw["names"]:
-                ctor = _summary(name, {k: v for k, v in raw.items() if k not in ("methods", "attributes", "bases", "modes")}, where)
+                ctor = _summary(name, {k: v for k, v in raw.items()
+                                       if k not in ("methods", "attributes", "bases", "modes", "parameters")}, where)
                 methods = {m: _method(name, m, v, source, where) for m, v in raw.get("methods", {}).items()}
                 if raw.get("modes") not in (None, "none"):
                     raise KnowledgeError(f"{where}: 'modes' can only be \"none\"")
+                if raw.get("parameters") not in (None, False):
+                    raise KnowledgeError(f"{where}: 'parameters' can only be false")
                 entry = ClassEntry(name, ctor, methods, dict(raw.get("attributes", {})), tuple(raw.get("bases", ())),
-                                   raw.get("modes"))
+                                   raw.get("modes"), raw.get("parameters"))
                 self._add(name, entry, self.classes, self._class_patterns)
-        unknown = set(data) - {"function", "class"}
+        packages = data.get("packages", {})
+        if not isinstance(packages, dict) or set(packages) - _PACKAGE_KEYS or not all(
+            isinstance(names, list) and all(isinstance(n, str) and n.isidentifier() for n in names)
+            for names in packages.values()
+        ):
+            raise KnowledgeError(f"{origin}: [packages] maps {sorted(_PACKAGE_KEYS)} to lists of package names")
+        self.torch_packages |= frozenset(packages.get("torch", ()))
+        unknown = set(data) - {"function", "class", "packages"}
         if unknown:
             raise KnowledgeError(f"{origin}: unknown top-level keys {sorted(unknown)}")
 

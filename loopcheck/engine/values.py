@@ -370,6 +370,277 @@ def _self_name(func: cst.FunctionDef) -> str | None:
     return params[0].name.value if params else None
 
 
+# -- parameters -----------------------------------------------------------------------------
+
+
+def construction_without_parameters(unit, node: cst.CSTNode | None, near=None) -> bool:
+    """Whether the module a construction call builds (``nn.CrossEntropyLoss()``,
+    ``FocalLoss(gamma=2.0).to(device)``) is established to hold no parameters (``near``: as
+    :func:`raw_call`, for the arguments' values). It is when the class is
+
+    * a library class whose entry says ``parameters = false`` (losses, activations,
+      ``Dropout``, ``Identity``, pooling: ``loopcheck/knowledge/torch.toml``), or an
+      ``nn.Sequential`` of such constructions;
+    * a class of the project deriving from ``nn.Module`` whose ``__init__``, its bases' and the
+      methods they call on ``self`` build no ``nn.Parameter``, register none, and build no
+      module that may hold some (:func:`_may_build_parameters`), and whose arguments, when
+      ``__init__`` keeps them (stores them on ``self``, hands them to its base), are numbers,
+      strings or tensors.
+
+    ``False`` when any of it is unknown (a factory, a module given as an argument, a class the
+    knowledge does not describe)."""
+    if not isinstance(node, cst.Call):
+        return False
+    index = unit.module_of(node)
+    if index is None:
+        return False
+    raw = raw_call(unit, node, near)
+    syms = {id(a.node): a for a in raw.args} if raw is not None else {}
+
+    def harmless(arg: cst.Arg) -> bool:
+        """An argument that cannot be, or hold, a module with parameters: a literal, a name
+        of a tensor, a new tensor, a module without parameters."""
+        value = arg.value
+        if _constant(value):
+            return True
+        a = syms.get(id(value))
+        if a is not None and (a.literal or is_tensor(unit, a.sym)):
+            return True
+        return isinstance(value, cst.Call) and (
+            _tensor_factory(index, value) or _builds_no_parameters(index, value, 1, harmless))
+
+    return _builds_no_parameters(index, node, 0, harmless)
+
+
+def model_without_parameters(unit, model: str | None) -> bool:
+    """Whether model ``model`` (a canonical symbol) is established to hold no parameters: every
+    construction of it in the unit (its ``model_build`` events) is a
+    :func:`construction_without_parameters`, or, built nowhere here, its library type's entry
+    says ``parameters = false``."""
+    if model is None:
+        return False
+    builds = [ev for ev in unit.of_kind("model_build") if ev.subject == model]
+    if builds:
+        return all(isinstance(ev.raw, Call) and construction_without_parameters(unit, ev.raw.node, ev.raw)
+                   for ev in builds)
+    entry = knowledge().cls(unit.roles.types.get(model))
+    return entry is not None and entry.parameters is False
+
+
+def _constant(expr: cst.BaseExpression) -> bool:
+    """A literal: a number, a string, ``True``/``False``/``None``, or a tuple or list of them."""
+    if isinstance(expr, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
+                         cst.FormattedString)):
+        return True
+    if isinstance(expr, cst.Name):
+        return expr.value in ("True", "False", "None")
+    if isinstance(expr, cst.UnaryOperation):
+        return _constant(expr.expression)
+    if isinstance(expr, (cst.Tuple, cst.List)):
+        return all(isinstance(el, cst.Element) and _constant(el.value) for el in expr.elements)
+    return False
+
+
+def _tensor_factory(index: ModuleIndex, node: cst.Call) -> bool:
+    """A call the library knowledge says returns a new tensor (``torch.tensor([1.0, 2.0])``)."""
+    summary = knowledge().callable(index.imports.qualify(dotted_name(node.func)))
+    return summary is not None and summary.returns is not None and summary.returns.value == "tensor"
+
+
+def _constructor(node: cst.Call) -> cst.Call:
+    """The construction inside ``Head(...).to(device)``: through the ``nn.Module`` methods that
+    return the module itself."""
+    kb = knowledge()
+    while isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Call):
+        summary = kb.method("torch.nn.Module", node.func.attr.value)
+        if summary is None or summary.returns is None or "self" not in summary.returns.same:
+            break
+        node = node.func.value
+    return node
+
+
+def _builds_no_parameters(index: ModuleIndex, node: cst.Call, depth: int, harmless) -> bool:
+    """:func:`construction_without_parameters` of a call in module ``index``; ``harmless``
+    tells an argument that cannot hold a module."""
+    node = _constructor(node)
+    cls = class_of_name(index, dotted_name(node.func))
+    if cls is None or depth > MAX_DEPTH:
+        return False
+    if isinstance(cls, str):
+        if cls == SEQUENTIAL:
+            return all(
+                not a.keyword and not a.star and isinstance(a.value, cst.Call)
+                and _builds_no_parameters(index, a.value, depth + 1, harmless)
+                for a in node.args
+            )
+        entry = knowledge().cls(cls)
+        return entry is not None and entry.parameters is False
+    if not is_module_class(cls):
+        return False
+    keeps = _keeps_arguments_if_parameterless(cls, depth, frozenset())
+    return keeps is not None and (not keeps or all(harmless(a) for a in node.args))
+
+
+def _keeps_arguments_if_parameterless(cls: ClassRef, depth: int, seen: frozenset) -> bool | None:
+    """``None`` when class ``cls`` may build parameters (its ``__init__``, its bases', the
+    methods they call on ``self``); else whether it keeps its constructor's arguments (stores
+    one on ``self`` or hands one to its base's ``__init__``)."""
+    info = cls.info
+    if info is None or depth > MAX_DEPTH or cls in seen:
+        return None
+    seen = seen | {cls}
+    kb = knowledge()
+    keeps = False
+    for base in info.bases:
+        ref = cls.module.class_ref(base) or cls.module.class_ref(base, qualified=True)
+        if ref is not None:
+            verdict = _keeps_arguments_if_parameterless(ref, depth + 1, seen)
+            if verdict is None:
+                return None
+            keeps = keeps or verdict
+        elif base != "torch.nn.Module":
+            entry = kb.cls(base)
+            if entry is None or entry.parameters is not False:
+                return None  # a library base that may build parameters, or an unknown one
+    init = info.methods.get("__init__")
+    if init is None:
+        return keeps  # the arguments go to the base's __init__
+    if _may_build_parameters(cls, init, depth, seen):
+        return None
+    kept = _kept(cls.module, init)
+    return None if kept is None else keeps or kept
+
+
+def _may_build_parameters(cls: ClassRef, init: cst.FunctionDef, depth: int, seen: frozenset) -> bool:
+    """Whether ``__init__`` of ``cls``, or a method of the class it calls on ``self``, may build
+    a parameter: a call of ``nn.Parameter``, ``self.register_parameter``, a module class that may
+    hold parameters, a function of the project or of a PyTorch library (a factory), a callable
+    held in a variable, or a call the engine cannot name (``getattr(nn, name)()``)."""
+    todo: list[tuple[ModuleIndex, cst.FunctionDef]] = [(cls.module, init)]
+    done: set = set()
+    while todo:
+        index, func = todo.pop()
+        if func in done:
+            continue
+        done.add(func)
+        me = _self_name(func)
+        for node in walk(func.body):
+            if not isinstance(node, cst.Call):
+                continue
+            d = dotted_name(node.func)
+            if d is None:
+                if _on_super(node.func):
+                    continue  # super().__init__(...): the base's, read with the base
+                return True
+            head, _, rest = d.partition(".")
+            if head == me:
+                if rest == "register_parameter":
+                    return True
+                found = find_method(cls, rest) if rest and "." not in rest else None
+                if found is not None:
+                    todo.append((found[0].module, found[1]))
+                continue  # nn.Module's own methods (register_buffer, apply), a submodule's method
+            if _call_may_build(index, node, d, head, depth, seen):
+                return True
+    return False
+
+
+def _on_super(func: cst.BaseExpression) -> bool:
+    """``super().name``: a method of the base class."""
+    return isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call) and dotted_name(func.value.func) == "super"
+
+
+def _call_may_build(index: ModuleIndex, node: cst.Call, d: str, head: str, depth: int, seen: frozenset) -> bool:
+    """Whether a call ``d(...)`` in a method of a class of module ``index`` may build a
+    parameter (see :func:`_may_build_parameters`)."""
+    kb = knowledge()
+    cls = class_of_name(index, d)
+    if isinstance(cls, str):
+        if cls in CONTAINERS:
+            return cls not in (SEQUENTIAL, "torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.Identity")
+        entry = kb.cls(cls)
+        if entry is not None and entry.parameters is False:
+            return False
+        return is_module_class(cls)  # nn.Linear; a library class that is no module builds none
+    if cls is not None:
+        return is_module_class(cls) and _keeps_arguments_if_parameterless(cls, depth + 1, seen) is None
+    if head in index.imports.aliases and head not in index.globals:
+        q = index.imports.qualify(d)
+        summary = kb.callable(q)
+        if summary is not None:
+            return summary.returns is not None and summary.returns.role == "model"
+        project = index.project
+        if project is not None and project.lookup(q, index.path) is not None:
+            return True  # a function of the project
+        return q.partition(".")[0] in kb.torch_packages
+    if head in index.functions or head in index.classes:
+        return True  # a function of the module, a class's factory method (Block.make(...))
+    if head in BUILTINS and head not in index.globals:
+        return False
+    return "." not in d  # a callable in a variable; not a method of a value (x.view(...))
+
+
+def _kept(index: ModuleIndex, init: cst.FunctionDef) -> bool | None:
+    """Whether ``__init__`` keeps what it is given: a parameter of it, or a value computed from
+    one, appears in a value assigned to an attribute of ``self``, in the arguments of a method
+    of ``self`` other than ``register_buffer``, or in the arguments of ``super().__init__`` or
+    ``setattr``. ``None`` when it keeps a global variable of its module that way (a module built
+    at the top of the file, for all the analysis knows)."""
+    me = _self_name(init)
+    p = init.params
+    given = {x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)} - {me}
+    for star in (p.star_arg, p.star_kwarg):
+        if isinstance(star, cst.Param):
+            given.add(star.name.value)
+    variables = index.globals - set(index.functions) - set(index.classes) - set(index.imports.aliases) - given
+    if _flows_into_self(init, me, variables):
+        return None
+    return _flows_into_self(init, me, given)
+
+
+def _flows_into_self(init: cst.FunctionDef, me: str | None, sources: set[str]) -> bool:
+    """Whether a name of ``sources``, or a local computed from one, is kept by ``__init__``
+    (see :func:`_kept`)."""
+    if not sources:
+        return False
+    nodes = list(walk(init.body))
+
+    def names(expr) -> set[str]:
+        return {n.value for n in walk(expr) if isinstance(n, cst.Name)} if expr is not None else set()
+
+    def stored_on_self(target) -> bool:
+        while isinstance(target, (cst.Subscript, cst.Attribute)):
+            target = target.value
+        return isinstance(target, cst.Name) and target.value == me
+
+    flows = []  # (names read, names bound): local assignments and loops
+    sinks = []  # names read by what keeps them
+    for node in nodes:
+        if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            read = names(node.value)
+            if any(stored_on_self(t) for t in targets):
+                sinks.append(read)
+            flows.append((read, set().union(*(names(t) for t in targets if not stored_on_self(t)))))
+        elif isinstance(node, (cst.For, cst.CompFor)):
+            flows.append((names(node.iter), names(node.target)))
+        elif isinstance(node, cst.Call):
+            d = dotted_name(node.func)
+            to_base = _on_super(node.func) or d == "setattr" or (d or "").endswith(".__init__")
+            on_self = d is not None and d.partition(".")[0] == me and d != f"{me}.register_buffer"
+            if to_base or on_self:
+                sinks.append(set().union(*(names(a.value) for a in node.args)))
+    tainted = set(sources)
+    changed = True
+    while changed:
+        changed = False
+        for read, bound in flows:
+            if not read.isdisjoint(tainted) and not bound <= tainted:
+                tainted |= bound
+                changed = True
+    return any(not read.isdisjoint(tainted) for read in sinks)
+
+
 # -- mode dependence ------------------------------------------------------------------------
 
 

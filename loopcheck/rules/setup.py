@@ -10,16 +10,19 @@ the module gets new Parameter objects the optimizer never sees. Re-binding the m
 to a new model, or assigning a new submodule, always leaves the optimizer with parameters
 the model no longer uses: those never train. A device move once the optimizer has state
 is taken as a round trip (checkpoint to CPU and back) unless the optimizer builds its state
-in ``__init__`` (Adagrad, pytorch/pytorch#7844).
+in ``__init__`` (Adagrad, pytorch/pytorch#7844). A module without parameters (a loss, an
+activation, ``Dropout``, ``Identity``) can be replaced, re-bound or converted at any time: the
+optimizer holds nothing of it.
 """
 
 from __future__ import annotations
 
-from typing import Iterable, NamedTuple
+from typing import Callable, Iterable, NamedTuple
 
 from loopcheck.engine.dataflow import Machine
 from loopcheck.engine.events import Event
 from loopcheck.engine.unit import Unit
+from loopcheck.engine.values import construction_without_parameters, model_without_parameters
 from loopcheck.findings import Report
 from loopcheck.catalog import INFOS
 from loopcheck.rules.base import Rule, register
@@ -51,13 +54,39 @@ def device_of(ev: Event) -> str:
     return target if method in ("to", "type", "to_empty") else f"{method}:{target}" if target else method
 
 
+def may_hold_parameters(unit: Unit) -> Callable[[Event], bool]:
+    """Whether the module a change of a model concerns may hold parameters: for a submodule
+    replaced, the new submodule; for a model re-bound or converted, the model (all its
+    constructions in the unit). ``False`` only when established
+    (:func:`~loopcheck.engine.values.construction_without_parameters`,
+    :func:`~loopcheck.engine.values.model_without_parameters`: a loss, an activation,
+    ``Dropout``, a class of the project whose ``__init__`` builds no parameter). Each answer
+    is kept for the event."""
+    memo: dict[int, bool] = {}
+
+    def ask(ev: Event) -> bool:
+        if id(ev) not in memo:
+            if ev.kind == "submodule_replace":
+                memo[id(ev)] = not construction_without_parameters(unit, ev.raw.value, ev.raw)
+            else:
+                memo[id(ev)] = not model_without_parameters(unit, ev.subject)
+        return memo[id(ev)]
+
+    return ask
+
+
 class OptimizerModelMachine(Machine):
+    """The changes of the models an optimizer was built from, between its construction and
+    its steps (:class:`S`); a change of a module that holds no parameters is none."""
+
     kinds = frozenset({'opt_build', 'step', 'opt_load_state', 'havoc', 'convert', 'model_build', 'submodule_replace'})
     only_own_events = True
 
-    def __init__(self, opt: str, models: set[str], eager: bool, names: frozenset[str]) -> None:
+    def __init__(self, opt: str, models: set[str], eager: bool, names: frozenset[str],
+                 has_parameters: Callable[[Event], bool] = lambda ev: True) -> None:
         self.opt, self.models, self.eager = opt, models, eager
         self.subjects = names  # every name of the optimizer and its models (aliases included)
+        self.has_parameters = has_parameters
 
     def initial(self) -> S:
         return S(None, None)
@@ -76,6 +105,8 @@ class OptimizerModelMachine(Machine):
             return s
         if ev.subject not in self.models:
             return s
+        if k in ("convert", "model_build", "submodule_replace") and s.built is not None and not self.has_parameters(ev):
+            return s  # nothing of it is in the optimizer, nothing to orphan or leave behind
         if k == "convert" and ev.extra["how"] == "device":
             where = device_of(ev)
             if s.built is None or where == s.current:
@@ -111,7 +142,8 @@ def _flows(unit: Unit):
         names = frozenset().union(*(unit.roles.names_of(sym) for sym in (opt, *models)))
         flow = unit.flow(
             ("setup", opt),
-            lambda opt=opt, models=models, names=names: OptimizerModelMachine(opt, models, info.eager_state, names),
+            lambda opt=opt, models=models, names=names: OptimizerModelMachine(
+                opt, models, info.eager_state, names, may_hold_parameters(unit)),
         )
         for step in steps:
             yield from _pending_at(unit, flow.states(step), step)
@@ -140,6 +172,13 @@ def _only_moved(s: S) -> bool:
 
 @register
 class ModelConvertedAfterOptimizer(Rule):
+    """LC501: on a path from an optimizer's construction to its ``step()``, a model it was built
+    from changes in a way that leaves parameters out of it or breaks its state: a submodule
+    replaced (``submodule_replace``), the model's name re-bound (``model_build``), a dtype
+    conversion, or a device move once the optimizer has state (``convert``). Reported only when
+    the module the change concerns may hold parameters (:func:`may_hold_parameters`: not for a
+    loss, an activation, ``Dropout``, or a class of the project whose ``__init__`` builds none)."""
+
     info = INFOS["LC501"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
@@ -188,6 +227,11 @@ class ModelConvertedAfterOptimizer(Rule):
 
 @register
 class ModelMovedAfterOptimizer(Rule):
+    """LC502: on a path from an optimizer's construction to its ``step()``, a model it was built
+    from is moved to another device (``convert``, ``how = "device"``) before the optimizer has
+    any state (no ``step()``, no ``load_state_dict()``, a lazily built state). Reported only
+    when the moved model may hold parameters (:func:`may_hold_parameters`)."""
+
     info = INFOS["LC502"]
 
     def check(self, unit: Unit) -> Iterable[Report]:

@@ -1,0 +1,120 @@
+"""Which modules hold parameters (LC501/LC502 speak only of those): library entries with
+``parameters = false``, ``nn.Sequential`` of them, and classes of the project read from their
+``__init__``."""
+
+from __future__ import annotations
+
+import pytest
+
+from loopcheck.analysis import check_source
+from loopcheck.engine.knowledge import Knowledge, KnowledgeError, knowledge
+
+CLASSES = '''
+import torch
+import torch.nn as nn
+
+SHARED = nn.Linear(4, 4)
+
+
+class Focal(nn.Module):
+    def __init__(self, gamma=2.0, alpha=None):
+        super().__init__()
+        self.gamma = gamma
+        self.alpha = alpha
+
+
+class Swish(nn.Module):
+    def forward(self, x):
+        return x * torch.sigmoid(x)
+
+
+class SmoothCE(nn.CrossEntropyLoss):
+    pass
+
+
+class Head(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.build(n)
+
+    def build(self, n):
+        self.fc = nn.Linear(n, 2)
+
+
+class Keeps(nn.Module):
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+
+class Gain(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.register_parameter("g", nn.Parameter(torch.ones(n)))
+
+
+class Made(nn.Module):
+    def __init__(self, name):
+        super().__init__()
+        self.act = getattr(nn, name)()
+
+
+class UsesShared(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.shared = SHARED
+
+
+def main(backbone, w, batches):
+    model = nn.Linear(4, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model.extra = {value}
+    for x, y in batches:
+        optimizer.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+'''
+
+
+@pytest.mark.parametrize("value, reported", [
+    ("nn.CrossEntropyLoss()", False),
+    ("nn.MSELoss(reduction='sum')", False),
+    ("nn.GELU()", False),
+    ("nn.Dropout2d(0.1)", False),
+    ("nn.Identity()", False),
+    ("nn.AdaptiveAvgPool2d(1)", False),
+    ("nn.Sequential(nn.ReLU(), nn.Dropout(0.1))", False),
+    ("Focal(gamma=1.5)", False),
+    ("Focal(alpha=torch.tensor([1.0, 2.0]))", False),
+    ("Focal().to('cpu')", False),
+    ("Swish()", False),
+    ("SmoothCE(label_smoothing=0.1)", False),
+    ("Keeps(nn.ReLU())", False),
+    ("nn.Linear(4, 4)", True),
+    ("nn.LayerNorm(4)", True),
+    ("nn.PReLU()", True),
+    ("nn.AdaptiveLogSoftmaxWithLoss(4, 10, [5])", True),
+    ("nn.Sequential(nn.ReLU(), nn.Linear(4, 4))", True),
+    ("Focal(alpha=w)", True),
+    ("Head(4)", True),
+    ("Keeps(backbone)", True),
+    ("Keeps(nn.Linear(4, 4))", True),
+    ("Gain(4)", True),
+    ("Made('ReLU')", True),
+    ("UsesShared()", True),
+])
+def test_submodule_replaced_after_the_optimizer(value, reported):
+    source = CLASSES.replace("{value}", value)
+    codes = [f.code for f in check_source(source, "snippet.py")]
+    assert codes == (["LC501"] if reported else [])
+
+
+def test_the_knowledge_says_which_classes_hold_none():
+    kb = knowledge()
+    assert kb.cls("torch.nn.CrossEntropyLoss").parameters is False
+    assert kb.cls("torch.nn.ReLU").parameters is False
+    assert kb.cls("torch.nn.Linear").parameters is None
+    assert kb.cls("torch.nn.Embedding").parameters is None
+    with pytest.raises(KnowledgeError, match="parameters"):
+        Knowledge().load('[[class]]\nnames = ["a.B"]\nparameters = true\n', "test.toml")
