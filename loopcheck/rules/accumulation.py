@@ -65,6 +65,16 @@ def accumulate_block(unit: Unit, ev: Event) -> cst.WithItem | None:
 
 @register
 class ClipOnEveryMicroStep(Rule):
+    """LC106 clip-or-unscale-on-every-micro-step.
+
+    Reported when (structure, not paths): a clip (not a measurement) in loop ``L`` follows, in
+    program order, a backward whose innermost loop is ``L``; the clip is under no accumulation
+    ``if``; and every step in ``L`` of the stepping optimizers it concerns is under an accumulation
+    ``if`` or in the same ``accelerator.accumulate()`` ``with`` item as the clip. Known limit: an
+    accumulation ``if`` is one whose test text matches ``ACCUMULATION_TEST`` (``%``, ``accum``,
+    ``sync_grad``, ...), and an untyped receiver named ``*accelerator*``/``*fabric*`` is taken for
+    an Accelerator (see ``rules/LC106.md``)."""
+
     info = INFOS["LC106"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
@@ -193,6 +203,16 @@ def _accumulation_loop(unit: Unit, loop: LoopInfo, bw: Event) -> bool:
 
 @register
 class StepInsideAccumulationLoop(Rule):
+    """LC107 step-inside-accumulation-loop.
+
+    Reported when (structure, not paths): an ``optimizer.step()`` without closure in two or more
+    loops, under no ``if`` in its innermost loop ``L``, where ``L`` is a ``for`` over ``range(...)``
+    or over ``.chunk(``/``.split(`` of a tensor, and the first backward in ``L`` backpropagates a
+    loss divided (in the backward expression, a ``=`` definition of the loss, or ``loss /= n``) by a
+    name that is in ``L``'s iterable or matches ``ACCUM_NAME``. One finding per loop. Known limit:
+    the divisor is recognised as an accumulation count by its name when it is not in the iterable
+    (see ``rules/LC107.md``)."""
+
     info = INFOS["LC107"]
 
     def check(self, unit: Unit) -> Iterable[Report]:

@@ -128,6 +128,15 @@ def _mentions(ev: Event, holder: str) -> bool:
 
 @register
 class BestStateNotCopied(Rule):
+    """LC801 best-state-not-copied.
+
+    Reported when: a holder (:meth:`_holders`: a name every definition of which is a live
+    ``M.state_dict()`` of one model, directly, in a display or a sharing comprehension, or a
+    constant) is mentioned by a module's ``load_state_dict()`` or a ``torch.save()`` reached, on
+    some path, by one of its ``state_dict()`` calls followed by an optimizer step that may update
+    ``M`` (:class:`SnapshotMachine`). One finding per ``state_dict()`` call. Assigning the holder a
+    constant is no event: it does not end the snapshot (see ``rules/LC801.md``)."""
+
     info = INFOS["LC801"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
@@ -253,6 +262,15 @@ def _receiver(d, node: cst.CSTNode) -> str:
 
 @register
 class ResumeWithoutOptimizerState(Rule):
+    """LC802 resume-without-optimizer-state.
+
+    Reported when (program order, not paths): ``M.load_state_dict(ckpt["k"])`` loads the entry a
+    ``torch.save({...})`` of the unit saves as ``M.state_dict()`` under the literal key ``"k"``, and
+    that checkpoint also holds the ``state_dict()`` of an optimizer of ``M`` (or of unknown models)
+    that steps after the load, or of a scheduler stepped after the load, with no
+    ``load_state_dict()`` of it and no opaque call given it anywhere in the unit (see
+    ``rules/LC802.md``)."""
+
     info = INFOS["LC802"]
 
     def check(self, unit: Unit) -> Iterable[Report]:

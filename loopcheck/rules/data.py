@@ -35,6 +35,16 @@ def _distributed(c: Call | None) -> bool:
 
 @register
 class DistributedSamplerWithoutSetEpoch(Rule):
+    """LC901 distributed-sampler-without-set-epoch.
+
+    Reported when (placement, not paths): a ``for`` loop nested in another loop iterates a loader
+    built with a shuffling ``DistributedSampler`` (inline, or a sampler variable its ``sampler``/
+    ``batch_sampler`` argument mentions) and runs a backward or a step, and no loop around it holds
+    a ``set_epoch`` of the sampler or loader (or of what they hold) or an undescribed call given one
+    of them, and no call of the unit given one of them returns it (``accelerator.prepare``). Known
+    limit: an untyped receiver named ``*accelerator*``/``*fabric*`` gets the Accelerator's entries
+    (see ``rules/LC901.md``)."""
+
     info = INFOS["LC901"]
 
     def check(self, unit: Unit) -> Iterable[Report]:

@@ -102,6 +102,16 @@ def _eval_loop(unit: Unit, fwd: Event) -> LoopInfo | None:
 
 @register
 class ValidationInTrainMode(Rule):
+    """LC303 validation-in-train-mode.
+
+    Reported when: the first forward of model ``M`` in an evaluation loop (:func:`_eval_loop`: no
+    backward, step or ``zero_grad`` inside) is reached with ``M``'s mode known on every path and, on
+    some path, in train mode (built here or ``train()``) with an optimizer step that may update
+    ``M`` since (:class:`TrainModeMachine`), and ``M``'s output depends on its mode
+    (:func:`~loopcheck.engine.values.mode_dependent`). One finding per loop. Known limit: the
+    evaluation loop is recognised by names, ``EVAL_DATA`` on what it iterates or ``EVAL_FUNCTION`` on
+    the function that holds it (see ``rules/LC303.md``)."""
+
     info = INFOS["LC303"]
 
     def check(self, unit: Unit) -> Iterable[Report]:

@@ -329,6 +329,15 @@ class ClipBeforeBackward(Rule):
 
 @register
 class ClipAfterStep(Rule):
+    """LC102 clip-after-step.
+
+    Reported when: a clip concerning optimizer ``O`` (:func:`touches`; not a measurement) runs
+    while, on every path that reaches it where ``O`` exists, ``O``'s gradients are *applied*:
+    ``O.step()`` ran and no backward reaching ``O``, no ``zero_grad`` concerning ``O``, no ``.grad``
+    written by hand and no call that may change ``O``'s gradients ran since (:class:`GradientMachine`).
+    Silent when any such path has them empty, filled or unknown (``O`` not built in the unit and
+    not stepped yet, ``step(closure)``). The clip need not be in a loop (see ``rules/LC102.md``)."""
+
     info = INFOS["LC102"]
 
     def check(self, unit: Unit) -> Iterable[Report]:

@@ -62,6 +62,15 @@ def loss_class(unit: Unit, ev: Event) -> str:
 
 @register
 class ProbabilitiesToLogitsLoss(Rule):
+    """LC701 probabilities-to-logits-loss.
+
+    Reported when: a ``loss_input`` event whose loss expects logits or log-probabilities gets an
+    input that :func:`~loopcheck.engine.values.value_origin` establishes to hold probabilities: a
+    call, or a name every definition of which gives the same kind (softmax/sigmoid functions and
+    tensor methods, a model whose classes output probabilities, value-keeping tensor methods of
+    those). Path-insensitive; an inlined project function or unknown call gives no kind (see
+    ``rules/LC701.md``)."""
+
     info = INFOS["LC701"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
@@ -104,6 +113,13 @@ class ProbabilitiesToLogitsLoss(Rule):
 
 @register
 class LogitsToProbabilityLoss(Rule):
+    """LC702 logits-to-probability-loss.
+
+    Reported when: a ``loss_input`` event whose loss expects probabilities or log-probabilities gets
+    an input that :func:`~loopcheck.engine.values.value_origin` establishes to hold raw logits (a
+    model whose every constructed class ends in a layer the knowledge says returns logits, possibly
+    through value-keeping tensor methods), read as in LC701 (see ``rules/LC702.md``)."""
+
     info = INFOS["LC702"]
 
     def check(self, unit: Unit) -> Iterable[Report]:

@@ -166,6 +166,16 @@ def trained_models(unit: Unit, guess: bool = True) -> dict[str, list[Event]]:
 
 @register
 class EvalModeNotReset(Rule):
+    """LC301 eval-mode-not-reset.
+
+    Reported when: an ``eval()`` of a model ``M`` (or of a model containing it) is the mode in effect
+    (:class:`ModeMachine`: no ``train()``, unknown mode or restored mode since), on some path, at an
+    optimizer step that trains ``M`` (:func:`trained_models`), ``M`` not frozen on that path, and
+    train mode is wanted: ``train()`` of ``M`` somewhere in the unit, train mode at that step on
+    another path, or ``M`` built here and surely held by the step's optimizer. Silent for a library
+    class with ``modes = "none"``. Known limit: parameters of unknown origin are taken to be those
+    of the only model with ``train()``/``eval()`` calls, when there is one (see ``rules/LC301.md``)."""
+
     info = INFOS["LC301"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
@@ -212,6 +222,16 @@ class EvalModeNotReset(Rule):
 
 @register
 class ValidationWithoutNoGrad(Rule):
+    """LC302 validation-without-no-grad.
+
+    Reported when: a forward of model ``M`` with grad enabled, in a loop not over models, runs with
+    ``M`` in eval mode on every path (:func:`modes_at`), or, eval mode on no path, on evaluation data
+    (an input argument, or the innermost loop's iterable when that loop does not train); and no
+    ``backward()``/``torch.autograd.grad`` follows in program order before ``M``'s next ``train()``
+    or construction. Silent for ``M`` frozen on every path and for a loss module. Known limits:
+    evaluation data is recognised by ``EVAL_DATA`` on names, a loss module also by
+    ``CRITERION_NAME`` (see ``rules/LC302.md``)."""
+
     info = INFOS["LC302"]
 
     def check(self, unit: Unit) -> Iterable[Report]:

@@ -71,6 +71,14 @@ class FsdpMachine(Machine):
 
 @register
 class OptimizerBuiltBeforeFsdp(Rule):
+    """LC503 optimizer-built-before-fsdp.
+
+    Reported when: a step of optimizer ``O`` (built in the file from known models' parameters) is
+    reached, on some path, after a construction of ``O`` in this unit followed by a call that
+    replaces the parameters (``params_replaced``: FSDP, ``fully_shard``) of one of the models ``O``
+    was built from, with no new construction of ``O`` in between (:class:`FsdpMachine`). The finding
+    is on the wrap, once per wrap (see ``rules/LC503.md``)."""
+
     info = INFOS["LC503"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
@@ -194,6 +202,16 @@ def _registered(unit: Unit, cls_node: cst.ClassDef, index, attr: str) -> bool:
 
 @register
 class SubmodulesInPlainContainer(Rule):
+    """LC504 submodules-in-plain-container.
+
+    Reported when (syntax, not paths): ``self.attr = <list/tuple/set/dict display or
+    comprehension>`` in a method of a project ``nn.Module`` class holds calls that build modules or
+    ``nn.Parameter`` objects, or, empty, is filled by ``self.attr.append/extend/insert(...)`` or
+    ``self.attr[k] = ...`` with one in the unit; unless the file calls ``add_module``,
+    ``register_module``, ``register_parameter`` or ``setattr``, or hands ``<name>.attr`` to a call
+    that is not a builtin reader (:func:`_registered`). Known limit: both escapes are by spelling,
+    the hand-over by the attribute's name alone (see ``rules/LC504.md``)."""
+
     info = INFOS["LC504"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
@@ -278,6 +296,15 @@ CONVERSIONS = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloat
 
 @register
 class TensorConversionDiscarded(Rule):
+    """LC505 tensor-to-result-discarded.
+
+    Reported when: an expression statement ``x.m(...)`` with ``m`` a conversion (``CONVERSIONS``)
+    that the knowledge lists as a ``torch.Tensor`` method returning a new tensor, on a plain name or
+    attribute ``x`` without a role whose every definition in the unit gives a tensor and one makes
+    one (:func:`~loopcheck.engine.values.is_tensor`: a tensor factory, a tensor method of a tensor,
+    an element of a loader's batch). Path-insensitive. Known limit: a loader's batch may be
+    recognised by ``LOADER_NAME`` (see ``rules/LC505.md``)."""
+
     info = INFOS["LC505"]
 
     def check(self, unit: Unit) -> Iterable[Report]:

@@ -57,6 +57,17 @@ def in_epoch_function(loop: LoopInfo) -> bool:
 
 @register
 class EpochSchedulerPerBatch(Rule):
+    """LC201 epoch-scheduler-stepped-per-batch.
+
+    Reported when (construction and placement, not paths): ``scheduler.step()`` without argument,
+    for a scheduler whose constructions the knowledge types ``schedule = "epoch"`` with a period
+    that is absent, a number, or read as epochs (:func:`~loopcheck.engine.roles.period_unit`), whose
+    innermost loop is a batch loop (:func:`batch_loop`); with a numeric period also in two loops or
+    in a function named ``*epoch*``; and not under an ``if`` unless some optimizer step is under the
+    same ``if`` statements in the same loops. Known limits: the period's unit is read from names
+    (``STEP_WORDS``/``EPOCH_WORDS``), a loader loop may be recognised by ``LOADER_NAME``, an epoch
+    function by ``epoch`` in its name (see ``rules/LC201.md``)."""
+
     info = INFOS["LC201"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
@@ -125,6 +136,15 @@ class _SteppedMachine(Machine):
 
 @register
 class SchedulerBeforeOptimizerStep(Rule):
+    """LC202 scheduler-step-before-optimizer-step.
+
+    Reported when: ``scheduler.step()`` without argument, in a loop, for a scheduler built in the
+    file (not ``ReduceLROnPlateau``) whose optimizer ``O`` is known, runs on some path on which ``O``
+    was built in this unit and has not stepped since (:class:`_SteppedMachine`; unknown before a
+    construction and after ``O``'s ``load_state_dict()``, an unknown method of ``O`` or an opaque call
+    given ``O``), and a step of ``O`` follows in program order inside the call's innermost loop.
+    Silent when ``O`` is not built in the unit (see ``rules/LC202.md``)."""
+
     info = INFOS["LC202"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
@@ -165,6 +185,14 @@ class SchedulerBeforeOptimizerStep(Rule):
 
 @register
 class PlateauWithoutMetric(Rule):
+    """LC203 plateau-scheduler-without-metric.
+
+    Reported when: a ``step()`` with no argument at all runs on a scheduler whose constructions the
+    knowledge types ``schedule = "plateau"`` (``ReduceLROnPlateau``), wherever it sits: the call
+    itself is the fault, no path analysis. Silent for a scheduler known only by its use (kind
+    unknown), for ``if``/``elif`` constructions of different kinds, and for any argument (see
+    ``rules/LC203.md``)."""
+
     info = INFOS["LC203"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
