@@ -317,9 +317,13 @@ def graph_stores(events: list[RawEvent], roles) -> tuple[frozenset[str], list[Gr
                 continue
             if e.op == "[]=":
                 whole = g.whole_value(e)
+                if whole is None and e.ctx.grad != "enabled":
+                    continue  # t[0] += loss * n under no_grad(): computed without a graph
                 if (whole if whole is not None else g.sources_verdict(e.sources, e)) == _YES:
                     out.append(GraphStore(e, e.target, e.value_sym, "entry"))
             elif e.ctx.grad == "enabled" and (e.op != "=" or e.target in e.sources.names):
+                if e.op == "=" and g.whole_value(e) == _LEAF:
+                    continue  # mask = nn.Parameter(mask): a new leaf, no chain
                 if g.sources_verdict(e.sources, e, e.target) == _YES:
                     out.append(GraphStore(e, e.target, e.value_sym if e.op != "=" else None, "total"))
             continue

@@ -37,9 +37,9 @@ _MEASURED = " (measured, CPU, torch 2.13: +10 live autograd graph nodes per step
 
 class KeptGraphMachine(Machine):
     """What one container holds: ``"empty"`` (no graph), ``("held", stores)`` (graphs kept by
-    those store events since the last optimizer step), ``("past", step)`` (graphs that
-    survived the optimizer ``step`` event), ``"gone"`` (a local of an inlined call that
-    returned)."""
+    those store events since the last optimizer step), ``("past", step, stores)`` (graphs kept
+    by those stores that survived the optimizer ``step`` event), ``"gone"`` (a local of an
+    inlined call that returned)."""
 
     kinds = frozenset({"graph_store", "graph_release", "step", "scaler_step"})
 
@@ -57,11 +57,11 @@ class KeptGraphMachine(Machine):
         if ev.kind == "graph_store" and ev.subject == self.container:
             if state in (EMPTY, GONE):
                 return ("held", frozenset({ev}))
-            return ("held", state[1] | {ev}) if state[0] == "held" else state
+            return (*state[:-1], state[-1] | {ev})
         if ev.kind == "graph_release" and ev.subject == self.container:
             return EMPTY
         if ev.kind in ("step", "scaler_step") and isinstance(state, tuple) and state[0] == "held":
-            return ("past", ev)
+            return ("past", ev, state[1])
         return state
 
 
@@ -89,9 +89,11 @@ class LossTensorKept(Rule):
 
     Reported when: a value the engine establishes to carry an autograd graph
     (:mod:`loopcheck.engine.graphs`) is stored into a container or a total (``graph_store``)
-    while that container still holds a value stored before an optimizer ``step``, on a path
-    where the container was neither re-bound nor cleared (``graph_release``) since: the graphs
-    of earlier steps are still referenced when the next step's is added. A container reset after
+    while that container still holds what the same store kept before an optimizer ``step``, on
+    a path where the container was neither re-bound nor cleared (``graph_release``) since: the
+    graphs of earlier steps are still referenced when the next step's is added. Or the store
+    reaches itself again in a loop that runs a model's forward but no backward and no step, and
+    nothing computed from the container is backpropagated (each graph keeps its activations). A container reset after
     each step, a local of a function that has returned, a loss stored and backpropagated within
     one step, and a value without a graph (``loss.item()``, a count from the labels) are not
     reported; nor is anything in a unit with no optimizer step."""
@@ -105,9 +107,10 @@ class LossTensorKept(Rule):
             for ev in stores:
                 if ev.subject != container:
                     continue
-                states = [s for s in flow.states(ev) if isinstance(s, tuple)]
+                # the same store reached again: its earlier graphs are still held
+                states = [s for s in flow.states(ev) if isinstance(s, tuple) and ev in s[-1]]
                 steps = [s[1] for s in states if s[0] == "past"]
-                again = any(s[0] == "held" and ev in s[1] for s in states)
+                again = any(s[0] == "held" for s in states)
                 if steps:
                     yield self._report(unit, ev, min(steps, key=unit.order))
                 elif again and _forward_only(unit, ev):
@@ -138,12 +141,14 @@ class LossTensorKept(Rule):
 
 
 def _forward_only(unit: Unit, ev: Event) -> bool:
-    """Whether the loop around ``ev`` runs no backward and no optimizer step, and nothing the
-    container keeps is ever backpropagated: each kept graph holds the activations its forward
-    pass saved."""
+    """Whether the loop around ``ev`` runs a model's forward pass in every iteration but no
+    backward and no optimizer step, and nothing the container keeps is ever backpropagated:
+    each kept graph holds the activations its forward pass saved."""
     if not ev.ctx.loops:
         return False
     loop = ev.ctx.loops[-1]
+    if not any(loop in f.ctx.loops for f in unit.of_kind("forward")):
+        return False  # a loop over layers or dict entries inside a forward: no pass per iteration
     training = unit.of_kind("backward", "step", "scaler_step", "havoc")
     if any(loop in e.ctx.loops for e in training if e.kind != "havoc" or e.may_change("grads")):
         return False
