@@ -22,7 +22,7 @@ import libcst as cst
 from loopcheck.engine.ir import Assign, Call, RawEvent
 from loopcheck.engine.knowledge import ASPECTS, Effect, Summary, knowledge
 from loopcheck.engine.roles import (
-    ACCELERATOR_NAME, LOSS_NAME, Roles, arg_at, last, parameter_owner, receiver_of, summary_of,
+    ACCELERATOR_NAME, LOSS_NAME, Roles, arg_at, last, looks_up, parameter_owner, receiver_of, summary_of,
 )
 
 DTYPE_WORDS = re.compile(r"(float|half|bfloat16|double|dtype|fp16|bf16|int8)", re.I)
@@ -131,8 +131,8 @@ class _Typer:
         builds the object its target names."""
         c, roles = self.c, self.roles
         target = c.targets[0] if len(c.targets) == 1 else None
-        if target is None:
-            return False
+        if target is None or looks_up(c, roles):
+            return False  # (getattr(self, name) returns an object built elsewhere)
         if target in roles.optimizers and roles.optimizers[target].builds(c):
             info = roles.optimizers[target]
             self.ev("opt_build", target, models=info.models, eager=info.eager_state)

@@ -164,7 +164,9 @@ class Returns:
         value: ``"number"`` (``loss.item()``), ``"detached"`` (``loss.detach()``) or
             ``"integer"`` (``logits.argmax(1)``, ``labels.ne(-100)``: an integer or boolean
             tensor) for values that keep no autograd graph (:data:`NO_GRAPH`); ``"derived"`` for a value computed from the positional
-            arguments that keeps their graph (``sum(losses)``, ``torch.stack(losses)``).
+            arguments that keeps their graph (``sum(losses)``, ``torch.stack(losses)``);
+            ``"existing"`` for an object that exists already, which the call looks up and does
+            not build (``getattr(self, f"optim{i}")``).
         details: role details: ``params`` (the argument that holds an optimizer's parameters),
             ``eager_state``, ``schedule`` (``"epoch"``/``"batch"``/``"plateau"``/``"unknown"``),
             ``period`` (the argument that gives an epoch schedule's period), ``optimizer``

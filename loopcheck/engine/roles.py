@@ -305,6 +305,14 @@ def summary_of(call: Call, roles: Roles) -> Summary | None:
     return None
 
 
+def looks_up(call: Call, roles: Roles) -> bool:
+    """Whether the knowledge says ``call`` returns an object that exists already
+    (``returns.value = "existing"``: ``getattr(self, f"optim{i}")``): it constructs nothing, so
+    assigning its result is no construction of an optimizer, a scheduler or a model."""
+    summary = summary_of(call, roles)
+    return summary is not None and summary.returns is not None and summary.returns.value == "existing"
+
+
 # -- inference ----------------------------------------------------------------------------------
 
 
@@ -616,6 +624,8 @@ class _Inference:
                         roles.alias[sym] = src
         built_by: dict[str, list[Call]] = {}
         for c in self.calls:
+            if looks_up(c, roles):
+                continue  # getattr(self, name): an object built elsewhere
             for t in c.targets:
                 if t:
                     built_by.setdefault(t, []).append(c)

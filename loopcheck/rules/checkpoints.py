@@ -95,16 +95,24 @@ class Snap(NamedTuple):
 
 
 class SnapshotMachine(Machine):
-    """For one holder of a live state dict: has a step changed the tensors since it was taken?"""
+    """For one holder of a live state dict: has a step changed the tensors since it was taken?
+
+    The holder is the machine's subject: a local of an inlined call holds nothing once the call
+    returns (the next call of the function starts with its own variable), and in the arm of
+    ``if holder is None:`` it holds no snapshot."""
 
     kinds = frozenset({"state_ref", "step", "load_state", "save"})
 
-    def __init__(self, unit: Unit, snaps: dict[int, str], model: str) -> None:
+    def __init__(self, unit: Unit, snaps: dict[int, str], model: str, holder: str) -> None:
         self.snaps = snaps  # id(state_dict node) -> model
         self.model = model
         self.unit = unit
+        self.subjects = frozenset({holder})
 
     def initial(self) -> Snap:
+        return Snap(None)
+
+    def absent(self) -> Snap:
         return Snap(None)
 
     def transfer(self, s: Snap, ev: Event) -> Snap:
@@ -135,7 +143,9 @@ class BestStateNotCopied(Rule):
     constant) is mentioned by a module's ``load_state_dict()`` or a ``torch.save()`` reached, on
     some path, by one of its ``state_dict()`` calls followed by an optimizer step that may update
     ``M`` (:class:`SnapshotMachine`). One finding per ``state_dict()`` call. Assigning the holder a
-    constant is no event: it does not end the snapshot (see ``rules/LC801.md``)."""
+    constant is no event: it does not end the snapshot; a local of an inlined call holds no
+    snapshot once the call returns, nor in the arm of ``if holder is None:`` (see
+    ``rules/LC801.md``)."""
 
     info = INFOS["LC801"]
 
@@ -145,7 +155,9 @@ class BestStateNotCopied(Rule):
         holders = self._holders(unit)
         reported = set()
         for holder, (snaps, model) in holders.items():
-            flow = unit.flow(("snapshot", holder), lambda snaps=snaps, model=model: SnapshotMachine(unit, snaps, model))
+            flow = unit.flow(
+                ("snapshot", holder), lambda snaps=snaps, model=model, holder=holder: SnapshotMachine(unit, snaps, model, holder)
+            )
             for use in unit.of_kind("load_state", "save"):
                 if not _mentions(use, holder):
                     continue

@@ -12,7 +12,7 @@ from typing import Iterable
 
 import libcst as cst
 
-from loopcheck.engine.ir import Call, walk_events
+from loopcheck.engine.ir import Assign, Call, walk_events
 from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.roles import ACCELERATOR_NAME, ROLE_TYPES, arg_at, last, summary_of
 from loopcheck.engine.unit import Unit
@@ -33,15 +33,36 @@ def _distributed(c: Call | None) -> bool:
     return not (shuffle is not None and isinstance(shuffle.node, cst.Name) and shuffle.node.value == "False")
 
 
+def _holders(unit: Unit, sym: str) -> set[str]:
+    """``sym`` and the symbols a plain assignment gives its object, transitively: the attribute
+    a helper's returned sampler is kept in (``self.sampler = sampler``, one element of a returned
+    tuple) and a local read back from it (``s = self.sampler``). An inlined method's ``self.x``
+    is the instance's attribute, so ``self.x`` in two methods of one object is one symbol. Any
+    of them may hold the sampler (another definition of the same symbol does not take that
+    away: a ``set_epoch`` through it may set this sampler's epoch)."""
+    copies: dict[str, set[str]] = {}  # value symbol -> the targets given it
+    for raw in walk_events(unit.ir):
+        if isinstance(raw, Assign) and raw.op == "=" and raw.target and raw.value_sym:
+            copies.setdefault(raw.value_sym, set()).add(raw.target)
+    out, todo = {sym}, [sym]
+    while todo:
+        for target in copies.get(todo.pop(), ()):
+            if target not in out:
+                out.add(target)
+                todo.append(target)
+    return out
+
+
 @register
 class DistributedSamplerWithoutSetEpoch(Rule):
     """LC901 distributed-sampler-without-set-epoch.
 
     Reported when (placement, not paths): a ``for`` loop nested in another loop iterates a loader
     built with a shuffling ``DistributedSampler`` (inline, or a sampler variable its ``sampler``/
-    ``batch_sampler`` argument mentions) and runs a backward or a step, and no loop around it holds
-    a ``set_epoch`` of the sampler or loader (or of what they hold) or an undescribed call given one
-    of them, and no call of the unit given one of them returns it (``accelerator.prepare``). Known
+    ``batch_sampler`` argument mentions) and runs an optimizer step (a backward alone changes no
+    weight), and no loop around it holds a ``set_epoch`` of the sampler (or of a symbol plain
+    assignments gave it: :func:`_holders`) or loader (or of what they hold) or an undescribed call
+    given one of them, and no call of the unit given one of them returns it (``accelerator.prepare``). Known
     limit: an untyped receiver named ``*accelerator*``/``*fabric*`` gets the Accelerator's entries
     (see ``rules/LC901.md``)."""
 
@@ -88,15 +109,18 @@ class DistributedSamplerWithoutSetEpoch(Rule):
 
     @staticmethod
     def _trains(unit: Unit, info) -> bool:
-        """Whether a backward or an optimizer step runs inside the loop ``info``."""
-        return any(info in ev.ctx.loops and ev.kind in ("backward", "step") for ev in unit.events)
+        """Whether an optimizer step runs inside the loop ``info``: the weights change between
+        its batches, so their order is the order the model learns in. A backward alone changes
+        no weight (gradients summed over the pass, a saliency or head-importance pass): the
+        batches' order changes no result."""
+        return any(info in ev.ctx.loops for ev in unit.of_kind("step"))
 
     @staticmethod
     def _epoch_set(unit: Unit, around, loader: str, sampler: str | None) -> bool:
         """Whether the loops around the iteration set the sampler's epoch: a ``set_epoch`` of
         the sampler or the loader (or of something they hold), or a call that is handed one of
         them and may do it (a helper of a library: ``set_sampler_epoch(loader, epoch)``)."""
-        names = {loader} | ({sampler} if sampler else set())
+        names = {loader} | (_holders(unit, sampler) if sampler else set())
         canon = unit.roles.canon
 
         def mine(sym: str | None) -> bool:

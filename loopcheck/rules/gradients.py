@@ -300,7 +300,9 @@ def _clips(unit: Unit) -> Iterable[tuple[Event, str, set]]:
 class ClipBeforeBackward(Rule):
     """LC101: a clip concerning optimizer ``O`` runs while, on every path, ``O``'s gradients are
     empty (cleared, no backward reaching ``O`` since) or already applied by ``O.step()``, and
-    empty on at least one (see ``rules/LC101.md``, "Reported when")."""
+    empty on at least one. The gradients start empty only where the unit builds ``O`` (a lookup,
+    ``getattr(self, name)``, builds nothing), else unknown (see ``rules/LC101.md``, "Reported
+    when")."""
 
     info = INFOS["LC101"]
 
