@@ -73,9 +73,11 @@ def built_dtype(ev: Event) -> str | None:
     built with no argument that names a dtype has its parameters in the default dtype,
     ``float32``. A class of the project, a factory or a loaded model: ``None``."""
     c = ev.raw
-    if not isinstance(c, Call) or not c.qualified or not (c.func or "").startswith("torch.nn."):
-        return None
-    if knowledge().cls(c.func) is None or DTYPE_WORDS.search(cst.Module([]).code_for_node(c.node)):
+    if not isinstance(c, Call) or DTYPE_WORDS.search(cst.Module([]).code_for_node(c.node)):
+        return None  # (the whole chain: nn.Linear(8, 2).double().to(device) is float64)
+    while c.inner is not None:  # nn.Linear(8, 2).to(device): the constructor
+        c = c.inner
+    if not c.qualified or not (c.func or "").startswith("torch.nn.") or knowledge().cls(c.func) is None:
         return None
     return "float32"
 
@@ -261,7 +263,10 @@ class ModelConvertedAfterOptimizer(Rule):
     replaced (``submodule_replace``), the model's name re-bound (``model_build``), a dtype
     conversion, or a device move once the optimizer has state (``convert``). Reported only when
     the module the change concerns may hold parameters (:func:`may_hold_parameters`: not for a
-    loss, an activation, ``Dropout``, or a class of the project whose ``__init__`` builds none)."""
+    loss, an activation, ``Dropout``, or a class of the project whose ``__init__`` builds none)
+    and the optimizer's construction holds its parameters (:func:`concerns`); a conversion to
+    the dtype the model has is none, and a dtype conversion is not reported while an optimizer
+    that keeps no per-parameter state (SGD without momentum) has none (:func:`_no_state_to_break`)."""
 
     info = INFOS["LC501"]
 
