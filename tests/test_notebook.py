@@ -120,7 +120,9 @@ def test_full_shows_the_cell_lines_with_their_magics(project):
 def test_related_lines_in_other_cells(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     fixed = LOOP.replace("    nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n", "")
-    Path("nb.ipynb").write_text(notebook(SETUP, "model.half()", fixed))
+    # an optimizer that keeps per-parameter state (plain SGD keeps none: no dtype to break)
+    setup = SETUP.replace("lr=0.1)", "lr=0.1, momentum=0.9)")
+    Path("nb.ipynb").write_text(notebook(setup, "model.half()", fixed))
     result = run("--output-format", "full", "nb.ipynb")
     lines = result.output.splitlines()
     assert lines[0] == (
@@ -129,8 +131,8 @@ def test_related_lines_in_other_cells(tmp_path, monkeypatch):
     assert lines[1:] == [
         "        --> nb.ipynb:cell 2:1:1",
         "         |",
-        "cell 1:7 | optimizer = torch.optim.SGD(model.parameters(), lr=0.1)",
-        "         |             ------------------------------------------- the optimizer, built from the old parameters",
+        "cell 1:7 | optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)",
+        "         |             --------------------------------------------------------- the optimizer, built from the old parameters",
         "...",
         "       1 | model.half()",
         "         | ^^^^^^^^^^^^",

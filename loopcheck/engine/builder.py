@@ -353,6 +353,9 @@ class Frame:
     def_class: ClassRef | None = None  # the class defining the function (for super())
     self_sym: str | None = None
     resolved: dict = field(default_factory=dict)  # dotted name -> UnitBuilder.resolve's answer
+    # parameter -> the caller's symbol it was given (a plain name), while the function has not
+    # re-bound it on the way to the statement being built (see UnitBuilder.stmt)
+    given: dict = field(default_factory=dict)
 
 
 
@@ -954,6 +957,8 @@ class UnitBuilder:
             if sym in outer and name not in self._locals[key][0]:
                 callee.constants[name] = outer[sym]
         callee.forwarded = _extra_args(func, raw.args, self_sym is not None and not _is_static(func))
+        callee.given = {name: sym for name, sym in subst.items() if sym != self_sym}
+        callee.given.update((name, arg.sym) for name, arg in bound.items() if arg.sym is not None and name in callee.locals)
         callee.return_targets = targets
         callee.instances = frame.instances
         inner_ctx = replace(ctx, calls=ctx.calls + (raw.node,))
@@ -1085,6 +1090,25 @@ class UnitBuilder:
         return seq
 
     def stmt(self, frame: Frame, stmt: cst.CSTNode, ctx: Context, out: list[Node]) -> None:
+        if not frame.given:
+            self._stmt(frame, stmt, ctx, out)
+            return
+        # a parameter keeps the caller's object until a statement re-binds it; a loop, a
+        # ``with ... as``, an ``except ... as`` may re-bind it before its body's statements run
+        # (a loop's next iteration), an ``if`` only in its arms, after its test
+        if type(stmt) is not cst.SimpleStatementLine and type(stmt) is not cst.If:
+            self._forget_given(frame, stmt)
+        self._stmt(frame, stmt, ctx, out)
+        self._forget_given(frame, stmt)
+
+    def _forget_given(self, frame: Frame, stmt: cst.CSTNode) -> None:
+        """Drop from :attr:`Frame.given` the parameters ``stmt`` may re-bind."""
+        if frame.given:
+            names = bound_names(stmt)[0]
+            for name in names.intersection(frame.given):
+                del frame.given[name]
+
+    def _stmt(self, frame: Frame, stmt: cst.CSTNode, ctx: Context, out: list[Node]) -> None:
         if type(stmt) is cst.SimpleStatementLine:
             for s in stmt.body:
                 self.small_stmt(frame, s, ctx, out)
@@ -1204,6 +1228,8 @@ class UnitBuilder:
                 out.extend(self.block(frame, stmt.orelse.body, ctx).items)
             return
         self.expr_events(frame, stmt.test, ctx, out)
+        absent = self.absence(frame, stmt.test)
+        given = self._given_at(frame, absent)  # (before the arms, which may re-bind them)
         inner = replace(ctx, conds=ctx.conds + (stmt,))
         body = self.block(frame, stmt.body, inner)
         orelse = Seq()
@@ -1212,7 +1238,15 @@ class UnitBuilder:
         elif type(stmt.orelse) is cst.Else:
             orelse = self.block(frame, stmt.orelse.body, inner)
         self._place(stmt, frame.module)
-        out.append(If(stmt, body, orelse, self.absence(frame, stmt.test)))
+        out.append(If(stmt, body, orelse, absent, given=given))
+
+    def _given_at(self, frame: Frame, absent: tuple[tuple[str, bool], ...]) -> tuple[tuple[str, str], ...]:
+        """The symbols of ``absent`` that hold, here, the object a caller passed by name to a
+        parameter (:attr:`Frame.given`), each with the caller's symbol."""
+        if not absent or not frame.given:
+            return ()
+        held = {self.resolve(frame, name)[0]: sym for name, sym in frame.given.items()}
+        return tuple((sym, held[sym]) for sym in dict.fromkeys(sym for sym, _ in absent) if sym in held)
 
     def absence(self, frame: Frame, test: cst.BaseExpression) -> tuple[tuple[str, bool], ...]:
         """Where an ``if`` test says an object is not there: ``x is None`` (body),

@@ -65,6 +65,12 @@ class Machine:
         was_training:`` with the mode saved in ``was_training`` known)."""
         return state
 
+    def enter(self, state: State, call: Inline) -> State:
+        """The state on entering the body of an inlined call (each time it runs): a machine
+        that follows an object by a local variable of that function knows the variable is
+        unbound there until the body assigns it."""
+        return state
+
     def rebinds(self, loop: Loop) -> bool:
         """Whether each iteration of ``loop`` may give the machine's names another object
         (``for opt in optimizers:``): the body is then run once, from the states on entry to
@@ -312,6 +318,7 @@ class _Interpreter:
                 self._name_bits[name] = self._name_bits.get(name, 0) | (3 << 2 * i)
         self._bits_of: dict[frozenset[str], int] = {}  # names -> the bits of the tests they name
         self._branches = type(machine).branch is not Machine.branch  # else an arm keeps the state
+        self._enters = type(machine).enter is not Machine.enter  # else a call's body starts in its caller's states
         self._local_of, self._idle = self._local_call(machine, unit)
         self._inside = 0  # how deep the interpretation is in those calls
         # id(Seq) -> its items that can change the states, shared by the machines alike
@@ -566,6 +573,9 @@ class _Interpreter:
         if isinstance(node, Inline):
             mine = node.fid in self._local_of
             self._inside += mine
+            if self._enters:
+                enter = self.m.enter
+                states = {(enter(ms, node), conds) for ms, conds in states}
             try:
                 r = self.exec(node.body, states)
             finally:

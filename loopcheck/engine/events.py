@@ -21,11 +21,19 @@ import libcst as cst
 
 from loopcheck.engine.ir import Assign, Call, RawEvent
 from loopcheck.engine.knowledge import ASPECTS, Effect, Summary, knowledge
+from loopcheck.engine.names import dotted_name
 from loopcheck.engine.roles import (
     ACCELERATOR_NAME, LOSS_NAME, Roles, arg_at, last, looks_up, parameter_owner, receiver_of, summary_of,
 )
 
 DTYPE_WORDS = re.compile(r"(float|half|bfloat16|double|dtype|fp16|bf16|int8)", re.I)
+#: The floating point ``torch.dtype`` objects a module conversion names, by their attribute of
+#: ``torch`` (``torch.float`` is ``torch.float32``, ``torch.half`` is ``torch.float16``,
+#: ``torch.double`` is ``torch.float64``: https://pytorch.org/docs/stable/tensor_attributes.html).
+TORCH_DTYPES = {
+    "torch.float32": "float32", "torch.float": "float32", "torch.float16": "float16", "torch.half": "float16",
+    "torch.float64": "float64", "torch.double": "float64", "torch.bfloat16": "bfloat16",
+}
 #: Receivers whose methods only log (``logger.info(model)``): untyped, known by name.
 LOGGER_NAME = re.compile(r"^(\w*logger|log|writer|tb_writer|summary_writer|tb|pbar|progress\w*|console)$", re.I)
 ALL_ASPECTS = ASPECTS
@@ -135,7 +143,7 @@ class _Typer:
             return False  # (getattr(self, name) returns an object built elsewhere)
         if target in roles.optimizers and roles.optimizers[target].builds(c):
             info = roles.optimizers[target]
-            self.ev("opt_build", target, models=info.models, eager=info.eager_state)
+            self.ev("opt_build", target, models=info.models, eager=info.eager_state, stateless=id(c) in info.stateless)
             return True
         if target in roles.schedulers and roles.schedulers[target].builds(c):
             self.ev("sched_build", target)
@@ -150,7 +158,7 @@ class _Typer:
             summary = knowledge().method("torch.nn.Module", c.method or "") if c.inner is not None else None
             for eff in summary.effects if summary is not None else ():
                 if eff.event == "convert":
-                    self.convert(t, eff.get("how"))
+                    self.convert(t, eff.get("how"), eff.get("dtype"))
             return True
         return False
 
@@ -263,7 +271,7 @@ class _Typer:
             if on is not None:
                 self.ev("unfreeze" if on else "freeze", self.sym(eff.get("model")))
         elif k == "convert":
-            self.convert(self.sym(eff.get("model")), eff.get("how"))
+            self.convert(self.sym(eff.get("model")), eff.get("how"), eff.get("dtype"))
         elif k in ("unscale", "scaler_step"):
             self.ev(k, self.sym(eff.get("scaler")), optimizer=self.sym(eff.get("optimizer")))
         elif k == "scaler_update":
@@ -307,18 +315,26 @@ class _Typer:
             if arg is not None:
                 self.ev("save", None, arg=arg)
 
-    def convert(self, model: str | None, how: str | None) -> None:
+    def convert(self, model: str | None, how: str | None, dtype: str | None = None) -> None:
+        """A ``convert`` of ``model``: ``how`` (``"device"``, ``"dtype"``, ``"auto"``: from the
+        arguments), ``dtype``: the floating point dtype it gives the parameters, when the entry
+        says it (``half()``) or an argument names it (``to(torch.float32)``, ``extra["dtype"]``)."""
         c = self.c
         if model is None:
             return
         inner = c.inner
         if c.method == "float" and inner is not None and inner.method in ("half", "bfloat16", "double"):
-            self.ev("convert", model, how="restore")  # model.half().float(): back to float32
+            self.ev("convert", model, how="restore", dtype=dtype)  # model.half().float(): back to float32
             return
         if how == "auto":
             text = " ".join(cst.Module([]).code_for_node(a.node) for a in c.args)
             how = "dtype" if DTYPE_WORDS.search(text) else "device"
-        self.ev("convert", model, how=how, target=" ".join(cst.Module([]).code_for_node(a.node) for a in c.args))
+        if dtype is None and how == "dtype" and not any(getattr(a, "star", "") for a in getattr(c.node, "args", ())):
+            named = {TORCH_DTYPES.get(dotted_name(a.node) or "") for a in c.args if a.keyword in (None, "dtype")}
+            named.discard(None)
+            dtype = named.pop() if len(named) == 1 else None
+        self.ev("convert", model, how=how, target=" ".join(cst.Module([]).code_for_node(a.node) for a in c.args),
+                dtype=dtype)
 
     # -- calls no summary describes -----------------------------------------------------
     def fallback(self) -> None:

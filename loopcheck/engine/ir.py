@@ -171,6 +171,10 @@ class If:
             has ``(opt, False)``; ``if isinstance(net, nn.Module):`` has ``(net, False)``).
         test: the expression whose truth picks the arm (``c`` of ``c and a()``); by default
             the node's own ``test`` (``None`` for a ``match``).
+        given: ``(symbol, caller's symbol)`` pairs for the symbols of ``absent_in`` that are,
+            at the test, a parameter of an inlined call still holding what its caller passed
+            by name (``evaluate(model)`` then ``if model is None:`` in ``evaluate``: the arm
+            that says it is absent runs only if the caller's ``model`` is ``None``).
     """
 
     node: cst.CSTNode
@@ -178,6 +182,7 @@ class If:
     orelse: Seq
     absent_in: tuple[tuple[str, bool], ...] = ()
     test: cst.BaseExpression | None = None
+    given: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.test is None:

@@ -60,7 +60,7 @@ EVENTS: dict[str, frozenset[str]] = {
     "train": frozenset({"model", "mode"}),
     "eval": frozenset({"model"}),
     "forward": frozenset({"model"}),
-    "convert": frozenset({"model", "how"}),
+    "convert": frozenset({"model", "how", "dtype"}),
     "unscale": frozenset({"scaler", "optimizer"}),
     "scaler_step": frozenset({"scaler", "optimizer"}),
     "scaler_update": frozenset({"scaler"}),
@@ -87,7 +87,8 @@ ASPECTS = frozenset({"mode", "grads", "lr", "scale", "params"})
 NO_GRAPH = frozenset({"number", "detached", "integer"})
 ROLES = frozenset({"optimizer", "scheduler", "scaler", "loader", "model", "criterion", "loss", "accelerator"})
 _ROLE_KEYS = frozenset({
-    "role", "params", "eager_state", "schedule", "period", "optimizer", "same", "type", "value", "sampler", "items",
+    "role", "params", "eager_state", "state_when", "schedule", "period", "optimizer", "same", "type", "value",
+    "sampler", "items",
 })
 _ENTRY_KEYS = frozenset({
     "names", "bases", "effects", "returns", "methods", "attributes", "grad", "source", "context", "modes",
@@ -168,7 +169,8 @@ class Returns:
             ``"existing"`` for an object that exists already, which the call looks up and does
             not build (``getattr(self, f"optim{i}")``).
         details: role details: ``params`` (the argument that holds an optimizer's parameters),
-            ``eager_state``, ``schedule`` (``"epoch"``/``"batch"``/``"plateau"``/``"unknown"``),
+            ``eager_state``, ``state_when`` (the argument whose value other than a literal 0
+            makes an optimizer keep per-parameter state: SGD's ``momentum``), ``schedule`` (``"epoch"``/``"batch"``/``"plateau"``/``"unknown"``),
             ``period`` (the argument that gives an epoch schedule's period), ``optimizer``
             (the argument holding a scheduler's optimizer), ``sampler``.
         items: for a returned tuple, what each element is (``deepspeed.initialize``).
@@ -279,7 +281,7 @@ def _returns(raw, where: str) -> Returns | None:
     same = raw.get("same")
     same = () if same is None else tuple(_arg_ref(s, where) for s in (same if isinstance(same, list) else [same]))
     details = []
-    for k in ("params", "period", "optimizer"):
+    for k in ("params", "period", "optimizer", "state_when"):
         if k in raw:
             details.append((k, _arg_ref(raw[k], where)))
     for k in ("eager_state", "schedule", "sampler"):

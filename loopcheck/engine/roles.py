@@ -88,6 +88,8 @@ class OptimizerInfo:
     params: set[str] = field(default_factory=set)  # the symbols its parameter arguments name
     certain: dict[int, set[str]] = field(default_factory=dict)  # per construction: the models in
     # every alternative of its parameter argument (``a.parameters() if x else b.parameters()``: none)
+    # ``id()`` of the constructions established to keep no per-parameter state (:func:`keeps_no_state`)
+    stateless: set[int] = field(default_factory=set)
 
     def certain_of(self, ctors=()) -> set[str]:
         """The models the given constructions (all when empty) certainly take."""
@@ -265,6 +267,21 @@ def arg_at(call: Call, ref) -> Arg | None:
         if index < len(positional) and not isinstance(positional[index].node, cst.StarredElement):
             return positional[index]
     return None
+
+
+def keeps_no_state(call: Call, r) -> bool:
+    """Whether the optimizer ``call`` builds is established to keep no per-parameter state:
+    its entry names the argument that would give it some (``state_when``: SGD's ``momentum``)
+    and that argument is absent or a literal ``0``, with no ``*args``/``**kwargs`` that could
+    hold it. ``r``: the call's ``returns`` entry."""
+    ref = r.get("state_when")
+    if ref is None or any(a.star for a in getattr(call.node, "args", ())):
+        return False
+    arg = arg_at(call, ref)
+    if arg is None:
+        return True
+    node = arg.node
+    return type(node) in (cst.Integer, cst.Float) and node.evaluated_value == 0
 
 
 def receiver_of(call: Call) -> str | None:
@@ -470,6 +487,8 @@ class _Inference:
             else:
                 info = roles.optimizers[target] = OptimizerInfo(c, q, set(models), eager)
             info.by_ctor[id(c)] = set(models) if known else None
+            if keeps_no_state(c, r):
+                info.stateless.add(id(c))
             info.params |= set(arg.mentions) if arg else set()
             info.certain[id(c)] = self.certain_models(arg, models)
         elif role == "scheduler":

@@ -19,10 +19,14 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, NamedTuple
 
-from loopcheck.engine.dataflow import Machine
-from loopcheck.engine.events import Event
+import libcst as cst
+
+from loopcheck.engine.dataflow import NOT_TAKEN, Machine
+from loopcheck.engine.events import DTYPE_WORDS, Event
+from loopcheck.engine.ir import Call, If
+from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.unit import Unit
-from loopcheck.engine.values import construction_without_parameters, model_without_parameters
+from loopcheck.engine.values import all_calls, construction_without_parameters, model_without_parameters
 from loopcheck.findings import Report
 from loopcheck.catalog import INFOS
 from loopcheck.rules.base import Rule, register
@@ -37,6 +41,9 @@ class S(NamedTuple):
     pending: the change of the model waiting for the next step (reported there).
     at_build: the device the model was moved to before the optimizer was built (the text of
         the move's arguments, ``"device"``), and current: where it is now.
+    dtype: the floating point dtype of the model's parameters when known (``"float32"``: built
+        from a ``torch.nn`` layer in the default dtype, or converted with ``float()`` /
+        ``to(torch.float32)``); ``None`` when unknown.
     """
 
     built: Event | None
@@ -45,6 +52,7 @@ class S(NamedTuple):
     at_build: str | None = None
     current: str | None = None
     pending_state: bool | None = False  # whether the optimizer had state when ``pending`` ran
+    dtype: str | None = None
 
 
 def device_of(ev: Event) -> str:
@@ -52,6 +60,35 @@ def device_of(ev: Event) -> str:
     target = ev.extra.get("target") or ""
     method = ev.raw.method or ""
     return target if method in ("to", "type", "to_empty") else f"{method}:{target}" if target else method
+
+
+#: Calls that change the dtype ``torch.nn`` layers build their parameters in
+#: (https://pytorch.org/docs/stable/generated/torch.set_default_dtype.html).
+DEFAULT_DTYPE_SETTERS = frozenset({"torch.set_default_dtype", "torch.set_default_tensor_type"})
+
+
+def built_dtype(ev: Event) -> str | None:
+    """The dtype of the parameters of a model a ``model_build`` makes, when established: a
+    ``torch.nn`` library layer (``nn.Linear(8, 2)``, ``nn.Sequential(nn.Linear(...), ...)``)
+    built with no argument that names a dtype has its parameters in the default dtype,
+    ``float32``. A class of the project, a factory or a loaded model: ``None``."""
+    c = ev.raw
+    if not isinstance(c, Call) or DTYPE_WORDS.search(cst.Module([]).code_for_node(c.node)):
+        return None  # (the whole chain: nn.Linear(8, 2).double().to(device) is float64)
+    while c.inner is not None:  # nn.Linear(8, 2).to(device): the constructor
+        c = c.inner
+    if not c.qualified or not (c.func or "").startswith("torch.nn.") or knowledge().cls(c.func) is None:
+        return None
+    return "float32"
+
+
+def concerns(owned: set[str] | None, subject: str) -> bool:
+    """Whether a change of module ``subject`` concerns an optimizer built from the parameters of
+    ``owned`` (``None``: unknown, taken to concern it): the module is one of them, a part of
+    one (``model.encoder`` of ``model``), or holds one (``model`` of ``model.encoder``)."""
+    if owned is None or subject in owned:
+        return True
+    return any(subject.startswith(m + ".") or m.startswith(subject + ".") for m in owned)
 
 
 def may_hold_parameters(unit: Unit) -> Callable[[Event], bool]:
@@ -83,30 +120,70 @@ class OptimizerModelMachine(Machine):
     only_own_events = True
 
     def __init__(self, opt: str, models: set[str], eager: bool, names: frozenset[str],
-                 has_parameters: Callable[[Event], bool] = lambda ev: True) -> None:
+                 has_parameters: Callable[[Event], bool] = lambda ev: True,
+                 owned: dict[int, set[str] | None] | None = None, known_dtypes: bool = True) -> None:
         self.opt, self.models, self.eager = opt, models, eager
         self.subjects = names  # every name of the optimizer and its models (aliases included)
         self.has_parameters = has_parameters
+        self.owned = owned or {}  # id(construction) -> the models whose parameters it takes
+        self.known_dtypes = known_dtypes  # the default dtype is PyTorch's (float32)
+        # the inlined call whose local variable the optimizer is (``f3_1`` of ``f3_1:optimizer``)
+        self.local_of = opt.partition(":")[0] if ":" in opt else None
 
     def initial(self) -> S:
         return S(None, None)
+
+    def enter(self, s: S, call) -> S:
+        """Each run of the function whose local variable names the optimizer starts with
+        that variable unbound: the optimizer of an earlier run is not this one until the body
+        builds it again (a path on which it does not, ``return optimizer`` raises)."""
+        if call.fid != self.local_of or s.built is None:
+            return s
+        return S(None, None, None, s.current, s.current, dtype=s.dtype)
+
+    def branch(self, s: S, node: If, taken: bool):
+        """An arm whose test says the optimizer or one of its models is not there (``if model
+        is None:``), where the tested name is a parameter still holding what the caller passed
+        by one of their names, is not taken once the optimizer is built: it was built from
+        that model's parameters, so both exist."""
+        if s.built is None:
+            return s
+        for sym, arm in node.absent_in:
+            if arm is taken and any(p == sym and c in self.subjects for p, c in node.given):
+                return NOT_TAKEN
+        return s
+
+    def branches_on(self, node: If) -> bool:
+        return any(c in self.subjects for _, c in node.given)
 
     def transfer(self, s: S, ev: Event) -> S:
         k = ev.kind
         if ev.subject == self.opt:
             if k == "opt_build":
-                return S(ev, self.eager, None, s.current, s.current)
+                return S(ev, self.eager, None, s.current, s.current, dtype=s.dtype)
             if k == "step":
-                return s._replace(has_state=True, pending=None)
+                # an optimizer that keeps no per-parameter state (SGD without momentum) has
+                # none after its steps either; load_state_dict may still give it some
+                stateless = s.built is not None and s.built.extra.get("stateless")
+                return s._replace(has_state=s.has_state if stateless else True, pending=None)
             if k == "opt_load_state":
                 return s._replace(has_state=True)
             if k == "havoc":
-                return S(None, None, None, s.current, s.current)
+                return S(None, None, None, s.current, s.current, dtype=s.dtype)
             return s
         if ev.subject not in self.models:
             return s
+        if s.built is not None and not concerns(self.owned.get(id(s.built.raw)), ev.subject):
+            return s  # a module whose parameters this construction does not hold
         if k in ("convert", "model_build", "submodule_replace") and s.built is not None and not self.has_parameters(ev):
             return s  # nothing of it is in the optimizer, nothing to orphan or leave behind
+        if k == "model_build":
+            s = s._replace(dtype=built_dtype(ev) if self.known_dtypes else None)
+        elif k == "convert" and ev.extra["how"] in ("dtype", "restore"):
+            to = ev.extra.get("dtype") if self.known_dtypes else None
+            if s.built is not None and to is not None and to == s.dtype:
+                return s  # to the dtype it already has: nothing changes
+            s = s._replace(dtype=to)
         if k == "convert" and ev.extra["how"] == "device":
             where = device_of(ev)
             if s.built is None or where == s.current:
@@ -142,8 +219,9 @@ def _flows(unit: Unit):
         names = frozenset().union(*(unit.roles.names_of(sym) for sym in (opt, *models)))
         flow = unit.flow(
             ("setup", opt),
-            lambda opt=opt, models=models, names=names: OptimizerModelMachine(
-                opt, models, info.eager_state, names, may_hold_parameters(unit)),
+            lambda opt=opt, models=models, names=names, info=info: OptimizerModelMachine(
+                opt, models, info.eager_state, names, may_hold_parameters(unit), info.by_ctor,
+                not any(c.func in DEFAULT_DTYPE_SETTERS for c in all_calls(unit))),
         )
         for step in steps:
             yield from _pending_at(unit, flow.states(step), step)
@@ -170,6 +248,14 @@ def _only_moved(s: S) -> bool:
     return s.pending.kind == "convert" and s.pending.extra["how"] == "device" and s.pending_state is False
 
 
+def _no_state_to_break(s: S) -> bool:
+    """A dtype conversion made while the optimizer had no state, of an optimizer established
+    to keep none (SGD without momentum): converted in place, its parameters are the ones the
+    optimizer holds, and there is no state of the old dtype for the next step to meet."""
+    return (s.pending.kind == "convert" and s.pending.extra["how"] == "dtype" and s.pending_state is False
+            and bool(s.built.extra.get("stateless")))
+
+
 @register
 class ModelConvertedAfterOptimizer(Rule):
     """LC501: on a path from an optimizer's construction to its ``step()``, a model it was built
@@ -177,14 +263,17 @@ class ModelConvertedAfterOptimizer(Rule):
     replaced (``submodule_replace``), the model's name re-bound (``model_build``), a dtype
     conversion, or a device move once the optimizer has state (``convert``). Reported only when
     the module the change concerns may hold parameters (:func:`may_hold_parameters`: not for a
-    loss, an activation, ``Dropout``, or a class of the project whose ``__init__`` builds none)."""
+    loss, an activation, ``Dropout``, or a class of the project whose ``__init__`` builds none)
+    and the optimizer's construction holds its parameters (:func:`concerns`); a conversion to
+    the dtype the model has is none, and a dtype conversion is not reported while an optimizer
+    that keeps no per-parameter state (SGD without momentum) has none (:func:`_no_state_to_break`)."""
 
     info = INFOS["LC501"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
         reported = set()
         for s, step in _flows(unit):
-            if _only_moved(s) or id(s.pending) in reported:
+            if _only_moved(s) or _no_state_to_break(s) or id(s.pending) in reported:
                 continue
             reported.add(id(s.pending))
             yield self._report(s, step)
