@@ -26,12 +26,15 @@ from loopcheck.rules.base import Rule, register
 class M(NamedTuple):
     """The mode of one model on a path: ``kind`` is ``train``, ``eval`` (``ev``: the eval()
     call), ``unknown`` or ``absent`` (the model does not exist there); ``frozen``: its
-    parameters were frozen (``requires_grad_(False)``) and not unfrozen since."""
+    parameters were frozen (``requires_grad_(False)``) and not unfrozen since; ``fwd``: in eval
+    mode, a forward of the model (or of a part of it, or of a model containing it) ran with
+    gradients enabled since the ``eval()``: a forward a backward pass can train through."""
 
     kind: str
     ev: Event | None = None
     frozen: bool = False
     saved: tuple = ()  # ((variable, kind, ev), ...): modes kept by ``was_training = model.training``
+    fwd: bool = False
 
 
 UNKNOWN = M("unknown")
@@ -47,7 +50,9 @@ class ModeMachine(Machine):
     """``("train", None)``, ``("eval", eval_event)`` or ``("unknown", None)`` for one model.
 
     ``train()``/``eval()`` on a module also set the mode of its submodules, so events on
-    ``model`` apply to a tracked ``model.head`` too. A mode saved in a variable
+    ``model`` apply to a tracked ``model.head`` too. ``train()`` of a part of the model
+    (``model.head.train()``) after ``eval()`` leaves the model partly in each mode, which parts
+    the engine cannot tell: its mode becomes unknown. A mode saved in a variable
     (``was_training = model.training``) is restored by ``model.train(was_training)`` and decides
     ``if was_training:`` tests.
     """
@@ -70,7 +75,16 @@ class ModeMachine(Machine):
     def _mine(self, subject: str | None) -> bool:
         return subject is not None and (subject == self.model or self.model.startswith(subject + "."))
 
+    def _part(self, subject: str | None) -> bool:
+        """A submodule of the model (``model.head`` of ``model``)."""
+        return subject is not None and subject.startswith(self.model + ".")
+
     def transfer(self, s, ev: Event):
+        if ev.kind == "forward" and s.kind == "eval" and not s.fwd and ev.ctx.grad != "disabled" and (
+                self._mine(ev.subject) or self._part(ev.subject)):
+            return s._replace(fwd=True)
+        if ev.kind == "train" and s.kind == "eval" and self._part(ev.subject):
+            return s._replace(kind="unknown", ev=None, fwd=False)
         if not self._mine(ev.subject):
             return s
         k = ev.kind
@@ -79,9 +93,9 @@ class ModeMachine(Machine):
         if s.kind == "absent":
             return s
         if k == "train":
-            return s._replace(kind="train", ev=None)
+            return s._replace(kind="train", ev=None, fwd=False)
         if k == "eval":
-            return s._replace(kind="eval", ev=ev)
+            return s._replace(kind="eval", ev=ev, fwd=False)
         if k in ("freeze", "unfreeze") and ev.subject == self.model:
             return s._replace(frozen=k == "freeze")
         if k == "mode_save":
@@ -89,9 +103,9 @@ class ModeMachine(Machine):
             return s._replace(saved=(*(x for x in s.saved if x[0] != var), (var, s.kind, s.ev)))
         if k == "mode_restore":
             kept = next((x for x in s.saved if x[0] == ev.extra["var"]), None)
-            return s._replace(kind=kept[1], ev=kept[2]) if kept else s._replace(kind="unknown", ev=None)
+            return s._replace(kind=kept[1], ev=kept[2], fwd=False) if kept else s._replace(kind="unknown", ev=None, fwd=False)
         if k == "mode_unknown" or (k == "havoc" and ev.may_change("mode")):
-            return s._replace(kind="unknown", ev=None)
+            return s._replace(kind="unknown", ev=None, fwd=False)
         return s
 
     def branches_on(self, node) -> bool:
@@ -200,9 +214,11 @@ class EvalModeNotReset(Rule):
                 wanted = has_train or built and step in known.get(model, ())
                 if not (wanted or any(x.kind == "train" for x in states)):
                     continue
-                for kind, ev, frozen, _saved in states:
-                    # a frozen model kept in eval() while a head trains is a linear probe
-                    if kind == "eval" and not frozen and id(ev) not in reported:
+                for kind, ev, frozen, _saved, fwd in states:
+                    # a frozen model kept in eval() while a head trains is a linear probe; without
+                    # a forward since eval() that can be trained through, the step trains nothing
+                    # that ran in eval mode
+                    if kind == "eval" and not frozen and fwd and id(ev) not in reported:
                         reported.add(id(ev))
                         yield Report(
                             self.info.code, ev.node,
