@@ -16,9 +16,9 @@ import libcst as cst
 from loopcheck.engine.dataflow import NOT_TAKEN, Machine
 from loopcheck.engine.events import Event
 from loopcheck.engine.ir import LoopInfo
-from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.roles import last
 from loopcheck.engine.unit import Unit
+from loopcheck.engine.values import mode_dependent
 from loopcheck.findings import Report
 from loopcheck.catalog import INFOS
 from loopcheck.rules.base import Rule, register
@@ -194,11 +194,9 @@ class EvalModeNotReset(Rule):
 
     def check(self, unit: Unit) -> Iterable[Report]:
         reported = set()
-        kb = knowledge()
         known = trained_models(unit, guess=False)
         for model, steps in trained_models(unit).items():
-            entry = kb.cls(unit.roles.types.get(model))
-            if entry is not None and entry.modes == "none":
+            if not mode_dependent(unit, model):
                 continue  # a Linear head trained under a frozen backbone in eval(): nothing changes
             flow = mode_flow(unit, model)
             has_train = any(
