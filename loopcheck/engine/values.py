@@ -657,7 +657,8 @@ def _flows_into_self(init: cst.FunctionDef, me: str | None, sources: set[str]) -
 def mode_dependent(unit, model: str) -> bool:
     """Whether ``model.train()``/``model.eval()`` can change what ``model`` computes: it (or a
     layer it builds) has Dropout, BatchNorm or another layer whose entry does not say
-    ``modes = "none"``, reads ``self.training``, calls a functional dropout or batch norm, or
+    ``modes = "none"`` (or says it with ``mode_args`` its construction gives a value other than
+    a literal 0/None), reads ``self.training``, calls a functional dropout or batch norm, or
     builds layers the engine cannot see (a factory, a call it has no entry for). ``False`` only
     when every layer is known to behave the same in both modes."""
     builds: list = []

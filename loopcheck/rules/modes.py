@@ -183,11 +183,13 @@ class EvalModeNotReset(Rule):
     """LC301 eval-mode-not-reset.
 
     Reported when: an ``eval()`` of a model ``M`` (or of a model containing it) is the mode in effect
-    (:class:`ModeMachine`: no ``train()``, unknown mode or restored mode since), on some path, at an
-    optimizer step that trains ``M`` (:func:`trained_models`), ``M`` not frozen on that path, and
+    (:class:`ModeMachine`: no ``train()``, no ``train()`` of a part of ``M``, unknown mode or
+    restored mode since), on some path, at an optimizer step that trains ``M``
+    (:func:`trained_models`), a forward of ``M`` (of a part of it or of a model containing it) having
+    run with gradients enabled on that path since the ``eval()``, ``M`` not frozen on that path, and
     train mode is wanted: ``train()`` of ``M`` somewhere in the unit, train mode at that step on
-    another path, or ``M`` built here and surely held by the step's optimizer. Silent for a library
-    class with ``modes = "none"``. Known limit: parameters of unknown origin are taken to be those
+    another path, or ``M`` built here and surely held by the step's optimizer. Silent when ``M``'s
+    output does not depend on its mode (:func:`~loopcheck.engine.values.mode_dependent`). Known limit: parameters of unknown origin are taken to be those
     of the only model with ``train()``/``eval()`` calls, when there is one (see ``rules/LC301.md``)."""
 
     info = INFOS["LC301"]
