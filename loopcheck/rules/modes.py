@@ -52,7 +52,9 @@ class ModeMachine(Machine):
     ``train()``/``eval()`` on a module also set the mode of its submodules, so events on
     ``model`` apply to a tracked ``model.head`` too. ``train()`` of a part of the model
     (``model.head.train()``) after ``eval()`` leaves the model partly in each mode, which parts
-    the engine cannot tell: its mode becomes unknown. A mode saved in a variable
+    the engine cannot tell: its mode becomes unknown. In eval mode, the state notes a forward
+    with gradients enabled of the model, of a part of it or of a model containing it (``fwd``).
+    A mode saved in a variable
     (``was_training = model.training``) is restored by ``model.train(was_training)`` and decides
     ``if was_training:`` tests.
     """
@@ -83,7 +85,7 @@ class ModeMachine(Machine):
         if ev.kind == "forward" and s.kind == "eval" and not s.fwd and ev.ctx.grad != "disabled" and (
                 self._mine(ev.subject) or self._part(ev.subject)):
             return s._replace(fwd=True)
-        if ev.kind == "train" and s.kind == "eval" and self._part(ev.subject):
+        if ev.kind in ("train", "mode_unknown", "mode_restore") and s.kind == "eval" and self._part(ev.subject):
             return s._replace(kind="unknown", ev=None, fwd=False)
         if not self._mine(ev.subject):
             return s
@@ -103,7 +105,9 @@ class ModeMachine(Machine):
             return s._replace(saved=(*(x for x in s.saved if x[0] != var), (var, s.kind, s.ev)))
         if k == "mode_restore":
             kept = next((x for x in s.saved if x[0] == ev.extra["var"]), None)
-            return s._replace(kind=kept[1], ev=kept[2], fwd=False) if kept else s._replace(kind="unknown", ev=None, fwd=False)
+            if kept:
+                return s._replace(kind=kept[1], ev=kept[2], fwd=False)
+            return s._replace(kind="unknown", ev=None, fwd=False)
         if k == "mode_unknown" or (k == "havoc" and ev.may_change("mode")):
             return s._replace(kind="unknown", ev=None, fwd=False)
         return s
@@ -189,8 +193,8 @@ class EvalModeNotReset(Rule):
     run with gradients enabled on that path since the ``eval()``, ``M`` not frozen on that path, and
     train mode is wanted: ``train()`` of ``M`` somewhere in the unit, train mode at that step on
     another path, or ``M`` built here and surely held by the step's optimizer. Silent when ``M``'s
-    output does not depend on its mode (:func:`~loopcheck.engine.values.mode_dependent`). Known limit: parameters of unknown origin are taken to be those
-    of the only model with ``train()``/``eval()`` calls, when there is one (see ``rules/LC301.md``)."""
+    output does not depend on its mode (:func:`~loopcheck.engine.values.mode_dependent`). Known
+    limit: parameters of unknown origin are taken to be those of the only model with ``train()``/``eval()`` calls, when there is one (see ``rules/LC301.md``)."""
 
     info = INFOS["LC301"]
 
