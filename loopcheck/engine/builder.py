@@ -1399,10 +1399,32 @@ class UnitBuilder:
         )
         self.n_events += 1
         if type(value) is cst.Call:
-            fname, qualified = self.resolve(frame, dotted_name(value.func))
-            ref = frame.module.class_ref(fname, qualified) if fname else None
+            ref = self._instance_class(frame, value)
             if ref is not None:
                 frame.instances[target_sym] = ref
+
+    def _instance_class(self, frame: Frame, value: cst.Call) -> ClassRef | None:
+        """The project class whose instance ``value`` is: ``Net(...)``, also through methods
+        that return their receiver (``Net(...).to(device)``, ``.cuda().train()``: the
+        ``torch.nn.Module`` entry's ``same = "self"``) when the class is an ``nn.Module``
+        that does not define them itself."""
+        methods = []
+        call = value
+        while type(call.func) is cst.Attribute and type(call.func.value) is cst.Call:
+            methods.append(call.func.attr.value)
+            call = call.func.value
+        fname, qualified = self.resolve(frame, dotted_name(call.func))
+        ref = frame.module.class_ref(fname, qualified) if fname else None
+        if ref is None or not methods:
+            return ref
+        kb = knowledge()
+        for method in methods:
+            summary = kb.method("torch.nn.Module", method)
+            if summary is None or summary.returns is None or "self" not in summary.returns.same:
+                return None
+            if find_method(ref, method) is not None:
+                return None  # the class's own method: what it returns is not known here
+        return ref if self._is_module_class(ref) else None
 
 
     def _unpack(

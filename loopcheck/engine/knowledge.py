@@ -92,7 +92,7 @@ _ROLE_KEYS = frozenset({
 })
 _ENTRY_KEYS = frozenset({
     "names", "bases", "effects", "returns", "methods", "attributes", "grad", "source", "context", "modes",
-    "parameters",
+    "mode_args", "parameters",
 })
 #: What a ``[packages]`` table may list: ``torch``, the top-level packages that are PyTorch or
 #: are built on it (a file that imports none of them is not checked for training rules).
@@ -225,6 +225,9 @@ class ClassEntry:
     attributes: dict[str, str] = field(default_factory=dict)
     bases: tuple[str, ...] = ()
     modes: str | None = None  # "none": train()/eval() change nothing in this module
+    # with ``modes``: the arguments (a dropout rate, a normalization) that keep it true only
+    # while each is left out or given as the literal 0, 0.0, None or False
+    mode_args: tuple[ArgRef, ...] = ()
     # False: an instance holds no parameters, of its own or in submodules (not inherited: a
     # subclass may build some); None: not said
     parameters: bool | None = None
@@ -339,14 +342,19 @@ class Knowledge:
             source = raw.get("source", "")
             for name in raw["names"]:
                 ctor = _summary(name, {k: v for k, v in raw.items()
-                                       if k not in ("methods", "attributes", "bases", "modes", "parameters")}, where)
+                                       if k not in ("methods", "attributes", "bases", "modes", "mode_args",
+                                                    "parameters")}, where)
                 methods = {m: _method(name, m, v, source, where) for m, v in raw.get("methods", {}).items()}
                 if raw.get("modes") not in (None, "none"):
                     raise KnowledgeError(f"{where}: 'modes' can only be \"none\"")
+                mode_args = raw.get("mode_args", [])
+                if not isinstance(mode_args, list) or (mode_args and raw.get("modes") != "none"):
+                    raise KnowledgeError(f"{where}: 'mode_args' is a list of argument references, with modes = \"none\"")
                 if raw.get("parameters") not in (None, False):
                     raise KnowledgeError(f"{where}: 'parameters' can only be false")
                 entry = ClassEntry(name, ctor, methods, dict(raw.get("attributes", {})), tuple(raw.get("bases", ())),
-                                   raw.get("modes"), raw.get("parameters"))
+                                   raw.get("modes"), tuple(_arg_ref(a, where) for a in mode_args),
+                                   raw.get("parameters"))
                 self._add(name, entry, self.classes, self._class_patterns)
         packages = data.get("packages", {})
         if not isinstance(packages, dict) or set(packages) - _PACKAGE_KEYS or not all(

@@ -270,17 +270,24 @@ def _batch_element(unit, loop: Loop, name: str) -> bool:
 def class_of_call(unit, c: Call) -> "ClassRef | str | None":
     """The class a call constructs: a class of the project, or a library class's qualified
     name (through calls on its result: ``Net().to(device)`` is a ``Net``)."""
+    found = construction_of(unit, c)
+    return found[0] if found is not None else None
+
+
+def construction_of(unit, c: Call) -> "tuple[ClassRef | str, cst.Call] | None":
+    """``(class, constructor call)`` for a call that constructs an object, through calls on
+    its result (``GCN(...).to(device)``: the class ``GCN`` and its call ``GCN(...)``)."""
     kb = knowledge()
     while c is not None:
+        if c.qualified and c.inner is None and kb.cls(c.func) is not None:
+            return c.func, c.node  # a library class, also in the library's own tree (see class_of_name)
         if c.cls is not None:
-            return c.cls
+            return c.cls, c.node
         if c.inner is None:
             index = unit.module_of(c.node)
             found = class_of_name(index, dotted_name(c.node.func))
             if found is not None:
-                return found
-            if c.qualified and kb.cls(c.func) is not None:
-                return c.func
+                return found, c.node
             return None
         c = c.inner
     return None
@@ -288,17 +295,20 @@ def class_of_call(unit, c: Call) -> "ClassRef | str | None":
 
 def class_of_name(index: ModuleIndex | None, dotted: str | None) -> "ClassRef | str | None":
     """The class a dotted name in module ``index`` refers to (a class defined there, one of
-    another module of the project, or a library class with an entry)."""
+    another module of the project, or a library class with an entry). An imported name the
+    library knowledge describes is that library's class, also in the library's own tree (the
+    examples of torch_geometric import its own ``torch_geometric.nn``), as the builder does."""
     if index is None or dotted is None:
         return None
     if dotted in index.classes:
         return ClassRef(index, dotted)
     q = index.imports.qualify(dotted)
+    known = q is not None and knowledge().cls(q) is not None and (q != dotted or dotted.startswith("torch."))
+    if known:
+        return q
     ref = index.class_ref(q, qualified=True) if q != dotted or "." in dotted else None
     if ref is not None:
         return ref
-    if q is not None and knowledge().cls(q) is not None and (q != dotted or dotted.startswith("torch.")):
-        return q
     return None
 
 
@@ -647,21 +657,33 @@ def _flows_into_self(init: cst.FunctionDef, me: str | None, sources: set[str]) -
 def mode_dependent(unit, model: str) -> bool:
     """Whether ``model.train()``/``model.eval()`` can change what ``model`` computes: it (or a
     layer it builds) has Dropout, BatchNorm or another layer whose entry does not say
-    ``modes = "none"``, reads ``self.training``, calls a functional dropout or batch norm, or
+    ``modes = "none"`` (or says it with ``mode_args`` its construction gives a value other than
+    a literal 0/None), reads ``self.training``, calls a functional dropout or batch norm, or
     builds layers the engine cannot see (a factory, a call it has no entry for). ``False`` only
     when every layer is known to behave the same in both modes."""
-    classes = classes_of(unit, model)
-    if not classes:
-        return True
-    return any(_class_mode_dependent(c, 0, frozenset()) for c in classes)
+    builds: list = []
+    for ev in unit.of_kind("model_build"):
+        if ev.subject == model and isinstance(ev.raw, Call):
+            found = construction_of(unit, ev.raw)
+            if found is None:
+                return True
+            builds.append(found)
+    if not builds:
+        t = unit.roles.types.get(model)
+        if t is None:
+            return True
+        builds.append((t, None))
+    return any(_class_mode_dependent(c, 0, frozenset(), call) for c, call in builds)
 
 
-def _class_mode_dependent(cls, depth: int, seen: frozenset) -> bool:
+def _class_mode_dependent(cls, depth: int, seen: frozenset, call: cst.Call | None = None) -> bool:
+    """Whether instances of ``cls`` may compute differently in train and eval mode; ``call``:
+    the construction, when known (its arguments decide an entry's ``mode_args``)."""
     kb = knowledge()
     if isinstance(cls, str):
         entry = kb.cls(cls)
         if entry is not None and entry.modes == "none":
-            return False
+            return bool(entry.mode_args) and (call is None or not _mode_args_inert(entry.mode_args, call))
         return not is_criterion_class(cls)
     if depth > MAX_DEPTH or cls in seen:
         return True
@@ -699,6 +721,36 @@ def _class_mode_dependent(cls, depth: int, seen: frozenset) -> bool:
     return False
 
 
+def _mode_args_inert(refs, call: cst.Call) -> bool:
+    """Whether a construction leaves each argument ``refs`` names (knowledge references:
+    ``4``, ``"dropout"``, ``[4, "dropout"]``) out, or gives it the literal ``0``, ``0.0``,
+    ``None`` or ``False``: no dropout, no normalization. An argument that ``*args`` or
+    ``**kwargs`` may pass is not known to be left out."""
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    starred = any(a.star for a in call.args)
+    for ref in refs:
+        index, keyword = ref if isinstance(ref, tuple) else (ref, None) if isinstance(ref, int) else (None, ref)
+        given = next((a.value for a in call.args if keyword is not None and a.keyword is not None
+                      and a.keyword.value == keyword), None)
+        if given is None and index is not None and index < len(positional) and not starred:
+            given = positional[index].value
+        if given is None and starred:
+            return False
+        if given is not None and not _zero_literal(given):
+            return False
+    return True
+
+
+def _zero_literal(node: cst.BaseExpression) -> bool:
+    """``0``, ``0.``, ``0.0``, ``None``, ``False``."""
+    if isinstance(node, (cst.Integer, cst.Float)):
+        try:
+            return float(node.evaluated_value) == 0
+        except (ValueError, TypeError):
+            return False
+    return isinstance(node, cst.Name) and node.value in ("None", "False")
+
+
 def _layer_call_dependent(index: ModuleIndex, node: cst.Call, depth: int, seen: frozenset) -> bool:
     """Whether a call in ``__init__`` builds a layer that depends on the mode (or may)."""
     d = dotted_name(node.func)
@@ -721,7 +773,7 @@ def _layer_call_dependent(index: ModuleIndex, node: cst.Call, depth: int, seen: 
             return False  # its elements are calls of their own
         if not is_module_class(cls) and knowledge().cls(cls) is not None:
             return cls.startswith("torch.nn.") and cls.rpartition(".")[2][:1].isupper() and not is_criterion_class(cls)
-        return _class_mode_dependent(cls, depth + 1, seen)
+        return _class_mode_dependent(cls, depth + 1, seen, node)
     if not is_module_class(cls):
         return False  # a configuration object of the project
     return _class_mode_dependent(cls, depth + 1, seen)

@@ -16,9 +16,9 @@ import libcst as cst
 from loopcheck.engine.dataflow import NOT_TAKEN, Machine
 from loopcheck.engine.events import Event
 from loopcheck.engine.ir import LoopInfo
-from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.roles import last
 from loopcheck.engine.unit import Unit
+from loopcheck.engine.values import mode_dependent
 from loopcheck.findings import Report
 from loopcheck.catalog import INFOS
 from loopcheck.rules.base import Rule, register
@@ -26,12 +26,15 @@ from loopcheck.rules.base import Rule, register
 class M(NamedTuple):
     """The mode of one model on a path: ``kind`` is ``train``, ``eval`` (``ev``: the eval()
     call), ``unknown`` or ``absent`` (the model does not exist there); ``frozen``: its
-    parameters were frozen (``requires_grad_(False)``) and not unfrozen since."""
+    parameters were frozen (``requires_grad_(False)``) and not unfrozen since; ``fwd``: in eval
+    mode, a forward of the model (or of a part of it, or of a model containing it) ran with
+    gradients enabled since the ``eval()``: a forward a backward pass can train through."""
 
     kind: str
     ev: Event | None = None
     frozen: bool = False
     saved: tuple = ()  # ((variable, kind, ev), ...): modes kept by ``was_training = model.training``
+    fwd: bool = False
 
 
 UNKNOWN = M("unknown")
@@ -47,7 +50,11 @@ class ModeMachine(Machine):
     """``("train", None)``, ``("eval", eval_event)`` or ``("unknown", None)`` for one model.
 
     ``train()``/``eval()`` on a module also set the mode of its submodules, so events on
-    ``model`` apply to a tracked ``model.head`` too. A mode saved in a variable
+    ``model`` apply to a tracked ``model.head`` too. ``train()`` of a part of the model
+    (``model.head.train()``) after ``eval()`` leaves the model partly in each mode, which parts
+    the engine cannot tell: its mode becomes unknown. In eval mode, the state notes a forward
+    with gradients enabled of the model, of a part of it or of a model containing it (``fwd``).
+    A mode saved in a variable
     (``was_training = model.training``) is restored by ``model.train(was_training)`` and decides
     ``if was_training:`` tests.
     """
@@ -70,7 +77,16 @@ class ModeMachine(Machine):
     def _mine(self, subject: str | None) -> bool:
         return subject is not None and (subject == self.model or self.model.startswith(subject + "."))
 
+    def _part(self, subject: str | None) -> bool:
+        """A submodule of the model (``model.head`` of ``model``)."""
+        return subject is not None and subject.startswith(self.model + ".")
+
     def transfer(self, s, ev: Event):
+        if ev.kind == "forward" and s.kind == "eval" and not s.fwd and ev.ctx.grad != "disabled" and (
+                self._mine(ev.subject) or self._part(ev.subject)):
+            return s._replace(fwd=True)
+        if ev.kind in ("train", "mode_unknown", "mode_restore") and s.kind == "eval" and self._part(ev.subject):
+            return s._replace(kind="unknown", ev=None, fwd=False)
         if not self._mine(ev.subject):
             return s
         k = ev.kind
@@ -79,9 +95,9 @@ class ModeMachine(Machine):
         if s.kind == "absent":
             return s
         if k == "train":
-            return s._replace(kind="train", ev=None)
+            return s._replace(kind="train", ev=None, fwd=False)
         if k == "eval":
-            return s._replace(kind="eval", ev=ev)
+            return s._replace(kind="eval", ev=ev, fwd=False)
         if k in ("freeze", "unfreeze") and ev.subject == self.model:
             return s._replace(frozen=k == "freeze")
         if k == "mode_save":
@@ -89,9 +105,11 @@ class ModeMachine(Machine):
             return s._replace(saved=(*(x for x in s.saved if x[0] != var), (var, s.kind, s.ev)))
         if k == "mode_restore":
             kept = next((x for x in s.saved if x[0] == ev.extra["var"]), None)
-            return s._replace(kind=kept[1], ev=kept[2]) if kept else s._replace(kind="unknown", ev=None)
+            if kept:
+                return s._replace(kind=kept[1], ev=kept[2], fwd=False)
+            return s._replace(kind="unknown", ev=None, fwd=False)
         if k == "mode_unknown" or (k == "havoc" and ev.may_change("mode")):
-            return s._replace(kind="unknown", ev=None)
+            return s._replace(kind="unknown", ev=None, fwd=False)
         return s
 
     def branches_on(self, node) -> bool:
@@ -169,22 +187,22 @@ class EvalModeNotReset(Rule):
     """LC301 eval-mode-not-reset.
 
     Reported when: an ``eval()`` of a model ``M`` (or of a model containing it) is the mode in effect
-    (:class:`ModeMachine`: no ``train()``, unknown mode or restored mode since), on some path, at an
-    optimizer step that trains ``M`` (:func:`trained_models`), ``M`` not frozen on that path, and
+    (:class:`ModeMachine`: no ``train()``, no ``train()`` of a part of ``M``, unknown mode or
+    restored mode since), on some path, at an optimizer step that trains ``M``
+    (:func:`trained_models`), a forward of ``M`` (of a part of it or of a model containing it) having
+    run with gradients enabled on that path since the ``eval()``, ``M`` not frozen on that path, and
     train mode is wanted: ``train()`` of ``M`` somewhere in the unit, train mode at that step on
-    another path, or ``M`` built here and surely held by the step's optimizer. Silent for a library
-    class with ``modes = "none"``. Known limit: parameters of unknown origin are taken to be those
-    of the only model with ``train()``/``eval()`` calls, when there is one (see ``rules/LC301.md``)."""
+    another path, or ``M`` built here and surely held by the step's optimizer. Silent when ``M``'s
+    output does not depend on its mode (:func:`~loopcheck.engine.values.mode_dependent`). Known
+    limit: parameters of unknown origin are taken to be those of the only model with ``train()``/``eval()`` calls, when there is one (see ``rules/LC301.md``)."""
 
     info = INFOS["LC301"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
         reported = set()
-        kb = knowledge()
         known = trained_models(unit, guess=False)
         for model, steps in trained_models(unit).items():
-            entry = kb.cls(unit.roles.types.get(model))
-            if entry is not None and entry.modes == "none":
+            if not mode_dependent(unit, model):
                 continue  # a Linear head trained under a frozen backbone in eval(): nothing changes
             flow = mode_flow(unit, model)
             has_train = any(
@@ -200,9 +218,11 @@ class EvalModeNotReset(Rule):
                 wanted = has_train or built and step in known.get(model, ())
                 if not (wanted or any(x.kind == "train" for x in states)):
                     continue
-                for kind, ev, frozen, _saved in states:
-                    # a frozen model kept in eval() while a head trains is a linear probe
-                    if kind == "eval" and not frozen and id(ev) not in reported:
+                for kind, ev, frozen, _saved, fwd in states:
+                    # a frozen model kept in eval() while a head trains is a linear probe; without
+                    # a forward since eval() that can be trained through, the step trains nothing
+                    # that ran in eval mode
+                    if kind == "eval" and not frozen and fwd and id(ev) not in reported:
                         reported.add(id(ev))
                         yield Report(
                             self.info.code, ev.node,
