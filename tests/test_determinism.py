@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def report(seed: int, *paths: str) -> str:
     env = dict(os.environ, PYTHONHASHSEED=str(seed))
     return subprocess.run(
-        [sys.executable, "-m", "loopcheck", "--no-cache", "--output-format", "json", *paths],
+        [sys.executable, "-m", "loopcheck", "--no-cache", "--preview", "--output-format", "json", *paths],
         cwd=ROOT, env=env, capture_output=True, text=True, check=False,
     ).stdout
 

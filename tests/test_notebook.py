@@ -123,7 +123,7 @@ def test_related_lines_in_other_cells(tmp_path, monkeypatch):
     # an optimizer that keeps per-parameter state (plain SGD keeps none: no dtype to break)
     setup = SETUP.replace("lr=0.1)", "lr=0.1, momentum=0.9)")
     Path("nb.ipynb").write_text(notebook(setup, "model.half()", fixed))
-    result = run("--output-format", "full", "nb.ipynb")
+    result = run("--output-format", "full", "--preview", "nb.ipynb")  # LC501 is in preview
     lines = result.output.splitlines()
     assert lines[0] == (
         "LC501 model.half() changes the model's dtype after the optimizer at line 7 of cell 1 was built from its parameters"
@@ -146,7 +146,7 @@ def test_related_lines_in_other_cells(tmp_path, monkeypatch):
         "",
         "Found 1 error.",
     ]
-    data = json.loads(run("--output-format", "json", "nb.ipynb").output)
+    data = json.loads(run("--output-format", "json", "--preview", "nb.ipynb").output)
     assert [(r["cell"], r["row"]) for r in data[0]["related"]] == [(1, 7), (3, 7)]
 
 
