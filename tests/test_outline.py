@@ -115,9 +115,10 @@ def _project(tmp_path: Path) -> Path:
         "from .models import Net\nfrom .heads import Head\nfrom .loops import evaluate\n"
     )
     (tmp_path / "pkg" / "models.py").write_text(
+        # (Dropout: a model whose output depends on its mode, for LC301 to report)
         "import torch.nn as nn\n\n\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-        "        self.fc = nn.Linear(2, 2)\n        self.drop = nn.Dropout(0.1)\n\n"
-        "    def forward(self, x):\n        return self.fc(self.drop(x))\n\n\n"
+        "        self.fc = nn.Linear(2, 2)\n        self.drop = nn.Dropout(0.5)\n\n"
+        "    def forward(self, x):\n        return self.drop(self.fc(x))\n\n\n"
         "class Unused(nn.Module):\n    pass\n"
     )
     (tmp_path / "pkg" / "heads.py").write_text("import torch.nn as nn\n\n\nclass Head(nn.Module):\n    pass\n")
@@ -146,11 +147,9 @@ def test_modules_read_only_for_names_are_not_parsed_and_findings_are_those_of_a_
     assert parsed["__init__.py"] == []  # re-exports only: outlined, never parsed
     assert parsed["heads.py"] == []  # Head() has no __init__ of its own (the outline says so): nothing to inline
     assert parsed["loops.py"] == [(tmp_path / "pkg" / "loops.py").read_text().partition("\n\n\n")[2]]  # inlined
-    assert parsed["models.py"] == [  # Net's __init__ and forward (whether its output depends on its
-        # mode), each alone under a class line; Unused: not read
+    assert parsed["models.py"] == [  # Net's __init__ alone, under a class line (forward, Unused: not read)
         "class Net:\n    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(2, 2)\n"
-        "        self.drop = nn.Dropout(0.1)\n",
-        "class Net:\n    def forward(self, x):\n        return self.fc(self.drop(x))\n"]
+        "        self.drop = nn.Dropout(0.5)\n"]
     assert found[0].related[0].row == 5 and found[0].related[0].filename.endswith("loops.py")  # its line in the file
 
 

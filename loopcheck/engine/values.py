@@ -698,6 +698,14 @@ def _class_mode_dependent(cls, depth: int, seen: frozenset, call: cst.Call | Non
                 return True
         elif kb.callable(base) is None or (base != "torch.nn.Module" and _class_mode_dependent(base, depth + 1, seen)):
             return True
+    # the layers __init__ builds first: a Dropout there answers without reading the other
+    # methods (a module outlined for its names parses only what is asked of it)
+    found = find_method(cls, "__init__")
+    if found is not None:
+        owner, init = found
+        for node in walk(init.body):
+            if isinstance(node, cst.Call) and _layer_call_dependent(owner.module, node, depth, seen):
+                return True
     for name, func in info.methods.items():
         for node in walk(func):
             if (isinstance(node, cst.Attribute) and node.attr.value == "training"
@@ -708,16 +716,6 @@ def _class_mode_dependent(cls, depth: int, seen: frozenset, call: cst.Call | Non
                 q = cls.module.imports.qualify(d) if d else None
                 if q and any(q.endswith("." + f) or q == f for f in MODE_FUNCTIONS):
                     return True
-    found = find_method(cls, "__init__")
-    if found is None:
-        return False
-    owner, init = found
-    for node in walk(init.body):
-        if not isinstance(node, cst.Call):
-            continue
-        verdict = _layer_call_dependent(owner.module, node, depth, seen)
-        if verdict:
-            return True
     return False
 
 
