@@ -9,26 +9,29 @@ floating point tensors can require gradients), a tensor's metadata (``x.shape``)
 computed under ``torch.no_grad()``/``inference_mode``, or one computed from labels, masks and
 counts only.
 
-:func:`graph_stores` decides, for the raw events of one file, which symbols are *established*
-to carry a graph. A symbol carries one when none of its definitions is known to make a value
-without a graph and either
+:func:`graph_stores` decides, for the raw events of one file, which definitions are
+*established* to give a value with a graph, and a name read by an event carries one when the
+definitions that reach it (the closest one before it in the same loop iteration, else all of
+them) all do or decide nothing, and one does. A definition does when it is made with grad
+enabled from a model's forward pass, or through calls whose results keep the graph of their
+inputs (tensor methods, arithmetic, ``torch.cat``, a loss function, a criterion) from a name
+that carries a graph or from a leaf that requires grad (``nn.Parameter(t)``,
+``torch.zeros(3, requires_grad=True)``: no graph of its own, but what is computed from it has
+one); and when ``backward()`` runs on what it defines (it would raise on a value without a
+graph). A definition made under ``no_grad`` or giving a number, a detached or an integer value
+refutes the fact, even for a name backpropagated elsewhere.
 
-* ``backward()`` is called on it (it would raise on a value without a graph), or
-* every definition carries one: it is computed with grad enabled, through calls whose results
-  keep the graph of their inputs (tensor methods, arithmetic, ``torch.cat``, a loss function,
-  a criterion, a model's forward), from the output of a forward of a model, a tensor created
-  with ``requires_grad=True`` or an ``nn.Parameter``, or a symbol that carries a graph.
-
-A definition through a call the engine does not understand (a function of another library,
-an unknown method) is not established either way, and the symbol is not established unless a
-``backward()`` on it says so: the rules that read this fact stay silent rather than guess.
-A bare number (``total = 0``) and a definition from the symbol itself alone (``loss =
-loss.mean()``) decide nothing.
+A definition through a call the engine does not understand (a function of another library, an
+unknown method) is not established either way: the rules that read this fact stay silent
+rather than guess. A bare number (``total = 0``), an accumulation (``total += x``, judged at
+the store) and the call of an inlined function (its ``return`` defines the target) decide
+nothing.
 
 :func:`graph_stores` lists the stores of such values into something that outlives the
 statement: an element appended or put into a container (``history.append(loss)``,
 ``d[k] = loss``), a total (``total += loss``, ``total = total + loss``) or a store a library
-entry describes (``store`` effects), each with the symbol of the container that keeps it.
+entry describes (``store`` effects: timm's ``AverageMeter.update``), each with the symbol of the
+container that keeps it.
 """
 
 from __future__ import annotations
@@ -42,9 +45,9 @@ from loopcheck.engine.knowledge import NO_GRAPH, knowledge
 
 #: ``returns.value`` kinds of a library call whose result keeps the graph of its inputs.
 _KEEPS_GRAPH = frozenset({"derived", "logits", "probabilities", "log_probabilities"})
-#: Container methods that keep their (last) argument: ``list.append``, ``set.add``, ``Queue.put``.
 #: ``[class.attributes]`` kinds of ``torch.Tensor`` attributes that read no graph.
 _NO_GRAPH_ATTRIBUTES = frozenset({"metadata", "detached"})
+#: Container methods that keep their (last) argument: ``list.append``, ``set.add``, ``Queue.put``.
 _KEEPING_METHODS = frozenset({"append", "extend", "insert", "add", "put", "appendleft"})
 _YES, _LEAF, _KEEP, _NO, _NEUTRAL, _UNKNOWN = "yes", "leaf", "keep", "no", "neutral", "unknown"
 
