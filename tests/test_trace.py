@@ -40,10 +40,6 @@ FRAMEWORK = sorted(DATA.glob("lightning_*.py")) + sorted(DATA.glob("hf_trainer_*
 #: Bad fixtures whose bug cannot show when they run on a CPU, or that the tracer does not watch
 #: (their static finding is then marked "not observed"), and why.
 NO_RUNTIME_SYMPTOM = {
-    "LC301_bad_eval_then_submodule_forward.py": "the tracer watches the forwards of the model object; this "
-                                                "loop calls its parts (model.backbone, model.head)",
-    "LC301_bad_method_without_train_after_eval.py": "the tracer skips a model with a frozen part (prepare() "
-                                                    "freezes the encoder), read as a linear probe",
     "LC401_bad_outputs_kept_for_epoch.py": "the tracer watches the tensors backward() runs on, not the "
                                            "model outputs a list keeps (their graphs are kept all the same)",
     "LC105_bad_optimizer_parameter.py": "it only defines train_one_epoch(); nothing calls it",
