@@ -1081,13 +1081,30 @@ class UnitBuilder:
         seq = Seq()
         for stmt in stmts:
             self.stmt(frame, stmt, ctx, seq.items)
+            if type(stmt) is cst.SimpleStatementLine:
+                for s in stmt.body:
+                    ctx = self.grad_after(frame, s, ctx)
         return seq
 
     def small_stmts(self, frame: Frame, stmts, ctx: Context) -> Seq:
         seq = Seq()
         for s in stmts:
             self.small_stmt(frame, s, ctx, seq.items)
+            ctx = self.grad_after(frame, s, ctx)
         return seq
+
+    def grad_after(self, frame: Frame, s: cst.CSTNode, ctx: Context) -> Context:
+        """The context of the statements after ``s`` in its block: ``torch.set_grad_enabled(False)``
+        as a statement sets the grad mode until it is set again (a library function whose entry
+        says ``grad = "arg"``: the mode its argument gives; ``torch.no_grad()`` as a statement only
+        builds a context manager and changes nothing). Only the rest of the block is followed."""
+        if type(s) is not cst.Expr or type(s.value) is not cst.Call:
+            return ctx
+        q, qualified = self.resolve(frame, dotted_name(s.value.func))
+        summary = knowledge().callable(q) if qualified else None
+        if summary is None or summary.grad != "arg":
+            return ctx
+        return replace(ctx, grad=self.with_grad(frame, s.value, ctx.grad))
 
     def stmt(self, frame: Frame, stmt: cst.CSTNode, ctx: Context, out: list[Node]) -> None:
         if not frame.given:
