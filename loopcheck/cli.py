@@ -943,9 +943,9 @@ def explain(rule: str) -> None:
     (clip-before-backward): what it flags, why it is a bug, what was measured, an example,
     the fix."""
     from loopcheck.catalog import INFOS
+    from loopcheck.config import canonical_selector
 
-    by_name = {i.name: i for i in INFOS.values()}
-    info = INFOS.get(rule.upper()) or by_name.get(rule.lower().replace("_", "-"))
+    info = INFOS.get(canonical_selector(rule))
     if info is None:
         raise click.BadParameter(f"unknown rule code or name {rule!r} (see `loopcheck rules`)", param_hint="RULE")
     page = rule_page(info.code)

@@ -151,8 +151,6 @@ class Roles:
 
     Attributes:
         types: symbol → qualified library class of the object, when known.
-        no_graph: symbols whose every value is made without autograd (under ``torch.no_grad()``,
-            a number, a detached tensor, or computed only from such symbols).
         provenance: loss symbol → the models whose forward passes it is computed from (not
             counting detached parts: ``D(G(z).detach())`` is D's only); ``None`` when a call on
             the way is opaque.
@@ -182,7 +180,6 @@ class Roles:
     scaled: dict[str, str] = field(default_factory=dict)
     param_sources: dict[str, set[str]] = field(default_factory=dict)
     provenance: dict[str, frozenset[str] | None] = field(default_factory=dict)
-    no_graph: set[str] = field(default_factory=set)
     graph: frozenset[str] = frozenset()
     graph_stores: dict = field(default_factory=dict)
     keepers: frozenset[str] = frozenset()
@@ -829,40 +826,10 @@ class _Inference:
         self.param_variables()
         for loss in self.roles.losses:
             self.roles.provenance[loss] = self.provenance(loss)
-        self.without_graph()
         self.roles.graph, stores = graph_stores(self.events, self.roles)
         self.roles.graph_stores = {id(st.raw): st for st in stores}
         self.roles.keepers = frozenset(st.container for st in stores)
         return self.roles
-
-    def without_graph(self) -> None:
-        """Symbols whose every assigned value carries no autograd graph (``outputs`` assigned
-        under ``torch.no_grad()``, then ``loss = outputs.loss``)."""
-        defs: dict[str, list] = {}
-        for e in self.events:
-            targets = e.targets if isinstance(e, Call) else ((e.target,) if e.op == "=" else ())
-            for t in targets:
-                if t:
-                    defs.setdefault(t, []).append(e)
-        out: set[str] = set()
-
-        def graphless(e, sym: str) -> bool:
-            if e.ctx.grad == "disabled" or (isinstance(e, Assign) and e.value_kind in ("number", "detached")):
-                return True
-            if isinstance(e, Call) or e.sources is None:
-                return False
-            calls_ok = all(c.receiver is not None or c.inner is not None for c in e.sources.calls)
-            names = {n for n in e.sources.names if n != sym}
-            return calls_ok and bool(names) and all(n in out or n.partition(".")[0] in out for n in names)
-
-        changed = True
-        while changed:
-            changed = False
-            for sym, es in defs.items():
-                if sym not in out and all(graphless(e, sym) for e in es):
-                    out.add(sym)
-                    changed = True
-        self.roles.no_graph = out
 
     # -- 5. provenance of losses ------------------------------------------------------------
     def provenance(self, sym: str) -> frozenset[str] | None:
