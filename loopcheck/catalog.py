@@ -116,14 +116,14 @@ _CATALOG = (
     ),  # memory.py
     RuleInfo(
         "LC501", "model-converted-after-optimizer", "error",
-        "The model is replaced, converted to another dtype, or moved once the optimizer has state, "
-        "after the optimizer was built.",
+        "The model is replaced, or converted once the optimizer has state, after the optimizer was "
+        "built from its parameters.",
         preview=True,
     ),  # setup.py
     RuleInfo(
-        "LC502", "model-moved-after-optimizer", "warning",
-        "The model is moved to a device after the optimizer was built: it trains, but only because "
-        "PyTorch moves parameters in place.",
+        "LC502", "model-moved-after-optimizer", "error",
+        "The model is moved to a device after the optimizer was built, while conversions make new "
+        "parameters (set_overwrite_module_params_on_conversion): the model never trains.",
         preview=True,
     ),  # setup.py
     RuleInfo(

@@ -19,7 +19,6 @@ import warnings
 GPU_VARIANTS = (
     ("LC501", "LC501_bad_half.py"),
     ("LC501", "LC501_bad_move_after_resume.py"),
-    ("LC502", "LC502_bad_cuda.py"),
 )
 
 

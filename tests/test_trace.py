@@ -43,25 +43,12 @@ NO_RUNTIME_SYMPTOM = {
     "LC401_bad_outputs_kept_for_epoch.py": "the tracer watches the tensors backward() runs on, not the "
                                            "model outputs a list keeps (their graphs are kept all the same)",
     "LC105_bad_optimizer_parameter.py": "it only defines train_one_epoch(); nothing calls it",
-    "LC501_bad.py": "the model is converted before the first step: PyTorch keeps the Parameter objects and "
-                    "the optimizer has no state yet, so its updates still reach the model",
     "LC501_bad_cuda.py": "the conversion runs only when CUDA is available",
     "LC501_bad_half.py": "the conversion runs only when CUDA is available",
-    "LC501_bad_optimizer_conditional_expression.py": "the model is converted before the first step: the optimizer "
-                                                      "has no state yet, so its updates still reach the model",
     "LC501_bad_to_device.py": "model.to('cpu') on a CPU model changes nothing",
     "LC501_bad_move_after_resume.py": "model.to('cpu') on a CPU model changes nothing",
-    "LC502_bad.py": "model.to('cpu') on a CPU model changes nothing (LC502_bad_runtime.py shows the symptom)",
-    "LC502_bad_cuda.py": "the move runs only when CUDA is available",
     "LC502_bad_project_loss_with_parameters.py": "the move runs only when CUDA is available",
-    "LC501_bad_default_dtype_float64_then_float.py": "the model is converted before the first step: the optimizer "
-                                                      "has no state yet, so its updates still reach the model",
-    "LC501_bad_double_then_float32_after_optimizer.py": "the model is converted before the first step: the "
-                                                         "optimizer has no state yet",
-    "LC501_bad_sgd_momentum_double_after_optimizer.py": "the model is converted before the first step: the "
-                                                         "momentum buffers are built afterwards, in float64",
     "LC501_bad_trained_part_moved_after_steps.py": "model.encoder.to(device) on a CPU model changes nothing",
-    "LC502_bad_sgd_without_momentum_moved_after_steps.py": "model.to(device) on a CPU model changes nothing",
     "LC202_bad_local_warmup_class.py": "a hand-written scheduler class: nothing at runtime tells the first value of "
                                        "its schedule from a skipped one",
 }

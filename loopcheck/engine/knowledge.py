@@ -92,8 +92,14 @@ _ROLE_KEYS = frozenset({
 })
 _ENTRY_KEYS = frozenset({
     "names", "bases", "effects", "returns", "methods", "attributes", "grad", "source", "context", "modes",
-    "mode_args", "parameters",
+    "mode_args", "parameters", "setting",
 })
+#: Process-wide settings a call changes (``setting`` of a function entry; its first argument
+#: says the new value): ``overwrite_params_on_conversion``, whether ``Module.to()``/``half()``
+#: make new ``Parameter`` objects instead of converting them in place
+#: (``torch.__future__.set_overwrite_module_params_on_conversion``); ``default_dtype``, the
+#: dtype ``torch.nn`` layers build their parameters in (``torch.set_default_dtype``).
+SETTINGS = frozenset({"overwrite_params_on_conversion", "default_dtype"})
 #: What a ``[packages]`` table may list: ``torch``, the top-level packages that are PyTorch or
 #: are built on it (a file that imports none of them is not checked for training rules).
 _PACKAGE_KEYS = frozenset({"torch"})
@@ -204,6 +210,8 @@ class Summary:
             decides (``torch.set_grad_enabled(mode)``); ``None`` otherwise.
         context: ``"accumulate"`` for a context whose block runs gradient accumulation
             micro-steps (``accelerator.accumulate(model)``).
+        setting: the process-wide setting (:data:`SETTINGS`) a call changes to its first
+            argument, or ``None``.
         source: where the knowledge comes from (documentation or code URL).
     """
 
@@ -213,6 +221,7 @@ class Summary:
     grad: str | None = None
     context: str | None = None
     source: str = ""
+    setting: str | None = None
 
 
 @dataclass
@@ -299,7 +308,11 @@ def _summary(name: str, raw: dict, where: str) -> Summary:
     grad = raw.get("grad")
     if grad not in (None, "disabled", "enabled", "arg"):
         raise KnowledgeError(f"{where}: bad grad {grad!r}")
-    return Summary(name, effects, _returns(raw.get("returns"), where), grad, raw.get("context"), raw.get("source", ""))
+    setting = raw.get("setting")
+    if setting is not None and setting not in SETTINGS:
+        raise KnowledgeError(f"{where}: unknown setting {setting!r}")
+    return Summary(name, effects, _returns(raw.get("returns"), where), grad, raw.get("context"), raw.get("source", ""),
+                   setting)
 
 
 def _method(cls: str, name: str, raw, source: str, where: str) -> Summary:

@@ -75,6 +75,37 @@ def all_calls(unit) -> list[Call]:
     return _cached(unit, ("values", "all_calls"), lambda: [r for r in walk_events(unit.ir) if isinstance(r, Call)])
 
 
+def setting_calls(unit, setting: str) -> list[Call]:
+    """The unit's calls that change process-wide ``setting`` (a name of
+    :data:`~loopcheck.engine.knowledge.SETTINGS`: ``torch.set_default_dtype(...)`` for
+    ``"default_dtype"``), in program order."""
+    return [c for c in all_calls(unit)
+            if c.qualified and (s := knowledge().function(c.func)) is not None and s.setting == setting]
+
+
+def setting_turned_on(unit, setting: str) -> cst.Call | None:
+    """The first call that turns boolean ``setting`` on with the literal ``True``
+    (``torch.__future__.set_overwrite_module_params_on_conversion(True)``), in the unit or in
+    the module code of the unit's module (a process-wide setting made on import holds for
+    every function of the module), or ``None``: a value the analysis cannot read does not
+    establish it."""
+    def on(args) -> bool:
+        return bool(args) and isinstance(args[0].value, cst.Name) and args[0].value.value == "True"
+
+    for c in setting_calls(unit, setting):
+        if on(c.node.args):
+            return c.node
+    module = unit.module
+    for stmt in getattr(module, "body", ()):
+        for small in getattr(stmt, "body", ()) if isinstance(stmt, cst.SimpleStatementLine) else ():
+            call = getattr(small, "value", None)
+            if isinstance(small, cst.Expr) and isinstance(call, cst.Call) and on(call.args):
+                summary = knowledge().function(module.imports.qualify(dotted_name(call.func)))
+                if summary is not None and summary.setting == setting:
+                    return call
+    return None
+
+
 def raw_call(unit, node: cst.CSTNode | None, near=None) -> Call | None:
     """The raw event of call ``node`` evaluated in the same inlined call as ``near`` (a raw
     event or a typed event: an argument, an assigned value), else its first event."""

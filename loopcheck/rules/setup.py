@@ -6,7 +6,9 @@ In PyTorch 2.x ``Module.to()``/``half()``/``cuda()`` convert parameters in place
 default (``param.data`` is swapped), so the optimizer still holds the model's parameters;
 but Adam's state, built at the first ``step()``, keeps the old dtype (the next step
 raises), and with ``torch.__future__.set_overwrite_module_params_on_conversion(True)``
-the module gets new Parameter objects the optimizer never sees. Re-binding the model name
+(the knowledge's ``overwrite_params_on_conversion`` setting) the module gets new Parameter
+objects the optimizer never sees; before the optimizer has state, and without that setting,
+a conversion breaks nothing. Re-binding the model name
 to a new model, or assigning a new submodule, always leaves the optimizer with parameters
 the model no longer uses: those never train. A device move once the optimizer has state
 is taken as a round trip (checkpoint to CPU and back) unless the optimizer builds its state
@@ -26,7 +28,9 @@ from loopcheck.engine.events import DTYPE_WORDS, Event
 from loopcheck.engine.ir import Call, If
 from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.unit import Unit
-from loopcheck.engine.values import all_calls, construction_without_parameters, model_without_parameters
+from loopcheck.engine.values import (
+    construction_without_parameters, model_without_parameters, setting_calls, setting_turned_on,
+)
 from loopcheck.findings import Report
 from loopcheck.catalog import INFOS
 from loopcheck.rules.base import Rule, register
@@ -60,11 +64,6 @@ def device_of(ev: Event) -> str:
     target = ev.extra.get("target") or ""
     method = ev.raw.method or ""
     return target if method in ("to", "type", "to_empty") else f"{method}:{target}" if target else method
-
-
-#: Calls that change the dtype ``torch.nn`` layers build their parameters in
-#: (https://pytorch.org/docs/stable/generated/torch.set_default_dtype.html).
-DEFAULT_DTYPE_SETTERS = frozenset({"torch.set_default_dtype", "torch.set_default_tensor_type"})
 
 
 def built_dtype(ev: Event) -> str | None:
@@ -221,7 +220,7 @@ def _flows(unit: Unit):
             ("setup", opt),
             lambda opt=opt, models=models, names=names, info=info: OptimizerModelMachine(
                 opt, models, info.eager_state, names, may_hold_parameters(unit), info.by_ctor,
-                not any(c.func in DEFAULT_DTYPE_SETTERS for c in all_calls(unit))),
+                not setting_calls(unit, "default_dtype")),
         )
         for step in steps:
             yield from _pending_at(unit, flow.states(step), step)
@@ -248,12 +247,18 @@ def _only_moved(s: S) -> bool:
     return s.pending.kind == "convert" and s.pending.extra["how"] == "device" and s.pending_state is False
 
 
-def _no_state_to_break(s: S) -> bool:
-    """A dtype conversion made while the optimizer had no state, of an optimizer established
-    to keep none (SGD without momentum): converted in place, its parameters are the ones the
-    optimizer holds, and there is no state of the old dtype for the next step to meet."""
+#: The process-wide setting under which a conversion makes new ``Parameter`` objects.
+OVERWRITE = "overwrite_params_on_conversion"
+
+
+def _converted_in_place(s: S, overwrite: cst.Call | None) -> bool:
+    """A dtype conversion made while the optimizer had no state, with PyTorch converting
+    parameters in place (no call turned ``overwrite`` on): the optimizer holds the converted
+    parameters and builds its state in their new dtype at its first step
+    (``Optimizer.load_state_dict`` casts a loaded state to the parameters' dtype), so nothing
+    breaks."""
     return (s.pending.kind == "convert" and s.pending.extra["how"] == "dtype" and s.pending_state is False
-            and bool(s.built.extra.get("stateless")))
+            and overwrite is None)
 
 
 @register
@@ -272,13 +277,14 @@ class ModelConvertedAfterOptimizer(Rule):
 
     def check(self, unit: Unit) -> Iterable[Report]:
         reported = set()
+        overwrite = setting_turned_on(unit, OVERWRITE)
         for s, step in _flows(unit):
-            if _only_moved(s) or _no_state_to_break(s) or id(s.pending) in reported:
+            if _only_moved(s) or _converted_in_place(s, overwrite) or id(s.pending) in reported:
                 continue
             reported.add(id(s.pending))
-            yield self._report(s, step)
+            yield self._report(s, step, overwrite)
 
-    def _report(self, s: S, step: Event) -> Report:
+    def _report(self, s: S, step: Event, overwrite: cst.Call | None) -> Report:
         ev, built = s.pending, s.built
         k = ev.kind
         if k == "model_build":
@@ -298,17 +304,20 @@ class ModelConvertedAfterOptimizer(Rule):
             short = "changes the model's dtype after the optimizer at line {n} has state: the next step() fails"
             what = ("Adam's state keeps the old dtype (measured, CPU, torch 2.13: RuntimeError 'expected dtype "
                     "float ... but got dtype double' at the next step).")
-        else:
-            short = "changes the model's dtype after the optimizer at line {n} was built from its parameters"
-            what = ("PyTorch converts parameters in place by default, so this optimizer still trains them, but Adam "
-                    "fails once it has state (a resumed run), and with set_overwrite_module_params_on_conversion"
-                    "(True) the optimizer updates orphaned copies.")
+        else:  # no state yet, under the overwrite setting (_converted_in_place)
+            short = "makes new parameters after the optimizer at line {n} was built from the old ones"
+            what = ("set_overwrite_module_params_on_conversion(True) makes the conversion build new Parameter objects, "
+                    "so the optimizer updates orphaned copies and the model never trains (measured, CPU, torch 2.13: "
+                    "6/6 parameters orphaned, 0/32 steps moved the model).")
+        related = [(built.node, "the optimizer, built from the old parameters"), (step.node, "the step that follows")]
+        if overwrite is not None and k == "convert" and not s.pending_state:
+            related.append((overwrite, "the setting that makes conversions build new parameters"))
         return Report(
             self.info.code, ev.node,
             lambda d: (
                 f"{d.code(ev.node.targets[0].target, 40)} is replaced " if k == "submodule_replace" else f"{d.code(ev.node, 50)} "
             ) + short.format(n=d.line(built.node)),
-            [(built.node, "the optimizer, built from the old parameters"), (step.node, "the step that follows")],
+            related,
             note=lambda d: what + " Build the optimizer after the model is final.",
             at=ev, related_at=(built, step),
         )
@@ -318,12 +327,19 @@ class ModelConvertedAfterOptimizer(Rule):
 class ModelMovedAfterOptimizer(Rule):
     """LC502: on a path from an optimizer's construction to its ``step()``, a model it was built
     from is moved to another device (``convert``, ``how = "device"``) before the optimizer has
-    any state (no ``step()``, no ``load_state_dict()``, a lazily built state). Reported only
-    when the moved model may hold parameters (:func:`may_hold_parameters`)."""
+    any state (no ``step()``, no ``load_state_dict()``, a lazily built state), while the
+    program has turned on ``torch.__future__.set_overwrite_module_params_on_conversion(True)``
+    (the knowledge's ``overwrite_params_on_conversion`` setting): the move then makes new
+    ``Parameter`` objects and the optimizer keeps the old ones. Without that setting PyTorch
+    moves the parameters in place and the order breaks nothing: silent. Reported only when
+    the moved model may hold parameters (:func:`may_hold_parameters`)."""
 
     info = INFOS["LC502"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
+        overwrite = setting_turned_on(unit, OVERWRITE)
+        if overwrite is None:
+            return
         reported = set()
         for s, step in _flows(unit):
             if not _only_moved(s) or id(s.pending) in reported:
@@ -333,15 +349,15 @@ class ModelMovedAfterOptimizer(Rule):
             yield Report(
                 self.info.code, ev.node,
                 lambda d, ev=ev, built=built: (
-                    f"{d.code(ev.node, 50)} moves the model after the optimizer at line {d.line(built.node)} "
-                    "was built from its parameters"
+                    f"{d.code(ev.node, 50)} moves the model into new parameters; the optimizer at line "
+                    f"{d.line(built.node)} keeps the old ones"
                 ),
-                [(built.node, "the optimizer, built before the move")],
+                [(built.node, "the optimizer, built before the move"),
+                 (overwrite, "the setting that makes conversions build new parameters")],
                 note=lambda d: (
-                    "It trains today because PyTorch moves parameters in place and the optimizer has no state yet, "
-                    "but a resumed optimizer (load_state_dict) or set_overwrite_module_params_on_conversion(True) "
-                    "breaks it (measured, CPU, torch 2.13: with the flag 6/6 parameters orphaned, 0/32 steps moved "
-                    "the model). Move the model before building the optimizer."
+                    "set_overwrite_module_params_on_conversion(True) makes the move build new Parameter objects: the "
+                    "optimizer updates orphaned copies and the model never trains (measured, CPU, torch 2.13: 6/6 "
+                    "parameters orphaned, 0/32 steps moved the model). Move the model before building the optimizer."
                 ),
-                at=ev, related_at=(built,),
+                at=ev, related_at=(built, None),
             )
