@@ -227,10 +227,24 @@ def test_bad_fixture_is_reported_at_its_line(runs, path):
     assert {(c, row, s) for c, _f, row, s in r["report"]} == {(c, row, "confirmed") for c, row in want}
 
 
+#: Good fixtures written for an older PyTorch, where the static pass is silent because the code
+#: is right on the version it targets, but the tracer, on today's PyTorch, sees what that version
+#: did not do: code -> why.
+OLD_PYTORCH = {
+    "volatile_validation_pytorch03.py": ("LC302", "Variable(x, volatile=True) turns the graph off on PyTorch <= 0.3, "
+                                                  "which the script is written for; 0.4+ ignores it (and warns)"),
+}
+
+
 @pytest.mark.parametrize("path", GOOD, ids=lambda p: p.name)
 def test_good_fixture_is_silent(runs, path):
     r = _run(runs, path)
     _skip_snippet(r)
+    if path.name in OLD_PYTORCH:
+        code, why = OLD_PYTORCH[path.name]
+        assert {c for c, _f, _line in r["runtime"]} == {code}, why
+        assert all(s == "runtime" for _c, _f, _row, s in r["report"]), why  # not found statically
+        return
     assert r["runtime"] == [] and r["report"] == []
     assert r["error"] is None
     assert r["steps"] > 0

@@ -18,7 +18,7 @@ from loopcheck.engine.events import Event
 from loopcheck.engine.ir import LoopInfo
 from loopcheck.engine.roles import last
 from loopcheck.engine.unit import Unit
-from loopcheck.engine.values import mode_dependent
+from loopcheck.engine.values import grad_off_inputs, mode_dependent
 from loopcheck.findings import Report
 from loopcheck.catalog import INFOS
 from loopcheck.rules.base import Rule, register
@@ -259,6 +259,8 @@ class ValidationWithoutNoGrad(Rule):
         for fwd in unit.of_kind("forward"):
             if fwd.ctx.grad != "enabled" or not _batch_loops(fwd):
                 continue  # a single forward outside any loop (a test, an export) costs one graph
+            if grad_off_inputs(unit, fwd) is not None:
+                continue  # PyTorch <= 0.3 code: volatile inputs decide whether it records a graph
             if _loss_module(unit, fwd.subject):
                 continue  # a loss module (FocalLoss() or CrossEntropyLoss()) holds no weights to record
             states = modes_at(unit, fwd.subject, fwd)
