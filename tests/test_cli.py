@@ -417,7 +417,7 @@ def test_a_run_answered_from_the_cache_loads_no_parser(tmp_path):
     assert warm.stderr.strip() == "[]"
 
 
-@pytest.mark.parametrize("args", [["rules"], ["--no-cache", "fixtures"]])
+@pytest.mark.parametrize("args", [["rules"], ["--no-cache", "--preview", "fixtures"]])
 def test_a_reader_that_stops_early_is_no_internal_error(args):
     """``loopcheck rules | head -1``: the pipe closes while loopcheck writes; it stops quietly
     (it printed "internal error: BrokenPipeError" and exited 2)."""
