@@ -53,12 +53,19 @@ FIX_EDITS = [
 ]
 
 
+# what the command line reads as a command, not as the check's first argument
+NOT_CHECK = {*main.commands, "-h", "--help", "-V", "--version"}
+
+
 def run(*args: str, cwd: Path | None = None):
+    """Run the command line; a check (the default command) with ``--preview``: LC101, the rule
+    BAD breaks, is in preview (tests/test_preview.py tests the default selection)."""
+    args = list(args) if args and args[0] in NOT_CHECK else ["--preview", *args]
     runner = CliRunner()
     if cwd is None:
-        return runner.invoke(main, list(args))
+        return runner.invoke(main, args)
     with runner.isolated_filesystem(temp_dir=cwd):
-        return runner.invoke(main, list(args))
+        return runner.invoke(main, args)
 
 
 @pytest.fixture
@@ -183,9 +190,10 @@ def test_rules_lists_every_rule_with_its_fix():
     assert lines[0].split() == ["code", "name", "severity", "fix", "preview", "summary"]
     assert [line.split()[0] for line in lines[1:]] == sorted(INFOS)
     rows = {line.split()[0]: line.split()[:5] for line in lines[1:]}
-    assert rows["LC101"] == ["LC101", "clip-before-backward", "error", "safe", "-"]
-    assert rows["LC301"] == ["LC301", "eval-mode-not-reset", "error", "unsafe", "-"]
-    assert rows["LC203"] == ["LC203", "plateau-scheduler-without-metric", "error", "-", "-"]
+    assert rows["LC101"] == ["LC101", "clip-before-backward", "error", "safe", "yes"]
+    assert rows["LC301"] == ["LC301", "eval-mode-not-reset", "error", "unsafe", "yes"]
+    assert rows["LC203"] == ["LC203", "plateau-scheduler-without-metric", "error", "-", "yes"]
+    assert rows["LC202"] == ["LC202", "scheduler-step-before-optimizer-step", "warning", "-", "-"]
     assert rows["LC002"] == ["LC002", "unused-noqa", "warning", "safe", "-"]
     assert rows["LC401"] == ["LC401", "loss-tensor-kept", "warning", "safe", "yes"]
 
@@ -198,19 +206,21 @@ def test_rules_json():
         "name": "clip-before-backward",
         "severity": "error",
         "fix": "safe",
-        "preview": False,
+        "preview": True,
         "summary": INFOS["LC101"].summary,
         "url": INFOS["LC101"].url,
     }
     assert {d["code"]: d["fix"] for d in data}["LC203"] is None
     assert {d["code"] for d in data if d["preview"]} == {c for c, i in INFOS.items() if i.preview}
     assert {d["code"]: d["preview"] for d in data}["LC401"] is True
+    assert {d["code"]: d["preview"] for d in data}["LC202"] is False
 
 
 def test_explain_prints_the_rule_page():
-    result = run("explain", "lc301")
+    # a rule out of preview: its page as it is (a rule in preview's gets a notice, tests/test_preview.py)
+    result = run("explain", "lc202")
     assert result.exit_code == 0
-    page = (Path(__file__).resolve().parent.parent / "rules" / "LC301.md").read_text()
+    page = (Path(__file__).resolve().parent.parent / "rules" / "LC202.md").read_text()
     assert result.output == page.rstrip("\n") + "\n"
 
 
@@ -234,7 +244,7 @@ def test_every_rule_has_a_page():
 def test_console_script_runs(project):
     exe = Path(sys.executable).with_name("loopcheck")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "loopcheck"]
-    proc = subprocess.run([*cmd, "bad.py"], capture_output=True, text=True)
+    proc = subprocess.run([*cmd, "--preview", "bad.py"], capture_output=True, text=True)
     assert proc.returncode == 1
     assert proc.stdout.splitlines()[0] == f"bad.py:9:5: LC101 [*] {MESSAGE}"
     assert proc.stderr == ""
@@ -290,7 +300,7 @@ def test_unsafe_fixes_need_the_flag(project):
 
 
 def test_fix_from_stdin_writes_the_fixed_program_to_stdout(project):
-    result = CliRunner().invoke(main, ["--fix", "-", "--stdin-filename", "train.py"], input=BAD)
+    result = CliRunner().invoke(main, ["--preview", "--fix", "-", "--stdin-filename", "train.py"], input=BAD)
     assert result.exit_code == 0
     assert result.stdout == GOOD
 
@@ -346,13 +356,19 @@ def test_show_settings(project):
     lines = result.output.splitlines()
     assert lines[0] == f'Resolved settings for: "{project / "bad.py"}"'
     assert lines[1] == f'Settings path: "{project / "pyproject.toml"}"'
-    select = [c for c in sorted(INFOS) if not c.startswith("LC2") and not INFOS[c].preview]
-    assert "preview = false" in lines
+    select = [c for c in sorted(INFOS) if not c.startswith("LC2")]  # run() passes --preview
+    assert "preview = true" in lines
     assert f"select = {json.dumps(select).replace('[', '[').replace(']', ']')}" in lines
     assert "rules for this file = " + json.dumps([c for c in select if c != "LC101"]) in lines
     assert any(line.startswith("exclude = [") and '"scratch/"' in line for line in lines)
     assert 'per-file-ignores = {"bad.py" = ["LC101"]}' in lines
     assert "respect-gitignore = true" in lines
+    # without --preview: the rules out of preview only
+    lines = CliRunner().invoke(main, ["--show-settings", "bad.py"]).output.splitlines()
+    select = [c for c in sorted(INFOS) if not c.startswith("LC2") and not INFOS[c].preview]
+    assert "preview = false" in lines
+    assert f"select = {json.dumps(select)}" in lines
+    assert "rules for this file = " + json.dumps(select) in lines
     assert run("--show-settings", "--isolated", "bad.py").output.splitlines()[1] == "Settings path: none (defaults)"
 
 
@@ -389,7 +405,7 @@ def test_a_run_answered_from_the_cache_loads_no_parser(tmp_path):
     (tmp_path / "train.py").write_text((Path(__file__).resolve().parent.parent / "fixtures" / "LC101_bad.py").read_text())
     probe = (
         "import sys\nfrom loopcheck.cli import main\n"
-        "try:\n    main(['--cache-dir', sys.argv[1], '--output-format', 'json', sys.argv[2]])\n"
+        "try:\n    main(['--cache-dir', sys.argv[1], '--preview', '--output-format', 'json', sys.argv[2]])\n"
         "except SystemExit:\n    pass\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'libcst' or m.startswith('loopcheck.engine'))[:3], file=sys.stderr)\n"
     )
@@ -401,7 +417,7 @@ def test_a_run_answered_from_the_cache_loads_no_parser(tmp_path):
     assert warm.stderr.strip() == "[]"
 
 
-@pytest.mark.parametrize("args", [["rules"], ["--no-cache", "fixtures"]])
+@pytest.mark.parametrize("args", [["rules"], ["--no-cache", "--preview", "fixtures"]])
 def test_a_reader_that_stops_early_is_no_internal_error(args):
     """``loopcheck rules | head -1``: the pipe closes while loopcheck writes; it stops quietly
     (it printed "internal error: BrokenPipeError" and exited 2)."""

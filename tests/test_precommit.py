@@ -36,6 +36,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PROJECT_FILES = ["pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md", "MANIFEST.in", ".pre-commit-hooks.yaml",
                  "loopcheck", "rules", "fixtures"]
 
+# The projects checked turn preview on in their configuration: BAD's rule, LC101, is in preview.
+PREVIEW_ON = {"loopcheck.toml": "preview = true\n"}
+
 GIT = shutil.which("git")
 if importlib.util.find_spec("pre_commit") is not None:
     PRE_COMMIT = [sys.executable, "-m", "pre_commit"]
@@ -120,7 +123,7 @@ def test_readme_pre_commit_and_actions_snippets_work_as_written(tmp_path: Path):
     procs: dict[str, subprocess.Popen] = {}
 
     # 1. README's local hook, its path filled in, on a bad and a good file
-    local = _work_repo(tmp_path / "local", {"bad.py": BAD, "good.py": GOOD})
+    local = _work_repo(tmp_path / "local", {"bad.py": BAD, "good.py": GOOD, **PREVIEW_ON})
     config = readme_block("pre-commit", "repo: local").replace("/path/to/loopcheck", str(repo))
     (local / ".pre-commit-config.yaml").write_text(config)
     procs["local"] = subprocess.Popen(
@@ -141,7 +144,7 @@ def test_readme_pre_commit_and_actions_snippets_work_as_written(tmp_path: Path):
     workflow = yaml.safe_load(readme_block("GitHub Actions", "jobs:"))
     runs = [s["run"] for s in workflow["jobs"]["loopcheck"]["steps"] if "run" in s]
     runs[0] = runs[0].replace("https://github.com/OWNER/loopcheck", f"file://localhost{repo}").replace("COMMIT", sha)
-    checkout = _work_repo(tmp_path / "checkout", {"bad.py": BAD, "good.py": GOOD})
+    checkout = _work_repo(tmp_path / "checkout", {"bad.py": BAD, "good.py": GOOD, **PREVIEW_ON})
     venv = tmp_path / "actions-venv"
     script = "set -u\n" + f"{sys.executable} -m venv {venv} && . {venv}/bin/activate || exit 99\n" + "".join(
         f"{cmd}\necho \"step exit $?\"\n" for cmd in runs)
