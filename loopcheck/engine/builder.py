@@ -296,6 +296,8 @@ def index_module(
     for node in small_statements(module):
         if type(node) is cst.Import or type(node) is cst.ImportFrom:
             imports.add(node)
+    if project is not None and path is not None and imports.stars:
+        project.bind_stars(imports, path)  # ``from utils import *`` binds what utils imported
     functions: dict[str, cst.FunctionDef] = {}
     classes: dict[str, ClassInfo] = {}
     method_class: dict[cst.FunctionDef, str] = {}
