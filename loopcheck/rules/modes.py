@@ -193,7 +193,9 @@ class EvalModeNotReset(Rule):
     run with gradients enabled on that path since the ``eval()``, ``M`` not frozen on that path, and
     train mode is wanted: ``train()`` of ``M`` somewhere in the unit, train mode at that step on
     another path, or ``M`` built here and surely held by the step's optimizer. Silent when ``M``'s
-    output does not depend on its mode (:func:`~loopcheck.engine.values.mode_dependent`). Known
+    output does not depend on its mode (:func:`~loopcheck.engine.values.mode_dependent`). The paths
+    come back to a loop's start only when its iterable may have two items (``Loop.once``: not for
+    ``range(num_epochs)`` with ``num_epochs = 1`` a run constant). Known
     limit: parameters of unknown origin are taken to be those of the only model with ``train()``/``eval()`` calls, when there is one (see ``rules/LC301.md``)."""
 
     info = INFOS["LC301"]
