@@ -992,9 +992,9 @@ def fixed_table(before: list[Finding], after: list[Finding]) -> dict[str, dict[s
 
 
 def fixed_list(table: dict[str, dict[str, int]]) -> str:
-    """``--show-fixes``, as ruff prints it: ``Fixed N errors:``, then ``- path:`` and
-    ``    count × CODE (name)`` per rule (most fixed first), then a blank line; ``""`` when
-    nothing was fixed."""
+    """``--show-fixes``, as ruff prints it: a blank line, ``Fixed N errors:``, then ``- path:``
+    and ``    count × CODE (name)`` per rule (most fixed first), then a blank line; ``""``
+    when nothing was fixed."""
     from loopcheck.reporters import relative_name
 
     infos = _all_codes()
@@ -1008,7 +1008,7 @@ def fixed_list(table: dict[str, dict[str, int]]) -> str:
         for code, n in sorted(table[filename].items(), key=lambda item: (-item[1], item[0])):
             name = infos[code].name if code in infos else code
             lines.append(f"    {n:>{width}} × {code} ({name})")
-    return "\n".join(lines) + "\n\n"
+    return "\n" + "\n".join(lines) + "\n\n"
 
 
 def write_fix_only(out: TextIO, table: dict[str, dict[str, int]] | None, fixed: int, quiet: bool) -> None:

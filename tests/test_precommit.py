@@ -73,6 +73,9 @@ def test_hook_definition():
     ))
     for line in ("  entry: loopcheck\n", "  language: python\n", "  types_or: [python, jupyter]\n"):
         assert line in text
+    # one loopcheck process for all the files: it starts its own workers (-j) and reads each
+    # project module once; pre-commit would otherwise start one process per core, each with a pool
+    assert "  require_serial: true\n" in text
 
 
 def test_readme_snippets_are_valid_yaml_and_pin_no_missing_tag():
@@ -81,7 +84,7 @@ def test_readme_snippets_are_valid_yaml_and_pin_no_missing_tag():
     assert hook["language"] == "python" and hook["entry"] == "loopcheck"
     assert hook["additional_dependencies"] == ["/path/to/loopcheck"]
     hooks_yaml = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())[0]
-    for key in ("id", "entry", "args", "language", "types_or"):
+    for key in ("id", "entry", "args", "language", "types_or", "require_serial"):
         assert hook[key] == hooks_yaml[key], key
     workflow = yaml.safe_load(readme_block("GitHub Actions", "jobs:"))
     runs = [s["run"] for s in workflow["jobs"]["loopcheck"]["steps"] if "run" in s]
