@@ -8,11 +8,11 @@ import pytest
 from click.testing import CliRunner
 
 from loopcheck.cli import main
-from loopcheck.config import KEYS, Options, select_codes
+from loopcheck.config import FILE_KEYS, KEYS, Options, select_codes
 from test_cli import BAD, MESSAGE
 
 REPORT = f"bad.py:9:5: LC101 [*] {MESSAGE}\nFound 1 error.\n[*] 1 fixable with `--fix`.\n"
-KNOWN = ", ".join(KEYS)
+KNOWN = ", ".join([*KEYS, *FILE_KEYS])
 
 
 def run(*args: str):

@@ -157,7 +157,7 @@ def test_sarif_is_valid_sarif_2_1_0(project):
         "locations": [
             {
                 "physicalLocation": {
-                    "artifactLocation": {"uri": "bad.py", "uriBaseId": "%SRCROOT%"},
+                    "artifactLocation": {"uri": (project / "bad.py").as_uri()},
                     "region": {"startLine": 9, "startColumn": 5, "endLine": 9, "endColumn": 54},
                 }
             }
@@ -167,7 +167,7 @@ def test_sarif_is_valid_sarif_2_1_0(project):
             {
                 "id": 0,
                 "physicalLocation": {
-                    "artifactLocation": {"uri": "bad.py", "uriBaseId": "%SRCROOT%"},
+                    "artifactLocation": {"uri": (project / "bad.py").as_uri()},
                     "region": {"startLine": 11, "startColumn": 5},
                 },
                 "message": {"text": "backward() fills .grad only here"},
@@ -188,7 +188,7 @@ def test_github_annotations(project):
     result = run("--output-format", "github", "bad.py", "good.py")
     assert result.exit_code == 1
     assert result.output == (
-        "::error title=loopcheck (LC101),file=bad.py,line=9,col=5,endLine=9,endColumn=54::"
+        f"::error title=loopcheck (LC101),file={project}/bad.py,line=9,col=5,endLine=9,endColumn=54::"
         f"bad.py:9:5: LC101 {MESSAGE}%0A  help: {FIX_MESSAGE}\n"
     )
 
@@ -198,7 +198,7 @@ def test_github_escapes_and_uses_warning_for_warning_rules(project):
     lines = run("--output-format", "github", "--select", "LC302", "a,b%.py").output.splitlines()
     assert len(lines) == 1
     assert lines[0].startswith(
-        "::warning title=loopcheck (LC302),file=a%2Cb%25.py,line=14,col=5,endLine=14,endColumn=13::a,b%25.py:14:5: "
+        f"::warning title=loopcheck (LC302),file={project}/a%2Cb%25.py,line=14,col=5,endLine=14,endColumn=13::a,b%25.py:14:5: "
         "LC302 model() "
     )
 
@@ -333,7 +333,8 @@ def test_json_and_sarif_give_the_note_and_each_related_file(project):
     ]
     sarif = to_sarif([f], ctx)
     related = sarif["runs"][0]["results"][0]["relatedLocations"]
-    assert [r["physicalLocation"]["artifactLocation"]["uri"] for r in related] == ["bad.py", "helper.py"]
+    assert [r["physicalLocation"]["artifactLocation"]["uri"] for r in related] == [
+        (project / "bad.py").as_uri(), (project / "helper.py").as_uri()]
     assert related[1]["physicalLocation"]["region"] == {"startLine": 2, "startColumn": 5}
     jsonschema.Draft4Validator(json.loads(SCHEMA.read_text())).validate(sarif)
 
