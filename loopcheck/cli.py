@@ -783,7 +783,8 @@ def main() -> None:
 @click.option("--extend-fixable", multiple=True, help="Rule codes, names or prefixes to make fixable in addition.")
 @click.option("--unfixable", multiple=True, help="Rule codes, names or prefixes whose fixes neither show nor apply.")
 @click.option("--ignore-noqa", is_flag=True,
-              help="Ignore every '# noqa' comment (line and file-level); '# loopcheck: skip-file' still skips.")
+              help="Report what '# noqa' comments (line and file-level) suppress; '# loopcheck: skip-file' still "
+                   "skips, and --fix still leaves alone what a '# noqa' covers.")
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply (with --fix) or show the fixes marked unsafe.")
 @click.option("--diff", "show_diff", is_flag=True, help="Print the fixes as a diff instead of applying them.")
 @click.option("--add-noqa", is_flag=True, help="Add '# noqa: CODE' comments to every reported line, and exit.")
