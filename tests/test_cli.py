@@ -432,3 +432,67 @@ def test_a_reader_that_stops_early_is_no_internal_error(args):
     stderr = proc.stderr.read().decode()
     assert proc.wait() in (0, 1)
     assert "BrokenPipeError" not in stderr and "internal error" not in stderr
+
+
+# ------------------------------------------------------------ fix options as ruff has them
+
+
+def test_show_fixes_lists_what_was_fixed(project):
+    result = run("--fix", "--show-fixes", "bad.py", "good.py")
+    assert result.exit_code == 0
+    assert result.output == (
+        "\nFixed 1 error:\n"
+        "- bad.py:\n"
+        "    1 × LC101 (clip-before-backward)\n"
+        "\n"
+        "Found 1 error (1 fixed, 0 remaining).\n"
+    )
+    assert (project / "bad.py").read_text() == GOOD
+
+
+def test_fix_only_fixes_and_reports_nothing_else(project):
+    (project / "lc301.py").write_text((Path(__file__).resolve().parent.parent / "fixtures" / "LC301_bad.py").read_text())
+    result = run("--fix-only", "bad.py", "lc301.py")  # LC301's fix is unsafe: it stays, unreported
+    assert (result.exit_code, result.output) == (0, "Fixed 1 error.\n")
+    assert (project / "bad.py").read_text() == GOOD
+    result = run("--fix-only", "bad.py", "lc301.py")
+    assert (result.exit_code, result.output) == (0, "")
+    (project / "bad.py").write_text(BAD)
+    result = run("--fix-only", "--show-fixes", "--exit-non-zero-on-fix", "bad.py")
+    assert (result.exit_code, result.output) == (1, "\nFixed 1 error:\n- bad.py:\n    1 × LC101 (clip-before-backward)\n"
+                                                    "\nFixed 1 error.\n")
+
+
+def test_unfixable_and_fixable_remove_the_fix(project):
+    for args in (["--unfixable", "clip-before-backward"], ["--fixable", "LC3"],
+                 ["--fixable", "LC3", "--unfixable", "LC2"]):
+        result = run("--output-format", "concise", *args, "bad.py")
+        assert result.output == f"bad.py:9:5: LC101 {MESSAGE}\nFound 1 error.\n", args
+        assert json.loads(run("--output-format", "json", *args, "bad.py").output)[0]["fix"] is None
+        result = run("--fix", *args, "bad.py")
+        assert result.exit_code == 1 and (project / "bad.py").read_text() == BAD
+    result = run("--output-format", "concise", "--fixable", "LC3", "--extend-fixable", "LC101", "bad.py")
+    assert result.output.startswith(f"bad.py:9:5: LC101 [*] {MESSAGE}\n")
+    result = run("--unfixable", "LC999", "bad.py")
+    assert result.exit_code == 2 and "unknown rule code or prefix 'LC999'" in result.output
+
+
+def test_ignore_noqa_reports_what_noqa_comments_suppress(project):
+    suppressed = BAD.replace("1.0)\n", "1.0)  # noqa: LC101\n", 1)
+    (project / "bad.py").write_text(suppressed)
+    (project / "whole.py").write_text("# loopcheck: noqa\n" + BAD)
+    (project / "skipped.py").write_text("# loopcheck: skip-file\n" + BAD)
+    assert run("--output-format", "concise", "bad.py", "whole.py", "skipped.py").output == "All checks passed!\n"
+    result = run("--output-format", "concise", "--ignore-noqa", "bad.py", "whole.py", "skipped.py")
+    assert result.exit_code == 1
+    # reported, but --fix still leaves alone what a # noqa covers: no fix is offered there
+    assert result.output.splitlines()[:2] == [f"bad.py:9:5: LC101 {MESSAGE}",
+                                              f"whole.py:10:5: LC101 {MESSAGE.replace('line 11', 'line 12')}"]
+    assert result.output.splitlines()[2] == "Found 2 errors."
+
+
+def test_rule_names_are_accepted_where_codes_are(project):
+    for option in ("--select", "--extend-select", "--fixable"):
+        assert run("--output-format", "concise", option, "clip-before-backward", "bad.py").output.startswith(
+            f"bad.py:9:5: LC101 [*] {MESSAGE}\n"), option
+    assert run("--ignore", "clip_before_backward", "bad.py").exit_code == 0

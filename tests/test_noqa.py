@@ -177,3 +177,21 @@ def test_add_noqa_then_nothing_is_reported_and_nothing_is_unused(tmp_path):
     assert check(Path("train.py").read_text()).output == "All checks passed!\n"
     result = CliRunner().invoke(main, ["--preview", "--add-noqa", "train.py"])
     assert result.output == "Added 0 noqa directives.\n"
+
+
+def test_flake8_noqa_skips_the_file_as_flake8_does():
+    for comment in ("# flake8: noqa", "#flake8:NOQA", "x = 1  # flake8: noqa"):
+        result = check(comment + "\n" + BAD)
+        assert (result.exit_code, result.output) == (0, "All checks passed!\n"), comment
+    # with codes, as ruff reads it: those codes in the whole file
+    assert check("# flake8: noqa: LC101\n" + BAD).output == "All checks passed!\n"
+    assert check("# flake8: noqa: LC301\n" + BAD).exit_code == 1
+    assert check('note = "# flake8: noqa"\n' + BAD).exit_code == 1  # in a string: no comment
+    assert check("# ruff: noqa\n" + BAD).exit_code == 1  # ruff's own file directive is ruff's
+
+
+def test_flake8_noqa_in_the_flake8_plugin():
+    from loopcheck.flake8_plugin import Plugin
+
+    lines = ("# flake8: noqa\n" + BAD).splitlines(keepends=True)
+    assert list(Plugin(None, lines, "train.py").run()) == []

@@ -301,7 +301,7 @@ def test_continued_shell_lines_are_ipython_not_a_syntax_error(project, monkeypat
 def test_github_and_sarif_do_not_put_cell_rows_on_the_notebook_file(project):
     lines = run("--output-format", "github", "train.ipynb").output.splitlines()
     assert lines == [
-        "::error title=loopcheck (LC101),file=train.ipynb,line=1,col=1,endLine=1,endColumn=1::"
+        f"::error title=loopcheck (LC101),file={project}/train.ipynb,line=1,col=1,endLine=1,endColumn=1::"
         f"train.ipynb:cell 4:4:5: LC101 {CLIP_MESSAGE}%0A  help: Move `clip_grad_norm_()` between "
         "`loss.backward()` and `optimizer.step()`"
     ]
@@ -309,7 +309,7 @@ def test_github_and_sarif_do_not_put_cell_rows_on_the_notebook_file(project):
     (result,) = log["runs"][0]["results"]
     assert result["message"]["text"] == f"cell 4:4:5: {CLIP_MESSAGE}"
     assert result["locations"] == [{
-        "physicalLocation": {"artifactLocation": {"uri": "train.ipynb", "uriBaseId": "%SRCROOT%"},
+        "physicalLocation": {"artifactLocation": {"uri": (project / "train.ipynb").as_uri()},
                              "region": {"startLine": 1, "startColumn": 1}},
         "properties": {"cell": 4, "row": 4, "column": 5},
     }]

@@ -76,6 +76,9 @@ def test_hook_definition():
     ))
     for line in ("  entry: loopcheck\n", "  language: python\n", "  types_or: [python, jupyter]\n"):
         assert line in text
+    # one loopcheck process for all the files: it starts its own workers (-j) and reads each
+    # project module once; pre-commit would otherwise start one process per core, each with a pool
+    assert "  require_serial: true\n" in text
 
 
 def test_readme_snippets_are_valid_yaml_and_pin_no_missing_tag():
@@ -84,7 +87,7 @@ def test_readme_snippets_are_valid_yaml_and_pin_no_missing_tag():
     assert hook["language"] == "python" and hook["entry"] == "loopcheck"
     assert hook["additional_dependencies"] == ["/path/to/loopcheck"]
     hooks_yaml = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())[0]
-    for key in ("id", "entry", "args", "language", "types_or"):
+    for key in ("id", "entry", "args", "language", "types_or", "require_serial"):
         assert hook[key] == hooks_yaml[key], key
     workflow = yaml.safe_load(readme_block("GitHub Actions", "jobs:"))
     runs = [s["run"] for s in workflow["jobs"]["loopcheck"]["steps"] if "run" in s]
@@ -165,6 +168,8 @@ def test_readme_pre_commit_and_actions_snippets_work_as_written(tmp_path: Path):
     assert procs["actions"].returncode == 0, out["actions"]
     exits = re.findall(r"step exit (\d+)", out["actions"])
     assert exits == ["0", "1", "0"], out["actions"]  # install, annotations (a finding: the job fails), SARIF
-    assert "::error title=loopcheck (LC101),file=bad.py,line=9,col=5,endLine=9,endColumn=54::" in out["actions"]
+    # file= is absolute, as ruff writes it: right also from a step with working-directory:
+    assert re.search(r"::error title=loopcheck \(LC101\),file=/\S+/bad.py,line=9,col=5,endLine=9,endColumn=54::",
+                     out["actions"])
     log = json.loads((checkout / "loopcheck.sarif").read_text())
     assert [r["ruleId"] for r in log["runs"][0]["results"]] == ["LC101"]

@@ -378,7 +378,7 @@ def test_not_observed_json_sarif_github_and_full(in_root):
     code, out, _ = invoke("--output-format", "github", "--", "python", "fixtures/LC401_bad.py", preview=False)
     assert "LC401" not in out  # a rule in preview: only with --preview
     code, out, _ = invoke("--output-format", "github", "--", "python", "fixtures/LC401_bad.py")
-    assert out.startswith("::warning title=loopcheck (LC401),file=fixtures/LC401_bad.py,line=51,col=9,")
+    assert out.startswith(f"::warning title=loopcheck (LC401),file={ROOT}/fixtures/LC401_bad.py,line=51,col=9,")
     assert "LC401 [confirmed at step 2] loss_history.append(loss) keeps a tensor and its autograd graph past optimizer.step() at line 50" in out
 
     code, out, _ = invoke("--output-format", "full", "--no-static", "--", "python", "fixtures/LC104_bad.py")
