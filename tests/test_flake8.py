@@ -29,7 +29,9 @@ def test_flake8_select_lc_reports_loopcheck_findings(tmp_path):
 
 def test_flake8_plugin_is_listed_and_on_by_default(tmp_path):
     version = flake8("--version", cwd=tmp_path)
-    assert f"loopcheck: {__import__('loopcheck').__version__}" in version.stdout
+    installed = subprocess.run([sys.executable, "-c", "import loopcheck; print(loopcheck.__version__)"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    assert f"loopcheck: {installed}" in version.stdout
     (tmp_path / "bad.py").write_text(BAD)
     proc = flake8("bad.py", cwd=tmp_path)  # flake8's default selection includes plugins' codes
     assert f"bad.py:9:5: LC101 {MESSAGE}" in proc.stdout.splitlines()

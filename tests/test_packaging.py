@@ -63,10 +63,15 @@ def plant_hostile_files(directory: Path, markers: Path) -> None:
         )
 
 
+CLEAN_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
 def sh(*args, **kw) -> subprocess.CompletedProcess:
     kw.setdefault("capture_output", True)
     kw.setdefault("text", True)
     kw.setdefault("timeout", 300)
+    # the fresh virtualenv sees only what is installed in it (a PYTHONPATH would bring a source tree)
+    kw.setdefault("env", CLEAN_ENV)
     return subprocess.run([str(a) for a in args], **kw)
 
 
@@ -130,10 +135,10 @@ def test_sdist_carries_what_its_tests_need(dist):
 def test_the_tests_run_against_the_installed_wheel(dist, venv):
     """scripts/test_wheel.sh (what CI runs): the sdist's tests, its package deleted, against the wheel."""
     proc = sh("bash", ROOT / "scripts" / "test_wheel.sh", venv / "bin" / "python", dist, "-q",
-              "tests/test_fixtures.py", "tests/test_formats.py", env={**os.environ, "EXTRAS": ""})
+              "tests/test_fixtures.py", "tests/test_formats.py", env={**CLEAN_ENV, "EXTRAS": ""})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     version = next(dist.glob("loopcheck-*.whl")).name.split("-")[1]
-    installed = sh(venv / "bin" / "python", "-c", "import loopcheck; print(loopcheck.__file__)").stdout.strip()
+    installed = sh(venv / "bin" / "python", "-c", "import loopcheck; print(loopcheck.__file__)", cwd=dist).stdout.strip()
     assert f"testing loopcheck {version} installed at {Path(installed).parent}\n" in proc.stdout
     assert " passed" in proc.stdout and "skipped" not in proc.stdout and "failed" not in proc.stdout
 
@@ -163,6 +168,7 @@ def test_version_and_rule_urls_from_the_wheel(dist, venv, tmp_path):
 
 def _scm_copy(repo: Path, git: bool) -> Path:
     """The files the build needs, copied to ``repo``; committed in a new git repository if ``git``."""
+    repo.mkdir()
     for name in ("pyproject.toml", "README.md", "LICENSE", "MANIFEST.in", "loopcheck", "rules", "fixtures"):
         src = ROOT / name
         if src.is_dir():
@@ -198,7 +204,7 @@ def test_the_version_is_the_git_tag_and_a_tree_without_git_still_builds(tmp_path
     target = tmp_path / "site"
     sh(sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", target, wheel.filename, check=True)
     (tmp_path / "train.py").write_text((ROOT / "fixtures" / "LC101_bad.py").read_text())
-    env = {**os.environ, "PYTHONPATH": str(target)}
+    env = {**os.environ, "PYTHONPATH": str(target)}  # that wheel's loopcheck first
     proc = sh(sys.executable, "-m", "loopcheck", "--version", env=env, cwd=tmp_path)
     assert proc.stdout == "loopcheck 9.8.7\n"
     proc = sh(sys.executable, "-m", "loopcheck", "--output-format", "sarif", "train.py", env=env, cwd=tmp_path)
