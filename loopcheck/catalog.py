@@ -14,9 +14,34 @@ was not tuned on (the census of ``scripts/eval``; each rule page's "Precision" s
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
-DOCS_URL = "https://github.com/loopcheck/loopcheck/blob/main/rules/{code}.md"
+# Where the project lives: the one place to change when it moves or is forked. Every link
+# loopcheck writes is built here: a rule's page in JSON and JSON Lines (``url``), in SARIF
+# (``helpUri``; ``informationUri`` is REPOSITORY_URL), in the editor (``codeDescription.href``)
+# and in ``loopcheck rules --output-format json``. ``pyproject.toml``'s ``[project.urls]`` and the
+# VS Code extension's ``repository`` name the same repository (tests/test_release.py checks).
+REPOSITORY_URL = "https://github.com/loopcheck/loopcheck"
+# A rule's page in the source of the version that reports it: ``{ref}`` is that release's tag.
+RULE_URL = REPOSITORY_URL + "/blob/{ref}/rules/{code}.md"
+# A release (or pre-release) version, as setuptools-scm derives it from a tag ``vX.Y.Z``.
+_RELEASE = re.compile(r"\d+(?:\.\d+)*(?:(?:a|b|rc)\d+)?")
+
+
+def docs_ref(version: str) -> str:
+    """The git ref whose rule pages are those of ``version``: the tag ``v<version>`` of a release
+    (``0.2.0`` -> ``v0.2.0``); ``main`` for a development build (``0.2.1.dev3+g1a2b3c4``), whose
+    commit may not be pushed anywhere."""
+    return f"v{version}" if _RELEASE.fullmatch(version) else "main"
+
+
+def rule_url(code: str, version: str | None = None) -> str:
+    """The address of rule ``code``'s page (``rules/<code>.md``) for ``version`` (default: the
+    running loopcheck's)."""
+    if version is None:
+        from loopcheck import __version__ as version
+    return RULE_URL.format(ref=docs_ref(version), code=code)
 
 
 @dataclass(frozen=True)
@@ -41,7 +66,8 @@ class RuleInfo:
 
     @property
     def url(self) -> str:
-        return DOCS_URL.format(code=self.code)
+        """The rule's page for the running version (:func:`rule_url`)."""
+        return rule_url(self.code)
 
 
 _CATALOG = (

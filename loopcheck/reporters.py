@@ -40,12 +40,13 @@ from urllib.parse import quote
 import click
 
 from loopcheck import __version__
+from loopcheck.catalog import REPOSITORY_URL
 from loopcheck.findings import Finding
 
 if TYPE_CHECKING:
     from loopcheck.notebook import Notebook
 
-INFORMATION_URI = "https://github.com/loopcheck/loopcheck"
+INFORMATION_URI = REPOSITORY_URL  # SARIF's tool.driver.informationUri
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 UNSAFE_NOTE = "This is an unsafe fix and may change runtime behavior"
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from loopcheck import __version__
 from loopcheck.cli import main
 from loopcheck.rules import INFOS
 
@@ -319,7 +320,7 @@ def test_every_rule_page_says_whether_it_has_an_autofix():
 def test_version_at_the_root():
     for flag in ("-V", "--version"):
         result = run(flag)
-        assert (result.exit_code, result.output) == (0, "loopcheck 0.1.0\n")
+        assert (result.exit_code, result.output) == (0, f"loopcheck {__version__}\n")
 
 
 def test_help_lists_each_command_with_its_whole_description():

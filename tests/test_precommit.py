@@ -7,8 +7,8 @@ go in parallel (each builds an environment):
 
 * README's ``repo: local`` hook, the YAML block copied from README.md with the clone's path
   filled in, run by the real ``pre-commit run --all-files`` on a bad and a good file;
-* ``pre-commit try-repo`` on the copy: the repository's own ``.pre-commit-hooks.yaml`` at a
-  commit SHA (what ``rev:`` gives once a tag exists);
+* ``pre-commit try-repo`` on the copy, tagged with README's ``rev:``: the repository's own
+  ``.pre-commit-hooks.yaml`` at that tag;
 * README's GitHub Actions ``run:`` steps, in order, in a fresh virtualenv, with the git URL
   pointed at the copy and ``COMMIT`` at its commit.
 """
@@ -47,7 +47,10 @@ elif shutil.which("pre-commit"):
 else:
     PRE_COMMIT = None
 
-pytestmark = pytest.mark.skipif(GIT is None or PRE_COMMIT is None, reason="needs git and pre-commit")
+pytestmark = [
+    pytest.mark.skipif(GIT is None or PRE_COMMIT is None, reason="needs git and pre-commit"),
+    pytest.mark.skipif(not (ROOT / "loopcheck").is_dir(), reason="installs the project from its source tree"),
+]
 
 
 def git(*args: str, cwd: Path) -> str:
@@ -92,8 +95,9 @@ def test_readme_snippets_are_valid_yaml_and_pin_no_missing_tag():
     workflow = yaml.safe_load(readme_block("GitHub Actions", "jobs:"))
     runs = [s["run"] for s in workflow["jobs"]["loopcheck"]["steps"] if "run" in s]
     assert runs[0] == 'pip install "loopcheck @ git+https://github.com/OWNER/loopcheck@COMMIT"'
-    readme = (ROOT / "README.md").read_text()
-    assert "rev: v0.1.0" not in readme.split("Once a release is tagged", 1)[0]  # no missing tag before that
+    remote = yaml.safe_load(readme_block("pre-commit", "rev:"))["repos"][0]
+    assert remote["hooks"][0]["id"] == hooks_yaml["id"]
+    assert re.fullmatch(r"v\d+\.\d+\.\d+", remote["rev"])  # a release tag (tests/test_release.py: the version's)
 
 
 def _copy_project(repo: Path) -> str:
@@ -135,10 +139,12 @@ def test_readme_pre_commit_and_actions_snippets_work_as_written(tmp_path: Path):
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
 
-    # 2. the repository's hook definition at a commit (try-repo), on a good file
+    # 2. the repository's hook definition at README's `rev:`, a tag of the clone (try-repo), on a good file
+    rev = yaml.safe_load(readme_block("pre-commit", "rev:"))["repos"][0]["rev"]
+    git("tag", "-a", rev, "-m", f"loopcheck {rev}", cwd=repo)
     remote = _work_repo(tmp_path / "remote", {"good.py": GOOD})
     procs["try-repo"] = subprocess.Popen(
-        [*PRE_COMMIT, "try-repo", str(repo), "loopcheck", "--ref", sha, "--files", "good.py", "--color", "never"],
+        [*PRE_COMMIT, "try-repo", str(repo), "loopcheck", "--ref", rev, "--files", "good.py", "--color", "never"],
         cwd=remote, env={**env, "PRE_COMMIT_HOME": str(tmp_path / "home-remote")},
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
@@ -163,7 +169,7 @@ def test_readme_pre_commit_and_actions_snippets_work_as_written(tmp_path: Path):
     assert "good.py" not in out["local"].replace("bad.py", "")
 
     assert procs["try-repo"].returncode == 0, out["try-repo"]
-    assert "Passed" in out["try-repo"] and f"rev: {sha}" in out["try-repo"]
+    assert "Passed" in out["try-repo"] and f"rev: {rev}" in out["try-repo"]
 
     assert procs["actions"].returncode == 0, out["actions"]
     exits = re.findall(r"step exit (\d+)", out["actions"])
