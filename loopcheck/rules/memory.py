@@ -93,7 +93,8 @@ class LossTensorKept(Rule):
     while that container still holds what the same store kept before an optimizer ``step``, on
     a path where the container was neither re-bound nor cleared (``graph_release``) since: the
     graphs of earlier steps are still referenced when the next step's is added. Or the store
-    reaches itself again in a loop that runs a model's forward but no backward and no step, and
+    reaches itself again in a loop that runs a model's forward (not only of the module the
+    loop's target binds: a stage of one pass) but no backward and no step, and
     nothing computed from the container is backpropagated (each graph keeps its activations). A container reset after
     each step, a local of a function that has returned, a loss stored and backpropagated within
     one step, and a value without a graph (``loss.item()``, a count from the labels) are not
