@@ -262,7 +262,7 @@ def lint_paths(paths: list[str], resolver: Resolver, force_exclude: bool = False
         ConfigError: a configuration file on the way is invalid.
     """
     from loopcheck.listing import source_files
-    from loopcheck.runner import check_all, start_pool
+    from loopcheck.runner import check_all, start_pool, workers_for
 
     run = Run([], {})
     # in the order a serial run meets them: ("problem", message, is_error), ("path", path,
@@ -296,6 +296,8 @@ def lint_paths(paths: list[str], resolver: Resolver, force_exclude: bool = False
     # file is to be checked: not for files whose entries hold their findings (a warm run with
     # findings spent 0.06-0.2 s forking a pool it did not use); a miss among those is checked
     # in a pool check_all starts
+    # at most one worker per file to check and per core (-j 32 on 2 cores)
+    jobs = workers_for(jobs, sum(step[0] == "path" for step in found))
     pool = start_pool(jobs) if jobs > 1 and sum(step[0] == "path" and step[6] is None for step in found) > 1 else None
     steps: list[tuple] = []
 
