@@ -29,7 +29,10 @@ if TYPE_CHECKING:
     from loopcheck.findings import Finding
     from loopcheck.reporters import SourceFile
 
-OUTPUT_FORMATS = ["full", "concise", "text", "json", "json-lines", "sarif", "github"]
+OUTPUT_FORMATS = ["full", "concise", "text", "grouped", "json", "json-lines", "sarif", "github", "gitlab", "junit",
+                  "pylint", "azure", "rdjson"]
+#: The formats that end with the summary line (and ``--show-fixes``'s list).
+TEXT_FORMATS = ("full", "concise", "text", "grouped")
 
 
 class ConfigurationError(click.ClickException):
@@ -88,7 +91,7 @@ def resolve_selection(select: list[str], ignore: list[str], preview: bool = Fals
 
 def lint_text(
     text: str, filename: str, codes: Collection[str] | None = None, src: tuple = (),
-    project: Project | None = None,
+    project: Project | None = None, ignore_noqa: bool = False,
 ) -> tuple[list[Finding], SourceFile]:
     """Check the text of one file as the command line does.
 
@@ -105,6 +108,8 @@ def lint_text(
         project: the file's :class:`~loopcheck.engine.project.Project`, when the caller has
             it (default: ``project_for(filename, src)``, which resolves the path and looks for
             the project's root on disk again).
+        ignore_noqa: ``--ignore-noqa``: no ``# noqa`` comment (line or file) suppresses
+            anything and none is reported unused; ``# loopcheck: skip-file`` still skips.
 
     Returns:
         The findings (rows of the checked program; notebooks' rows are mapped to cells when
@@ -115,14 +120,14 @@ def lint_text(
     """
     from loopcheck.engine.project import project_for
     from loopcheck.fixes import attach_fixes
-    from loopcheck.noqa import apply_noqa, is_skipped
+    from loopcheck.noqa import apply_noqa, has_skip_file, is_skipped
     from loopcheck.notebook import check_notebook, read_notebook
     from loopcheck.reporters import SourceFile
 
     notebook = read_notebook(text) if filename.endswith(".ipynb") else None
     program = notebook.source if notebook is not None else text
     source = SourceFile(filename, program, notebook)
-    if is_skipped(program):
+    if has_skip_file(program) if ignore_noqa else is_skipped(program):
         return [], source
     project = project if project is not None else project_for(filename, src)
     if notebook is not None:
@@ -131,7 +136,8 @@ def lint_text(
         from loopcheck.analysis import check_parsed
 
         found, module, positions = check_parsed(program, filename, codes, project)
-    found = apply_noqa(found, program, filename, codes)
+    if not ignore_noqa:
+        found = apply_noqa(found, program, filename, codes)
     if any(f.fix is None for f in found):
         attach_fixes(program, [f for f in found if f.fix is None], module, positions, select=codes)
     return found, source
@@ -152,6 +158,8 @@ class Run:
     codes: dict[str, Collection[str] | None] = field(default_factory=dict)  # rules run per file
     originals: dict[str, SourceText] = field(default_factory=dict)  # as read: codec, BOM, bytes
     src: dict[str, tuple] = field(default_factory=dict)  # the project's source roots per file
+    fixable: dict[str, frozenset[str]] = field(default_factory=dict)  # codes whose fixes apply, per file
+    ignore_noqa: bool = False  # --ignore-noqa
     nothing_checked: bool = False  # no file was found, or every one found was skipped
 
 
@@ -181,12 +189,12 @@ def _lint_one(run: Run, source: SourceText | str, filename: str, codes, src: tup
     a failure is reported and fails the run, the other files are still checked."""
     from loopcheck.runner import check_job
 
-    job = _job(source, filename, codes, src)
+    job = _job(source, filename, codes, src, ignore_noqa=run.ignore_noqa)
     _record(run, job, source, check_job(job))
 
 
 def _job(source: SourceText | str, filename: str, codes, src: tuple = (), cache: Cache | None = None,
-         entry: str | None = None, stamp: list | None = None):
+         entry: str | None = None, stamp: list | None = None, ignore_noqa: bool = False):
     """The :class:`loopcheck.runner.Job` of one file read as ``source``; ``entry``: its cache
     entry's name when already known; ``stamp``: the file's size and time before it was read
     (:func:`loopcheck.cache.source_stamp`), dropped when the bytes read have another size."""
@@ -200,7 +208,7 @@ def _job(source: SourceText | str, filename: str, codes, src: tuple = (), cache:
         entry = cache.entry_name(filename, codes, src)
     if stamp is not None and (source.data is None or len(source.data) != stamp[0]):
         stamp = None  # changed while it was read
-    return Job(filename, text, codes, src, entry, stamp)
+    return Job(filename, text, codes, src, entry, stamp, ignore_noqa)
 
 
 def _record(run: Run, job, source: SourceText | str, outcome) -> None:
@@ -247,7 +255,7 @@ def read_file(run: Run | None, path: Path, max_size: int, report=None) -> Source
 
 
 def lint_paths(paths: list[str], resolver: Resolver, force_exclude: bool = False, jobs: int = 1,
-               cache: Cache | None = None) -> Run:
+               cache: Cache | None = None, ignore_noqa: bool = False) -> Run:
     """Check the files under ``paths``, each with the settings of its directory.
 
     The files are found and read first; then each is answered from ``cache`` when its entry
@@ -266,7 +274,7 @@ def lint_paths(paths: list[str], resolver: Resolver, force_exclude: bool = False
     from loopcheck.listing import source_files
     from loopcheck.runner import check_all, start_pool, workers_for
 
-    run = Run([], {})
+    run = Run([], {}, ignore_noqa=ignore_noqa)
     # in the order a serial run meets them: ("problem", message, is_error), ("path", path,
     # settings, codes, entry, stamp, freshness) for a file to read, then ("file", job, source)
     # once read
@@ -314,7 +322,8 @@ def lint_paths(paths: list[str], resolver: Resolver, force_exclude: bool = False
                 _, path, settings, codes, entry, stamp, _fresh = step
                 source = read_file(run, path, settings.max_file_size, on_read_problem)
                 if source is not None:
-                    steps.append(("file", _job(source, str(path), codes, settings.src, cache, entry, stamp), source))
+                    steps.append(("file", _job(source, str(path), codes, settings.src, cache, entry, stamp,
+                                               ignore_noqa), source))
             else:
                 steps.append(step)
     except BaseException:
@@ -335,14 +344,14 @@ def lint_paths(paths: list[str], resolver: Resolver, force_exclude: bool = False
 
 
 def lint_stdin(stdin_filename: str | None, resolver: Resolver, force_exclude: bool = False,
-               echo: bool = False) -> Run:
+               echo: bool = False, ignore_noqa: bool = False) -> Run:
     """Check standard input, named ``stdin_filename`` (``-`` if none). With ``echo`` (``--fix
     -``), input that is not checked (excluded, too large, undecodable) is written back to
     standard output unchanged."""
     from loopcheck.discovery import is_force_excluded
     from loopcheck.files import FileTooLarge, Skipped, SourceError, check_line_lengths, decode_source
 
-    run = Run([], {})
+    run = Run([], {}, ignore_noqa=ignore_noqa)
     name = stdin_filename or "-"
     path = Path(stdin_filename) if stdin_filename else Path("-")
     settings = resolver.for_file(path)
@@ -396,6 +405,9 @@ def _fix_one(run: Run, filename: str, unsafe: bool) -> tuple[str, str, list[Find
     source = run.sources[filename]
     mine = [f for f in run.findings if f.filename == filename]
     codes = run.codes.get(filename)
+    fixable = run.fixable.get(filename)
+    if fixable is not None:  # only the rules whose fixes apply (fixable/unfixable)
+        codes = fixable if codes is None else frozenset(codes) & fixable
     new_program, done = apply_fixes(source.text, mine, unsafe, filename=filename, select=codes)
     new_program, _unused = remove_unused_noqa(new_program, filename, codes)
     old_text = run.texts[filename]
@@ -467,7 +479,9 @@ def fix_files(run: Run, unsafe: bool, write: bool, stdin: bool = False) -> dict[
                 remaining.extend(mine)
                 continue
         try:
-            after, checked = run_deep(lint_text, new_text, filename, run.codes.get(filename), run.src.get(filename, ()))
+            after, checked = run_deep(lint_text, new_text, filename, run.codes.get(filename), run.src.get(filename, ()),
+                                      None, run.ignore_noqa)
+            _drop_unfixable(run, after)
         except Exception as err:  # noqa: BLE001
             report_problem(run, f"internal error while checking {filename} after fixing: {describe_error(err)}")
             after, checked = [], run.sources[filename]
@@ -479,6 +493,15 @@ def fix_files(run: Run, unsafe: bool, write: bool, stdin: bool = False) -> dict[
         remaining.extend(after)
     run.findings = remaining
     return changes
+
+
+def _drop_unfixable(run: Run, findings: list[Finding]) -> None:
+    """Remove the fixes of findings whose rule is not fixable for their file (``fixable``,
+    ``unfixable``), as ruff does: they are neither shown (``[*]``, JSON's ``fix``) nor applied."""
+    for f in findings:
+        fixable = run.fixable.get(f.filename)
+        if f.fix is not None and fixable is not None and f.code not in fixable:
+            f.fix = None
 
 
 def _silence_broken_pipe() -> None:
@@ -762,11 +785,15 @@ def main() -> None:
 @click.option("--respect-gitignore/--no-respect-gitignore", default=None,
               help="Skip (or also check) what .gitignore excludes [default: respect].")
 @click.option("--force-exclude", is_flag=True, help="Apply the exclusions to paths named on the command line too.")
-@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Use this configuration file for every file, instead of finding the closest one.")
+@click.option("--config", "config_args", multiple=True, metavar="FILE|KEY=VALUE",
+              help="A configuration file to use for every file, instead of finding the closest one; or a TOML "
+                   "'key = value' overriding that key of every configuration file (repeatable).")
+@click.option("--extend-per-file-ignores", multiple=True, metavar="PATTERN:CODES",
+              help="Rule codes or names to ignore in the files matching PATTERN, in addition to the configured "
+                   "per-file-ignores (comma-separated: 'tests/*:LC401,LC302').")
 @click.option("--isolated", is_flag=True, help="Ignore every configuration file.")
-@click.option("--output-format", type=click.Choice(OUTPUT_FORMATS), default=None,
-              help="How to print findings [default: full on a terminal, else concise].")
+@click.option("--output-format", type=click.Choice(OUTPUT_FORMATS), default=None, envvar="LOOPCHECK_OUTPUT_FORMAT",
+              show_envvar=True, help="How to print findings [default: full on a terminal, else concise].")
 @click.option("-o", "--output-file", type=click.Path(dir_okay=False, writable=True, path_type=Path),
               help="Write the report to this file instead of standard output.")
 @click.option("--no-color", is_flag=True,
@@ -778,6 +805,15 @@ def main() -> None:
 @click.option("-q", "--quiet", is_flag=True, help="Print the findings only, without the summary line.")
 @click.option("--stdin-filename", help="The name of the file read from standard input (PATH '-').")
 @click.option("--fix", is_flag=True, help="Apply the safe fixes and report what remains.")
+@click.option("--fix-only", is_flag=True,
+              help="Apply the safe fixes, but report nothing else: exit 0 unless --exit-non-zero-on-fix.")
+@click.option("--show-fixes", is_flag=True, help="List the fixes applied, per file and rule, before the summary.")
+@click.option("--fixable", multiple=True, help="Rule codes, names or prefixes whose fixes apply (default: all; comma-separated).")
+@click.option("--extend-fixable", multiple=True, help="Rule codes, names or prefixes to make fixable in addition.")
+@click.option("--unfixable", multiple=True, help="Rule codes, names or prefixes whose fixes neither show nor apply.")
+@click.option("--ignore-noqa", is_flag=True,
+              help="Report what '# noqa' comments (line and file-level) suppress; '# loopcheck: skip-file' still "
+                   "skips, and --fix still leaves alone what a '# noqa' covers.")
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply (with --fix) or show the fixes marked unsafe.")
 @click.option("--diff", "show_diff", is_flag=True, help="Print the fixes as a diff instead of applying them.")
 @click.option("--add-noqa", is_flag=True, help="Add '# noqa: CODE' comments to every reported line, and exit.")
@@ -791,8 +827,9 @@ def main() -> None:
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None, metavar="DIR",
               help="The cache directory [default: $LOOPCHECK_CACHE_DIR, else .loopcheck_cache in the project root].")
 def check(paths, select, extend_select, ignore, preview, exclude, extend_exclude, respect_gitignore, force_exclude,
-          config_path, isolated, output_format, output_file, no_color, statistics, exit_zero, exit_non_zero_on_fix,
-          quiet, stdin_filename, fix, unsafe_fixes, show_diff, add_noqa: bool, show_files: bool,
+          config_args, extend_per_file_ignores, isolated, output_format, output_file, no_color, statistics, exit_zero,
+          exit_non_zero_on_fix, quiet, stdin_filename, fix, fix_only, show_fixes, fixable, extend_fixable, unfixable,
+          ignore_noqa, unsafe_fixes, show_diff, add_noqa: bool, show_files: bool,
           show_settings: bool, max_file_size: int | None, jobs: int | None, no_cache: bool,
           cache_dir: Path | None) -> None:
     """Check PATHS: files (.py, .ipynb) and directories, walked recursively (default: the
@@ -805,8 +842,10 @@ def check(paths, select, extend_select, ignore, preview, exclude, extend_exclude
     from loopcheck.config import ConfigError, Options, Resolver
 
     safe_console()
+    config_path, overrides = parse_config_args(config_args)
     if config_path is not None and isolated:
         raise click.UsageError("--config and --isolated cannot be used together")
+    fix = fix or fix_only
     _check_patterns(exclude, "--exclude")
     _check_patterns(extend_exclude, "--extend-exclude")
     cli = Options(
@@ -818,6 +857,10 @@ def check(paths, select, extend_select, ignore, preview, exclude, extend_exclude
         respect_gitignore=respect_gitignore,
         max_file_size=max_file_size,
         preview=preview,
+        extend_per_file_ignores=parse_per_file_ignores(extend_per_file_ignores),
+        fixable=_check_codes(parse_codes(fixable), "--fixable") if fixable else None,
+        extend_fixable=_check_codes(parse_codes(extend_fixable), "--extend-fixable"),
+        unfixable=_check_codes(parse_codes(unfixable), "--unfixable"),
     )
     read_stdin = paths == ("-",) or (not paths and stdin_filename is not None)
     if "-" in paths and not read_stdin:
@@ -825,7 +868,7 @@ def check(paths, select, extend_select, ignore, preview, exclude, extend_exclude
     stream = _report_stream(output_file, stderr=fix and read_stdin)
     with stream as out:
         try:
-            resolver = Resolver(cli, config_path, isolated)
+            resolver = Resolver(cli, config_path, isolated, overrides=overrides)
             if (show_files or show_settings) and not read_stdin:
                 (print_settings if show_settings else list_files)(list(paths) or ["."], resolver, force_exclude, out)
                 return
@@ -833,16 +876,19 @@ def check(paths, select, extend_select, ignore, preview, exclude, extend_exclude
 
             tune_gc()  # the checks, and the fixes checked again in this process
             if read_stdin:
-                run = lint_stdin(stdin_filename, resolver, force_exclude, echo=fix and not show_diff and not add_noqa)
+                run = lint_stdin(stdin_filename, resolver, force_exclude, echo=fix and not show_diff and not add_noqa,
+                                 ignore_noqa=ignore_noqa)
             else:
                 from loopcheck.runner import default_jobs
 
                 cache = None
-                if not no_cache:
+                if not no_cache and not ignore_noqa:  # the cache holds findings after # noqa
                     from loopcheck.cache import Cache, cache_directory
 
                     cache = Cache(cache_directory(cache_dir))
-                run = lint_paths(list(paths) or ["."], resolver, force_exclude, jobs=jobs or default_jobs(), cache=cache)
+                run = lint_paths(list(paths) or ["."], resolver, force_exclude, jobs=jobs or default_jobs(), cache=cache,
+                                 ignore_noqa=ignore_noqa)
+            restrict_fixes(run, resolver, stdin_filename if read_stdin else None)
         except ConfigError as err:
             raise ConfigurationError(str(err)) from None
         except FileNotFoundError as err:
@@ -867,9 +913,19 @@ def check(paths, select, extend_select, ignore, preview, exclude, extend_exclude
             changes = fix_files(run, unsafe_fixes, write=True, stdin=read_stdin)
             fixed = sum(n for _, _, n in changes.values())
         findings = sorted(run.findings, key=lambda f: f.sort_key)
+        if fix_only:
+            try:
+                write_fix_only(out, fixed_table(before, findings) if show_fixes else None, fixed, quiet)
+                out.flush()
+            except BrokenPipeError:
+                _silence_broken_pipe()
+            sys.exit(2 if run.failed else (1 if fixed and exit_non_zero_on_fix else 0))
+        fmt = output_format or ("full" if getattr(out, "isatty", lambda: False)() else "concise")
         try:
+            if show_fixes and fixed and fmt in TEXT_FORMATS and not statistics:
+                out.write(fixed_list(fixed_table(before, findings)))
             # "All checks passed!" is never printed when a file could not be read, checked or fixed
-            write_report(run, findings, out, output_format=output_format, no_color=no_color,
+            write_report(run, findings, out, output_format=fmt, no_color=no_color,
                          quiet=quiet or (run.failed and not findings) or run.nothing_checked, statistics=statistics, fixed=fixed,
                          fixed_warnings=_fixed_warnings(before, findings) if fixed else 0, unsafe_fixes=unsafe_fixes)
             out.flush()
@@ -880,6 +936,123 @@ def check(paths, select, extend_select, ignore, preview, exclude, extend_exclude
         except Exception as err:  # noqa: BLE001 - a reporter bug is an internal error, exit 2
             report_problem(run, f"internal error while writing the report: {describe_error(err)}")
     sys.exit(exit_status(run, findings, exit_zero=exit_zero, fixed=fixed, exit_non_zero_on_fix=exit_non_zero_on_fix))
+
+
+def parse_config_args(values: tuple[str, ...]):
+    """``--config`` values: at most one configuration file, and TOML ``key = value`` overrides
+    (ruff's two uses of ``--config``): ``(path or None, merged overrides or None)``.
+
+    Raises:
+        click.BadParameter: two files, or a value that is neither a file nor a valid override.
+    """
+    from loopcheck.config import ConfigError, inherit, parse_override
+
+    path: Path | None = None
+    overrides = None
+    for value in values:
+        if os.path.isfile(value):
+            if path is not None:
+                raise click.BadParameter("only one configuration file can be given", param_hint="--config")
+            path = Path(value)
+            continue
+        if "=" not in value:
+            raise click.BadParameter(f"no such configuration file {value!r} (an override is a TOML "
+                                     "'key = value')", param_hint="--config")
+        try:
+            layer = parse_override(value)
+        except ConfigError as err:
+            raise click.BadParameter(str(err).removeprefix(f"--config {value!r}: "), param_hint=f"--config {value!r}") from None
+        overrides = layer if overrides is None else inherit(overrides, layer)
+    return path, overrides
+
+
+def parse_per_file_ignores(values: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``--extend-per-file-ignores 'tests/*:LC401,LC302'`` values as ``(pattern, codes)`` pairs:
+    each comma-separated item is ``PATTERN:CODE``, or a further ``CODE`` of the pattern before.
+
+    Raises:
+        click.BadParameter: no pattern, an invalid pattern, or a code that names no rule.
+    """
+    from loopcheck.config import pattern_error
+
+    pairs: list[tuple[str, list[str]]] = []
+    for value in values:
+        for item in value.split(","):
+            item = item.strip()
+            if not item:
+                continue
+            pattern, sep, code = item.rpartition(":")
+            if sep:
+                pattern = pattern.strip()
+                why = pattern_error(pattern[1:] if pattern.startswith("!") else pattern) if pattern.lstrip("!") else "empty"
+                if why is not None:
+                    raise click.BadParameter(f"invalid pattern {pattern!r} ({why})", param_hint="--extend-per-file-ignores")
+                pairs.append((pattern, []))
+            elif not pairs:
+                raise click.BadParameter(f"expected PATTERN:CODES, got {item!r}", param_hint="--extend-per-file-ignores")
+            pairs[-1][1].append(code)
+    return tuple((p, _check_codes(parse_codes(tuple(c)), "--extend-per-file-ignores")) for p, c in pairs)
+
+
+def restrict_fixes(run: Run, resolver: Resolver, stdin_filename: str | None = None) -> None:
+    """Record each checked file's fixable codes (``fixable``/``unfixable``) in ``run`` and
+    remove the fixes of the other rules' findings (:func:`_drop_unfixable`)."""
+    for filename in run.sources:
+        path = Path(stdin_filename) if filename == "-" and stdin_filename else Path(filename)
+        fixable = resolver.for_file(path).fixable
+        if len(fixable) < len(_all_codes()):
+            run.fixable[filename] = fixable
+    if run.fixable:
+        _drop_unfixable(run, run.findings)
+
+
+def _all_codes():
+    from loopcheck.catalog import INFOS
+
+    return INFOS
+
+
+def fixed_table(before: list[Finding], after: list[Finding]) -> dict[str, dict[str, int]]:
+    """``{file: {code: how many findings --fix removed}}``: the findings before the fixes
+    minus those after, per file and code."""
+    from collections import Counter
+
+    table: dict[str, dict[str, int]] = {}
+    gone = Counter((f.filename, f.code) for f in before) - Counter((f.filename, f.code) for f in after)
+    for (filename, code), n in gone.items():
+        table.setdefault(filename, {})[code] = n
+    return table
+
+
+def fixed_list(table: dict[str, dict[str, int]]) -> str:
+    """``--show-fixes``, as ruff prints it: a blank line, ``Fixed N errors:``, then ``- path:``
+    and ``    count × CODE (name)`` per rule (most fixed first), then a blank line; ``""``
+    when nothing was fixed."""
+    from loopcheck.reporters import relative_name
+
+    infos = _all_codes()
+    total = sum(n for codes in table.values() for n in codes.values())
+    if not total:
+        return ""
+    width = len(str(max(n for codes in table.values() for n in codes.values())))
+    lines = [f"Fixed {total} error{'s' if total != 1 else ''}:"]
+    for filename in sorted(table):
+        lines.append(f"- {relative_name(filename)}:")
+        for code, n in sorted(table[filename].items(), key=lambda item: (-item[1], item[0])):
+            name = infos[code].name if code in infos else code
+            lines.append(f"    {n:>{width}} × {code} ({name})")
+    return "\n" + "\n".join(lines) + "\n\n"
+
+
+def write_fix_only(out: TextIO, table: dict[str, dict[str, int]] | None, fixed: int, quiet: bool) -> None:
+    """``--fix-only``'s report, as ruff's: ``--show-fixes``'s list when asked for, then
+    ``Fixed N errors.`` (nothing when nothing was fixed, or with ``--quiet``)."""
+    if quiet:
+        return
+    if table:
+        out.write(fixed_list(table))
+    if fixed:
+        out.write(f"Fixed {fixed} error{'s' if fixed != 1 else ''}.\n")
 
 
 class _report_stream:
@@ -949,7 +1122,7 @@ def write_report(run: Run, findings: list[Finding], out: TextIO, *, output_forma
     from loopcheck.reporters import WRITERS, Context, write_statistics
 
     fmt = output_format or ("full" if getattr(out, "isatty", lambda: False)() else "concise")
-    ctx = Context(run.sources, color=use_color(no_color, out) and fmt in ("full", "concise", "text"), quiet=quiet,
+    ctx = Context(run.sources, color=use_color(no_color, out) and fmt in TEXT_FORMATS, quiet=quiet,
                   fixed=fixed, fixed_warnings=fixed_warnings, unsafe_fixes=unsafe_fixes)
     if statistics:
         write_statistics(findings, out, ctx, as_json=fmt in ("json", "json-lines"))

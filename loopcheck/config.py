@@ -14,6 +14,11 @@ Keys (all optional)::
     preview = true                   # also enable the rules in preview (default false)
     ignore = ["LC401"]               # removed from the selection
     per-file-ignores = { "tests/**" = ["LC401"] }
+    extend-per-file-ignores = { "notebooks/**" = ["LC302"] }   # added to per-file-ignores
+    fixable = ["ALL"]                # the rules whose fixes are shown and applied (default: all)
+    extend-fixable = ["LC301"]       # added to fixable
+    unfixable = ["LC101"]            # removed from fixable: their findings have no fix
+    extend = "../pyproject.toml"     # inherit that file's settings (this file's win)
     exclude = [".git", "build"]      # replaces the default list of excluded names
     extend-exclude = ["notebooks/scratch"]   # added to it
     respect-gitignore = true
@@ -37,6 +42,18 @@ when preview is on (``preview = true``, ``--preview``; ``--no-preview`` turns it
 ``select``/``extend-select`` name them by exact code or name (``"LC401"``,
 ``"loss-tensor-kept"``): a prefix (``"LC4"``) or ``"ALL"`` alone does not enable them.
 ``--preview``/``--no-preview`` replaces ``preview``.
+
+``extend = "path"`` (as ruff): the settings of that file (``~`` and ``$VARS`` expanded, a
+relative path taken from this file's directory; itself possibly extending another) are
+inherited, and this file's own keys win: ``select``/``extend-select``/``ignore`` and
+``fixable``/``extend-fixable``/``unfixable`` apply after the extended file's as a further
+layer, ``extend-exclude`` and ``extend-per-file-ignores`` add to its own, every other key
+given replaces its value. The extended file's anchored patterns (``dir/*.py``) are rebased to
+this file's directory, its ``src`` directories taken from its own.
+
+``--config KEY=VALUE`` (ruff's inline override: ``--config "select = ['LC1']"``) applies a
+TOML ``key = value`` of these keys on top of every configuration file, as if written in it,
+below the command line's own options.
 
 A pattern pathspec cannot compile (``[z-a]``, ``build\\``, a lone ``!``) is an error that
 names it, as is a file TOML cannot read (one nested thousands of levels deep included).
@@ -127,6 +144,13 @@ class Options:
     src: tuple[str, ...] | None = None
     max_file_size: int | None = None
     preview: bool | None = None
+    extend_per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    fixable: tuple[str, ...] | None = None
+    extend_fixable: tuple[str, ...] = ()
+    unfixable: tuple[str, ...] = ()
+    #: The selection layers of the files this one extends, farthest first (each with its
+    #: own ``select``/``fixable`` keys), applied before this one's.
+    base: tuple[Options, ...] = ()
 
 
 # --- reading and validating a file ----------------------------------------------------
@@ -219,7 +243,13 @@ KEYS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
     "src": ("src", _string_list),
     "max-file-size": ("max_file_size", _size),
     "preview": ("preview", _bool),
+    "extend-per-file-ignores": ("extend_per_file_ignores", _per_file_ignores),
+    "fixable": ("fixable", _code_list),
+    "extend-fixable": ("extend_fixable", _code_list),
+    "unfixable": ("unfixable", _code_list),
 }
+#: Keys read by :func:`load_options` itself, not by :func:`parse_options`.
+FILE_KEYS = ("extend",)
 
 
 def parse_options(table: dict[str, Any]) -> Options:
@@ -231,21 +261,22 @@ def parse_options(table: dict[str, Any]) -> Options:
     values = {}
     for key, value in table.items():
         if key not in KEYS:
-            close = difflib.get_close_matches(key, KEYS, n=1)
+            close = difflib.get_close_matches(key, [*KEYS, *FILE_KEYS], n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ConfigError(f"unknown key {key!r}{hint}; known keys: {', '.join(KEYS)}")
+            raise ConfigError(f"unknown key {key!r}{hint}; known keys: {', '.join([*KEYS, *FILE_KEYS])}")
         attr, check = KEYS[key]
         values[attr] = check(key, value)
     return Options(**values)
 
 
-def load_options(path: Path) -> Options | None:
-    """The options of one configuration file; ``None`` for a pyproject.toml without a
-    ``[tool.loopcheck]`` table.
+def load_options(path: Path, _chain: tuple[str, ...] = ()) -> Options | None:
+    """The options of one configuration file, with those of the file it ``extend``s
+    (:func:`inherit`); ``None`` for a pyproject.toml without a ``[tool.loopcheck]`` table.
 
     Raises:
-        ConfigError: the file cannot be read or parsed, or its table is invalid; the
-            message starts with the file's path.
+        ConfigError: the file cannot be read or parsed, or its table is invalid, or its
+            ``extend`` names no configuration or a cycle; the message starts with the
+            file's path.
     """
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -264,11 +295,130 @@ def load_options(path: Path) -> Options | None:
             raise ConfigError(f"{path}: {where} must be a table")
     else:
         table, where = data, ""
+    sep = f" {where} " if where else " "
+    table = dict(table)
+    extend = table.pop("extend", None)
+    try:
+        options = parse_options(table)
+    except ConfigError as err:
+        raise ConfigError(f"{path}:{sep}{err}") from None
+    if extend is None:
+        return options
+    if not isinstance(extend, str) or not extend.strip():
+        raise ConfigError(f"{path}:{sep}extend: expected the path of a configuration file, got {_show(extend)}")
+    parent_path = Path(os.path.expandvars(os.path.expanduser(extend)))
+    if not parent_path.is_absolute():
+        parent_path = path.parent / parent_path
+    chain = (*_chain, os.path.realpath(path))
+    if os.path.realpath(parent_path) in chain:
+        raise ConfigError(f"{path}:{sep}extend: {extend!r} extends this file again (a cycle)")
+    if not parent_path.is_file():
+        raise ConfigError(f"{path}:{sep}extend: no such file {extend!r}")
+    parent = load_options(parent_path, chain)
+    if parent is None:
+        raise ConfigError(f"{path}:{sep}extend: {extend!r} has no [tool.loopcheck] table")
+    return inherit(rebase(parent, parent_path.parent, path.parent), options)
+
+
+def rebase_pattern(pattern: str, old: Path, new: Path) -> str | None:
+    """A gitignore-style ``pattern`` relative to directory ``old`` written relative to ``new``
+    instead; ``None`` when it cannot match anything under ``new``. A pattern without a slash
+    before its end (``*.py``, ``build/``) or starting with ``**/`` matches at any depth and
+    stays as it is."""
+    negated = pattern.startswith("!")
+    body = pattern[1:] if negated else pattern
+    old, new = Path(os.path.abspath(old)), Path(os.path.abspath(new))
+    if old == new or "/" not in body.rstrip("/") or body.startswith("**/"):
+        return pattern
+    rel = body.lstrip("/")
+    try:
+        down = old.relative_to(new).as_posix()  # ``old`` under ``new``: prefix it
+        moved = f"{down}/{rel}"
+    except ValueError:
+        try:
+            up = new.relative_to(old).as_posix() + "/"  # ``new`` under ``old``: strip it
+        except ValueError:
+            return None
+        if not rel.startswith(up) or rel == up:
+            return None
+        moved = rel[len(up):]
+    return ("!" if negated else "") + "/" + moved
+
+
+def _rebase_patterns(patterns, old: Path, new: Path) -> tuple[str, ...]:
+    return tuple(p for p in (rebase_pattern(q, old, new) for q in patterns) if p is not None)
+
+
+def _rebase_table(table, old: Path, new: Path) -> tuple:
+    out = []
+    for glob, codes in table:
+        moved = rebase_pattern(glob, old, new)
+        if moved is not None:
+            out.append((moved, codes))
+    return tuple(out)
+
+
+def rebase(options: Options, old: Path, new: Path) -> Options:
+    """``options`` of a file in directory ``old`` as if written in directory ``new``: its
+    patterns rebased (:func:`rebase_pattern`), its ``src`` made absolute."""
+    from dataclasses import replace
+
+    return replace(
+        options,
+        exclude=None if options.exclude is None else _rebase_patterns(options.exclude, old, new),
+        extend_exclude=_rebase_patterns(options.extend_exclude, old, new),
+        per_file_ignores=_rebase_table(options.per_file_ignores, old, new),
+        extend_per_file_ignores=_rebase_table(options.extend_per_file_ignores, old, new),
+        src=None if options.src is None else tuple(os.path.abspath(os.path.join(old, s)) for s in options.src),
+    )
+
+
+def _selection(options: Options) -> Options:
+    """The selection keys of ``options`` alone (one layer of :func:`select_codes`)."""
+    return Options(select=options.select, extend_select=options.extend_select, ignore=options.ignore,
+                   fixable=options.fixable, extend_fixable=options.extend_fixable, unfixable=options.unfixable)
+
+
+def inherit(parent: Options, child: Options) -> Options:
+    """``child``'s options on top of ``parent``'s (``extend``, and ``--config KEY=VALUE`` on a
+    file's options): ``parent``'s selection becomes an earlier layer, ``extend-exclude`` and
+    ``extend-per-file-ignores`` are joined, every other key ``child`` gives replaces
+    ``parent``'s."""
+    def pick(name: str):
+        value = getattr(child, name)
+        return value if value is not None else getattr(parent, name)
+
+    return Options(
+        select=child.select, extend_select=child.extend_select, ignore=child.ignore,
+        per_file_ignores=child.per_file_ignores or parent.per_file_ignores,
+        exclude=pick("exclude"),
+        extend_exclude=(*parent.extend_exclude, *child.extend_exclude),
+        respect_gitignore=pick("respect_gitignore"),
+        src=pick("src"),
+        max_file_size=pick("max_file_size"),
+        preview=pick("preview"),
+        extend_per_file_ignores=(*parent.extend_per_file_ignores, *child.extend_per_file_ignores),
+        fixable=child.fixable, extend_fixable=child.extend_fixable, unfixable=child.unfixable,
+        base=(*parent.base, _selection(parent), *child.base),
+    )
+
+
+def parse_override(text: str) -> Options:
+    """``--config KEY=VALUE``: one TOML ``key = value`` of the configuration's keys.
+
+    Raises:
+        ConfigError: not TOML, an unknown key or a bad value.
+    """
+    try:
+        table = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, RecursionError) as err:
+        raise ConfigError(f"--config {text!r}: neither a configuration file nor a TOML `key = value` ({err})") from None
+    if "extend" in table:
+        raise ConfigError(f"--config {text!r}: extend cannot be given on the command line")
     try:
         return parse_options(table)
     except ConfigError as err:
-        sep = f" {where} " if where else " "
-        raise ConfigError(f"{path}:{sep}{err}") from None
+        raise ConfigError(f"--config {text!r}: {err}") from None
 
 
 def config_in(directory: Path) -> tuple[Path, Options] | None:
@@ -323,6 +473,7 @@ class Settings:
         src: extra directories the project's modules are looked up in (absolute).
         max_file_size: files larger than this many bytes are skipped (0: no limit).
         preview: preview is on (``preview``/``--preview``): prefixes enable rules in preview too.
+        fixable: the codes whose fixes are shown and applied (``fixable``/``unfixable``).
     """
 
     base: Path
@@ -334,6 +485,7 @@ class Settings:
     src: tuple[Path, ...] = ()
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
     preview: bool = False
+    fixable: frozenset[str] = frozenset(INFOS)
 
     def _relative(self, path: Path) -> str:
         path = Path(os.path.abspath(path))
@@ -418,16 +570,28 @@ def select_codes(layers: list[Options], start: set[str] | None = None, preview: 
     return current
 
 
-def resolve(file: Options, cli: Options, base: Path, config_path: Path | None = None) -> Settings:
-    """Settings from a configuration file's options overridden by the command line's."""
+def fixable_codes(layers: list[Options]) -> set[str]:
+    """The codes whose fixes apply after layers of ``fixable``/``extend-fixable``/``unfixable``
+    (every rule by default), with :func:`select_codes`'s precedence."""
+    as_selection = [Options(select=o.fixable, extend_select=o.extend_fixable, ignore=o.unfixable) for o in layers]
+    return select_codes(as_selection, start=set(INFOS), preview=True)
+
+
+def resolve(file: Options, cli: Options, base: Path, config_path: Path | None = None,
+            overrides: Options | None = None) -> Settings:
+    """Settings from a configuration file's options (with ``--config KEY=VALUE``'s
+    ``overrides`` on top) overridden by the command line's."""
+    if overrides is not None:
+        file = inherit(file, overrides)
     preview = cli.preview if cli.preview is not None else bool(file.preview)
-    codes = select_codes([file, cli], preview=preview)
+    layers = [*file.base, file, cli]
+    codes = select_codes(layers, preview=preview)
     exclude = cli.exclude if cli.exclude is not None else file.exclude
     if exclude is None:
         exclude = DEFAULT_EXCLUDE
     exclude = (*exclude, *file.extend_exclude, *cli.extend_exclude)
     per_file = []
-    for glob, prefixes in file.per_file_ignores:
+    for glob, prefixes in (*file.per_file_ignores, *file.extend_per_file_ignores, *cli.extend_per_file_ignores):
         negated = glob.startswith("!")
         per_file.append((_spec([glob[1:] if negated else glob]), negated, frozenset(_codes(prefixes))))
     respect = cli.respect_gitignore if cli.respect_gitignore is not None else file.respect_gitignore
@@ -443,6 +607,7 @@ def resolve(file: Options, cli: Options, base: Path, config_path: Path | None = 
         src=tuple(Path(os.path.abspath(os.path.join(base, p))) for p in (file.src or ())),
         max_file_size=DEFAULT_MAX_FILE_SIZE if max_size is None else max_size,
         preview=preview,
+        fixable=frozenset(fixable_codes(layers)),
     )
 
 
@@ -455,8 +620,9 @@ class Resolver:
     """
 
     def __init__(self, cli: Options, config: Path | None = None, isolated: bool = False,
-                 cwd: Path | None = None) -> None:
+                 cwd: Path | None = None, overrides: Options | None = None) -> None:
         self.cli = cli
+        self.overrides = overrides
         self.cwd = Path(os.path.abspath(cwd or Path.cwd()))
         self._cache: dict[Path, Settings] = {}
         self._by_name: dict[str, Settings] = {}  # for_file's, by the directory's absolute name
@@ -465,16 +631,16 @@ class Resolver:
             options = load_options(config)
             if options is None:
                 raise ConfigError(f"{config}: no [tool.loopcheck] table")
-            self.fixed = resolve(options, cli, self.cwd, config)
+            self.fixed = resolve(options, cli, self.cwd, config, overrides)
         elif isolated:
-            self.fixed = resolve(Options(), cli, self.cwd)
+            self.fixed = resolve(Options(), cli, self.cwd, overrides=overrides)
         self._default: Settings | None = None
 
     @property
     def default(self) -> Settings:
         """The settings where no configuration file applies."""
         if self._default is None:
-            self._default = self.fixed or resolve(Options(), self.cli, self.cwd)
+            self._default = self.fixed or resolve(Options(), self.cli, self.cwd, overrides=self.overrides)
         return self._default
 
     def for_directory(self, directory: Path) -> Settings:
@@ -493,7 +659,7 @@ class Resolver:
             found = config_in(d)
             if found is not None:
                 path, options = found
-                settings = resolve(options, self.cli, d, path)
+                settings = resolve(options, self.cli, d, path, self.overrides)
                 break
             if d.parent == d:
                 settings = self.default

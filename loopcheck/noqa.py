@@ -4,7 +4,9 @@
   starts on) suppresses those codes there; a bare ``# noqa`` suppresses every code. Codes of
   other tools in the same comment (``# noqa: E501, LC101``) are allowed.
 - ``# loopcheck: skip-file`` in any comment of a file skips the whole file, and so does a bare
-  ``# loopcheck: noqa`` (as ruff's ``# ruff: noqa``); ``# loopcheck: noqa: LC101, LC301``
+  ``# loopcheck: noqa`` or ``# flake8: noqa`` (as ruff's ``# ruff: noqa``; flake8 skips such a
+  file, so the flake8 plugin's findings and the command line's agree);
+  ``# loopcheck: noqa: LC101, LC301`` (or ``# flake8: noqa: ...``, as ruff reads it)
   suppresses those codes in the whole file.
 - LC002 (``unused-noqa``, as ruff's RUF100): a ``# noqa: LC...`` comment naming a loopcheck
   code that suppresses nothing on its row (:func:`unused_noqa`); codes of other tools are
@@ -30,9 +32,11 @@ NOQA = re.compile(
     re.IGNORECASE,
 )
 SKIP_FILE = re.compile(r"#\s*loopcheck\s*:\s*skip-file\b", re.IGNORECASE)
-# ``# loopcheck: noqa`` (the whole file) or ``# loopcheck: noqa: LC101, LC301`` (those codes in it).
+# ``# loopcheck: noqa`` (the whole file) or ``# loopcheck: noqa: LC101, LC301`` (those codes in
+# it); ``# flake8: noqa`` likewise, as flake8 (which skips such a file before its plugins run)
+# and ruff honour it.
 FILE_NOQA = re.compile(
-    r"#\s*loopcheck\s*:\s*noqa\b(?:\s*:\s*(?P<codes>[A-Z]+[0-9]+(?:(?:\s*,\s*|\s+)[A-Z]+[0-9]+)*))?",
+    r"#\s*(?:loopcheck|flake8)\s*:\s*noqa\b(?:\s*:\s*(?P<codes>[A-Z]+[0-9]+(?:(?:\s*,\s*|\s+)[A-Z]+[0-9]+)*))?",
     re.IGNORECASE,
 )
 UNUSED_NOQA = "LC002"
@@ -124,6 +128,12 @@ def is_skipped(source: str) -> bool:
     """Whether ``source`` holds ``# loopcheck: skip-file`` or a bare ``# loopcheck: noqa``
     (a cheap test first)."""
     return bool(SKIP_FILE.search(source) or FILE_NOQA.search(source)) and scan(source).skip_file
+
+
+def has_skip_file(source: str) -> bool:
+    """Whether a comment of ``source`` is ``# loopcheck: skip-file`` (which ``--ignore-noqa``
+    still honours: it is no suppression comment but a request not to check the file)."""
+    return bool(SKIP_FILE.search(source)) and any(SKIP_FILE.search(text) for _, text in comments(source))
 
 
 def filter_findings(findings: Iterable[Finding], source: str) -> list[Finding]:

@@ -10,7 +10,10 @@
   loopcheck's ``note`` and ``related``; keys sorted as ruff prints them;
 - ``json-lines``: the same objects, one per line;
 - ``sarif``: a SARIF 2.1.0 log (GitHub code scanning, IDEs);
-- ``github``: GitHub Actions workflow commands, shown as annotations on the pull request.
+- ``github``: GitHub Actions workflow commands, shown as annotations on the pull request;
+- ``gitlab``: a GitLab Code Quality report; ``junit``: JUnit XML; ``rdjson``: reviewdog's
+  diagnostic format; ``azure``: Azure Pipelines logging commands; ``pylint``: ``path:row:
+  [CODE] message`` lines; ``grouped``: the findings under each file's name, and a summary.
 
 ``[*]`` marks a finding whose fix ``--fix`` applies in this run (safe fixes; unsafe ones too
 with ``--unsafe-fixes``). Severity shows in colour: errors red, warnings yellow; the summary
@@ -37,12 +40,13 @@ from urllib.parse import quote
 import click
 
 from loopcheck import __version__
+from loopcheck.catalog import REPOSITORY_URL
 from loopcheck.findings import Finding
 
 if TYPE_CHECKING:
     from loopcheck.notebook import Notebook
 
-INFORMATION_URI = "https://github.com/loopcheck/loopcheck"
+INFORMATION_URI = REPOSITORY_URL  # SARIF's tool.driver.informationUri
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 UNSAFE_NOTE = "This is an unsafe fix and may change runtime behavior"
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -650,10 +654,9 @@ def sarif_rules() -> list[dict]:
 
 
 def _artifact(filename: str) -> dict:
-    path = Path(filename)
-    if path.is_absolute():
-        return {"uri": "file://" + _uri_path(path.as_posix())}
-    return {"uri": _uri_path(path.as_posix()), "uriBaseId": "%SRCROOT%"}
+    """An absolute ``file://`` URI, as ruff writes it: right whatever directory the job that
+    reads the log runs in (a CI step with ``working-directory:``)."""
+    return {"uri": "file://" + _uri_path(Path(os.path.abspath(filename)).as_posix())}
 
 
 def _sarif_location(filename: str, place: Place, end: Place | None = None) -> dict:
@@ -731,7 +734,8 @@ def _gh_property(text: str) -> str:
 def write_github(findings: list[Finding], out: TextIO, ctx: Context | None = None) -> None:
     """``::error title=loopcheck (CODE),file=...,line=...,col=...,endLine=...,endColumn=...::path:line:col:
     CODE message`` per finding (``::warning`` for warning rules), the fix title on a ``help:``
-    line, as ruff prints them. A notebook finding annotates line 1 of the ``.ipynb`` file and
+    line, as ruff prints them: ``file=`` is absolute (GitHub maps it to the repository, also
+    from a step with ``working-directory:``), the message's path as given. A notebook finding annotates line 1 of the ``.ipynb`` file and
     its message starts with ``path:cell N:line:col:``."""
     for f in findings:
         v = view(f, ctx)
@@ -741,13 +745,268 @@ def write_github(findings: list[Finding], out: TextIO, ctx: Context | None = Non
             span = (1, 1, 1, 1)
         props = ",".join([
             f"title={_gh_property(f'loopcheck ({f.code})')}",
-            f"file={_gh_property(display_name(f.filename))}",
+            f"file={_gh_property(display_filename(f.filename))}",
             f"line={span[0]}", f"col={span[1]}", f"endLine={span[2]}", f"endColumn={span[3]}",
         ])
         text = f"{v.prefix}: {f.code} {v.message}"
         if f.fix is not None:
             text += f"\n  help: {f.fix.message}"
         out.write(f"::{_level(v.severity)} {props}::{_gh_data(text)}\n")
+
+
+# --- paths as the text formats show them ------------------------------------------
+
+
+def relative_name(filename: str) -> str:
+    """``filename`` relative to the current directory when it is inside it (ruff's
+    ``relativize_path``), else as given; ``-`` (standard input) unchanged."""
+    if filename == "-" or not os.path.isabs(filename):
+        return display_name(filename)
+    cwd = os.getcwd()
+    try:
+        inside = os.path.commonpath([cwd, filename]) == cwd
+    except ValueError:  # another drive on Windows
+        inside = False
+    return display_name(os.path.relpath(filename, cwd) if inside else filename)
+
+
+def _by_file(findings: list[Finding]) -> dict[str, list[Finding]]:
+    """The findings grouped by file, files in the order of their first finding."""
+    groups: dict[str, list[Finding]] = {}
+    for f in findings:
+        groups.setdefault(f.filename, []).append(f)
+    return groups
+
+
+def _cell_text(v: View) -> str:
+    """``cell N:row:col: `` for a finding in a notebook (formats that point at the ``.ipynb``
+    file's first line say where in the notebook in their message), else ``""``."""
+    return f"cell {v.start.cell}:{v.start.row}:{v.start.column}: " if v.start.cell is not None else ""
+
+
+# --- grouped -------------------------------------------------------------------------
+
+
+def write_grouped(findings: list[Finding], out: TextIO, ctx: Context | None = None) -> None:
+    """ruff's ``grouped``: each file's name and a colon, then ``  row:col CODE [*] message`` per
+    finding (rows right-aligned, columns padded to the widest of the file; ``cell N:row:col``
+    in notebooks), a blank line after each file, then the summary."""
+    ctx = ctx or Context()
+    for filename, group in _by_file(findings).items():
+        views = [view(f, ctx) for f in group]
+        row_width = max(len(str(v.start.row)) for v in views)
+        col_width = max(len(str(v.start.column)) for v in views)
+        out.write(_style(ctx, relative_name(filename), underline=True) + ":\n")
+        colon = _style(ctx, ":", fg="cyan")
+        for v in views:
+            cell = f"cell {v.start.cell}{colon}" if v.start.cell is not None else ""
+            pad = " " * (col_width - len(str(v.start.column)))
+            indent = " " * (2 + row_width - len(str(v.start.row)))
+            out.write(f"{indent}{cell}{v.start.row}{colon}{v.start.column}{pad} "
+                      f"{_code(ctx, v)}{_mark(ctx, v.finding)} {v.message}\n")
+        out.write("\n")
+    _summary(findings, out, ctx)
+
+
+# --- pylint --------------------------------------------------------------------------
+
+
+def write_pylint(findings: list[Finding], out: TextIO, ctx: Context | None = None) -> None:
+    """ruff's ``pylint``: ``path:row: [CODE] message`` per finding (row 1 of a notebook, the
+    cell position in the message)."""
+    for f in findings:
+        v = view(f, ctx)
+        row = 1 if v.start.cell is not None else v.start.row
+        out.write(f"{relative_name(f.filename)}:{row}: [{f.code}] {_cell_text(v)}{v.message}\n")
+
+
+# --- Azure Pipelines -----------------------------------------------------------------
+
+
+def _azure_data(text: str) -> str:
+    """Text escaped for an Azure Pipelines logging command's message."""
+    return text.replace("%", "%AZP25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _azure_property(text: str) -> str:
+    """Text escaped for a logging command's property value."""
+    return _azure_data(text).replace(";", "%3B").replace("]", "%5D")
+
+
+def write_azure(findings: list[Finding], out: TextIO, ctx: Context | None = None) -> None:
+    """ruff's ``azure``: ``##vso[task.logissue type=error;sourcepath=PATH;linenumber=R;
+    columnnumber=C;code=CODE;]message`` per finding (``type=warning`` for warning rules; the
+    path absolute; line 1 of a notebook, the cell position in the message)."""
+    for f in findings:
+        v = view(f, ctx)
+        row, col = (1, 1) if v.start.cell is not None else (v.start.row, v.start.column)
+        props = (f"type={_level(v.severity)};sourcepath={_azure_property(display_filename(f.filename))};"
+                 f"linenumber={row};columnnumber={col};code={f.code};")
+        out.write(f"##vso[task.logissue {props}]{_azure_data(_cell_text(v) + v.message)}\n")
+
+
+# --- GitLab Code Quality -------------------------------------------------------------
+
+
+def gitlab_path(filename: str) -> str:
+    """The path GitLab's report needs: relative to ``$CI_PROJECT_DIR`` when set (as ruff), else
+    to the current directory."""
+    root = os.environ.get("CI_PROJECT_DIR") or os.getcwd()
+    absolute = os.path.abspath(filename)
+    try:
+        rel = os.path.relpath(absolute, root)
+    except ValueError:  # another drive on Windows
+        rel = absolute
+    return display_name(Path(rel).as_posix())
+
+
+def to_gitlab(findings: list[Finding], ctx: Context | None = None) -> list[dict]:
+    """The GitLab Code Quality report: one issue per finding with ``check_name`` (the code),
+    ``description`` (``CODE: message``: GitLab shows no other field), ``fingerprint``,
+    ``severity`` (``major`` for error rules, ``minor`` for warning rules) and
+    ``location.path``/``location.lines.begin``/``end``.
+
+    The fingerprint is the SHA-256 of the code, the path and the flagged line's text (so it
+    stays when lines move above it), made unique within the report by a count, as ruff makes
+    its own unique."""
+    import hashlib
+
+    seen: set[str] = set()
+    issues = []
+    for f in findings:
+        v = view(f, ctx)
+        path = gitlab_path(f.filename)
+        lines = ctx.lines_of(f.filename) if ctx is not None else None
+        src = ctx.sources.get(f.filename) if ctx is not None else None
+        if src is not None:
+            lines = src.lines
+        text = lines[f.row - 1].strip() if lines and 1 <= f.row <= len(lines) else ""
+        salt = 0
+        while True:
+            key = "\0".join([f.code, path, text, str(salt)])
+            fingerprint = hashlib.sha256(key.encode("utf-8", "backslashreplace")).hexdigest()[:32]
+            if fingerprint not in seen:
+                break
+            salt += 1
+        seen.add(fingerprint)
+        begin, end = (1, 1) if v.start.cell is not None else (v.start.row, v.end.row)
+        issues.append({
+            "check_name": f.code,
+            "description": f"{f.code}: {_cell_text(v)}{v.message}",
+            "fingerprint": fingerprint,
+            "location": {"lines": {"begin": begin, "end": end}, "path": path},
+            "severity": "minor" if v.severity == "warning" else "major",
+        })
+    return issues
+
+
+def write_gitlab(findings: list[Finding], out: TextIO, ctx: Context | None = None) -> None:
+    """The GitLab Code Quality report (:func:`to_gitlab`), a JSON list, keys sorted."""
+    json.dump(to_gitlab(findings, ctx), out, indent=2, sort_keys=True)
+    out.write("\n")
+
+
+# --- rdjson (reviewdog) --------------------------------------------------------------
+
+
+def _rd_range(row: int, column: int, end_row: int, end_column: int) -> dict:
+    return {"end": {"column": end_column, "line": end_row}, "start": {"column": column, "line": row}}
+
+
+def to_rdjson(findings: list[Finding], ctx: Context | None = None) -> dict:
+    """reviewdog's Diagnostic Format, as ruff's ``rdjson``: ``source``, ``severity`` and one
+    diagnostic per finding with ``message``, ``code.value``/``code.url``, ``location.path``
+    (absolute) and ``location.range``, its ``severity`` (``ERROR``/``WARNING``, the rule's),
+    and ``suggestions`` (the fix's edits: ``range`` and ``text``) when it has a fix. A finding
+    in a notebook points at the file's first line, the cell position in its message, with no
+    suggestions (edits are rows of the cell's code, not of the file)."""
+    diagnostics = []
+    for f in findings:
+        v = view(f, ctx)
+        info = _infos().get(f.code)
+        in_cell = v.start.cell is not None
+        span = (1, 1, 1, 1) if in_cell else (v.start.row, v.start.column, v.end.row, v.end.column)
+        item: dict = {
+            "code": {"url": info.url if info else None, "value": f.code},
+            "location": {"path": display_filename(f.filename), "range": _rd_range(*span)},
+            "message": _cell_text(v) + v.message,
+            "severity": "WARNING" if v.severity == "warning" else "ERROR",
+        }
+        if f.fix is not None and not in_cell:
+            item["suggestions"] = [
+                {"range": _rd_range(e.row, e.column, e.end_row, e.end_column), "text": e.content}
+                for e in f.fix.edits
+            ]
+        diagnostics.append(item)
+    return {
+        "diagnostics": diagnostics,
+        "severity": "warning",
+        "source": {"name": "loopcheck", "url": INFORMATION_URI},
+    }
+
+
+def write_rdjson(findings: list[Finding], out: TextIO, ctx: Context | None = None) -> None:
+    """The rdjson document (:func:`to_rdjson`), keys sorted, 2-space indent."""
+    json.dump(to_rdjson(findings, ctx), out, indent=2, sort_keys=True)
+    out.write("\n")
+
+
+# --- JUnit XML -----------------------------------------------------------------------
+
+# What XML 1.0 cannot hold, even escaped (control characters, lone surrogates, U+FFFE/U+FFFF).
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml_attr(text: str) -> str:
+    from xml.sax.saxutils import quoteattr
+
+    return quoteattr(_NOT_XML.sub("\ufffd", text), {"\n": "&#10;", "\r": "&#13;", "\t": "&#9;"})
+
+
+def _xml_text(text: str) -> str:
+    from xml.sax.saxutils import escape
+
+    return escape(_NOT_XML.sub("\ufffd", text))
+
+
+def _classname(filename: str) -> str:
+    """JUnit's ``classname`` of a file, as ruff gives it: its path without the extension."""
+    path = Path(relative_name(filename))
+    return (path.parent / path.stem).as_posix() if path.parent != Path(".") else path.stem
+
+
+def write_junit(findings: list[Finding], out: TextIO, ctx: Context | None = None) -> None:
+    """ruff's ``junit``: a ``<testsuites name="loopcheck">`` document with one ``<testsuite>``
+    per file (``package="org.loopcheck"``) and one failed ``<testcase name="org.loopcheck.CODE"
+    classname="path/stem" line=".." column="..">`` per finding, its ``<failure message>`` the
+    finding's message and its text ``line R, col C, message``; with no finding, one passing
+    test case ``No errors found``. A notebook's findings give line 1, column 1 and say the
+    cell in the text."""
+    w = out.write
+    w('<?xml version="1.0" encoding="UTF-8"?>\n')
+    n = len(findings)
+    if not n:
+        w('<testsuites name="loopcheck" tests="1" failures="0" errors="0">\n')
+        w('    <testsuite name="loopcheck" tests="1" disabled="0" errors="0" failures="0" package="org.loopcheck">\n')
+        w('        <testcase name="No errors found" classname="loopcheck"/>\n')
+        w("    </testsuite>\n</testsuites>\n")
+        return
+    w(f'<testsuites name="loopcheck" tests="{n}" failures="{n}" errors="0">\n')
+    for filename, group in _by_file(findings).items():
+        k = len(group)
+        w(f"    <testsuite name={_xml_attr(relative_name(filename))} tests=\"{k}\" disabled=\"0\" errors=\"0\" "
+          f'failures="{k}" package="org.loopcheck">\n')
+        for f in group:
+            v = view(f, ctx)
+            row, col = (1, 1) if v.start.cell is not None else (v.start.row, v.start.column)
+            where = f"cell {v.start.cell}, " if v.start.cell is not None else ""
+            w(f'        <testcase name="org.loopcheck.{f.code}" classname={_xml_attr(_classname(filename))} '
+              f'line="{row}" column="{col}">\n')
+            w(f"            <failure message={_xml_attr(v.message)}>"
+              f"{_xml_text(f'{where}line {v.start.row}, col {v.start.column}, {v.message}')}</failure>\n")
+            w("        </testcase>\n")
+        w("    </testsuite>\n")
+    w("</testsuites>\n")
 
 
 # --- statistics ----------------------------------------------------------------------
@@ -790,4 +1049,10 @@ WRITERS: dict[str, Writer] = {
     "json-lines": write_json_lines,
     "sarif": write_sarif,
     "github": write_github,
+    "gitlab": write_gitlab,
+    "grouped": write_grouped,
+    "pylint": write_pylint,
+    "azure": write_azure,
+    "rdjson": write_rdjson,
+    "junit": write_junit,
 }

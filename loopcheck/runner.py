@@ -51,6 +51,7 @@ class Job:
         entry: the cache entry's name, or ``None`` when the result is not cached.
         stamp: the file's ``[size, mtime_ns]`` taken before it was read
             (:func:`loopcheck.cache.source_stamp`), kept with the cache entry; ``None``: none.
+        ignore_noqa: report what ``# noqa`` comments would suppress (``--ignore-noqa``).
     """
 
     filename: str
@@ -59,6 +60,7 @@ class Job:
     src: tuple = ()
     entry: str | None = None
     stamp: list | None = None
+    ignore_noqa: bool = False
 
 
 @dataclass
@@ -243,9 +245,9 @@ def check_job(job: Job, cache: Cache | None = None) -> Outcome:
         project = project_for(job.filename, job.src)
         forget_projects(keep=project)
         if project is None:
-            return (*lint_text(job.text, job.filename, job.codes, job.src), None)
+            return (*lint_text(job.text, job.filename, job.codes, job.src, ignore_noqa=job.ignore_noqa), None)
         with project.recording() as reads:
-            found, checked = lint_text(job.text, job.filename, job.codes, job.src, project)
+            found, checked = lint_text(job.text, job.filename, job.codes, job.src, project, ignore_noqa=job.ignore_noqa)
         return found, checked, reads
 
     try:

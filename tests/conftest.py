@@ -4,7 +4,16 @@ directories they check. ``tests/test_cache.py`` unsets it where it tests the def
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+
+
+def pytest_report_header(config) -> str:
+    """Which loopcheck the tests import: the source tree's or an installed wheel's."""
+    import loopcheck
+
+    return f"loopcheck {loopcheck.__version__} from {Path(loopcheck.__file__).parent}"
 
 
 @pytest.fixture(autouse=True)

@@ -94,9 +94,11 @@ class Checks:
 
 def cli(*args: str):
     """A run of the command line in this process, with what a new process would start from
-    (the projects' modules and import resolutions are kept per process)."""
+    (the projects' modules and import resolutions are kept per process), with ``--preview``:
+    the rules the projects here break are in preview (tests/test_preview.py tests the default
+    selection)."""
     _PROJECTS.clear()
-    result = CliRunner().invoke(main, ["-j1", *args])
+    result = CliRunner().invoke(main, ["-j1", "--preview", *args])
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     return result.exit_code, result.stdout, result.stderr
@@ -533,7 +535,7 @@ def test_two_concurrent_runs_share_a_cache_without_harm(tmp_path):
         shutil.copy(p, tree / p.name)
     shutil.copytree(FIXTURES / "project_engine_main", tree / "project_engine_main")
     env = {**os.environ, "PYTHONHASHSEED": "0", "LOOPCHECK_CACHE_DIR": str(tmp_path / "cache")}
-    command = [sys.executable, "-m", "loopcheck", "--output-format", "json", "-j2", "."]
+    command = [sys.executable, "-m", "loopcheck", "--preview", "--output-format", "json", "-j2", "."]
     reference = subprocess.run([*command, "--no-cache"], cwd=tree, env=env, capture_output=True)
     assert reference.returncode == 1 and reference.stderr == b""
     runs = [subprocess.Popen(command, cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)

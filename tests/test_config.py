@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from loopcheck.cli import main
-from loopcheck.config import KEYS, Options, select_codes
+from loopcheck.config import FILE_KEYS, KEYS, Options, select_codes
 from test_cli import BAD, MESSAGE
 
 REPORT = f"bad.py:9:5: LC101 [*] {MESSAGE}\nFound 1 error.\n[*] 1 fixable with `--fix`.\n"
-KNOWN = ", ".join(KEYS)
+KNOWN = ", ".join([*KEYS, *FILE_KEYS])
 
 
 def run(*args: str):
-    return CliRunner().invoke(main, list(args))
+    """Run the check with ``--preview``: LC101, the rule BAD breaks, is in preview (the
+    configuration's ``preview`` and the default selection are tested in tests/test_preview.py)."""
+    return CliRunner().invoke(main, ["--preview", *args])
 
 
 def write(path: Path, text: str) -> Path:
@@ -105,7 +108,9 @@ def test_extend_exclude_and_exclude(project):
     write(project / "loopcheck.toml", 'extend-exclude = ["generated"]\n')
     assert files_reported(run("generated/bad.py")) == ["generated/bad.py"]
     assert files_reported(run("generated", "build")) == ["build/bad.py", "generated/bad.py"]
-    assert run("--force-exclude", "generated/bad.py").output == "All checks passed!\n"
+    # nothing left to check: said as ruff says it (issue 36), not "All checks passed!"
+    assert run("--force-exclude", "generated/bad.py").output == (
+        "loopcheck: warning: No Python files found under the given path(s)\n")
 
 
 def test_exclude_from_the_command_line(project):
@@ -150,11 +155,12 @@ def test_command_line_overrides_the_file(project):
 
 
 def test_more_specific_codes_win():
-    assert select_codes([Options(select=("LC101",), ignore=("LC1",))]) == {"LC101"}
-    assert "LC101" not in select_codes([Options(select=("LC1",), ignore=("LC101",))])
-    assert select_codes([Options(select=("LC1",)), Options(ignore=("LC102",))]) == {
+    # with preview on, as the LC1 rules are in preview: a prefix then enables them
+    assert select_codes([Options(select=("LC101",), ignore=("LC1",))], preview=True) == {"LC101"}
+    assert "LC101" not in select_codes([Options(select=("LC1",), ignore=("LC101",))], preview=True)
+    assert select_codes([Options(select=("LC1",)), Options(ignore=("LC102",))], preview=True) == {
         "LC101", "LC103", "LC104", "LC105", "LC106", "LC107"}
-    assert select_codes([Options(ignore=("LC101",)), Options(select=("LC101",))]) == {"LC101"}
+    assert select_codes([Options(ignore=("LC101",)), Options(select=("LC101",))], preview=True) == {"LC101"}
 
 
 @pytest.mark.parametrize(
@@ -228,3 +234,83 @@ def test_an_entry_is_judged_by_its_directory_prefix_as_by_its_whole_path(tmp_pat
             assert settings.exclude.match_file(prefix + name + ("/" if is_dir else "")) == whole, (directory, name)
     assert settings.entry_prefix(tmp_path) == ""
     assert settings.entry_prefix(tmp_path / "pkg" / "deep") == "pkg/deep/"
+
+
+# ------------------------------------------------------------ extend, --config KEY=VALUE, fixable
+
+
+LC301_BAD = (Path(__file__).resolve().parent.parent / "fixtures" / "LC301_bad.py").read_text()
+
+
+def test_extend_inherits_another_file_and_its_own_keys_win(project):
+    (project / "proj" / "sub").mkdir(parents=True)
+    write(project / "shared.toml",
+          'ignore = ["LC301"]\nunfixable = ["LC101"]\nextend-exclude = ["proj/skipped/*.py"]\n')
+    write(project / "proj" / "pyproject.toml",
+          '[tool.loopcheck]\nextend = "../shared.toml"\nextend-per-file-ignores = { "sub/*.py" = ["LC302"] }\n')
+    (project / "proj" / "skipped").mkdir()
+    for name in ("a.py", "sub/a.py", "skipped/a.py"):
+        (project / "proj" / name).write_text(BAD)
+    (project / "proj" / "lc301.py").write_text(LC301_BAD)
+    result = run("--output-format", "concise", "proj")
+    assert result.exit_code == 1
+    # LC301 ignored and LC101 unfixable (inherited), proj/skipped/ excluded (rebased to proj/)
+    assert result.output == (f"proj/a.py:9:5: LC101 {MESSAGE}\nproj/sub/a.py:9:5: LC101 {MESSAGE}\n"
+                             "Found 2 errors.\n")
+    # the extending file's own keys win
+    write(project / "proj" / "pyproject.toml", '[tool.loopcheck]\nextend = "../shared.toml"\nselect = ["LC301"]\n'
+                                               'fixable = ["ALL"]\n')
+    result = run("--output-format", "concise", "proj")
+    assert result.output.startswith("proj/lc301.py:") and "LC101" not in result.output
+
+
+def test_extend_errors_name_the_file(project):
+    path = write(project / "loopcheck.toml", 'extend = "nowhere.toml"\n')
+    assert run("bad.py").output == f"Error: {path}: extend: no such file 'nowhere.toml'\n"
+    write(project / "other.toml", 'extend = "loopcheck.toml"\n')
+    write(project / "loopcheck.toml", 'extend = "other.toml"\n')
+    result = run("bad.py")
+    assert result.exit_code == 2
+    assert result.output == f"Error: {project / 'other.toml'}: extend: 'loopcheck.toml' extends this file again (a cycle)\n"
+
+
+def test_config_key_value_overrides_every_file(project):
+    write(project / "loopcheck.toml", 'ignore = ["LC302"]\n')
+    assert run("--config", "ignore = ['LC101']", "bad.py").output == "All checks passed!\n"
+    assert run("--config", "select = ['clip-before-backward']", "--ignore", "LC101", "bad.py").exit_code == 0
+    result = run("--output-format", "concise", "--config", "unfixable = ['LC1']", "bad.py")
+    assert result.output == f"bad.py:9:5: LC101 {MESSAGE}\nFound 1 error.\n"
+    result = run("--config", "ignore = 3", "bad.py")
+    assert result.exit_code == 2
+    assert "Invalid value for --config 'ignore = 3': ignore: expected a list of strings, got an integer (3)" in result.output
+    result = run("--config", "nowhere.toml", "bad.py")
+    assert result.exit_code == 2
+    assert "no such configuration file 'nowhere.toml' (an override is a TOML 'key = value')" in result.output
+
+
+def test_extend_per_file_ignores_on_the_command_line(project):
+    (project / "tests").mkdir()
+    (project / "tests" / "bad.py").write_text(BAD)
+    result = run("--output-format", "concise", "--extend-per-file-ignores", "tests/*.py:LC101,LC302", ".")
+    assert result.output == f"bad.py:9:5: LC101 [*] {MESSAGE}\nFound 1 error.\n[*] 1 fixable with `--fix`.\n"
+    result = run("--extend-per-file-ignores", "LC101", ".")
+    assert result.exit_code == 2 and "expected PATTERN:CODES, got 'LC101'" in result.output
+
+
+def test_fixable_in_configuration(project):
+    write(project / "loopcheck.toml", 'unfixable = ["clip-before-backward"]\n')
+    assert json.loads(run("--output-format", "json", "bad.py").output)[0]["fix"] is None
+    write(project / "loopcheck.toml", 'fixable = ["LC3"]\nextend-fixable = ["LC101"]\n')
+    assert json.loads(run("--output-format", "json", "bad.py").output)[0]["fix"] is not None
+
+
+def test_rebase_pattern():
+    from loopcheck.config import rebase_pattern
+
+    root = Path("/r")
+    assert rebase_pattern("*.py", root, root / "a") == "*.py"  # any depth: unchanged
+    assert rebase_pattern("**/gen/*.py", root, root / "a") == "**/gen/*.py"
+    assert rebase_pattern("a/gen/*.py", root, root / "a") == "/gen/*.py"  # the extending file is below
+    assert rebase_pattern("!a/gen/", root, root / "a") == "!/gen/"
+    assert rebase_pattern("b/gen/*.py", root, root / "a") is None  # matches nothing below /r/a
+    assert rebase_pattern("/gen/*.py", root / "a", root) == "/a/gen/*.py"  # the extended file is below

@@ -11,6 +11,11 @@ from loopcheck.analysis import check_source
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = sorted((ROOT / "fixtures").rglob("*.py"))
+#: Fixtures whose expectation loopcheck does not meet yet, and the open issue that covers them
+#: (strict: the test fails once they pass, so the entry is removed with the fix).
+KNOWN_MISSES = {
+    "repro/lightning_step_interval_epoch_schedule.py": "issue 34: Lightning's scheduler config is not read yet",
+}
 EXPECT = re.compile(r"#\s*expect:\s*([A-Z0-9, ]+)")
 
 
@@ -28,7 +33,14 @@ def test_fixtures_exist():
     assert len(FIXTURES) >= 40
 
 
-@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: str(p.relative_to(ROOT / "fixtures")))
+def _cases():
+    for path in FIXTURES:
+        name = path.relative_to(ROOT / "fixtures").as_posix()
+        marks = [pytest.mark.xfail(reason=KNOWN_MISSES[name], strict=True)] if name in KNOWN_MISSES else []
+        yield pytest.param(path, marks=marks, id=name)
+
+
+@pytest.mark.parametrize("path", list(_cases()))
 def test_fixture(path: Path):
     source = path.read_text(encoding="utf-8")
     found = {(f.code, f.row) for f in check_source(source, str(path))}

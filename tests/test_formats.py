@@ -49,7 +49,9 @@ Found 1 error.
 
 
 def run(*args: str, input: str | None = None):
-    return CliRunner().invoke(main, list(args), input=input)
+    """Run the check with ``--preview``: LC101, the rule the inputs here break, is in preview
+    (tests/test_preview.py tests the default selection)."""
+    return CliRunner().invoke(main, ["--preview", *args], input=input)
 
 
 @pytest.fixture
@@ -157,7 +159,7 @@ def test_sarif_is_valid_sarif_2_1_0(project):
         "locations": [
             {
                 "physicalLocation": {
-                    "artifactLocation": {"uri": "bad.py", "uriBaseId": "%SRCROOT%"},
+                    "artifactLocation": {"uri": (project / "bad.py").as_uri()},
                     "region": {"startLine": 9, "startColumn": 5, "endLine": 9, "endColumn": 54},
                 }
             }
@@ -167,7 +169,7 @@ def test_sarif_is_valid_sarif_2_1_0(project):
             {
                 "id": 0,
                 "physicalLocation": {
-                    "artifactLocation": {"uri": "bad.py", "uriBaseId": "%SRCROOT%"},
+                    "artifactLocation": {"uri": (project / "bad.py").as_uri()},
                     "region": {"startLine": 11, "startColumn": 5},
                 },
                 "message": {"text": "backward() fills .grad only here"},
@@ -188,7 +190,7 @@ def test_github_annotations(project):
     result = run("--output-format", "github", "bad.py", "good.py")
     assert result.exit_code == 1
     assert result.output == (
-        "::error title=loopcheck (LC101),file=bad.py,line=9,col=5,endLine=9,endColumn=54::"
+        f"::error title=loopcheck (LC101),file={project}/bad.py,line=9,col=5,endLine=9,endColumn=54::"
         f"bad.py:9:5: LC101 {MESSAGE}%0A  help: {FIX_MESSAGE}\n"
     )
 
@@ -198,7 +200,7 @@ def test_github_escapes_and_uses_warning_for_warning_rules(project):
     lines = run("--output-format", "github", "--select", "LC302", "a,b%.py").output.splitlines()
     assert len(lines) == 1
     assert lines[0].startswith(
-        "::warning title=loopcheck (LC302),file=a%2Cb%25.py,line=14,col=5,endLine=14,endColumn=13::a,b%25.py:14:5: "
+        f"::warning title=loopcheck (LC302),file={project}/a%2Cb%25.py,line=14,col=5,endLine=14,endColumn=13::a,b%25.py:14:5: "
         "LC302 model() "
     )
 
@@ -333,7 +335,8 @@ def test_json_and_sarif_give_the_note_and_each_related_file(project):
     ]
     sarif = to_sarif([f], ctx)
     related = sarif["runs"][0]["results"][0]["relatedLocations"]
-    assert [r["physicalLocation"]["artifactLocation"]["uri"] for r in related] == ["bad.py", "helper.py"]
+    assert [r["physicalLocation"]["artifactLocation"]["uri"] for r in related] == [
+        (project / "bad.py").as_uri(), (project / "helper.py").as_uri()]
     assert related[1]["physicalLocation"]["region"] == {"startLine": 2, "startColumn": 5}
     jsonschema.Draft4Validator(json.loads(SCHEMA.read_text())).validate(sarif)
 
@@ -385,3 +388,134 @@ def test_output_file(project):
     assert (result.exit_code, (project / "report.txt").read_text()) == (0, "All checks passed!\n")
     result = run("--output-file", str(project / "missing" / "r.txt"), "bad.py")
     assert result.exit_code == 2 and "cannot write" in result.output
+
+
+# ------------------------------------------------------------ the formats ruff users reach for
+
+
+def test_grouped(project):
+    (project / "sub").mkdir()
+    (project / "sub" / "modes.py").write_text(MODES)
+    result = run("--output-format", "grouped", "--select", "LC101,LC302", "sub/modes.py", "bad.py")
+    assert result.exit_code == 1
+    assert result.output == (
+        "bad.py:\n"
+        f"  9:5 LC101 [*] {MESSAGE}\n"
+        "\n"
+        "sub/modes.py:\n"
+        f"   9:5 LC101 [*] {MESSAGE}\n"
+        "  14:5 LC302 model() runs in eval mode (line 13) without torch.no_grad()\n"
+        "\n"
+        "Found 2 errors, 1 warning.\n"
+        "[*] 2 fixable with `--fix` (1 unsafe fix available with `--fix --unsafe-fixes`).\n"
+    )
+
+
+def test_pylint(project):
+    result = run("--output-format", "pylint", "bad.py", "good.py")
+    assert result.exit_code == 1
+    assert result.output == f"bad.py:9: [LC101] {MESSAGE}\n"
+
+
+def test_azure(project):
+    (project / "modes.py").write_text(MODES)
+    result = run("--output-format", "azure", "--select", "LC101,LC302", "bad.py", "modes.py")
+    assert result.exit_code == 1
+    lines = result.output.splitlines()
+    assert lines[0] == (f"##vso[task.logissue type=error;sourcepath={project}/bad.py;linenumber=9;columnnumber=5;"
+                        f"code=LC101;]{MESSAGE}")
+    assert lines[2].startswith(f"##vso[task.logissue type=warning;sourcepath={project}/modes.py;linenumber=14;"
+                               "columnnumber=5;code=LC302;]model() runs in eval mode (line 13)")
+    assert len(lines) == 3
+
+
+def test_gitlab_code_quality(project, monkeypatch):
+    (project / "sub").mkdir()
+    (project / "sub" / "bad.py").write_text(BAD + BAD[BAD.index("for step"):])  # two LC101 on the same text
+    result = run("--output-format", "gitlab", "bad.py", "sub/bad.py", "good.py")
+    assert result.exit_code == 1
+    report = json.loads(result.output)
+    fingerprints = [issue.pop("fingerprint") for issue in report]
+    assert report == [
+        {"check_name": "LC101", "description": f"LC101: {MESSAGE}", "severity": "major",
+         "location": {"path": "bad.py", "lines": {"begin": 9, "end": 9}}},
+        {"check_name": "LC101", "description": f"LC101: {MESSAGE}", "severity": "major",
+         "location": {"path": "sub/bad.py", "lines": {"begin": 9, "end": 9}}},
+        {"check_name": "LC101", "description": f"LC101: {MESSAGE.replace('line 11', 'line 18')}", "severity": "major",
+         "location": {"path": "sub/bad.py", "lines": {"begin": 16, "end": 16}}},
+    ]
+    assert len(set(fingerprints)) == 3 and all(re.fullmatch("[0-9a-f]{32}", f) for f in fingerprints)
+    # the same finding keeps its fingerprint when lines are added above it
+    (project / "bad.py").write_text("# a comment\n" + BAD)
+    moved = json.loads(run("--output-format", "gitlab", "bad.py").output)
+    assert moved[0]["fingerprint"] == fingerprints[0] and moved[0]["location"]["lines"]["begin"] == 10
+    # paths relative to $CI_PROJECT_DIR when GitLab sets it
+    monkeypatch.setenv("CI_PROJECT_DIR", str(project.parent))
+    (issue,) = json.loads(run("--output-format", "gitlab", "bad.py").output)
+    assert issue["location"]["path"] == f"{project.name}/bad.py"
+    assert json.loads(run("--output-format", "gitlab", "good.py").output) == []
+
+
+def test_rdjson(project):
+    result = run("--output-format", "rdjson", "bad.py")
+    assert result.exit_code == 1
+    assert json.loads(result.output) == {
+        "source": {"name": "loopcheck", "url": "https://github.com/loopcheck/loopcheck"},
+        "severity": "warning",
+        "diagnostics": [{
+            "message": MESSAGE,
+            "code": {"value": "LC101", "url": INFOS["LC101"].url},
+            "location": {"path": str(project / "bad.py"),
+                         "range": {"start": {"line": 9, "column": 5}, "end": {"line": 9, "column": 54}}},
+            "severity": "ERROR",
+            "suggestions": [
+                {"range": {"start": {"line": e["location"]["row"], "column": e["location"]["column"]},
+                           "end": {"line": e["end_location"]["row"], "column": e["end_location"]["column"]}},
+                 "text": e["content"]}
+                for e in FIX_EDITS
+            ],
+        }],
+    }
+    assert json.loads(run("--output-format", "rdjson", "good.py").output)["diagnostics"] == []
+
+
+def test_junit_is_xml_with_a_failed_test_case_per_finding(project):
+    import xml.etree.ElementTree as ET
+
+    (project / "sub").mkdir()
+    (project / "sub" / "a<b>.py").write_text(BAD)
+    result = run("--output-format", "junit", "bad.py", "sub/a<b>.py", "good.py")
+    assert result.exit_code == 1
+    assert result.output.startswith('<?xml version="1.0" encoding="UTF-8"?>\n'
+                                    '<testsuites name="loopcheck" tests="2" failures="2" errors="0">\n'
+                                    '    <testsuite name="bad.py" tests="1" disabled="0" errors="0" failures="1" '
+                                    'package="org.loopcheck">\n'
+                                    '        <testcase name="org.loopcheck.LC101" classname="bad" line="9" column="5">\n')
+    root = ET.fromstring(result.output.encode())
+    assert root.tag == "testsuites" and root.attrib == {"name": "loopcheck", "tests": "2", "failures": "2", "errors": "0"}
+    suites = root.findall("testsuite")
+    assert [s.get("name") for s in suites] == ["bad.py", "sub/a<b>.py"]
+    case = suites[1].find("testcase")
+    assert case.attrib == {"name": "org.loopcheck.LC101", "classname": "sub/a<b>", "line": "9", "column": "5"}
+    failure = case.find("failure")
+    assert failure.get("message") == MESSAGE and failure.text == f"line 9, col 5, {MESSAGE}"
+
+
+def test_junit_without_findings_has_one_passing_case(project):
+    import xml.etree.ElementTree as ET
+
+    result = run("--output-format", "junit", "good.py")
+    assert result.exit_code == 0
+    root = ET.fromstring(result.output.encode())
+    (suite,) = root.findall("testsuite")
+    (case,) = suite.findall("testcase")
+    assert case.attrib == {"name": "No errors found", "classname": "loopcheck"} and list(case) == []
+
+
+def test_output_format_from_the_environment(project, monkeypatch):
+    monkeypatch.setenv("LOOPCHECK_OUTPUT_FORMAT", "pylint")
+    assert run("bad.py").output == f"bad.py:9: [LC101] {MESSAGE}\n"
+    assert run("--output-format", "concise", "-q", "bad.py").output == f"bad.py:9:5: LC101 [*] {MESSAGE}\n"
+    monkeypatch.setenv("LOOPCHECK_OUTPUT_FORMAT", "nope")
+    result = run("bad.py")
+    assert result.exit_code == 2 and "'nope' is not one of" in result.output

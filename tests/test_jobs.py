@@ -31,7 +31,9 @@ FIX_SET = [
 
 
 def cli(*args: str):
-    result = CliRunner().invoke(main, list(args))
+    """Run the check in this process with ``--preview``: every rule, those in preview included
+    (tests/test_preview.py tests the default selection)."""
+    result = CliRunner().invoke(main, ["--preview", *args])
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     return result.exit_code, result.stdout, result.stderr
@@ -55,11 +57,12 @@ def rendered(run, fmt: str, statistics: bool = False) -> str:
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
-    """The serial run without cache over all fixtures: each format's output and the exit status."""
+    """The serial run without cache over all fixtures, every rule (preview on, as :func:`cli`):
+    each format's output and the exit status."""
     old = os.getcwd()
     os.chdir(ROOT)
     try:  # rendered here too: the JSON formats print absolute paths, resolved against the cwd
-        run = lint_paths(["fixtures"], Resolver(Options()), jobs=1, cache=None)
+        run = lint_paths(["fixtures"], Resolver(Options(preview=True)), jobs=1, cache=None)
         findings = sorted(run.findings, key=lambda f: f.sort_key)
         outputs = {fmt: rendered(run, fmt) for fmt in FORMATS}
         outputs["statistics"] = rendered(run, "concise", statistics=True)

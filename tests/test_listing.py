@@ -144,7 +144,7 @@ def test_the_command_line_reports_the_same_from_a_stored_listing(tree, tmp_path,
     past = time.time_ns() - 60 * 10**9
     os.utime(tree / "pkg" / "model.py", ns=(past, past))
     walks = Walks(monkeypatch)
-    args = ["-j1", "--cache-dir", str(tmp_path / "cache"), "--output-format", "concise", "."]
+    args = ["-j1", "--preview", "--cache-dir", str(tmp_path / "cache"), "--output-format", "concise", "."]  # LC101
     cold = CliRunner().invoke(main, args)
     warm = CliRunner().invoke(main, args)
     assert walks.take() == 1

@@ -20,8 +20,10 @@ def with_comment(comment: str) -> str:
 
 
 def check(source: str, *args: str):
+    """Write ``source`` to train.py and check it with ``--preview``: LC101, the rule BAD breaks,
+    is in preview (tests/test_preview.py tests the default selection)."""
     Path("train.py").write_text(source)
-    return CliRunner().invoke(main, ["train.py", *args])
+    return CliRunner().invoke(main, ["--preview", "train.py", *args])
 
 
 @pytest.fixture(autouse=True)
@@ -169,9 +171,27 @@ def test_add_noqa_then_nothing_is_reported_and_nothing_is_unused(tmp_path):
     line = "    nn.utils.clip_grad_norm_(model.parameters(), 1.0)"
     source = BAD.replace(line, line + "  # noqa: E501")
     Path("train.py").write_text(source)
-    result = CliRunner().invoke(main, ["--add-noqa", "train.py"])
+    result = CliRunner().invoke(main, ["--preview", "--add-noqa", "train.py"])
     assert (result.exit_code, result.output) == (0, "Added 1 noqa directive.\n")
     assert Path("train.py").read_text() == BAD.replace(line, line + "  # noqa: E501, LC101")
     assert check(Path("train.py").read_text()).output == "All checks passed!\n"
-    result = CliRunner().invoke(main, ["--add-noqa", "train.py"])
+    result = CliRunner().invoke(main, ["--preview", "--add-noqa", "train.py"])
     assert result.output == "Added 0 noqa directives.\n"
+
+
+def test_flake8_noqa_skips_the_file_as_flake8_does():
+    for comment in ("# flake8: noqa", "#flake8:NOQA", "x = 1  # flake8: noqa"):
+        result = check(comment + "\n" + BAD)
+        assert (result.exit_code, result.output) == (0, "All checks passed!\n"), comment
+    # with codes, as ruff reads it: those codes in the whole file
+    assert check("# flake8: noqa: LC101\n" + BAD).output == "All checks passed!\n"
+    assert check("# flake8: noqa: LC301\n" + BAD).exit_code == 1
+    assert check('note = "# flake8: noqa"\n' + BAD).exit_code == 1  # in a string: no comment
+    assert check("# ruff: noqa\n" + BAD).exit_code == 1  # ruff's own file directive is ruff's
+
+
+def test_flake8_noqa_in_the_flake8_plugin():
+    from loopcheck.flake8_plugin import Plugin
+
+    lines = ("# flake8: noqa\n" + BAD).splitlines(keepends=True)
+    assert list(Plugin(None, lines, "train.py").run()) == []

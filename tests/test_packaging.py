@@ -10,6 +10,9 @@ The fresh virtualenv gets the wheel and its dependencies from the package index 
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -17,14 +20,22 @@ import tarfile
 import zipfile
 from pathlib import Path
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
+
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("build") is None or importlib.util.find_spec("torch") is None,
-    reason="needs the build package and torch (the test extra)",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        importlib.util.find_spec("build") is None or importlib.util.find_spec("torch") is None,
+        reason="needs the build package and torch (the test extra)",
+    ),
+    pytest.mark.skipif(not (ROOT / "loopcheck").is_dir(), reason="builds the project from its source tree"),
+]
 
 # Files that announce being imported or executed by creating a marker file.
 HOSTILE = {
@@ -52,10 +63,15 @@ def plant_hostile_files(directory: Path, markers: Path) -> None:
         )
 
 
+CLEAN_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
 def sh(*args, **kw) -> subprocess.CompletedProcess:
     kw.setdefault("capture_output", True)
     kw.setdefault("text", True)
     kw.setdefault("timeout", 300)
+    # the fresh virtualenv sees only what is installed in it (a PYTHONPATH would bring a source tree)
+    kw.setdefault("env", CLEAN_ENV)
     return subprocess.run([str(a) for a in args], **kw)
 
 
@@ -91,6 +107,7 @@ def test_wheel_ships_the_pages_the_fixtures_and_the_metadata(dist):
     for fixture in ("LC101_bad.py", "LC101_good.py", "LC501_bad_runtime.py"):
         assert f"loopcheck/fixtures/{fixture}" in names
     assert "loopcheck/py.typed" in names
+    assert "loopcheck/_version.py" in names
     assert "loopcheck/knowledge/torch.toml" in names  # the library knowledge the engine reads
     assert not any(n.startswith(("loopcheck/fixtures/seeds/", "loopcheck/fixtures/valid/")) for n in names)
     meta = next(n for n in names if n.endswith(".dist-info/METADATA"))
@@ -115,22 +132,92 @@ def test_sdist_carries_what_its_tests_need(dist):
         assert name in names, name
 
 
-def test_sdist_tests_run_from_the_unpacked_sdist(dist, venv, tmp_path):
-    with tarfile.open(next(dist.glob("loopcheck-*.tar.gz"))) as sdist:
-        sdist.extractall(tmp_path, filter="data")
-    src = next(tmp_path.glob("loopcheck-*"))
-    proc = sh(venv / "bin" / "python", "-m", "pytest", "-q", "-p", "no:cacheprovider",
-              "tests/test_fixtures.py", "tests/test_formats.py", cwd=src)
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    assert " passed" in proc.stdout and "skipped" not in proc.stdout
+def test_the_tests_run_against_the_installed_wheel(dist, venv):
+    """scripts/test_wheel.sh (what CI runs): the sdist's tests, its package deleted, against the wheel."""
+    proc = sh("bash", ROOT / "scripts" / "test_wheel.sh", venv / "bin" / "python", dist, "-q",
+              "tests/test_fixtures.py", "tests/test_formats.py", env={**CLEAN_ENV, "EXTRAS": ""})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    version = next(dist.glob("loopcheck-*.whl")).name.split("-")[1]
+    installed = sh(venv / "bin" / "python", "-c", "import loopcheck; print(loopcheck.__file__)", cwd=dist).stdout.strip()
+    assert f"testing loopcheck {version} installed at {Path(installed).parent}\n" in proc.stdout
+    assert " passed" in proc.stdout and "skipped" not in proc.stdout and "failed" not in proc.stdout
+
+
+def test_the_wheel_ships_every_knowledge_file_and_rule_page(dist):
+    names = set(zipfile.ZipFile(next(dist.glob("loopcheck-*.whl"))).namelist())
+    knowledge = sorted(p.name for p in (ROOT / "loopcheck" / "knowledge").glob("*.toml"))
+    assert knowledge and [n for n in knowledge if f"loopcheck/knowledge/{n}" not in names] == []
+    pages = sorted(p.name for p in (ROOT / "rules").glob("LC*.md"))
+    assert [n for n in pages if f"loopcheck/pages/{n}" not in names] == []
+    from loopcheck.catalog import INFOS
+
+    assert [c for c in INFOS if f"loopcheck/pages/{c}.md" not in names] == []  # every rule's page
+    assert "loopcheck/_version.py" in names  # the version setuptools-scm derived
+
+
+def test_version_and_rule_urls_from_the_wheel(dist, venv, tmp_path):
+    version = next(dist.glob("loopcheck-*.whl")).name.split("-")[1]
+    proc = sh(venv / "bin" / "loopcheck", "--version", cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (0, f"loopcheck {version}\n")
+    (tmp_path / "train.py").write_text((ROOT / "fixtures" / "LC101_bad.py").read_text())
+    proc = sh(venv / "bin" / "loopcheck", "--output-format", "json", "train.py", cwd=tmp_path)
+    from loopcheck.catalog import rule_url
+
+    assert json.loads(proc.stdout)[0]["url"] == rule_url("LC101", version)
+
+
+def _scm_copy(repo: Path, git: bool) -> Path:
+    """The files the build needs, copied to ``repo``; committed in a new git repository if ``git``."""
+    repo.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE", "MANIFEST.in", "loopcheck", "rules", "fixtures"):
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, repo / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "_version.py"))
+        else:
+            shutil.copy2(src, repo / name)
+    if git:
+        for args in (("init", "-q", "."), ("add", "-A"), ("commit", "-q", "-m", "release")):
+            sh("git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "commit.gpgsign=false",
+               *args, cwd=repo, check=True)
+    return repo
+
+
+def _built_version(src: Path, out: Path, *what: str) -> str:
+    proc = sh(sys.executable, "-m", "build", *what, "--outdir", out, src)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (built,) = out.iterdir()
+    return built.name.split("-")[1].removesuffix(".tar.gz")
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_the_version_is_the_git_tag_and_a_tree_without_git_still_builds(tmp_path):
+    fallback = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools_scm"]["fallback_version"]
+    assert _built_version(_scm_copy(tmp_path / "plain", git=False), tmp_path / "d1", "--sdist") == fallback
+
+    repo = _scm_copy(tmp_path / "repo", git=True)
+    assert _built_version(repo, tmp_path / "d2", "--sdist").startswith(fallback.removesuffix("0"))  # X.Y.Z.devN
+    sh("git", "tag", "v9.8.7", cwd=repo, check=True)
+    assert _built_version(repo, tmp_path / "d3", "--wheel") == "9.8.7"
+    wheel = zipfile.ZipFile(next((tmp_path / "d3").iterdir()))
+    assert "version = '9.8.7'" in wheel.read("loopcheck/_version.py").decode()
+    # that wheel's version and rule URLs, as the tagged release prints them
+    target = tmp_path / "site"
+    sh(sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", target, wheel.filename, check=True)
+    (tmp_path / "train.py").write_text((ROOT / "fixtures" / "LC101_bad.py").read_text())
+    env = {**os.environ, "PYTHONPATH": str(target)}  # that wheel's loopcheck first
+    proc = sh(sys.executable, "-m", "loopcheck", "--version", env=env, cwd=tmp_path)
+    assert proc.stdout == "loopcheck 9.8.7\n"
+    proc = sh(sys.executable, "-m", "loopcheck", "--output-format", "sarif", "train.py", env=env, cwd=tmp_path)
+    (rule,) = [r for r in json.loads(proc.stdout)["runs"][0]["tool"]["driver"]["rules"] if r["id"] == "LC101"]
+    assert rule["helpUri"] == "https://github.com/loopcheck/loopcheck/blob/v9.8.7/rules/LC101.md"
 
 
 def test_explain_from_the_wheel(venv, tmp_path):
     markers = tmp_path / "markers"
     plant_hostile_files(tmp_path, markers)
-    proc = sh(venv / "bin" / "loopcheck", "explain", "LC101", cwd=tmp_path)
+    proc = sh(venv / "bin" / "loopcheck", "explain", "LC202", cwd=tmp_path)  # out of preview: the page as it is
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == (ROOT / "rules" / "LC101.md").read_text().rstrip("\n") + "\n"
+    assert proc.stdout == (ROOT / "rules" / "LC202.md").read_text().rstrip("\n") + "\n"
     assert list(markers.iterdir()) == []
 
 
@@ -150,6 +237,6 @@ def test_verify_from_the_wheel_runs_the_shipped_fixtures_isolated(venv, tmp_path
 def test_check_from_the_wheel(venv, tmp_path):
     """The engine works from the installed wheel (its library knowledge is package data)."""
     (tmp_path / "train.py").write_text((ROOT / "fixtures" / "LC101_bad.py").read_text())
-    proc = sh(venv / "bin" / "loopcheck", "--output-format", "concise", "train.py", cwd=tmp_path)
+    proc = sh(venv / "bin" / "loopcheck", "--preview", "--output-format", "concise", "train.py", cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout.startswith("train.py:46:9: LC101 [*] ")

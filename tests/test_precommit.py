@@ -7,8 +7,8 @@ go in parallel (each builds an environment):
 
 * README's ``repo: local`` hook, the YAML block copied from README.md with the clone's path
   filled in, run by the real ``pre-commit run --all-files`` on a bad and a good file;
-* ``pre-commit try-repo`` on the copy: the repository's own ``.pre-commit-hooks.yaml`` at a
-  commit SHA (what ``rev:`` gives once a tag exists);
+* ``pre-commit try-repo`` on the copy, tagged with README's ``rev:``: the repository's own
+  ``.pre-commit-hooks.yaml`` at that tag;
 * README's GitHub Actions ``run:`` steps, in order, in a fresh virtualenv, with the git URL
   pointed at the copy and ``COMMIT`` at its commit.
 """
@@ -36,6 +36,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PROJECT_FILES = ["pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md", "MANIFEST.in", ".pre-commit-hooks.yaml",
                  "loopcheck", "rules", "fixtures"]
 
+# The projects checked turn preview on in their configuration: BAD's rule, LC101, is in preview.
+PREVIEW_ON = {"loopcheck.toml": "preview = true\n"}
+
 GIT = shutil.which("git")
 if importlib.util.find_spec("pre_commit") is not None:
     PRE_COMMIT = [sys.executable, "-m", "pre_commit"]
@@ -44,7 +47,10 @@ elif shutil.which("pre-commit"):
 else:
     PRE_COMMIT = None
 
-pytestmark = pytest.mark.skipif(GIT is None or PRE_COMMIT is None, reason="needs git and pre-commit")
+pytestmark = [
+    pytest.mark.skipif(GIT is None or PRE_COMMIT is None, reason="needs git and pre-commit"),
+    pytest.mark.skipif(not (ROOT / "loopcheck").is_dir(), reason="installs the project from its source tree"),
+]
 
 
 def git(*args: str, cwd: Path) -> str:
@@ -73,6 +79,9 @@ def test_hook_definition():
     ))
     for line in ("  entry: loopcheck\n", "  language: python\n", "  types_or: [python, jupyter]\n"):
         assert line in text
+    # one loopcheck process for all the files: it starts its own workers (-j) and reads each
+    # project module once; pre-commit would otherwise start one process per core, each with a pool
+    assert "  require_serial: true\n" in text
 
 
 def test_readme_snippets_are_valid_yaml_and_pin_no_missing_tag():
@@ -81,13 +90,14 @@ def test_readme_snippets_are_valid_yaml_and_pin_no_missing_tag():
     assert hook["language"] == "python" and hook["entry"] == "loopcheck"
     assert hook["additional_dependencies"] == ["/path/to/loopcheck"]
     hooks_yaml = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())[0]
-    for key in ("id", "entry", "args", "language", "types_or"):
+    for key in ("id", "entry", "args", "language", "types_or", "require_serial"):
         assert hook[key] == hooks_yaml[key], key
     workflow = yaml.safe_load(readme_block("GitHub Actions", "jobs:"))
     runs = [s["run"] for s in workflow["jobs"]["loopcheck"]["steps"] if "run" in s]
     assert runs[0] == 'pip install "loopcheck @ git+https://github.com/OWNER/loopcheck@COMMIT"'
-    readme = (ROOT / "README.md").read_text()
-    assert "rev: v0.1.0" not in readme.split("Once a release is tagged", 1)[0]  # no missing tag before that
+    remote = yaml.safe_load(readme_block("pre-commit", "rev:"))["repos"][0]
+    assert remote["hooks"][0]["id"] == hooks_yaml["id"]
+    assert re.fullmatch(r"v\d+\.\d+\.\d+", remote["rev"])  # a release tag (tests/test_release.py: the version's)
 
 
 def _copy_project(repo: Path) -> str:
@@ -120,7 +130,7 @@ def test_readme_pre_commit_and_actions_snippets_work_as_written(tmp_path: Path):
     procs: dict[str, subprocess.Popen] = {}
 
     # 1. README's local hook, its path filled in, on a bad and a good file
-    local = _work_repo(tmp_path / "local", {"bad.py": BAD, "good.py": GOOD})
+    local = _work_repo(tmp_path / "local", {"bad.py": BAD, "good.py": GOOD, **PREVIEW_ON})
     config = readme_block("pre-commit", "repo: local").replace("/path/to/loopcheck", str(repo))
     (local / ".pre-commit-config.yaml").write_text(config)
     procs["local"] = subprocess.Popen(
@@ -129,10 +139,12 @@ def test_readme_pre_commit_and_actions_snippets_work_as_written(tmp_path: Path):
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
 
-    # 2. the repository's hook definition at a commit (try-repo), on a good file
+    # 2. the repository's hook definition at README's `rev:`, a tag of the clone (try-repo), on a good file
+    rev = yaml.safe_load(readme_block("pre-commit", "rev:"))["repos"][0]["rev"]
+    git("tag", "-a", rev, "-m", f"loopcheck {rev}", cwd=repo)
     remote = _work_repo(tmp_path / "remote", {"good.py": GOOD})
     procs["try-repo"] = subprocess.Popen(
-        [*PRE_COMMIT, "try-repo", str(repo), "loopcheck", "--ref", sha, "--files", "good.py", "--color", "never"],
+        [*PRE_COMMIT, "try-repo", str(repo), "loopcheck", "--ref", rev, "--files", "good.py", "--color", "never"],
         cwd=remote, env={**env, "PRE_COMMIT_HOME": str(tmp_path / "home-remote")},
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
@@ -141,7 +153,7 @@ def test_readme_pre_commit_and_actions_snippets_work_as_written(tmp_path: Path):
     workflow = yaml.safe_load(readme_block("GitHub Actions", "jobs:"))
     runs = [s["run"] for s in workflow["jobs"]["loopcheck"]["steps"] if "run" in s]
     runs[0] = runs[0].replace("https://github.com/OWNER/loopcheck", f"file://localhost{repo}").replace("COMMIT", sha)
-    checkout = _work_repo(tmp_path / "checkout", {"bad.py": BAD, "good.py": GOOD})
+    checkout = _work_repo(tmp_path / "checkout", {"bad.py": BAD, "good.py": GOOD, **PREVIEW_ON})
     venv = tmp_path / "actions-venv"
     script = "set -u\n" + f"{sys.executable} -m venv {venv} && . {venv}/bin/activate || exit 99\n" + "".join(
         f"{cmd}\necho \"step exit $?\"\n" for cmd in runs)
@@ -157,11 +169,13 @@ def test_readme_pre_commit_and_actions_snippets_work_as_written(tmp_path: Path):
     assert "good.py" not in out["local"].replace("bad.py", "")
 
     assert procs["try-repo"].returncode == 0, out["try-repo"]
-    assert "Passed" in out["try-repo"] and f"rev: {sha}" in out["try-repo"]
+    assert "Passed" in out["try-repo"] and f"rev: {rev}" in out["try-repo"]
 
     assert procs["actions"].returncode == 0, out["actions"]
     exits = re.findall(r"step exit (\d+)", out["actions"])
     assert exits == ["0", "1", "0"], out["actions"]  # install, annotations (a finding: the job fails), SARIF
-    assert "::error title=loopcheck (LC101),file=bad.py,line=9,col=5,endLine=9,endColumn=54::" in out["actions"]
+    # file= is absolute, as ruff writes it: right also from a step with working-directory:
+    assert re.search(r"::error title=loopcheck \(LC101\),file=/\S+/bad.py,line=9,col=5,endLine=9,endColumn=54::",
+                     out["actions"])
     log = json.loads((checkout / "loopcheck.sarif").read_text())
     assert [r["ruleId"] for r in log["runs"][0]["results"]] == ["LC101"]

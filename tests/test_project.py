@@ -184,3 +184,59 @@ def test_the_src_setting_names_a_source_root_loopcheck_cannot_guess(tmp_path: Pa
     assert run_json("--isolated", str(train)) == []
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n\n[tool.loopcheck]\nsrc = [\"lib\"]\n")
     assert [(f["code"], f["location"]["row"]) for f in run_json(str(train))] == [("LC301", 18)]
+
+
+def _star_aliases(tmp_path: Path, files: dict[str, str], star: str) -> dict[str, str]:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    return Project(tmp_path).star_aliases(star, tmp_path / "train.py")
+
+
+def test_a_star_import_binds_what_the_module_imported(tmp_path: Path):
+    """`from utils import *` binds utils' public imports, through a chain of star imports."""
+    files = {
+        "utils.py": "import os as _os\nimport torch\nimport torch.nn as nn\nfrom torch import optim\n",
+        "layers.py": "from utils import *\nimport numpy as np\nnn = None\n",
+    }
+    assert _star_aliases(tmp_path, files, "utils") == {"torch": "torch", "nn": "torch.nn", "optim": "torch.optim"}
+    # layers re-binds `nn` itself: not an import's any more; `np` is its own import
+    assert _star_aliases(tmp_path, files, "layers") == {"torch": "torch", "optim": "torch.optim", "np": "numpy"}
+
+
+def test_a_star_import_follows_all(tmp_path: Path):
+    """With `__all__`, only its names are bound; an `__all__` not read as literals binds nothing."""
+    files = {
+        "listed.py": "import torch\nimport torch.nn as nn\n__all__ = ['nn']\n__all__ += ['helper']\n",
+        "computed.py": "import torch\n__all__ = [n for n in dir() if n != 'x']\n",
+    }
+    assert _star_aliases(tmp_path, files, "listed") == {"nn": "torch.nn"}
+    assert _star_aliases(tmp_path, files, "computed") == {}
+
+
+def test_a_star_import_cycle_or_unknown_module_binds_nothing_more(tmp_path: Path):
+    files = {"a.py": "from b import *\nimport torch\n", "b.py": "from a import *\nimport numpy as np\n"}
+    assert _star_aliases(tmp_path, files, "a") == {"np": "numpy", "torch": "torch"}
+    assert _star_aliases(tmp_path, files, "b") == {"np": "numpy", "torch": "torch"}
+    assert _star_aliases(tmp_path, files, "not_in_the_project") == {}
+
+
+def test_torch_bound_by_a_star_import_is_torch(tmp_path: Path):
+    """eval.py has no import of torch of its own: `with torch.no_grad():` still disables grad.
+    Without the star import's `torch` it is not known to be torch (a finding)."""
+    (tmp_path / "utils.py").write_text("import torch\n")
+    evaluation = tmp_path / "eval.py"
+    evaluation.write_text("from utils import *\n\nmodel = torch.nn.Linear(4, 2)\nmodel.eval()\n"
+                          "with torch.no_grad():\n    for x in [torch.randn(3, 4)]:\n        print(model(x))\n")
+    assert check_source(evaluation.read_text(), str(evaluation)) == []
+    (tmp_path / "utils.py").write_text("import torch\n__all__ = []\n")
+    assert [(f.code, f.row) for f in check_source(evaluation.read_text(), str(evaluation))] == [("LC302", 7)]
+
+
+def test_a_module_is_read_again_when_its_star_module_changes(tmp_path: Path):
+    (tmp_path / "utils.py").write_text("import torch\n")
+    (tmp_path / "helpers.py").write_text("from utils import *\n")
+    project = Project(tmp_path)
+    assert project.load(tmp_path / "helpers.py").index.imports.aliases == {"torch": "torch"}
+    project.trim()
+    (tmp_path / "utils.py").write_text("import numpy as torch\n")
+    assert project.load(tmp_path / "helpers.py").index.imports.aliases == {"torch": "numpy"}

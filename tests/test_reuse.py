@@ -137,3 +137,20 @@ def test_entry_points_built_again_leave_no_cycle_for_a_frozen_heap():
         gc.garbage.clear()
         gc.unfreeze()
     assert leaked == []
+
+
+def test_a_changed_run_constant_builds_the_loop_again():
+    """``num_epochs = 1`` → ``2`` changes no function, but the epoch loop in ``main()`` gets a
+    back edge: the module's shape holds its run constants, so ``main()`` is built again."""
+    once = (FIXTURES / "valid" / "single_epoch_constant.py").read_text()
+    main = once.replace("model.train()\nfor epoch in range(num_epochs):", "def main():\n    model.train()\n"
+                        "    for epoch in range(num_epochs):").replace("\n    train()\n    print(epoch, evaluate())",
+                                                                      "\n        train()\n        print(epoch, evaluate())")
+    # (main() is called from nowhere in the file: an entry point of its own)
+    twice = main.replace("num_epochs = 1\n", "num_epochs = 2\n", 1)
+    reparser = Reparser()
+    versions = [main, twice, main]
+    got = [_check(reparser, v) for v in versions]
+    assert [a.reparsed for a in got] == [False, True, True]
+    assert [_codes(a) for a in got] == [[], [("LC301", 27)], []]
+    assert [a.findings for a in got] == [_check(None, v).findings for v in versions]

@@ -227,10 +227,24 @@ def test_bad_fixture_is_reported_at_its_line(runs, path):
     assert {(c, row, s) for c, _f, row, s in r["report"]} == {(c, row, "confirmed") for c, row in want}
 
 
+#: Good fixtures written for an older PyTorch, where the static pass is silent because the code
+#: is right on the version it targets, but the tracer, on today's PyTorch, sees what that version
+#: did not do: code -> why.
+OLD_PYTORCH = {
+    "volatile_validation_pytorch03.py": ("LC302", "Variable(x, volatile=True) turns the graph off on PyTorch <= 0.3, "
+                                                  "which the script is written for; 0.4+ ignores it (and warns)"),
+}
+
+
 @pytest.mark.parametrize("path", GOOD, ids=lambda p: p.name)
 def test_good_fixture_is_silent(runs, path):
     r = _run(runs, path)
     _skip_snippet(r)
+    if path.name in OLD_PYTORCH:
+        code, why = OLD_PYTORCH[path.name]
+        assert {c for c, _f, _line in r["runtime"]} == {code}, why
+        assert all(s == "runtime" for _c, _f, _row, s in r["report"]), why  # not found statically
+        return
     assert r["runtime"] == [] and r["report"] == []
     assert r["error"] is None
     assert r["steps"] > 0
@@ -273,15 +287,17 @@ def test_a_program_that_hangs_is_told_and_the_others_still_run(tmp_path):
 
 
 def trace(*args, cwd=None):
-    """Run ``python -m loopcheck trace ARGS`` in a fresh interpreter: (exit code, stdout, stderr)."""
-    proc = subprocess.run([sys.executable, "-m", "loopcheck", "trace", *args], cwd=cwd or ROOT, env=_env(),
+    """Run ``python -m loopcheck trace --preview ARGS`` in a fresh interpreter (the rules the
+    programs here break are in preview): (exit code, stdout, stderr)."""
+    proc = subprocess.run([sys.executable, "-m", "loopcheck", "trace", "--preview", *args], cwd=cwd or ROOT, env=_env(),
                           capture_output=True, text=True, timeout=300)
     return proc.returncode, proc.stdout, proc.stderr
 
 
-def invoke(*args):
-    """``loopcheck trace ARGS`` in this process (faster: torch is imported already)."""
-    res = CliRunner().invoke(main, ["trace", *args])
+def invoke(*args, preview: bool = True):
+    """``loopcheck trace ARGS`` in this process (faster: torch is imported already), with
+    ``--preview`` unless ``preview`` is false (the rules the programs here break are in preview)."""
+    res = CliRunner().invoke(main, ["trace", *(["--preview"] if preview else []), *args])
     return res.exit_code, res.stdout, res.stderr
 
 
@@ -359,10 +375,10 @@ def test_not_observed_json_sarif_github_and_full(in_root):
     assert result["ruleId"] == "LC602" and result["properties"]["trace"]["status"] == "confirmed"
     assert result["properties"]["trace"]["value"] == 65536.0
 
-    code, out, _ = invoke("--output-format", "github", "--", "python", "fixtures/LC401_bad.py")
+    code, out, _ = invoke("--output-format", "github", "--", "python", "fixtures/LC401_bad.py", preview=False)
     assert "LC401" not in out  # a rule in preview: only with --preview
-    code, out, _ = invoke("--output-format", "github", "--preview", "--", "python", "fixtures/LC401_bad.py")
-    assert out.startswith("::warning title=loopcheck (LC401),file=fixtures/LC401_bad.py,line=51,col=9,")
+    code, out, _ = invoke("--output-format", "github", "--", "python", "fixtures/LC401_bad.py")
+    assert out.startswith(f"::warning title=loopcheck (LC401),file={ROOT}/fixtures/LC401_bad.py,line=51,col=9,")
     assert "LC401 [confirmed at step 2] loss_history.append(loss) keeps a tensor and its autograd graph past optimizer.step() at line 50" in out
 
     code, out, _ = invoke("--output-format", "full", "--no-static", "--", "python", "fixtures/LC104_bad.py")

@@ -18,6 +18,7 @@ defines the method.
 from __future__ import annotations
 
 import builtins
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from itertools import count
@@ -296,6 +297,8 @@ def index_module(
     for node in small_statements(module):
         if type(node) is cst.Import or type(node) is cst.ImportFrom:
             imports.add(node)
+    if project is not None and path is not None and imports.stars:
+        project.bind_stars(imports, path)  # ``from utils import *`` binds what utils imported
     functions: dict[str, cst.FunctionDef] = {}
     classes: dict[str, ClassInfo] = {}
     method_class: dict[cst.FunctionDef, str] = {}
@@ -350,6 +353,7 @@ class Frame:
     constants: dict = field(default_factory=dict)  # parameter -> the constant it was given (phase="train")
     forwarded: dict = field(default_factory=dict)  # *args / **kwargs parameter -> the caller's extra Args
     name: str | None = None  # the function's name (None: module level)
+    node: cst.FunctionDef | None = None  # the function (None: module level)
     def_class: ClassRef | None = None  # the class defining the function (for super())
     self_sym: str | None = None
     resolved: dict = field(default_factory=dict)  # dotted name -> UnitBuilder.resolve's answer
@@ -434,6 +438,7 @@ class UnitBuilder:
         self._raw_of: dict[cst.Call, Call] = {}  # the latest raw event of each call node
         self.node_module: dict[int, ModuleIndex] = {}  # id(node) -> the module it is in
         self._splits: dict[int, ContextSplit | None] = {}
+        self._bound_once: dict[int, dict] = {}  # id(function) -> _bindings of its body (run_constant)
 
     # -- symbols -------------------------------------------------------------------------
     def resolve(self, frame: Frame, dotted: str | None) -> tuple[str | None, bool]:
@@ -914,7 +919,7 @@ class UnitBuilder:
         local_names = (names | set(_all_param_names(func))) - declared - set(subst)
         defs = {s.name.value: s for s in func.body.body if type(s) is cst.FunctionDef}
         return Frame(fid, subst, local_names, module, self_cls, defs, parent, name=func.name.value,
-                     def_class=def_cls, self_sym=self_sym)
+                     def_class=def_cls, self_sym=self_sym, node=func)
 
     def inline(
         self, frame: Frame, callee_info: Callee, raw: Call, ctx: Context, targets: tuple[str | None, ...],
@@ -1137,7 +1142,7 @@ class UnitBuilder:
             inner = replace(ctx, loops=ctx.loops + (info,), conds=())
             body = self.block(frame, stmt.body, inner)
             orelse = self.block(frame, stmt.orelse.body, ctx) if stmt.orelse else Seq()
-            out.append(Loop(info, body, orelse))
+            out.append(Loop(info, body, orelse, once=self.at_most_one(frame, stmt.iter)))
         elif type(stmt) is cst.While:
             info = self.loop_info(frame, stmt, None, stmt.test)
             inner = replace(ctx, loops=ctx.loops + (info,), conds=())
@@ -1328,6 +1333,61 @@ class UnitBuilder:
                 return "enabled" if v.value == "True" else "disabled"
             return "unknown"
         return mode or grad
+
+    def at_most_one(self, frame: Frame, iterable: cst.BaseExpression) -> bool:
+        """Whether a ``for`` loop's iterable has at most one item, by run constants alone: the
+        builtin ``range`` over integers :meth:`run_constant` knows (``range(1)``,
+        ``range(num_epochs)`` with ``num_epochs = 1`` bound once), or a list or tuple display
+        of at most one element. Its loop then has no back edge."""
+        t = type(iterable)
+        if t is cst.List or t is cst.Tuple:
+            return len(iterable.elements) <= 1 and all(type(e) is cst.Element for e in iterable.elements)
+        if t is not cst.Call or type(iterable.func) is not cst.Name or iterable.func.value != "range":
+            return False
+        if self.resolve(frame, "range") != ("range", True):  # a ``range`` of the file's own
+            return False
+        args = iterable.args
+        if not 1 <= len(args) <= 3 or any(a.keyword is not None or a.star for a in args):
+            return False
+        values = [self.run_constant(frame, a.value) for a in args]
+        if None in values or values[2:] == [0]:
+            return False
+        return len(range(*values)) <= 1
+
+    def run_constant(self, frame: Frame, expr: cst.BaseExpression) -> int | None:
+        """The integer ``expr`` is on every run, ``None`` when the code alone does not fix it:
+        an integer literal; a parameter given one by the call being inlined and never re-bound
+        (:attr:`Frame.constants`); a local variable of the function, or a global of its module,
+        bound exactly once, by ``name = <integer>`` (:func:`_bindings`, :func:`run_constants`).
+        A parameter of an entry point, a name bound twice or by anything else (a loop, an
+        import, ``args.epochs``, an assignment under ``if`` or ``try``) is not a run constant."""
+        t = type(expr)
+        if t is cst.UnaryOperation and type(expr.operator) is cst.Minus and type(expr.expression) is cst.Integer:
+            return -expr.expression.evaluated_value
+        if t is cst.Integer:
+            return expr.evaluated_value
+        if t is not cst.Name:
+            return None
+        name = expr.value
+        value = frame.constants.get(name)
+        if name in frame.constants:
+            return value if type(value) is int else None
+        f: Frame | None = frame
+        while f is not None:
+            if name in f.subst:
+                return None
+            if name in f.locals:
+                if f.node is None:
+                    break  # the module's own code: a global
+                if name in _all_param_names(f.node):
+                    return None
+                bound = self._bound_once.get(id(f.node))
+                if bound is None:
+                    body = f.node.body
+                    bound = self._bound_once[id(f.node)] = _bindings(body.body if type(body) is cst.IndentedBlock else [body])
+                return bound.get(name)
+            f = f.parent
+        return run_constants(frame.module).get(name)
 
     def loop_info(self, frame: Frame, node, target, iter_expr) -> LoopInfo:
         self._place(node, frame.module)
@@ -1619,6 +1679,103 @@ def _literal(node: cst.CSTNode | None):
     if type(node) is cst.Name and node.value in ("True", "False", "None"):
         return {"True": True, "False": False, "None": None}[node.value]
     return _NO_VALUE
+
+
+def _bindings(body) -> dict[str, int | None]:
+    """``name -> the integer it holds, or None`` for every name a block of statements (a
+    function's body, a module's code) binds: the integer when the block binds the name exactly
+    once, by a plain ``name = <integer>`` (``name: int = <integer>``) at its own level; ``None``
+    when it binds it otherwise, more than once, or inside a compound statement (an ``if``, a
+    loop, a ``try``: a run may bind it there or not, again and again), or when a
+    ``global``/``nonlocal`` statement names it (a nested function may re-bind it)."""
+    out: dict[str, int | None] = {}
+
+    def bind(n: str, value=None) -> None:
+        out[n] = None if n in out else value
+
+    for st in body:
+        t = type(st)
+        if t is not cst.SimpleStatementLine and t is not cst.SimpleStatementSuite:
+            # a definition or a compound statement: what it binds is not bound once
+            names, declared = bound_names(st)
+            for n in (*names, *declared, *_declarations([st])):
+                out[n] = None
+            continue
+        for small in st.body:
+            ts = type(small)
+            if ts is cst.Assign and len(small.targets) == 1 and type(small.targets[0].target) is cst.Name:
+                value = small.value
+                bind(small.targets[0].target.value, value.evaluated_value if type(value) is cst.Integer else None)
+            elif ts is cst.AnnAssign and type(small.target) is cst.Name and type(small.value) is cst.Integer:
+                bind(small.target.value, small.value.evaluated_value)
+            elif ts is cst.Import or ts is cst.ImportFrom:
+                for alias in small.names if not isinstance(small.names, cst.ImportStar) else ():
+                    asname = alias.asname.name if alias.asname is not None else None
+                    bind(asname.value if type(asname) is cst.Name else (dotted_name(alias.name) or "").split(".")[0])
+            elif ts is cst.Del:
+                deleted: set[str] = set()
+                _assigned_names(small.target, deleted)
+                for n in deleted:
+                    bind(n)
+            else:
+                names, declared = bound_names(cst.SimpleStatementLine([small]))
+                for n in (*names, *declared):
+                    bind(n)
+    return out
+
+
+def _declarations(stmts) -> set[str]:
+    """The names ``global`` and ``nonlocal`` statements declare in ``stmts``, in nested blocks,
+    functions and classes too."""
+    out: set[str] = set()
+    stack = list(stmts)
+    while stack:
+        st = stack.pop()
+        t = type(st)
+        if t is cst.Global or t is cst.Nonlocal:
+            out.update(x.name.value for x in st.names)
+        elif t is cst.SimpleStatementLine or t is cst.SimpleStatementSuite or t is cst.IndentedBlock:
+            stack.extend(st.body)
+        elif t is cst.If:
+            stack.append(st.body)
+            if st.orelse is not None:
+                stack.append(st.orelse if type(st.orelse) is cst.If else st.orelse.body)
+        elif isinstance(st, cst.BaseCompoundStatement):
+            stack.append(st.body)
+            for attr in ("orelse", "finalbody"):
+                part = getattr(st, attr, None)
+                if part is not None:
+                    stack.append(part.body)
+            stack.extend(h.body for h in getattr(st, "handlers", ()))
+            stack.extend(c.body for c in getattr(st, "cases", ()))
+    return out
+
+
+def run_constants(index) -> dict[str, int]:
+    """``global name -> the integer it holds on every run``, for a module
+    (:class:`ModuleIndex` or an outlined one): its own code binds the name exactly once, by
+    ``name = <integer>`` (:func:`_bindings`), no function or method of the module declares it
+    ``global``, and it is not imported. Computed once per module."""
+    found = index.cache.get("run_constants")
+    if found is None:
+        bound = _bindings(index.module_code())
+        for name in set(index.imports.aliases) | _declared_global(index):
+            bound[name] = None
+        found = index.cache["run_constants"] = {k: v for k, v in bound.items() if v is not None}
+    return found
+
+
+_GLOBAL = re.compile(r"\bglobal[ \t]+([\w \t,]+)")
+
+
+def _declared_global(index) -> set[str]:
+    """The names a module's functions and methods declare ``global`` (or ``nonlocal``): read
+    from its text for an outlined module, whose functions are not parsed (a ``global`` in a
+    string counts too), from its statements otherwise."""
+    source = getattr(index, "source", None)
+    if isinstance(source, str):
+        return {n.strip() for m in _GLOBAL.finditer(source) for n in m.group(1).split(",")}
+    return _declarations(index.body)
 
 
 def _extra_args(func: cst.FunctionDef, args: list[Arg], method: bool) -> dict[str, list[Arg]]:

@@ -528,7 +528,7 @@ class _Interpreter:
                 targets = self._loop_names[id(node)] = frozenset(node.info.targets) & self._test_names
             head = set(states)
             body = _Out()
-            for _ in range(1 if self.m.rebinds(node) else MAX_LOOP_ITERATIONS):
+            for _ in range(1 if node.once or self.m.rebinds(node) else MAX_LOOP_ITERATIONS):
                 body = self.exec(node.body, self._forget(head, targets) if targets else head)
                 new_head = _bound(head | body.normal | body.cont)
                 if new_head == head:

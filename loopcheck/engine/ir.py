@@ -195,6 +195,9 @@ class Loop:
     body: Seq
     orelse: Seq
     infinite: bool = False  # ``while True``: left only through break/return
+    #: the iterable has at most one item (``range(1)``, ``range(num_epochs)`` with
+    #: ``num_epochs = 1`` a run constant): the body runs once, the loop has no back edge
+    once: bool = False
 
 
 @dataclass(eq=False)

@@ -92,7 +92,7 @@ _ROLE_KEYS = frozenset({
 })
 _ENTRY_KEYS = frozenset({
     "names", "bases", "effects", "returns", "methods", "attributes", "grad", "source", "context", "modes",
-    "mode_args", "parameters", "setting",
+    "mode_args", "parameters", "setting", "grad_off_arg",
 })
 #: Process-wide settings a call changes (``setting`` of a function entry; its first argument
 #: says the new value): ``overwrite_params_on_conversion``, whether ``Module.to()``/``half()``
@@ -212,6 +212,9 @@ class Summary:
             micro-steps (``accelerator.accumulate(model)``).
         setting: the process-wide setting (:data:`SETTINGS`) a call changes to its first
             argument, or ``None``.
+        grad_off_arg: the argument that, given and not ``False``/``None``, makes every
+            computation from the result run without an autograd graph (``volatile`` of
+            ``torch.autograd.Variable`` in PyTorch <= 0.3), or ``None``.
         source: where the knowledge comes from (documentation or code URL).
     """
 
@@ -222,6 +225,7 @@ class Summary:
     context: str | None = None
     source: str = ""
     setting: str | None = None
+    grad_off_arg: ArgRef | None = None
 
 
 @dataclass
@@ -311,8 +315,9 @@ def _summary(name: str, raw: dict, where: str) -> Summary:
     setting = raw.get("setting")
     if setting is not None and setting not in SETTINGS:
         raise KnowledgeError(f"{where}: unknown setting {setting!r}")
+    grad_off = raw.get("grad_off_arg")
     return Summary(name, effects, _returns(raw.get("returns"), where), grad, raw.get("context"), raw.get("source", ""),
-                   setting)
+                   setting, None if grad_off is None else _arg_ref(grad_off, where))
 
 
 def _method(cls: str, name: str, raw, source: str, where: str) -> Summary:

@@ -3,7 +3,9 @@
 ``from torch import optim`` then ``optim.Adam`` → ``torch.optim.Adam``;
 ``from torch.nn.utils import clip_grad_norm_ as clip`` then ``clip`` →
 ``torch.nn.utils.clip_grad_norm_``. Only ``import`` statements are followed (no type
-inference, no star imports); a name that was not imported qualifies to itself.
+inference); a name that was not imported qualifies to itself. A star import of a project
+module binds the names that module imported (``from utils import *`` where ``utils.py``
+does ``import torch``): :meth:`loopcheck.engine.project.Project.bind_stars` adds them.
 """
 
 from __future__ import annotations
@@ -65,6 +67,9 @@ class ImportMap:
         self.aliases: dict[str, str] = {}
         self.package = package
         self.stars: list[str] = []
+        #: the project module files whose imports the star imports took (file -> its stamp
+        #: then), filled by :meth:`loopcheck.engine.project.Project.bind_stars`
+        self.star_sources: dict = {}
 
     def add(self, node: cst.Import | cst.ImportFrom) -> None:
         """Record the aliases one ``import``/``from ... import`` statement binds."""

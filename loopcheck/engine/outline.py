@@ -21,7 +21,7 @@ import re
 import warnings
 import weakref
 from array import array
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -56,10 +56,12 @@ class Outline:
     method_spans: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
 
 
-def outline(source: str, package: str | None) -> Outline | None:
+def outline(source: str, package: str | None, stars: Callable[[ImportMap], None] | None = None) -> Outline | None:
     """The outline of a module's text, or ``None`` when CPython cannot parse it (then the
     caller parses with LibCST, which decides). Warnings the compiler gives (an invalid escape
-    sequence) are not shown: the text is only read."""
+    sequence) are not shown: the text is only read. ``stars`` adds to the imports what the
+    module's star imports bind (:meth:`loopcheck.engine.project.Project.bind_stars`), before
+    its classes' bases are qualified, as ``index_module`` does."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -70,6 +72,8 @@ def outline(source: str, package: str | None) -> Outline | None:
     for node in _small_statements(tree):
         if type(node) is ast.Import or type(node) is ast.ImportFrom:
             _add_import(imports, node)
+    if stars is not None and imports.stars:
+        stars(imports)
     out = Outline(imports)
     for stmt in tree.body:
         if isinstance(stmt, _DEFS):
@@ -85,6 +89,101 @@ def outline(source: str, package: str | None) -> Outline | None:
         else:
             _bound(stmt, out.globals)
     return out
+
+
+@dataclass
+class StarExports:
+    """What ``from <module> import *`` may take from a module, read from its text: its
+    module-level imports, the names it binds otherwise (definitions and assignments, which
+    shadow an import of the same name), and its ``__all__``.
+
+    Attributes:
+        imports: the imports of its module level (inside ``if``/``try`` blocks too, not
+            inside functions or classes: those bind no global).
+        defined: the other names it binds at module level.
+        public: the names its ``__all__`` lists, when it is a list or tuple of string
+            literals (``+=`` of one included); ``None`` when it has no ``__all__``.
+        opaque: ``__all__`` is bound or changed in a way not read here (computed, extended
+            by a call): what the star import binds is then unknown.
+    """
+
+    imports: ImportMap
+    defined: set[str] = field(default_factory=set)
+    public: frozenset[str] | None = None
+    opaque: bool = False
+
+    def exported(self, name: str) -> bool:
+        """Whether ``from <module> import *`` binds ``name`` (as Python decides: the names of
+        ``__all__`` when there is one, else every name not starting with ``_``)."""
+        if self.opaque:
+            return False
+        return name in self.public if self.public is not None else not name.startswith("_")
+
+
+def star_exports(source: str, package: str | None) -> StarExports | None:
+    """:class:`StarExports` of a module's text (``package``: its package, for its relative
+    imports), or ``None`` when CPython cannot parse it."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    out = StarExports(ImportMap(package))
+    public: set[str] | None = None
+    for node in _module_level(tree):
+        if type(node) is ast.Import or type(node) is ast.ImportFrom:
+            _add_import(out.imports, node)
+        names = _all_literal(node)
+        if names is not None:
+            public = (public or set()) | names[1] if names[0] else names[1]
+        elif any(isinstance(n, ast.Name) and n.id == "__all__" for n in ast.walk(node)):
+            out.opaque = True  # ``__all__`` built, extended or re-bound otherwise
+    for stmt in tree.body:
+        _bound(stmt, out.defined)
+    out.defined.discard("__all__")
+    out.public = frozenset(public) if public is not None else None
+    return out
+
+
+def _all_literal(node: ast.stmt) -> tuple[bool, set[str]] | None:
+    """``(whether it adds to it, the names)`` when a statement binds ``__all__`` to a list or
+    tuple of string literals (``__all__ = [...]``, ``__all__: list = [...]``) or adds one to it
+    (``__all__ += [...]``); ``None`` for any other statement."""
+    if isinstance(node, ast.Assign) and len(node.targets) == 1:
+        target, value, adds = node.targets[0], node.value, False
+    elif isinstance(node, ast.AnnAssign) and node.value is not None:
+        target, value, adds = node.target, node.value, False
+    elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add):
+        target, value, adds = node.target, node.value, True
+    else:
+        return None
+    if not (isinstance(target, ast.Name) and target.id == "__all__" and isinstance(value, (ast.List, ast.Tuple))):
+        return None
+    if not all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts):
+        return None
+    return adds, {e.value for e in value.elts}
+
+
+def _module_level(tree: ast.Module) -> Iterator[ast.stmt]:
+    """The simple statements a module runs at its level: in its blocks (``if``, ``try``,
+    ``with``, loops, ``match``), not in the bodies of its functions and classes."""
+    stack: list = [tree.body]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, list):
+            stack.extend(reversed(n))
+            continue
+        if isinstance(n, (*_DEFS, ast.ClassDef)):
+            continue
+        body = getattr(n, "body", None)
+        if not isinstance(body, list) and not isinstance(n, ast.Match):
+            yield n
+            continue
+        for part in (body, getattr(n, "orelse", None), getattr(n, "finalbody", None),
+                     *(h.body for h in getattr(n, "handlers", ())), *(c.body for c in getattr(n, "cases", ()))):
+            if part:
+                stack.append(part)
 
 
 def _span(stmt: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> tuple[int, int]:

@@ -34,6 +34,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from loopcheck.engine.names import ImportMap
 from loopcheck.parsing import parse_tree
 
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
@@ -252,7 +253,7 @@ class Project:
             return None
         stamp = (st.st_mtime_ns, st.st_size)
         info = self._modules.get(path)
-        if info is not None and info.stamp == stamp:
+        if info is not None and info.stamp == stamp and self._stars_current(info):
             self._modules[path] = self._modules.pop(path)  # the most recently used last
             return info
         if st.st_size > MAX_MODULE_BYTES:
@@ -262,6 +263,14 @@ class Project:
         except (OSError, UnicodeDecodeError, SyntaxError):
             return None
         return self.add(path, source, stamp, lazy=True)
+
+    def _stars_current(self, info: ModuleInfo) -> bool:
+        """Whether the modules whose imports ``info``'s star imports took
+        (:meth:`bind_stars`) are as they were then (else the module is read again)."""
+        imports = getattr(info.index, "imports", None)
+        if imports is None or not imports.star_sources:
+            return True
+        return all(self.source_of(p)[0] == stamp for p, stamp in imports.star_sources.items())
 
     def source_of(self, path: Path) -> tuple[tuple, str | None]:
         """``(stamp, text)`` of module ``path`` as :meth:`load` reads it, without parsing it: the
@@ -312,7 +321,7 @@ class Project:
         if lazy and module is None:
             from loopcheck.engine.outline import LazyModuleIndex, outline
 
-            seen = outline(source, package)
+            seen = outline(source, package, stars=lambda imports: self.bind_stars(imports, path))
             if seen is not None:
                 info = ModuleInfo(path, name, source, None, None, stamp)
                 # ``info`` holds the index, which holds this function: named weakly, or the cycle
@@ -421,6 +430,63 @@ class Project:
             if found is not None:
                 return found
         return None
+
+    def bind_stars(self, imports: ImportMap, near: Path) -> None:
+        """Add to ``imports`` (those of file ``near``) the imported names its star imports of
+        project modules bind (:meth:`star_aliases`): after ``from utils import *``, where
+        ``utils.py`` does ``import torch``, ``torch`` is ``torch`` here too. A name the file
+        imports itself keeps its own meaning; of two star imports binding a name, the later
+        one's meaning is taken, as Python does. Star imports of modules not found in the
+        project bind nothing here (a library's names are not guessed)."""
+        bound: dict[str, str] = {}
+        for star in imports.stars:
+            bound.update(self.star_aliases(star, near, read=imports.star_sources))
+        for name, target in bound.items():
+            imports.aliases.setdefault(name, target)
+
+    def star_aliases(self, dotted: str, near: Path | None, _stack: tuple[Path, ...] = (),
+                     read: dict | None = None) -> dict[str, str]:
+        """The names ``from <dotted> import *`` (in file ``near``) binds to what project module
+        ``dotted`` imported (``{"torch": "torch", "nn": "torch.nn", "optim": "torch.optim"}``
+        for its ``import torch``, ``import torch.nn as nn``, ``from torch import optim``), as
+        Python decides: the names of its ``__all__`` when it has one, else those not starting
+        with ``_``; a name the module also binds otherwise (a definition, an assignment) is
+        not an import's. Followed through the module's own star imports (a chain of them, at
+        most :data:`MAX_REEXPORT_DEPTH` deep; a module already on the chain, an import cycle,
+        adds nothing). ``{}`` for a module not found in the project, one that cannot be read
+        or parsed, or one whose ``__all__`` is not a literal (what it exports is unknown). The
+        functions and classes the module defines are not among them: calls find those
+        through :attr:`ImportMap.stars <loopcheck.engine.names.ImportMap.stars>`. ``read``,
+        when given, gets each module file read and its stamp."""
+        path = self.find_module(dotted, near)
+        if path is None or path in _stack or len(_stack) > MAX_REEXPORT_DEPTH:
+            return {}
+        stamp, exports = self._star_exports(path)
+        if read is not None:
+            read[path] = stamp
+        if exports is None or exports.opaque:
+            return {}
+        found: dict[str, str] = {}
+        for star in exports.imports.stars:
+            found.update(self.star_aliases(star, path, (*_stack, path), read))
+        found.update(exports.imports.aliases)  # its own imports win over what its stars bind
+        return {name: target for name, target in found.items()
+                if exports.exported(name) and name not in exports.defined}
+
+    def _star_exports(self, path: Path):
+        """``(stamp, star_exports)``: the stamp of project module ``path``'s file and its
+        :func:`~loopcheck.engine.outline.star_exports` (``None`` when it cannot be read or
+        parsed), read once per version of the file."""
+        from loopcheck.engine.outline import star_exports
+
+        stamp, text = self.source_of(path)
+        memo = self.memo.setdefault("star_exports", {})
+        key = (path, stamp)
+        if key not in memo:
+            name, _root = module_name(path)
+            package = name.rpartition(".")[0] if path.stem != "__init__" else name
+            memo[key] = star_exports(text, package) if text is not None else None
+        return stamp, memo[key]
 
     def module_of(self, path: Path) -> ModuleInfo | None:
         return self._modules.get(path.resolve())

@@ -10,9 +10,10 @@ the same; :class:`UnitMemo` keeps each entry point's IR with a
 :class:`~loopcheck.engine.builder.UnitRecord` of what its build read and changed, and takes
 it again only when:
 
-* the module's *shape* is the same (:func:`module_shape`: its imports, global names,
-  functions, classes with their bases and method names, its name and path, whether it is
-  part of a project), so that every name resolves to the same place;
+* the module's *shape* is the same (:func:`module_shape`: its imports, global names and the
+  integers its run constants hold, functions, classes with their bases and method names, its
+  name and path, whether it is part of a project), so that every name resolves to the same
+  place;
 * every function of the module the build resolved a call to is still in the module (the same
   node object), which also covers the functions nested in them;
 * the project still answers ``None`` to every name the build looked up in it (it read no
@@ -31,7 +32,7 @@ compares the findings of both on random edits of real training scripts).
 
 from __future__ import annotations
 
-from loopcheck.engine.builder import MAX_EVENTS_PER_UNIT, ModuleIndex, UnitBuilder, UnitRecord
+from loopcheck.engine.builder import MAX_EVENTS_PER_UNIT, ModuleIndex, UnitBuilder, UnitRecord, run_constants
 
 
 def module_shape(index: ModuleIndex) -> tuple:
@@ -40,6 +41,7 @@ def module_shape(index: ModuleIndex) -> tuple:
     imports = index.imports
     return (
         tuple(sorted(imports.aliases.items())), imports.package, tuple(imports.stars),
+        tuple(sorted(run_constants(index).items())),  # ``range(num_epochs)``: a loop's back edge
         tuple(index.functions), frozenset(index.globals),
         tuple((name, tuple(info.methods), info.bases) for name, info in index.classes.items()),
         index.name, str(index.path), index.project is None,

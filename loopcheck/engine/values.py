@@ -33,7 +33,7 @@ from loopcheck.engine.classes import CONTAINERS, is_module_class
 from loopcheck.engine.ir import Assign, Call, Inline, Loop, LoopInfo, Node, Seq, parts, walk_events
 from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.names import dotted_name
-from loopcheck.engine.roles import ACCELERATOR_NAME, LOADER_NAME, ROLE_TYPES, last
+from loopcheck.engine.roles import ACCELERATOR_NAME, LOADER_NAME, ROLE_TYPES, arg_at, last
 from loopcheck.engine.walk import children, walk
 
 #: Kinds of values a loss input can be.
@@ -103,6 +103,29 @@ def setting_turned_on(unit, setting: str) -> cst.Call | None:
                 summary = knowledge().function(module.imports.qualify(dotted_name(call.func)))
                 if summary is not None and summary.setting == setting:
                     return call
+    return None
+
+
+def grad_off_inputs(unit, fwd) -> Call | None:
+    """A call that, before forward ``fwd`` (a typed event) and in its function or a function
+    it calls, makes values that turn the graph off for what is computed from them: a library
+    entry's ``grad_off_arg`` given and not ``False``/``None``/``0``
+    (``Variable(x, volatile=True)``, ``Variable(x, volatile=evaluation)``). Code written so is
+    for PyTorch <= 0.3, where volatile inputs were how evaluation ran without a graph (from 0.4
+    on the argument is ignored): whether ``fwd`` records a graph is not established."""
+    def off(c: Call) -> bool:
+        summary = knowledge().function(c.func) if c.qualified else None
+        if summary is None or summary.grad_off_arg is None:
+            return False
+        arg = arg_at(c, summary.grad_off_arg)
+        return arg is not None and not _zero_literal(arg.node)
+
+    frame = fwd.ctx.calls
+    for c in all_calls(unit):
+        if c is fwd.raw:
+            return None
+        if c.ctx.calls[:len(frame)] == frame and off(c):
+            return c
     return None
 
 

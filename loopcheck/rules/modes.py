@@ -18,7 +18,7 @@ from loopcheck.engine.events import Event
 from loopcheck.engine.ir import LoopInfo
 from loopcheck.engine.roles import last
 from loopcheck.engine.unit import Unit
-from loopcheck.engine.values import mode_dependent
+from loopcheck.engine.values import grad_off_inputs, mode_dependent
 from loopcheck.findings import Report
 from loopcheck.catalog import INFOS
 from loopcheck.rules.base import Rule, register
@@ -193,7 +193,9 @@ class EvalModeNotReset(Rule):
     run with gradients enabled on that path since the ``eval()``, ``M`` not frozen on that path, and
     train mode is wanted: ``train()`` of ``M`` somewhere in the unit, train mode at that step on
     another path, or ``M`` built here and surely held by the step's optimizer. Silent when ``M``'s
-    output does not depend on its mode (:func:`~loopcheck.engine.values.mode_dependent`). Known
+    output does not depend on its mode (:func:`~loopcheck.engine.values.mode_dependent`). The paths
+    come back to a loop's start only when its iterable may have two items (``Loop.once``: not for
+    ``range(num_epochs)`` with ``num_epochs = 1`` a run constant). Known
     limit: parameters of unknown origin are taken to be those of the only model with ``train()``/``eval()`` calls, when there is one (see ``rules/LC301.md``)."""
 
     info = INFOS["LC301"]
@@ -259,6 +261,8 @@ class ValidationWithoutNoGrad(Rule):
         for fwd in unit.of_kind("forward"):
             if fwd.ctx.grad != "enabled" or not _batch_loops(fwd):
                 continue  # a single forward outside any loop (a test, an export) costs one graph
+            if grad_off_inputs(unit, fwd) is not None:
+                continue  # PyTorch <= 0.3 code: volatile inputs decide whether it records a graph
             if _loss_module(unit, fwd.subject):
                 continue  # a loss module (FocalLoss() or CrossEntropyLoss()) holds no weights to record
             states = modes_at(unit, fwd.subject, fwd)

@@ -11,7 +11,8 @@ import sys
 
 import click
 
-FORMATS = ["full", "concise", "text", "json", "json-lines", "sarif", "github"]
+FORMATS = ["full", "concise", "text", "grouped", "json", "json-lines", "sarif", "github", "gitlab", "junit",
+           "pylint", "azure", "rdjson"]
 
 TORCH_MISSING = (
     "loopcheck trace needs PyTorch, which is not installed in this environment.\n"
@@ -84,12 +85,12 @@ def trace(steps, output_format, no_static, preview, no_color, exit_zero, quiet, 
     report = build_report(result, static=not no_static, resolver=Resolver(Options(preview=preview)))
     fmt = output_format or ("full" if sys.stdout.isatty() else "concise")
     color = not no_color and not os.environ.get("NO_COLOR") and sys.stdout.isatty() and fmt in ("full", "concise",
-                                                                                               "text")
+                                                                                               "text", "grouped")
     write_report(report, fmt, sys.stdout, color)
     if result.error:
         sys.stderr.write(result.error["traceback"])
     if not quiet:
-        text_format = fmt in ("full", "concise", "text")
+        text_format = fmt in ("full", "concise", "text", "grouped")
         for line in summary(report, result):
             click.echo(line, err=not text_format)
     failed = result.error is not None or result.exit_code is not None

@@ -41,18 +41,19 @@ LC101_LINE = "bad.py:9:5: LC101 "
 
 
 def cli(*args: str, input: bytes | str | None = None):
-    """Run the command line in-process (click's runner): ``result.exit_code``, ``.stdout``,
-    ``.stderr``, ``.output`` (both)."""
-    return CliRunner().invoke(main, list(args), input=input)
+    """Run the check in-process (click's runner), with ``--preview`` (LC101, the rule these
+    inputs break, is in preview; tests/test_preview.py tests the default selection):
+    ``result.exit_code``, ``.stdout``, ``.stderr``, ``.output`` (both)."""
+    return CliRunner().invoke(main, ["--preview", *args], input=input)
 
 
 def cli_process(*args: str, cwd: Path, env: dict | None = None, timeout: float = 60,
                 input: bytes | None = None) -> subprocess.CompletedProcess:
-    """Run ``python -m loopcheck`` in a child process (a crash shows as a negative return
-    code: a segfault is -11)."""
+    """Run the check as ``python -m loopcheck --preview`` in a child process (a crash shows as
+    a negative return code: a segfault is -11)."""
     full_env = {**os.environ, **(env or {})}
     return subprocess.run(
-        [sys.executable, "-m", "loopcheck", *args], cwd=cwd, env=full_env, capture_output=True,
+        [sys.executable, "-m", "loopcheck", "--preview", *args], cwd=cwd, env=full_env, capture_output=True,
         timeout=timeout, input=input,
     )
 

@@ -229,7 +229,7 @@ def test_an_unreadable_directory_is_reported_and_the_search_goes_on(tmp_path, gi
     locked.chmod(0)
     try:
         done = subprocess.run(
-            [*prefix, sys.executable, "-m", "loopcheck", "--output-format", "concise", "."],
+            [*prefix, sys.executable, "-m", "loopcheck", "--preview", "--output-format", "concise", "."],
             cwd=tmp_path, capture_output=True, timeout=60,
         )
     finally:

@@ -84,7 +84,8 @@ def _non_utf8_name(project) -> str:
     return os.fsdecode(raw)
 
 
-@pytest.mark.parametrize("fmt", ["full", "concise", "json", "json-lines", "sarif", "github"])
+@pytest.mark.parametrize("fmt", ["full", "concise", "json", "json-lines", "sarif", "github", "grouped", "pylint",
+                                 "azure", "gitlab", "junit", "rdjson"])
 def test_a_file_name_that_is_not_utf8_breaks_no_format(project, fmt):
     _non_utf8_name(project)
     result = cli("--output-format", fmt, ".")
@@ -98,9 +99,24 @@ def test_a_file_name_that_is_not_utf8_breaks_no_format(project, fmt):
         assert json.loads(out)["filename"].endswith("/caf\\xe9.py")
     elif fmt == "sarif":
         [res] = json.loads(out)["runs"][0]["results"]
-        assert res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "caf%E9.py"
+        uri = res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        assert uri.startswith("file:///") and uri.endswith("/caf%E9.py")  # absolute, as ruff writes it
     elif fmt == "github":
-        assert out.startswith("::error ") and ",file=caf\\xe9.py,line=9,col=5," in out
+        assert out.startswith("::error ") and "/caf\\xe9.py,line=9,col=5," in out and "::caf\\xe9.py:9:5: " in out
+    elif fmt == "grouped":
+        assert out.startswith("caf\\xe9.py:\n  9:5 LC101 ")
+    elif fmt == "pylint":
+        assert out.startswith("caf\\xe9.py:9: [LC101] ")
+    elif fmt == "azure":
+        assert out.startswith("##vso[task.logissue type=error;sourcepath=/") and "/caf\\xe9.py;linenumber=9;" in out
+    elif fmt == "gitlab":
+        assert json.loads(out)[0]["location"]["path"] == "caf\\xe9.py"
+    elif fmt == "rdjson":
+        assert json.loads(out)["diagnostics"][0]["location"]["path"].endswith("/caf\\xe9.py")
+    elif fmt == "junit":
+        import xml.etree.ElementTree as ET
+
+        assert ET.fromstring(out.encode()).find("testsuite").get("name") == "caf\\xe9.py"
     elif fmt == "full":
         assert out.startswith("LC101 ") and "--> caf\\xe9.py:9:5" in out
     else:
