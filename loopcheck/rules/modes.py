@@ -18,7 +18,7 @@ from loopcheck.engine.events import Event
 from loopcheck.engine.ir import LoopInfo
 from loopcheck.engine.roles import last
 from loopcheck.engine.unit import Unit
-from loopcheck.engine.values import grad_off_inputs, mode_dependent
+from loopcheck.engine.values import grad_off_inputs, mode_dependent, model_without_parameters
 from loopcheck.findings import Report
 from loopcheck.catalog import INFOS
 from loopcheck.rules.base import Rule, register
@@ -250,7 +250,8 @@ class ValidationWithoutNoGrad(Rule):
     ``M`` in eval mode on every path (:func:`modes_at`), or, eval mode on no path, on evaluation data
     (an input argument, or the innermost loop's iterable when that loop does not train); and no
     ``backward()``/``torch.autograd.grad`` follows in program order before ``M``'s next ``train()``
-    or construction. Silent for ``M`` frozen on every path and for a loss module. Known limits:
+    or construction. Silent for ``M`` frozen on every path, for ``M`` established to hold no
+    parameters (:func:`~loopcheck.engine.values.model_without_parameters`) and for a loss module. Known limits:
     evaluation data is recognised by ``EVAL_DATA`` on names, a loss module also by
     ``CRITERION_NAME`` (see ``rules/LC302.md``)."""
 
@@ -263,6 +264,8 @@ class ValidationWithoutNoGrad(Rule):
                 continue  # a single forward outside any loop (a test, an export) costs one graph
             if grad_off_inputs(unit, fwd) is not None:
                 continue  # PyTorch <= 0.3 code: volatile inputs decide whether it records a graph
+            if model_without_parameters(unit, fwd.subject):
+                continue  # no parameters (a class whose __init__ builds none): nothing to record a graph for
             if _loss_module(unit, fwd.subject):
                 continue  # a loss module (FocalLoss() or CrossEntropyLoss()) holds no weights to record
             states = modes_at(unit, fwd.subject, fwd)

@@ -266,12 +266,18 @@ def first(body, pred, start=0, stop=None) -> int | None:
     return None
 
 
-def moved(body, i, j, pred):
-    """Move ``body[i]`` (marked where ``pred`` holds) to stand before the statement now at ``j``."""
+#: The statement under which a conversion of the model builds new ``Parameter`` objects.
+OVERWRITE_SETTING = "torch.__future__.set_overwrite_module_params_on_conversion(True)\n"
+
+
+def moved(body, i, j, pred, before: str | None = None):
+    """Move ``body[i]`` (marked where ``pred`` holds) to stand before the statement now at ``j``,
+    with the statement ``before`` (source text) just before it when given."""
     stmt = mark(body[i], pred)
     rest = body[:i] + body[i + 1:]
     j = j - 1 if j > i else j
-    return rest[:j] + [stmt] + rest[j:]
+    extra = [cst.parse_statement(before)] if before else []
+    return rest[:j] + extra + [stmt] + rest[j:]
 
 
 def operators(module: cst.Module) -> list[tuple[str, str, cst.CSTNode, dict]]:
@@ -357,8 +363,11 @@ def operators(module: cst.Module) -> list[tuple[str, str, cst.CSTNode, dict]]:
                 opt = next((j for j in range(i + 1, len(body)) if optimizer_built_from(body[j], model)), None)
                 if opt is not None and not any(rebinds(x, model) for x in body[i + 1:opt]):
                     code = "LC501" if is_dtype_conversion(c) else "LC502"
+                    # before the optimizer has state, the move orphans the optimizer's parameters
+                    # only when conversions build new Parameter objects: the mutant turns that on
                     add(code, f"model.{name}() after the optimizer", body[i],
-                        lambda b, i=i, o=opt: moved(b, i, o + 1, lambda x: method(x)[1] in ("to", "cuda")))
+                        lambda b, i=i, o=opt: moved(b, i, o + 1, lambda x: method(x)[1] in ("to", "cuda"),
+                                                    before=OVERWRITE_SETTING))
         for i, s in enumerate(body):
             sched = first([s], sched_step)
             recv = method(stmt_call(s) or stmt_call(s.body.body[0]))[0] if sched is not None else ""
