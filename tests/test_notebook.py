@@ -423,3 +423,16 @@ def test_json_filename_of_standard_input(project):
     assert data[0]["filename"] == str(project / "sub" / "nb.ipynb")
     data = json.loads(run("-", "--output-format", "json", input=BAD_PY).output)
     assert data[0]["filename"] == "-" and data[0]["cell"] is None
+
+
+def test_cells_ipython_runs_are_no_syntax_error():
+    """IPython runs a cell of one line that starts with a line magic's name (automagic), and a
+    cell whose lines all carry the first line's indentation (its leading_indent cleanup): no
+    LC001 for those (census 4: three such findings); a blank left in an exercise still is one,
+    and so is a magic name used with an operator that is not Python."""
+    from loopcheck.notebook import build_notebook
+
+    nb = build_notebook([(1, "pip install -r requirements.txt"), (2, " x = 1\n y = x + 1"), (3, "pip = 3"),
+                         (4, "model =\n"), (5, "ls -la"), (6, " a = 1\nb = (\n"), (7, "bash ./run.sh")])
+    assert nb.syntax_errors == [(4, 1, 8, "invalid syntax"), (6, 1, 1, "unexpected indent"),
+                                (7, 1, 6, "invalid syntax")]
