@@ -727,7 +727,26 @@ def mode_dependent(unit, model: str) -> bool:
         if t is None:
             return True
         builds.append((t, None))
-    return any(_class_mode_dependent(c, 0, frozenset(), call) for c, call in builds)
+    return any(
+        _container_mode_dependent(unit, call) if isinstance(c, str) and c in CONTAINERS and call is not None
+        else _class_mode_dependent(c, 0, frozenset(), call)
+        for c, call in builds
+    )
+
+
+def _container_mode_dependent(unit, call: cst.Call) -> bool:
+    """Whether a container built by ``call`` (``nn.Sequential(nn.Linear(1, 10), nn.ReLU())``)
+    may compute differently in train and eval mode: one of the layers its arguments build may,
+    or an argument is not a construction the engine can read (``nn.Sequential(*layers)``, a
+    layer built elsewhere)."""
+    index = unit.module_of(call)
+    for arg in call.args:
+        if arg.star or not isinstance(arg.value, cst.Call):
+            return True
+        for node in walk(arg.value):
+            if isinstance(node, cst.Call) and _layer_call_dependent(index, node, 0, frozenset()):
+                return True
+    return False
 
 
 def _class_mode_dependent(cls, depth: int, seen: frozenset, call: cst.Call | None = None) -> bool:
