@@ -19,16 +19,16 @@ from typing import Callable, Collection, Mapping
 import libcst as cst
 
 from loopcheck.engine.builder import NODE_TABLES, ModuleIndex, UnitBuilder, UnitRecord, index_module
-from loopcheck.engine.events import classify
+from loopcheck.engine.events import classify, retype_graph_events
 from loopcheck.engine.ir import release, walk_events
 from loopcheck.engine.positions import Positions
 from loopcheck.engine.project import Project, project_for
 from loopcheck.engine.quiet import IMPORT, imported_names, quiet_members
 from loopcheck.engine.reach import function_names, reaching
 from loopcheck.engine.reuse import UnitMemo
-from loopcheck.engine.roles import infer_roles
+from loopcheck.engine.roles import infer_roles, know_models_without_parameters
 from loopcheck.engine.unit import Unit
-from loopcheck.engine.values import parents
+from loopcheck.engine.values import models_without_parameters, parents
 from loopcheck.findings import Describe, Finding, Related, Report
 from loopcheck.parsing import check_nesting, parse_module
 from loopcheck.rules import REGISTRY, SYNTAX_ERROR
@@ -474,10 +474,24 @@ def build_units(
     roles = infer_roles(index, raws)
     for raw in raws:
         raw.typed = classify(raw, roles)
-    return [
-        Unit(ir, roles, [ev for raw in unit_raws for ev in raw.typed], module=index, node_module=builder.node_module)
-        for ir, unit_raws in zip(irs, per_unit)
-    ]
+
+    def make_units() -> list[Unit]:
+        return [
+            Unit(ir, roles, [ev for raw in unit_raws for ev in raw.typed], module=index, node_module=builder.node_module)
+            for ir, unit_raws in zip(irs, per_unit)
+        ]
+
+    units = make_units()
+    if roles.graph_stores:
+        # which models hold no parameters is read from the typed units; their forwards make no
+        # graph of their own, so the graph fact (and the stores it found) is derived again
+        free = models_without_parameters(units)
+        if free:
+            know_models_without_parameters(roles, raws, free)
+            for raw in raws:
+                retype_graph_events(raw, roles)
+            units = make_units()
+    return units
 
 
 def _functions(index, reachable: set | None) -> list:

@@ -428,6 +428,16 @@ def classify_assign(a: Assign, roles: Roles) -> list[Event]:
     return out
 
 
+#: The kinds of the events :func:`graph_events` types.
+GRAPH_KINDS = frozenset({"graph_store", "graph_release"})
+
+
+def retype_graph_events(raw: RawEvent, roles: Roles) -> None:
+    """Type the graph events of ``raw`` again, after the graph fact of ``roles`` changed (they
+    come last in ``raw.typed``)."""
+    raw.typed = [ev for ev in raw.typed if ev.kind not in GRAPH_KINDS] + graph_events(raw, roles)
+
+
 def graph_events(raw: RawEvent, roles: Roles) -> list[Event]:
     """``graph_store`` for an event that keeps a value with an autograd graph in a container
     (:func:`loopcheck.engine.graphs.graph_stores`; extra ``value``: the stored symbol or

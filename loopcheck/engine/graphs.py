@@ -13,8 +13,10 @@ counts only.
 *established* to give a value with a graph, and a name read by an event carries one when the
 definitions that reach it (the closest one before it in the same loop iteration, else all of
 them) all do or decide nothing, and one does. A definition does when it is made with grad
-enabled from a model's forward pass, or through calls whose results keep the graph of their
-inputs (tensor methods, arithmetic, ``torch.cat``, a loss function, a criterion) from a name
+enabled from a model's forward pass (of a model that may hold parameters: one established to
+hold none records no operation of its own), or through calls whose results keep the graph of
+their inputs (tensor methods, arithmetic, ``torch.cat``, a loss function, a criterion, the
+forward of a model without parameters) from a name
 that carries a graph or from a leaf that requires grad (``nn.Parameter(t)``,
 ``torch.zeros(3, requires_grad=True)``: no graph of its own, but what is computed from it has
 one); and when ``backward()`` runs on what it defines (it would raise on a value without a
@@ -211,11 +213,13 @@ class _Graphs:
         return _NO
 
     def call_kind(self, c: Call) -> str:
-        """``yes``: the call is a source of a graph (a forward of a model with grad enabled);
+        """``yes``: the call is a source of a graph (a forward of a model with grad enabled
+        that may hold parameters);
         ``leaf``: it makes a tensor that requires grad (``nn.Parameter(t)``,
         ``torch.zeros(3, requires_grad=True)``): no graph of its own, but what is computed from
         it has one; ``keep``: its result keeps the graph of its inputs (a
-        tensor method, a loss function, a criterion, ``torch.cat``); ``no``: its result carries
+        tensor method, a loss function, a criterion, ``torch.cat``, the forward of a model
+        established to hold no parameters: ``roles.parameterless``); ``no``: its result carries
         no graph whatever its inputs (``loss.item()``, ``torch.zeros(3)``); ``unknown``: a
         call the engine does not understand."""
         roles, kb = self.roles, self.kb
@@ -235,7 +239,11 @@ class _Graphs:
             return _UNKNOWN  # its value reaches the expression through no target
         f = roles.canon(c.func) if c.func and c.inner is None and not c.operands else None
         if f is not None and f in roles.models:
-            return _YES if c.ctx.grad == "enabled" else _NO
+            if c.ctx.grad != "enabled":
+                return _NO
+            # a model without parameters records no operation of its own: its output has a
+            # graph only through inputs that carry one
+            return _KEEP if f in roles.parameterless else _YES
         if f is not None and f in roles.criteria:
             return _KEEP
         if c.receiver is not None or c.inner is not None or c.operands:

@@ -185,6 +185,9 @@ class Roles:
         graph_stores: ``id(raw event) →`` :class:`~loopcheck.engine.graphs.GraphStore`: the
             events that keep a value with a graph in a container.
         keepers: the containers of those stores.
+        parameterless: models established to hold no parameters
+            (:func:`loopcheck.engine.values.models_without_parameters`): their forward passes
+            make no graph of their own (set by :func:`know_models_without_parameters`).
     """
 
     optimizers: dict[str, OptimizerInfo] = field(default_factory=dict)
@@ -205,6 +208,7 @@ class Roles:
     graph: frozenset[str] = frozenset()
     graph_stores: dict = field(default_factory=dict)
     keepers: frozenset[str] = frozenset()
+    parameterless: frozenset[str] = frozenset()
 
     def canon(self, sym: str | None) -> str | None:
         """The representative of a symbol's alias class; ``model.module`` → ``model``."""
@@ -862,9 +866,7 @@ class _Inference:
         self.param_variables()
         for loss in self.roles.losses:
             self.roles.provenance[loss] = self.provenance(loss)
-        self.roles.graph, stores = graph_stores(self.events, self.roles)
-        self.roles.graph_stores = {id(st.raw): st for st in stores}
-        self.roles.keepers = frozenset(st.container for st in stores)
+        _derive_graphs(self.roles, self.events)
         return self.roles
 
     # -- 5. provenance of losses ------------------------------------------------------------
@@ -929,6 +931,21 @@ class _Inference:
             models, _known = self.param_models(frozenset({sym}), memo=memo)
             if models:
                 self.roles.param_sources[sym] = {self.roles.canon(m) for m in models}  # type: ignore[misc]
+
+
+def _derive_graphs(roles: Roles, events: list[RawEvent]) -> None:
+    """Set ``roles.graph``, ``roles.graph_stores`` and ``roles.keepers`` from the raw events."""
+    roles.graph, stores = graph_stores(events, roles)
+    roles.graph_stores = {id(st.raw): st for st in stores}
+    roles.keepers = frozenset(st.container for st in stores)
+
+
+def know_models_without_parameters(roles: Roles, events: list[RawEvent], models: frozenset[str]) -> None:
+    """Record that ``models`` hold no parameters and derive the graph fact again: a forward of
+    such a model gives a graph only through inputs that carry one (which models hold none is
+    known only once the units' events are typed, after the roles)."""
+    roles.parameterless = frozenset(models)
+    _derive_graphs(roles, events)
 
 
 def infer_roles(index: ModuleIndex, events: list[RawEvent]) -> Roles:

@@ -191,6 +191,13 @@ def definitions(unit) -> dict[str, list]:
     return _cached(unit, ("values", "defs"), compute)
 
 
+def binds_each_iteration(info: LoopInfo, sym: str) -> bool:
+    """Whether symbol ``sym`` (``layer``, ``f3_1:layer``) is a name the ``for`` target of the
+    loop ``info`` binds: another element of what the loop iterates in each iteration
+    (``for layer in layers``)."""
+    return any(sym == t or sym.endswith(":" + t) for t in info.targets)
+
+
 def _loop_target_symbol(unit, loop: Loop, name: str) -> str:
     """The symbol a loop target name has in the unit (the frame of the loop's events)."""
     for raw in walk_events(loop.body):
@@ -492,6 +499,20 @@ def model_without_parameters(unit, model: str | None) -> bool:
                    for ev in builds)
     entry = knowledge().cls(unit.roles.types.get(model))
     return entry is not None and entry.parameters is False
+
+
+def models_without_parameters(units) -> frozenset[str]:
+    """The models of a file (the units share its roles) established to hold no parameters:
+    :func:`model_without_parameters` in every unit that builds the model, or, built in none,
+    by its library type's entry."""
+    if not units:
+        return frozenset()
+    out = set()
+    for model in units[0].roles.models:
+        builders = [u for u in units if any(ev.subject == model for ev in u.of_kind("model_build"))]
+        if all(model_without_parameters(u, model) for u in builders or units[:1]):
+            out.add(model)
+    return frozenset(out)
 
 
 def _constant(expr: cst.BaseExpression) -> bool:

@@ -17,6 +17,7 @@ from loopcheck.engine.dataflow import Machine
 from loopcheck.engine.events import Event
 from loopcheck.engine.ir import Assign, walk_events
 from loopcheck.engine.unit import Unit
+from loopcheck.engine.values import binds_each_iteration
 from loopcheck.findings import Report
 from loopcheck.rules.base import Rule, register
 
@@ -147,12 +148,22 @@ def _forward_only(unit: Unit, ev: Event) -> bool:
     if not ev.ctx.loops:
         return False
     loop = ev.ctx.loops[-1]
-    if not any(loop in f.ctx.loops for f in unit.of_kind("forward")):
+    # a forward of the module the loop's own target binds (``for layer in layers: x = layer(x)``)
+    # is one stage of a pass through those modules, bounded by their number: not a pass per
+    # iteration over new data
+    if not any(loop in f.ctx.loops and not _called_loop_target(loop, f) for f in unit.of_kind("forward")):
         return False  # a loop over layers or dict entries inside a forward: no pass per iteration
     training = unit.of_kind("backward", "step", "scaler_step", "havoc")
     if any(loop in e.ctx.loops for e in training if e.kind != "havoc" or e.may_change("grads")):
         return False
     return ev.subject not in _backpropagated(unit)
+
+
+def _called_loop_target(loop, f: Event) -> bool:
+    """Whether forward ``f`` calls a module that ``loop``'s target binds (another module in
+    each iteration)."""
+    func = getattr(f.raw, "func", None)
+    return bool(func) and binds_each_iteration(loop, func)
 
 
 def _backpropagated(unit: Unit) -> set[str]:
