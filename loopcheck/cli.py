@@ -11,6 +11,7 @@ configuration and the reporters are imported by the commands that use them, so
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -159,6 +160,7 @@ class Run:
     src: dict[str, tuple] = field(default_factory=dict)  # the project's source roots per file
     fixable: dict[str, frozenset[str]] = field(default_factory=dict)  # codes whose fixes apply, per file
     ignore_noqa: bool = False  # --ignore-noqa
+    nothing_checked: bool = False  # no file was found, or every one found was skipped
 
 
 def describe_error(err: BaseException, limit: int = 300) -> str:
@@ -233,7 +235,7 @@ def read_file(run: Run | None, path: Path, max_size: int, report=None) -> Source
     """Read one file (:func:`loopcheck.files.read_source`), or report why not: unreadable,
     undecodable or not a regular file fails the run; larger than ``max_size`` is a warning.
     ``report(message, is_error)`` replaces :func:`report_problem` when given."""
-    from loopcheck.files import FileTooLarge, SourceError, read_source
+    from loopcheck.files import SourceError, Skipped, read_source
 
     def problem(message: str, is_error: bool = True) -> None:
         if report is not None:
@@ -243,7 +245,7 @@ def read_file(run: Run | None, path: Path, max_size: int, report=None) -> Source
 
     try:
         return read_source(path, max_size)
-    except FileTooLarge as err:
+    except Skipped as err:  # too large, or a line too long to parse: a warning
         problem(f"skipped {path}: {err}", is_error=False)
     except SourceError as err:
         problem(f"cannot read {path}: {err}")
@@ -270,7 +272,7 @@ def lint_paths(paths: list[str], resolver: Resolver, force_exclude: bool = False
         ConfigError: a configuration file on the way is invalid.
     """
     from loopcheck.listing import source_files
-    from loopcheck.runner import check_all, start_pool
+    from loopcheck.runner import check_all, start_pool, workers_for
 
     run = Run([], {}, ignore_noqa=ignore_noqa)
     # in the order a serial run meets them: ("problem", message, is_error), ("path", path,
@@ -281,6 +283,7 @@ def lint_paths(paths: list[str], resolver: Resolver, force_exclude: bool = False
     def on_problem(path: Path, message: str, is_error: bool) -> None:
         found.append(("problem", message, is_error))
 
+    unchanged = 0
     try:
         for path in source_files(paths, resolver, force_exclude, on_problem, cache):
             settings = resolver.for_file(path)
@@ -293,6 +296,7 @@ def lint_paths(paths: list[str], resolver: Resolver, force_exclude: bool = False
                 too_large = stamp is not None and 0 < settings.max_file_size < stamp[0]
                 fresh = None if too_large else cache.freshness(entry, stamp)
                 if fresh == "unchanged":
+                    unchanged += 1
                     continue  # no findings, and nothing it depends on changed: not even read
             found.append(("path", path, settings, codes, entry, stamp, fresh))
     except BaseException:  # an invalid configuration on the way: what was found before is still told
@@ -304,6 +308,8 @@ def lint_paths(paths: list[str], resolver: Resolver, force_exclude: bool = False
     # file is to be checked: not for files whose entries hold their findings (a warm run with
     # findings spent 0.06-0.2 s forking a pool it did not use); a miss among those is checked
     # in a pool check_all starts
+    # at most one worker per file to check and per core (-j 32 on 2 cores)
+    jobs = workers_for(jobs, sum(step[0] == "path" for step in found))
     pool = start_pool(jobs) if jobs > 1 and sum(step[0] == "path" and step[6] is None for step in found) > 1 else None
     steps: list[tuple] = []
 
@@ -330,6 +336,10 @@ def lint_paths(paths: list[str], resolver: Resolver, force_exclude: bool = False
             report_problem(run, step[1], step[2])
         else:
             _record(run, step[1], step[2], next(outcomes))
+    if not unchanged and not any(step[0] == "file" for step in steps) and not run.failed:
+        # as ruff says it, rather than "All checks passed!" over nothing
+        run.nothing_checked = True
+        report_problem(run, "No Python files found under the given path(s)", is_error=False)
     return run
 
 
@@ -339,7 +349,7 @@ def lint_stdin(stdin_filename: str | None, resolver: Resolver, force_exclude: bo
     -``), input that is not checked (excluded, too large, undecodable) is written back to
     standard output unchanged."""
     from loopcheck.discovery import is_force_excluded
-    from loopcheck.files import FileTooLarge, SourceError, decode_source
+    from loopcheck.files import FileTooLarge, Skipped, SourceError, check_line_lengths, decode_source
 
     run = Run([], {}, ignore_noqa=ignore_noqa)
     name = stdin_filename or "-"
@@ -361,6 +371,11 @@ def lint_stdin(stdin_filename: str | None, resolver: Resolver, force_exclude: bo
         return passthrough()
     try:
         source = decode_source(data, notebook=name.endswith(".ipynb"))
+        if limit and not name.endswith(".ipynb"):
+            check_line_lengths(source.program)
+    except Skipped as err:
+        report_problem(run, f"skipped {name}: {err}", is_error=False)
+        return passthrough()
     except SourceError as err:
         report_problem(run, f"cannot read {name}: {err}")
         return passthrough()
@@ -532,8 +547,11 @@ def list_files(paths: list[str], resolver: Resolver, force_exclude: bool, out: T
     """``--show-files``: the files a check would read, absolute and sorted, one per line."""
     from loopcheck.discovery import iter_source_files
 
-    for path in sorted(os.path.abspath(p) for p in iter_source_files(paths, resolver.for_directory, force_exclude)):
+    files = sorted(os.path.abspath(p) for p in iter_source_files(paths, resolver.for_directory, force_exclude))
+    for path in files:
         out.write(path + "\n")
+    if not files:
+        report_problem(None, "No Python files found under the given path(s)", is_error=False)
 
 
 def _toml_list(values) -> str:
@@ -700,11 +718,22 @@ def _fixed_warnings(before: list[Finding], after: list[Finding]) -> int:
 # --- the commands ----------------------------------------------------------------------
 
 
+#: What a subcommand looks like (``rules``, ``show-settings``): a first argument like this that
+#: names no file or directory is an unknown command, not a path.
+_COMMAND_WORD = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
+
+
 class DefaultCheckGroup(click.Group):
     """A group whose first argument, when it is not a subcommand, is a path to check."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if not args or args[0] not in self.commands and args[0] not in ("--help", "-h", "--version", "-V"):
+            if args and _COMMAND_WORD.fullmatch(args[0]) and not os.path.lexists(args[0]):
+                # ``loopcheck chek``: a misspelt command, not a path to check
+                commands = ", ".join(sorted(self.commands))
+                raise click.UsageError(
+                    f"unknown command {args[0]!r} (commands: {commands}); to check a path of that name, "
+                    f"use `loopcheck check {args[0]}`", ctx)
             args = ["check", *args]
         return super().parse_args(ctx, args)
 
@@ -790,7 +819,7 @@ def main() -> None:
 @click.option("--add-noqa", is_flag=True, help="Add '# noqa: CODE' comments to every reported line, and exit.")
 @click.option("--show-files", is_flag=True, help="List the files that would be checked, and exit.")
 @click.option("--show-settings", is_flag=True, help="Show the settings used for the first file that would be checked, and exit.")
-@click.option("--max-file-size", type=click.IntRange(min=0), default=None, metavar="BYTES",
+@click.option("--max-file-size", type=click.IntRange(min=0, max=2**63 - 1), default=None, metavar="BYTES",
               help="Skip (with a warning) files larger than this many bytes; 0: no limit [default: 1048576].")
 @click.option("-j", "--jobs", type=click.IntRange(min=0), default=None, metavar="N",
               help="Check files in N processes at once; 0: one per core [default: one per core].")
@@ -836,7 +865,8 @@ def check(paths, select, extend_select, ignore, preview, exclude, extend_exclude
     read_stdin = paths == ("-",) or (not paths and stdin_filename is not None)
     if "-" in paths and not read_stdin:
         raise click.BadParameter("'-' (standard input) cannot be mixed with other paths", param_hint="PATHS")
-    with _report_stream(output_file, stderr=fix and read_stdin) as out:
+    stream = _report_stream(output_file, stderr=fix and read_stdin)
+    with stream as out:
         try:
             resolver = Resolver(cli, config_path, isolated, overrides=overrides)
             if (show_files or show_settings) and not read_stdin:
@@ -896,11 +926,13 @@ def check(paths, select, extend_select, ignore, preview, exclude, extend_exclude
                 out.write(fixed_list(fixed_table(before, findings)))
             # "All checks passed!" is never printed when a file could not be read, checked or fixed
             write_report(run, findings, out, output_format=fmt, no_color=no_color,
-                         quiet=quiet or (run.failed and not findings), statistics=statistics, fixed=fixed,
+                         quiet=quiet or (run.failed and not findings) or run.nothing_checked, statistics=statistics, fixed=fixed,
                          fixed_warnings=_fixed_warnings(before, findings) if fixed else 0, unsafe_fixes=unsafe_fixes)
             out.flush()
         except BrokenPipeError:  # the reader went away (``| head``): nothing more to say
             _silence_broken_pipe()
+        except OSError as err:  # a full disk, a lost device: said once, no partial report left
+            stream.fail(run, err)
         except Exception as err:  # noqa: BLE001 - a reporter bug is an internal error, exit 2
             report_problem(run, f"internal error while writing the report: {describe_error(err)}")
     sys.exit(exit_status(run, findings, exit_zero=exit_zero, fixed=fixed, exit_non_zero_on_fix=exit_non_zero_on_fix))
@@ -1025,12 +1057,17 @@ def write_fix_only(out: TextIO, table: dict[str, dict[str, int]] | None, fixed: 
 
 class _report_stream:
     """Where the report goes: ``--output-file`` (UTF-8, created or truncated), else standard
-    output (standard error when ``--fix -`` writes the fixed program to standard output)."""
+    output (standard error when ``--fix -`` writes the fixed program to standard output).
+
+    A report file that cannot be written to the end (a full disk) is reported once, as
+    ``cannot write FILE: why``, and removed when it is a regular file: no half-written
+    report is left behind."""
 
     def __init__(self, output_file: Path | None, stderr: bool) -> None:
         self.output_file = output_file
         self.stderr = stderr
         self.file: TextIO | None = None
+        self.failed = False
 
     def __enter__(self) -> TextIO:
         if self.output_file is not None:
@@ -1041,11 +1078,41 @@ class _report_stream:
             return self.file
         return sys.stderr if self.stderr else sys.stdout
 
+    def fail(self, run: Run | None, err: OSError) -> None:
+        """The report could not be written: say so once (the run fails); the file is removed
+        when the stream is closed."""
+        if not self.failed:
+            where = self.output_file if self.output_file is not None else ("standard error" if self.stderr else "standard output")
+            report_problem(run, f"cannot write {where}: {err.strerror or describe_error(err)}")
+        self.failed = True
+
     def __exit__(self, *exc) -> None:
-        if self.file is not None:
+        if self.file is None:
+            try:
+                (sys.stderr if self.stderr else sys.stdout).flush()
+            except BrokenPipeError:
+                _silence_broken_pipe()
+            return
+        if exc[0] is not None and issubclass(exc[0], OSError) and not issubclass(exc[0], BrokenPipeError):
+            self.fail(None, exc[1])  # a write outside the report's (--diff): said once too
+        try:
             self.file.close()
-        else:
-            (sys.stderr if self.stderr else sys.stdout).flush()
+        except OSError as err:  # what was still buffered did not fit
+            self.fail(None, err)
+            try:
+                self.file.close()  # (a second close only releases the descriptor)
+            except OSError:
+                pass
+        if self.failed:
+            import stat
+
+            try:
+                if stat.S_ISREG(os.stat(self.output_file).st_mode):
+                    os.unlink(self.output_file)
+            except OSError:
+                pass
+            if exc[0] is None or issubclass(exc[0], OSError):
+                sys.exit(2)
 
 
 def write_report(run: Run, findings: list[Finding], out: TextIO, *, output_format: str | None, no_color: bool,

@@ -198,9 +198,15 @@ def _pattern_list(key: str, value: Any) -> tuple[str, ...]:
     return patterns
 
 
+#: The largest ``max-file-size`` (a file size the operating system can give: ``2**63 - 1``).
+MAX_FILE_SIZE_LIMIT = 2**63 - 1
+
+
 def _size(key: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ConfigError(f"{key}: expected a number of bytes (0 for no limit), got {_show(value)}")
+    if value > MAX_FILE_SIZE_LIMIT:
+        raise ConfigError(f"{key}: {value} is too large (at most {MAX_FILE_SIZE_LIMIT}; 0 for no limit)")
     return value
 
 

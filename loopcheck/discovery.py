@@ -21,7 +21,8 @@ and so are virtualenvs (a directory holding ``pyvenv.cfg``). Each directory is j
 settings of the directory it is in (see :class:`loopcheck.config.Resolver`); whether git
 decides is the setting of the directory named on the command line. Paths named explicitly
 are always checked, unless ``force_exclude`` applies the exclusions to them too (for
-pre-commit, which passes file names).
+pre-commit, which passes file names), or their suffix is not a Python one
+(:data:`NAMED_SUFFIXES`: ``notes.txt`` is skipped with a warning).
 
 Problems are reported through ``on_problem`` and the search goes on: a directory that
 cannot be read, and a ``*.py`` symbolic link that leads nowhere (a loop, a missing target),
@@ -43,6 +44,9 @@ import pathspec
 from loopcheck.config import DEFAULT_EXCLUDE, Options, Resolver, Settings, directory_prefix
 
 SOURCE_SUFFIXES = (".py", ".ipynb")
+#: The suffixes of a file named on the command line that is checked (a file without a suffix,
+#: a script, is too); another (``notes.txt``) is skipped with a warning.
+NAMED_SUFFIXES = (".py", ".pyw", ".pyi", ".ipynb")
 SKIP_DIRS = set(DEFAULT_EXCLUDE)  # kept for callers of the first version
 GIT_TIMEOUT = 60  # seconds for ``git ls-files``
 
@@ -279,6 +283,10 @@ def iter_source_files(
         if force_exclude and is_force_excluded(root, settings_for):
             continue
         if not root.is_dir():  # a file, or what the reader refuses to open (a FIFO, a loop)
+            if root.suffix and root.suffix not in NAMED_SUFFIXES:
+                # notes.txt: not Python (a script without a suffix is checked, as ruff does)
+                report(root, f"skipped {raw}: not a Python file ({', '.join(NAMED_SUFFIXES)})", False)
+                continue
             if root not in seen:
                 seen.add(root)
                 yield root

@@ -38,7 +38,12 @@ class SourceError(ValueError):
     cookie, an unknown codec), or too large. The message says why, for the user."""
 
 
-class FileTooLarge(SourceError):
+class Skipped(SourceError):
+    """A file that is not checked, with a warning saying why (not an error): too large, or a
+    line too long for the parser to read in bounded time and memory."""
+
+
+class FileTooLarge(Skipped):
     """The file is larger than the ``max-file-size`` setting (:attr:`size` bytes)."""
 
     def __init__(self, size: int, limit: int) -> None:
@@ -48,6 +53,43 @@ class FileTooLarge(SourceError):
         )
         self.size = size
         self.limit = limit
+
+
+#: The longest line loopcheck parses, in characters, while ``max-file-size`` is on: a longer
+#: one is generated data (a literal of a million numbers, minified code), not a training
+#: loop. LibCST's parse of a file is far slower and larger than CPython's (a one-line 1 MB
+#: list: 8.7 s and 657 MB peak for the whole check here, 17.8 s for the parse alone on the
+#: machine of issue 36), so such a file is skipped, with a warning, before it is parsed.
+MAX_LINE_LENGTH = 100_000
+
+
+class LineTooLong(Skipped):
+    """A line of the file is longer than :data:`MAX_LINE_LENGTH` characters."""
+
+    def __init__(self, row: int, length: int) -> None:
+        super().__init__(
+            f"line {row} is {length:,} characters long, over the {MAX_LINE_LENGTH:,} a line loopcheck parses "
+            "(generated data?); set max-file-size = 0 (or --max-file-size 0) to check it"
+        )
+        self.row = row
+        self.length = length
+
+
+def check_line_lengths(text: str) -> None:
+    """Raise :class:`LineTooLong` for the first line of ``text`` longer than
+    :data:`MAX_LINE_LENGTH` (a text shorter than that has none: nothing is split)."""
+    if len(text) <= MAX_LINE_LENGTH:
+        return
+    start = 0
+    row = 1
+    while True:
+        end = text.find("\n", start)
+        stop = len(text) if end < 0 else end
+        if stop - start > MAX_LINE_LENGTH:
+            raise LineTooLong(row, stop - start)
+        if end < 0:
+            return
+        start, row = end + 1, row + 1
 
 
 class FileChanged(OSError):
@@ -184,6 +226,8 @@ def read_source(path: Path, max_size: int | None = None, notebook: bool | None =
         OSError: the file cannot be read (``ELOOP`` for a symlink loop, ``EACCES``, ...), or it
             is not a regular file (``errno.EINVAL``, message ``not a regular file``).
         FileTooLarge: it is larger than ``max_size``.
+        LineTooLong: with a ``max_size``, a line of a Python file is longer than
+            :data:`MAX_LINE_LENGTH` characters.
         SourceError: its bytes do not decode.
     """
     st = os.stat(path)
@@ -197,12 +241,30 @@ def read_source(path: Path, max_size: int | None = None, notebook: bool | None =
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket or device is not read)", str(path))
         with os.fdopen(fd, "rb", closefd=False) as f:
-            data = f.read(max_size + 1) if max_size else f.read()
+            data = _read_at_most(f, max_size + 1, st.st_size) if max_size else f.read()
     finally:
         os.close(fd)
     if max_size and len(data) > max_size:
         raise FileTooLarge(len(data), max_size)
-    return decode_source(data, notebook if notebook is not None else path.name.endswith(".ipynb"))
+    is_notebook = notebook if notebook is not None else path.name.endswith(".ipynb")
+    source = decode_source(data, is_notebook)
+    if max_size and not is_notebook:
+        check_line_lengths(source.program)
+    return source
+
+
+def _read_at_most(f, limit: int, expected: int) -> bytes:
+    """Up to ``limit`` bytes of ``f``, read in pieces the size the file had (``expected``),
+    so that a limit far above the file's size (``max-file-size = 10**15``) allocates no more
+    than the file holds."""
+    chunks, total = [], 0
+    while total < limit:
+        chunk = f.read(min(limit - total, max(expected + 1, 1 << 16)))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
 
 
 # ------------------------------------------------------------------------------ writing
@@ -249,13 +311,47 @@ def _is_read_only(st: os.stat_result) -> bool:
     return not st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
 
 
+def _write_in_place(target: Path, data: bytes, expected: bytes | None, path: Path) -> None:
+    """Rewrite a hard-linked file through its own inode (a rename would leave the other links
+    on the old text): opened for update and locked (``flock``, where there is one, against
+    another loopcheck), checked against ``expected`` through the same descriptor, then
+    written, truncated and ``fsync``-ed. A write that fails part way puts the bytes read back
+    where it can (a full disk cannot shrink a file that was already that long)."""
+    with open(target, "r+b") as f:
+        try:
+            import fcntl
+
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        except (ImportError, OSError):
+            pass
+        now = f.read()
+        if expected is not None and now != expected:
+            raise FileChanged(errno.EAGAIN, "the file changed since it was read; not fixed", str(path))
+        try:
+            f.seek(0)
+            f.write(data)
+            f.truncate()
+            f.flush()
+            os.fsync(f.fileno())
+        except OSError:
+            try:
+                f.seek(0)
+                f.write(now)
+                f.truncate()
+                f.flush()
+            except OSError:
+                pass
+            raise
+
+
 def write_atomic(path: Path, data: bytes, expected: bytes | None) -> None:
     """Replace the content of ``path`` with ``data``, all or nothing.
 
     The bytes are written to a temporary file in the same directory, flushed and
     ``fsync``-ed, given the original's permission bits (and owner, where allowed), and moved
     over the original with ``os.replace``; a symbolic link is followed (its target is
-    rewritten, the link kept). Just before the move, the file is read again: if it no longer
+    rewritten, the link kept). A file with several hard links is rewritten in place instead
+    (:func:`_write_in_place`), so that every link keeps naming the fixed file. Just before the move, the file is read again: if it no longer
     holds ``expected`` (a concurrent edit), nothing is written. On any failure the temporary
     file is removed and the original is left as it was.
 
@@ -274,6 +370,9 @@ def write_atomic(path: Path, data: bytes, expected: bytes | None) -> None:
     st = os.stat(target)
     if _is_read_only(st) or not os.access(target, os.W_OK):
         raise PermissionError(errno.EACCES, "the file is read-only", str(path))
+    if st.st_nlink > 1:
+        _write_in_place(target, data, expected, path)
+        return
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".loopcheck-tmp")
     try:
         with os.fdopen(fd, "wb") as f:

@@ -30,11 +30,15 @@ class Describe:
         text = " ".join(self.module.code_for_node(node).split())
         return text if len(text) <= limit else text[: limit - 3] + "..."
 
-    def call(self, node: cst.CSTNode) -> str:
-        """``optimizer.step()`` for a call node: its callee followed by ``()``."""
+    def call(self, node: cst.CSTNode, args: bool = False) -> str:
+        """``optimizer.step()`` for a call node: its callee followed by ``()``; with ``args``,
+        the call as written, for a call whose arguments say what it does
+        (``model.train(False)`` switches to eval mode, ``model.train(mode)`` to either)."""
         import libcst as cst  # not at the top: the findings of a warm run need no parser
 
         if isinstance(node, cst.Call):
+            if args and node.args:
+                return self.code(node, 60)
             return self.code(node.func, 40) + "()"
         return self.code(node)
 

@@ -17,7 +17,9 @@ shifts the lines after it:
 
 A cell that does not parse on its own is reported as LC001 in that cell, at the error, and
 left out of the program (its rows kept empty), so the other cells are still checked — as
-ruff skips the bad cell. A cell whose ``source`` is not text (``null``, a number), which
+ruff skips the bad cell. A cell IPython runs after transformations this module does not make
+(its leading-indent cleanup, automagic on a one-line cell: :func:`_runs_in_ipython`) is left
+out the same way, without LC001. A cell whose ``source`` is not text (``null``, a number), which
 nbformat still reads, is left out with a warning (:attr:`Notebook.warnings`); malformed
 ``kernelspec``/``language_info`` metadata is read as "language unknown" (checked as Python).
 
@@ -43,6 +45,16 @@ from typing import TYPE_CHECKING, Collection, Iterable, Mapping
 if TYPE_CHECKING:
     from loopcheck.findings import Finding
     from loopcheck.fixes.model import Fix
+
+#: IPython's line magics that automagic (on by default) runs without their ``%`` in a cell of
+#: one line (``pip install -r requirements.txt``): IPython's prefilter, which it applies to
+#: single-line cells only (``InteractiveShell.transform_cell``); the aliases ``ls``, ``mkdir``...
+#: (https://ipython.readthedocs.io/en/stable/interactive/magics.html).
+AUTOMAGICS = frozenset({
+    "pip", "conda", "mamba", "cd", "pwd", "ls", "mkdir", "rmdir", "mv", "cp", "cat", "rm", "env", "load_ext",
+    "reload_ext", "matplotlib", "timeit", "time", "run", "who", "whos", "history", "pylab", "config",
+    "autoreload", "set_env", "pinfo", "psearch", "reset", "store", "xmode",
+})
 
 # Cell magics whose body is Python code run as usual.
 PYTHON_CELL_MAGICS = {"time", "timeit", "capture", "prun", "debug", "memit", "mprun", "python", "python3"}
@@ -323,13 +335,31 @@ def build_notebook(cells: Iterable[tuple[int, str]]) -> Notebook:
     for cell in code_cells:
         n = len(cell.lines)
         error = _syntax_error("".join(line + "\n" for line in program[start:start + n]))
-        if error is not None:
+        if error is not None and _runs_in_ipython(program[start:start + n]):
+            program[start:start + n] = [""] * n  # not Python, but IPython runs it: left out, no LC001
+        elif error is not None:
             row, column, message = error
             nb.syntax_errors.append((cell.number, min(max(row, 1), max(n, 1)), column, message))
             program[start:start + n] = [""] * n
         start += n
     nb.source = "".join(line + "\n" for line in program)
     return nb
+
+
+def _runs_in_ipython(lines: list[str]) -> bool:
+    """Whether IPython runs a code cell that is not Python after the transformations this
+    module does not apply (they would move columns): its ``leading_indent`` cleanup, which
+    removes the first line's indentation from every line (`` x = 1`` runs), and automagic on a
+    cell of one line whose first word is a line magic (:data:`AUTOMAGICS`)."""
+    words = [line for line in lines if line.strip()]
+    if len(words) == 1 and words[0].split()[0] in AUTOMAGICS and len(words[0].split()) > 1 \
+            and not re.match(r"\s*\w+\s*[-+*/%&|^<>!=]?=[^=]", words[0]):
+        return True
+    indent = lines[0][: len(lines[0]) - len(lines[0].lstrip())] if lines and lines[0].strip() else ""
+    if not indent:
+        return False
+    dedented = [line[len(indent):] if line.startswith(indent) else line for line in lines]
+    return _syntax_error("".join(line + "\n" for line in dedented)) is None
 
 
 def _reads(text: str):

@@ -90,6 +90,14 @@ def default_jobs() -> int:
         return max(os.cpu_count() or 1, 1)
 
 
+def workers_for(requested: int, files: int) -> int:
+    """How many processes check ``files`` files when ``requested`` were asked for (``-j``):
+    no more than the files, nor than the cores (:func:`default_jobs`); at least one. More
+    workers than cores only share them, each with its own copy of the projects' modules
+    (``-j 32`` on 2 cores started 32 workers)."""
+    return max(1, min(requested, files, default_jobs()))
+
+
 #: A process that checks many files lets go of the projects' modules (their trees) when its
 #: memory grew by more than this many bytes since its first check (see :func:`check_job`): a
 #: safety net only. Within a project :meth:`Project.trim` already bounds what is kept; the
@@ -314,7 +322,7 @@ def check_all(jobs: list[Job], cache: Cache | None = None, workers: int = 1, poo
         if cache is not None and todo and any(jobs[i].entry is not None for i in todo) and not cache.prepare():
             cache = None  # the directory cannot be written: check without storing
         todo = schedule(jobs, todo)
-        workers = min(workers, len(todo))
+        workers = workers_for(workers, len(todo))
         if workers > 1:
             yield from _in_pool(jobs, outcomes, todo, cache, workers, pool)
             return

@@ -40,6 +40,7 @@ import logging
 import multiprocessing
 import os
 import re
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -790,8 +791,44 @@ def create_server(runner: Runner | None = None) -> LoopcheckServer:
     return server
 
 
+class OneLineFormatter(logging.Formatter):
+    """A log record as one line: ``loopcheck server: <first line of the message>: <Type>:
+    <message>`` of the exception being handled, without its traceback. pygls logs each
+    message it cannot read or structure with a whole traceback (a malformed message printed
+    twenty lines of it, some inside its own message text)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from loopcheck.cli import describe_error
+
+        text = record.getMessage().split("\n", 1)[0].strip()
+        err = record.exc_info[1] if record.exc_info else sys.exc_info()[1]
+        if err is not None:
+            text = f"{text}: {describe_error(err, limit=200)}"
+            inner = err
+            while getattr(inner, "exceptions", None):  # an exception group: what went wrong inside
+                inner = inner.exceptions[0]
+            if inner is not err:
+                text = f"{text} ({describe_error(inner, limit=200)})"
+        return f"loopcheck server: {text}"
+
+
+def one_line_logging() -> None:
+    """Log pygls's warnings and errors on standard error one line each
+    (:class:`OneLineFormatter`), not through Python's last-resort handler."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(OneLineFormatter())
+    for name in ("pygls", __name__):
+        logger = logging.getLogger(name)
+        logger.addHandler(handler)
+        logger.propagate = False
+        if logger.level == logging.NOTSET:
+            logger.setLevel(logging.WARNING)
+
+
 def serve() -> None:
-    """Run the language server on stdin/stdout until the client says exit."""
+    """Run the language server on stdin/stdout until the client says exit; a message it
+    cannot read is one line on standard error (:func:`one_line_logging`)."""
+    one_line_logging()
     create_server().start_io()
 
 

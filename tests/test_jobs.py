@@ -471,3 +471,20 @@ def test_a_program_with_its_own_collector_thresholds_keeps_them(gc_state):
     assert gc_state.get_threshold() == (1000, 5, 5)
     loopcheck.runner.settle_gc(released=True)
     assert gc_state.get_freeze_count() == 0
+
+
+def test_jobs_are_capped_at_the_files_and_the_cores(tmp_path, monkeypatch):
+    """``-j 32`` starts no more workers than there are files to check, nor than cores (issue
+    36, F3: 32 workers on 2 cores)."""
+    for i in range(5):
+        (tmp_path / f"m{i}.py").write_text("import torch\nmodel.eval()\n")
+    monkeypatch.chdir(tmp_path)
+    started: list[int] = []
+    monkeypatch.setattr(loopcheck.runner, "start_pool", lambda workers: started.append(workers))
+    monkeypatch.setattr(loopcheck.runner, "default_jobs", lambda: 3)
+    assert cli("-j", "32", "--no-cache", ".")[0] == 0
+    assert started == [3]
+    started.clear()
+    assert cli("-j", "32", "--no-cache", "m0.py", "m1.py")[0] == 0
+    assert started == [2]
+    assert loopcheck.runner.workers_for(32, 0) == 1

@@ -124,17 +124,21 @@ def test_related_lines_in_other_cells(tmp_path, monkeypatch):
     fixed = LOOP.replace("    nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n", "")
     # an optimizer that keeps per-parameter state (plain SGD keeps none: no dtype to break)
     setup = SETUP.replace("lr=0.1)", "lr=0.1, momentum=0.9)")
+    # before the optimizer has state, the conversion breaks it only when it builds new parameters
+    setup += "\ntorch.__future__.set_overwrite_module_params_on_conversion(True)"
     Path("nb.ipynb").write_text(notebook(setup, "model.half()", fixed))
     result = run("--output-format", "full", "nb.ipynb")
     lines = result.output.splitlines()
     assert lines[0] == (
-        "LC501 model.half() changes the model's dtype after the optimizer at line 7 of cell 1 was built from its parameters"
+        "LC501 model.half() makes new parameters after the optimizer at line 7 of cell 1 was built from the old ones"
     )
     assert lines[1:] == [
         "        --> nb.ipynb:cell 2:1:1",
         "         |",
         "cell 1:7 | optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)",
         "         |             --------------------------------------------------------- the optimizer, built from the old parameters",
+        "cell 1:8 | torch.__future__.set_overwrite_module_params_on_conversion(True)",
+        "         | ---------------------------------------------------------------- the setting that makes conversions build new parameters",
         "...",
         "       1 | model.half()",
         "         | ^^^^^^^^^^^^",
@@ -142,14 +146,14 @@ def test_related_lines_in_other_cells(tmp_path, monkeypatch):
         "cell 3:7 |     optimizer.step()",
         "         |     ---------------- the step that follows",
         "         |",
-        "note: PyTorch converts parameters in place by default, so this optimizer still trains them, but Adam "
-        "fails once it has state (a resumed run), and with set_overwrite_module_params_on_conversion(True) the "
-        "optimizer updates orphaned copies. Build the optimizer after the model is final.",
+        "note: set_overwrite_module_params_on_conversion(True) makes the conversion build new Parameter objects, so the "
+        "optimizer updates orphaned copies and the model never trains (measured, CPU, torch 2.13: 6/6 parameters "
+        "orphaned, 0/32 steps moved the model). Build the optimizer after the model is final.",
         "",
         "Found 1 error.",
     ]
     data = json.loads(run("--output-format", "json", "nb.ipynb").output)
-    assert [(r["cell"], r["row"]) for r in data[0]["related"]] == [(1, 7), (3, 7)]
+    assert [(r["cell"], r["row"]) for r in data[0]["related"]] == [(1, 7), (3, 7), (1, 8)]
 
 
 def test_directories_include_notebooks_but_not_checkpoints(project):
@@ -423,3 +427,16 @@ def test_json_filename_of_standard_input(project):
     assert data[0]["filename"] == str(project / "sub" / "nb.ipynb")
     data = json.loads(run("-", "--output-format", "json", input=BAD_PY).output)
     assert data[0]["filename"] == "-" and data[0]["cell"] is None
+
+
+def test_cells_ipython_runs_are_no_syntax_error():
+    """IPython runs a cell of one line that starts with a line magic's name (automagic), and a
+    cell whose lines all carry the first line's indentation (its leading_indent cleanup): no
+    LC001 for those (census 4: three such findings); a blank left in an exercise still is one,
+    and so is a magic name used with an operator that is not Python."""
+    from loopcheck.notebook import build_notebook
+
+    nb = build_notebook([(1, "pip install -r requirements.txt"), (2, " x = 1\n y = x + 1"), (3, "pip = 3"),
+                         (4, "model =\n"), (5, "ls -la"), (6, " a = 1\nb = (\n"), (7, "bash ./run.sh")])
+    assert nb.syntax_errors == [(4, 1, 8, "invalid syntax"), (6, 1, 1, "unexpected indent"),
+                                (7, 1, 7, "invalid syntax")]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -140,7 +141,8 @@ def test_the_tests_run_against_the_installed_wheel(dist, venv):
     version = next(dist.glob("loopcheck-*.whl")).name.split("-")[1]
     installed = sh(venv / "bin" / "python", "-c", "import loopcheck; print(loopcheck.__file__)", cwd=dist).stdout.strip()
     assert f"testing loopcheck {version} installed at {Path(installed).parent}\n" in proc.stdout
-    assert " passed" in proc.stdout and "skipped" not in proc.stdout and "failed" not in proc.stdout
+    assert " passed" in proc.stdout and "skipped" not in proc.stdout
+    assert not re.search(r"\b\d+ failed", proc.stdout)  # (a strict known miss shows as "1 xfailed")
 
 
 def test_the_wheel_ships_every_knowledge_file_and_rule_page(dist):
@@ -160,7 +162,7 @@ def test_version_and_rule_urls_from_the_wheel(dist, venv, tmp_path):
     proc = sh(venv / "bin" / "loopcheck", "--version", cwd=tmp_path)
     assert (proc.returncode, proc.stdout) == (0, f"loopcheck {version}\n")
     (tmp_path / "train.py").write_text((ROOT / "fixtures" / "LC101_bad.py").read_text())
-    proc = sh(venv / "bin" / "loopcheck", "--output-format", "json", "train.py", cwd=tmp_path)
+    proc = sh(venv / "bin" / "loopcheck", "--preview", "--output-format", "json", "train.py", cwd=tmp_path)
     from loopcheck.catalog import rule_url
 
     assert json.loads(proc.stdout)[0]["url"] == rule_url("LC101", version)

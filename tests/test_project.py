@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -83,6 +84,15 @@ def test_module_names_and_roots(tmp_path: Path):
     script.parent.mkdir()
     script.write_text("")
     assert module_name(script) == ("run", script.parent)
+    # a directory without `__init__.py` directly inside a package is its namespace subpackage
+    tool = tmp_path / "repo" / "src" / "pkg" / "tools" / "export.py"
+    tool.parent.mkdir()
+    tool.write_text("")
+    assert module_name(tool) == ("pkg.tools.export", tmp_path / "repo" / "src")
+    deeper = tool.parent / "more" / "run.py"  # its package would start nowhere known
+    deeper.parent.mkdir()
+    deeper.write_text("")
+    assert module_name(deeper) == ("run", deeper.parent)
 
 
 def test_lookup_follows_reexports_relative_imports_and_cycles(tmp_path: Path):
@@ -230,6 +240,23 @@ def test_torch_bound_by_a_star_import_is_torch(tmp_path: Path):
     assert check_source(evaluation.read_text(), str(evaluation)) == []
     (tmp_path / "utils.py").write_text("import torch\n__all__ = []\n")
     assert [(f.code, f.row) for f in check_source(evaluation.read_text(), str(evaluation))] == [("LC302", 7)]
+
+
+def test_a_star_import_by_package_path_from_a_namespace_subpackage(tmp_path: Path):
+    """`from pkg.sub.utils import *` in `pkg/sub/evaluate.py`, `pkg/sub` holding no
+    `__init__.py` and no project marker above: the command line checking that one file finds
+    `pkg.sub.utils` (from the directory `pkg` is in) and takes its `torch` (issue 32)."""
+    folder = FIXTURES / "project_star_import_package_path"
+    shutil.copytree(folder, tmp_path / "proj")
+    sub = tmp_path / "proj" / "pkg" / "sub"
+    assert not (sub / "__init__.py").exists()
+    for name in ("evaluate.py", "evaluate_grad.py"):
+        path = sub / name
+        want = {(code, row) for code, row in expected(path.read_text(encoding="utf-8"))}
+        got = {(f["code"], f["location"]["row"]) for f in run_json("--isolated", "--no-cache", str(path))}
+        assert got == want, name
+        assert {(f.code, f.row) for f in check_source(path.read_text(), str(path))} == want, name
+    assert not run_json("--isolated", "--no-cache", str(sub / "evaluate.py"))
 
 
 def test_a_module_is_read_again_when_its_star_module_changes(tmp_path: Path):

@@ -49,6 +49,10 @@ NO_RUNTIME_SYMPTOM = {
     "LC501_bad_move_after_resume.py": "model.to('cpu') on a CPU model changes nothing",
     "LC502_bad_project_loss_with_parameters.py": "the move runs only when CUDA is available",
     "LC501_bad_trained_part_moved_after_steps.py": "model.encoder.to(device) on a CPU model changes nothing",
+    "LC201_bad_index_batches_in_runs.py": "batches taken by index: the tracer measures an epoch scheduler's steps "
+                                          "against a pass over a DataLoader",
+    "LC201_bad_step_over_optimizers.py": "batches taken by index: the tracer measures an epoch scheduler's steps "
+                                         "against a pass over a DataLoader",
     "LC202_bad_local_warmup_class.py": "a hand-written scheduler class: nothing at runtime tells the first value of "
                                        "its schedule from a skipped one",
 }

@@ -360,6 +360,11 @@ class Frame:
     # parameter -> the caller's symbol it was given (a plain name), while the function has not
     # re-bound it on the way to the statement being built (see UnitBuilder.stmt)
     given: dict = field(default_factory=dict)
+    # parameter -> the caller's symbol, for a parameter the function re-binds to a new object
+    # by a statement of its body's top level (UnitBuilder._fresh_rebinds): until that
+    # statement the name is the caller's object, after it the local symbol names the new one
+    shadow: dict = field(default_factory=dict)
+    fresh_at: dict = field(default_factory=dict)  # id(that statement) -> the parameter
 
 
 
@@ -447,6 +452,7 @@ class UnitBuilder:
         if dotted is None:
             return None, False
         # a frame's names, parents and module never change once it is made: one answer per name
+        # (but for Frame.shadow, whose end drops the answers it gave)
         known = frame.resolved.get(dotted)
         if known is None:
             known = frame.resolved[dotted] = self._resolve(frame, dotted)
@@ -456,6 +462,8 @@ class UnitBuilder:
         head, dot, rest = dotted.partition(".")
         f: Frame | None = frame
         while f is not None:
+            if head in f.shadow:
+                return f.shadow[head] + dot + rest, False
             if head in f.subst:
                 return f.subst[head] + dot + rest, False
             if head in f.locals:
@@ -964,6 +972,9 @@ class UnitBuilder:
         callee.forwarded = _extra_args(func, raw.args, self_sym is not None and not _is_static(func))
         callee.given = {name: sym for name, sym in subst.items() if sym != self_sym}
         callee.given.update((name, arg.sym) for name, arg in bound.items() if arg.sym is not None and name in callee.locals)
+        fresh = self._fresh_rebinds(callee, func, bound)
+        callee.shadow = {name: bound[name].sym for name in fresh}
+        callee.fresh_at = {id(stmt): name for name, stmt in fresh.items()}
         callee.return_targets = targets
         callee.instances = frame.instances
         inner_ctx = replace(ctx, calls=ctx.calls + (raw.node,))
@@ -976,11 +987,42 @@ class UnitBuilder:
             Assign(raw.node, f"{callee.fid}:{name}", "=", arg.node, arg.sym,
                    "call" if type(arg.node) is cst.Call else "expr", arg.mentions, inner_ctx,
                    operands=self.operands(frame, arg.node), sources=self.sources(frame, arg.node))
-            for name, arg in bound.items() if name in callee.locals
+            for name, arg in bound.items() if name in callee.locals and name not in fresh
         ]
         if binds:
             body.items[:0] = binds
         return Inline(func, body, callee.fid)
+
+    def _fresh_rebinds(self, callee: Frame, func: cst.FunctionDef, bound: dict[str, Arg]) -> dict[str, cst.CSTNode]:
+        """The parameters given a caller's object (a plain symbol) that the function re-binds
+        first by a statement of its body's top level, ``name = f(...)``, ``f`` a library
+        function whose result is a new object (``returns.value = "new"``: ``copy.deepcopy``),
+        each with that statement. Every run of the function executes the statements before it
+        with the parameter naming the caller's object and those after it with the new one, so
+        the name is the caller's symbol up to that call and the local symbol after it (not an
+        alias of the caller's: ``model = copy.deepcopy(model); model.eval()`` switches only
+        the copy)."""
+        wanted = {name for name, arg in bound.items() if arg.sym is not None and name in callee.locals}
+        out: dict[str, cst.CSTNode] = {}
+        if not wanted or type(func.body) is not cst.IndentedBlock:
+            return out
+        kb = knowledge()
+        for stmt in func.body.body:
+            names = bound_names(stmt)[0] & wanted
+            if not names:
+                continue
+            wanted -= names
+            if type(stmt) is cst.SimpleStatementLine and len(stmt.body) == 1 and type(stmt.body[0]) is cst.Assign:
+                s = stmt.body[0]
+                target = s.targets[0].target if len(s.targets) == 1 else None
+                if type(target) is cst.Name and target.value in names and type(s.value) is cst.Call:
+                    q, qualified = self.resolve(callee, dotted_name(s.value.func))
+                    summary = kb.function(q) if qualified else None
+                    if summary is not None and summary.returns is not None and summary.returns.value == "new":
+                        out[target.value] = stmt
+            if not wanted:
+                break
+        return out
 
     def _lexical_parent(self, frame: Frame, func: cst.FunctionDef) -> Frame | None:
         f: Frame | None = frame
@@ -1112,6 +1154,9 @@ class UnitBuilder:
         return replace(ctx, grad=self.with_grad(frame, s.value, ctx.grad))
 
     def stmt(self, frame: Frame, stmt: cst.CSTNode, ctx: Context, out: list[Node]) -> None:
+        if frame.fresh_at and id(stmt) in frame.fresh_at:
+            self._fresh_stmt(frame, stmt, ctx, out)
+            return
         if not frame.given:
             self._stmt(frame, stmt, ctx, out)
             return
@@ -1121,6 +1166,18 @@ class UnitBuilder:
         if type(stmt) is not cst.SimpleStatementLine and type(stmt) is not cst.If:
             self._forget_given(frame, stmt)
         self._stmt(frame, stmt, ctx, out)
+        self._forget_given(frame, stmt)
+
+    def _fresh_stmt(self, frame: Frame, stmt: cst.SimpleStatementLine, ctx: Context, out: list[Node]) -> None:
+        """``name = copy.deepcopy(name)`` re-binding a parameter of :attr:`Frame.shadow`: the
+        call reads the caller's object, its result is bound to the local symbol, which names
+        the new object from here on."""
+        name = frame.fresh_at.pop(id(stmt))
+        s = stmt.body[0]
+        self.expr_events(frame, s.value, ctx, out, (f"{frame.fid}:{name}",))
+        del frame.shadow[name]
+        frame.resolved = {k: v for k, v in frame.resolved.items() if k.partition(".")[0] != name}
+        self.assign_event(frame, s, s.targets[0].target, "=", s.value, ctx, out)
         self._forget_given(frame, stmt)
 
     def _forget_given(self, frame: Frame, stmt: cst.CSTNode) -> None:

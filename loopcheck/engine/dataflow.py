@@ -163,10 +163,31 @@ MAX_STATES = 32
 
 
 def _bound(states: set) -> set:
-    """Forget the remembered conditions when they multiply the states past ``MAX_STATES``."""
-    if len(states) <= MAX_STATES:
-        return states
-    return {(ms, 0) for ms, _ in states}
+    """Forget remembered conditions while they multiply the states past ``MAX_STATES``.
+
+    One test at a time: the one whose forgetting leaves the fewest states (its outcomes
+    split the fewest machine states: a flag tested around logging), the last-numbered
+    on a tie. A test whose outcomes go with different machine states (``if phase ==
+    "train": model.train() else: model.eval()``) merges nothing when forgotten, so it is
+    kept while other tests can go; forgetting every condition at once made the step under
+    a later ``if phase == "train":`` reachable from the ``eval()`` of the other arm."""
+    while len(states) > MAX_STATES:
+        present = 0
+        for _, conds in states:
+            present |= conds
+        if not present:
+            break  # the machine states alone are that many
+        best = None
+        for i in range((present.bit_length() + 1) // 2 - 1, -1, -1):  # last-numbered first
+            mask = 3 << 2 * i
+            if not present & mask:
+                continue
+            keep = ~mask
+            fewer = {(ms, conds & keep) for ms, conds in states}
+            if best is None or len(fewer) < len(best):
+                best = fewer
+        states = best
+    return states
 
 
 @dataclass

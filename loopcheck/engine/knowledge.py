@@ -173,7 +173,8 @@ class Returns:
             tensor) for values that keep no autograd graph (:data:`NO_GRAPH`); ``"derived"`` for a value computed from the positional
             arguments that keeps their graph (``sum(losses)``, ``torch.stack(losses)``);
             ``"existing"`` for an object that exists already, which the call looks up and does
-            not build (``getattr(self, f"optim{i}")``).
+            not build (``getattr(self, f"optim{i}")``); ``"new"`` for an object built from the
+            argument that shares no state with it (``copy.deepcopy``): not an alias of it.
         details: role details: ``params`` (the argument that holds an optimizer's parameters),
             ``eager_state``, ``state_when`` (the argument whose value other than a literal 0
             makes an optimizer keep per-parameter state: SGD's ``momentum``), ``schedule`` (``"epoch"``/``"batch"``/``"plateau"``/``"unknown"``),

@@ -30,7 +30,7 @@ import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import libcst as cst
 
@@ -60,14 +60,23 @@ def _directory(near: Path | None) -> str | None:
     return os.path.dirname(str(near)) if near is not None else None
 
 
-def module_name(path: Path) -> tuple[str, Path]:
-    """``("pkg.sub.train", search root)`` for ``.../pkg/sub/train.py`` when ``pkg`` and
-    ``pkg/sub`` hold an ``__init__.py``; ``("train", its directory)`` for a plain script."""
+def module_name(path: Path, is_file: Callable[[Path], bool] = Path.is_file) -> tuple[str, Path]:
+    """``("pkg.sub.train", search root)`` for ``.../pkg/sub/train.py`` when ``pkg`` holds an
+    ``__init__.py``; ``("train", its directory)`` for a plain script. ``pkg/sub`` need not
+    hold one: a directory directly inside a package is its subpackage all the same (a
+    namespace package, as Python imports it), so the search root is still the one ``pkg``
+    is found from. A directory without ``__init__.py`` whose parent has none either ends the
+    name (where its package would start is not known). ``is_file`` tells whether a path is
+    a file (a project passes its memo of that)."""
     parts = [] if path.stem == "__init__" else [path.stem]
     d = path.parent
-    while (d / "__init__.py").is_file() and d.name:
+    here = is_file(d / "__init__.py")
+    while d.name:
+        above = is_file(d.parent / "__init__.py")  # each directory looked at once
+        if not (here or above):
+            break
         parts.insert(0, d.name)
-        d = d.parent
+        d, here = d.parent, above
     return ".".join(parts), d
 
 
@@ -180,7 +189,7 @@ class Project:
     def _roots_for(self, path: Path | None) -> list[Path]:
         out: list[Path] = []
         if path is not None:
-            out += [module_name(path)[1], path.parent]
+            out += [module_name(path, self._file)[1], path.parent]
         out += [self.root, self.root / "src"]
         out += [p if p.is_absolute() else self.root / p for p in self.src]
         seen: list[Path] = []
@@ -221,15 +230,20 @@ class Project:
             for cand in (root / rel.with_suffix(".py") if rel.name else None, root / rel / "__init__.py"):
                 if cand is None:
                     continue
-                is_file = self._is_file.get(cand)
-                if is_file is None:
-                    is_file = self._is_file[cand] = cand.is_file()
+                is_file = self._file(cand)
                 probes.append((cand, is_file))
                 if is_file:
                     found = cand.resolve()
                     break
             hit = self._found_in[key] = (found, tuple(probes))
         return hit
+
+    def _file(self, path: Path) -> bool:
+        """Whether ``path`` is a file, looked at once per process (as import candidates are)."""
+        is_file = self._is_file.get(path)
+        if is_file is None:
+            is_file = self._is_file[path] = path.is_file()
+        return is_file
 
     def load(self, path: Path) -> ModuleInfo | None:
         """Read, parse and index ``path`` once (again only when it changed on disk)."""

@@ -90,11 +90,33 @@ class OptimizerInfo:
     # every alternative of its parameter argument (``a.parameters() if x else b.parameters()``: none)
     # ``id()`` of the constructions established to keep no per-parameter state (:func:`keeps_no_state`)
     stateless: set[int] = field(default_factory=set)
+    # ``id()`` of the constructions whose parameter argument takes nothing but models'
+    # parameters (every source understood, no tensor of its own): ``Adam(chain(G.parameters(),
+    # D.parameters()))``, not ``Adam([log_alpha])`` nor ``Adam(list(m.parameters()) + [w])``
+    model_only: set[int] = field(default_factory=set)
 
     def certain_of(self, ctors=()) -> set[str]:
         """The models the given constructions (all when empty) certainly take."""
         keys = [id(c) for c in ctors] or list(self.certain)
         return set().union(*(self.certain.get(k, set()) for k in keys)) if keys else set(self.models)
+
+    def held_models(self) -> set[str]:
+        """The models whose parameters every construction certainly takes: a ``zero_grad()``
+        of this optimizer clears their gradients (all of them, whichever construction ran)."""
+        keys = [id(c) for c in (self.ctor, *self.others) if c is not None]
+        if not keys:
+            return set()
+        return set.intersection(*(set(self.certain.get(k, ())) for k in keys))
+
+    def only_models(self) -> set[str] | None:
+        """The models whose parameters hold every parameter this optimizer takes (it may take a
+        part of them), ``None`` when it may take others (a tensor of its own, a source not
+        understood, a construction found only by its target): clearing these models'
+        gradients clears all of this optimizer's."""
+        calls = [c for c in (self.ctor, *self.others) if c is not None]
+        if not calls or any(id(c) not in self.model_only for c in calls):
+            return None
+        return self.models_of(calls) or None
 
     @property
     def no_model(self) -> bool:
@@ -492,6 +514,8 @@ class _Inference:
                 info.stateless.add(id(c))
             info.params |= set(arg.mentions) if arg else set()
             info.certain[id(c)] = self.certain_models(arg, models)
+            if known and models and not any(self.takes_other(m) for m in arg.mentions):
+                info.model_only.add(id(c))
         elif role == "scheduler":
             kind = r.get("schedule", "unknown")
             name = (summary.name or "").rpartition(".")[2]
@@ -556,6 +580,18 @@ class _Inference:
             out |= sub
             known = known and k
         return out, known
+
+    def takes_other(self, m: str, depth: int = 0) -> bool:
+        """Whether mention ``m`` of an optimizer's parameter argument may stand for parameters
+        of no model: a tensor built here, or a source not understood (followed through up to
+        four assignments, as :meth:`param_models`)."""
+        if parameter_owner(m) is not None or m in self.roles.models:
+            return False
+        base = m if m in self.defs else m.rpartition(".")[0]
+        if depth >= 4 or base not in self.defs:
+            return True
+        return any(not mentions2 or any(self.takes_other(x, depth + 1) for x in mentions2)
+                   for mentions2, _kind in self.defs[base])
 
     def _param_models_of(self, m: str, depth: int, memo: dict) -> tuple[frozenset[str], bool]:
         """:meth:`param_models` of one mention."""

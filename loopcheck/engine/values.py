@@ -480,7 +480,10 @@ def construction_without_parameters(unit, node: cst.CSTNode | None, near=None) -
         return isinstance(value, cst.Call) and (
             _tensor_factory(index, value) or _builds_no_parameters(index, value, 1, harmless))
 
-    return _builds_no_parameters(index, node, 0, harmless)
+    try:
+        return _builds_no_parameters(index, node, 0, harmless)
+    finally:
+        harmless = None  # noqa: F841 - it refers to itself: break the cycle, free the tree at once
 
 
 def model_without_parameters(unit, model: str | None) -> bool:

@@ -12,9 +12,10 @@ API (what the command line and the language server use)::
 
     apply_fixes(source, findings, unsafe=False, noqa_codes_by_row=None, *, filename=None,
                 select=None) -> tuple[str, list[Finding]]
-        Apply fixes to a fixpoint: one fix at a time, the file re-checked after each (only
-        the ``select`` codes, default: those of ``findings``), a fix kept only if it removes a
-        finding of its code without leaving a new finding that has no fix; returns the new
+        Apply fixes to a fixpoint: in rounds of fixes on rows apart, the file re-checked once
+        per round (a round not kept is bisected) (only the ``select`` codes, default: those of
+        ``findings``), a fix kept only if it removes a finding of its code without leaving a
+        new finding that has no fix; returns the new
         text and the findings fixed (``.fix`` set). Findings on a ``# noqa`` row for their
         code, and fixes whose edits would change such a row, are skipped.
     diff(old, new, filename) -> str

@@ -13,7 +13,7 @@ import libcst as cst
 from loopcheck.findings import Finding
 from loopcheck.fixes.context import FixContext
 from loopcheck.fixes.fixers import FIXERS
-from loopcheck.fixes.model import UNSAFE, Fix, LineIndex, touched_rows
+from loopcheck.fixes.model import UNSAFE, Fix, LineIndex, apply_edits, touched_rows
 from loopcheck.fixes.noqa import NoqaMap, suppressed
 from loopcheck.noqa import is_skipped
 from loopcheck.fixes.noqa import noqa_codes_by_row as read_noqa
@@ -175,15 +175,20 @@ def apply_fixes(
 ) -> tuple[str, list[Finding]]:
     """Apply the fixes of ``findings`` (findings of ``source``) and return ``(new_source, fixed)``.
 
-    Fixes are applied one at a time, each re-checked: after a fix, the file is checked again
-    with every rule, and the fix is kept only if its code has fewer findings than before and
-    any new finding of another code has an allowed fix of its own, which is then applied too
-    (moving a clip before ``scaler.step()`` needs ``scaler.unscale_()`` before it; a fix that
-    would trade one bug for another is dropped). The next fix is taken from the new findings
-    of the ``select`` codes (default: the codes of ``findings``), so fixes compose, until no
-    allowed fix is left. If a finding a fix brought is still there at the end (its own fix
-    failed after all), the text goes back to the last one with no more findings of any code
-    than ``source``: a fix never leaves a new bug behind.
+    Fixes are applied in rounds, each re-checked once: a round takes the allowed fix of every
+    candidate finding whose edits touch rows no other fix of the round touches, applies them
+    together, and checks the file again with every rule. The round is kept if each code it
+    fixes has at least as many findings fewer as the round has fixes of that code, and any new
+    finding of another code has an allowed fix of its own, which a later round applies (moving
+    a clip before ``scaler.step()`` needs ``scaler.unscale_()`` before it; a fix that would
+    trade one bug for another is dropped). When a round is not kept, its first half is tried
+    (bisection): a single fix that is still not kept is rejected, and the next round takes
+    the others again, computed on the text as it is then. So a file with many independent
+    findings is checked again a few times, not once per finding. The next round's fixes are
+    taken from the new findings of the ``select`` codes (default: the codes of ``findings``),
+    so fixes compose, until no allowed fix is left. If a finding a fix brought is still there
+    at the end (its own fix failed after all), the text goes back to the last one with no more
+    findings of any code than ``source``: a fix never leaves a new bug behind.
 
     Args:
         source: the file's text.
@@ -210,7 +215,7 @@ def apply_fixes(
     caller_noqa = noqa_codes_by_row
     fixed: list[Finding] = []
     rejected: set[tuple] = set()
-    budget = MAX_FIXES_PER_FINDING * len(findings) + 8
+    budget = MAX_FIXES_PER_FINDING * len(findings) + 8  # checks of a fixed text, at most
     text = source
     if not any(f.code in codes and f.code in FIXERS for f in findings) or is_skipped(source):
         return source, []
@@ -235,35 +240,44 @@ def apply_fixes(
         except cst.ParserSyntaxError:
             break
         noqa = _merge_noqa(caller_noqa if text is source else None, read_noqa(text))
-        candidate = None
+        batch: list[tuple[Finding, Fix, tuple]] = []
+        spans: list[tuple[int, int]] = []
         for f in sorted(candidates, key=lambda f: (f.row, f.column, f.code)):
             key = (text, f.code, f.row, f.column)
             if key in rejected:
                 continue
             fix = compute_fix(ctx.module, text, f, ctx)
-            if _allowed(fix, f, unsafe, noqa):
-                candidate = (f, fix, key)
-                break
-        if candidate is None:
+            if not _allowed(fix, f, unsafe, noqa):
+                continue
+            span = _row_span(fix)
+            if any(span[0] <= b and a <= span[1] for a, b in spans):
+                continue  # it touches the rows of a fix taken before: the next round
+            batch.append((f, fix, key))
+            spans.append(span)
+        if not batch:
             break
-        budget -= 1
-        f, fix, key = candidate
-        try:
-            new_text = fix.apply(text)
-            after = _check(new_text, filename)
-        except Exception:  # noqa: BLE001 - never leave a half-applied file behind
-            rejected.add(key)
-            continue
-        if _accept(f, every, after, new_text, unsafe):
-            previous.append(f.fix)
-            f.fix = fix
-            fixed.append(f)
-            text, every = new_text, _unsuppressed(after, new_text)
-            counts = _counts(every)
-            if all(n <= baseline.get(code, 0) for code, n in counts.items()):
-                checkpoint = (text, len(fixed))
-        else:
-            rejected.add(key)
+        while batch and budget > 0:  # the batch, else its first half, ... down to one fix
+            budget -= 1
+            try:
+                new_text = apply_edits(text, [e for _, fix, _ in batch for e in fix.edits])
+                after = _check(new_text, filename)
+                kept = _accept(batch, every, after, new_text, unsafe)
+            except Exception:  # noqa: BLE001 - never leave a half-applied file behind
+                kept = False
+            if kept:
+                for f, fix, _key in batch:
+                    previous.append(f.fix)
+                    f.fix = fix
+                    fixed.append(f)
+                text, every = new_text, _unsuppressed(after, new_text)
+                counts = _counts(every)
+                if all(n <= baseline.get(code, 0) for code, n in counts.items()):
+                    checkpoint = (text, len(fixed))
+                break
+            if len(batch) == 1:
+                rejected.add(batch[0][2])
+                break
+            batch = batch[: len(batch) // 2]
     if text is not checkpoint[0]:
         for f, fix in zip(fixed[checkpoint[1]:], previous[checkpoint[1]:]):
             f.fix = fix  # not fixed after all: as it was
@@ -271,17 +285,27 @@ def apply_fixes(
     return text, fixed
 
 
-def _accept(f: Finding, before: list[Finding], after: list[Finding], new_text: str, unsafe: bool) -> bool:
-    """Keep a fix if it lowers its code's count and every finding it brings (of another code,
-    not silenced by ``# noqa``) has an allowed fix of its own."""
+def _row_span(fix: Fix) -> tuple[int, int]:
+    """The first and last rows a fix's edits touch (an insertion: its row): two fixes of one
+    round must not share a row, so that their edits apply together and each reads the code
+    it was computed on."""
+    return min(e.row for e in fix.edits), max(e.end_row for e in fix.edits)
+
+
+def _accept(batch: list[tuple[Finding, Fix, tuple]], before: list[Finding], after: list[Finding], new_text: str,
+            unsafe: bool) -> bool:
+    """Keep a round of fixes (``(finding, fix, key)``) if each code it fixes has at least as
+    many findings fewer as the round has fixes of that code, and every finding it brings (of
+    another code, not silenced by ``# noqa``) has an allowed fix of its own."""
     if any(a.code == "LC001" for a in after):
         return False
     noqa = read_noqa(new_text)
     after = [a for a in after if not suppressed(noqa, a.noqa_row, a.code)]
     b, a = _counts(before), _counts(after)
-    if a.get(f.code, 0) >= b.get(f.code, 0):
+    wanted = _counts(f for f, _fix, _key in batch)
+    if any(a.get(code, 0) > b.get(code, 0) - n for code, n in wanted.items()):
         return False
-    grown = [code for code in a if code != f.code and a[code] > b.get(code, 0)]
+    grown = [code for code in a if code not in wanted and a[code] > b.get(code, 0)]
     if not grown:
         return True
     try:

@@ -484,8 +484,11 @@ class FixContext:
     def parse_statement(self, code: str) -> cst.BaseStatement:
         return cst.parse_statement(code + self.module.default_newline, config=self.module.config_for_parsing)
 
-    def fix(self, applicability: str, message: str, new_module: cst.Module) -> Fix | None:
-        """A :class:`Fix` whose edits turn this source into ``new_module``'s code.
+    def fix(self, applicability: str, message: str, new_module: cst.Module,
+            moved: cst.CSTNode | None = None) -> Fix | None:
+        """A :class:`Fix` whose edits turn this source into ``new_module``'s code; ``moved``:
+        the statement the fix moves, whose lines the edits delete and insert (not those of
+        the statements it moves across: :func:`~loopcheck.fixes.model.edits_between`).
 
         The edits are the difference between the unchanged tree's code and the new tree's,
         placed on the source: LibCST does not give back every byte it parsed (a form feed
@@ -497,7 +500,8 @@ class FixContext:
         self._rendered = rendered
         if new == rendered:
             return None
-        edits = edits_between(rendered, new)
+        lines = self.module.code_for_node(moved).splitlines(keepends=True) if moved is not None else ()
+        edits = edits_between(rendered, new, lines)
         if rendered != self.source:
             edits = _onto_source(edits, rendered, self.source)
             if edits is None:

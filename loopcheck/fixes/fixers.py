@@ -151,7 +151,7 @@ def clip_before_backward(ctx: FixContext, f: Finding) -> Fix | None:
         return None
     step = ctx.expr_call(block.body[k])
     new = Rewrite().delete(stmt).insert_before(block.body[k], stmt).run(ctx.module, ctx.parents)
-    return ctx.fix(SAFE, f"Move `{callee(ctx, clip)}` between `{short(ctx, bw)}` and `{short(ctx, step)}`", new)
+    return ctx.fix(SAFE, f"Move `{callee(ctx, clip)}` between `{short(ctx, bw)}` and `{short(ctx, step)}`", new, stmt)
 
 
 @fixer("LC102")
@@ -171,7 +171,7 @@ def clip_after_step(ctx: FixContext, f: Finding) -> Fix | None:
     if stmt_calls(ctx, between, "backward", "zero_grad", "unscale_") or not ctx.independent(stmt, between):
         return None
     new = Rewrite().delete(stmt).insert_before(block.body[k], stmt).run(ctx.module, ctx.parents)
-    return ctx.fix(SAFE, f"Move `{callee(ctx, clip)}` before `{short(ctx, step)}`", new)
+    return ctx.fix(SAFE, f"Move `{callee(ctx, clip)}` before `{short(ctx, step)}`", new, stmt)
 
 
 @fixer("LC103")
@@ -211,7 +211,7 @@ def zero_grad_between(ctx: FixContext, f: Finding) -> Fix | None:
         if k + 1 < len(s_block.body) and ctx.is_method_stmt(s_block.body[k + 1], "update"):
             anchor = s_block.body[k + 1]
         new = Rewrite().delete(stmt).insert_after(anchor, keep_comments(stmt)).run(ctx.module, ctx.parents)
-        return ctx.fix(applicability, f"Move `{short(ctx, zg)}` after `{short(ctx, step)}`", new)
+        return ctx.fix(applicability, f"Move `{short(ctx, zg)}` after `{short(ctx, step)}`", new, stmt)
     return None
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Collection, Iterable
 
 SAFE = "safe"
 UNSAFE = "unsafe"
@@ -117,9 +117,11 @@ def apply_edits(source: str, edits: Iterable[Edit]) -> str:
     return "".join(out)
 
 
-def edits_between(old: str, new: str) -> tuple[Edit, ...]:
+def edits_between(old: str, new: str, moved: Collection[str] = ()) -> tuple[Edit, ...]:
     """Small text edits that turn ``old`` into ``new``: changed lines, trimmed to the characters
-    that differ."""
+    that differ. ``moved``: the lines of a statement the fix moves, which are then never the
+    lines kept in place (two swapped lines read as the moved one deleted and inserted, not
+    the other one moved the other way: the edits are the move the fix's message names)."""
     a = old.splitlines(keepends=True)
     b = new.splitlines(keepends=True)
     index = LineIndex(old)
@@ -127,7 +129,9 @@ def edits_between(old: str, new: str) -> tuple[Edit, ...]:
     for line in a:
         line_off.append(line_off[-1] + len(line))
     edits = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+    junk = frozenset(line.strip() for line in moved) - {""}  # (a moved line may change its indentation)
+    matcher = difflib.SequenceMatcher((lambda line: line.strip() in junk) if junk else None, a, b, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             continue
         start, end = line_off[i1], line_off[i2]

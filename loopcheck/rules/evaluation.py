@@ -138,7 +138,7 @@ class ValidationInTrainMode(Rule):
             self.info.code, fwd.node,
             lambda d: (
                 f"{d.call(fwd.node)} validates in train mode: no eval() since "
-                + (f"{d.call(origin.node)} at line {d.line(origin.node)}" if origin is not None
+                + (f"{d.call(origin.node, args=True)} at line {d.line(origin.node)}" if origin is not None
                    else "the training steps")
             ),
             related,

@@ -16,7 +16,9 @@ the optimizer (:func:`touches`, :func:`reaches`): a backward whose loss can reac
 parameters, its own step, a ``zero_grad`` of it or of a model holding its parameters. Another
 optimizer's step that applies the backward which filled these gradients marks them *spent*:
 that backward was the other optimizer's (a GAN's generator loss runs through the
-discriminator), and clearing what it left is no wipe. A loop that binds the optimizer's name
+discriminator), and clearing what it left is no wipe. Gradients belong to parameters: zero_grads
+of other optimizers or of models that each clear a part of the optimizer's models, and together
+cover all of them after its step, clear what that step applied (:func:`cleared_part`). A loop that binds the optimizer's name
 anew on each iteration (``for opt in optimizers:``) is followed once per optimizer.
 """
 
@@ -62,6 +64,7 @@ class G(NamedTuple):
     stepped: bool = False
     skip: Event | None = None
     spent: bool = False
+    cleared: frozenset = frozenset()
 
 
 UNKNOWN = G("unknown", stale=None)
@@ -107,6 +110,9 @@ def touches(unit: Unit, opt: str, ev: Event) -> bool:
     info = unit.roles.optimizers.get(opt)
     models = info.models if info else set()
     if ev.kind == "zero_grad_model":
+        own = info.only_models() if info else None
+        if own is not None:  # all its parameters are known models': it clears them all, or a part
+            return all(_within(m, ev.subject) for m in own)
         return not models or any(_within(m, ev.subject) for m in models)
     if ev.kind == "havoc":
         return ev.subject == opt or ev.subject in models
@@ -125,6 +131,28 @@ def touches(unit: Unit, opt: str, ev: Event) -> bool:
             return True  # the optimizer's parameters are not known
         return base in info.params or any(base == m or base.startswith(m + ".") for m in models)
     return ev.subject == opt
+
+
+def cleared_part(unit: Unit, opt: str, ev: Event) -> frozenset[str]:
+    """The models of optimizer ``opt`` whose gradients a ``zero_grad`` that does not concern
+    ``opt`` as a whole (:func:`touches`) clears: of a model holding some of them, or of another
+    optimizer that certainly takes their parameters (``opt_d.zero_grad()`` clears the ``D`` part
+    of an optimizer over ``G`` and ``D``). Empty unless every parameter of ``opt`` is known to
+    be a model's (:meth:`OptimizerInfo.only_models`): gradients belong to parameters, and a
+    part is cleared only where the parameters are known."""
+    roles = unit.roles
+    info = roles.optimizers.get(opt)
+    own = info.only_models() if info else None
+    if own is None:
+        return frozenset()
+    if ev.kind == "zero_grad_model":
+        clearing = {ev.subject}
+    elif ev.kind == "zero_grad" and ev.subject is not None and ev.subject not in roles.names_of(opt):
+        other = roles.optimizers.get(roles.canon(ev.subject))
+        clearing = other.held_models() if other is not None else set()
+    else:
+        return frozenset()
+    return frozenset(m for m in own if any(_within(m, c) for c in clearing))
 
 
 def reaches(unit: Unit, opt: str, ev: Event) -> bool:
@@ -239,11 +267,29 @@ class GradientMachine(Machine):
             if s.phase == "filled" and not s.spent:
                 return G("wiped", bw=s.bw, zg=ev, stepped=s.stepped, skip=s.skip)
             return G("empty", stepped=s.stepped)
+        if k in ("zero_grad", "zero_grad_model"):
+            part = cleared_part(self.unit, self.opt, ev)
+            if part:
+                return self._clear_part(s, part)
         if k == "havoc" and ev.may_change("grads") and touches(self.unit, self.opt, ev):
             return UNKNOWN
         if k == "grad_set" and touches(self.unit, self.opt, ev):
             return G("filled", bw=ev, stale=False, stepped=s.stepped)  # gradients written by hand
         return s
+
+    def _clear_part(self, s: G, part: frozenset) -> G:
+        """A zero_grad clears the gradients of ``part`` of the optimizer's models. It matters
+        only to gradients a step of the optimizer already applied: once such clears cover all
+        its models, none of what that step applied is left (empty, or only backwards since)."""
+        if s.phase not in ("applied", "filled") or s.phase == "filled" and s.stale is not True:
+            return s
+        cleared = s.cleared | part
+        own = self.unit.roles.optimizers[self.opt].only_models() or set()
+        if not own <= cleared:
+            return s._replace(cleared=cleared)
+        if s.phase == "applied":
+            return G("empty", stepped=s.stepped)
+        return s._replace(stale=False, cleared=frozenset())
 
     def rebinds(self, loop: Loop) -> bool:
         # ``for opt in optimizers: opt.step()`` steps each optimizer once

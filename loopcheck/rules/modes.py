@@ -229,7 +229,7 @@ class EvalModeNotReset(Rule):
                         yield Report(
                             self.info.code, ev.node,
                             lambda d, ev=ev, step=step: (
-                                f"{d.call(ev.node)} is still in effect when {d.call(step.node)} at line "
+                                f"{d.call(ev.node, args=True)} is still in effect when {d.call(step.node)} at line "
                                 f"{d.line(step.node)} trains the model"
                             ),
                             [(step.node, "the training step that runs in eval mode")],

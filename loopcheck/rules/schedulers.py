@@ -17,9 +17,11 @@ from loopcheck.engine.events import Event
 from loopcheck.engine.ir import LoopInfo
 from loopcheck.engine.roles import LOADER_NAME, last
 from loopcheck.engine.unit import Unit
+from loopcheck.engine.values import loops as all_loops
 from loopcheck.findings import Report
 from loopcheck.catalog import INFOS
 from loopcheck.rules.base import Rule, register
+from loopcheck.rules.gradients import rebinding_loops
 
 
 def is_loader_loop(unit: Unit, loop: LoopInfo) -> bool:
@@ -31,21 +33,42 @@ def is_loader_loop(unit: Unit, loop: LoopInfo) -> bool:
     return False
 
 
+def steps_each_iteration(unit: Unit, loop: LoopInfo) -> bool:
+    """Whether an ``optimizer.step()`` runs in each iteration of ``loop`` itself: its innermost
+    loop is ``loop``, or the loops between them go over optimizers (``for opt in optimizers:
+    opt.step()``). A step inside another loop within ``loop`` (the batch loop of a
+    ``train_epoch()`` the epoch loop calls) runs many times per iteration of ``loop``."""
+    node_of: dict[int, int] | None = None
+    for step in unit.of_kind("step"):
+        loops = step.ctx.loops
+        at = next((i for i, li in enumerate(loops) if li is loop), None)
+        if at is None:
+            continue
+        inner = loops[at + 1:]
+        if not inner:
+            return True
+        if node_of is None:
+            node_of = {id(node.info): id(node) for node, _around in all_loops(unit)}
+        over_optimizers = rebinding_loops(unit, step.subject)
+        if all(node_of.get(id(li)) in over_optimizers for li in inner):
+            return True
+    return False
+
+
 def batch_loop(unit: Unit, ev: Event) -> LoopInfo | None:
     """The batch loop ``ev`` runs in directly, or ``None``.
 
-    A batch loop is the event's innermost loop when it iterates a data loader, or when it
-    contains an ``optimizer.step()`` and sits inside another loop (the epoch loop).
+    A batch loop is the event's innermost loop when it iterates a data loader, or when it sits
+    inside another loop (the epoch loop) and steps an optimizer in each of its iterations
+    (:func:`steps_each_iteration`).
     """
     if not ev.ctx.loops:
         return None
     loop = ev.ctx.loops[-1]
     if is_loader_loop(unit, loop):
         return loop
-    if len(ev.ctx.loops) >= 2:
-        for step in unit.of_kind("step"):
-            if loop in step.ctx.loops:
-                return loop
+    if len(ev.ctx.loops) >= 2 and steps_each_iteration(unit, loop):
+        return loop
     return None
 
 

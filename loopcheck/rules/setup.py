@@ -251,14 +251,27 @@ def _only_moved(s: S) -> bool:
 OVERWRITE = "overwrite_params_on_conversion"
 
 
-def _converted_in_place(s: S, overwrite: cst.Call | None) -> bool:
+class _Lazy:
+    """A value computed on its first call, then kept (reading the module's top-level code for a
+    setting costs a parse of a module outlined for its names: only when a change is pending)."""
+
+    def __init__(self, compute) -> None:
+        self.compute, self.done, self.value = compute, False, None
+
+    def __call__(self):
+        if not self.done:
+            self.value, self.done = self.compute(), True
+        return self.value
+
+
+def _converted_in_place(s: S, overwrite: Callable[[], cst.Call | None]) -> bool:
     """A dtype conversion made while the optimizer had no state, with PyTorch converting
-    parameters in place (no call turned ``overwrite`` on): the optimizer holds the converted
-    parameters and builds its state in their new dtype at its first step
-    (``Optimizer.load_state_dict`` casts a loaded state to the parameters' dtype), so nothing
-    breaks."""
+    parameters in place (``overwrite()``, the call that turned the setting on, is ``None``):
+    the optimizer holds the converted parameters and builds its state in their new dtype at
+    its first step (``Optimizer.load_state_dict`` casts a loaded state to the parameters'
+    dtype), so nothing breaks."""
     return (s.pending.kind == "convert" and s.pending.extra["how"] == "dtype" and s.pending_state is False
-            and overwrite is None)
+            and overwrite() is None)
 
 
 @register
@@ -277,12 +290,12 @@ class ModelConvertedAfterOptimizer(Rule):
 
     def check(self, unit: Unit) -> Iterable[Report]:
         reported = set()
-        overwrite = setting_turned_on(unit, OVERWRITE)
+        overwrite = _Lazy(lambda: setting_turned_on(unit, OVERWRITE))  # read only for a pending change
         for s, step in _flows(unit):
             if _only_moved(s) or _converted_in_place(s, overwrite) or id(s.pending) in reported:
                 continue
             reported.add(id(s.pending))
-            yield self._report(s, step, overwrite)
+            yield self._report(s, step, overwrite())
 
     def _report(self, s: S, step: Event, overwrite: cst.Call | None) -> Report:
         ev, built = s.pending, s.built
@@ -337,13 +350,13 @@ class ModelMovedAfterOptimizer(Rule):
     info = INFOS["LC502"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
-        overwrite = setting_turned_on(unit, OVERWRITE)
-        if overwrite is None:
-            return
         reported = set()
         for s, step in _flows(unit):
             if not _only_moved(s) or id(s.pending) in reported:
                 continue
+            overwrite = setting_turned_on(unit, OVERWRITE)
+            if overwrite is None:
+                return
             reported.add(id(s.pending))
             ev, built = s.pending, s.built
             yield Report(

@@ -13,6 +13,10 @@ optimizer step against the optimizer's gradient state (:class:`~loopcheck.trace.
 - a step between a training forward and that forward's backward: LC104 at the step;
 - two steps in a row applying gradients that still hold an earlier step's backward: LC105.
 
+Gradients belong to parameters: a ``zero_grad()`` (an optimizer's or a module's) clears the
+gradients of every optimizer holding some of its parameters; one that clears only a part of an
+optimizer's parameters counts once such parts, since its step, cover all of them.
+
 A clip with ``max_norm=inf`` is a norm measurement (transformers makes one every step) and does
 not count as a clip.
 """
@@ -168,19 +172,49 @@ class GradientChecks:
         return zero_grad
 
     @guarded
-    def _zero_targets(self, owner, optimizer: bool) -> list[OptState]:
-        """The optimizers whose gradients ``owner.zero_grad()`` clears (an optimizer, or a module)."""
+    def _zero_targets(self, owner, optimizer: bool) -> list[tuple[OptState, frozenset | None]]:
+        """The optimizers whose gradients ``owner.zero_grad()`` clears (an optimizer, or a
+        module), each with the ``id``s of its parameters it clears: ``None`` for all of them.
+        Gradients belong to parameters: an optimizer's ``zero_grad()`` also clears the
+        gradients of the parameters it shares with other optimizers."""
         if self._roots_dirty:
             self._refresh_roots()
         if optimizer:
             o = self._opt(owner)
-            return [o] if o is not None else []
-        return self._opts_for_module(owner)
+            if o is None:
+                return []
+            pids, opts = o.ids, [p for p in self._live_opts() if p is o or not p.ids.isdisjoint(o.ids)]
+        else:
+            pids, opts = self._module_pids(owner), self._opts_for_module(owner)
+        return [(p, None if p.ids <= pids else p.ids & pids) for p in opts]
 
     @guarded
-    def _on_zero(self, opts) -> None:
+    def _on_zero(self, targets) -> None:
+        opts = []
+        for o, part in targets:
+            if part is None or o.ids <= o.cleared | part:
+                opts.append(o)
+            else:
+                self._on_partial_zero(o, part)
+        self._on_full_zero(opts)
+
+    def _on_partial_zero(self, o: OptState, part: frozenset) -> None:
+        """A zero_grad clears ``part`` of ``o``'s parameters: once such clears since ``o``'s step
+        cover all of them, nothing that step applied is left (see :meth:`_on_zero`)."""
+        if not o.cleared:
+            o.cleared_at = o.since_step
+        o.cleared = o.cleared | part
+
+    def _on_full_zero(self, opts) -> None:
         site = None
         for o in opts:
+            if o.cleared and o.since_step > o.cleared_at:
+                # the last part of clears that began after the step: what is left holds only
+                # backward passes since the first of them
+                o.accum = min(o.accum, o.since_step - o.cleared_at)
+                o.cleared = frozenset()
+                continue
+            o.cleared = frozenset()
             # gradients of backward passes since the last step only (not a step's leftovers, nor
             # what another optimizer's backward left: a GAN's generator loss reaches the discriminator)
             if o.state == "filled" and o.last_backward is not None and o.accum <= o.since_step and not o.spent:

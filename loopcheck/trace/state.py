@@ -149,6 +149,9 @@ class OptState:
         self.wipe: dict | None = None           # LC103: gradients cleared, no backward since
         self.last_wipe: dict | None = None      # LC103: gradients cleared since the last step
         self.spent = False                      # its last backward was applied by another optimizer's step
+        self.cleared: frozenset = frozenset()   # ids of its parameters zeroed since its step by zero_grads
+        # that each cleared only a part of them (another optimizer's, a submodule's)
+        self.cleared_at = 0                     # since_step at the first of those zero_grads
         self.stale: dict | None = None          # LC104 candidate
         self.eval_trained: dict | None = None   # LC301 candidate
         self.sched_early: dict | None = None    # LC202 candidate

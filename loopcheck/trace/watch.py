@@ -77,7 +77,7 @@ class Watcher(ForwardWatch, GradientChecks, SchedulerChecks, ModeChecks, LossChe
         self._opt_version = 0
         self._live: list[OptState] = []
         self._live_version = -1
-        self._module_opts = IdMap()      # module -> (optimizer version, [OptState])
+        self._module_opts = IdMap()      # module -> (optimizer version, [OptState], has parameters, parameter ids)
         self._fwd_since_bwd: list = []
         self._trained = IdMap()          # modules whose forward a backward followed -> True
         self._bwd_depth = 0
@@ -209,13 +209,21 @@ class Watcher(ForwardWatch, GradientChecks, SchedulerChecks, ModeChecks, LossChe
     def _module_info(self, module) -> tuple[list[OptState], bool]:
         """The optimizers holding some of ``module``'s parameters, and whether it has any
         (cached until an optimizer is built or changes)."""
+        hit = self._module_cache(module)
+        return hit[1], hit[2]
+
+    def _module_pids(self, module) -> frozenset:
+        """The ``id``s of ``module``'s parameters (cached as :meth:`_module_info`)."""
+        return self._module_cache(module)[3]
+
+    def _module_cache(self, module) -> tuple:
         hit = self._module_opts.get(module)
         if hit is not None and hit[0] == self._opt_version:
-            return hit[1], hit[2]
-        pids = {id(p) for p in module.parameters()}
+            return hit
+        pids = frozenset(id(p) for p in module.parameters())
         opts = [o for o in self._live_opts() if not o.ids.isdisjoint(pids)]
-        self._module_opts[module] = (self._opt_version, opts, bool(pids))
-        return opts, bool(pids)
+        hit = self._module_opts[module] = (self._opt_version, opts, bool(pids), pids)
+        return hit
 
     def _opts_for_module(self, module) -> list[OptState]:
         return self._module_info(module)[0]
@@ -379,6 +387,7 @@ class Watcher(ForwardWatch, GradientChecks, SchedulerChecks, ModeChecks, LossChe
         o.state = "applied"
         o.spent = False
         o.since_step = 0
+        o.cleared = frozenset()
         o.last_step = ev
 
     # ---------------------------------------------------------------- end of run

@@ -43,21 +43,22 @@ def loop_with(expr: str) -> str:
 
 def test_files_that_crash_libcst_are_one_finding_each_and_the_run_goes_on(tmp_path):
     """1,300 nested brackets and a 9,000-term chain segfault LibCST on a main thread
-    (exit -11 before); now: one LC001 each, at the line, the other file's finding kept."""
+    (exit -11 before); now: one LC001 each, at the line, the other file's finding kept
+    (PyTorch code: LibCST reads it)."""
     (tmp_path / "bad.py").write_text(BAD)
-    (tmp_path / "brackets.py").write_text("loss.backward()\nx = " + "(" * 1300 + "1" + ")" * 1300 + "\n")
-    (tmp_path / "chain.py").write_text("loss.backward()\nx = " + "+".join(["a"] * 9000) + "\n")
-    (tmp_path / "calls.py").write_text("loss.backward()\nx = " + "f(" * 1300 + "1" + ")" * 1300 + "\n")
+    (tmp_path / "brackets.py").write_text("import torch\nloss.backward()\nx = " + "(" * 1300 + "1" + ")" * 1300 + "\n")
+    (tmp_path / "chain.py").write_text("import torch\nloss.backward()\nx = " + "+".join(["a"] * 9000) + "\n")
+    (tmp_path / "calls.py").write_text("import torch\nloss.backward()\nx = " + "f(" * 1300 + "1" + ")" * 1300 + "\n")
     done = cli_process("--output-format", "concise", ".", cwd=tmp_path)
     out = done.stdout.decode()
     assert done.returncode == 1, done.stderr
     lines = out.splitlines()
     assert lines[0].startswith(LC101_LINE)
     # at the 201st bracket, in CPython's words
-    assert lines[1] == "brackets.py:2:205: LC001 SyntaxError: too many nested parentheses"
-    assert lines[2] == "calls.py:2:406: LC001 SyntaxError: too many nested parentheses"
+    assert lines[1] == "brackets.py:3:205: LC001 SyntaxError: too many nested parentheses"
+    assert lines[2] == "calls.py:3:406: LC001 SyntaxError: too many nested parentheses"
     # valid Python (CPython parses it): not a syntax error, a file loopcheck cannot analyze
-    assert lines[3] == ("chain.py:2:2006: LC001 nested too deeply to analyze (more than 1000 levels of expressions "
+    assert lines[3] == ("chain.py:3:2006: LC001 nested too deeply to analyze (more than 1000 levels of expressions "
                         "or elif branches), so the file was not checked")
     assert lines[4] == "Found 4 errors."
     assert done.stderr == b""

@@ -1,0 +1,33 @@
+"""LC301 and LC303 messages name a mode switch as written when its argument decides the mode
+(``model.train(False)`` is an ``eval()``; shortened to ``model.train()`` it says the opposite)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from loopcheck.analysis import check_source
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def _messages(name: str, code: str) -> list[str]:
+    path = FIXTURES / name
+    return [f.message for f in check_source(path.read_text(encoding="utf-8"), str(path)) if f.code == code]
+
+
+def test_eval_by_positional_argument_is_named_as_written():
+    assert _messages("LC301_bad_phase_loop_many_flags_val_only.py", "LC301") == [
+        "model.train(False) is still in effect when scaler.step() at line 58 trains the model"
+    ]
+
+
+def test_eval_by_keyword_argument_is_named_as_written():
+    assert _messages("LC301_bad_train_mode_false_keyword.py", "LC301") == [
+        "model.train(mode=False) is still in effect when optimizer.step() at line 18 trains the model"
+    ]
+
+
+def test_eval_without_arguments_keeps_its_short_name():
+    assert _messages("LC301_bad_many_flags_eval_after_epoch.py", "LC301") == [
+        "model.eval() is still in effect when scaler.step() at line 46 trains the model"
+    ]
