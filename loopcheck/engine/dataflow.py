@@ -162,32 +162,39 @@ def repeated_tests(unit: Seq) -> dict[int, tuple[str, frozenset[str]]]:
 MAX_STATES = 32
 
 
-def _bound(states: set) -> set:
-    """Forget remembered conditions while they multiply the states past ``MAX_STATES``.
+def _bound(states: set, forgotten: int = 0) -> tuple[set, int]:
+    """Forget remembered conditions while they multiply the states past ``MAX_STATES``; returns
+    the states and the bits of the tests forgotten, ``forgotten`` included.
 
-    One test at a time: the one whose forgetting leaves the fewest states (its outcomes
-    split the fewest machine states: a flag tested around logging), the last-numbered
-    on a tie. A test whose outcomes go with different machine states (``if phase ==
-    "train": model.train() else: model.eval()``) merges nothing when forgotten, so it is
-    kept while other tests can go; forgetting every condition at once made the step under
-    a later ``if phase == "train":`` reachable from the ``eval()`` of the other arm."""
+    First the tests of ``forgotten`` (forgotten once, a test stays forgotten for the rest of
+    the machine's run: the states cannot multiply again through it, and a loop head's states
+    only grow, so its iteration ends), then one test at a time: the one whose forgetting leaves
+    the fewest states (its outcomes split the fewest machine states: a flag tested around
+    logging), the last-numbered on a tie. A test whose outcomes go with different machine
+    states (``if phase == "train": model.train() else: model.eval()``) merges nothing when
+    forgotten, so it is kept while other tests can go; forgetting every condition at once made
+    the step under a later ``if phase == "train":`` reachable from the ``eval()`` of the other
+    arm."""
+    if forgotten and any(conds & forgotten for _, conds in states):
+        keep = ~forgotten
+        states = {(ms, conds & keep) for ms, conds in states}
     while len(states) > MAX_STATES:
         present = 0
         for _, conds in states:
             present |= conds
         if not present:
             break  # the machine states alone are that many
-        best = None
+        best, mask = None, 0
         for i in range((present.bit_length() + 1) // 2 - 1, -1, -1):  # last-numbered first
-            mask = 3 << 2 * i
-            if not present & mask:
+            bits = 3 << 2 * i
+            if not present & bits:
                 continue
-            keep = ~mask
+            keep = ~bits
             fewer = {(ms, conds & keep) for ms, conds in states}
             if best is None or len(fewer) < len(best):
-                best = fewer
-        states = best
-    return states
+                best, mask = fewer, bits
+        states, forgotten = best, forgotten | mask
+    return states, forgotten
 
 
 @dataclass
@@ -346,6 +353,7 @@ class _Interpreter:
         shared = _LIVE.setdefault(unit, {})
         self._live_items: dict[int, tuple] = shared.setdefault((machine.kinds, self._test_names), {})
         self._loop_names: dict[int, frozenset[str]] = {}  # id(Loop) -> its targets in the tests
+        self._forgotten = 0  # the bits of the tests forgotten to stay within MAX_STATES (_bound)
 
     def _correlated_tests(self, unit: Seq) -> dict[int, tuple[str, frozenset[str]]]:
         """The repeated tests (:func:`repeated_tests`) worth remembering for this machine.
@@ -458,6 +466,8 @@ class _Interpreter:
         absent = self.m.absent() if gone else None
         if absent is not None:
             states = {(absent, conds) for _, conds in states}
+        if number is not None and self._forgotten >> 2 * number & 3:
+            number = None  # (forgotten for the rest of the run)
         if number is not None:
             known = 1 << (2 * number + (not taken))
             against = 1 << (2 * number + taken)
@@ -542,7 +552,8 @@ class _Interpreter:
         if isinstance(node, If):
             a = self.exec(node.body, self._arm(node, states, True))
             b = self.exec(node.orelse, self._arm(node, states, False))
-            return _Out(_bound(a.normal | b.normal), a.brk | b.brk, a.cont | b.cont, a.ret | b.ret, a.exc | b.exc)
+            joined, self._forgotten = _bound(a.normal | b.normal, self._forgotten)
+            return _Out(joined, a.brk | b.brk, a.cont | b.cont, a.ret | b.ret, a.exc | b.exc)
         if isinstance(node, Loop):
             targets = self._loop_names.get(id(node))
             if targets is None:  # the loop's targets that remembered tests mention
@@ -551,7 +562,7 @@ class _Interpreter:
             body = _Out()
             for _ in range(1 if node.once or self.m.rebinds(node) else MAX_LOOP_ITERATIONS):
                 body = self.exec(node.body, self._forget(head, targets) if targets else head)
-                new_head = _bound(head | body.normal | body.cont)
+                new_head, self._forgotten = _bound(head | body.normal | body.cont, self._forgotten)
                 if new_head == head:
                     break
                 head = new_head
