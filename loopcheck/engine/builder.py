@@ -1379,8 +1379,11 @@ class UnitBuilder:
             modes = {self.with_grad(frame, arm, grad) for arm in (item.body, item.orelse)}
             return modes.pop() if len(modes) == 1 else "unknown"
         call = item if type(item) is cst.Call else None
-        q, qualified = self.resolve(frame, dotted_name(call.func if call else item))
+        dotted = dotted_name(call.func if call else item)
+        q, qualified = self.resolve(frame, dotted)
         summary = knowledge().callable(q) if qualified else None
+        if summary is None and not qualified and _bound_only_by_star(frame, dotted):
+            return "unknown"  # ``torch`` from ``from torch_snippets import *``: it may be no_grad
         mode = summary.grad if summary is not None else None
         if mode == "arg":
             if call is None or not call.args:
@@ -1736,6 +1739,24 @@ def _literal(node: cst.CSTNode | None):
     if type(node) is cst.Name and node.value in ("True", "False", "None"):
         return {"True": True, "False": False, "None": None}[node.value]
     return _NO_VALUE
+
+
+def _bound_only_by_star(frame: "Frame", dotted: str | None) -> bool:
+    """Whether the first name of ``dotted`` can only come from a star import the engine did
+    not resolve (``from torch_snippets import *`` binds ``torch`` there): not a local or
+    parameter of the frames, not a global, a function, a class or an import of the module, not
+    a builtin, and the module has a star import."""
+    module = frame.module
+    if not dotted or not module.imports.stars:
+        return False
+    head = dotted.partition(".")[0]
+    f = frame
+    while f is not None:
+        if head in f.locals or head in f.subst:
+            return False
+        f = f.parent
+    return not (head in module.imports.aliases or head in module.globals or head in module.functions
+                or head in module.classes or hasattr(builtins, head))
 
 
 def _bindings(body) -> dict[str, int | None]:
