@@ -223,7 +223,7 @@ class _Graphs:
         no graph whatever its inputs (``loss.item()``, ``torch.zeros(3)``); ``unknown``: a
         call the engine does not understand."""
         roles, kb = self.roles, self.kb
-        if any(a.keyword == "requires_grad" and _is_true(a.node) for a in c.args):
+        if any(a.keyword == "requires_grad" and is_true(a.node) for a in c.args):
             return _LEAF
         if c.qualified:
             if c.func in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
@@ -295,7 +295,8 @@ def _backward_loss(c: Call) -> str | None:
     return c.receiver
 
 
-def _is_true(node: cst.BaseExpression) -> bool:
+def is_true(node: cst.BaseExpression) -> bool:
+    """The literal ``True``."""
     return type(node) is cst.Name and node.value == "True"
 
 

@@ -31,6 +31,7 @@ import libcst as cst
 from loopcheck.engine.builder import ClassRef, ModuleIndex, find_method
 from loopcheck.engine.classes import CONTAINERS, is_module_class
 from loopcheck.engine.ir import Assign, Call, Inline, Loop, LoopInfo, Node, Seq, parts, walk_events
+from loopcheck.engine.graphs import is_true
 from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.names import dotted_name
 from loopcheck.engine.roles import ACCELERATOR_NAME, LOADER_NAME, ROLE_TYPES, arg_at, last
@@ -90,7 +91,7 @@ def setting_turned_on(unit, setting: str) -> cst.Call | None:
     every function of the module), or ``None``: a value the analysis cannot read does not
     establish it."""
     def on(args) -> bool:
-        return bool(args) and isinstance(args[0].value, cst.Name) and args[0].value.value == "True"
+        return bool(args) and is_true(args[0].value)
 
     for c in setting_calls(unit, setting):
         if on(c.node.args):

@@ -19,6 +19,7 @@ optimizer holds nothing of it.
 
 from __future__ import annotations
 
+import functools
 from typing import Callable, Iterable, NamedTuple
 
 import libcst as cst
@@ -251,19 +252,6 @@ def _only_moved(s: S) -> bool:
 OVERWRITE = "overwrite_params_on_conversion"
 
 
-class _Lazy:
-    """A value computed on its first call, then kept (reading the module's top-level code for a
-    setting costs a parse of a module outlined for its names: only when a change is pending)."""
-
-    def __init__(self, compute) -> None:
-        self.compute, self.done, self.value = compute, False, None
-
-    def __call__(self):
-        if not self.done:
-            self.value, self.done = self.compute(), True
-        return self.value
-
-
 def _converted_in_place(s: S, overwrite: Callable[[], cst.Call | None]) -> bool:
     """A dtype conversion made while the optimizer had no state, with PyTorch converting
     parameters in place (``overwrite()``, the call that turned the setting on, is ``None``):
@@ -290,7 +278,8 @@ class ModelConvertedAfterOptimizer(Rule):
 
     def check(self, unit: Unit) -> Iterable[Report]:
         reported = set()
-        overwrite = _Lazy(lambda: setting_turned_on(unit, OVERWRITE))  # read only for a pending change
+        # read only for a pending change: it parses the top-level code of a module outlined for its names
+        overwrite = functools.cache(lambda: setting_turned_on(unit, OVERWRITE))
         for s, step in _flows(unit):
             if _only_moved(s) or _converted_in_place(s, overwrite) or id(s.pending) in reported:
                 continue
