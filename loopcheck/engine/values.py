@@ -121,11 +121,17 @@ def grad_off_inputs(unit, fwd) -> Call | None:
         arg = arg_at(c, summary.grad_off_arg)
         return arg is not None and not _zero_literal(arg.node)
 
+    def compute():
+        calls = all_calls(unit)
+        return {id(c): i for i, c in enumerate(calls)}, [(i, c) for i, c in enumerate(calls) if off(c)]
+
+    # Positions in program order and the calls that turn the graph off, once per unit: each
+    # forward then looks only at those calls (usually none) instead of every call before it.
+    position, offs = _cached(unit, ("values", "grad_off_calls"), compute)
     frame = fwd.ctx.calls
-    for c in all_calls(unit):
-        if c is fwd.raw:
-            return None
-        if c.ctx.calls[:len(frame)] == frame and off(c):
+    before = position.get(id(fwd.raw), len(position))
+    for i, c in offs:
+        if i < before and c.ctx.calls[:len(frame)] == frame:
             return c
     return None
 

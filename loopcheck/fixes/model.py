@@ -130,10 +130,20 @@ def edits_between(old: str, new: str, moved: Collection[str] = ()) -> tuple[Edit
         line_off.append(line_off[-1] + len(line))
     edits = []
     junk = frozenset(line.strip() for line in moved) - {""}  # (a moved line may change its indentation)
-    matcher = difflib.SequenceMatcher((lambda line: line.strip() in junk) if junk else None, a, b, autojunk=False)
+    # The lines both texts share at their start and end are kept as they are: the matcher
+    # (quadratic in the lines it compares) sees only the region between them.
+    head = 0
+    while head < min(len(a), len(b)) and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    matcher = difflib.SequenceMatcher((lambda line: line.strip() in junk) if junk else None,
+                                      a[head:len(a) - tail], b[head:len(b) - tail], autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             continue
+        i1, i2, j1, j2 = i1 + head, i2 + head, j1 + head, j2 + head
         start, end = line_off[i1], line_off[i2]
         old_text, new_text = old[start:end], "".join(b[j1:j2])
         # trim what the changed region keeps at both ends
