@@ -733,15 +733,25 @@ def _flows_into_self(init: cst.FunctionDef, me: str | None, sources: set[str]) -
 # -- mode dependence ------------------------------------------------------------------------
 
 
-def mode_dependent(unit, model: str) -> bool:
+def mode_dependent(unit, model: str, at=None) -> bool:
     """Whether ``model.train()``/``model.eval()`` can change what ``model`` computes: it (or a
     layer it builds) has Dropout, BatchNorm or another layer whose entry does not say
     ``modes = "none"`` (or says it with ``mode_args`` its construction gives a value other than
     a literal 0/None), reads ``self.training``, calls a functional dropout or batch norm, or
     builds layers the engine cannot see (a factory, a call it has no entry for). ``False`` only
-    when every layer is known to behave the same in both modes."""
+    when every layer is known to behave the same in both modes.
+
+    ``at``: an event that uses the model (a forward); the model is then the one its
+    constructions reaching ``at`` build (a notebook that re-binds ``model = nn.Sequential(...)``
+    in later cells validates each model in turn), when one reaches it on every path; otherwise
+    any construction of the unit."""
+    reaching = None
+    if at is not None and unit.built_on_every_path(at, model, "model_build"):
+        reaching = {id(ev) for ev in unit.builds_reaching(at, model, "model_build")}
     builds: list = []
     for ev in unit.of_kind("model_build"):
+        if reaching is not None and id(ev) not in reaching:
+            continue
         if ev.subject == model and isinstance(ev.raw, Call):
             found = construction_of(unit, ev.raw)
             if found is None:
