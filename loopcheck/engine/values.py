@@ -237,11 +237,11 @@ def discarded(unit, call: Call) -> bool:
 
 def read_after(unit, start: Call, sym: str) -> cst.CSTNode | None:
     """Where ``sym`` may be read after the raw event ``start`` and before it is bound again, on
-    some path of the unit (:class:`_Reads`), the first such read found; ``None`` when none is: a ``tensor.float()`` whose result is dropped harms
-    only code that reads ``tensor`` later. A read is an event that names ``sym``, an attribute of
-    it or an object holding it (an argument, the receiver of a method, an assigned value, what a
-    loop iterates, a returned value) or, for a plain name, an ``if`` test that mentions it;
-    ``start`` itself is none. A name left for the code after the unit (a global read by another
+    some path of the unit (:class:`_Reads`): the node of the first such read found, ``None`` when
+    none is. A ``tensor.float()`` whose result is dropped harms only code that reads ``tensor``
+    later. A read is an event that names ``sym``, an attribute of it or an object holding it (an
+    argument, the receiver of a method, an assigned value, what a loop iterates, a returned
+    value) or, for a plain name, an ``if`` test that mentions it; ``start`` itself is none. A name left for the code after the unit (a global read by another
     function, an attribute read by another method) is not followed, nor a read outside any call
     or assignment (a bare ``x`` that a notebook cell displays)."""
     return _Reads(start, sym).found(unit.ir)
@@ -333,7 +333,7 @@ class _Reads:
             return a[0] or b[0], a[1] or b[1], a[2] or b[2], a[3] or b[3]
         if t is Loop:
             if live and any(self._names(n) for n in node.info.iter_names):
-                self.hit = getattr(node.info.node, "iter", None) or getattr(node.info.node, "test", None) or node.info.node
+                self.hit = node.info.node  # the loop iterates it
             rebound = binds_each_iteration(node.info, self.sym)
             head = live
             while True:  # a boolean head only grows: two rounds at most
