@@ -512,7 +512,8 @@ def test_a_submodules_constructor_is_its_own_entry_point_and_its_findings_are_ke
     discarded ``tensor.to()`` in it is reported once, at its line."""
     source = _MODEL_ZOO.replace(
         "        self.fc = nn.Linear(4, 4)\n",
-        "        self.fc = nn.Linear(4, 4)\n        w = torch.zeros(4)\n        w.to('cuda')\n",
+        "        self.fc = nn.Linear(4, 4)\n        w = torch.zeros(4)\n        w.to('cuda')\n"
+        "        self.register_buffer('w', w)\n",
     )
     found = check_source(source, "zoo.py")
     assert [(f.code, f.row) for f in found] == [("LC505", 10)]

@@ -123,6 +123,17 @@ class Unit:
         )
         return [b for states in flow.states(event) for b in states]
 
+    def built_on_every_path(self, event: Event, sym: str, kind: str = "opt_build") -> bool:
+        """Whether a construction of ``sym`` (an event of ``kind``) reaches ``event`` on every
+        path that reaches it: ``False`` where ``sym`` may still hold an object from outside the
+        unit there (a parameter, a global bound elsewhere), so :meth:`builds_reaching` does not
+        name all it may hold."""
+        flow = self.flow(
+            ("builds", sym, kind, event.kind), lambda: _Builds(sym, kind, event.kind, self.roles.names_of(sym))
+        )
+        states = flow.states(event)
+        return bool(states) and frozenset() not in states
+
     def _of_kinds(self, kinds: tuple[str, ...]) -> tuple[list[Event], list[int]]:
         """The events of ``kinds`` in program order and their program-order indexes, computed
         once per tuple of kinds (rules ask for the same kinds once per event they look at)."""

@@ -30,12 +30,12 @@ import libcst as cst
 
 from loopcheck.engine.builder import ClassRef, ModuleIndex, find_method
 from loopcheck.engine.classes import CONTAINERS, is_module_class
-from loopcheck.engine.ir import Assign, Call, Inline, Loop, LoopInfo, Node, Seq, parts, walk_events
+from loopcheck.engine.ir import Assign, Call, If, Inline, Jump, Loop, LoopInfo, Node, Seq, Try, parts, walk_events
 from loopcheck.engine.graphs import is_true
 from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.names import dotted_name
 from loopcheck.engine.roles import ACCELERATOR_NAME, LOADER_NAME, ROLE_TYPES, arg_at, last
-from loopcheck.engine.walk import children, walk
+from loopcheck.engine.walk import children, names_in, walk
 
 #: Kinds of values a loss input can be.
 LOGITS, PROBABILITIES, LOG_PROBABILITIES = "logits", "probabilities", "log_probabilities"
@@ -239,6 +239,134 @@ def discarded(unit, call: Call) -> bool:
     if not call.discarded or index is None:
         return False
     return getattr(index, "fragments", None) is not None or getattr(index, "tree", None) is not None
+
+
+def read_after(unit, start: Call, sym: str) -> cst.CSTNode | None:
+    """Where ``sym`` may be read after the raw event ``start`` and before it is bound again, on
+    some path of the unit (:class:`_Reads`): the node of the first such read found, ``None`` when
+    none is. A ``tensor.float()`` whose result is dropped harms only code that reads ``tensor``
+    later. A read is an event that names ``sym``, an attribute of it or an object holding it (an
+    argument, the receiver of a method, an assigned value, what a loop iterates, a returned
+    value) or, for a plain name, an ``if`` test that mentions it; ``start`` itself is none. A name left for the code after the unit (a global read by another
+    function, an attribute read by another method) is not followed, nor a read outside any call
+    or assignment (a bare ``x`` that a notebook cell displays)."""
+    return _Reads(start, sym).found(unit.ir)
+
+
+class _Reads:
+    """A forward walk of the IR for :func:`read_after`, its state a boolean per way out of a
+    node: whether, on some path, ``start`` ran and ``sym`` was not bound again since."""
+
+    NONE = (False, False, False, False)
+
+    def __init__(self, start: Call, sym: str) -> None:
+        self.start, self.sym = start, sym
+        self.plain = "." not in sym
+        self.name = sym.rpartition(":")[2]
+        self.hit: cst.CSTNode | None = None  # the first read found
+        self.around: set[int] = set()  # the nodes that hold ``start``
+
+    def found(self, ir: Node) -> cst.CSTNode | None:
+        self._holds(ir)
+        self.run(ir, False)
+        return self.hit
+
+    def _holds(self, node: Node) -> bool:
+        """Whether ``node`` holds ``start`` (recorded in ``around``)."""
+        if node is self.start:
+            return True
+        inside = False
+        for part in parts(node):
+            inside = self._holds(part) or inside
+        if inside:
+            self.around.add(id(node))
+        return inside
+
+    def _names(self, name: str | None) -> bool:
+        """Whether a mention ``name`` is ``sym``, an attribute of it, or an object holding it."""
+        s = self.sym
+        return bool(name) and (name == s or name.startswith(s + ".") or s.startswith(name + "."))
+
+    def _reads(self, raw) -> bool:
+        if raw is self.start:
+            return False
+        if isinstance(raw, Assign):
+            if raw.target is not None and (raw.op != "=" and self._names(raw.target)
+                                           or raw.target.startswith(self.sym + ".")):
+                return True  # x += 1, x[i] = v, x.data = v: use the tensor itself
+            return self._names(raw.value_sym) or any(self._names(m) for m in raw.mentions)
+        c = raw
+        while c is not None:
+            if self._names(c.receiver) or any(self._names(o) for o in c.operands):
+                return True
+            if any(self._names(a.sym) or any(self._names(m) for m in a.mentions) for a in c.args):
+                return True
+            c = c.inner
+        return False
+
+    def _binds(self, raw) -> bool:
+        if isinstance(raw, Assign):
+            return raw.op == "=" and raw.target == self.sym
+        return self.sym in raw.targets
+
+    def run(self, node: Node, live: bool) -> tuple[bool, bool, bool, bool]:
+        """``(normal, break, continue, return or raise)``: whether ``sym`` may be pending on
+        leaving ``node`` each way, entering it pending (``live``) or not."""
+        if self.hit is not None or not live and id(node) not in self.around and node is not self.start:
+            return self.NONE
+        t = type(node)
+        if t is Call or t is Assign:
+            if live and self._reads(node):
+                self.hit = node.node
+            if node is self.start:
+                return True, False, False, False
+            return live and not self._binds(node), False, False, False
+        if t is Jump:
+            if node.kind == "return" and live and any(self._names(v) for v in node.values):
+                self.hit = self.start.node  # (a jump has no node: the value leaves with the return)
+            return False, live and node.kind == "break", live and node.kind == "continue", live and node.kind in (
+                "return", "raise")
+        if t is Seq:
+            brk = cont = ret = False
+            for item in node.items:
+                live, b, c, r = self.run(item, live)
+                brk, cont, ret = brk or b, cont or c, ret or r
+            return live, brk, cont, ret
+        if t is If:
+            if live and self.plain and node.test is not None and self.name in names_in(node.test):
+                self.hit = node.test
+            a, b = self.run(node.body, live), self.run(node.orelse, live)
+            return a[0] or b[0], a[1] or b[1], a[2] or b[2], a[3] or b[3]
+        if t is Loop:
+            if live and any(self._names(n) for n in node.info.iter_names):
+                self.hit = node.info.node  # the loop iterates it
+            rebound = binds_each_iteration(node.info, self.sym)
+            head = live
+            while True:  # a boolean head only grows: two rounds at most
+                body = self.run(node.body, head and not rebound)
+                new = head or body[0] or body[2]
+                if node.once or new == head:
+                    break
+                head = new
+            # taken to run at least once, as the dataflow interpreter does
+            after = self.run(node.orelse, body[0] or body[2])
+            return after[0] or body[1], after[1], after[2], after[3] or body[3]
+        if t is Try:
+            body = self.run(node.body, live)
+            # a handler may start anywhere in the body
+            into = live or body[0] or body[3] or id(node.body) in self.around
+            normal, brk, cont, ret = self.run(node.orelse, body[0])[0], body[1], body[2], body[3]
+            for h in node.handlers:
+                r = self.run(h, into)
+                normal, brk, cont, ret = normal or r[0], brk or r[1], cont or r[2], ret or r[3]
+            if node.final.items:
+                fin = self.run(node.final, normal or ret)
+                normal, ret = fin[0] and normal, ret or fin[3]
+            return normal, brk, cont, ret
+        if t is Inline:
+            r = self.run(node.body, live)
+            return r[0] or r[3], False, False, False
+        return live, False, False, False
 
 
 # -- tensors --------------------------------------------------------------------------------
@@ -739,15 +867,25 @@ def _flows_into_self(init: cst.FunctionDef, me: str | None, sources: set[str]) -
 # -- mode dependence ------------------------------------------------------------------------
 
 
-def mode_dependent(unit, model: str) -> bool:
+def mode_dependent(unit, model: str, at=None) -> bool:
     """Whether ``model.train()``/``model.eval()`` can change what ``model`` computes: it (or a
     layer it builds) has Dropout, BatchNorm or another layer whose entry does not say
     ``modes = "none"`` (or says it with ``mode_args`` its construction gives a value other than
     a literal 0/None), reads ``self.training``, calls a functional dropout or batch norm, or
     builds layers the engine cannot see (a factory, a call it has no entry for). ``False`` only
-    when every layer is known to behave the same in both modes."""
+    when every layer is known to behave the same in both modes.
+
+    ``at``: an event that uses the model (a forward); the model is then the one its
+    constructions reaching ``at`` build (a notebook that re-binds ``model = nn.Sequential(...)``
+    in later cells validates each model in turn), when one reaches it on every path; otherwise
+    any construction of the unit."""
+    reaching = None
+    if at is not None and unit.built_on_every_path(at, model, "model_build"):
+        reaching = {id(ev) for ev in unit.builds_reaching(at, model, "model_build")}
     builds: list = []
     for ev in unit.of_kind("model_build"):
+        if reaching is not None and id(ev) not in reaching:
+            continue
         if ev.subject == model and isinstance(ev.raw, Call):
             found = construction_of(unit, ev.raw)
             if found is None:

@@ -107,8 +107,9 @@ class ValidationInTrainMode(Rule):
     Reported when: the first forward of model ``M`` in an evaluation loop (:func:`_eval_loop`: no
     backward, step or ``zero_grad`` inside) is reached with ``M``'s mode known on every path and, on
     some path, in train mode (built here or ``train()``) with an optimizer step that may update
-    ``M`` since (:class:`TrainModeMachine`), and ``M``'s output depends on its mode
-    (:func:`~loopcheck.engine.values.mode_dependent`). One finding per loop. Known limit: the
+    ``M`` since (:class:`TrainModeMachine`), and the output of the model ``M`` holds there depends
+    on its mode (:func:`~loopcheck.engine.values.mode_dependent` of the constructions of ``M``
+    reaching the forward, when one reaches it on every path). One finding per loop. Known limit: the
     evaluation loop is recognised by names, ``EVAL_DATA`` on what it iterates or ``EVAL_FUNCTION`` on
     the function that holds it (see ``rules/LC303.md``)."""
 
@@ -126,7 +127,7 @@ class ValidationInTrainMode(Rule):
             if not states or any(s.kind == "unknown" for s in states):
                 continue
             bad = [s for s in states if s.kind == "train" and s.trained]
-            if not bad or not mode_dependent(unit, model):
+            if not bad or not mode_dependent(unit, model, at=fwd):
                 continue
             reported.add(id(loop))
             origin = next((s.origin for s in bad if s.origin is not None and s.origin.kind == "train"), None)

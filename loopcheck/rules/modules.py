@@ -30,7 +30,7 @@ from loopcheck.engine.roles import last
 from loopcheck.engine.unit import Unit
 from loopcheck.engine.values import (
     ClassRef, all_calls, class_of_call, classes_of, is_criterion_class, is_module_class, is_tensor, discarded, parents,
-    raw_call,
+    raw_call, read_after,
     tensor_method,
 )
 from loopcheck.engine.walk import walk
@@ -302,8 +302,10 @@ class TensorConversionDiscarded(Rule):
     that the knowledge lists as a ``torch.Tensor`` method returning a new tensor, on a plain name or
     attribute ``x`` without a role whose every definition in the unit gives a tensor and one makes
     one (:func:`~loopcheck.engine.values.is_tensor`: a tensor factory, a tensor method of a tensor,
-    an element of a loader's batch). Path-insensitive. Known limit: a loader's batch may be
-    recognised by ``LOADER_NAME`` (see ``rules/LC505.md``)."""
+    an element of a loader's batch), and ``x`` is read after the call on some path before it is
+    bound again (:func:`~loopcheck.engine.values.read_after`): only code that reads ``x`` computes
+    with the unconverted tensor. The tensor test is path-insensitive. Known limit: a loader's
+    batch may be recognised by ``LOADER_NAME`` (see ``rules/LC505.md``)."""
 
     info = INFOS["LC505"]
 
@@ -315,6 +317,8 @@ class TensorConversionDiscarded(Rule):
                 continue
             if not is_tensor(unit, c.receiver):
                 continue
+            if read_after(unit, c, c.receiver) is None:
+                continue  # a tensor no later code reads: nothing computes with the old one
             yield self._report(c)
 
     def _report(self, c: Call) -> Report:
