@@ -193,7 +193,8 @@ class EvalModeNotReset(Rule):
     run with gradients enabled on that path since the ``eval()``, ``M`` not frozen on that path, and
     train mode is wanted: ``train()`` of ``M`` somewhere in the unit, train mode at that step on
     another path, or ``M`` built here and surely held by the step's optimizer. Silent when ``M``'s
-    output does not depend on its mode (:func:`~loopcheck.engine.values.mode_dependent`). The paths
+    output does not depend on its mode (:func:`~loopcheck.engine.values.mode_dependent` of the
+    constructions of ``M`` that reach the step, when one reaches it on every path). The paths
     come back to a loop's start only when its iterable may have two items (``Loop.once``: not for
     ``range(num_epochs)`` with ``num_epochs = 1`` a run constant). Known
     limit: parameters of unknown origin are taken to be those of the only model with ``train()``/``eval()`` calls, when there is one (see ``rules/LC301.md``)."""
@@ -204,8 +205,11 @@ class EvalModeNotReset(Rule):
         reported = set()
         known = trained_models(unit, guess=False)
         for model, steps in trained_models(unit).items():
-            if not mode_dependent(unit, model):
-                continue  # a Linear head trained under a frozen backbone in eval(): nothing changes
+            # a Linear head trained under a frozen backbone in eval(): nothing changes (decided
+            # per step for the constructions reaching it: a notebook re-binds the name)
+            steps = [step for step in steps if mode_dependent(unit, model, at=step)]
+            if not steps:
+                continue
             flow = mode_flow(unit, model)
             has_train = any(
                 e.kind == "train" and (e.subject == model or model.startswith(e.subject + "."))
