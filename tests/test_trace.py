@@ -59,6 +59,8 @@ NO_RUNTIME_SYMPTOM = {
                                                    "outputs a list keeps",
     "LC401_bad_samples_of_generator.py": "the tracer watches the tensors backward() runs on, not the samples a "
                                          "list keeps; its LC302 forward runs once per epoch outside a watched loop",
+    "LC401_bad_dict_filled_under_no_grad.py": "the tracer watches the loss backward() runs on (the mean), not "
+                                              "the per-sample tensor the dict keeps",
     "LC202_bad_local_warmup_class.py": "a hand-written scheduler class: nothing at runtime tells the first value of "
                                        "its schedule from a skipped one",
 }
@@ -66,6 +68,12 @@ NO_RUNTIME_SYMPTOM = {
 #: Bad fixtures whose bug the tracer observes at another line than the static finding, and why:
 #: name -> (the runtime's (code, line) pairs, why).
 RUNTIME_ELSEWHERE = {
+    "LC401_bad_history_dict.py": ({("LC302", 30)}, "the tracer watches the tensors backward() runs on, not the "
+                                  "held-out loss the dict keeps; it sees that loss's forward pass run with grad "
+                                  "enabled and never backpropagated"),
+    "LC401_bad_entry_not_backpropagated.py": ({("LC401", 30)}, "the tracer watches the tensors backward() runs "
+                                              "on: it sees the running total, not the auxiliary loss (line 25) "
+                                              "that is never backpropagated"),
     "LC301_bad_train_mode_false_keyword.py": ({("LC301", 16)}, "the tracer sees train(mode=False) as a mode "
                                               "change it cannot name and reports the eval-mode forward"),
     "LC301_bad_phase_loop_many_flags_val_only.py": ({("LC301", 39)}, "the tracer sees train(False) as a mode "
@@ -402,7 +410,7 @@ def test_not_observed_json_sarif_github_and_full(in_root):
     assert "LC401" not in out  # a rule in preview: only with --preview
     code, out, _ = invoke("--output-format", "github", "--", "python", "fixtures/LC401_bad.py")
     assert out.startswith(f"::warning title=loopcheck (LC401),file={ROOT}/fixtures/LC401_bad.py,line=51,col=9,")
-    assert "LC401 [confirmed at step 2] loss_history.append(loss) keeps a tensor and its autograd graph past optimizer.step() at line 50" in out
+    assert "LC401 [confirmed at step 3] loss_history.append(loss) keeps a tensor and its autograd graph past optimizer.step() at line 50" in out
 
     code, out, _ = invoke("--output-format", "full", "--no-static", "--", "python", "fixtures/LC104_bad.py")
     assert out.splitlines()[:10] == [

@@ -1513,13 +1513,14 @@ class UnitBuilder:
         self, frame: Frame, stmt: cst.CSTNode, target: cst.BaseExpression | None, op: str,
         value: cst.BaseExpression, ctx: Context, out: list[Node], target_sym: str | None = None,
     ) -> None:
+        slot = None
         if target is not None:
             if isinstance(target, (cst.Tuple, cst.List)):
                 self._unpack(frame, stmt, target, op, value, ctx, out)
                 return
             if type(target) is cst.Subscript:
                 sym, q = self.resolve(frame, dotted_name(target.value))
-                op = "[]="
+                op, slot = "[]=", target
             else:
                 sym, q = self.resolve(frame, dotted_name(target))
             if q:
@@ -1532,7 +1533,7 @@ class UnitBuilder:
         out.append(
             Assign(stmt, target_sym, op, value, None if vq else vsym, value_kind(frame.module.imports, value),
                    self.mentions(frame, value), ctx, operands=self.operands(frame, value),
-                   sources=self.sources(frame, value))
+                   sources=self.sources(frame, value), slot=slot)
         )
         self.n_events += 1
         if type(value) is cst.Call:

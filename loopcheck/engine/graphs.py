@@ -65,12 +65,21 @@ class GraphStore:
         how: ``"append"`` (a new element every time: what is kept grows), ``"total"`` (an
             accumulator: the graph chains onto the total, which grows), ``"entry"`` (an entry
             replaced: the last value is kept, nothing grows).
+        fixed: an entry of a literal key (``d["loss"] = v``): every run of the store replaces
+            the same entry (else a key that changes, ``d[step] = v``, may keep one per run).
+        freed: for an entry of a fixed key (``d["loss"] = loss``, replaced by each run of the
+            store), a ``backward()`` without ``retain_graph`` runs on the stored value in every
+            iteration that stores it: the graph's saved tensors are freed, so the slot keeps
+            one step's scalar and the emptied nodes of its graph, nothing more, and nothing
+            grows.
     """
 
     raw: RawEvent
     container: str
     value: str | None
     how: str
+    freed: bool = False
+    fixed: bool = False
 
 
 class _Graphs:
@@ -87,6 +96,7 @@ class _Graphs:
         self.order = {id(e): i for i, e in enumerate(events)}
         self.defs: dict[str, list[RawEvent]] = {}
         self.backwards: list[tuple[str, Call]] = []
+        self.frees: list[tuple[str, Call]] = []  # (symbol, a backward() that frees its graph)
         for e in events:
             if isinstance(e, Assign):
                 if e.target and e.op != "[]=":
@@ -98,10 +108,12 @@ class _Graphs:
                 loss = _backward_loss(e)
                 if loss is not None:
                     self.backwards.append((loss, e))
+                self.frees.extend((v, e) for v in _freed_by(e, roles))
         self.yes: set[int] = set()  # ids of the definitions that carry a graph
         self.leaf: set[int] = set()  # ids of the definitions of tensors that require grad
         self.neutral: set[int] = set()
         self._reaching: dict[tuple[str, int], list[RawEvent]] = {}
+        self._up: dict[tuple[str, int], set[int]] = {}
 
     def run(self) -> frozenset[str]:
         """The least fixpoint of the definitions' verdicts (a verdict only turns to ``yes`` as
@@ -166,6 +178,89 @@ class _Graphs:
     def name_carries(self, name: str, at: RawEvent) -> bool:
         """Whether dotted ``name``, read by ``at``, holds a value with a graph (``name_class``)."""
         return self.name_class(name, at) == _YES
+
+    def freed_in_iteration(self, store: Assign) -> bool:
+        """Whether the graph of the value ``store`` keeps has its saved tensors freed in every
+        iteration that stores it: a ``backward()`` without ``retain_graph`` runs on the value
+        (``d["d"] = d_loss``), or on each value with a graph that it is computed from by
+        tensor methods and arithmetic (``d["score"] = pred.mean()``, ``pred`` a term of the
+        backpropagated loss: no forward pass of its own)."""
+        if store.value_sym is not None:
+            return self._freed(store.value_sym, store)
+        src = store.sources
+        if src is None or any(self.call_kind(c) not in (_KEEP, _NO) for c in src.calls):
+            return False
+        names = [n for n in src.names if self.name_class(n, store) is not None]
+        return bool(names) and all(self._freed(n, store) for n in names)
+
+    def _freed(self, name: str, at: RawEvent) -> bool:
+        """Whether a ``backward()`` that frees the graph runs whenever ``at`` runs (in the same
+        iteration of the same innermost loop, or both outside loops, under no ``if`` that
+        ``at`` is not under) on a value computed from the value of ``name`` read by ``at``
+        (the same definitions): its graph is part of the graph that backward frees."""
+        loop = at.ctx.loops[-1] if at.ctx.loops else None
+        defs = {id(d) for d in self.reaching(name, at)}
+        for sym, b in self.frees:
+            if (b.ctx.loops[-1] if b.ctx.loops else None) is not loop or not set(b.ctx.conds) <= set(at.ctx.conds):
+                continue
+            if defs <= self._upstream(sym, b):
+                return True
+        return False
+
+    def _upstream(self, name: str, at: RawEvent) -> set[int]:
+        """The ids of the definitions the value of ``name`` read by ``at`` is computed from,
+        directly or through other names, within the iteration of ``at``'s innermost loop."""
+        key = (name, id(at))
+        found = self._up.get(key)
+        if found is None:
+            loop = at.ctx.loops[-1] if at.ctx.loops else None
+            found = self._up[key] = set()
+            todo = [(name, at)]
+            while todo:
+                n, e = todo.pop()
+                for d in self.reaching(n, e):
+                    if id(d) in found or (loop is not None and loop not in d.ctx.loops):
+                        continue
+                    found.add(id(d))
+                    if d.sources is not None:
+                        todo.extend((m, d) for m in d.sources.names)
+        return found
+
+    def tensor_valued(self, name: str, at: RawEvent, seen: frozenset[str] = frozenset()) -> bool:
+        """Whether ``name`` read by ``at`` is established to hold a tensor: every definition
+        that reaches it is a library call that returns a new tensor (``torch.zeros(...)``), a
+        tensor method on such a value, or another name that holds one (``t = metrics``, a
+        parameter bound to the caller's tensor)."""
+        ds = self.reaching(name, at)
+        if not ds or name in seen:
+            return False
+        seen = seen | {name}
+        for d in ds:
+            if isinstance(d, Assign):
+                if d.op != "=":
+                    return False
+                if d.value_sym is not None:
+                    if not self.tensor_valued(d.value_sym, d, seen):
+                        return False
+                    continue
+                calls = [c for c in (d.sources.calls if d.sources is not None else ()) if c.node is d.value]
+                if not calls or not self._tensor_call(calls[0], seen):
+                    return False
+            elif not self._tensor_call(d, seen):
+                return False
+        return True
+
+    def _tensor_call(self, c: Call, seen: frozenset[str]) -> bool:
+        """A call whose result is a tensor: a factory the library knowledge says returns a new
+        tensor, or a tensor method (``.to(device)``) on a tensor."""
+        if c.qualified:
+            summary = self.kb.callable(c.func)
+            return summary is not None and summary.returns is not None and summary.returns.value == "tensor"
+        if c.inner is not None:
+            return self.kb.method("torch.Tensor", c.method or "") is not None and self._tensor_call(c.inner, seen)
+        if c.receiver is not None and self.kb.method("torch.Tensor", c.method or "") is not None:
+            return self.tensor_valued(c.receiver, c, seen)
+        return False
 
     def verdict(self, d: RawEvent, sym: str) -> str:
         """Whether definition ``d`` gives ``sym`` a value with a graph: ``yes``, ``no``,
@@ -295,6 +390,43 @@ def _backward_loss(c: Call) -> str | None:
     return c.receiver
 
 
+def _freed_by(c: Call, roles) -> list[str]:
+    """The symbols whose graph backward call ``c`` frees: ``loss.backward()``,
+    ``scaler.scale(loss).backward()``, ``(loss / n).backward()`` (its operands), without
+    ``retain_graph``/``create_graph`` (which keep the graph's saved tensors)."""
+    if c.method != "backward" or c.qualified:
+        return []
+    if any(a.keyword in (None, "retain_graph", "create_graph") for a in c.args):
+        return []  # (engine.backward(loss): another object's method, not the tensor's)
+    if c.inner is not None:
+        inner = c.inner
+        if inner.receiver and roles.canon(inner.receiver) in roles.scalers and inner.method == "scale":
+            return [inner.args[0].sym] if inner.args and inner.args[0].sym else []
+        return [inner.receiver] if inner.receiver else []
+    if c.operands:
+        return list(c.operands)
+    if c.receiver is None or roles.type_of(c.receiver):
+        return []
+    return [c.receiver]
+
+
+def _fixed_slot(a: Assign) -> bool:
+    """``d["loss"] = v``, ``t[0] = v``: a subscript store whose key is a literal, so every run of
+    the store replaces the same entry."""
+    if a.slot is None:
+        return False
+    for el in a.slot.slice:
+        index = el.slice
+        if not isinstance(index, cst.Index):
+            return False  # t[a:b] = v
+        value = index.value
+        if type(value) is cst.UnaryOperation:
+            value = value.expression
+        if type(value) not in (cst.SimpleString, cst.Integer, cst.Float):
+            return False
+    return True
+
+
 def is_true(node: cst.BaseExpression) -> bool:
     """The literal ``True``."""
     return type(node) is cst.Name and node.value == "True"
@@ -312,7 +444,8 @@ def graph_stores(events: list[RawEvent], roles) -> tuple[frozenset[str], list[Gr
     that carry one into containers: ``c.append(v)`` (and ``extend``, ``insert``, ``add``,
     ``put``), ``d[k] = v``, ``total += v``, ``total = total + v``. A store that computes the
     total with grad disabled (``with torch.no_grad(): total += loss``) makes no graph and is
-    not listed; an element appended there still keeps its own.
+    not listed, nor is a subscript store into a tensor there (``metrics[0, i:j] = loss``
+    copies the values); an element appended there (or put into a dict) still keeps its own.
 
     Args:
         events: the raw events of every unit of the file, in program order.
@@ -331,8 +464,11 @@ def graph_stores(events: list[RawEvent], roles) -> tuple[frozenset[str], list[Gr
                 whole = g.whole_value(e)
                 if whole is None and e.ctx.grad != "enabled":
                     continue  # t[0] += loss * n under no_grad(): computed without a graph
+                if e.ctx.grad == "disabled" and g.tensor_valued(e.target, e):
+                    continue  # metrics[0, i] = loss under no_grad(): a copy of the values, no graph
                 if (whole if whole is not None else g.sources_verdict(e.sources, e)) == _YES:
-                    out.append(GraphStore(e, e.target, e.value_sym, "entry"))
+                    fixed = _fixed_slot(e)
+                    out.append(GraphStore(e, e.target, e.value_sym, "entry", fixed and g.freed_in_iteration(e), fixed))
             elif e.ctx.grad == "enabled" and (e.op != "=" or e.target in e.sources.names):
                 if e.op == "=" and g.whole_value(e) == _LEAF:
                     continue  # mask = nn.Parameter(mask): a new leaf, no chain

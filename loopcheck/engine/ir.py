@@ -126,6 +126,7 @@ class Assign:
         mentions: every symbol mentioned in the value.
         operands: the symbols the value is computed from by arithmetic, indexing or tensor
             methods (``raw_loss`` in ``loss = raw_loss + 0.1 * reg``), not through other calls.
+        slot: for a subscript store, the subscript written (``d["loss"]`` of ``d["loss"] = v``).
     """
 
     node: cst.CSTNode
@@ -139,6 +140,7 @@ class Assign:
     typed: list = field(default_factory=list)
     operands: tuple[str, ...] = ()
     sources: "Sources | None" = None
+    slot: cst.Subscript | None = None
 
 
 @dataclass(eq=False)

@@ -27,6 +27,8 @@ _EFFECT = {
     "append": "Every step adds a tensor whose autograd graph stays referenced, so memory grows with every step",
     "total": "Each step chains its autograd graph onto the total, so the graph and memory grow with every step",
     "entry": "The entry keeps the last step's tensor and its autograd graph alive until it is replaced",
+    "entries": "Each entry keeps its step's tensor and autograd graph alive until its key is written again: "
+               "a key that changes every step keeps one more graph per step",
 }
 _FORWARD_ONLY = (
     "No backward() runs in the loop, so each kept graph holds the activations its forward pass saved: "
@@ -56,6 +58,8 @@ class KeptGraphMachine(Machine):
 
     def transfer(self, state, ev: Event):
         if ev.kind == "graph_store" and ev.subject == self.container:
+            if ev.extra.get("freed"):
+                return state  # the entry keeps a graph whose saved tensors backward() freed
             if state in (EMPTY, GONE):
                 return ("held", frozenset({ev}))
             return (*state[:-1], state[-1] | {ev})
@@ -92,7 +96,10 @@ class LossTensorKept(Rule):
     (:mod:`loopcheck.engine.graphs`) is stored into a container or a total (``graph_store``)
     while that container still holds what the same store kept before an optimizer ``step``, on
     a path where the container was neither re-bound nor cleared (``graph_release``) since: the
-    graphs of earlier steps are still referenced when the next step's is added. Or the store
+    graphs of earlier steps are still referenced when the next step's is added; except an
+    entry of a literal key whose graph a ``backward()`` frees in every iteration that stores it
+    (``freed``: one step's scalar and emptied nodes, no saved tensor). Or the store
+    (not an entry of a literal key: it keeps the last graph only)
     reaches itself again in a loop that runs a model's forward (not only of the module the
     loop's target binds: a stage of one pass) but no backward and no step, and
     nothing computed from the container is backpropagated (each graph keeps its activations). A container reset after
@@ -107,7 +114,7 @@ class LossTensorKept(Rule):
         for container in dict.fromkeys(ev.subject for ev in stores):
             flow = unit.flow(("graph_keep", container), lambda c=container: KeptGraphMachine(c))
             for ev in stores:
-                if ev.subject != container:
+                if ev.subject != container or ev.extra.get("freed"):
                     continue
                 # the same store reached again: its earlier graphs are still held
                 states = [s for s in flow.states(ev) if isinstance(s, tuple) and ev in s[-1]]
@@ -115,7 +122,8 @@ class LossTensorKept(Rule):
                 again = any(s[0] == "held" for s in states)
                 if steps:
                     yield self._report(unit, ev, min(steps, key=unit.order))
-                elif again and _forward_only(unit, ev):
+                elif again and not ev.extra.get("fixed") and _forward_only(unit, ev):
+                    # (an entry of a fixed key keeps the last iteration's graph only: none pile up)
                     yield self._report(unit, ev, None)
 
     def _report(self, unit: Unit, ev: Event, step: Event | None) -> Report:
@@ -127,7 +135,9 @@ class LossTensorKept(Rule):
             def message(d):
                 return f"{d.code(node, 60)} keeps a tensor and its autograd graph past {d.call(step.node)} at line {d.line(step.node)}"
             related = [(step.node, "the optimizer step the kept graph survives")]
-            effect = _EFFECT[how] + (_MEASURED if how != "entry" else "")
+            if how == "entry" and not ev.extra.get("fixed"):
+                how = "entries"
+            effect = _EFFECT[how] + (_MEASURED if how not in ("entry", "entries") else "")
         else:
             loop = ev.ctx.loops[-1].node
 

@@ -1,6 +1,6 @@
 """Who keeps an object alive: the user variable behind a kept loss or a replaced model.
 
-Used only once a symptom is seen (a loss tensor alive one optimizer step after its own, a
+Used only once a symptom is seen (a loss tensor alive two optimizer steps after its own, a
 trained model that shares no parameter with its optimizer), never on the hot path.
 The search looks at the variables of the live user frames (and their module globals), one or
 two levels deep: a list or dict holding the loss, an object attribute (an ``AverageMeter``,

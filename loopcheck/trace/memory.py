@@ -2,9 +2,10 @@
 
 A mixin of :class:`~loopcheck.trace.watch.Watcher`. At every backward the loss's graph node
 gets a mark in its ``metadata`` dict (a small object that lives exactly as long as the node);
-the watcher keeps a weak reference. At the optimizer's step after the one that applied the
-loss, the mark should be gone: the loop rebound ``loss`` and nothing else refers to the graph.
-If it is still alive, the loss (or a tensor built from it: ``total += loss``) is kept: the
+the watcher keeps a weak reference. At the optimizer's second step after the one that applied
+the loss, the mark should be gone: the loop rebound ``loss``, a slot that keeps the latest loss
+(``d["loss"] = loss``, whose graph backward() emptied) replaced it, and nothing else refers to
+the graph. If it is still alive, the loss (or a tensor built from it: ``total += loss``) is kept: the
 holder is looked up once per backward line among the live user variables
 (:mod:`loopcheck.trace.holders`) and the statement that stores into it is found in the code
 (:mod:`loopcheck.trace.codesearch`). A holder outside the user's code (a framework keeping the
@@ -76,7 +77,7 @@ def lc401_message(holder: holders.Holder, bwd_txt: str, at: str) -> str:
 
 
 def lc401_note(count: int, first: int) -> str:
-    return (f"Runtime: {count} loss tensor(s) were still alive, with their autograd graphs, one optimizer step "
+    return (f"Runtime: {count} loss tensor(s) were still alive, with their autograd graphs, two optimizer steps "
             f"after their own (first seen at step {first}). Store loss.item() instead.")
 
 
@@ -93,7 +94,7 @@ class LossChecks:
         for w in o.losses:
             if w.mark() is None:
                 continue
-            if o.steps <= w.o_steps:
+            if o.steps <= w.o_steps + 1:  # a slot replaced every step keeps it up to the next step
                 keep.append(w)
                 continue
             self._kept(w, n)

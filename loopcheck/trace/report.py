@@ -35,7 +35,7 @@ from loopcheck.trace import WATCHED_CODES
 NOT_OBSERVED_HINTS = {
     "LC301": "no training step ran on a forward pass in eval mode with active Dropout or BatchNorm layers",
     "LC302": "no eval-mode forward pass ran with grad enabled (the run may not have reached validation)",
-    "LC401": "no loss tensor outlived the optimizer step after its own",
+    "LC401": "no loss tensor outlived the second optimizer step after its own",
     "LC501": "every trainable parameter of the trained model was in an optimizer, and no optimizer state was "
              "converted",
 }
