@@ -1125,18 +1125,26 @@ class UnitBuilder:
         return self.stmts(frame, body.body, ctx)
 
     def stmts(self, frame: Frame, stmts, ctx: Context) -> Seq:
+        """The statements of a block in order. The statements after a ``return``, ``raise``,
+        ``break`` or ``continue`` of the block itself never run: they make no events (a
+        ``return`` left at the top of a function disables the rest of its body)."""
         seq = Seq()
         for stmt in stmts:
             self.stmt(frame, stmt, ctx, seq.items)
+            if seq.items and type(seq.items[-1]) is Jump:
+                break
             if type(stmt) is cst.SimpleStatementLine:
                 for s in stmt.body:
                     ctx = self.grad_after(frame, s, ctx)
         return seq
 
     def small_stmts(self, frame: Frame, stmts, ctx: Context) -> Seq:
+        """The small statements of one line (``if x: a(); return``); none after a jump runs."""
         seq = Seq()
         for s in stmts:
             self.small_stmt(frame, s, ctx, seq.items)
+            if seq.items and type(seq.items[-1]) is Jump:
+                break
             ctx = self.grad_after(frame, s, ctx)
         return seq
 
@@ -1191,6 +1199,8 @@ class UnitBuilder:
         if type(stmt) is cst.SimpleStatementLine:
             for s in stmt.body:
                 self.small_stmt(frame, s, ctx, out)
+                if out and type(out[-1]) is Jump:
+                    break  # ``return; model(x)``: the rest of the line never runs
         elif type(stmt) is cst.If:
             self.if_stmt(frame, stmt, ctx, out)
         elif type(stmt) is cst.For:

@@ -15,6 +15,7 @@ import libcst as cst
 
 from loopcheck.engine.dataflow import NOT_TAKEN, Machine
 from loopcheck.engine.events import Event
+from loopcheck.engine.forwards import forward_graph_free
 from loopcheck.engine.ir import LoopInfo
 from loopcheck.engine.roles import last
 from loopcheck.engine.unit import Unit
@@ -255,7 +256,9 @@ class ValidationWithoutNoGrad(Rule):
     (an input argument, or the innermost loop's iterable when that loop does not train); and no
     ``backward()``/``torch.autograd.grad`` follows in program order before ``M``'s next ``train()``
     or construction. Silent for ``M`` frozen on every path, for ``M`` established to hold no
-    parameters (:func:`~loopcheck.engine.values.model_without_parameters`) and for a loss module. Known limits:
+    parameters (:func:`~loopcheck.engine.values.model_without_parameters`), for ``M`` whose own
+    ``forward`` runs its parameterised work with grad off on a path the call can take
+    (:func:`~loopcheck.engine.forwards.forward_graph_free`) and for a loss module. Known limits:
     evaluation data is recognised by ``EVAL_DATA`` on names, a loss module also by
     ``CRITERION_NAME`` (see ``rules/LC302.md``)."""
 
@@ -270,6 +273,8 @@ class ValidationWithoutNoGrad(Rule):
                 continue  # PyTorch <= 0.3 code: volatile inputs decide whether it records a graph
             if model_without_parameters(unit, fwd.subject):
                 continue  # no parameters (a class whose __init__ builds none): nothing to record a graph for
+            if forward_graph_free(unit, fwd):
+                continue  # the model's own forward runs its work under no_grad on a path this call takes
             if _loss_module(unit, fwd.subject):
                 continue  # a loss module (FocalLoss() or CrossEntropyLoss()) holds no weights to record
             states = modes_at(unit, fwd.subject, fwd)

@@ -1,0 +1,271 @@
+"""Whether the call of a project model runs its parameterised work with gradients on.
+
+A model's ``forward`` may turn gradients off itself for some of its paths: a model with one
+entry point for several uses picks the work by an argument (``model(data, mode="inference")``)
+and runs the inference branch inside ``torch.no_grad()``. Such a call records no autograd
+graph although the caller has gradients on. :func:`forward_graph_free` reads the ``forward``
+of the model's class (a class of the project) along the paths the call can take, with the
+call's literal arguments (and the parameters' literal defaults) deciding the tests on them,
+as the builder decides them for an inlined function (``builder._decide``).
+
+The **parameterised work** of a path is what may use the model's parameters:
+
+* a call of an attribute of ``self`` that is not a method of the class (``self.netG(x)``, a
+  submodule), unless its ``__init__`` assigns it a callable whose library entry returns a new
+  tensor (``self.FloatTensor = torch.cuda.FloatTensor if gpu else torch.FloatTensor``);
+  ``super().forward(x)``; a call given ``self`` as an argument;
+* a method of the class (``self.generate(x)``), when its body holds such work outside a
+  ``with`` block that turns gradients off (read through at most :data:`MAX_DEPTH` methods;
+  deeper, it is taken to be work);
+* a read of ``self.x`` that ``__init__`` assigns a module or an ``nn.Parameter``
+  construction (``x @ self.weight``).
+
+A path is graph-free when all of its parameterised work runs with gradients off (a ``with``
+item whose entry says ``grad = "disabled"``, or a decorator of ``forward`` that does). Paths
+that end in ``raise`` return nothing and are not counted. Anything not read here (a class of a
+library, a ``forward`` not found) answers ``False``: nothing is established.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from loopcheck.engine.builder import _NO_VALUE, ClassRef, _decide, _literal, find_method
+from loopcheck.engine.classes import is_module_class
+from loopcheck.engine.knowledge import knowledge
+from loopcheck.engine.names import dotted_name
+from loopcheck.engine.summaries import grad_of
+from loopcheck.engine.values import class_of_name, classes_of, init_assignments
+from loopcheck.engine.walk import walk
+
+MAX_DEPTH = 4
+#: How a path ends: it falls through the statements, returns, or raises.
+FALL, RETURN, RAISE = "fall", "return", "raise"
+PARAMETER_CLASSES = ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
+
+
+def forward_graph_free(unit, fwd) -> bool:
+    """Whether a forward event ``fwd`` (its raw call: ``model(x, mode="inference")``) is not
+    established to record a graph: the model is built from classes
+    (:func:`~loopcheck.engine.values.classes_of`) and every class is a class of the project whose ``forward``, on some path the
+    call can take that returns, runs all its parameterised work with gradients off. A path the
+    call's literal arguments rule out is not taken; a test they do not decide takes both arms."""
+    classes = classes_of(unit, fwd.subject) if fwd.subject is not None else []
+    if not classes or not isinstance(fwd.raw.node, cst.Call):
+        return False
+    for cls in classes:
+        if not isinstance(cls, ClassRef):
+            return False
+        found = find_method(cls, "forward")
+        if found is None:
+            return False
+        owner, func = found
+        reader = _Reader(owner, cls, _constants(func, fwd.raw.node))
+        grad_off = any(grad_of(d.decorator, owner.module.imports, {}) == "disabled" for d in func.decorators)
+        ends = reader.block(func.body, {(FALL, False)}, grad_off)
+        if not any(end != RAISE and not graph for end, graph in ends):
+            return False
+    return True
+
+
+def _constants(func: cst.FunctionDef, call: cst.Call) -> dict:
+    """The values the call gives the parameters of ``forward`` (``self`` left out) as literals,
+    and the literal defaults of the parameters it does not give. A ``*args`` or ``**kwargs`` at
+    the call may give any parameter: then only its literal keywords count."""
+    params = list(func.params.params)[1:]
+    kwonly = list(func.params.kwonly_params)
+    starred = any(a.star for a in call.args)
+    out: dict = {}
+    given: set = set()
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    if not starred:
+        for p, a in zip(params, positional):
+            given.add(p.name.value)
+            value = _literal(a.value)
+            if value is not _NO_VALUE:
+                out[p.name.value] = value
+    for a in call.args:
+        if a.keyword is not None:
+            given.add(a.keyword.value)
+            value = _literal(a.value)
+            if value is not _NO_VALUE:
+                out[a.keyword.value] = value
+    if not starred:
+        for p in params + kwonly:
+            if p.name.value not in given and p.default is not None:
+                value = _literal(p.default)
+                if value is not _NO_VALUE:
+                    out[p.name.value] = value
+    return out
+
+
+class _Reader:
+    """Reads a method of class ``cls`` (defined in ``owner``) path by path; ``constants``: the
+    parameters' values that decide its tests."""
+
+    def __init__(self, owner: ClassRef, cls: ClassRef, constants: dict) -> None:
+        self.owner = owner
+        self.cls = cls
+        self.constants = constants
+        self.index = owner.module
+        self.me = "self"
+
+    # -- paths ---------------------------------------------------------------------------
+    def block(self, body: cst.BaseSuite, states: set, off: bool) -> set:
+        """The ends of the paths through ``body`` entered in ``states`` (``(end, graph)``
+        pairs: ``graph``, the path ran parameterised work with gradients on); ``off``: the
+        gradients are off in the block."""
+        stmts = body.body if isinstance(body, cst.IndentedBlock) else [cst.SimpleStatementLine(body.body)]
+        return self.stmts(stmts, states, off)
+
+    def stmts(self, stmts, states: set, off: bool) -> set:
+        ends: set = set()
+        live = {s for s in states if s[0] == FALL}
+        ends |= states - live
+        for stmt in stmts:
+            if not live:
+                break
+            out = self.stmt(stmt, live, off)
+            live = {s for s in out if s[0] == FALL}
+            ends |= out - live
+        return ends | live
+
+    def stmt(self, stmt: cst.CSTNode, states: set, off: bool) -> set:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                graph = self.works(small, off)
+                end = RETURN if isinstance(small, cst.Return) else RAISE if isinstance(small, cst.Raise) else (
+                    "jump" if isinstance(small, (cst.Break, cst.Continue)) else FALL)
+                states = {(end if e == FALL else e, g or graph) for e, g in states}
+                if end != FALL:
+                    break
+            return states
+        if isinstance(stmt, cst.If):
+            return self.if_stmt(stmt, states, off)
+        if isinstance(stmt, cst.With):
+            graph = any(self.works(item.item, off) for item in stmt.items)
+            modes = {grad_of(item.item, self.index.imports, {}) for item in stmt.items}
+            inner = True if "disabled" in modes else False if "enabled" in modes else off
+            return self.block(stmt.body, {(e, g or graph) for e, g in states}, inner)
+        if isinstance(stmt, (cst.For, cst.While)):
+            head = stmt.iter if isinstance(stmt, cst.For) else stmt.test
+            states = {(e, g or self.works(head, off)) for e, g in states}
+            body = self.block(stmt.body, states, off)
+            # a loop's body may run or not; a break or continue leaves it by its end
+            after = states | {(FALL if e in (FALL, "jump") else e, g) for e, g in body}
+            if stmt.orelse is not None:
+                after = self.block(stmt.orelse.body, after, off)
+            return after
+        if isinstance(stmt, cst.Try) or isinstance(stmt, getattr(cst, "TryStar", ())):
+            body = self.block(stmt.body, states, off)
+            # a handler runs after any part of the body: with the work of all of it, or none
+            entered = states | {(FALL, g) for _, g in body}
+            ends = set(body)
+            for h in stmt.handlers:
+                ends |= self.block(h.body, entered, off)
+            if stmt.orelse is not None:
+                falls = {s for s in ends if s[0] == FALL}
+                ends = (ends - falls) | self.block(stmt.orelse.body, falls, off)
+            if stmt.finalbody is not None:
+                graph = any(g for _, g in self.block(stmt.finalbody.body, {(FALL, False)}, off))
+                ends = {(e, g or graph) for e, g in ends}
+            return ends
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            return states  # a definition runs nothing
+        # a match or another statement: every part of it may run, in one path
+        graph = self.works(stmt, off)
+        return {(e, g or graph) for e, g in states}
+
+    def if_stmt(self, stmt: cst.If, states: set, off: bool) -> set:
+        decided = _decide(stmt.test, self.constants) if self.constants else None
+        orelse = stmt.orelse
+        if decided is None:
+            states = {(e, g or self.works(stmt.test, off)) for e, g in states}
+        ends: set = set()
+        if decided is not False:
+            ends |= self.block(stmt.body, states, off)
+        if decided is not True:
+            if isinstance(orelse, cst.If):
+                ends |= self.if_stmt(orelse, states, off)
+            elif isinstance(orelse, cst.Else):
+                ends |= self.block(orelse.body, states, off)
+            else:
+                ends |= states
+        return ends
+
+    # -- parameterised work -------------------------------------------------------------
+    def works(self, node: cst.CSTNode, off: bool, depth: int = 0) -> bool:
+        """Whether ``node`` runs parameterised work with gradients on (never when ``off``)."""
+        if off:
+            return False
+        for n in walk(node, prune=(cst.Lambda, cst.FunctionDef, cst.ClassDef)):
+            if isinstance(n, cst.Call) and self._call_works(n, depth):
+                if not self._inside_grad_off(node, n):
+                    return True
+            elif isinstance(n, cst.Attribute) and dotted_name(n) == f"{self.me}.{getattr(n.attr, 'value', '')}":
+                if self._holds_parameters(n.attr.value) and not self._inside_grad_off(node, n):
+                    return True
+        return False
+
+    def _inside_grad_off(self, root: cst.CSTNode, target: cst.CSTNode) -> bool:
+        """Whether ``target`` sits in a ``with`` block inside ``root`` that turns gradients off."""
+        for n in walk(root, prune=(cst.Lambda, cst.FunctionDef, cst.ClassDef)):
+            if isinstance(n, cst.With) and n is not root:
+                modes = {grad_of(item.item, self.index.imports, {}) for item in n.items}
+                if "disabled" in modes and any(x is target for x in walk(n.body)):
+                    return True
+        return False
+
+    def _call_works(self, call: cst.Call, depth: int) -> bool:
+        func = call.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call) and dotted_name(func.value.func) == "super":
+            return True  # super().forward(x): the base class's work
+        if any(isinstance(a.value, cst.Name) and a.value.value == self.me for a in call.args):
+            return True  # helper(self, x): whatever it does with the model
+        d = dotted_name(func)
+        if d is None or not d.startswith(self.me + "."):
+            return False
+        attr = d.split(".")[1]
+        if d.count(".") == 1:
+            found = find_method(self.cls, attr)
+            if found is not None:
+                return self._method_works(found, depth + 1)
+        if d.count(".") == 1 and self._tensor_type(attr):
+            return False
+        return True  # a submodule, or an attribute the engine cannot tell from one
+
+    def _method_works(self, found: tuple, depth: int) -> bool:
+        owner, method = found
+        if depth > MAX_DEPTH:
+            return True
+        if any(grad_of(d.decorator, owner.module.imports, {}) == "disabled" for d in method.decorators):
+            return False
+        inner = _Reader(owner, self.cls, {})
+        params = method.params.params
+        inner.me = params[0].name.value if params else "self"
+        return inner.works(method.body, False, depth)
+
+    def _tensor_type(self, attr: str) -> bool:
+        """``self.attr`` is assigned in ``__init__`` only a callable whose library entry returns a
+        new tensor (``torch.FloatTensor``, or one of two of them by a condition)."""
+        assigned = init_assignments(self.cls).get(attr)
+        if assigned is None:
+            return False
+        value, index = assigned
+        arms = [value.body, value.orelse] if isinstance(value, cst.IfExp) else [value]
+        for arm in arms:
+            d = dotted_name(arm)
+            q = index.imports.qualify(d) if d else None
+            summary = knowledge().callable(q) if q and (q != d or "." in d) else None
+            if summary is None or summary.returns is None or summary.returns.value != "tensor":
+                return False
+        return True
+
+    def _holds_parameters(self, attr: str) -> bool:
+        """``self.attr`` is assigned in ``__init__`` a module or an ``nn.Parameter``."""
+        assigned = init_assignments(self.cls).get(attr)
+        if assigned is None or not isinstance(assigned[0], cst.Call):
+            return False
+        value, index = assigned
+        cls = class_of_name(index, dotted_name(value.func))
+        return cls is not None and (cls in PARAMETER_CLASSES or is_module_class(cls))
