@@ -20,9 +20,11 @@ The **parameterised work** of a path is what may use the model's parameters:
 * a read of ``self.x`` that ``__init__`` assigns a module or an ``nn.Parameter``
   construction (``x @ self.weight``).
 
-A path is graph-free when all of its parameterised work runs with gradients off (a ``with``
-item whose entry says ``grad = "disabled"``, or a decorator of ``forward`` that does). Paths
-that end in ``raise`` return nothing and are not counted. Anything not read here (a class of a
+A path is graph-free when it runs parameterised work and all of it with gradients off (a
+``with`` item whose entry says ``grad = "disabled"``, or a decorator of ``forward`` that does).
+A path that runs no such work (``if x is None: return None``) says nothing about the calls
+that take the model's other paths, and paths that end in ``raise`` return nothing: neither is
+counted. Anything not read here (a class of a
 library, a ``forward`` not found) answers ``False``: nothing is established.
 """
 
@@ -62,8 +64,8 @@ def forward_graph_free(unit, fwd) -> bool:
         owner, func = found
         reader = _Reader(owner, cls, _constants(func, fwd.raw.node))
         grad_off = any(grad_of(d.decorator, owner.module.imports, {}) == "disabled" for d in func.decorators)
-        ends = reader.block(func.body, {(FALL, False)}, grad_off)
-        if not any(end != RAISE and not graph for end, graph in ends):
+        ends = reader.block(func.body, {(FALL, False, False)}, grad_off)
+        if not any(end != RAISE and not graph and quiet for end, graph, quiet in ends):
             return False
     return True
 
@@ -112,9 +114,9 @@ class _Reader:
 
     # -- paths ---------------------------------------------------------------------------
     def block(self, body: cst.BaseSuite, states: set, off: bool) -> set:
-        """The ends of the paths through ``body`` entered in ``states`` (``(end, graph)``
-        pairs: ``graph``, the path ran parameterised work with gradients on); ``off``: the
-        gradients are off in the block."""
+        """The ends of the paths through ``body`` entered in ``states`` (``(end, graph,
+        quiet)``: ``graph``, the path ran parameterised work with gradients on; ``quiet``, it ran
+        some with gradients off); ``off``: the gradients are off in the block."""
         stmts = body.body if isinstance(body, cst.IndentedBlock) else [cst.SimpleStatementLine(body.body)]
         return self.stmts(stmts, states, off)
 
@@ -133,33 +135,33 @@ class _Reader:
     def stmt(self, stmt: cst.CSTNode, states: set, off: bool) -> set:
         if isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
-                graph = self.works(small, off)
+                graph, quiet = self.effect(small, off)
                 end = RETURN if isinstance(small, cst.Return) else RAISE if isinstance(small, cst.Raise) else (
                     "jump" if isinstance(small, (cst.Break, cst.Continue)) else FALL)
-                states = {(end if e == FALL else e, g or graph) for e, g in states}
+                states = {(end if e == FALL else e, g or graph, q or quiet) for e, g, q in states}
                 if end != FALL:
                     break
             return states
         if isinstance(stmt, cst.If):
             return self.if_stmt(stmt, states, off)
         if isinstance(stmt, cst.With):
-            graph = any(self.works(item.item, off) for item in stmt.items)
+            states = self.after(states, *(item.item for item in stmt.items), off=off)
             modes = {grad_of(item.item, self.index.imports, {}) for item in stmt.items}
             inner = True if "disabled" in modes else False if "enabled" in modes else off
-            return self.block(stmt.body, {(e, g or graph) for e, g in states}, inner)
+            return self.block(stmt.body, states, inner)
         if isinstance(stmt, (cst.For, cst.While)):
             head = stmt.iter if isinstance(stmt, cst.For) else stmt.test
-            states = {(e, g or self.works(head, off)) for e, g in states}
+            states = self.after(states, head, off=off)
             body = self.block(stmt.body, states, off)
             # a loop's body may run or not; a break or continue leaves it by its end
-            after = states | {(FALL if e in (FALL, "jump") else e, g) for e, g in body}
+            after = states | {(FALL if e in (FALL, "jump") else e, g, q) for e, g, q in body}
             if stmt.orelse is not None:
                 after = self.block(stmt.orelse.body, after, off)
             return after
         if isinstance(stmt, cst.Try) or isinstance(stmt, getattr(cst, "TryStar", ())):
             body = self.block(stmt.body, states, off)
             # a handler runs after any part of the body: with the work of all of it, or none
-            entered = states | {(FALL, g) for _, g in body}
+            entered = states | {(FALL, g, q) for _, g, q in body}
             ends = set(body)
             for h in stmt.handlers:
                 ends |= self.block(h.body, entered, off)
@@ -167,20 +169,20 @@ class _Reader:
                 falls = {s for s in ends if s[0] == FALL}
                 ends = (ends - falls) | self.block(stmt.orelse.body, falls, off)
             if stmt.finalbody is not None:
-                graph = any(g for _, g in self.block(stmt.finalbody.body, {(FALL, False)}, off))
-                ends = {(e, g or graph) for e, g in ends}
+                final = self.block(stmt.finalbody.body, {(FALL, False, False)}, off)
+                graph, quiet = any(g for _, g, _ in final), any(q for _, _, q in final)
+                ends = {(e, g or graph, q or quiet) for e, g, q in ends}
             return ends
         if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
             return states  # a definition runs nothing
         # a match or another statement: every part of it may run, in one path
-        graph = self.works(stmt, off)
-        return {(e, g or graph) for e, g in states}
+        return self.after(states, stmt, off=off)
 
     def if_stmt(self, stmt: cst.If, states: set, off: bool) -> set:
         decided = _decide(stmt.test, self.constants) if self.constants else None
         orelse = stmt.orelse
         if decided is None:
-            states = {(e, g or self.works(stmt.test, off)) for e, g in states}
+            states = self.after(states, stmt.test, off=off)
         ends: set = set()
         if decided is not False:
             ends |= self.block(stmt.body, states, off)
@@ -194,18 +196,38 @@ class _Reader:
         return ends
 
     # -- parameterised work -------------------------------------------------------------
-    def works(self, node: cst.CSTNode, off: bool, depth: int = 0) -> bool:
-        """Whether ``node`` runs parameterised work with gradients on (never when ``off``)."""
-        if off:
-            return False
+    def effect(self, node: cst.CSTNode, off: bool) -> tuple[bool, bool]:
+        """``(graph, quiet)`` of ``node``: it runs parameterised work with gradients on; it runs
+        some with gradients off (``off``: the block's gradients are off)."""
+        graph, quiet = self.works(node)
+        return (False, graph or quiet) if off else (graph, quiet)
+
+    def after(self, states: set, *nodes: cst.CSTNode, off: bool) -> set:
+        """``states`` after the parts ``nodes`` of one statement ran."""
+        graph = quiet = False
+        for node in nodes:
+            g, q = self.effect(node, off)
+            graph, quiet = graph or g, quiet or q
+        return {(e, g or graph, q or quiet) for e, g, q in states}
+
+    def works(self, node: cst.CSTNode, depth: int = 0) -> tuple[bool, bool]:
+        """``(graph, quiet)`` of ``node`` run with gradients on: it runs parameterised work
+        with them on; it runs some with them off (in a ``with`` block inside ``node`` that turns
+        them off, or in a method that does)."""
+        graph = quiet = False
         for n in walk(node, prune=(cst.Lambda, cst.FunctionDef, cst.ClassDef)):
-            if isinstance(n, cst.Call) and self._call_works(n, depth):
-                if not self._inside_grad_off(node, n):
-                    return True
+            if isinstance(n, cst.Call):
+                g, q = self._call_works(n, depth)
             elif isinstance(n, cst.Attribute) and dotted_name(n) == f"{self.me}.{getattr(n.attr, 'value', '')}":
-                if self._holds_parameters(n.attr.value) and not self._inside_grad_off(node, n):
-                    return True
-        return False
+                g, q = self._holds_parameters(n.attr.value), False
+            else:
+                continue
+            if (g or q) and self._inside_grad_off(node, n):
+                g, q = False, True
+            graph, quiet = graph or g, quiet or q
+            if graph:
+                break
+        return graph, quiet
 
     def _inside_grad_off(self, root: cst.CSTNode, target: cst.CSTNode) -> bool:
         """Whether ``target`` sits in a ``with`` block inside ``root`` that turns gradients off."""
@@ -216,34 +238,37 @@ class _Reader:
                     return True
         return False
 
-    def _call_works(self, call: cst.Call, depth: int) -> bool:
+    def _call_works(self, call: cst.Call, depth: int) -> tuple[bool, bool]:
+        """``(graph, quiet)`` of the call itself, run with gradients on."""
         func = call.func
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call) and dotted_name(func.value.func) == "super":
-            return True  # super().forward(x): the base class's work
+            return True, False  # super().forward(x): the base class's work
         if any(isinstance(a.value, cst.Name) and a.value.value == self.me for a in call.args):
-            return True  # helper(self, x): whatever it does with the model
+            return True, False  # helper(self, x): whatever it does with the model
         d = dotted_name(func)
         if d is None or not d.startswith(self.me + "."):
-            return False
+            return False, False
         attr = d.split(".")[1]
         if d.count(".") == 1:
             found = find_method(self.cls, attr)
             if found is not None:
                 return self._method_works(found, depth + 1)
         if d.count(".") == 1 and self._tensor_type(attr):
-            return False
-        return True  # a submodule, or an attribute the engine cannot tell from one
+            return False, False
+        return True, False  # a submodule, or an attribute the engine cannot tell from one
 
-    def _method_works(self, found: tuple, depth: int) -> bool:
+    def _method_works(self, found: tuple, depth: int) -> tuple[bool, bool]:
+        """``(graph, quiet)`` of a call of the class's method ``found`` (``(owner, def)``)."""
         owner, method = found
         if depth > MAX_DEPTH:
-            return True
-        if any(grad_of(d.decorator, owner.module.imports, {}) == "disabled" for d in method.decorators):
-            return False
+            return True, False
         inner = _Reader(owner, self.cls, {})
         params = method.params.params
         inner.me = params[0].name.value if params else "self"
-        return inner.works(method.body, False, depth)
+        graph, quiet = inner.works(method.body, depth)
+        if any(grad_of(d.decorator, owner.module.imports, {}) == "disabled" for d in method.decorators):
+            return False, graph or quiet
+        return graph, quiet
 
     def _tensor_type(self, attr: str) -> bool:
         """``self.attr`` is assigned in ``__init__`` only a callable whose library entry returns a
