@@ -35,9 +35,9 @@ def test_flake8_plugin_is_listed_and_on_by_default(tmp_path):
     installed = subprocess.run([sys.executable, "-c", "import loopcheck; print(loopcheck.__version__)"],
                                capture_output=True, text=True, check=True).stdout.strip()
     assert f"loopcheck: {installed}" in version.stdout
-    (tmp_path / "sched.py").write_text((FIXTURES / "LC202_bad.py").read_text(encoding="utf-8"))
-    proc = flake8("sched.py", cwd=tmp_path)  # flake8's default selection includes plugins' codes
-    assert any(line.startswith("sched.py:42:5: LC202 ") for line in proc.stdout.splitlines()), proc.stdout
+    (tmp_path / "val.py").write_text((FIXTURES / "LC302_bad.py").read_text(encoding="utf-8"))
+    proc = flake8("val.py", cwd=tmp_path)  # flake8's default selection includes plugins' codes
+    assert any(line.startswith("val.py:56:18: LC302 ") for line in proc.stdout.splitlines()), proc.stdout
 
 
 def test_flake8_noqa_ignore_and_skip_file(tmp_path):
