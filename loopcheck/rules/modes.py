@@ -273,8 +273,6 @@ class ValidationWithoutNoGrad(Rule):
                 continue  # PyTorch <= 0.3 code: volatile inputs decide whether it records a graph
             if model_without_parameters(unit, fwd.subject):
                 continue  # no parameters (a class whose __init__ builds none): nothing to record a graph for
-            if forward_graph_free(unit, fwd):
-                continue  # the model's own forward runs its work under no_grad on a path this call takes
             if _loss_module(unit, fwd.subject):
                 continue  # a loss module (FocalLoss() or CrossEntropyLoss()) holds no weights to record
             states = modes_at(unit, fwd.subject, fwd)
@@ -285,6 +283,9 @@ class ValidationWithoutNoGrad(Rule):
                 continue
             if self._followed_by_backward(unit, fwd):
                 continue
+            # last: it reads the forward of the model's class (parsing its module's fragment)
+            if forward_graph_free(unit, fwd):
+                continue  # the model's own forward runs its work under no_grad on a path this call takes
             evals = [x.ev for x in states if x.ev is not None] if in_eval else []
             for ev in evals or [None]:
                 key = id(ev) if ev is not None else id(fwd.ctx.loops[-1])
