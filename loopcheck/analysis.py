@@ -19,6 +19,7 @@ from typing import Callable, Collection, Mapping
 import libcst as cst
 
 from loopcheck.engine.builder import NODE_TABLES, ModuleIndex, UnitBuilder, UnitRecord, index_module
+from loopcheck.engine.drivers import driver_unit
 from loopcheck.engine.events import classify, retype_graph_events
 from loopcheck.engine.ir import release, walk_events
 from loopcheck.engine.positions import Positions
@@ -71,13 +72,33 @@ def optimizer_sign() -> re.Pattern:
     return _OPTIMIZER_SIGN
 
 
+_DRIVER_SIGN: re.Pattern | None = None
+
+
+def driver_sign() -> re.Pattern:
+    """The last components of the library classes a driver runs subclasses of
+    (``[[driver]]`` ``bases`` in the knowledge): a file that names one may hold a loop that
+    the framework runs, with no training call written in it."""
+    global _DRIVER_SIGN
+    if _DRIVER_SIGN is None:
+        from loopcheck.engine.knowledge import knowledge
+
+        names = {base.rpartition(".")[2] for driver in knowledge().drivers for base in driver.bases}
+        words = "|".join(sorted(map(re.escape, names))) or r"(?!)"
+        _DRIVER_SIGN = re.compile(rf"\b(?:{words})\b")
+    return _DRIVER_SIGN
+
+
 def training_signs(source: str) -> bool:
-    """Whether a text shows training: ``backward(``, ``.train(``, or ``.step(`` with a sign of
-    an optimizer (:func:`optimizer_sign`). Substring tests first; the regular expression runs
-    only on texts whose only sign is a ``.step(``."""
+    """Whether a text shows training: ``backward(``, ``.train(``, ``.step(`` with a sign of
+    an optimizer (:func:`optimizer_sign`), or the name of a class whose subclasses a framework
+    trains (:func:`driver_sign`). Substring tests first; the regular expressions run only on
+    texts that show none of them."""
     if any(t in source for t in TRAINING_SIGNS):
         return True
-    return STEP in source and optimizer_sign().search(source) is not None
+    if STEP in source and optimizer_sign().search(source) is not None:
+        return True
+    return driver_sign().search(source) is not None
 
 
 def loop_signs(source: str) -> bool:
@@ -431,6 +452,15 @@ def build_units(
     candidates = [(None, 0, builder.module_unit())]
     builder.end()
     reachable = reaching(index, reach) if reach is not None else None
+    # the loops frameworks run for the module's classes (their methods are then read there,
+    # not as entry points of their own)
+    driven = []
+    for i, cls in enumerate(_driven_classes(index, reachable)):
+        builder.begin(f"d{i}")
+        try:
+            driven.append(driver_unit(builder, *cls))
+        finally:
+            builder.end()
     funcs = _functions(index, reachable)
     if memo is not None:
         memo.start(index)
@@ -466,7 +496,7 @@ def build_units(
             candidates[i] = (func, position, build(position, func, grad="disabled"))
     if memo is not None:
         memo.finish()
-    irs = [ir for func, _, ir in candidates if func is None or func not in builder.called]
+    irs = [ir for func, _, ir in candidates if func is None or func not in builder.called] + driven
     if memo is None:  # (a memo keeps them for the next check, and releases them itself)
         release(raw for func, _, ir in candidates if func is not None and func in builder.called for raw in walk_events(ir))
     per_unit = [list(walk_events(ir)) for ir in irs]
@@ -492,6 +522,24 @@ def build_units(
                 retype_graph_events(raw, roles)
             units = make_units()
     return units
+
+
+def _driven_classes(index, reachable: set | None) -> list:
+    """``(class, driver)`` for each class of the module a framework runs
+    (:func:`~loopcheck.engine.drivers.driver_of`); none when only the functions in
+    ``reachable`` are read (a file that shows no training of its own)."""
+    from loopcheck.engine.builder import ClassRef
+    from loopcheck.engine.drivers import driver_of
+
+    if reachable is not None:
+        return []  # the file names no driver's base (:func:`training_signs`)
+    out = []
+    for name in index.classes:
+        cls = ClassRef(index, name)
+        driver = driver_of(cls)
+        if driver is not None:
+            out.append((cls, driver))
+    return out
 
 
 def _functions(index, reachable: set | None) -> list:

@@ -13,9 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = sorted((ROOT / "fixtures").rglob("*.py"))
 #: Fixtures whose expectation loopcheck does not meet yet, and the open issue that covers them
 #: (strict: the test fails once they pass, so the entry is removed with the fix).
-KNOWN_MISSES = {
-    "repro/lightning_step_interval_epoch_schedule.py": "issue 34: Lightning's scheduler config is not read yet",
-}
+KNOWN_MISSES: dict[str, str] = {}
 EXPECT = re.compile(r"#\s*expect:\s*([A-Z0-9, ]+)")
 
 

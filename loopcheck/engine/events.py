@@ -467,15 +467,15 @@ def _mode_saved(a: Assign, roles: Roles) -> Event | None:
     """``was_training = model.training``: the model's mode kept in a local variable
     (``mode_save``, extra ``var``: the variable's name), to be restored by
     ``model.train(was_training)`` or ``if was_training: model.train()``."""
-    if a.op != "=" or not a.value_sym or not a.value_sym.endswith(".training") or not isinstance(a.node, cst.Assign):
+    if a.op != "=" or not a.value_sym or not a.value_sym.endswith(".training") or a.target is None:
         return None
-    targets = a.node.targets
-    if len(targets) != 1 or not isinstance(targets[0].target, cst.Name):
-        return None
+    var = a.target.rpartition(":")[2]  # the variable's name (a frame's symbol names it after its id)
+    if not var.isidentifier():
+        return None  # an attribute (self.was_training): not a variable
     owner = roles.canon(a.value_sym[: -len(".training")])
     if owner not in roles.models:
         return None
-    return Event("mode_save", owner, a.node, a, {"var": targets[0].target.value})
+    return Event("mode_save", owner, a.node, a, {"var": var})
 
 
 _CONTAINERS = (cst.List, cst.Tuple, cst.Set, cst.Dict, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)

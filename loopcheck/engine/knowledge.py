@@ -336,6 +336,8 @@ class Knowledge:
         self.classes: dict[str, ClassEntry] = {}
         #: Top-level packages that are PyTorch or built on it (``[packages] torch = [...]``).
         self.torch_packages: frozenset[str] = frozenset()
+        #: Frameworks that run the user's subclasses of their classes (``[[driver]]``).
+        self.drivers: list[Driver] = []
         self._function_patterns: list[tuple[re.Pattern, Summary]] = []
         self._class_patterns: list[tuple[re.Pattern, ClassEntry]] = []
         # the pattern each name matched first (or None), per kind of lookup: the builder asks
@@ -382,7 +384,12 @@ class Knowledge:
         ):
             raise KnowledgeError(f"{origin}: [packages] maps {sorted(_PACKAGE_KEYS)} to lists of package names")
         self.torch_packages |= frozenset(packages.get("torch", ()))
-        unknown = set(data) - {"function", "class", "packages"}
+        for i, raw in enumerate(data.get("driver", [])):
+            where = f"{origin}: driver #{i + 1}"
+            if not raw.get("source"):
+                raise KnowledgeError(f"{where}: 'source' is required")
+            self.drivers.append(_driver(raw, where))
+        unknown = set(data) - {"function", "class", "packages", "driver"}
         if unknown:
             raise KnowledgeError(f"{origin}: unknown top-level keys {sorted(unknown)}")
 
@@ -469,6 +476,10 @@ class Knowledge:
                 return found
         return None
 
+    def driver(self, base: str | None) -> "Driver | None":
+        """The driver that runs subclasses of library class ``base``, if any."""
+        return next((d for d in self.drivers if base in d.bases), None) if base else None
+
     def is_subclass(self, cls: str | None, base: str, _seen: frozenset = frozenset()) -> bool:
         """Whether library class ``cls`` is ``base`` or derives from it (per the entries)."""
         entry = self.cls(cls)
@@ -477,6 +488,85 @@ class Knowledge:
         if entry is None or entry.name in _seen:
             return False
         return any(self.is_subclass(b, base, _seen | {entry.name}) for b in entry.bases)
+
+
+#: What one step of a driver's program (``[driver.blocks]``) may say, by its kind (the key
+#: that names it first) — see :class:`Driver`.
+DRIVER_STEPS: dict[str, frozenset[str]] = {
+    "call": frozenset({"call", "args", "result", "default", "automatic"}),
+    "loop": frozenset({"loop", "over", "body"}),
+    "block": frozenset({"block", "when"}),
+    "grad": frozenset({"grad", "body"}),
+    "method": frozenset({"method", "on", "automatic"}),
+    "schedulers": frozenset({"schedulers"}),
+    "save_mode": frozenset({"save_mode"}),
+    "restore_mode": frozenset({"restore_mode"}),
+}
+_DRIVER_KEYS = frozenset({"bases", "source", "automatic", "optimizers", "blocks"})
+_OPTIMIZER_FORMAT_KEYS = frozenset({
+    "method", "optimizer_key", "scheduler_key", "monitor_key", "config", "intervals", "default_interval",
+})
+
+
+@dataclass(frozen=True)
+class Driver:
+    """A framework that runs the user's class: which of its methods it calls, in which loop,
+    mode and grad mode, and which training events it performs itself around them (a
+    ``[[driver]]`` entry; see ``loopcheck/knowledge/README.md``).
+
+    Attributes:
+        bases: the library classes whose subclasses the framework runs.
+        automatic: the class attribute that, set to anything but ``True`` in the class,
+            hands the optimization to the user's code (the steps marked ``automatic`` are then
+            not run), or ``None``.
+        optimizers: how the optimizers and LR schedulers are given: ``method`` (the user's
+            method that returns them), the keys of a returned dict (``optimizer_key``,
+            ``scheduler_key``, ``monitor_key``), the keys of a scheduler's config dict
+            (``config``: ``scheduler``, ``interval``, ``frequency``, ``monitor``), which loop
+            each interval value steps in (``intervals``: value -> ``"batch"``/``"epoch"``) and
+            the interval of a scheduler given without one (``default_interval``).
+        blocks: named lists of steps (:data:`DRIVER_STEPS`); ``run`` is the whole program.
+        source: the framework's documentation or code.
+    """
+
+    bases: tuple[str, ...]
+    automatic: str | None
+    optimizers: dict
+    blocks: dict
+    source: str
+
+
+def _driver(raw: dict, where: str) -> Driver:
+    """A ``[[driver]]`` entry, checked."""
+    bad = set(raw) - _DRIVER_KEYS
+    if bad:
+        raise KnowledgeError(f"{where}: unknown keys {sorted(bad)}")
+    if not isinstance(raw.get("bases"), list) or not raw["bases"]:
+        raise KnowledgeError(f"{where}: 'bases' (a list) is required")
+    optimizers = raw.get("optimizers", {})
+    if set(optimizers) - _OPTIMIZER_FORMAT_KEYS:
+        raise KnowledgeError(f"{where}: unknown 'optimizers' keys {sorted(set(optimizers) - _OPTIMIZER_FORMAT_KEYS)}")
+    if set(optimizers.get("intervals", {}).values()) - {"batch", "epoch"}:
+        raise KnowledgeError(f"{where}: an interval steps in the 'batch' or the 'epoch' loop")
+    blocks = raw.get("blocks", {})
+    if "run" not in blocks:
+        raise KnowledgeError(f"{where}: [driver.blocks] needs a 'run' block")
+    for name, steps in blocks.items():
+        for step in steps:
+            kind = next(iter(step), None)
+            if kind not in DRIVER_STEPS or set(step) - DRIVER_STEPS[kind]:
+                raise KnowledgeError(f"{where}: block {name!r}: bad step {step!r}")
+            for ref in (step.get("body"), step.get("default"), step.get("block")):
+                if ref is not None and ref not in blocks:
+                    raise KnowledgeError(f"{where}: block {name!r}: no block {ref!r}")
+            if kind == "loop" and step["loop"] not in ("epoch", "batch"):
+                raise KnowledgeError(f"{where}: block {name!r}: a loop is over 'epoch' or 'batch'")
+            if kind == "grad" and step["grad"] not in ("disabled", "enabled"):
+                raise KnowledgeError(f"{where}: block {name!r}: bad grad {step['grad']!r}")
+            if kind == "schedulers" and step["schedulers"] not in ("batch", "epoch"):
+                raise KnowledgeError(f"{where}: block {name!r}: schedulers step in the 'batch' or the 'epoch' loop")
+    frozen = {name: tuple(dict(step) for step in steps) for name, steps in blocks.items()}
+    return Driver(tuple(raw["bases"]), raw.get("automatic"), dict(optimizers), frozen, raw.get("source", ""))
 
 
 @lru_cache(maxsize=1)
