@@ -238,6 +238,9 @@ def _user_call(state: _Build, step: dict, ctx: Context, out: list[Node]) -> bool
         sym = state.slots[slot][0] if slot in state.slots else state.sym(slot)
         args.append(Arg(None, cst.Name(slot), sym, frozenset({sym})))
     result = step.get("result")
+    configures = name == state.driver.optimizers.get("method")
+    if configures:
+        result = "configured"  # what it returns, when that is a call (a constructor)
     raw = Call(func, None, args, ctx)
     builder._place(func, def_cls.module)
     builder.called.add(func)
@@ -247,16 +250,16 @@ def _user_call(state: _Build, step: dict, ctx: Context, out: list[Node]) -> bool
     out.append(inlined)
     if result and any(value is not None for value in _returns(func)):
         state.slots[result] = (state.sym(result), func)
-    if name == state.driver.optimizers.get("method"):
-        _configured(state, func, inlined.fid, ctx, out)
+    if configures:
+        _configured(state, func, def_cls.module, inlined.fid, ctx, out)
     return True
 
 
 # -- the optimizers and schedulers the user's method returns --------------------------------
 
 
-def _configured(state: _Build, func: cst.FunctionDef, fid: str, ctx: Context, out: list[Node]) -> None:
-    """Read the optimizer and schedulers ``func`` (inlined as ``fid``) returns, and bind them
+def _configured(state: _Build, func: cst.FunctionDef, module, fid: str, ctx: Context, out: list[Node]) -> None:
+    """Read the optimizer and schedulers ``func`` (of ``module``, inlined as ``fid``) returns, and bind them
     to the driver's slots (``optimizer``) and schedulers. Not understood: no optimizer slot,
     and the framework's optimization events are not built."""
     returns = _returns(func)
@@ -269,7 +272,7 @@ def _configured(state: _Build, func: cst.FunctionDef, fid: str, ctx: Context, ou
         state.automatic = False  # several optimizers need the user's own optimization
         return
     optimizers, schedulers = shape
-    resolve = _resolver(state, func, fid)
+    resolve = _resolver(state, func, module, fid, returns[0])
     opt = resolve(optimizers[0])
     if opt is None:
         state.automatic = False
@@ -313,14 +316,22 @@ def _returns(func: cst.FunctionDef) -> list[cst.BaseExpression | None]:
     return found
 
 
-def _resolver(state: _Build, func: cst.FunctionDef, fid: str):
-    """The symbol of a name the method returns: a local variable (``fid:name``) or an
-    attribute of ``self``; ``None`` for anything else."""
+def _resolver(state: _Build, func: cst.FunctionDef, module, fid: str, returned: cst.BaseExpression):
+    """The symbol of an object the method returns: a local variable (``fid:name``), an
+    attribute of ``self``, or the whole value ``returned`` when it is the construction of a
+    library optimizer (``return torch.optim.Adam(...)``, bound to the driver's
+    ``configured``); ``None`` for anything else."""
     params = _all_param_names(func)
     self_name = params[0] if params else None
     local = bound_names(func.body)[0] | set(params[1:])
 
     def resolve(expr: cst.BaseExpression) -> str | None:
+        if expr is returned and type(expr) is cst.Call:
+            dotted = dotted_name(expr.func)
+            q = module.imports.qualify(dotted) if dotted else None
+            summary = knowledge().callable(q) if q else None
+            built = summary is not None and summary.returns is not None and summary.returns.role == "optimizer"
+            return state.sym("configured") if built else None
         dotted = dotted_name(expr)
         if dotted is None:
             return None
@@ -376,7 +387,7 @@ def _shape(value: cst.BaseExpression, fmt: dict):
         if all(dotted_name(i) is not None for i in items):
             return items, []
         return None
-    if dotted_name(value) is not None:
+    if dotted_name(value) is not None or type(value) is cst.Call:
         return [value], []
     return None
 
