@@ -498,7 +498,7 @@ DRIVER_STEPS: dict[str, frozenset[str]] = {
     "block": frozenset({"block", "when"}),
     "grad": frozenset({"grad", "body"}),
     "method": frozenset({"method", "on", "automatic"}),
-    "schedulers": frozenset({"schedulers"}),
+    "schedulers": frozenset({"schedulers", "automatic"}),
     "save_mode": frozenset({"save_mode"}),
     "restore_mode": frozenset({"restore_mode"}),
 }
