@@ -108,10 +108,13 @@ def setting_turned_on(unit, setting: str) -> cst.Call | None:
 
 
 def grad_off_inputs(unit, fwd) -> Call | None:
-    """A call that, before forward ``fwd`` (a typed event) and in its function or a function
-    it calls, makes values that turn the graph off for what is computed from them: a library
-    entry's ``grad_off_arg`` given and not ``False``/``None``/``0``
-    (``Variable(x, volatile=True)``, ``Variable(x, volatile=evaluation)``). Code written so is
+    """A call that, before forward ``fwd`` (a typed event), makes values that turn the graph
+    off for what is computed from them, in ``fwd``'s function or a function it calls, or in a
+    function on the inlined call chain that leads to ``fwd`` (a caller, before the call that
+    leads to it: the test loop that makes volatile inputs and calls the model whose own
+    ``forward`` holds ``fwd``): a library entry's ``grad_off_arg`` given and not
+    ``False``/``None``/``0`` (``Variable(x, volatile=True)``,
+    ``Variable(x, volatile=evaluation)``). Code written so is
     for PyTorch <= 0.3, where volatile inputs were how evaluation ran without a graph (from 0.4
     on the argument is ignored): whether ``fwd`` records a graph is not established."""
     def off(c: Call) -> bool:
@@ -131,7 +134,13 @@ def grad_off_inputs(unit, fwd) -> Call | None:
     frame = fwd.ctx.calls
     before = position.get(id(fwd.raw), len(position))
     for i, c in offs:
-        if i < before and c.ctx.calls[:len(frame)] == frame:
+        if i >= before:
+            continue
+        calls = c.ctx.calls
+        # in fwd's function or one it calls (fwd's chain is a prefix of c's), or in a caller
+        # of fwd's function (c's chain is a prefix of fwd's): program order puts c before the
+        # call that leads to fwd
+        if calls[:len(frame)] == frame or frame[:len(calls)] == calls:
             return c
     return None
 
