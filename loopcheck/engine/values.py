@@ -145,6 +145,74 @@ def grad_off_inputs(unit, fwd) -> Call | None:
     return None
 
 
+def written_before(unit) -> tuple[tuple[int, ...], cst.Call] | None:
+    """``(version, call)``: the unit's code is written for a PyTorch older than ``version``,
+    as ``call`` establishes, a call whose knowledge entry says it only means something before
+    that version (``only_before``: ``Variable(x, volatile=True)``, before 0.4), with the
+    argument it names given and not ``False``/``None``/``0``. The calls read are those of the
+    checked module (any function of it, run or not) and of the project's functions the unit
+    inlines; of several, the oldest version. ``None`` when no call establishes one."""
+    def dating(summary, given) -> tuple[int, ...] | None:
+        if summary is None or summary.only_before is None:
+            return None
+        before, ref = summary.only_before
+        if ref is None:
+            return before
+        node = given(ref)
+        return before if node is not None and not _zero_literal(node) else None
+
+    def in_module(index) -> tuple[tuple[int, ...], cst.Call] | None:
+        tree = getattr(index, "tree", None)
+        if tree is None:
+            return None
+        found = None
+        for node in walk(tree):
+            if type(node) is not cst.Call:
+                continue
+            summary = knowledge().function(index.imports.qualify(dotted_name(node.func)))
+            v = dating(summary, lambda ref, node=node: _cst_arg(node, ref))
+            if v is not None and (found is None or v < found[0]):
+                found = (v, node)
+        return found
+
+    def compute():
+        module = unit.module
+        if module is None:
+            found = None
+        else:
+            cache = getattr(module, "cache", None)
+            if cache is None:
+                found = in_module(module)
+            else:
+                if "written_before" not in cache:
+                    cache["written_before"] = in_module(module)
+                found = cache["written_before"]
+        for c in all_calls(unit):  # the project's functions inlined from other modules
+            summary = knowledge().function(c.func) if c.qualified else None
+            v = dating(summary, lambda ref, c=c: (a.node if (a := arg_at(c, ref)) is not None else None))
+            if v is not None and (found is None or v < found[0]):
+                found = (v, c.node)
+        return found
+
+    return _cached(unit, ("values", "written_before"), compute)
+
+
+def _cst_arg(call: cst.Call, ref) -> cst.BaseExpression | None:
+    """The value of the argument of ``call`` a knowledge reference names (``2``,
+    ``"volatile"``, ``(2, "volatile")``), or ``None`` when it is not given (or a ``*args`` may
+    give it)."""
+    if ref in ("self", "*"):
+        return None
+    index, keyword = ref if isinstance(ref, tuple) else (ref, None) if isinstance(ref, int) else (None, ref)
+    for a in call.args:
+        if keyword is not None and a.keyword is not None and a.keyword.value == keyword:
+            return a.value
+    positional = [a for a in call.args if a.keyword is None]
+    if index is not None and index < len(positional) and not any(a.star for a in positional[:index + 1]):
+        return positional[index].value
+    return None
+
+
 def raw_call(unit, node: cst.CSTNode | None, near=None) -> Call | None:
     """The raw event of call ``node`` evaluated in the same inlined call as ``near`` (a raw
     event or a typed event: an argument, an assigned value), else its first event."""
