@@ -92,7 +92,7 @@ _ROLE_KEYS = frozenset({
 })
 _ENTRY_KEYS = frozenset({
     "names", "bases", "effects", "returns", "methods", "attributes", "grad", "source", "context", "modes",
-    "mode_args", "parameters", "setting", "grad_off_arg",
+    "mode_args", "parameters", "setting", "grad_off_arg", "only_before",
 })
 #: Process-wide settings a call changes (``setting`` of a function entry; its first argument
 #: says the new value): ``overwrite_params_on_conversion``, whether ``Module.to()``/``half()``
@@ -100,6 +100,12 @@ _ENTRY_KEYS = frozenset({
 #: (``torch.__future__.set_overwrite_module_params_on_conversion``); ``default_dtype``, the
 #: dtype ``torch.nn`` layers build their parameters in (``torch.set_default_dtype``).
 SETTINGS = frozenset({"overwrite_params_on_conversion", "default_dtype"})
+#: Behaviours of PyTorch that rules rely on and that began with a version (the top-level
+#: ``[since]`` table gives it): ``scheduler_step_after_optimizer``, from PyTorch 1.1 a scheduler
+#: is stepped after ``optimizer.step()`` and a ``scheduler.step()`` before it skips the first value
+#: of the schedule (LC202; before 1.1 the constructor did not step, and the documented order was
+#: ``scheduler.step()`` at the top of the epoch).
+BEHAVIOURS = frozenset({"scheduler_step_after_optimizer"})
 #: What a ``[packages]`` table may list: ``torch``, the top-level packages that are PyTorch or
 #: are built on it (a file that imports none of them is not checked for training rules).
 _PACKAGE_KEYS = frozenset({"torch"})
@@ -216,6 +222,10 @@ class Summary:
         grad_off_arg: the argument that, given and not ``False``/``None``, makes every
             computation from the result run without an autograd graph (``volatile`` of
             ``torch.autograd.Variable`` in PyTorch <= 0.3), or ``None``.
+        only_before: ``(version, argument)`` when a call only means something before that
+            PyTorch version (a tuple of integers, ``(0, 4)``): code that makes it, giving the
+            argument (not ``False``/``None``/``0``; any call when the argument is ``None``), is
+            written for an older PyTorch (``Variable(x, volatile=True)``: before 0.4).
         source: where the knowledge comes from (documentation or code URL).
     """
 
@@ -227,6 +237,7 @@ class Summary:
     source: str = ""
     setting: str | None = None
     grad_off_arg: ArgRef | None = None
+    only_before: tuple[tuple[int, ...], ArgRef | None] | None = None
 
 
 @dataclass
@@ -318,7 +329,29 @@ def _summary(name: str, raw: dict, where: str) -> Summary:
         raise KnowledgeError(f"{where}: unknown setting {setting!r}")
     grad_off = raw.get("grad_off_arg")
     return Summary(name, effects, _returns(raw.get("returns"), where), grad, raw.get("context"), raw.get("source", ""),
-                   setting, None if grad_off is None else _arg_ref(grad_off, where))
+                   setting, None if grad_off is None else _arg_ref(grad_off, where),
+                   _only_before(raw.get("only_before"), where))
+
+
+def version(text, where: str) -> tuple[int, ...]:
+    """``"1.1"`` → ``(1, 1)``: a PyTorch version as the knowledge writes it.
+
+    Raises:
+        KnowledgeError: not a dotted string of integers.
+    """
+    parts = text.split(".") if isinstance(text, str) else []
+    if not parts or not all(p.isdigit() for p in parts):
+        raise KnowledgeError(f"{where}: bad version {text!r} (a string such as \"1.1\")")
+    return tuple(int(p) for p in parts)
+
+
+def _only_before(raw, where: str) -> tuple[tuple[int, ...], ArgRef | None] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or "version" not in raw or set(raw) - {"version", "arg"}:
+        raise KnowledgeError(f"{where}: 'only_before' is a table with 'version' and an optional 'arg'")
+    arg = raw.get("arg")
+    return version(raw["version"], where), None if arg is None else _arg_ref(arg, where)
 
 
 def _method(cls: str, name: str, raw, source: str, where: str) -> Summary:
@@ -338,6 +371,8 @@ class Knowledge:
         self.torch_packages: frozenset[str] = frozenset()
         #: Frameworks that run the user's subclasses of their classes (``[[driver]]``).
         self.drivers: list[Driver] = []
+        #: The PyTorch version each behaviour of :data:`BEHAVIOURS` began with (``[since]``).
+        self.since: dict[str, tuple[int, ...]] = {}
         self._function_patterns: list[tuple[re.Pattern, Summary]] = []
         self._class_patterns: list[tuple[re.Pattern, ClassEntry]] = []
         # the pattern each name matched first (or None), per kind of lookup: the builder asks
@@ -389,7 +424,12 @@ class Knowledge:
             if not raw.get("source"):
                 raise KnowledgeError(f"{where}: 'source' is required")
             self.drivers.append(_driver(raw, where))
-        unknown = set(data) - {"function", "class", "packages", "driver"}
+        since = data.get("since", {})
+        if not isinstance(since, dict) or set(since) - BEHAVIOURS:
+            raise KnowledgeError(f"{origin}: [since] maps behaviours {sorted(BEHAVIOURS)} to versions")
+        for behaviour, text in since.items():
+            self.since[behaviour] = version(text, f"{origin}: [since] {behaviour}")
+        unknown = set(data) - {"function", "class", "packages", "driver", "since"}
         if unknown:
             raise KnowledgeError(f"{origin}: unknown top-level keys {sorted(unknown)}")
 

@@ -108,10 +108,13 @@ def setting_turned_on(unit, setting: str) -> cst.Call | None:
 
 
 def grad_off_inputs(unit, fwd) -> Call | None:
-    """A call that, before forward ``fwd`` (a typed event) and in its function or a function
-    it calls, makes values that turn the graph off for what is computed from them: a library
-    entry's ``grad_off_arg`` given and not ``False``/``None``/``0``
-    (``Variable(x, volatile=True)``, ``Variable(x, volatile=evaluation)``). Code written so is
+    """A call that, before forward ``fwd`` (a typed event), makes values that turn the graph
+    off for what is computed from them, in ``fwd``'s function or a function it calls, or in a
+    function on the inlined call chain that leads to ``fwd`` (a caller, before the call that
+    leads to it: the test loop that makes volatile inputs and calls the model whose own
+    ``forward`` holds ``fwd``): a library entry's ``grad_off_arg`` given and not
+    ``False``/``None``/``0`` (``Variable(x, volatile=True)``,
+    ``Variable(x, volatile=evaluation)``). Code written so is
     for PyTorch <= 0.3, where volatile inputs were how evaluation ran without a graph (from 0.4
     on the argument is ignored): whether ``fwd`` records a graph is not established."""
     def off(c: Call) -> bool:
@@ -131,8 +134,82 @@ def grad_off_inputs(unit, fwd) -> Call | None:
     frame = fwd.ctx.calls
     before = position.get(id(fwd.raw), len(position))
     for i, c in offs:
-        if i < before and c.ctx.calls[:len(frame)] == frame:
+        if i >= before:
+            continue
+        calls = c.ctx.calls
+        # in fwd's function or one it calls (fwd's chain is a prefix of c's), or in a caller
+        # of fwd's function (c's chain is a prefix of fwd's): program order puts c before the
+        # call that leads to fwd
+        if calls[:len(frame)] == frame or frame[:len(calls)] == calls:
             return c
+    return None
+
+
+def written_before(unit) -> tuple[tuple[int, ...], cst.Call] | None:
+    """``(version, call)``: the unit's code is written for a PyTorch older than ``version``,
+    as ``call`` establishes, a call whose knowledge entry says it only means something before
+    that version (``only_before``: ``Variable(x, volatile=True)``, before 0.4), with the
+    argument it names given and not ``False``/``None``/``0``. The calls read are those of the
+    checked module (any function of it, run or not) and of the project's functions the unit
+    inlines; of several, the oldest version. ``None`` when no call establishes one."""
+    def dating(summary, given) -> tuple[int, ...] | None:
+        if summary is None or summary.only_before is None:
+            return None
+        before, ref = summary.only_before
+        if ref is None:
+            return before
+        node = given(ref)
+        return before if node is not None and not _zero_literal(node) else None
+
+    def in_module(index) -> tuple[tuple[int, ...], cst.Call] | None:
+        tree = getattr(index, "tree", None)
+        if tree is None:
+            return None
+        found = None
+        for node in walk(tree):
+            if type(node) is not cst.Call:
+                continue
+            summary = knowledge().function(index.imports.qualify(dotted_name(node.func)))
+            v = dating(summary, lambda ref, node=node: _cst_arg(node, ref))
+            if v is not None and (found is None or v < found[0]):
+                found = (v, node)
+        return found
+
+    def compute():
+        module = unit.module
+        if module is None:
+            found = None
+        else:
+            cache = getattr(module, "cache", None)
+            if cache is None:
+                found = in_module(module)
+            else:
+                if "written_before" not in cache:
+                    cache["written_before"] = in_module(module)
+                found = cache["written_before"]
+        for c in all_calls(unit):  # the project's functions inlined from other modules
+            summary = knowledge().function(c.func) if c.qualified else None
+            v = dating(summary, lambda ref, c=c: (a.node if (a := arg_at(c, ref)) is not None else None))
+            if v is not None and (found is None or v < found[0]):
+                found = (v, c.node)
+        return found
+
+    return _cached(unit, ("values", "written_before"), compute)
+
+
+def _cst_arg(call: cst.Call, ref) -> cst.BaseExpression | None:
+    """The value of the argument of ``call`` a knowledge reference names (``2``,
+    ``"volatile"``, ``(2, "volatile")``), or ``None`` when it is not given (or a ``*args`` may
+    give it)."""
+    if ref in ("self", "*"):
+        return None
+    index, keyword = ref if isinstance(ref, tuple) else (ref, None) if isinstance(ref, int) else (None, ref)
+    for a in call.args:
+        if keyword is not None and a.keyword is not None and a.keyword.value == keyword:
+            return a.value
+    positional = [a for a in call.args if a.keyword is None]
+    if index is not None and index < len(positional) and not any(a.star for a in positional[:index + 1]):
+        return positional[index].value
     return None
 
 

@@ -3,9 +3,10 @@
 Knowledge: ``torch.optim.lr_scheduler`` docs — StepLR, MultiStepLR, ExponentialLR,
 CosineAnnealingLR, PolynomialLR, LinearLR and ConstantLR count their period in calls to
 ``step()``, which the docs' examples make once per epoch; OneCycleLR and CyclicLR are
-stepped per batch; ReduceLROnPlateau.step() takes the metric. Since PyTorch 1.1,
-``scheduler.step()`` must follow ``optimizer.step()``, otherwise the first value of the
-schedule is skipped (PyTorch warns once at runtime).
+stepped per batch; ReduceLROnPlateau.step() takes the metric. Since PyTorch 1.1 (knowledge
+``[since] scheduler_step_after_optimizer``), ``scheduler.step()`` must follow
+``optimizer.step()``, otherwise the first value of the schedule is skipped (PyTorch warns once
+at runtime); before 1.1 the documented order was ``scheduler.step()`` at the top of the epoch.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from typing import Iterable
 from loopcheck.engine.dataflow import Machine
 from loopcheck.engine.events import Event
 from loopcheck.engine.ir import LoopInfo
+from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.roles import LOADER_NAME, last
 from loopcheck.engine.unit import Unit
-from loopcheck.engine.values import loops as all_loops
+from loopcheck.engine.values import loops as all_loops, written_before
 from loopcheck.findings import Report
 from loopcheck.catalog import INFOS
 from loopcheck.rules.base import Rule, register
@@ -166,7 +168,11 @@ class SchedulerBeforeOptimizerStep(Rule):
     was built in this unit and has not stepped since (:class:`_SteppedMachine`; unknown before a
     construction and after ``O``'s ``load_state_dict()``, an unknown method of ``O`` or an opaque call
     given ``O``), and a step of ``O`` follows in program order inside the call's innermost loop.
-    Silent when ``O`` is not built in the unit (see ``rules/LC202.md``)."""
+    Silent when ``O`` is not built in the unit, and for code established to be written for a
+    PyTorch older than the version that began this order (knowledge ``[since]
+    scheduler_step_after_optimizer``, 1.1; :func:`~loopcheck.engine.values.written_before`:
+    ``Variable(x, volatile=True)``), where stepping the scheduler first skips nothing (see
+    ``rules/LC202.md``)."""
 
     info = INFOS["LC202"]
 
@@ -190,6 +196,8 @@ class SchedulerBeforeOptimizerStep(Rule):
             )
             if step is None:
                 continue
+            if self._older_pytorch(unit):
+                return  # written for a PyTorch whose schedulers expected this order
             yield Report(
                 self.info.code, ev.node,
                 lambda d, ev=ev, step=step: (
@@ -204,6 +212,14 @@ class SchedulerBeforeOptimizerStep(Rule):
                 ),
                 at=ev, related_at=(step,),
             )
+
+    @staticmethod
+    def _older_pytorch(unit: Unit) -> bool:
+        """Whether the unit's code is established to be written for a PyTorch before the one
+        where ``scheduler.step()`` began to belong after ``optimizer.step()``."""
+        since = knowledge().since.get("scheduler_step_after_optimizer")
+        dated = written_before(unit)
+        return since is not None and dated is not None and dated[0] <= since
 
 
 @register
