@@ -131,6 +131,8 @@ def _calls_in(node):
     ("for e in range(9):\n    if not (e * 2 + 1) % -1 == 0:\n        model.eval()\n", []),
     # fully known integer arithmetic on run constants
     ("A = 3\nB = 2\nif A // B == 1 and A - B > 0:\n    model.eval()\n", ["always"]),
+    ("A = 1\nif A == 2 or A - 1 == 0:\n    model.eval()\n", ["always"]),
+    ("A = 1\nif A == 2 or check():\n    model.eval()\n", ["if"]),
     # not decided: the modulus is not 1, the dividend may be a float or is not a counter
     ("k = 2\nfor e in range(9):\n    if e % k == 0:\n        model.eval()\n", ["if"]),
     ("for e in range(9):\n    if e / 2 % 1 == 0:\n        model.eval()\n", ["if"]),
