@@ -10,7 +10,7 @@ import libcst as cst
 import pytest
 
 from loopcheck.engine.builder import UnitBuilder, index_module, run_constants
-from loopcheck.engine.ir import Loop, parts
+from loopcheck.engine.ir import Call, If, Loop, parts
 from loopcheck.engine.project import Project
 
 
@@ -96,3 +96,53 @@ def test_run_constants_of_an_outlined_module(tmp_path: Path):
     index = Project(tmp_path).load(tmp_path / "engine.py").index
     assert type(index).__name__ == "LazyModuleIndex"
     assert run_constants(index) == {"EPOCHS": 1, "RATE": 2}
+
+
+def _ifs(node, out):
+    if isinstance(node, If):
+        out.append(node)
+    for part in parts(node):
+        _ifs(part, out)
+    return out
+
+
+def _arms(source: str) -> list[str]:
+    """What the builder made of each ``model.eval()`` of the module's own code: ``"if"`` when it
+    stays under an ``If`` of the IR, ``"always"`` when the test was decided true (the call runs
+    unconditionally), ``"never"`` when decided false (the call is not built)."""
+    index = index_module(cst.parse_module(textwrap.dedent(source)))
+    ir = UnitBuilder(index).module_unit()
+    conditional = sum(1 for node in _ifs(ir, []) for _ in _calls_in(node))
+    total = sum(1 for _ in _calls_in(ir))
+    return ["if"] * conditional + ["always"] * (total - conditional)
+
+
+def _calls_in(node):
+    if isinstance(node, Call) and node.func.endswith(".eval"):
+        yield node
+    for part in parts(node):
+        yield from _calls_in(part)
+
+
+@pytest.mark.parametrize("source, arms", [
+    # an integer modulo a run constant 1 is 0 (``val_interval = 1``): the test is decided
+    ("val_interval = 1\nfor epoch in range(9):\n    if (epoch + 1) % val_interval == 0:\n        model.eval()\n", ["always"]),
+    ("k = 1\nfor i, b in enumerate(loader):\n    if i % k != 0:\n        model.eval()\n", []),
+    ("for e in range(9):\n    if not (e * 2 + 1) % -1 == 0:\n        model.eval()\n", []),
+    # fully known integer arithmetic on run constants
+    ("A = 3\nB = 2\nif A // B == 1 and A - B > 0:\n    model.eval()\n", ["always"]),
+    ("A = 1\nif A == 2 or A - 1 == 0:\n    model.eval()\n", ["always"]),
+    ("A = 1\nif A == 2 or check():\n    model.eval()\n", ["if"]),
+    # not decided: the modulus is not 1, the dividend may be a float or is not a counter
+    ("k = 2\nfor e in range(9):\n    if e % k == 0:\n        model.eval()\n", ["if"]),
+    ("for e in range(9):\n    if e / 2 % 1 == 0:\n        model.eval()\n", ["if"]),
+    ("for e in range(9):\n    e = e / 2\n    if e % 1 == 0:\n        model.eval()\n", ["if"]),
+    ("for e in loader:\n    if e % 1 == 0:\n        model.eval()\n", ["if"]),
+    ("k = 1\nk = 2\nfor e in range(9):\n    if e % k == 0:\n        model.eval()\n", ["if"]),
+    ("for e in range(9):\n    if e % 1 == 0 and check():\n        model.eval()\n", ["if"]),
+    ("range = lambda n: [0.5]\nfor e in range(9):\n    if e % 1 == 0:\n        model.eval()\n", ["if"]),
+    ("for e in range(9):\n    pass\nif e % 1 == 0:\n    model.eval()\n", ["if"]),  # after the loop
+    ("def f():\n    global e\n    e = 0.5\nfor e in range(9):\n    f()\n    if e % 1 == 0:\n        model.eval()\n", ["if"]),
+])
+def test_if_tests_decided_by_integer_arithmetic(source: str, arms: list[str]):
+    assert _arms(source) == arms

@@ -351,6 +351,9 @@ class Frame:
     instances: dict[str, ClassRef] = field(default_factory=dict)  # symbol -> its class
     literal_params: set[str] = field(default_factory=set)  # unbound parameters with a numeric default
     constants: dict = field(default_factory=dict)  # parameter -> the constant it was given (phase="train")
+    # names an enclosing ``for`` over the builtin ``range``/``enumerate`` binds to an integer on
+    # every pass (its body never re-binds them): :meth:`UnitBuilder.integral`
+    counters: frozenset = frozenset()
     forwarded: dict = field(default_factory=dict)  # *args / **kwargs parameter -> the caller's extra Args
     name: str | None = None  # the function's name (None: module level)
     node: cst.FunctionDef | None = None  # the function (None: module level)
@@ -370,6 +373,23 @@ class Frame:
 
 
 _SEQUENCES = (cst.Tuple, cst.List)
+#: integer arithmetic :meth:`UnitBuilder.int_value` evaluates (a zero divisor is not evaluated)
+_INT_OPS = {
+    cst.Add: lambda a, b: a + b,
+    cst.Subtract: lambda a, b: a - b,
+    cst.Multiply: lambda a, b: a * b,
+    cst.FloorDivide: lambda a, b: a // b,
+    cst.Modulo: lambda a, b: a % b,
+}
+#: comparisons :meth:`UnitBuilder.decide` evaluates on integers
+_COMPARE = {
+    cst.Equal: lambda a, b: a == b,
+    cst.NotEqual: lambda a, b: a != b,
+    cst.LessThan: lambda a, b: a < b,
+    cst.LessThanEqual: lambda a, b: a <= b,
+    cst.GreaterThan: lambda a, b: a > b,
+    cst.GreaterThanEqual: lambda a, b: a >= b,
+}
 
 
 @dataclass(eq=False)
@@ -633,7 +653,7 @@ class UnitBuilder:
         taken together with it (``net.train() if is_train else net.eval()`` ... ``if is_train:
         optimizer.step()``); only the arm a constant parameter decides, as :meth:`if_stmt`.
         ``targets``: where the expression's value goes (to the call an arm is)."""
-        decided = _decide(item.test, frame.constants) if frame.constants else None
+        decided = self.decide(frame, item.test)
         if decided is not None:
             arm, value = (item.body, item.body_value) if decided else (item.orelse, item.orelse_value)
             self._emit(frame, arm, ctx, out, made, targets, value)
@@ -1207,7 +1227,12 @@ class UnitBuilder:
             self.expr_events(frame, stmt.iter, ctx, out)
             info = self.loop_info(frame, stmt, stmt.target, stmt.iter)
             inner = replace(ctx, loops=ctx.loops + (info,), conds=())
-            body = self.block(frame, stmt.body, inner)
+            outer_counters = frame.counters
+            frame.counters = outer_counters | self.loop_counters(frame, stmt)
+            try:
+                body = self.block(frame, stmt.body, inner)
+            finally:
+                frame.counters = outer_counters
             orelse = self.block(frame, stmt.orelse.body, ctx) if stmt.orelse else Seq()
             out.append(Loop(info, body, orelse, once=self.at_most_one(frame, stmt.iter)))
         elif type(stmt) is cst.While:
@@ -1302,12 +1327,12 @@ class UnitBuilder:
         modes = (self.with_grad(frame, item.body, grad), self.with_grad(frame, item.orelse, grad))
         if modes[0] == modes[1]:
             return None
-        if frame.constants and _decide(item.test, frame.constants) is not None:
+        if self.decide(frame, item.test) is not None:
             return None
         return modes
 
     def if_stmt(self, frame: Frame, stmt: cst.If, ctx: Context, out: list[Node]) -> None:
-        decided = _decide(stmt.test, frame.constants) if frame.constants else None
+        decided = self.decide(frame, stmt.test)
         if decided is not None:  # load_model(..., phase="train"): `if phase == "eval":` is False
             if decided:
                 out.extend(self.block(frame, stmt.body, ctx).items)
@@ -1383,7 +1408,7 @@ class UnitBuilder:
         ``torch.set_grad_enabled(x)``: from ``x``); for ``A if c else B``, the arm a constant
         parameter decides, else the mode both arms agree on, else ``"unknown"``."""
         if type(item) is cst.IfExp:
-            decided = _decide(item.test, frame.constants) if frame.constants else None
+            decided = self.decide(frame, item.test)
             if decided is not None:
                 return self.with_grad(frame, item.body if decided else item.orelse, grad)
             modes = {self.with_grad(frame, arm, grad) for arm in (item.body, item.orelse)}
@@ -1423,6 +1448,89 @@ class UnitBuilder:
         if None in values or values[2:] == [0]:
             return False
         return len(range(*values)) <= 1
+
+    def decide(self, frame: Frame, test: cst.BaseExpression) -> bool | None:
+        """The value an ``if`` test has on every run, ``None`` when the code alone does not fix
+        it: a test over constant parameters (:func:`_decide`: ``phase == "eval"``, ``not amp``),
+        or a comparison of integers :meth:`int_value` knows (``(epoch + 1) % val_interval == 0``
+        with ``val_interval = 1`` bound once: always true), ``not`` of one, ``and``/``or`` of
+        two. Such a test calls nothing, so deciding it drops no event."""
+        if frame.constants:
+            decided = _decide(test, frame.constants)
+            if decided is not None:
+                return decided
+        t = type(test)
+        if t is cst.UnaryOperation and type(test.operator) is cst.Not:
+            inner = self.decide(frame, test.expression)
+            return None if inner is None else not inner
+        if t is cst.BooleanOperation:
+            left, right = self.decide(frame, test.left), self.decide(frame, test.right)
+            if left is None or right is None:
+                return None
+            return (left and right) if type(test.operator) is cst.And else (left or right)
+        if t is not cst.Comparison or len(test.comparisons) != 1:
+            return None
+        compare = _COMPARE.get(type(test.comparisons[0].operator))
+        if compare is None:
+            return None
+        left = self.int_value(frame, test.left)
+        right = self.int_value(frame, test.comparisons[0].comparator) if left is not None else None
+        return None if right is None else compare(left, right)
+
+    def int_value(self, frame: Frame, expr: cst.BaseExpression) -> int | None:
+        """The integer ``expr`` evaluates to on every run, ``None`` when the code alone does not
+        fix it: a :meth:`run_constant`, integer arithmetic (``+ - * // %``) on such values, and
+        ``a % k`` with ``k`` equal to 1 or -1 and ``a`` an integer (:meth:`integral`), which is
+        0 whatever ``a`` is (``(epoch + 1) % 1``)."""
+        if type(expr) is not cst.BinaryOperation:
+            return self.run_constant(frame, expr)
+        op = type(expr.operator)
+        if op not in _INT_OPS:
+            return None
+        right = self.int_value(frame, expr.right)
+        if op is cst.Modulo and right in (1, -1) and self.integral(frame, expr.left):
+            return 0
+        left = self.int_value(frame, expr.left) if right is not None else None
+        if left is None or (right == 0 and op in (cst.FloorDivide, cst.Modulo)):
+            return None
+        return _INT_OPS[op](left, right)
+
+    def integral(self, frame: Frame, expr: cst.BaseExpression) -> bool:
+        """Whether ``expr`` is an integer on every run (its value may vary): an integer
+        :meth:`int_value`, a loop counter of an enclosing ``for`` (:meth:`loop_counters`), or
+        integer arithmetic (``+ - * // %``) on such expressions (``epoch + 1``)."""
+        t = type(expr)
+        if t is cst.Name and expr.value in frame.counters:
+            return True
+        if t is cst.BinaryOperation:
+            return type(expr.operator) in _INT_OPS and self.integral(frame, expr.left) and self.integral(frame, expr.right)
+        return self.int_value(frame, expr) is not None
+
+    def loop_counters(self, frame: Frame, stmt: cst.For) -> frozenset:
+        """The names a ``for`` statement binds to an integer on each pass: its target over the
+        builtin ``range(...)`` (which takes and yields integers only), the first name of its
+        target over the builtin ``enumerate(...)`` (the count); not a name its body re-binds
+        or a ``global``/``nonlocal`` statement of the module or the function names (another
+        function may re-bind it)."""
+        it, target = stmt.iter, stmt.target
+        if type(it) is not cst.Call or type(it.func) is not cst.Name or it.func.value not in ("range", "enumerate"):
+            return frozenset()
+        func = it.func.value
+        if self.resolve(frame, func) != (func, True):  # a ``range`` of the file's own
+            return frozenset()
+        if func == "enumerate":
+            if type(target) not in _SEQUENCES or not target.elements or type(target.elements[0]) is not cst.Element:
+                return frozenset()
+            target = target.elements[0].value
+        if type(target) is not cst.Name:
+            return frozenset()
+        name = target.value
+        rebound, declared = bound_names(stmt.body)
+        if frame.node is not None:
+            declared = declared | _declarations([frame.node])
+        else:
+            declared = declared | _declared_global(frame.module)
+        return frozenset() if name in rebound or name in declared else frozenset((name,))
 
     def run_constant(self, frame: Frame, expr: cst.BaseExpression) -> int | None:
         """The integer ``expr`` is on every run, ``None`` when the code alone does not fix it:

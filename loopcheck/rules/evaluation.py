@@ -109,9 +109,11 @@ class ValidationInTrainMode(Rule):
     some path, in train mode (built here or ``train()``) with an optimizer step that may update
     ``M`` since (:class:`TrainModeMachine`), and the output of the model ``M`` holds there depends
     on its mode (:func:`~loopcheck.engine.values.mode_dependent` of the constructions of ``M``
-    reaching the forward, when one reaches it on every path). One finding per loop. Known limit: the
-    evaluation loop is recognised by names, ``EVAL_DATA`` on what it iterates or ``EVAL_FUNCTION`` on
-    the function that holds it (see ``rules/LC303.md``)."""
+    reaching the forward, when one reaches it on every path). The paths are the IR's: an ``if``
+    whose test run constants decide (``(epoch + 1) % val_interval == 0`` with ``val_interval = 1``)
+    has only its decided arm (:meth:`~loopcheck.engine.builder.UnitBuilder.decide`). One finding
+    per loop. Known limit: the evaluation loop is recognised by names, ``EVAL_DATA`` on what it
+    iterates or ``EVAL_FUNCTION`` on the function that holds it (see ``rules/LC303.md``)."""
 
     info = INFOS["LC303"]
 
