@@ -14,18 +14,19 @@ from loopcheck.engine.ir import Call, If, Loop, parts
 from loopcheck.engine.project import Project
 
 
-def _loops(node, out):
-    if isinstance(node, Loop):
+def _nodes(node, kind, out):
+    """The IR nodes of type ``kind`` in ``node``, in order, appended to ``out``."""
+    if isinstance(node, kind):
         out.append(node)
     for part in parts(node):
-        _loops(part, out)
+        _nodes(part, kind, out)
     return out
 
 
 def _once(source: str) -> list[bool]:
     """``Loop.once`` of each loop of the module's own code, in order."""
     index = index_module(cst.parse_module(textwrap.dedent(source)))
-    return [loop.once for loop in _loops(UnitBuilder(index).module_unit(), [])]
+    return [loop.once for loop in _nodes(UnitBuilder(index).module_unit(), Loop, [])]
 
 
 @pytest.mark.parametrize("source, once", [
@@ -86,8 +87,8 @@ def test_a_local_variable_and_a_parameter():
     builder = UnitBuilder(index)
     ir = builder.function_unit(index.functions["main"])
     # n: re-bound by inner() (nonlocal); m: re-bound in a loop; parameters: not known
-    assert [loop.once for loop in _loops(ir, [])] == [False, False, False, False, False]
-    assert [loop.once for loop in _loops(builder.function_unit(index.functions["once"]), [])] == [True]
+    assert [loop.once for loop in _nodes(ir, Loop, [])] == [False, False, False, False, False]
+    assert [loop.once for loop in _nodes(builder.function_unit(index.functions["once"]), Loop, [])] == [True]
 
 
 def test_run_constants_of_an_outlined_module(tmp_path: Path):
@@ -98,21 +99,13 @@ def test_run_constants_of_an_outlined_module(tmp_path: Path):
     assert run_constants(index) == {"EPOCHS": 1, "RATE": 2}
 
 
-def _ifs(node, out):
-    if isinstance(node, If):
-        out.append(node)
-    for part in parts(node):
-        _ifs(part, out)
-    return out
-
-
 def _arms(source: str) -> list[str]:
     """What the builder made of each ``model.eval()`` of the module's own code: ``"if"`` when it
     stays under an ``If`` of the IR, ``"always"`` when the test was decided true (the call runs
     unconditionally), ``"never"`` when decided false (the call is not built)."""
     index = index_module(cst.parse_module(textwrap.dedent(source)))
     ir = UnitBuilder(index).module_unit()
-    conditional = sum(1 for node in _ifs(ir, []) for _ in _calls_in(node))
+    conditional = sum(1 for node in _nodes(ir, If, []) for _ in _calls_in(node))
     total = sum(1 for _ in _calls_in(ir))
     return ["if"] * conditional + ["always"] * (total - conditional)
 

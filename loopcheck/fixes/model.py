@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
-from typing import Collection, Iterable
+from typing import Collection, Iterable, Sequence
 
 SAFE = "safe"
 UNSAFE = "unsafe"
@@ -117,6 +117,19 @@ def apply_edits(source: str, edits: Iterable[Edit]) -> str:
     return "".join(out)
 
 
+def _shared_ends(a: Sequence, b: Sequence) -> tuple[int, int]:
+    """How many items ``a`` and ``b`` (lines, characters) share at their start, and then, in
+    what is left of both, at their end."""
+    n = min(len(a), len(b))
+    head = 0
+    while head < n and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < n - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    return head, tail
+
+
 def edits_between(old: str, new: str, moved: Collection[str] = ()) -> tuple[Edit, ...]:
     """Small text edits that turn ``old`` into ``new``: changed lines, trimmed to the characters
     that differ. ``moved``: the lines of a statement the fix moves, which are then never the
@@ -132,12 +145,7 @@ def edits_between(old: str, new: str, moved: Collection[str] = ()) -> tuple[Edit
     junk = frozenset(line.strip() for line in moved) - {""}  # (a moved line may change its indentation)
     # The lines both texts share at their start and end are kept as they are: the matcher
     # (quadratic in the lines it compares) sees only the region between them.
-    head = 0
-    while head < min(len(a), len(b)) and a[head] == b[head]:
-        head += 1
-    tail = 0
-    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
-        tail += 1
+    head, tail = _shared_ends(a, b)
     matcher = difflib.SequenceMatcher((lambda line: line.strip() in junk) if junk else None,
                                       a[head:len(a) - tail], b[head:len(b) - tail], autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
@@ -147,12 +155,7 @@ def edits_between(old: str, new: str, moved: Collection[str] = ()) -> tuple[Edit
         start, end = line_off[i1], line_off[i2]
         old_text, new_text = old[start:end], "".join(b[j1:j2])
         # trim what the changed region keeps at both ends
-        p = 0
-        while p < min(len(old_text), len(new_text)) and old_text[p] == new_text[p]:
-            p += 1
-        s = 0
-        while s < min(len(old_text), len(new_text)) - p and old_text[-1 - s] == new_text[-1 - s]:
-            s += 1
+        p, s = _shared_ends(old_text, new_text)
         start, end = start + p, end - s
         content = new_text[p:len(new_text) - s]
         (r1, c1), (r2, c2) = index.position(start), index.position(end)
