@@ -29,7 +29,7 @@ from loopcheck.engine.builder import ModuleIndex
 from loopcheck.engine.graphs import graph_stores
 from loopcheck.engine.ir import Arg, Assign, Call, RawEvent
 from loopcheck.engine.knowledge import Returns, Summary, knowledge
-from loopcheck.engine.walk import dotted_chains, names_in
+from loopcheck.engine.walk import calls_in_order, dotted_chains, names_in
 
 # -- naming heuristics (last resort, when construction and usage say nothing) -----------------
 
@@ -409,6 +409,10 @@ def _common(a: set[str], b: set[str]) -> set[str]:
     return out
 
 
+#: The list methods that put a value into the container they are called on.
+STORE_METHODS = frozenset({"append", "extend", "insert"})
+
+
 class _Inference:
     """One pass of role inference over the raw events of a file."""
 
@@ -424,6 +428,10 @@ class _Inference:
         self.methods: dict[str, set[str]] = {}
         self.sources: dict[str, list] = {}
         self.by_usage: set[str] = set()  # models known only from their train()/eval() calls
+        # container symbol → the calls that put a value into it (``losses.append(loss)``), and
+        # the raw events of each call expression, to follow provenance into what they store
+        self.stores: dict[str, list[Call]] = {}
+        self.raw_calls: dict[int, list[Call]] = {}
         for e in events:
             if e.sources is not None:
                 for t in (e.targets if isinstance(e, Call) else (e.target,)):
@@ -438,6 +446,9 @@ class _Inference:
                         self.defs.setdefault(t, []).append((mentions, "call"))
                 if isinstance(e, Call) and e.receiver and e.method and not (e.inlined and e.method in ("train", "eval")):
                     self.methods.setdefault(e.receiver, set()).add(e.method)
+                if e.receiver and e.method in STORE_METHODS and e.args:
+                    self.stores.setdefault(e.receiver, []).append(e)
+                self.raw_calls.setdefault(id(e.node), []).append(e)
 
     # -- 0. project classes -------------------------------------------------------------
     def class_summary(self, ref, _seen: frozenset = frozenset()) -> Summary | None:
@@ -871,8 +882,10 @@ class _Inference:
 
     # -- 5. provenance of losses ------------------------------------------------------------
     def provenance(self, sym: str) -> frozenset[str] | None:
-        """The models whose forward passes ``sym`` is computed from, following assignments;
-        ``None`` when a call on the way could hide one (an opaque function or method)."""
+        """The models whose forward passes ``sym`` is computed from, following assignments and
+        what is put into a list (``losses.append(loss)``: ``torch.stack(losses)`` is computed
+        from ``loss``); ``None`` when a call on the way could hide one (an opaque function or
+        method)."""
         roles = self.roles
         models: set[str] = set()
         seen: set[str] = set()
@@ -894,6 +907,20 @@ class _Inference:
                     if f in roles.models:
                         models.add(f)
                 todo.extend(src.names)
+            # a list filled by ``append``/``extend``/``insert`` holds what was put into it
+            for store in self.stores.get(s, ()):
+                value = store.args[0] if store.method == "extend" else store.args[-1]
+                for node in calls_in_order(value.node):
+                    raws = self.raw_calls.get(id(node))
+                    if not raws:
+                        return None  # a call the events do not show
+                    for call in raws:
+                        if not self._understood(call):
+                            return None
+                        f = roles.canon(call.func) if call.func and not call.qualified else None
+                        if f in roles.models:
+                            models.add(f)
+                todo.extend(value.mentions)
         return frozenset(models)
 
     def _sources_for(self, sym: str) -> list:

@@ -17,7 +17,7 @@ from loopcheck.engine.dataflow import Machine
 from loopcheck.engine.events import Event
 from loopcheck.engine.ir import LoopInfo
 from loopcheck.engine.knowledge import knowledge
-from loopcheck.engine.roles import LOADER_NAME, last
+from loopcheck.engine.roles import LOADER_NAME, SchedulerInfo, last
 from loopcheck.engine.unit import Unit
 from loopcheck.engine.values import loops as all_loops, written_before
 from loopcheck.findings import Report
@@ -57,19 +57,30 @@ def steps_each_iteration(unit: Unit, loop: LoopInfo) -> bool:
     return False
 
 
-def batch_loop(unit: Unit, ev: Event) -> LoopInfo | None:
+def schedule_loops(info: SchedulerInfo, ev: Event) -> tuple[LoopInfo, ...]:
+    """The loops of ``ev`` that the scheduler outlives: those around its ``step()`` that do not
+    also hold one of its constructions. A loop that builds the scheduler anew in each iteration
+    (one fine-tuning run per task, each with its own optimizer and schedule) starts a fresh
+    schedule every time: it is not an epoch loop of that schedule."""
+    building = {id(li) for c in (info.ctor, *info.others) if c is not None for li in c.ctx.loops}
+    return tuple(li for li in ev.ctx.loops if id(li) not in building)
+
+
+def batch_loop(unit: Unit, ev: Event, loops: tuple[LoopInfo, ...] | None = None) -> LoopInfo | None:
     """The batch loop ``ev`` runs in directly, or ``None``.
 
-    A batch loop is the event's innermost loop when it iterates a data loader, or when it sits
-    inside another loop (the epoch loop) and steps an optimizer in each of its iterations
-    (:func:`steps_each_iteration`).
+    A batch loop is the innermost of ``loops`` (default: all loops of the event; LC201 passes
+    the loops the scheduler outlives, :func:`schedule_loops`) when it iterates a data loader,
+    or when it sits inside another of them (the epoch loop) and steps an optimizer in each of
+    its iterations (:func:`steps_each_iteration`).
     """
-    if not ev.ctx.loops:
+    loops = ev.ctx.loops if loops is None else loops
+    if not loops:
         return None
-    loop = ev.ctx.loops[-1]
+    loop = loops[-1]
     if is_loader_loop(unit, loop):
         return loop
-    if len(ev.ctx.loops) >= 2 and steps_each_iteration(unit, loop):
+    if len(loops) >= 2 and steps_each_iteration(unit, loop):
         return loop
     return None
 
@@ -87,7 +98,9 @@ class EpochSchedulerPerBatch(Rule):
     Reported when (construction and placement, not paths): ``scheduler.step()`` without argument,
     for a scheduler whose constructions the knowledge types ``schedule = "epoch"`` with a period
     that is absent, a number, or read as epochs (:func:`~loopcheck.engine.roles.period_unit`), whose
-    innermost loop is a batch loop (:func:`batch_loop`); with a numeric period also in two loops or
+    innermost loop is a batch loop (:func:`batch_loop`) among the loops the scheduler outlives
+    (:func:`schedule_loops`: a loop holding its construction starts a fresh schedule each
+    iteration); with a numeric period also in two such loops or
     in a function named ``*epoch*``; and not under an ``if`` unless some optimizer step is under the
     same ``if`` statements in the same loops. Known limits: the period's unit is read from names
     (``STEP_WORDS``/``EPOCH_WORDS``), a loader loop may be recognised by ``LOADER_NAME``, an epoch
@@ -102,8 +115,11 @@ class EpochSchedulerPerBatch(Rule):
                 continue
             if info.unit not in ("epochs", "literal"):
                 continue
-            loop = batch_loop(unit, ev)
-            if loop is None or (info.unit == "literal" and len(ev.ctx.loops) < 2 and not in_epoch_function(loop)):
+            loops = schedule_loops(info, ev)
+            if not loops or loops[-1] is not ev.ctx.loops[-1]:
+                continue  # built anew in the loop that steps it: no schedule outlives one pass
+            loop = batch_loop(unit, ev, loops)
+            if loop is None or (info.unit == "literal" and len(loops) < 2 and not in_epoch_function(loop)):
                 continue
             if ev.ctx.conds and not self._with_step(unit, ev):
                 continue
