@@ -236,18 +236,23 @@ def uses_torch(source: str, filename: str | None = None, project: Project | None
     """Whether a text is PyTorch code: it imports a package the library knowledge lists as
     PyTorch or built on it (``[packages] torch``: ``torch``, ``torchvision``, ``lightning``,
     ``transformers``, ...), or a module of the project that does, followed through the
-    project's imports (:data:`MAX_IMPORT_DEPTH` modules deep). Only PyTorch code is checked
-    for training rules (:func:`check_parsed`): the same method names (``model.eval()``,
-    ``optimizer.step()``) mean other things in MegEngine, JAX or TensorFlow code. Imports are
-    read from the text (an import inside a function counts); a project module's imports are
+    project's imports (:data:`MAX_IMPORT_DEPTH` modules deep) unless the text itself imports
+    another deep-learning framework (``[packages] other``: MegEngine, JAX, TensorFlow, ...).
+    Only PyTorch code is checked for training rules (:func:`check_parsed`): the same method
+    names (``model.eval()``, ``optimizer.step()``) mean other things in MegEngine, JAX or
+    TensorFlow code. Imports are read from the text (an import inside a function counts); a project module's imports are
     read once per version of its file."""
     from loopcheck.engine.knowledge import knowledge
 
-    packages = knowledge().torch_packages
+    kb = knowledge()
+    packages = kb.torch_packages
     tops, froms = _imports_of(source)
     if not tops.isdisjoint(packages):
         return True
-    if project is None or not filename:
+    if project is None or not filename or not tops.isdisjoint(kb.other_frameworks):
+        # a file that imports another framework itself (``[packages] other``) is written
+        # against it: PyTorch reached only through the project's modules does not make its
+        # ``model.eval()`` PyTorch's
         return False
     near = Path(filename).resolve()
     seen = {near}

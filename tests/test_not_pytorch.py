@@ -62,6 +62,21 @@ def test_through_project_modules(tmp_path):
         assert check_source(script.read_text(), str(script), project=project) == []
 
 
+def test_another_framework_imported_itself(tmp_path):
+    """A file that imports another framework itself (``[packages] other``) and PyTorch only
+    through a project module is that framework's code; one that imports torch itself too is
+    still PyTorch code."""
+    (tmp_path / "tools.py").write_text("import torch.distributed as dist\n")
+    project = Project(tmp_path)
+    script = tmp_path / "demo.py"
+    for head, checked in (("import megengine as mge\nimport tools\n", False),
+                          ("import jax\nimport tools\n", False),
+                          ("import tools\n", True),
+                          ("import megengine as mge\nimport torch\nimport tools\n", True)):
+        script.write_text(head + EVAL_LOOP)
+        assert uses_torch(script.read_text(), str(script), project) is checked
+
+
 def test_syntax_errors_are_still_reported():
     found = check_source("import jax\nmodel.eval(\n", "broken.py")
     assert [f.code for f in found] == ["LC001"]

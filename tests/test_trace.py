@@ -63,8 +63,6 @@ NO_RUNTIME_SYMPTOM = {
                                          "list keeps; its LC302 forward runs once per epoch outside a watched loop",
     "LC401_bad_dict_filled_under_no_grad.py": "the tracer watches the loss backward() runs on (the mean), not "
                                               "the per-sample tensor the dict keeps",
-    "LC202_bad_local_warmup_class.py": "a hand-written scheduler class: nothing at runtime tells the first value of "
-                                       "its schedule from a skipped one",
     "LC201_bad_lightning_step_interval_two_lists.py": "Lightning steps the scheduler inside Trainer.fit(): the tracer "
                                                       "does not measure its steps against the framework's batches yet",
     "LC401_bad_lightning_losses_kept_on_self.py": "Lightning runs backward() inside Trainer.fit(): the tracer does "

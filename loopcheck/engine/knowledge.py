@@ -108,7 +108,7 @@ SETTINGS = frozenset({"overwrite_params_on_conversion", "default_dtype"})
 BEHAVIOURS = frozenset({"scheduler_step_after_optimizer"})
 #: What a ``[packages]`` table may list: ``torch``, the top-level packages that are PyTorch or
 #: are built on it (a file that imports none of them is not checked for training rules).
-_PACKAGE_KEYS = frozenset({"torch"})
+_PACKAGE_KEYS = frozenset({"torch", "other"})
 
 
 def glob(pattern: str) -> re.Pattern:
@@ -369,6 +369,10 @@ class Knowledge:
         self.classes: dict[str, ClassEntry] = {}
         #: Top-level packages that are PyTorch or built on it (``[packages] torch = [...]``).
         self.torch_packages: frozenset[str] = frozenset()
+        #: Top-level packages of other deep-learning frameworks (``[packages] other = [...]``):
+        #: a file that imports one of them itself, and PyTorch only through the project's
+        #: modules, is written against that framework (:func:`loopcheck.analysis.uses_torch`).
+        self.other_frameworks: frozenset[str] = frozenset()
         #: Frameworks that run the user's subclasses of their classes (``[[driver]]``).
         self.drivers: list[Driver] = []
         #: The PyTorch version each behaviour of :data:`BEHAVIOURS` began with (``[since]``).
@@ -419,6 +423,7 @@ class Knowledge:
         ):
             raise KnowledgeError(f"{origin}: [packages] maps {sorted(_PACKAGE_KEYS)} to lists of package names")
         self.torch_packages |= frozenset(packages.get("torch", ()))
+        self.other_frameworks |= frozenset(packages.get("other", ()))
         for i, raw in enumerate(data.get("driver", [])):
             where = f"{origin}: driver #{i + 1}"
             if not raw.get("source"):

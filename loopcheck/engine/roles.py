@@ -709,6 +709,11 @@ class _Inference:
         for sym, info in roles.schedulers.items():
             if info.ctor is None and len(built_by.get(sym, ())) == 1:
                 c = built_by[sym][0]
+                if c.cls is not None:
+                    # a class of the project, read: one deriving from a known scheduler was
+                    # registered by :meth:`construct`; any other has its own step() (one that
+                    # sets the LR of the coming update), not an LRScheduler's behaviour
+                    continue
                 opt = next((a.sym for a in c.args if a.sym and self.roles.canon(a.sym) in roles.optimizers), None)
                 if opt is not None:
                     info.ctor = c

@@ -10,12 +10,12 @@ reports cuda runtime error(2): out of memory"). ``loss.item()``, ``float(loss)``
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from loopcheck.catalog import INFOS
 from loopcheck.engine.dataflow import Machine
 from loopcheck.engine.events import Event
-from loopcheck.engine.ir import Assign, walk_events
+from loopcheck.engine.ir import Assign, Inline, Jump, parts, walk_events
 from loopcheck.engine.unit import Unit
 from loopcheck.engine.values import binds_each_iteration
 from loopcheck.findings import Report
@@ -102,7 +102,9 @@ class LossTensorKept(Rule):
     (not an entry of a literal key: it keeps the last graph only)
     reaches itself again in a loop that runs a model's forward (not only of the module the
     loop's target binds: a stage of one pass) but no backward and no step, and
-    nothing computed from the container is backpropagated (each graph keeps its activations). A container reset after
+    nothing computed from the container is backpropagated or returned by the entry function
+    (whose unseen caller may backpropagate it: a forward's output); each graph keeps its
+    activations. A container reset after
     each step, a local of a function that has returned, a loss stored and backpropagated within
     one step, and a value without a graph (``loss.item()``, a count from the labels) are not
     reported; nor is anything in a unit with no optimizer step."""
@@ -178,15 +180,28 @@ def _called_loop_target(loop, f: Event) -> bool:
 
 
 def _backpropagated(unit: Unit) -> set[str]:
-    """The symbols whose values flow into a ``backward()`` of the unit (every symbol, through
-    ``"*"``, when a backward's loss is not a symbol)."""
+    """The symbols whose values flow into a ``backward()`` of the unit, or into the value its
+    entry function returns (every symbol, through ``"*"``, when a backward's loss is not a
+    symbol). A returned value goes to a caller the unit does not see, which may backpropagate
+    it: a module's ``forward`` returns the output its caller's loss is computed from (one
+    collected per branch or per time step is that output, not graphs piling up)."""
     defs: dict[str, set[str]] = {}
     for raw in walk_events(unit.ir):
         names = set(raw.sources.names) if raw.sources is not None else set()
         for t in ((raw.target,) if isinstance(raw, Assign) else raw.targets):
             if t:
                 defs.setdefault(t, set()).update(names)
-    todo = []
+        if not isinstance(raw, Assign) and raw.receiver and raw.args:
+            # ``outs.append(self.out(h))``: an object may keep what its method is given
+            defs.setdefault(raw.receiver, set()).update(m for a in raw.args for m in a.mentions)
+    for ev in unit.of_kind("graph_store"):  # a container holds what is stored into it
+        raw = ev.raw
+        if isinstance(raw, Assign):
+            names = set(raw.sources.names) if raw.sources is not None else set()
+        else:
+            names = {m for a in raw.args for m in a.mentions}
+        defs.setdefault(ev.subject, set()).update(names)
+    todo = list(_returned(unit.ir))
     for b in unit.of_kind("backward"):
         if b.subject is None:
             return {"*"} | set(defs)
@@ -200,3 +215,16 @@ def _backpropagated(unit: Unit) -> set[str]:
         todo.extend(defs.get(sym, ()))
         todo.extend(defs.get(sym.partition(".")[0], ()))
     return out
+
+
+def _returned(node) -> Iterator[str]:
+    """The symbols the values returned by the unit's entry function are computed from (the
+    ``return`` statements of its own body, not those of inlined calls, whose values stay in
+    the unit)."""
+    if type(node) is Jump:
+        if node.kind == "return":
+            yield from node.values
+        return
+    if type(node) is not Inline:
+        for part in parts(node):
+            yield from _returned(part)
