@@ -274,7 +274,9 @@ def _param_names(func: cst.FunctionDef) -> list[str]:
     return [x.name.value for x in (*p.posonly_params, *p.params)]
 
 
-def _all_param_names(func: cst.FunctionDef) -> list[str]:
+def all_param_names(func: cst.FunctionDef) -> list[str]:
+    """The names of every parameter of ``func``, in order (positional-only, ordinary,
+    keyword-only, then ``*args`` and ``**kwargs``)."""
     p = func.params
     names = [x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)]
     for star in (p.star_arg, p.star_kwarg):
@@ -546,8 +548,8 @@ class UnitBuilder:
         the names are resolved in ``frame`` (an inlined function's expressions were walked again
         at each call site, and from each file that calls it)."""
         cache = frame.module.cache.setdefault("sources", {})
-        plan = cache.get(expr, _NO_VALUE)
-        if plan is _NO_VALUE:
+        plan = cache.get(expr, NO_VALUE)
+        if plan is NO_VALUE:
             plan = cache[expr] = _sources_plan(expr, knowledge())
         names: set[str] = set()
         calls: list[Call] = []
@@ -944,7 +946,7 @@ class UnitBuilder:
             self._locals[key] = bound_names(func.body)
         names, declared = self._locals[key]
         fid = f"f{self._tag}_{next(self._ids)}"
-        local_names = (names | set(_all_param_names(func))) - declared - set(subst)
+        local_names = (names | set(all_param_names(func))) - declared - set(subst)
         defs = {s.name.value: s for s in func.body.body if type(s) is cst.FunctionDef}
         return Frame(fid, subst, local_names, module, self_cls, defs, parent, name=func.name.value,
                      def_class=def_cls, self_sym=self_sym, node=func)
@@ -1451,12 +1453,12 @@ class UnitBuilder:
 
     def decide(self, frame: Frame, test: cst.BaseExpression) -> bool | None:
         """The value an ``if`` test has on every run, ``None`` when the code alone does not fix
-        it: a test over constant parameters (:func:`_decide`: ``phase == "eval"``, ``not amp``),
+        it: a test over constant parameters (:func:`decide_test`: ``phase == "eval"``, ``not amp``),
         or a comparison of integers :meth:`int_value` knows (``(epoch + 1) % val_interval == 0``
         with ``val_interval = 1`` bound once: always true), ``not`` of one, ``and``/``or`` of
         two. Such a test calls nothing, so deciding it drops no event."""
         if frame.constants:
-            decided = _decide(test, frame.constants)
+            decided = decide_test(test, frame.constants)
             if decided is not None:
                 return decided
         t = type(test)
@@ -1557,7 +1559,7 @@ class UnitBuilder:
             if name in f.locals:
                 if f.node is None:
                     break  # the module's own code: a global
-                if name in _all_param_names(f.node):
+                if name in all_param_names(f.node):
                     return None
                 bound = self._bound_once.get(id(f.node))
                 if bound is None:
@@ -1797,7 +1799,8 @@ def _in_evaluation_order(n: cst.CSTNode, out: list) -> None:
         out.append(n)
 
 
-_NO_VALUE = object()
+#: What :func:`literal_value` returns for an expression that is not a literal.
+NO_VALUE = object()
 
 
 @dataclass(frozen=True, eq=False)
@@ -1846,18 +1849,18 @@ def _sources_plan(e: cst.CSTNode, kb):
     return parts or None
 
 
-def _literal(node: cst.CSTNode | None):
-    """The value of a literal (``"train"``, ``3``, ``True``, ``None``), else ``_NO_VALUE``."""
+def literal_value(node: cst.CSTNode | None):
+    """The value of a literal (``"train"``, ``3``, ``True``, ``None``), else ``NO_VALUE``."""
     if type(node) is cst.SimpleString:
         try:
             return node.evaluated_value
         except Exception:  # noqa: BLE001 - an odd string prefix
-            return _NO_VALUE
+            return NO_VALUE
     if type(node) is cst.Integer:
         return node.evaluated_value
     if type(node) is cst.Name and node.value in ("True", "False", "None"):
         return {"True": True, "False": False, "None": None}[node.value]
-    return _NO_VALUE
+    return NO_VALUE
 
 
 def _bound_only_by_star(frame: "Frame", dotted: str | None) -> bool:
@@ -2000,29 +2003,29 @@ def _constants(func: cst.FunctionDef, bound: dict, subst: dict, assigned: set[st
         if name in assigned or name in subst:
             continue
         if name in bound:
-            value = _literal(bound[name].node)
+            value = literal_value(bound[name].node)
         else:
-            value = _literal(param.default) if param.default is not None else _NO_VALUE
-        if value is not _NO_VALUE:
+            value = literal_value(param.default) if param.default is not None else NO_VALUE
+        if value is not NO_VALUE:
             out[name] = value
     return out
 
 
-def _decide(test: cst.BaseExpression, constants: dict) -> bool | None:
+def decide_test(test: cst.BaseExpression, constants: dict) -> bool | None:
     """The value of an ``if`` test over constant parameters (``phase == "eval"``, ``not amp``,
     ``x is None``), ``None`` when it depends on anything else."""
     if type(test) is cst.Name and test.value in constants:
         return bool(constants[test.value])
     if type(test) is cst.UnaryOperation and isinstance(test.operator, cst.Not):
-        inner = _decide(test.expression, constants)
+        inner = decide_test(test.expression, constants)
         return None if inner is None else not inner
     if type(test) is cst.Comparison and len(test.comparisons) == 1 and type(test.left) is cst.Name:
         if test.left.value not in constants:
             return None
         left = constants[test.left.value]
         comp = test.comparisons[0]
-        right = _literal(comp.comparator)
-        if right is _NO_VALUE:
+        right = literal_value(comp.comparator)
+        if right is NO_VALUE:
             return None
         op = comp.operator
         if isinstance(op, cst.Equal):

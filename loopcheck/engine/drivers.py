@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 import libcst as cst
 
 from loopcheck.engine.builder import (
-    Callee, ClassRef, Frame, UnitBuilder, _all_param_names, bound_names, find_method, is_generator,
+    Callee, ClassRef, Frame, UnitBuilder, all_param_names, bound_names, find_method, is_generator,
 )
 from loopcheck.engine.ir import Arg, Assign, Call, Context, If, Loop, LoopInfo, Node, Seq
 from loopcheck.engine.knowledge import Driver, knowledge
@@ -321,7 +321,7 @@ def _resolver(state: _Build, func: cst.FunctionDef, module, fid: str, returned: 
     attribute of ``self``, or the whole value ``returned`` when it is the construction of a
     library optimizer (``return torch.optim.Adam(...)``, bound to the driver's
     ``configured``); ``None`` for anything else."""
-    params = _all_param_names(func)
+    params = all_param_names(func)
     self_name = params[0] if params else None
     local = bound_names(func.body)[0] | set(params[1:])
 

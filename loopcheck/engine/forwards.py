@@ -6,7 +6,7 @@ and runs the inference branch inside ``torch.no_grad()``. Such a call records no
 graph although the caller has gradients on. :func:`forward_graph_free` reads the ``forward``
 of the model's class (a class of the project) along the paths the call can take, with the
 call's literal arguments (and the parameters' literal defaults) deciding the tests on them,
-as the builder decides them for an inlined function (``builder._decide``).
+as the builder decides them for an inlined function (``builder.decide_test``).
 
 The **parameterised work** of a path is what may use the model's parameters:
 
@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from loopcheck.engine.builder import _NO_VALUE, ClassRef, _decide, _literal, find_method
+from loopcheck.engine.builder import NO_VALUE, ClassRef, decide_test, literal_value, find_method
 from loopcheck.engine.classes import is_module_class
 from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.names import dotted_name
@@ -83,20 +83,20 @@ def _constants(func: cst.FunctionDef, call: cst.Call) -> dict:
     if not starred:
         for p, a in zip(params, positional):
             given.add(p.name.value)
-            value = _literal(a.value)
-            if value is not _NO_VALUE:
+            value = literal_value(a.value)
+            if value is not NO_VALUE:
                 out[p.name.value] = value
     for a in call.args:
         if a.keyword is not None:
             given.add(a.keyword.value)
-            value = _literal(a.value)
-            if value is not _NO_VALUE:
+            value = literal_value(a.value)
+            if value is not NO_VALUE:
                 out[a.keyword.value] = value
     if not starred:
         for p in params + kwonly:
             if p.name.value not in given and p.default is not None:
-                value = _literal(p.default)
-                if value is not _NO_VALUE:
+                value = literal_value(p.default)
+                if value is not NO_VALUE:
                     out[p.name.value] = value
     return out
 
@@ -179,7 +179,7 @@ class _Reader:
         return self.after(states, stmt, off=off)
 
     def if_stmt(self, stmt: cst.If, states: set, off: bool) -> set:
-        decided = _decide(stmt.test, self.constants) if self.constants else None
+        decided = decide_test(stmt.test, self.constants) if self.constants else None
         orelse = stmt.orelse
         if decided is None:
             states = self.after(states, stmt.test, off=off)
