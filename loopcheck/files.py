@@ -57,9 +57,8 @@ class FileTooLarge(Skipped):
 
 #: The longest line loopcheck parses, in characters, while ``max-file-size`` is on: a longer
 #: one is generated data (a literal of a million numbers, minified code), not a training
-#: loop. LibCST's parse of a file is far slower and larger than CPython's (a one-line 1 MB
-#: list: 8.7 s and 657 MB peak for the whole check here, 17.8 s for the parse alone on the
-#: machine of issue 36), so such a file is skipped, with a warning, before it is parsed.
+#: loop. LibCST's parse of such a line is about ten times slower than CPython's and takes
+#: hundreds of megabytes, so such a file is skipped, with a warning, before it is parsed.
 MAX_LINE_LENGTH = 100_000
 
 

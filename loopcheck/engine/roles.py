@@ -895,6 +895,17 @@ class _Inference:
         models: set[str] = set()
         seen: set[str] = set()
         todo = [sym]
+
+        def follow(calls) -> bool:
+            """Add the models ``calls`` run forwards of; ``False`` when one is not understood."""
+            for call in calls:
+                if not self._understood(call):
+                    return False
+                f = roles.canon(call.func) if call.func and not call.qualified else None
+                if f in roles.models:
+                    models.add(f)
+            return True
+
         while todo:
             s = todo.pop()
             if s in seen:
@@ -905,26 +916,16 @@ class _Inference:
                 models.add(c)
                 continue
             for src in self._sources_for(s):
-                for call in src.calls:
-                    if not self._understood(call):
-                        return None
-                    f = roles.canon(call.func) if call.func and not call.qualified else None
-                    if f in roles.models:
-                        models.add(f)
+                if not follow(src.calls):
+                    return None
                 todo.extend(src.names)
             # a list filled by ``append``/``extend``/``insert`` holds what was put into it
             for store in self.stores.get(s, ()):
                 value = store.args[0] if store.method == "extend" else store.args[-1]
                 for node in calls_in_order(value.node):
                     raws = self.raw_calls.get(id(node))
-                    if not raws:
-                        return None  # a call the events do not show
-                    for call in raws:
-                        if not self._understood(call):
-                            return None
-                        f = roles.canon(call.func) if call.func and not call.qualified else None
-                        if f in roles.models:
-                            models.add(f)
+                    if not raws or not follow(raws):
+                        return None  # a call the events do not show, or one not understood
                 todo.extend(value.mentions)
         return frozenset(models)
 
