@@ -71,14 +71,16 @@ class KeptGraphMachine(Machine):
 
 
 def _stored_in_callee(unit: Unit, ev: Event) -> bool:
-    """Whether the stored value was computed in the same inlined call as the store (then the
-    store is reported where it is written; else at the call that passed the value in:
-    ``meter.update(loss)``)."""
+    """Whether the stored value was computed in the same inlined call as the store, by a name
+    defined there or by the stored expression itself (then the store is reported where it is
+    written; else at the call that passed the value in: ``meter.update(loss)``)."""
     raw = ev.raw
     names = set(raw.sources.names) if isinstance(raw, Assign) and raw.sources is not None else set()
     if ev.extra.get("value"):
         names.add(ev.extra["value"])
     names &= unit.roles.graph  # self.sum += val * n: the loss, not the count
+    if not names:
+        return True  # the graph is made in the stored expression itself (outs += model(x))
     for other in walk_events(unit.ir):
         if other.ctx.calls != raw.ctx.calls:
             continue
