@@ -2013,16 +2013,20 @@ def _constants(func: cst.FunctionDef, bound: dict, subst: dict, assigned: set[st
 
 def decide_test(test: cst.BaseExpression, constants: dict) -> bool | None:
     """The value of an ``if`` test over constant parameters (``phase == "eval"``, ``not amp``,
-    ``x is None``), ``None`` when it depends on anything else."""
-    if type(test) is cst.Name and test.value in constants:
-        return bool(constants[test.value])
-    if type(test) is cst.UnaryOperation and isinstance(test.operator, cst.Not):
+    ``x is None``), ``None`` when it depends on anything else. ``constants`` maps names, or
+    dotted names (``self.training``), to their values."""
+    t = type(test)
+    if t is cst.Name or t is cst.Attribute:
+        key = test.value if t is cst.Name else dotted_name(test)
+        return bool(constants[key]) if key in constants else None
+    if t is cst.UnaryOperation and isinstance(test.operator, cst.Not):
         inner = decide_test(test.expression, constants)
         return None if inner is None else not inner
-    if type(test) is cst.Comparison and len(test.comparisons) == 1 and type(test.left) is cst.Name:
-        if test.left.value not in constants:
+    if t is cst.Comparison and len(test.comparisons) == 1 and type(test.left) in (cst.Name, cst.Attribute):
+        key = test.left.value if type(test.left) is cst.Name else dotted_name(test.left)
+        if key not in constants:
             return None
-        left = constants[test.left.value]
+        left = constants[key]
         comp = test.comparisons[0]
         right = literal_value(comp.comparator)
         if right is NO_VALUE:

@@ -70,6 +70,94 @@ def forward_graph_free(unit, fwd) -> bool:
     return True
 
 
+def forward_returns_no_graph(unit, fwd, training: bool | None) -> bool:
+    """Whether the value a forward event ``fwd`` returns is established to carry no autograd
+    graph: the model is built from classes (:func:`~loopcheck.engine.values.classes_of`), every
+    one a class of the project whose ``forward`` reaches at least one ``return`` on the paths
+    the call can take, and each such ``return`` gives a value made with gradients off
+    (:func:`_made_without_graph`). The call's literal arguments decide tests as for
+    :func:`forward_graph_free`, and ``training`` (the model's mode at the call when it is known,
+    else ``None``) decides tests on ``self.training``: an eval-mode call of a detector whose
+    ``forward`` returns the training loss when ``self.training`` and, else, what ``predict()``
+    computes under ``torch.no_grad()``, returns no graph, though its own work recorded one (freed
+    when the call returns). A ``forward`` that turns gradients off by a decorator returns none."""
+    classes = classes_of(unit, fwd.subject) if fwd.subject is not None else []
+    if not classes or not isinstance(fwd.raw.node, cst.Call):
+        return False
+    for cls in classes:
+        if not isinstance(cls, ClassRef):
+            return False
+        found = find_method(cls, "forward")
+        if found is None:
+            return False
+        owner, func = found
+        if any(grad_of(d.decorator, owner.module.imports, {}) == "disabled" for d in func.decorators):
+            continue
+        if not any(isinstance(n, cst.With) for n in walk(func.body, prune=(cst.FunctionDef, cst.ClassDef, cst.Lambda))):
+            return False  # (nothing in it turns gradients off: read no further)
+        constants = _constants(func, fwd.raw.node)
+        params = func.params.params
+        me = params[0].name.value if params else "self"
+        if training is not None:
+            constants[f"{me}.training"] = training
+        reader = _Reader(owner, cls, constants)
+        reader.me = me
+        reader.block(func.body, {(FALL, False, False)}, False)
+        if not reader.returns or not all(_made_without_graph(reader, func, r.value, off) for r, off in reader.returns):
+            return False
+    return True
+
+
+def _made_without_graph(reader: "_Reader", func: cst.FunctionDef, value: cst.BaseExpression | None, off: bool) -> bool:
+    """Whether ``return value`` (``off``: in a block with gradients off) gives a value with no
+    graph: ``None`` or a literal; a tuple, list or dict of such values; a name that ``func``
+    assigns only in blocks with gradients off, each time a computed value (not another name or
+    an attribute, which may hold a tensor made with gradients on); a computed value (a call, an
+    operation) returned with gradients off."""
+    if value is None or literal_value(value) is not NO_VALUE:
+        return True
+    if isinstance(value, (cst.Tuple, cst.List)):
+        return all(_made_without_graph(reader, func, e.value, off) for e in value.elements if not isinstance(e, cst.StarredElement))
+    if isinstance(value, cst.Dict):
+        return all(
+            isinstance(e, cst.DictElement) and _made_without_graph(reader, func, e.value, off) for e in value.elements
+        )
+    if isinstance(value, cst.Name):
+        assigned = _assignments(func, value.value)
+        return bool(assigned) and all(
+            _computed(v) and reader._inside_grad_off(func, stmt) for stmt, v in assigned
+        )
+    return off and _computed(value)
+
+
+def _computed(value: cst.BaseExpression | None) -> bool:
+    """A call or an operation, whose result is a new value (not a name or an attribute read)."""
+    return isinstance(value, (cst.Call, cst.BinaryOperation, cst.UnaryOperation, cst.ListComp, cst.DictComp))
+
+
+def _assignments(func: cst.FunctionDef, name: str) -> list[tuple[cst.CSTNode, cst.BaseExpression | None]]:
+    """``(statement, value)`` for each binding of ``name`` in ``func``'s body (``value`` is
+    ``None`` for a binding with no single value: a loop target, an augmented assignment, a
+    ``with ... as``, a parameter)."""
+    if any(p.name.value == name for p in (*func.params.params, *func.params.kwonly_params)):
+        return [(func, None)]
+    out: list = []
+    for n in walk(func.body, prune=(cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        if isinstance(n, cst.Assign):
+            for t in n.targets:
+                if isinstance(t.target, cst.Name) and t.target.value == name:
+                    out.append((n, n.value))
+                elif any(isinstance(x, cst.Name) and x.value == name for x in walk(t.target)):
+                    out.append((n, None))  # a, res = ...: which element is not read here
+        elif isinstance(n, (cst.AugAssign, cst.AnnAssign)) and isinstance(n.target, cst.Name) and n.target.value == name:
+            out.append((n, n.value if isinstance(n, cst.AnnAssign) else None))
+        elif isinstance(n, (cst.For, cst.CompFor, cst.AsName, cst.NamedExpr)):
+            target = n.target if not isinstance(n, cst.AsName) else n.name
+            if any(isinstance(x, cst.Name) and x.value == name for x in walk(target)):
+                out.append((n, None))
+    return out
+
+
 def _constants(func: cst.FunctionDef, call: cst.Call) -> dict:
     """The values the call gives the parameters of ``forward`` (``self`` left out) as literals,
     and the literal defaults of the parameters it does not give. A ``*args`` or ``**kwargs`` at
@@ -111,6 +199,7 @@ class _Reader:
         self.constants = constants
         self.index = owner.module
         self.me = "self"
+        self.returns: list[tuple[cst.Return, bool]] = []  # the returns a path reaches, gradients off there
 
     # -- paths ---------------------------------------------------------------------------
     def block(self, body: cst.BaseSuite, states: set, off: bool) -> set:
@@ -136,6 +225,8 @@ class _Reader:
         if isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
                 graph, quiet = self.effect(small, off)
+                if isinstance(small, cst.Return):
+                    self.returns.append((small, off))
                 end = RETURN if isinstance(small, cst.Return) else RAISE if isinstance(small, cst.Raise) else (
                     "jump" if isinstance(small, (cst.Break, cst.Continue)) else FALL)
                 states = {(end if e == FALL else e, g or graph, q or quiet) for e, g, q in states}

@@ -90,8 +90,9 @@ class _Graphs:
     name's definitions. Branches are not told apart: a definition in an arm that is not the
     path's can hide the one that is, which only makes the fact rarer, never wrong in kind."""
 
-    def __init__(self, events: list[RawEvent], roles) -> None:
+    def __init__(self, events: list[RawEvent], roles, no_graph: frozenset[int] = frozenset()) -> None:
         self.roles = roles
+        self.no_graph = no_graph  # ids of forward calls established to return no graph
         self.kb = knowledge()
         self.order = {id(e): i for i, e in enumerate(events)}
         self.defs: dict[str, list[RawEvent]] = {}
@@ -334,7 +335,7 @@ class _Graphs:
             return _UNKNOWN  # its value reaches the expression through no target
         f = roles.canon(c.func) if c.func and c.inner is None and not c.operands else None
         if f is not None and f in roles.models:
-            if c.ctx.grad != "enabled":
+            if c.ctx.grad != "enabled" or id(c) in self.no_graph:
                 return _NO
             # a model without parameters records no operation of its own: its output has a
             # graph only through inputs that carry one
@@ -439,7 +440,9 @@ def _bare_number(value: cst.BaseExpression | None) -> bool:
     return type(value) in (cst.Integer, cst.Float) or (type(value) is cst.Name and value.value == "None")
 
 
-def graph_stores(events: list[RawEvent], roles) -> tuple[frozenset[str], list[GraphStore]]:
+def graph_stores(
+    events: list[RawEvent], roles, no_graph: frozenset[int] = frozenset(),
+) -> tuple[frozenset[str], list[GraphStore]]:
     """The symbols with a definition that carries an autograd graph, and the stores of values
     that carry one into containers: ``c.append(v)`` (and ``extend``, ``insert``, ``add``,
     ``put``), ``d[k] = v``, ``total += v``, ``total = total + v``. A store that computes the
@@ -450,10 +453,13 @@ def graph_stores(events: list[RawEvent], roles) -> tuple[frozenset[str], list[Gr
     Args:
         events: the raw events of every unit of the file, in program order.
         roles: the file's :class:`~loopcheck.engine.roles.Roles` (models and criteria known).
+        no_graph: ids of the raw calls of forwards established to return a value without a
+            graph (:func:`~loopcheck.engine.forwards.forward_returns_no_graph`, which needs
+            the model's mode at the call: a rule reads it from a unit's flows).
     """
     from loopcheck.engine.roles import arg_at, receiver_of, summary_of  # roles.py calls this module
 
-    g = _Graphs(events, roles)
+    g = _Graphs(events, roles, no_graph)
     carriers = g.run()
     out: list[GraphStore] = []
     for e in events:

@@ -66,6 +66,13 @@ class Unit:
             self._flows["raws"] = list(walk_events(self.ir))
         return self._flows["raws"]
 
+    def cached(self, key: str, compute: Callable[[], object]) -> object:
+        """``compute()``, computed once per unit and ``key`` (a fact a rule derives from the
+        unit's flows, such as which forwards return no graph)."""
+        if key not in self._flows:
+            self._flows[key] = compute()
+        return self._flows[key]
+
     def returned(self) -> frozenset[str]:
         """The symbols the unit's functions return values computed from (``return lbox + lobj``)."""
         if "returned" not in self._flows:

@@ -15,11 +15,14 @@ from typing import Iterable, Iterator
 from loopcheck.catalog import INFOS
 from loopcheck.engine.dataflow import Machine
 from loopcheck.engine.events import Event
+from loopcheck.engine.forwards import forward_returns_no_graph
+from loopcheck.engine.graphs import graph_stores
 from loopcheck.engine.ir import Assign, Inline, Jump, parts, walk_events
 from loopcheck.engine.unit import Unit
 from loopcheck.engine.values import binds_each_iteration
 from loopcheck.findings import Report
 from loopcheck.rules.base import Rule, register
+from loopcheck.rules.modes import modes_at
 
 EMPTY, GONE = "empty", "gone"
 #: ``how`` of a store → what the kept graphs do, for the note.
@@ -108,7 +111,9 @@ class LossTensorKept(Rule):
     (whose unseen caller may backpropagate it: a forward's output); each graph keeps its
     activations. A container reset after
     each step, a local of a function that has returned, a loss stored and backpropagated within
-    one step, and a value without a graph (``loss.item()``, a count from the labels) are not
+    one step, and a value without a graph (``loss.item()``, a count from the labels, the output
+    of a model whose ``forward`` in the model's mode at the call returns what it computes with
+    gradients off: :func:`~loopcheck.engine.forwards.forward_returns_no_graph`) are not
     reported; nor is anything in a unit with no optimizer step."""
 
     info = INFOS["LC401"]
@@ -125,8 +130,9 @@ class LossTensorKept(Rule):
                 steps = [s[1] for s in states if s[0] == "past"]
                 again = any(s[0] == "held" for s in states)
                 if steps:
-                    yield self._report(unit, ev, min(steps, key=unit.order))
-                elif again and not ev.extra.get("fixed") and _forward_only(unit, ev):
+                    if _kept_by_mode(unit, ev):
+                        yield self._report(unit, ev, min(steps, key=unit.order))
+                elif again and not ev.extra.get("fixed") and _forward_only(unit, ev) and _kept_by_mode(unit, ev):
                     # (an entry of a fixed key keeps the last iteration's graph only: none pile up)
                     yield self._report(unit, ev, None)
 
@@ -154,6 +160,35 @@ class LossTensorKept(Rule):
             note=lambda d: f"{effect}. Store loss.item() (or loss.detach()).",
             at=ev if node is ev.node else None,
         )
+
+
+def _kept_by_mode(unit: Unit, ev: Event) -> bool:
+    """Whether store ``ev`` still stores a value with a graph once the forwards that return none
+    in the mode their model is in are known (``forward_returns_no_graph``: an eval-mode call of a
+    model whose ``forward`` computes its predictions under ``no_grad``). Read last: it needs
+    the mode flows and the model classes' source."""
+    kept = unit.cached("LC401 stores by mode", lambda: _stores_by_mode(unit))
+    return kept is None or id(ev.raw) in kept
+
+
+def _stores_by_mode(unit: Unit) -> frozenset[int] | None:
+    """The ids of the raw events that store a value with a graph when the forwards of the unit
+    that return none are known; ``None`` when there are no such forwards (nothing changes)."""
+    free = frozenset(
+        id(f.raw) for f in unit.of_kind("forward")
+        if f.ctx.grad == "enabled" and forward_returns_no_graph(unit, f, _training(unit, f))
+    )
+    if not free:
+        return None
+    _carriers, stores = graph_stores(unit.raws(), unit.roles, free)
+    return frozenset(id(st.raw) for st in stores)
+
+
+def _training(unit: Unit, fwd: Event) -> bool | None:
+    """The value of ``model.training`` at forward ``fwd`` when its mode is the same on every path
+    that reaches it (``None``: not known)."""
+    kinds = {s.kind for s in modes_at(unit, fwd.subject, fwd)} if fwd.subject is not None else set()
+    return kinds == {"train"} if kinds in ({"train"}, {"eval"}) else None
 
 
 def _forward_only(unit: Unit, ev: Event) -> bool:
