@@ -44,7 +44,7 @@ from loopcheck.engine.ir import (
 )
 from loopcheck.engine.classes import is_module_class
 from loopcheck.engine.knowledge import NO_GRAPH, knowledge
-from loopcheck.engine.names import ImportMap, dotted_name
+from loopcheck.engine.names import STR_TRANSFORMS, ImportMap, dotted_name
 from loopcheck.engine.summaries import ContextSplit, decorator_grad, is_context_manager, split_context_manager
 from loopcheck.engine.walk import calls_in_order, children, dotted_chains, small_statements
 
@@ -2022,11 +2022,10 @@ def decide_test(test: cst.BaseExpression, constants: dict) -> bool | None:
     if t is cst.UnaryOperation and isinstance(test.operator, cst.Not):
         inner = decide_test(test.expression, constants)
         return None if inner is None else not inner
-    if t is cst.Comparison and len(test.comparisons) == 1 and type(test.left) in (cst.Name, cst.Attribute):
-        key = test.left.value if type(test.left) is cst.Name else dotted_name(test.left)
-        if key not in constants:
+    if t is cst.Comparison and len(test.comparisons) == 1:
+        left = _constant_operand(test.left, constants)
+        if left is NO_VALUE:
             return None
-        left = constants[key]
         comp = test.comparisons[0]
         right = literal_value(comp.comparator)
         if right is NO_VALUE:
@@ -2041,6 +2040,21 @@ def decide_test(test: cst.BaseExpression, constants: dict) -> bool | None:
         if isinstance(op, cst.IsNot):
             return left is not right
     return None
+
+
+def _constant_operand(expr: cst.BaseExpression, constants: dict) -> object:
+    """The value of a compared operand over constant parameters: a name or a dotted name in
+    ``constants``, or a string transform of one (``mode.lower()``, :data:`STR_TRANSFORMS`);
+    :data:`NO_VALUE` for anything else."""
+    t = type(expr)
+    if t is cst.Call and not expr.args and type(expr.func) is cst.Attribute and expr.func.attr.value in STR_TRANSFORMS:
+        value = _constant_operand(expr.func.value, constants)
+        return getattr(value, expr.func.attr.value)() if isinstance(value, str) else NO_VALUE
+    if t is cst.Name:
+        return constants.get(expr.value, NO_VALUE)
+    if t is cst.Attribute:
+        return constants.get(dotted_name(expr), NO_VALUE)
+    return NO_VALUE
 
 
 def _values(expr: cst.BaseExpression) -> list[cst.BaseExpression]:

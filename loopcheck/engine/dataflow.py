@@ -21,6 +21,7 @@ import libcst as cst
 
 from loopcheck.engine.events import Event
 from loopcheck.engine.ir import Assign, Call, If, Inline, Jump, Loop, Node, Seq, Try, parts
+from loopcheck.engine.names import STR_TRANSFORMS, dotted_name
 from loopcheck.engine.walk import names_in
 
 State = Hashable
@@ -123,10 +124,58 @@ def _ifs(node: Node):
         yield from _ifs(part)
 
 
+def equality_test(test: cst.BaseExpression) -> tuple[str, str | None, object] | None:
+    """``(subject, transform, literal)`` of a test ``subject == literal`` or
+    ``subject.lower() == literal`` (``transform``: the :data:`STR_TRANSFORMS` method, else
+    ``None``); ``subject`` is a name or a dotted name, the literal a string or a number.
+    ``None`` for any other test."""
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+        return None
+    comp = test.comparisons[0]
+    if type(comp.operator) is not cst.Equal:
+        return None
+    left, transform = test.left, None
+    if type(left) is cst.Call and not left.args and type(left.func) is cst.Attribute and left.func.attr.value in STR_TRANSFORMS:
+        left, transform = left.func.value, left.func.attr.value
+    subject = dotted_name(left) if type(left) in (cst.Name, cst.Attribute) else None
+    right = comp.comparator
+    if type(right) is cst.SimpleString:
+        value: object = right.evaluated_value
+    elif type(right) is cst.Integer:
+        value = right.evaluated_value
+    else:
+        return None
+    return (subject, transform, value) if subject is not None else None
+
+
+def exclusive(a: tuple, b: tuple) -> bool:
+    """Whether two :func:`equality_test` tests of one subject cannot both be true:
+    ``mode == "train"`` and ``mode == "valid"``; ``mode.lower() == "valid"`` and ``mode ==
+    "train"`` (``"train".lower()`` is not ``"valid"``). Two different transforms decide
+    nothing."""
+    (_, f, x), (_, g, y) = a, b
+    if f == g:
+        return x != y
+    if g is not None:
+        f, x, g, y = g, y, f, x
+    return g is None and isinstance(x, str) and isinstance(y, str) and getattr(y, f)() != x
+
+
+_EQUALITY: "weakref.WeakKeyDictionary[Seq, dict]" = weakref.WeakKeyDictionary()
+
+
+def equality_tests(unit: Seq) -> dict[int, tuple]:
+    """``id(If) → equality_test(...)`` for the ``if``s of :func:`repeated_tests` that test a
+    subject against a literal, where another test of the same subject can exclude them."""
+    repeated_tests(unit)
+    return _EQUALITY[unit]
+
+
 def repeated_tests(unit: Seq) -> dict[int, tuple[str, frozenset[str]]]:
     """``id(If) → (test text, names)`` for the ``if`` tests that occur more than once in the
-    unit: only those can correlate, so only those are remembered (which keeps the number of
-    states small)."""
+    unit, and the equality tests of a subject that another equality test of it can exclude
+    (:func:`exclusive`: ``mode == "valid"`` then ``mode == "train"``): only those can
+    correlate, so only those are remembered (which keeps the number of states small)."""
     key = unit
     if key not in _REPEATED:
         # the text of a test is generated only where another test has its kind and its names
@@ -148,14 +197,26 @@ def repeated_tests(unit: Seq) -> dict[int, tuple[str, frozenset[str]]]:
         count: dict[str, int] = {}
         code: dict[int, str] = {}  # by test node (a function inlined twice has its tests twice)
         module = cst.Module([])
+        equal: dict[int, tuple] = {}
         for at, test, names in tests:
-            if shapes[type(test), names] > 1:
+            if type(test) is cst.Comparison and (found := equality_test(test)) is not None:
+                equal[at] = found
+        by_subject: dict[str, list[tuple]] = {}
+        for found in equal.values():
+            by_subject.setdefault(found[0], []).append(found)
+        equal = {
+            at: found for at, found in equal.items()
+            if any(exclusive(found, other) for other in by_subject[found[0]])
+        }
+        for at, test, names in tests:
+            if shapes[type(test), names] > 1 or at in equal:
                 if id(test) not in code:
                     code[id(test)] = module.code_for_node(test)
                 text = code[id(test)]
                 texts[at] = (text, names)
                 count[text] = count.get(text, 0) + 1
-        _REPEATED[key] = {k: v for k, v in texts.items() if count[v[0]] > 1}
+        _REPEATED[key] = {k: v for k, v in texts.items() if count[v[0]] > 1 or k in equal}
+        _EQUALITY[key] = equal
     return _REPEATED[key]
 
 
@@ -344,6 +405,16 @@ class _Interpreter:
             i = self._number[key] = numbers.setdefault(text, len(numbers))
             for name in names:
                 self._name_bits[name] = self._name_bits.get(name, 0) | (3 << 2 * i)
+        # number -> the bits of "true" of the tests that cannot be true with it (mode == "valid"
+        # for mode == "train")
+        self._excludes: dict[int, int] = {}
+        equal = equality_tests(unit)
+        tested = [k for k in self._tests if k in equal]
+        for k in tested:
+            for other in tested:
+                if exclusive(equal[k], equal[other]):
+                    n, o = self._number[k], self._number[other]
+                    self._excludes[n] = self._excludes.get(n, 0) | 1 << 2 * o
         self._bits_of: dict[frozenset[str], int] = {}  # names -> the bits of the tests they name
         self._branches = type(machine).branch is not Machine.branch  # else an arm keeps the state
         self._enters = type(machine).enter is not Machine.enter  # else a call's body starts in its caller's states
@@ -387,21 +458,26 @@ class _Interpreter:
             own = bool(node.absent_in and any(sym in subjects for sym, _ in node.absent_in)) or (
                 branches and m.branches_on(node))
             inside.append(inside[-1] + own)
-        # per ``if`` of a repeated test: (test text, runs again with the test remembered,
+        # the equality tests of one subject count as one test (one excludes another)
+        equal = equality_tests(unit)
+        group = {k: ("==", equal[k][0]) if k in equal else text for k, (text, _) in tests.items()}
+        # per ``if`` of a repeated test: (its group, runs again with the test remembered,
         # opaque but for names, names it re-binds)
-        found: list[tuple[str, bool, bool, set]] = []
+        found: list[tuple[object, bool, bool, set]] = []
         for i, again in table.repeated:
             node = table.ifs[i]
             sm = summaries_of[id(node)]
             hit = sm.kinds if kinds is None else sm.kinds & kinds
             deep = inside[table.end[i]] > inside[i] or not fids.isdisjoint(sm.fids)
-            found.append((tests[id(node)][0], again, deep or sm.jumps or bool(hit), sm.names))
+            found.append((group[id(node)], again, deep or sm.jumps or bool(hit), sm.names))
 
-        names_of: dict[str, frozenset[str]] = {text: names for text, names in tests.values()}
-        kept: set[str] = set()
+        names_of: dict[object, frozenset[str]] = {}
+        for k, (_, names) in tests.items():
+            names_of[group[k]] = names_of.get(group[k], frozenset()) | names
+        kept: set = set()
         while True:  # the least set of tests that is closed: grows, so it ends
             names = frozenset().union(*(names_of[t] for t in kept))
-            runs: dict[str, int] = {}
+            runs: dict[object, int] = {}
             for text, in_loop, opaque, rebinds in found:
                 if opaque or not rebinds.isdisjoint(names):
                     runs[text] = runs.get(text, 0) + 1 + in_loop
@@ -409,7 +485,7 @@ class _Interpreter:
             if now == kept:
                 break
             kept = now
-        return {k: v for k, v in tests.items() if v[0] in kept}
+        return {k: v for k, v in tests.items() if group[k] in kept}
 
     def _local_call(self, machine: Machine, unit: Seq) -> tuple[frozenset[str], frozenset | None]:
         """For a machine that follows local variables of inlined calls only (every subject
@@ -471,6 +547,8 @@ class _Interpreter:
         if number is not None:
             known = 1 << (2 * number + (not taken))
             against = 1 << (2 * number + taken)
+            if taken:  # a path that knew a test this one excludes true cannot take it either
+                against |= self._excludes.get(number, 0)
             # a path that knew the other outcome cannot take this arm
             if any(conds & against or not conds & known for _, conds in states):
                 states = {(ms, conds | known) for ms, conds in states if not conds & against}

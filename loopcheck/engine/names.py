@@ -14,6 +14,10 @@ import libcst as cst
 
 
 _NAME, _ATTRIBUTE = cst.Name, cst.Attribute
+#: ``str`` methods that map a string to one other string and change nothing: a test on one
+#: (``mode.lower() == "train"``) is decided by applying it to the literal or constant it is
+#: compared with (the builder's ``decide_test``, the dataflow's correlated tests).
+STR_TRANSFORMS = frozenset({"lower", "upper", "casefold", "strip"})
 
 
 def dotted_name(expr: cst.BaseExpression) -> str | None:
