@@ -561,3 +561,22 @@ def test_an_entrys_real_path_is_realpaths(tmp_path, monkeypatch):
     for name in ["a/b/x.py", "lnk/x.py", "a/y.py", "lnk/../a/b/x.py", "./a/b/x.py", str(tmp_path / "lnk" / "x.py"),
                  "nope.py", "lnk/nope.py"]:
         assert cache._realpath(name) == os.path.realpath(name), name
+
+
+@pytest.mark.parametrize("aged", [False, True])
+def test_a_pin_of_pytorch_created_or_changed_invalidates_the_files_it_dates(project, monkeypatch, aged):
+    """A file whose LC202 depends on the PyTorch version pinned at the root is checked again
+    when a dependency file is made there or changes (engine/pins.py reads them through the
+    project)."""
+    (project / "sched.py").write_text((FIXTURES / "project_pinned_torch_0_4" / "train.py").read_text())
+    if aged:
+        age(project)
+    checks = Checks(monkeypatch)
+    assert codes(cli("--output-format", "concise", "sched.py")[1]) == ["sched.py:LC202"]
+    assert checks.take() == ["sched.py"]
+    (project / "requirements.txt").write_text("torch==0.4.1\n")
+    assert codes(cli("--output-format", "concise", "sched.py")[1]) == []
+    assert checks.take() == ["sched.py"]
+    (project / "requirements.txt").write_text("torch==2.1.0\n")
+    assert codes(cli("--output-format", "concise", "sched.py")[1]) == ["sched.py:LC202"]
+    assert checks.take() == ["sched.py"]

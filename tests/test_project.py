@@ -271,3 +271,22 @@ def test_a_module_is_read_again_when_its_star_module_changes(tmp_path: Path):
     project.trim()
     (tmp_path / "utils.py").write_text("import numpy as torch\n")
     assert project.load(tmp_path / "helpers.py").index.imports.aliases == {"torch": "numpy"}
+
+
+@pytest.mark.parametrize(("name", "text", "silent"), [
+    ("pyproject.toml", '[project]\nname = "x"\ndependencies = ["torch==0.4.1"]\n', True),
+    ("requirements.txt", "torch<1.1\nnumpy\n", True),
+    ("environment.yml", "dependencies:\n  - pytorch=0.4.1\n  - torchvision\n", True),
+    ("Dockerfile", "RUN conda install -y pytorch=0.4.1 torchvision cuda91 -c pytorch\n", True),
+    ("requirements.txt", "torch==1.1.0\n", False),  # 1.1 began the order LC202 expects
+    ("requirements.txt", "torch>=0.4\n", False),  # a lower bound allows every later version
+    ("requirements.txt", "torchvision==0.2.1\npytorch-lightning==0.5\n", False),  # other packages
+    ("requirements.txt", "torch==0.4.1\n", True),
+])
+def test_a_pinned_older_pytorch_decides_lc202(tmp_path: Path, name: str, text: str, silent: bool):
+    """The scheduler stepped first is LC202 unless the project pins a PyTorch before 1.1."""
+    shutil.copy(FIXTURES / "project_pinned_torch_0_4" / "train.py", tmp_path / "train.py")
+    (tmp_path / "setup.cfg").write_text("[metadata]\nname = x\n", encoding="utf-8")  # the project root
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    codes = [f["code"] for f in run_json(str(tmp_path / "train.py"))]
+    assert codes == ([] if silent else ["LC202"])

@@ -296,6 +296,8 @@ class Project:
         try:
             st = path.stat()
         except OSError:
+            if self._reads is not None:
+                self._reads.texts.setdefault(path, None)  # (a file made there later changes the result)
             return (), None
         stamp = (st.st_mtime_ns, st.st_size)
         info = self._modules.get(path)

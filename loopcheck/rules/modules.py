@@ -29,7 +29,8 @@ from loopcheck.engine.names import dotted_name
 from loopcheck.engine.roles import last
 from loopcheck.engine.unit import Unit
 from loopcheck.engine.values import (
-    ClassRef, all_calls, class_of_call, classes_of, is_criterion_class, is_module_class, is_tensor, discarded, parents,
+    ClassRef, all_calls, class_of_call, classes_of, definitions, is_criterion_class, is_module_class, is_tensor,
+    discarded, parents,
     raw_call, read_after,
     tensor_method,
 )
@@ -290,6 +291,33 @@ class SubmodulesInPlainContainer(Rule):
 
 # -- LC505 ----------------------------------------------------------------------------------
 
+
+def _made_on_that_device(unit: Unit, c: Call) -> bool:
+    """Whether ``c`` is ``x.to(d)`` (one argument, positional or ``device=``) and every
+    definition of ``x`` in the unit is a call given the same expression ``d`` as its device:
+    a factory's ``device=d`` (``torch.randn(n, device=d)``) or ``.to(d)``. ``Tensor.to``
+    returns ``self`` when the tensor already has the device asked for, so the result thrown
+    away is the tensor itself. Path-insensitive, and ``d`` is compared as written."""
+    if c.method != "to" or len(c.node.args) != 1:
+        return False
+    if c.node.args[0].keyword is not None and c.node.args[0].keyword.value != "device":
+        return False
+    device = c.node.args[0].value
+    defs = definitions(unit).get(c.receiver)
+    if not defs:
+        return False
+    for d in defs:
+        call = d.value if isinstance(d, Assign) else d.node if isinstance(d, Call) else None
+        if not isinstance(call, cst.Call):
+            return False
+        given = [a.value for a in call.args if a.keyword is not None and a.keyword.value == "device"]
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "to" and len(call.args) == 1:
+            given.append(call.args[0].value)
+        if not any(g.deep_equals(device) for g in given):
+            return False
+    return True
+
+
 CONVERSIONS = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloat16", "long", "int", "bool", "type",
                          "pin_memory"})
 
@@ -304,7 +332,9 @@ class TensorConversionDiscarded(Rule):
     one (:func:`~loopcheck.engine.values.is_tensor`: a tensor factory, a tensor method of a tensor,
     an element of a loader's batch), and ``x`` is read after the call on some path before it is
     bound again (:func:`~loopcheck.engine.values.read_after`): only code that reads ``x`` computes
-    with the unconverted tensor. The tensor test is path-insensitive. Known limit: a loader's
+    with the unconverted tensor; not ``x.to(d)`` of a tensor every definition of which already
+    gives it device ``d`` (:func:`_made_on_that_device`: ``to`` returns ``x`` itself). The tensor
+    test is path-insensitive. Known limit: a loader's
     batch may be recognised by ``LOADER_NAME`` (see ``rules/LC505.md``)."""
 
     info = INFOS["LC505"]
@@ -319,6 +349,8 @@ class TensorConversionDiscarded(Rule):
                 continue
             if read_after(unit, c, c.receiver) is None:
                 continue  # a tensor no later code reads: nothing computes with the old one
+            if _made_on_that_device(unit, c):
+                continue  # .to(d) of a tensor made on d returns the tensor itself: nothing is lost
             yield self._report(c)
 
     def _report(self, c: Call) -> Report:

@@ -17,6 +17,7 @@ from loopcheck.engine.dataflow import Machine
 from loopcheck.engine.events import Event
 from loopcheck.engine.ir import LoopInfo
 from loopcheck.engine.knowledge import knowledge
+from loopcheck.engine.pins import pinned_before
 from loopcheck.engine.roles import LOADER_NAME, SchedulerInfo, last
 from loopcheck.engine.unit import Unit
 from loopcheck.engine.values import loops as all_loops, written_before
@@ -234,8 +235,12 @@ class SchedulerBeforeOptimizerStep(Rule):
         """Whether the unit's code is established to be written for a PyTorch before the one
         where ``scheduler.step()`` began to belong after ``optimizer.step()``."""
         since = knowledge().since.get("scheduler_step_after_optimizer")
+        if since is None:
+            return False
         dated = written_before(unit)
-        return since is not None and dated is not None and dated[0] <= since
+        if dated is not None and dated[0] <= since:
+            return True
+        return pinned_before(getattr(unit.module, "project", None), since)
 
 
 @register
