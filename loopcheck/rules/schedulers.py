@@ -188,8 +188,9 @@ class SchedulerBeforeOptimizerStep(Rule):
     Silent when ``O`` is not built in the unit, and for code established to be written for a
     PyTorch older than the version that began this order (knowledge ``[since]
     scheduler_step_after_optimizer``, 1.1; :func:`~loopcheck.engine.values.written_before`:
-    ``Variable(x, volatile=True)``), where stepping the scheduler first skips nothing (see
-    ``rules/LC202.md``)."""
+    ``Variable(x, volatile=True)``; or a project whose dependency files pin such a PyTorch:
+    :func:`~loopcheck.engine.pins.pinned_before`), where stepping the scheduler first skips
+    nothing (see ``rules/LC202.md``)."""
 
     info = INFOS["LC202"]
 
