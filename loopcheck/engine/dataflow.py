@@ -149,11 +149,13 @@ def equality_test(test: cst.BaseExpression) -> tuple[str, str | None, object] | 
 
 
 def exclusive(a: tuple, b: tuple) -> bool:
-    """Whether two :func:`equality_test` tests of one subject cannot both be true:
+    """Whether two :func:`equality_test` tests are of one subject and cannot both be true:
     ``mode == "train"`` and ``mode == "valid"``; ``mode.lower() == "valid"`` and ``mode ==
     "train"`` (``"train".lower()`` is not ``"valid"``). Two different transforms decide
     nothing."""
-    (_, f, x), (_, g, y) = a, b
+    (subject, f, x), (other, g, y) = a, b
+    if subject != other:
+        return False
     if f == g:
         return x != y
     if g is not None:
