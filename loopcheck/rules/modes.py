@@ -255,7 +255,8 @@ class ValidationWithoutNoGrad(Rule):
     ``M`` in eval mode on every path (:func:`modes_at`), or, eval mode on no path, on evaluation data
     (an input argument, or the innermost loop's iterable when that loop does not train); and no
     ``backward()``/``torch.autograd.grad`` follows in program order before ``M``'s next ``train()``
-    or construction. Silent for ``M`` frozen on every path, for ``M`` established to hold no
+    or construction (the next iteration of the forward's innermost loop included). Silent for
+    ``M`` frozen on every path, for ``M`` established to hold no
     parameters (:func:`~loopcheck.engine.values.model_without_parameters`), for ``M`` whose own
     ``forward`` runs its parameterised work with grad off on a path the call can take
     (:func:`~loopcheck.engine.forwards.forward_graph_free`) and for a loss module. Known limits:
@@ -326,13 +327,39 @@ class ValidationWithoutNoGrad(Rule):
 
     @staticmethod
     def _followed_by_backward(unit: Unit, fwd: Event) -> bool:
-        """Gradients wanted on purpose (saliency, attacks): a backward follows before train()."""
-        for ev in unit.events[unit.order(fwd) + 1:]:
-            if ev.kind in ("train", "model_build") and ev.subject == fwd.subject:
-                return False
-            if ev.kind in ("backward", "grad_query"):
-                return True
+        """Gradients wanted on purpose (saliency, attacks): a backward follows before train(),
+        in program order or in the next iteration of the forward's innermost loop (an attack
+        whose loop backpropagates, at its top, the output its previous iteration computed)."""
+        at = unit.order(fwd)
+        loop = fwd.ctx.loops[-1] if fwd.ctx.loops else None
+        for ev in unit.events[at + 1:]:
+            if loop is not None and loop not in ev.ctx.loops:
+                break
+            found = _backward_or_train(ev, fwd)
+            if found is not None:
+                return found
+        if loop is not None:  # the rest of the iteration ran into neither: the next one starts
+            for ev in unit.events[:at]:
+                found = _backward_or_train(ev, fwd) if loop in ev.ctx.loops else None
+                if found is not None:
+                    return found
+            for ev in unit.events[at + 1:]:
+                if loop in ev.ctx.loops:
+                    continue
+                found = _backward_or_train(ev, fwd)
+                if found is not None:
+                    return found
         return False
+
+
+def _backward_or_train(ev: Event, fwd: Event) -> bool | None:
+    """``True`` at a backward pass or a gradient query, ``False`` at ``train()`` or a
+    construction of the model of ``fwd``, else ``None``."""
+    if ev.kind in ("train", "model_build") and ev.subject == fwd.subject:
+        return False
+    if ev.kind in ("backward", "grad_query"):
+        return True
+    return None
 
 
 def _loss_module(unit: Unit, sym: str | None) -> bool:
