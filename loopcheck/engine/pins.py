@@ -18,8 +18,8 @@ import re
 #: The dependency files read, at the project root.
 PIN_FILES = ("requirements.txt", "environment.yml", "environment.yaml", "Dockerfile", "setup.py", "setup.cfg",
              "pyproject.toml")
-#: ``torch==0.4.1``, ``pytorch=0.4.1``, ``torch<1.0``: the package (not ``torchvision`` nor
-#: ``pytorch-lightning``), an operator that bounds the version from above, the version.
+#: ``torch==0.4.1``, ``pytorch=0.4.1``, ``torch<1.0``: the package (not ``torchvision`` nor another
+#: ``torch-*`` package), an operator that bounds the version from above, the version.
 _PIN = re.compile(r"(?<![\w.-])(?:py)?torch(?![\w-])\s*(==|<=|<|=(?!=))\s*v?(\d+(?:\.\d+)*)", re.I)
 
 
