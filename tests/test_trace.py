@@ -67,6 +67,9 @@ NO_RUNTIME_SYMPTOM = {
                                                       "does not measure its steps against the framework's batches yet",
     "LC401_bad_lightning_losses_kept_on_self.py": "Lightning runs backward() inside Trainer.fit(): the tracer does "
                                                   "not follow the loss it returns into the list kept on self yet",
+    "LC302_bad_detector_predicts_under_no_grad.py": "the tracer reads the graph of a forward's outputs; this forward "
+                                                    "returns what it computes under no_grad, and the graph its "
+                                                    "backbone records is freed when it returns",
 }
 #: Framework scripts whose loop the static pass builds from the framework's driver knowledge
 #: (``[[driver]]``), so that the runtime finding confirms a static one.
@@ -90,6 +93,12 @@ RUNTIME_ELSEWHERE = {
                                               "method runs"),
     "LC302_bad_volatile_only_after_forward.py": ({("LC302", 20)}, "net.forward(inputs) bypasses Module.__call__: "
                                                  "the tracer sees the forwards of the layers the method runs"),
+    "LC401_bad_eval_forward_returns_features.py": ({("LC302", 37)}, "the tracer watches the tensors backward() runs "
+                                                   "on, not the outputs a list keeps; it sees their eval-mode "
+                                                   "forwards run with grad enabled"),
+    "LC401_bad_train_mode_forward_kept.py": ({("LC302", 35)}, "the tracer watches the tensors backward() runs on, "
+                                             "not the losses a list keeps; it sees their forward passes run with "
+                                             "grad enabled and never backpropagated"),
 }
 
 #: Errors that mean a fixture is a static snippet, not a program (names it never defines,

@@ -16,7 +16,7 @@ import libcst as cst
 from loopcheck.engine.dataflow import NOT_TAKEN, Machine
 from loopcheck.engine.events import Event
 from loopcheck.engine.forwards import forward_graph_free
-from loopcheck.engine.ir import LoopInfo
+from loopcheck.engine.ir import Assign, LoopInfo
 from loopcheck.engine.roles import last
 from loopcheck.engine.unit import Unit
 from loopcheck.engine.values import grad_off_inputs, mode_dependent, model_without_parameters
@@ -255,7 +255,8 @@ class ValidationWithoutNoGrad(Rule):
     ``M`` in eval mode on every path (:func:`modes_at`), or, eval mode on no path, on evaluation data
     (an input argument, or the innermost loop's iterable when that loop does not train); and no
     ``backward()``/``torch.autograd.grad`` follows in program order before ``M``'s next ``train()``
-    or construction (the next iteration of the forward's innermost loop included). Silent for
+    or construction (or in the next iteration of the forward's innermost loop, on a value computed
+    from the forward's output). Silent for
     ``M`` frozen on every path, for ``M`` established to hold no
     parameters (:func:`~loopcheck.engine.values.model_without_parameters`), for ``M`` whose own
     ``forward`` runs its parameterised work with grad off on a path the call can take
@@ -328,8 +329,9 @@ class ValidationWithoutNoGrad(Rule):
     @staticmethod
     def _followed_by_backward(unit: Unit, fwd: Event) -> bool:
         """Gradients wanted on purpose (saliency, attacks): a backward follows before train(),
-        in program order or in the next iteration of the forward's innermost loop (an attack
-        whose loop backpropagates, at its top, the output its previous iteration computed)."""
+        in program order, or in the next iteration of the forward's innermost loop on a value
+        computed from the forward's output (an attack whose loop backpropagates, at its top, the
+        output its previous iteration computed)."""
         at = unit.order(fwd)
         loop = fwd.ctx.loops[-1] if fwd.ctx.loops else None
         for ev in unit.events[at + 1:]:
@@ -339,10 +341,18 @@ class ValidationWithoutNoGrad(Rule):
             if found is not None:
                 return found
         if loop is not None:  # the rest of the iteration ran into neither: the next one starts
-            for ev in unit.events[:at]:
-                found = _backward_or_train(ev, fwd) if loop in ev.ctx.loops else None
-                if found is not None:
-                    return found
+            # (a backward there counts when it backpropagates what the forward computed)
+            derived = {t for t in getattr(fwd.raw, "targets", ()) if t}
+            for raw in unit.raws():
+                if raw is fwd.raw:
+                    break
+                if loop not in raw.ctx.loops:
+                    continue
+                for ev in raw.typed:
+                    found = _backward_or_train(ev, fwd)
+                    if found is False or found and _backpropagates(ev, derived):
+                        return found
+                _derive(raw, derived)
             for ev in unit.events[at + 1:]:
                 if loop in ev.ctx.loops:
                     continue
@@ -360,6 +370,24 @@ def _backward_or_train(ev: Event, fwd: Event) -> bool | None:
     if ev.kind in ("backward", "grad_query"):
         return True
     return None
+
+
+def _derive(raw, derived: set) -> None:
+    """Add to ``derived`` what raw event ``raw`` assigns from a name in it."""
+    src = getattr(raw, "sources", None)
+    if src is None or not derived.intersection(src.names):
+        return
+    targets = (raw.target,) if isinstance(raw, Assign) else raw.targets
+    derived.update(t for t in targets if t)
+
+
+def _backpropagates(ev: Event, derived: set) -> bool:
+    """Whether backward or gradient query ``ev`` runs on a value named in ``derived``."""
+    raw = ev.raw
+    names = {raw.receiver} if getattr(raw, "receiver", None) else set()
+    for a in getattr(raw, "args", ()):
+        names.update(a.mentions)
+    return bool(names & derived)
 
 
 def _loss_module(unit: Unit, sym: str | None) -> bool:
