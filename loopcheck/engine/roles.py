@@ -411,6 +411,8 @@ def _common(a: set[str], b: set[str]) -> set[str]:
 
 #: The list methods that put a value into the container they are called on.
 STORE_METHODS = frozenset({"append", "extend", "insert"})
+#: Builtins whose iteration gives the elements of their arguments (or pairs holding them).
+ITERATION_BUILTINS = frozenset({"enumerate", "zip", "reversed", "sorted", "list", "tuple", "iter"})
 
 
 class _Inference:
@@ -432,7 +434,13 @@ class _Inference:
         # the raw events of each call expression, to follow provenance into what they store
         self.stores: dict[str, list[Call]] = {}
         self.raw_calls: dict[int, list[Call]] = {}
+        self.loop_targets: dict[str, list] = {}  # name → the loops whose target binds it
         for e in events:
+            for loop in e.ctx.loops:
+                for t in loop.targets:
+                    found = self.loop_targets.setdefault(t, [])
+                    if loop not in found:
+                        found.append(loop)
             if e.sources is not None:
                 for t in (e.targets if isinstance(e, Call) else (e.target,)):
                     if t:
@@ -887,10 +895,11 @@ class _Inference:
 
     # -- 5. provenance of losses ------------------------------------------------------------
     def provenance(self, sym: str) -> frozenset[str] | None:
-        """The models whose forward passes ``sym`` is computed from, following assignments and
-        what is put into a list (``losses.append(loss)``: ``torch.stack(losses)`` is computed
-        from ``loss``); ``None`` when a call on the way could hide one (an opaque function or
-        method)."""
+        """The models whose forward passes ``sym`` is computed from, following assignments, what
+        is put into a list (``losses.append(loss)``: ``torch.stack(losses)`` is computed from
+        ``loss``) and what a loop's target is drawn from (``for scale in d_out: loss +=
+        scale.mean()`` is computed from ``d_out``); ``None`` when a call on the way could hide
+        one (an opaque function or method, a loop over a call the engine cannot read)."""
         roles = self.roles
         models: set[str] = set()
         seen: set[str] = set()
@@ -915,10 +924,20 @@ class _Inference:
             if c in roles.models:
                 models.add(c)
                 continue
-            for src in self._sources_for(s):
+            sources = self._sources_for(s)
+            for src in sources:
                 if not follow(src.calls):
                     return None
                 todo.extend(src.names)
+            for loop in self.loop_targets.get(s, ()) if not sources else ():
+                # ``for scale in outputs``: an element of what the loop iterates (through
+                # ``enumerate``/``zip``...; a ``range`` gives integers, another call is unknown)
+                calls = set(loop.iter_calls)
+                if "range" in calls:
+                    continue
+                if not calls <= ITERATION_BUILTINS:
+                    return None
+                todo.extend(loop.iter_names)
             # a list filled by ``append``/``extend``/``insert`` holds what was put into it
             for store in self.stores.get(s, ()):
                 value = store.args[0] if store.method == "extend" else store.args[-1]
