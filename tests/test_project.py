@@ -282,6 +282,9 @@ def test_a_module_is_read_again_when_its_star_module_changes(tmp_path: Path):
     ("requirements.txt", "torch>=0.4\n", False),  # a lower bound allows every later version
     ("requirements.txt", "torchvision==0.2.1\npytorch-lightning==0.5\n", False),  # other packages
     ("requirements.txt", "torch==0.4.1\n", True),
+    ("environment.yml", "dependencies:\n  - pytorch=1\n", False),  # conda: 1.*, which allows 1.13
+    ("requirements.txt", "torch==1.*\n", False),
+    ("requirements.txt", "torch==1.0.*\n", True),
 ])
 def test_a_pinned_older_pytorch_decides_lc202(tmp_path: Path, name: str, text: str, silent: bool):
     """The scheduler stepped first is LC202 unless the project pins a PyTorch before 1.1."""
@@ -290,3 +293,20 @@ def test_a_pinned_older_pytorch_decides_lc202(tmp_path: Path, name: str, text: s
     (tmp_path / name).write_text(text, encoding="utf-8")
     codes = [f["code"] for f in run_json(str(tmp_path / "train.py"))]
     assert codes == ([] if silent else ["LC202"])
+
+
+def test_without_markers_the_current_directory_is_the_root(tmp_path: Path, monkeypatch):
+    """As ruff with no configuration: ``loopcheck .`` in a tree of scripts and packages without
+    a pyproject.toml, setup.py, setup.cfg or .git imports the packages from where it runs."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "scripts").mkdir()
+    script = tmp_path / "scripts" / "train.py"
+    script.write_text("")
+    monkeypatch.chdir(tmp_path)
+    assert find_root(script) == tmp_path.resolve()
+    monkeypatch.chdir(tmp_path / "pkg")  # a directory that does not hold the file: its own directory
+    assert find_root(script) == script.parent
+    (tmp_path / "scripts" / "setup.cfg").write_text("")  # a marker wins
+    monkeypatch.chdir(tmp_path)
+    assert find_root(script) == script.parent

@@ -96,6 +96,9 @@ RUNTIME_ELSEWHERE = {
     "LC401_bad_eval_forward_returns_features.py": ({("LC302", 37)}, "the tracer watches the tensors backward() runs "
                                                    "on, not the outputs a list keeps; it sees their eval-mode "
                                                    "forwards run with grad enabled"),
+    "LC401_bad_eval_predict_returns_its_input.py": ({("LC302", 37)}, "the tracer watches the tensors backward() "
+                                                    "runs on, not the outputs a list keeps; it sees their eval-mode "
+                                                    "forwards run with grad enabled"),
     "LC401_bad_train_mode_forward_kept.py": ({("LC302", 35)}, "the tracer watches the tensors backward() runs on, "
                                              "not the losses a list keeps; it sees their forward passes run with "
                                              "grad enabled and never backpropagated"),

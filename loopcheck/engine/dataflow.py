@@ -21,7 +21,7 @@ import libcst as cst
 
 from loopcheck.engine.events import Event
 from loopcheck.engine.ir import Assign, Call, If, Inline, Jump, Loop, Node, Seq, Try, parts
-from loopcheck.engine.names import STR_TRANSFORMS, dotted_name
+from loopcheck.engine.names import STR_TRANSFORMS
 from loopcheck.engine.walk import names_in
 
 State = Hashable
@@ -124,11 +124,22 @@ def _ifs(node: Node):
         yield from _ifs(part)
 
 
+def _ifs_by_call(node: Node, fid: str = ""):
+    """``(if, fid)`` for each ``If`` under ``node``: ``fid`` names the innermost inlined call
+    that holds it (``""``: the entry point's own code)."""
+    if isinstance(node, If):
+        yield node, fid
+    inner = node.fid if isinstance(node, Inline) else fid
+    for part in parts(node):
+        yield from _ifs_by_call(part, inner)
+
+
 def equality_test(test: cst.BaseExpression) -> tuple[str, str | None, object] | None:
     """``(subject, transform, literal)`` of a test ``subject == literal`` or
     ``subject.lower() == literal`` (``transform``: the :data:`STR_TRANSFORMS` method, else
-    ``None``); ``subject`` is a name or a dotted name, the literal a string or a number.
-    ``None`` for any other test."""
+    ``None``); ``subject`` is a plain name (an attribute, ``cfg.mode``, may be changed by a
+    call that has ``cfg``: not read), the literal a string or a number. ``None`` for any other
+    test."""
     if type(test) is not cst.Comparison or len(test.comparisons) != 1:
         return None
     comp = test.comparisons[0]
@@ -137,7 +148,7 @@ def equality_test(test: cst.BaseExpression) -> tuple[str, str | None, object] | 
     left, transform = test.left, None
     if type(left) is cst.Call and not left.args and type(left.func) is cst.Attribute and left.func.attr.value in STR_TRANSFORMS:
         left, transform = left.func.value, left.func.attr.value
-    subject = dotted_name(left) if type(left) in (cst.Name, cst.Attribute) else None
+    subject = left.value if type(left) is cst.Name else None
     right = comp.comparator
     if type(right) is cst.SimpleString:
         value: object = right.evaluated_value
@@ -199,10 +210,13 @@ def repeated_tests(unit: Seq) -> dict[int, tuple[str, frozenset[str]]]:
         count: dict[str, int] = {}
         code: dict[int, str] = {}  # by test node (a function inlined twice has its tests twice)
         module = cst.Module([])
+        # the equality tests of one name, in one call of a function: the same name in another
+        # call (a callee's parameter, another call of the same function) is another variable
+        calls = {id(node): fid for node, fid in _ifs_by_call(unit)}
         equal: dict[int, tuple] = {}
         for at, test, names in tests:
             if type(test) is cst.Comparison and (found := equality_test(test)) is not None:
-                equal[at] = found
+                equal[at] = (f"{calls.get(at, '')}|{found[0]}", *found[1:])
         by_subject: dict[str, list[tuple]] = {}
         for found in equal.values():
             by_subject.setdefault(found[0], []).append(found)

@@ -108,31 +108,80 @@ def forward_returns_no_graph(unit, fwd, training: bool | None) -> bool:
     return True
 
 
-def _made_without_graph(reader: "_Reader", func: cst.FunctionDef, value: cst.BaseExpression | None, off: bool) -> bool:
-    """Whether ``return value`` (``off``: in a block with gradients off) gives a value with no
-    graph: ``None`` or a literal; a tuple, list or dict of such values; a name that ``func``
-    assigns only in blocks with gradients off, each time a computed value (not another name or
-    an attribute, which may hold a tensor made with gradients on); a computed value (a call, an
-    operation) returned with gradients off."""
+def _made_without_graph(
+    reader: "_Reader", func: cst.FunctionDef, value: cst.BaseExpression | None, off: bool, depth: int = 0,
+    all_off: bool = False,
+) -> bool:
+    """Whether ``return value`` (``off``: in a block with gradients off; ``all_off``: ``func``
+    runs whole with them off, a method called there) gives a value with no graph: ``None`` or
+    a literal; a tuple, list or dict of such values; a name that ``func`` assigns only with
+    gradients off, each time a computed value (:func:`_computed`), and no method call or item
+    store changes afterwards (``boxes.append(preds)``); a computed value returned with gradients
+    off. A parameter, another name or an attribute may hold a tensor made with gradients on."""
     if value is None or literal_value(value) is not NO_VALUE:
         return True
     if isinstance(value, (cst.Tuple, cst.List)):
-        return all(_made_without_graph(reader, func, e.value, off) for e in value.elements if not isinstance(e, cst.StarredElement))
+        return all(
+            not isinstance(e, cst.StarredElement) and _made_without_graph(reader, func, e.value, off, depth, all_off)
+            for e in value.elements
+        )
     if isinstance(value, cst.Dict):
         return all(
-            isinstance(e, cst.DictElement) and _made_without_graph(reader, func, e.value, off) for e in value.elements
+            isinstance(e, cst.DictElement) and _made_without_graph(reader, func, e.value, off, depth, all_off)
+            for e in value.elements
         )
     if isinstance(value, cst.Name):
         assigned = _assignments(func, value.value)
-        return bool(assigned) and all(
-            _computed(v) and reader._inside_grad_off(func, stmt) for stmt, v in assigned
+        return bool(assigned) and not _changed(func, value.value) and all(
+            _computed(reader, v, depth) and (all_off or reader._inside_grad_off(func, stmt)) for stmt, v in assigned
         )
-    return off and _computed(value)
+    return (off or all_off) and _computed(reader, value, depth)
 
 
-def _computed(value: cst.BaseExpression | None) -> bool:
-    """A call or an operation, whose result is a new value (not a name or an attribute read)."""
-    return isinstance(value, (cst.Call, cst.BinaryOperation, cst.UnaryOperation, cst.ListComp, cst.DictComp))
+def _computed(reader: "_Reader", value: cst.BaseExpression | None, depth: int) -> bool:
+    """A new value, when computed with gradients off: an operation; a call of a library
+    function or a tensor method; a call of a method of the class whose every ``return`` gives
+    such a value (read to :data:`MAX_DEPTH`; one that returns its argument does not); a
+    comprehension whose element is one. Not a name, an attribute or an item read."""
+    if isinstance(value, (cst.BinaryOperation, cst.UnaryOperation)):
+        return True
+    if isinstance(value, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+        return _computed(reader, value.elt, depth)
+    if isinstance(value, cst.DictComp):
+        return _computed(reader, value.value, depth)
+    if not isinstance(value, cst.Call):
+        return False
+    d = dotted_name(value.func)
+    if d is None or not d.startswith(reader.me + ".") or d.count(".") != 1:
+        return True  # a library function, a tensor method, a submodule's forward
+    found = find_method(reader.cls, d.partition(".")[2])
+    if found is None:
+        return True  # a submodule (self.decoder(x)) under no_grad
+    if depth >= MAX_DEPTH:
+        return False
+    owner, method = found
+    inner = _Reader(owner, reader.cls, {})
+    params = method.params.params
+    inner.me = params[0].name.value if params else "self"
+    returns = [n for n in walk(method.body, prune=(cst.FunctionDef, cst.ClassDef, cst.Lambda)) if isinstance(n, cst.Return)]
+    return bool(returns) and all(
+        _made_without_graph(inner, method, r.value, True, depth + 1, all_off=True) for r in returns
+    )
+
+
+def _changed(func: cst.FunctionDef, name: str) -> bool:
+    """Whether ``func`` calls a method of ``name`` or stores into an item or attribute of it
+    (``boxes.append(x)``, ``boxes[0] = x``): what it holds may change after its assignment."""
+    for n in walk(func.body, prune=(cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and isinstance(n.func.value, cst.Name) \
+                and n.func.value.value == name:
+            return True
+        if isinstance(n, (cst.Assign, cst.AugAssign)):
+            targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
+            for t in targets:
+                if isinstance(t, (cst.Subscript, cst.Attribute)) and isinstance(t.value, cst.Name) and t.value.value == name:
+                    return True
+    return False
 
 
 def _assignments(func: cst.FunctionDef, name: str) -> list[tuple[cst.CSTNode, cst.BaseExpression | None]]:

@@ -108,7 +108,7 @@ SETTINGS = frozenset({"overwrite_params_on_conversion", "default_dtype"})
 BEHAVIOURS = frozenset({"scheduler_step_after_optimizer"})
 #: What a ``[packages]`` table may list: ``torch``, the top-level packages that are PyTorch or
 #: are built on it (a file that imports none of them is not checked for training rules).
-_PACKAGE_KEYS = frozenset({"torch", "other"})
+_PACKAGE_KEYS = frozenset({"torch", "other", "no_modules"})
 
 
 def glob(pattern: str) -> re.Pattern:
@@ -373,6 +373,9 @@ class Knowledge:
         #: a file that imports one of them itself, and PyTorch only through the project's
         #: modules, is written against that framework (:func:`loopcheck.analysis.uses_torch`).
         self.other_frameworks: frozenset[str] = frozenset()
+        #: Top-level packages whose calls build no ``torch.nn.Module`` (``[packages] no_modules``):
+        #: ``np.prod(ratios)`` in a model's ``__init__`` builds no layer.
+        self.no_module_packages: frozenset[str] = frozenset()
         #: Frameworks that run the user's subclasses of their classes (``[[driver]]``).
         self.drivers: list[Driver] = []
         #: The PyTorch version each behaviour of :data:`BEHAVIOURS` began with (``[since]``).
@@ -424,6 +427,7 @@ class Knowledge:
             raise KnowledgeError(f"{origin}: [packages] maps {sorted(_PACKAGE_KEYS)} to lists of package names")
         self.torch_packages |= frozenset(packages.get("torch", ()))
         self.other_frameworks |= frozenset(packages.get("other", ()))
+        self.no_module_packages |= frozenset(packages.get("no_modules", ()))
         for i, raw in enumerate(data.get("driver", [])):
             where = f"{origin}: driver #{i + 1}"
             if not raw.get("source"):

@@ -23,6 +23,9 @@ PIN_FILES = ("requirements.txt", "environment.yml", "environment.yaml", "Dockerf
 _PIN = re.compile(r"(?<![\w.-])(?:py)?torch(?![\w-])\s*(==|<=|<|=(?!=))\s*v?(\d+(?:\.\d+)*)", re.I)
 
 
+_ANY = 1 << 30  # a version component a pin leaves out
+
+
 def torch_versions(project) -> list[tuple[str, tuple[int, ...]]]:
     """``(operator, version)`` for each pin of PyTorch in the dependency files at the root of
     ``project`` (a :class:`~loopcheck.engine.project.Project`), in :data:`PIN_FILES` order; a
@@ -49,7 +52,11 @@ def pinned_before(project, since: tuple[int, ...]) -> bool:
 
 
 def _older(op: str, version: tuple[int, ...], since: tuple[int, ...]) -> bool:
-    """Whether every version ``op version`` allows is older than ``since``."""
+    """Whether every version ``op version`` allows is older than ``since``. A pin names a
+    prefix of the versions it allows (conda's ``pytorch=1`` is ``1.*``, and pip's ``torch==1.*``
+    reads as ``1``): the components it leaves out may be anything, taken as their largest."""
     width = max(len(version), len(since))
-    v, s = version + (0,) * (width - len(version)), since + (0,) * (width - len(since))
-    return v <= s if op == "<" else v < s
+    s = since + (0,) * (width - len(since))
+    if op == "<":
+        return version + (0,) * (width - len(version)) <= s
+    return version + (_ANY,) * (width - len(version)) < s

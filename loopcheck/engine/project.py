@@ -12,7 +12,8 @@ Where modules are looked for, in order:
    for a plain script; for ``pkg/sub/train.py`` with ``__init__.py`` files, the parent of ``pkg``);
 2. the checked file's directory;
 3. the project root: the closest directory above the file with a ``pyproject.toml``,
-   ``setup.py``, ``setup.cfg`` or ``.git``, and its ``src/`` directory;
+   ``setup.py``, ``setup.cfg`` or ``.git`` (with none, the current directory when it holds the
+   file, as ruff does), and its ``src/`` directory;
 4. the source roots the configuration names (``src = ["lib"]``, relative to the root).
 
 Only files under these directories are read: an import that resolves nowhere there is a
@@ -46,12 +47,19 @@ MAX_KEPT_BYTES = 3_000_000
 
 def find_root(path: Path) -> Path:
     """The closest directory at or above ``path``'s directory holding a project marker
-    (``pyproject.toml``, ``setup.py``, ``setup.cfg``, ``.git``); else ``path``'s directory."""
+    (``pyproject.toml``, ``setup.py``, ``setup.cfg``, ``.git``); else, as ruff takes it when it
+    finds no configuration, the current directory when it holds ``path`` (``loopcheck .`` in a
+    repository of scripts and packages without markers: ``scripts/train.py`` imports
+    ``mel2wav.modules`` from there); else ``path``'s directory."""
     start = path.parent if path.suffix else path
     for d in (start, *start.parents):
         if any((d / m).exists() for m in ROOT_MARKERS):
             return d
-    return start
+    try:
+        cwd = Path.cwd().resolve()
+    except OSError:
+        return start
+    return cwd if cwd == start or cwd in start.parents else start
 
 
 def _directory(near: Path | None) -> str | None:

@@ -434,11 +434,15 @@ class _Inference:
         # the raw events of each call expression, to follow provenance into what they store
         self.stores: dict[str, list[Call]] = {}
         self.raw_calls: dict[int, list[Call]] = {}
-        self.loop_targets: dict[str, list] = {}  # name → the loops whose target binds it
+        # symbol → the loops whose target binds it where an event reads it (the innermost loop
+        # around the event whose target has the symbol's name)
+        self.loop_targets: dict[str, list] = {}
         for e in events:
-            for loop in e.ctx.loops:
-                for t in loop.targets:
-                    found = self.loop_targets.setdefault(t, [])
+            for sym in e.sources.names if e.ctx.loops and e.sources is not None else ():
+                name = sym.rpartition(":")[2].partition(".")[0]
+                loop = next((li for li in reversed(e.ctx.loops) if name in li.targets), None)
+                if loop is not None:
+                    found = self.loop_targets.setdefault(sym.partition(".")[0], [])
                     if loop not in found:
                         found.append(loop)
             if e.sources is not None:
@@ -894,12 +898,13 @@ class _Inference:
         return self.roles
 
     # -- 5. provenance of losses ------------------------------------------------------------
-    def provenance(self, sym: str) -> frozenset[str] | None:
+    def provenance(self, sym: str, _visiting: frozenset[str] = frozenset()) -> frozenset[str] | None:
         """The models whose forward passes ``sym`` is computed from, following assignments, what
         is put into a list (``losses.append(loss)``: ``torch.stack(losses)`` is computed from
         ``loss``) and what a loop's target is drawn from (``for scale in d_out: loss +=
-        scale.mean()`` is computed from ``d_out``); ``None`` when a call on the way could hide
-        one (an opaque function or method, a loop over a call the engine cannot read)."""
+        scale.mean()`` is computed from ``d_out``, when ``d_out``'s own models are known);
+        ``None`` when a call on the way could hide one (an opaque function or method).
+        ``_visiting``: the symbols whose loops led here (a loop over itself is not followed)."""
         roles = self.roles
         models: set[str] = set()
         seen: set[str] = set()
@@ -929,15 +934,17 @@ class _Inference:
                 if not follow(src.calls):
                     return None
                 todo.extend(src.names)
-            for loop in self.loop_targets.get(s, ()) if not sources else ():
+            for loop in self.loop_targets.get(s.partition(".")[0], ()) if not sources else ():
                 # ``for scale in outputs``: an element of what the loop iterates (through
-                # ``enumerate``/``zip``...; a ``range`` gives integers, another call is unknown)
-                calls = set(loop.iter_calls)
-                if "range" in calls:
-                    continue
-                if not calls <= ITERATION_BUILTINS:
-                    return None
-                todo.extend(loop.iter_names)
+                # ``enumerate``/``zip``...), when that is known to come from models; an iterable
+                # whose origin is not known (a data loader built by a dataset class the
+                # knowledge does not describe) adds nothing, as before loops were followed
+                if not set(loop.iter_calls) <= ITERATION_BUILTINS:
+                    continue  # range(n): integers; another call: not followed
+                for name in loop.iter_names:
+                    if name not in _visiting:
+                        found = self.provenance(name, _visiting | {sym})
+                        models.update(found or ())
             # a list filled by ``append``/``extend``/``insert`` holds what was put into it
             for store in self.stores.get(s, ()):
                 value = store.args[0] if store.method == "extend" else store.args[-1]

@@ -1038,6 +1038,40 @@ def _class_mode_dependent(cls, depth: int, seen: frozenset, call: cst.Call | Non
     return False
 
 
+def _project_function(index: ModuleIndex, name: str, qualified: str) -> tuple[ModuleIndex, cst.FunctionDef] | None:
+    """``(module, def)`` of the project function a call's name refers to: one of ``index``'s
+    module, or one it imports from another module of the project."""
+    if name in index.functions:
+        return index, index.functions[name]
+    project = getattr(index, "project", None)
+    if qualified == name or project is None:
+        return None
+    member = project.lookup(qualified, index.path)
+    if member is None or member.function is None or member.cls or member.info.index is None:
+        return None
+    return member.info.index, member.function
+
+
+def _factory_mode_dependent(index: ModuleIndex, func: cst.FunctionDef, depth: int, seen: frozenset) -> bool:
+    """Whether a layer factory of the project (``def WNConv1d(*a, **k): return
+    weight_norm(nn.Conv1d(*a, **k))``) may build a layer that depends on the mode: each of its
+    ``return`` values is a call whose layers (the call's and its arguments') are read as
+    ``__init__``'s are; any other return value, or a factory read too deep, may."""
+    if depth > MAX_DEPTH or func in seen:
+        return True
+    seen = seen | {func}
+    returns = [n for n in walk(func.body, prune=(cst.FunctionDef, cst.ClassDef, cst.Lambda)) if isinstance(n, cst.Return)]
+    if not returns:
+        return True
+    for ret in returns:
+        if not isinstance(ret.value, cst.Call):
+            return True  # a layer built elsewhere in the function, or not a layer
+        for node in walk(ret.value):
+            if isinstance(node, cst.Call) and _layer_call_dependent(index, node, depth + 1, seen):
+                return True
+    return False
+
+
 def _mode_args_inert(refs, call: cst.Call) -> bool:
     """Whether a construction leaves each argument ``refs`` names (knowledge references:
     ``4``, ``"dropout"``, ``[4, "dropout"]``) out, or gives it the literal ``0``, ``0.0``,
@@ -1079,9 +1113,14 @@ def _layer_call_dependent(index: ModuleIndex, node: cst.Call, depth: int, seen: 
     cls = class_of_name(index, d)
     if cls is None:
         q = index.imports.qualify(d)
+        if q != d and q.partition(".")[0] in knowledge().no_module_packages:
+            return False  # np.prod(ratios): no layer
         if q != d and knowledge().callable(q) is not None:
             summary = knowledge().callable(q)
             return summary.returns is not None and summary.returns.role == "model"  # timm.create_model(...)
+        factory = _project_function(index, d, q)
+        if factory is not None:
+            return _factory_mode_dependent(*factory, depth, seen)
         if d in index.functions or q != d:
             return True  # a factory: unknown layers
         return False

@@ -348,10 +348,16 @@ class ValidationWithoutNoGrad(Rule):
                     break
                 if loop not in raw.ctx.loops:
                     continue
+                found = None
                 for ev in raw.typed:
                     found = _backward_or_train(ev, fwd)
                     if found is False or found and _backpropagates(ev, derived):
-                        return found
+                        break
+                    found = None
+                if found:
+                    return True
+                if found is False:
+                    break  # train() first: what follows the loop may still backpropagate it
                 _derive(raw, derived)
             for ev in unit.events[at + 1:]:
                 if loop in ev.ctx.loops:
@@ -373,12 +379,15 @@ def _backward_or_train(ev: Event, fwd: Event) -> bool | None:
 
 
 def _derive(raw, derived: set) -> None:
-    """Add to ``derived`` what raw event ``raw`` assigns from a name in it."""
-    src = getattr(raw, "sources", None)
-    if src is None or not derived.intersection(src.names):
-        return
+    """Update ``derived`` (the names holding values computed from a forward's output) for raw
+    event ``raw``: what it assigns from one of them is added, what it assigns from none of
+    them (``out = model(x)`` re-bound by the next iteration) is removed."""
     targets = (raw.target,) if isinstance(raw, Assign) else raw.targets
-    derived.update(t for t in targets if t)
+    src = getattr(raw, "sources", None)
+    if src is not None and derived.intersection(src.names):
+        derived.update(t for t in targets if t)
+    elif not (isinstance(raw, Assign) and raw.op != "="):  # (x += y keeps what x held)
+        derived.difference_update(targets)
 
 
 def _backpropagates(ev: Event, derived: set) -> bool:

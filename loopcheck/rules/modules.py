@@ -292,18 +292,28 @@ class SubmodulesInPlainContainer(Rule):
 # -- LC505 ----------------------------------------------------------------------------------
 
 
+def _bindings(defs) -> int:
+    """How many statements bind a symbol, of its definitions (``x = f()`` is defined by the
+    assignment and by the call whose result it is given: one binding)."""
+    return len({id(d.value) if isinstance(d, Assign) else id(getattr(d, "node", d)) for d in defs})
+
+
 def _made_on_that_device(unit: Unit, c: Call) -> bool:
     """Whether ``c`` is ``x.to(d)`` (one argument, positional or ``device=``) and every
     definition of ``x`` in the unit is a call given the same expression ``d`` as its device:
     a factory's ``device=d`` (``torch.randn(n, device=d)``) or ``.to(d)``. ``Tensor.to``
     returns ``self`` when the tensor already has the device asked for, so the result thrown
-    away is the tensor itself. Path-insensitive, and ``d`` is compared as written."""
+    away is the tensor itself. Path-insensitive, and ``d`` is compared as written: each name in
+    it must be bound at most once in the unit."""
     if c.method != "to" or len(c.node.args) != 1:
         return False
     if c.node.args[0].keyword is not None and c.node.args[0].keyword.value != "device":
         return False
     device = c.node.args[0].value
-    defs = definitions(unit).get(c.receiver)
+    table = definitions(unit)
+    if any(_bindings(table.get(sym, ())) > 1 for sym in c.args[0].mentions):
+        return False  # device = ...; x = randn(device=device); device = ...: another device now
+    defs = table.get(c.receiver)
     if not defs:
         return False
     for d in defs:
