@@ -67,6 +67,8 @@ NO_RUNTIME_SYMPTOM = {
                                                       "does not measure its steps against the framework's batches yet",
     "LC401_bad_lightning_losses_kept_on_self.py": "Lightning runs backward() inside Trainer.fit(): the tracer does "
                                                   "not follow the loss it returns into the list kept on self yet",
+    "LC302_bad_ema_output_name_reused.py": "the tracer watches the forwards of the models an optimizer trains; the "
+                                           "EMA copy is not one",
     "LC302_bad_detector_predicts_under_no_grad.py": "the tracer reads the graph of a forward's outputs; this forward "
                                                     "returns what it computes under no_grad, and the graph its "
                                                     "backbone records is freed when it returns",
