@@ -45,7 +45,8 @@ class S(NamedTuple):
         in ``__init__``); ``None`` when unknown.
     pending: the change of the model waiting for the next step (reported there).
     at_build: the device the model was moved to before the optimizer was built (the text of
-        the move's arguments, ``"device"``), and current: where it is now.
+        the move's arguments, ``"device"``), or where it was at the last step (its state
+        lives there), and current: where it is now.
     dtype: the floating point dtype of the model's parameters when known (``"float32"``: built
         from a ``torch.nn`` layer in the default dtype, or converted with ``float()`` /
         ``to(torch.float32)``); ``None`` when unknown.
@@ -165,7 +166,11 @@ class OptimizerModelMachine(Machine):
                 # an optimizer that keeps no per-parameter state (SGD without momentum) has
                 # none after its steps either; load_state_dict may still give it some
                 stateless = s.built is not None and s.built.extra.get("stateless")
-                return s._replace(has_state=s.has_state if stateless else True, pending=None)
+                # the state a step builds or updates lives where the parameters are now: a move
+                # away and back before the next step is a round trip
+                moved = s.pending is not None and s.has_state is not False  # a move that breaks it: reported
+                home = s.current if s.current is not None and not moved else s.at_build
+                return s._replace(has_state=s.has_state if stateless else True, pending=None, at_build=home)
             if k == "opt_load_state":
                 return s._replace(has_state=True)
             if k == "havoc":
