@@ -1023,7 +1023,7 @@ def _class_mode_dependent(cls, depth: int, seen: frozenset, call: cst.Call | Non
     if found is not None:
         owner, init = found
         for node in walk(init.body):
-            if isinstance(node, cst.Call) and _layer_call_dependent(owner.module, node, depth, seen):
+            if isinstance(node, cst.Call) and _layer_call_dependent(owner.module, node, depth, seen, cls):
                 return True
     for name, func in info.methods.items():
         for node in walk(func):
@@ -1067,9 +1067,20 @@ def _factory_mode_dependent(index: ModuleIndex, func: cst.FunctionDef, depth: in
         if not isinstance(ret.value, cst.Call):
             return True  # a layer built elsewhere in the function, or not a layer
         for node in walk(ret.value):
-            if isinstance(node, cst.Call) and _layer_call_dependent(index, node, depth + 1, seen):
+            if not isinstance(node, cst.Call):
+                continue
+            if any(a.star or not isinstance(a.value, (cst.Call, cst.SimpleString, cst.Integer, cst.Float))
+                   for a in node.args) and _container_call(index, node):
+                return True  # nn.Sequential(*layers): layers built elsewhere in the function
+            if _layer_call_dependent(index, node, depth + 1, seen):
                 return True
     return False
+
+
+def _container_call(index: ModuleIndex, node: cst.Call) -> bool:
+    """A call that builds a container module (``nn.Sequential``, ``nn.ModuleList``)."""
+    cls = class_of_name(index, dotted_name(node.func))
+    return isinstance(cls, str) and cls in CONTAINERS
 
 
 def _mode_args_inert(refs, call: cst.Call) -> bool:
@@ -1102,12 +1113,18 @@ def _zero_literal(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Name) and node.value in ("None", "False")
 
 
-def _layer_call_dependent(index: ModuleIndex, node: cst.Call, depth: int, seen: frozenset) -> bool:
-    """Whether a call in ``__init__`` builds a layer that depends on the mode (or may)."""
+def _layer_call_dependent(index: ModuleIndex, node: cst.Call, depth: int, seen: frozenset, cls=None) -> bool:
+    """Whether a call in ``__init__`` builds a layer that depends on the mode (or may); ``cls``:
+    the class whose ``__init__`` it is (``self._make_layer(...)``, ``UNet._block(...)``: a
+    method of the class that builds layers is read as a factory)."""
     d = dotted_name(node.func)
     if d is None:
         return False  # super().__init__(), a method of a computed value
-    head = d.partition(".")[0]
+    head, _, attr = d.partition(".")
+    if attr and "." not in attr and (head == "self" and cls is not None or head in index.classes):
+        found = find_method(cls if head == "self" else ClassRef(index, head), attr)
+        if found is not None:
+            return _factory_mode_dependent(found[0].module, found[1], depth, seen)
     if head == "self" or head in BUILTINS and head not in index.globals and head not in index.imports.aliases:
         return False  # self.register_buffer(...), int(...), range(...)
     cls = class_of_name(index, d)

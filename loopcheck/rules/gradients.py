@@ -109,6 +109,8 @@ def touches(unit: Unit, opt: str, ev: Event) -> bool:
     (for a clip), or — when the optimizer's parameters are not known — possibly so."""
     info = unit.roles.optimizers.get(opt)
     models = info.models if info else set()
+    if ev.kind == "zero_grad" and ev.subject is not None and ev.subject != opt and _share_param_groups(unit, opt, ev.subject):
+        return True  # SAM: self.param_groups = self.base_optimizer.param_groups
     if ev.kind == "zero_grad_model":
         own = info.only_models() if info else None
         if own is not None:  # all its parameters are known models': it clears them all, or a part
@@ -131,6 +133,35 @@ def touches(unit: Unit, opt: str, ev: Event) -> bool:
             return True  # the optimizer's parameters are not known
         return base in info.params or any(base == m or base.startswith(m + ".") for m in models)
     return ev.subject == opt
+
+
+def _share_param_groups(unit: Unit, a: str, b: str) -> bool:
+    """Whether optimizers ``a`` and ``b`` hold the same parameter groups: one's
+    ``param_groups`` is assigned the other's (``self.param_groups =
+    self.base_optimizer.param_groups``, a wrapping optimizer such as SAM), or one is built from
+    the other's (``base_optimizer(self.param_groups)``). ``zero_grad()`` of one then clears the
+    gradients of the other's parameters."""
+    pairs = unit.cached("optimizers sharing param_groups", lambda: _param_group_pairs(unit))
+    names_a, names_b = unit.roles.names_of(a), unit.roles.names_of(b)
+    return any(x in names_a and y in names_b or x in names_b and y in names_a for x, y in pairs)
+
+
+def _param_group_pairs(unit: Unit) -> frozenset[tuple[str, str]]:
+    """``(x, y)`` for each ``x.param_groups = y.param_groups`` and each construction of ``x``
+    given ``y.param_groups``, in the unit."""
+    out = set()
+    roles = unit.roles
+    for raw in unit.raws():
+        if isinstance(raw, Assign):
+            if raw.target and raw.target.endswith(".param_groups") and raw.value_sym and raw.value_sym.endswith(".param_groups"):
+                out.add((roles.canon(raw.target[: -len(".param_groups")]), roles.canon(raw.value_sym[: -len(".param_groups")])))
+        else:
+            for t in raw.targets:
+                for a in raw.args if t else ():
+                    for m in a.mentions:
+                        if m.endswith(".param_groups"):
+                            out.add((roles.canon(t), roles.canon(m[: -len(".param_groups")])))
+    return frozenset(out)
 
 
 def cleared_part(unit: Unit, opt: str, ev: Event) -> frozenset[str]:
