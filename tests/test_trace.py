@@ -300,12 +300,21 @@ OLD_PYTORCH = {
 }
 
 
+#: Good fixtures the tracer misreads: name -> (the codes it reports, why). The static pass is
+#: silent on them.
+TRACER_MISREADS = {
+    "sam_wrapped_base_optimizer.py": ({"LC103"}, "SAM's first_step moves the parameters itself (p.add_) and then "
+                                      "zero_grad()s: the tracer counts only optimizer steps, and reads the "
+                                      "gradients as wiped before any step applied them"),
+}
+
+
 @pytest.mark.parametrize("path", GOOD, ids=lambda p: p.name)
 def test_good_fixture_is_silent(runs, path):
     r = _run(runs, path)
     _skip_snippet(r)
-    if path.name in OLD_PYTORCH:
-        codes, why = OLD_PYTORCH[path.name]
+    if path.name in OLD_PYTORCH or path.name in TRACER_MISREADS:
+        codes, why = OLD_PYTORCH.get(path.name) or TRACER_MISREADS[path.name]
         assert {c for c, _f, _line in r["runtime"]} == codes, why
         assert all(s == "runtime" for _c, _f, _row, s in r["report"]), why  # not found statically
         return
