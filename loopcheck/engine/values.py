@@ -1053,34 +1053,18 @@ def _project_function(index: ModuleIndex, name: str, qualified: str) -> tuple[Mo
 
 
 def _factory_mode_dependent(index: ModuleIndex, func: cst.FunctionDef, depth: int, seen: frozenset) -> bool:
-    """Whether a layer factory of the project (``def WNConv1d(*a, **k): return
-    weight_norm(nn.Conv1d(*a, **k))``) may build a layer that depends on the mode: each of its
-    ``return`` values is a call whose layers (the call's and its arguments') are read as
-    ``__init__``'s are; any other return value, or a factory read too deep, may."""
+    """Whether a function of the project that ``__init__`` calls (a layer factory, ``def
+    WNConv1d(*a, **k): return weight_norm(nn.Conv1d(*a, **k))``, or a method of the class,
+    ``UNet._block(...)``, ``self._make_layer(...)``) may build a layer that depends on the mode:
+    its calls are read as ``__init__``'s are (a module it is given, ``layer_init(self, m)``, was
+    built by its caller, which is read); read too deep, it may."""
     if depth > MAX_DEPTH or func in seen:
         return True
     seen = seen | {func}
-    returns = [n for n in walk(func.body, prune=(cst.FunctionDef, cst.ClassDef, cst.Lambda)) if isinstance(n, cst.Return)]
-    if not returns:
-        return True
-    for ret in returns:
-        if not isinstance(ret.value, cst.Call):
-            return True  # a layer built elsewhere in the function, or not a layer
-        for node in walk(ret.value):
-            if not isinstance(node, cst.Call):
-                continue
-            if any(a.star or not isinstance(a.value, (cst.Call, cst.SimpleString, cst.Integer, cst.Float))
-                   for a in node.args) and _container_call(index, node):
-                return True  # nn.Sequential(*layers): layers built elsewhere in the function
-            if _layer_call_dependent(index, node, depth + 1, seen):
-                return True
+    for node in walk(func.body, prune=(cst.FunctionDef, cst.ClassDef)):
+        if isinstance(node, cst.Call) and _layer_call_dependent(index, node, depth + 1, seen):
+            return True
     return False
-
-
-def _container_call(index: ModuleIndex, node: cst.Call) -> bool:
-    """A call that builds a container module (``nn.Sequential``, ``nn.ModuleList``)."""
-    cls = class_of_name(index, dotted_name(node.func))
-    return isinstance(cls, str) and cls in CONTAINERS
 
 
 def _mode_args_inert(refs, call: cst.Call) -> bool:
