@@ -172,16 +172,22 @@ def run_loopcheck(cmd: list[str], paths: list[str], cwd: Path, timeout: float = 
 
     Returns loopcheck's JSON findings (ruff's fields plus ``related`` and, for notebooks,
     ``cell``), with ``filename`` (and related ones) made relative to ``cwd`` where they lie under it.
-    Raises RuntimeError when loopcheck exits with status 2 or prints no JSON.
+    Raises RuntimeError when loopcheck prints no JSON (an exit status 2 with JSON, a file it
+    could not read, is reported on standard error and the findings are kept).
     ``--isolated`` keeps the configuration files of the checked repository out of the way.
     """
     proc = subprocess.run(
         [*cmd, "check", "--output-format", "json", "--isolated", "--exit-zero", *preview_flag(cmd), *paths],
         cwd=cwd, capture_output=True, text=True, timeout=timeout,
     )
-    if proc.returncode == 2 or not proc.stdout.strip():
+    if not proc.stdout.strip():
         raise RuntimeError(f"loopcheck failed in {cwd} on {paths}: {proc.stderr.strip()[-2000:]}")
-    findings = json.loads(proc.stdout)
+    try:
+        findings = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        raise RuntimeError(f"loopcheck failed in {cwd} on {paths}: {proc.stderr.strip()[-2000:]}") from None
+    if proc.returncode == 2:  # a file it could not read (a notebook that is not JSON): the others' findings stand
+        print(f"loopcheck exited with 2 in {cwd}: {proc.stderr.strip()[-500:]}", file=sys.stderr)
     for f in findings:
         f["filename"] = relative(f["filename"], cwd)
         for rel in f.get("related", []):
