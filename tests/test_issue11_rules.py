@@ -224,3 +224,14 @@ def test_declined_fixes():
     [f] = attach_fixes(src, check_source(src, "t.py"))
     assert f.code == "LC702" and f.fix is None  # the criterion is called elsewhere with probabilities
     assert FIXABLE["LC504"] == "unsafe" and FIXABLE["LC505"] == FIXABLE["LC701"] == FIXABLE["LC702"] == "safe"
+
+
+def test_lc504_note_names_the_container_to_use():
+    """The note ends with the registering container for what the plain one holds."""
+    root = Path(__file__).resolve().parent.parent / "fixtures"
+    notes = {}
+    for name in ("LC504_bad.py", "LC504_bad_dict_heads.py"):
+        path = root / name
+        found = [f for f in check_source(path.read_text(encoding="utf-8"), str(path)) if f.code == "LC504"]
+        notes[name] = found[0].note.rsplit(". ", 1)[-1]
+    assert notes == {"LC504_bad.py": "Use nn.ModuleList(...).", "LC504_bad_dict_heads.py": "Use nn.ModuleDict(...)."}

@@ -23,6 +23,7 @@ Everything here answers ``None`` (unknown) rather than guess.
 from __future__ import annotations
 
 import builtins
+import re
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -970,14 +971,31 @@ def mode_dependent(unit, model: str, at=None) -> bool:
             builds.append(found)
     if not builds:
         t = unit.roles.types.get(model)
-        if t is None:
+        found = (t, None) if t is not None else _init_construction(unit, model)
+        if found is None:
             return True
-        builds.append((t, None))
+        builds.append(found)
     return any(
         _container_mode_dependent(unit, call) if isinstance(c, str) and c in CONTAINERS and call is not None
         else _class_mode_dependent(c, 0, frozenset(), call)
         for c, call in builds
     )
+
+
+def _init_construction(unit, model: str) -> "tuple[ClassRef | str, cst.Call] | None":
+    """``(class, constructor call)`` of ``self.attr`` (symbol ``self@Cls.attr``) built in the
+    ``__init__`` of a class of the checked module, when the unit does not build it (an entry
+    method, ``Trainer.validate``, whose model ``__init__`` made); ``None`` when unknown."""
+    m = re.fullmatch(r"self@(\w+)\.(\w+)", model.rpartition(":")[2])
+    index = unit.module
+    if m is None or index is None or m.group(1) not in getattr(index, "classes", {}):
+        return None
+    found = init_assignments(ClassRef(index, m.group(1))).get(m.group(2))
+    if found is None or not isinstance(found[0], cst.Call):
+        return None
+    value, where = found
+    cls = class_of_name(where, dotted_name(value.func))
+    return (cls, value) if cls is not None else None
 
 
 def _container_mode_dependent(unit, call: cst.Call) -> bool:

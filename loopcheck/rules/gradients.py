@@ -415,7 +415,9 @@ class ClipAfterStep(Rule):
     ``O.step()`` ran and no backward reaching ``O``, no ``zero_grad`` concerning ``O``, no ``.grad``
     written by hand and no call that may change ``O``'s gradients ran since (:class:`GradientMachine`).
     Silent when any such path has them empty, filled or unknown (``O`` not built in the unit and
-    not stepped yet, ``step(closure)``). The clip need not be in a loop (see ``rules/LC102.md``)."""
+    not stepped yet, ``step(closure)``), and for a clip inside the ``step()`` of an optimizer class
+    of the project (it clips before that step updates the parameters). The clip need not be in a
+    loop (see ``rules/LC102.md``)."""
 
     info = INFOS["LC102"]
 
@@ -424,6 +426,8 @@ class ClipAfterStep(Rule):
             if not states or any(s.phase != "applied" for s in states):
                 continue
             step = next(s.step for s in states)
+            if step is not None and any(c is step.node for c in ev.ctx.calls):
+                continue  # a clip inside the optimizer's own step(), before its update (BertAdam's max_grad_norm)
             yield Report(
                 self.info.code, ev.node,
                 lambda d, ev=ev, step=step: (

@@ -284,7 +284,7 @@ class SubmodulesInPlainContainer(Rule):
                 f"nn.ModuleList/nn.ModuleDict; {what} in a plain {plain} are missing from model.parameters() (the "
                 "optimizer never updates them), model.to(device) does not move them, model.state_dict() does not save "
                 f"them, and model.eval() does not reach them (measured: 8,320 of the 9,794 parameter elements the "
-                "loss reached were not in the optimizer). Use {fix}(...)."
+                f"loss reached were not in the optimizer). Use {fix}(...)."
             ),
         )
 
