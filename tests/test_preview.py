@@ -1,7 +1,8 @@
 """Rules in preview (``preview=True`` in the catalog): off by default, on with ``--preview`` or
 ``preview = true``, or when selected by their exact code or name; a prefix or ``ALL`` alone
 does not enable them (as ruff's preview rules). LC401 and LC101 are the rules in preview these
-tests use (and LC302, in preview too), LC001 the rule out of preview (a file that does not parse)."""
+tests use, LC001 and LC302 the rules out of preview (a file that does not parse; LC302 left
+preview after census 9 measured it at 46 of 47)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ LC101_BAD = (ROOT / "fixtures" / "LC101_bad.py").read_text(encoding="utf-8")
 LC302_BAD = (ROOT / "fixtures" / "LC302_bad.py").read_text(encoding="utf-8")
 #: The rules the latest census that gave them at least 5 findings measured at 95 % or more
 #: (each page's "Precision"), and the two codes the command line itself reports.
-OUT_OF_PREVIEW = {"LC001", "LC002"}
+OUT_OF_PREVIEW = {"LC001", "LC002", "LC302"}
 
 
 def reported(*args: str) -> list[str]:
@@ -48,7 +49,7 @@ def project(tmp_path: Path, monkeypatch) -> Path:
 
 def test_every_rule_not_measured_is_in_preview_and_the_catalog_says_which_rules_are():
     assert INFOS["LC401"].preview and "LC401" in PREVIEW and INFOS["LC101"].preview
-    assert INFOS["LC302"].preview and not INFOS["LC001"].preview
+    assert not INFOS["LC302"].preview and not INFOS["LC001"].preview
     assert PREVIEW == {code for code, info in INFOS.items() if info.preview}
     assert set(INFOS) - PREVIEW == OUT_OF_PREVIEW
     assert default_codes() == OUT_OF_PREVIEW and default_codes(preview=True) == set(INFOS)
@@ -68,7 +69,7 @@ def test_the_library_runs_every_rule_unless_told_otherwise():
 
 
 def test_a_preview_rule_is_not_reported_by_default(project):
-    assert reported(".") == ["LC001"]
+    assert reported(".") == ["LC001", "LC302"]
     assert reported("--preview", ".") == ["LC001", "LC101", "LC302", "LC401"]
     result = CliRunner().invoke(main, ["--show-settings", "clip.py"])
     assert f"select = {json.dumps(sorted(OUT_OF_PREVIEW))}" in result.output.splitlines()
@@ -109,12 +110,12 @@ def test_only_an_exact_selection_reports_nothing_else(project):
 
 @pytest.mark.parametrize("table, codes", [
     ("preview = true\n", ["LC001", "LC101", "LC302", "LC401"]),
-    ("preview = false\n", ["LC001"]),
-    ('extend-select = ["LC401"]\n', ["LC001", "LC401"]),
-    ('extend-select = ["loss-tensor-kept"]\n', ["LC001", "LC401"]),
+    ("preview = false\n", ["LC001", "LC302"]),
+    ('extend-select = ["LC401"]\n', ["LC001", "LC302", "LC401"]),
+    ('extend-select = ["loss-tensor-kept"]\n', ["LC001", "LC302", "LC401"]),
     ('select = ["LC4", "LC1", "LC0"]\n', ["LC001"]),
     ('select = ["LC4", "LC1", "LC0"]\npreview = true\n', ["LC001", "LC101", "LC401"]),
-    ('select = ["ALL"]\n', ["LC001"]),
+    ('select = ["ALL"]\n', ["LC001", "LC302"]),
 ])
 def test_the_configuration_file(project, table, codes):
     (project / "pyproject.toml").write_text("[tool.loopcheck]\n" + table, encoding="utf-8")
@@ -183,9 +184,9 @@ def test_the_cache_keeps_a_run_with_preview_apart(project, monkeypatch, tmp_path
         result = CliRunner().invoke(main, ["-j1", "--output-format", "concise", *args, "."])
         return sorted(line.split(" ")[1] for line in result.stdout.splitlines() if ": LC" in line)
 
-    assert cached() == ["LC001"]
+    assert cached() == ["LC001", "LC302"]
     assert cached("--preview") == ["LC001", "LC101", "LC302", "LC401"]
-    assert cached() == ["LC001"]
+    assert cached() == ["LC001", "LC302"]
     assert cached("--preview") == ["LC001", "LC101", "LC302", "LC401"]
 
 
@@ -227,5 +228,5 @@ def test_the_flake8_plugin_runs_only_the_rules_out_of_preview_by_default(tmp_pat
         assert proc.returncode in (0, 1), proc.stderr
         return sorted(line.split()[1] for line in proc.stdout.splitlines())
 
-    assert codes() == []  # every training-loop rule is in preview
+    assert codes() == ["LC302"]  # every training-loop rule but LC302 is in preview
     assert codes("--loopcheck-preview") == ["LC101", "LC302"]

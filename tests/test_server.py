@@ -326,13 +326,13 @@ def test_configuration_selects_the_rules(client, tmp_path):
 
 
 @pytest.mark.parametrize("config, codes", [
-    (None, []),  # no configuration: the default selection, without the rules in preview
+    (None, ["LC302"]),  # no configuration: the default selection, without the rules in preview
     ('[tool.loopcheck]\npreview = true\n', ["LC401", "LC302"]),
-    ('[tool.loopcheck]\nextend-select = ["loss-tensor-kept"]\n', ["LC401"]),
-    ('[tool.loopcheck]\nselect = ["LC4", "LC3"]\n', []),  # a prefix alone: not in preview
+    ('[tool.loopcheck]\nextend-select = ["loss-tensor-kept"]\n', ["LC401", "LC302"]),
+    ('[tool.loopcheck]\nselect = ["LC4", "LC3"]\n', ["LC302"]),  # a prefix alone: not a rule in preview
 ])
 def test_rules_in_preview_follow_the_configuration(client, tmp_path, config, codes):
-    """LC401 and LC302 are in preview."""
+    """LC401 is in preview, LC302 is not."""
     if config is not None:
         (tmp_path / "pyproject.toml").write_text(config, encoding="utf-8")
     path = tmp_path / "train.py"
@@ -602,26 +602,26 @@ def test_code_action_on_a_document_never_opened_is_empty(client):
 
 def test_an_invalid_configuration_is_shown_and_cleared_when_fixed(client, tmp_path):
     config = tmp_path / "pyproject.toml"
-    config.write_text('[tool.loopcheck]\nselect = ["LC302"]\nselec = ["LC2"]\n', encoding="utf-8")
+    config.write_text('[tool.loopcheck]\nselect = ["LC401"]\nselec = ["LC2"]\n', encoding="utf-8")
     path = tmp_path / "train.py"
     client.notify("textDocument/didOpen", {"textDocument": {
-        "uri": path.as_uri(), "languageId": "python", "version": 1, "text": read_fixture("LC302_bad.py")}})
+        "uri": path.as_uri(), "languageId": "python", "version": 1, "text": read_fixture("LC401_bad.py")}})
     on_config = client.publication(config.as_uri())
     [diag] = on_config["diagnostics"]
     assert diag["severity"] == 1 and diag["source"] == "loopcheck"
     assert diag["range"] == rng(2, 0, 2, 15) and "unknown key 'selec'" in diag["message"]
-    assert [d["code"] for d in client.diagnostics(path.as_uri())] == []  # the default rules meanwhile (LC302: in preview)
+    assert [d["code"] for d in client.diagnostics(path.as_uri())] == []  # the default rules meanwhile (LC401: in preview)
     shown = [n["params"] for n in client.notifications if n["method"] == "window/showMessage"]
     assert len(shown) == 1 and shown[0]["type"] == 1 and "unknown key 'selec'" in shown[0]["message"]
     client.notifications.clear()
     client.notify("textDocument/didChange", {"textDocument": {"uri": path.as_uri(), "version": 2},
-                                             "contentChanges": [{"text": read_fixture("LC302_bad.py") + "\n"}]})
+                                             "contentChanges": [{"text": read_fixture("LC401_bad.py") + "\n"}]})
     client.diagnostics(path.as_uri())
     assert not [n for n in client.notifications if n["method"] == "window/showMessage"]  # once per error
-    config.write_text('[tool.loopcheck]\nselect = ["LC302"]\n', encoding="utf-8")
+    config.write_text('[tool.loopcheck]\nselect = ["LC401"]\n', encoding="utf-8")
     client.notify("textDocument/didSave", {"textDocument": {"uri": config.as_uri()}})
     assert client.publication(config.as_uri())["diagnostics"] == []
-    assert [d["code"] for d in client.diagnostics(path.as_uri())] == ["LC302"]  # selected by its code
+    assert [d["code"] for d in client.diagnostics(path.as_uri())] == ["LC401"]  # selected by its code
     client.notify("textDocument/didClose", {"textDocument": {"uri": path.as_uri()}})
     assert client.diagnostics(path.as_uri()) == []
 

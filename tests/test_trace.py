@@ -303,6 +303,8 @@ OLD_PYTORCH = {
 #: Good fixtures the tracer misreads: name -> (the codes it reports, why). The static pass is
 #: silent on them.
 TRACER_MISREADS = {
+    "optimizer_class_clips_in_its_step.py": ({"LC102"}, "the tracer counts a step from the call of step(); this "
+                                             "optimizer clips inside it, before its own update"),
     "sam_wrapped_base_optimizer.py": ({"LC103"}, "SAM's first_step moves the parameters itself (p.add_) and then "
                                       "zero_grad()s: the tracer counts only optimizer steps, and reads the "
                                       "gradients as wiped before any step applied them"),
