@@ -52,16 +52,10 @@ def forward_graph_free(unit, fwd) -> bool:
     (:func:`~loopcheck.engine.values.classes_of`) and every class is a class of the project whose ``forward``, on some path the
     call can take that returns, runs all its parameterised work with gradients off. A path the
     call's literal arguments rule out is not taken; a test they do not decide takes both arms."""
-    classes = classes_of(unit, fwd.subject) if fwd.subject is not None else []
-    if not classes or not isinstance(fwd.raw.node, cst.Call):
+    forwards = _forwards(unit, fwd)
+    if forwards is None:
         return False
-    for cls in classes:
-        if not isinstance(cls, ClassRef):
-            return False
-        found = find_method(cls, "forward")
-        if found is None:
-            return False
-        owner, func = found
+    for cls, owner, func in forwards:
         reader = _Reader(owner, cls, _constants(func, fwd.raw.node))
         grad_off = any(grad_of(d.decorator, owner.module.imports, {}) == "disabled" for d in func.decorators)
         ends = reader.block(func.body, {(FALL, False, False)}, grad_off)
@@ -81,16 +75,10 @@ def forward_returns_no_graph(unit, fwd, training: bool | None) -> bool:
     ``forward`` returns the training loss when ``self.training`` and, else, what ``predict()``
     computes under ``torch.no_grad()``, returns no graph, though its own work recorded one (freed
     when the call returns). A ``forward`` that turns gradients off by a decorator returns none."""
-    classes = classes_of(unit, fwd.subject) if fwd.subject is not None else []
-    if not classes or not isinstance(fwd.raw.node, cst.Call):
+    forwards = _forwards(unit, fwd)
+    if forwards is None:
         return False
-    for cls in classes:
-        if not isinstance(cls, ClassRef):
-            return False
-        found = find_method(cls, "forward")
-        if found is None:
-            return False
-        owner, func = found
+    for cls, owner, func in forwards:
         if any(grad_of(d.decorator, owner.module.imports, {}) == "disabled" for d in func.decorators):
             continue
         if not any(isinstance(n, cst.With) for n in walk(func.body, prune=(cst.FunctionDef, cst.ClassDef, cst.Lambda))):
@@ -106,6 +94,22 @@ def forward_returns_no_graph(unit, fwd, training: bool | None) -> bool:
         if not reader.returns or not all(_made_without_graph(reader, func, r.value, off) for r, off in reader.returns):
             return False
     return True
+
+
+def _forwards(unit, fwd) -> list[tuple[ClassRef, ClassRef, cst.FunctionDef]] | None:
+    """``(class, defining class, forward)`` for each class the model of forward event ``fwd``
+    is built from (:func:`~loopcheck.engine.values.classes_of`); ``None`` when one is not a
+    class of the project with a ``forward``, or the call is not a plain call."""
+    classes = classes_of(unit, fwd.subject) if fwd.subject is not None else []
+    if not classes or not isinstance(fwd.raw.node, cst.Call):
+        return None
+    out = []
+    for cls in classes:
+        found = find_method(cls, "forward") if isinstance(cls, ClassRef) else None
+        if found is None:
+            return None
+        out.append((cls, *found))
+    return out
 
 
 def _made_without_graph(
