@@ -25,6 +25,7 @@ import libcst as cst
 from loopcheck.engine.dataflow import Machine
 from loopcheck.engine.events import Event
 from loopcheck.engine.ir import Assign, Call, walk_events
+from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.names import dotted_name
 from loopcheck.engine.roles import last
 from loopcheck.engine.unit import Unit
@@ -157,6 +158,9 @@ def _builds(unit: Unit, node: cst.BaseExpression, near) -> _Built | None:
     cls = class_of_call(unit, raw)
     if cls is None or is_criterion_class(cls) or not is_module_class(cls):
         return None
+    entry = knowledge().cls(cls) if isinstance(cls, str) else None
+    if entry is not None and entry.parameters is False and entry.modes == "none":
+        return None  # nn.Identity(): nothing to register, move, save or switch to eval mode
     kind = "parameter" if isinstance(cls, str) and cls.rpartition(".")[2] == "Parameter" else "module"
     return _Built(kind, node)
 
@@ -207,7 +211,8 @@ class SubmodulesInPlainContainer(Rule):
 
     Reported when (syntax, not paths): ``self.attr = <list/tuple/set/dict display or
     comprehension>`` in a method of a project ``nn.Module`` class holds calls that build modules or
-    ``nn.Parameter`` objects, or, empty, is filled by ``self.attr.append/extend/insert(...)`` or
+    ``nn.Parameter`` objects (not a module whose entry says it holds no parameters and does the
+    same in both modes: ``nn.Identity()`` loses nothing unregistered), or, empty, is filled by ``self.attr.append/extend/insert(...)`` or
     ``self.attr[k] = ...`` with one in the unit; unless the file calls ``add_module``,
     ``register_module``, ``register_parameter`` or ``setattr``, or hands ``<name>.attr`` to a call
     that is not a builtin reader (:func:`_registered`). Known limit: both escapes are by spelling,
