@@ -117,13 +117,6 @@ MAX_LOOP_ITERATIONS = 50
 _REPEATED: "weakref.WeakKeyDictionary[Seq, dict]" = weakref.WeakKeyDictionary()
 
 
-def _ifs(node: Node):
-    if isinstance(node, If):
-        yield node
-    for part in parts(node):
-        yield from _ifs(part)
-
-
 def _ifs_by_call(node: Node, fid: str = ""):
     """``(if, fid)`` for each ``If`` under ``node``: ``fid`` names the innermost inlined call
     that holds it (``""``: the entry point's own code)."""
@@ -197,7 +190,9 @@ def repeated_tests(unit: Seq) -> dict[int, tuple[str, frozenset[str]]]:
         tests: list[tuple[int, cst.BaseExpression, frozenset[str]]] = []
         shapes: dict[tuple[type, frozenset[str]], int] = {}  # (node type, names) -> how many tests
         names_of: dict[int, frozenset[str]] = {}  # by test node, as ``code`` below
-        for node in _ifs(unit):
+        calls: dict[int, str] = {}  # id(If) -> the innermost inlined call that holds it
+        for node, fid in _ifs_by_call(unit):
+            calls[id(node)] = fid
             test = node.test
             if test is None:
                 continue
@@ -212,7 +207,6 @@ def repeated_tests(unit: Seq) -> dict[int, tuple[str, frozenset[str]]]:
         module = cst.Module([])
         # the equality tests of one name, in one call of a function: the same name in another
         # call (a callee's parameter, another call of the same function) is another variable
-        calls = {id(node): fid for node, fid in _ifs_by_call(unit)}
         equal: dict[int, tuple] = {}
         for at, test, names in tests:
             if type(test) is cst.Comparison and (found := equality_test(test)) is not None:

@@ -334,8 +334,11 @@ class ValidationWithoutNoGrad(Rule):
         output its previous iteration computed)."""
         at = unit.order(fwd)
         loop = fwd.ctx.loops[-1] if fwd.ctx.loops else None
-        for ev in unit.events[at + 1:]:
+        end = len(unit.events)  # where the rest of the forward's iteration ends
+        for i in range(at + 1, len(unit.events)):
+            ev = unit.events[i]
             if loop is not None and loop not in ev.ctx.loops:
+                end = i
                 break
             found = _backward_or_train(ev, fwd)
             if found is not None:
@@ -359,7 +362,7 @@ class ValidationWithoutNoGrad(Rule):
                 if found is False:
                     break  # train() first: what follows the loop may still backpropagate it
                 _derive(raw, derived)
-            for ev in unit.events[at + 1:]:
+            for ev in unit.events[end:]:
                 if loop in ev.ctx.loops:
                     continue
                 found = _backward_or_train(ev, fwd)
