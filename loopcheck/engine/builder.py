@@ -1616,6 +1616,15 @@ class UnitBuilder:
                         for tgt, el in zip(frame.return_targets, values):
                             self.assign_event(frame, s, None, "=", el.value, ctx, out, tgt)
             out.append(Jump("return", self.sources(frame, s.value).names if s.value is not None else frozenset()))
+        elif type(s) is cst.Del:
+            for target in _deleted(s.target):
+                cleared = _whole_slice_of(target)
+                if cleared is not None:  # del x[:] empties the list x names: x.clear()
+                    call = cst.Call(func=cst.Attribute(value=cleared, attr=cst.Name("clear")))
+                    self.make_call(frame, call, ctx, {}, ())
+                    out.append(self._raw_of[call])
+                    if self.record is not None:
+                        self.record.reusable = False  # (a node of this build only)
         elif type(s) is cst.Raise:
             self.expr_events(frame, s.exc, ctx, out)
             out.append(Jump("raise"))
@@ -1922,6 +1931,24 @@ def _bindings(body) -> dict[str, int | None]:
                 for n in (*names, *declared):
                     bind(n)
     return out
+
+
+def _deleted(target: cst.BaseDelTargetExpression) -> list[cst.BaseExpression]:
+    """The targets of ``del a, b[:]``, one by one."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [t for el in target.elements for t in _deleted(el.value)]
+    return [target]
+
+
+def _whole_slice_of(target: cst.BaseExpression) -> cst.BaseExpression | None:
+    """``x`` of ``x[:]`` (a slice with no bound and no step), where ``x`` is a dotted name:
+    ``del x[:]`` empties the list as ``x.clear()`` does. ``None`` for any other target."""
+    if type(target) is not cst.Subscript or len(target.slice) != 1 or dotted_name(target.value) is None:
+        return None
+    part = target.slice[0].slice
+    if type(part) is not cst.Slice or part.lower or part.upper or part.step:
+        return None
+    return target.value
 
 
 def _declarations(stmts) -> set[str]:

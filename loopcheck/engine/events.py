@@ -143,7 +143,8 @@ class _Typer:
             return False  # (getattr(self, name) returns an object built elsewhere)
         if target in roles.optimizers and roles.optimizers[target].builds(c):
             info = roles.optimizers[target]
-            self.ev("opt_build", target, models=info.models, eager=info.eager_state, stateless=id(c) in info.stateless)
+            self.ev("opt_build", target, models=info.models, eager=info.eager_state, stateless=id(c) in info.stateless,
+                    own_step=id(c) in info.own_step)
             return True
         if target in roles.schedulers and roles.schedulers[target].builds(c):
             self.ev("sched_build", target)
@@ -353,9 +354,12 @@ class _Typer:
             if role in ("scheduler", "scaler", "loader", "accelerator"):
                 return
             module = knowledge().method("torch.nn.Module", "zero_grad") if method == "zero_grad" else None
-            if role is None and module is not None and any(m.startswith(recv + ".") for m in roles.models):
-                # model.zero_grad() where only model.features is known as a model: an object
-                # holding modules whose zero_grad() no summary describes is an nn.Module
+            if role is None and module is not None:
+                # zero_grad() of an object of no known role (a model from a factory no knowledge
+                # describes, or one where only model.features is known as a model): PyTorch's
+                # classes with a zero_grad() are modules and optimizers, and an optimizer's is
+                # known, so it clears this module's gradients; which optimizers hold them is
+                # decided by what their parameters are known to be (``touches``)
                 self.apply(module)
                 return
         if method in ("zero_", "zero") and c.receiver and (c.receiver.endswith(".grad") or c.receiver.endswith(".grad.data")):

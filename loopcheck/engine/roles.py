@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from loopcheck.engine.builder import ModuleIndex
+from loopcheck.engine.builder import ModuleIndex, find_method
 from loopcheck.engine.graphs import graph_stores
 from loopcheck.engine.ir import Arg, Assign, Call, RawEvent
 from loopcheck.engine.knowledge import Returns, Summary, knowledge
@@ -65,6 +65,45 @@ def last(sym: str) -> str:
     return sym.rpartition(".")[2].rpartition(":")[2]
 
 
+def own_methods(c: Call, names: tuple[str, ...]) -> bool:
+    """Whether ``c`` constructs a class of the project (one the library knowledge does not
+    describe) that defines, or inherits from a class of the project, one of the methods ``names``."""
+    return (c.cls is not None and not c.cls.described
+            and any(find_method(c.cls, name) is not None for name in names))
+
+
+def clamps_first_position(c: Call) -> bool:
+    """Whether ``c`` constructs a scheduler class of the project whose ``get_lr()`` reads its
+    position only clamped to at least 1 (every ``self.last_epoch`` it reads is an argument of
+    ``max(..., k)`` with an integer literal ``k >= 1``, as mozilla/TTS's NoamLR): positions 0
+    and 1 of its schedule give the same learning rate."""
+    if c.cls is None or c.cls.described:
+        return False
+    found = find_method(c.cls, "get_lr")
+    if found is None:
+        return False
+    reads, clamped = [0], [0]
+
+    def position(node: cst.CSTNode) -> bool:
+        return (isinstance(node, cst.Attribute) and node.attr.value == "last_epoch"
+                and isinstance(node.value, cst.Name) and node.value.value == "self")
+
+    class Reads(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            reads[0] += position(node)
+
+        def visit_Call(self, node: cst.Call) -> None:
+            if not (isinstance(node.func, cst.Name) and node.func.value == "max"):
+                return
+            floors = [a for a in node.args if isinstance(a.value, cst.Integer)
+                      and int(a.value.evaluated_value) >= 1]
+            if floors:
+                clamped[0] += sum(position(a.value) for a in node.args)
+
+    found[1].body.visit(Reads())
+    return reads[0] > 0 and reads[0] == clamped[0]
+
+
 @dataclass
 class OptimizerInfo:
     """An optimizer symbol: its constructor calls, qualified class, the model symbols whose
@@ -94,6 +133,9 @@ class OptimizerInfo:
     # parameters (every source understood, no tensor of its own): ``Adam(chain(G.parameters(),
     # D.parameters()))``, not ``Adam([log_alpha])`` nor ``Adam(list(m.parameters()) + [w])``
     model_only: set[int] = field(default_factory=set)
+    # ``id()`` of the constructions of a class of the project that defines its own ``step()``:
+    # what that step does with the state (where it keeps it, in which dtype) is the project's
+    own_step: set[int] = field(default_factory=set)
 
     def certain_of(self, ctors=()) -> set[str]:
         """The models the given constructions (all when empty) certainly take."""
@@ -108,12 +150,13 @@ class OptimizerInfo:
             return set()
         return set.intersection(*(set(self.certain.get(k, ())) for k in keys))
 
-    def only_models(self) -> set[str] | None:
+    def only_models(self, ctors=()) -> set[str] | None:
         """The models whose parameters hold every parameter this optimizer takes (it may take a
         part of them), ``None`` when it may take others (a tensor of its own, a source not
         understood, a construction found only by its target): clearing these models'
-        gradients clears all of this optimizer's."""
-        calls = [c for c in (self.ctor, *self.others) if c is not None]
+        gradients clears all of this optimizer's. ``ctors``: the constructions to answer for
+        (the one that built the optimizer on a path); all of them when empty."""
+        calls = list(ctors) or [c for c in (self.ctor, *self.others) if c is not None]
         if not calls or any(id(c) not in self.model_only for c in calls):
             return None
         return self.models_of(calls) or None
@@ -153,6 +196,8 @@ class SchedulerInfo:
         unit: for epoch schedulers, what the period argument counts: ``"epochs"``,
             ``"steps"``, ``"literal"`` (a number) or ``"unknown"``.
         optimizer: the optimizer symbol it schedules, when known.
+        same_first: some construction is of a class of the project whose ``get_lr()`` gives
+            the same learning rate at positions 0 and 1 (:func:`clamps_first_position`).
     """
 
     ctor: Call | None
@@ -161,6 +206,7 @@ class SchedulerInfo:
     unit: str = "unknown"
     optimizer: str | None = None
     others: list[Call] = field(default_factory=list)
+    same_first: bool = False
 
     def builds(self, call: Call) -> bool:
         """Whether ``call`` constructs this scheduler."""
@@ -535,6 +581,8 @@ class _Inference:
             info.by_ctor[id(c)] = set(models) if known else None
             if keeps_no_state(c, r):
                 info.stateless.add(id(c))
+            if own_methods(c, ("step",)):
+                info.own_step.add(id(c))
             info.params |= set(arg.mentions) if arg else set()
             info.certain[id(c)] = self.certain_models(arg, models)
             if known and models and not any(self.takes_other(m) for m in arg.mentions):
@@ -551,9 +599,11 @@ class _Inference:
                     info.unit = "literal" if arg is None or arg.literal else period_unit(arg.node)
             opt_arg = arg_at(c, r.get("optimizer", 0))
             info.optimizer = opt_arg.sym if opt_arg else None
+            info.same_first = clamps_first_position(c)
             known = roles.schedulers.get(target)
             if known is not None and known.ctor is not None:  # one scheduler per if/elif arm
                 known.others.append(c)
+                known.same_first = known.same_first or info.same_first
                 if (known.kind, known.unit) != (info.kind, info.unit):
                     known.kind, known.unit = "unknown", "unknown"
             else:

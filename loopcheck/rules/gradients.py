@@ -65,6 +65,7 @@ class G(NamedTuple):
     skip: Event | None = None
     spent: bool = False
     cleared: frozenset = frozenset()
+    built: Event | None = None  # the construction of the optimizer on this path, when seen
 
 
 UNKNOWN = G("unknown", stale=None)
@@ -102,17 +103,18 @@ def rebinding_loops(unit: Unit, opt: str) -> frozenset[int]:
     return frozenset(out)
 
 
-def touches(unit: Unit, opt: str, ev: Event) -> bool:
+def touches(unit: Unit, opt: str, ev: Event, built: Event | None = None) -> bool:
     """Whether ``ev`` (zero_grad of a model, clip, havoc, a ``.grad`` set) concerns optimizer
     ``opt``: the event names it, or a model whose parameters it takes (for ``model.zero_grad()``:
-    a model that holds them, ``model`` for ``model.features``), or a tensor it was built from
-    (for a clip), or — when the optimizer's parameters are not known — possibly so."""
+    a model that holds them, ``model`` for ``model.features``; ``built``: the construction of
+    ``opt`` on this path, whose parameters are the ones that count), or a tensor it was built
+    from (for a clip), or — when the optimizer's parameters are not known — possibly so."""
     info = unit.roles.optimizers.get(opt)
     models = info.models if info else set()
     if ev.kind == "zero_grad" and ev.subject is not None and ev.subject != opt and _share_param_groups(unit, opt, ev.subject):
         return True  # SAM: self.param_groups = self.base_optimizer.param_groups
     if ev.kind == "zero_grad_model":
-        own = info.only_models() if info else None
+        own = info.only_models(_ctors(built)) if info else None
         if own is not None:  # all its parameters are known models': it clears them all, or a part
             return all(_within(m, ev.subject) for m in own)
         return not models or any(_within(m, ev.subject) for m in models)
@@ -164,7 +166,13 @@ def _param_group_pairs(unit: Unit) -> frozenset[tuple[str, str]]:
     return frozenset(out)
 
 
-def cleared_part(unit: Unit, opt: str, ev: Event) -> frozenset[str]:
+def _ctors(built: Event | None) -> tuple:
+    """The construction an ``opt_build`` event stands for, as :meth:`OptimizerInfo.only_models`
+    takes it (none: every construction)."""
+    return (built.raw,) if built is not None and built.raw is not None else ()
+
+
+def cleared_part(unit: Unit, opt: str, ev: Event, built: Event | None = None) -> frozenset[str]:
     """The models of optimizer ``opt`` whose gradients a ``zero_grad`` that does not concern
     ``opt`` as a whole (:func:`touches`) clears: of a model holding some of them, or of another
     optimizer that certainly takes their parameters (``opt_d.zero_grad()`` clears the ``D`` part
@@ -173,7 +181,7 @@ def cleared_part(unit: Unit, opt: str, ev: Event) -> frozenset[str]:
     part is cleared only where the parameters are known."""
     roles = unit.roles
     info = roles.optimizers.get(opt)
-    own = info.only_models() if info else None
+    own = info.only_models(_ctors(built)) if info else None
     if own is None:
         return frozenset()
     if ev.kind == "zero_grad_model":
@@ -271,7 +279,7 @@ class GradientMachine(Machine):
     def transfer(self, s: G, ev: Event) -> G:
         k = ev.kind
         if k == "opt_build" and ev.subject == self.opt:
-            return G("empty")
+            return G("empty", built=ev)
         if s.phase == "absent":
             return s
         if k == "backward":
@@ -282,30 +290,30 @@ class GradientMachine(Machine):
             if s.phase in ("empty", "wiped"):
                 return s._replace(phase="filled", bw=ev, zg=None, stale=False, skip=None, spent=False)
             if s.phase == "unknown":
-                return G("filled", bw=ev, stale=None)
+                return G("filled", bw=ev, stale=None, built=s.built)
             return s._replace(bw=ev, spent=False)
         if k == "step" and ev.subject == self.opt:
             if ev.extra.get("closure"):
                 return UNKNOWN
-            return G("applied", bw=s.bw, step=ev, stale=s.stale, stepped=True)
+            return G("applied", bw=s.bw, step=ev, stale=s.stale, stepped=True, built=s.built)
         if k == "step":
             # another optimizer applies the backward that filled these gradients: it was its own
             if (s.phase == "filled" and not s.spent and s.bw is not None and s.bw.kind == "backward"
                     and ev.subject not in self.subjects and reaches(self.unit, ev.subject, s.bw)):
                 return s._replace(spent=True)
             return s
-        if (k in ("zero_grad", "zero_grad_model") and touches(self.unit, self.opt, ev)) or k == "zero_grad_all":
+        if (k in ("zero_grad", "zero_grad_model") and touches(self.unit, self.opt, ev, s.built)) or k == "zero_grad_all":
             if s.phase == "filled" and not s.spent:
-                return G("wiped", bw=s.bw, zg=ev, stepped=s.stepped, skip=s.skip)
-            return G("empty", stepped=s.stepped)
+                return G("wiped", bw=s.bw, zg=ev, stepped=s.stepped, skip=s.skip, built=s.built)
+            return G("empty", stepped=s.stepped, built=s.built)
         if k in ("zero_grad", "zero_grad_model"):
-            part = cleared_part(self.unit, self.opt, ev)
+            part = cleared_part(self.unit, self.opt, ev, s.built)
             if part:
                 return self._clear_part(s, part)
         if k == "havoc" and ev.may_change("grads") and touches(self.unit, self.opt, ev):
             return UNKNOWN
         if k == "grad_set" and touches(self.unit, self.opt, ev):
-            return G("filled", bw=ev, stale=False, stepped=s.stepped)  # gradients written by hand
+            return G("filled", bw=ev, stale=False, stepped=s.stepped, built=s.built)  # written by hand
         return s
 
     def _clear_part(self, s: G, part: frozenset) -> G:
@@ -315,11 +323,11 @@ class GradientMachine(Machine):
         if s.phase not in ("applied", "filled") or s.phase == "filled" and s.stale is not True:
             return s
         cleared = s.cleared | part
-        own = self.unit.roles.optimizers[self.opt].only_models() or set()
+        own = self.unit.roles.optimizers[self.opt].only_models(_ctors(s.built)) or set()
         if not own <= cleared:
             return s._replace(cleared=cleared)
         if s.phase == "applied":
-            return G("empty", stepped=s.stepped)
+            return G("empty", stepped=s.stepped, built=s.built)
         return s._replace(stale=False, cleared=frozenset())
 
     def rebinds(self, loop: Loop) -> bool:
@@ -556,15 +564,19 @@ class StepBeforeBackward(Rule):
 @register
 class MissingZeroGrad(Rule):
     """LC105: ``O.step()`` in a loop applies, on some path, a backward added onto gradients
-    ``O``'s previous step already applied, with no path on which ``O``'s state is unknown or
-    cleared (see ``rules/LC105.md``)."""
+    ``O``'s previous step already applied, where that previous step is this one or one after it
+    in the loop (the gradients outlive an iteration: nothing clears them between steps), with no
+    path on which ``O``'s state is unknown or cleared (see ``rules/LC105.md``). A second step
+    later in the same iteration over gradients an earlier step applied is another harm (the
+    same gradients applied twice), not this one."""
 
     info = INFOS["LC105"]
 
     def check(self, unit: Unit) -> Iterable[Report]:
         reported = set()
         for ev, states in _steps(unit):
-            if not any(s.phase == "filled" and s.stale is True for s in states):
+            if not any(s.phase == "filled" and s.stale is True
+                       and (s.step is None or unit.order(s.step) >= unit.order(ev)) for s in states):
                 continue
             if any(s.phase in ("unknown", "wiped") for s in states):
                 continue

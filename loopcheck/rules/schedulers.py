@@ -185,7 +185,9 @@ class SchedulerBeforeOptimizerStep(Rule):
     was built in this unit and has not stepped since (:class:`_SteppedMachine`; unknown before a
     construction and after ``O``'s ``load_state_dict()``, an unknown method of ``O`` or an opaque call
     given ``O``), and a step of ``O`` follows in program order inside the call's innermost loop.
-    Silent when ``O`` is not built in the unit, and for code established to be written for a
+    Silent when ``O`` is not built in the unit, for a scheduler of the project whose ``get_lr()``
+    gives positions 0 and 1 the same value (``SchedulerInfo.same_first``: its position clamped
+    with ``max(self.last_epoch, 1)``, so nothing is skipped), and for code established to be written for a
     PyTorch older than the version that began this order (knowledge ``[since]
     scheduler_step_after_optimizer``, 1.1; :func:`~loopcheck.engine.values.written_before`:
     ``Variable(x, volatile=True)``; or a project whose dependency files pin such a PyTorch:
@@ -197,7 +199,7 @@ class SchedulerBeforeOptimizerStep(Rule):
     def check(self, unit: Unit) -> Iterable[Report]:
         for ev in unit.of_kind("sched_step"):
             info = unit.roles.schedulers.get(ev.subject)
-            if info is None or info.kind == "plateau" or not ev.ctx.loops:
+            if info is None or info.kind == "plateau" or info.same_first or not ev.ctx.loops:
                 continue
             if ev.extra.get("nargs"):
                 continue  # scheduler.step(epoch): the LR of that epoch, in closed form; nothing is skipped

@@ -25,8 +25,9 @@ from typing import Callable, Iterable, NamedTuple
 import libcst as cst
 
 from loopcheck.engine.dataflow import NOT_TAKEN, Machine
-from loopcheck.engine.events import DTYPE_WORDS, Event
+from loopcheck.engine.events import DTYPE_WORDS, TORCH_DTYPES, Event
 from loopcheck.engine.ir import Call, If
+from loopcheck.engine.names import dotted_name
 from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.unit import Unit
 from loopcheck.engine.values import (
@@ -72,12 +73,26 @@ def built_dtype(ev: Event) -> str | None:
     """The dtype of the parameters of a model a ``model_build`` makes, when established: a
     ``torch.nn`` library layer (``nn.Linear(8, 2)``, ``nn.Sequential(nn.Linear(...), ...)``)
     built with no argument that names a dtype has its parameters in the default dtype,
-    ``float32``. A class of the project, a factory or a loaded model: ``None``."""
+    ``float32``; a conversion later in the chain gives its own (``nn.Linear(8, 2).double()
+    .to(device)`` is ``float64``, from the knowledge's ``convert`` effect of ``double``, or a
+    dtype a ``to()`` names). A class of the project, a factory or a loaded model: ``None``."""
     c = ev.raw
-    if not isinstance(c, Call) or DTYPE_WORDS.search(cst.Module([]).code_for_node(c.node)):
-        return None  # (the whole chain: nn.Linear(8, 2).double().to(device) is float64)
-    while c.inner is not None:  # nn.Linear(8, 2).to(device): the constructor
+    if not isinstance(c, Call):
+        return None
+    while c.inner is not None:  # outermost first: the last conversion of the chain decides
+        args = getattr(c.node, "args", ())
+        text = " ".join(cst.Module([]).code_for_node(a) for a in args)
+        summary = knowledge().method("torch.nn.Module", c.method or "")
+        convert = next((e for e in (summary.effects if summary else ()) if e.event == "convert"), None)
+        if convert is not None and convert.get("dtype"):
+            return convert.get("dtype")
+        if DTYPE_WORDS.search(text):  # to(torch.float64), to(dtype=...)
+            named = {TORCH_DTYPES.get(dotted_name(a.value) or "") for a in args}
+            named.discard(None)
+            return named.pop() if len(named) == 1 else None
         c = c.inner
+    if DTYPE_WORDS.search(cst.Module([]).code_for_node(c.node)):
+        return None  # nn.Linear(8, 2, dtype=torch.float64)
     if not c.qualified or not (c.func or "").startswith("torch.nn.") or knowledge().cls(c.func) is None:
         return None
     return "float32"
@@ -186,7 +201,9 @@ class OptimizerModelMachine(Machine):
             s = s._replace(dtype=built_dtype(ev) if self.known_dtypes else None)
         elif k == "convert" and ev.extra["how"] in ("dtype", "restore"):
             to = ev.extra.get("dtype") if self.known_dtypes else None
-            if s.built is not None and to is not None and to == s.dtype:
+            # a model of unknown dtype has its parameters in the default one (float32) unless a
+            # conversion on this path changed it: ``float()`` then establishes no change
+            if s.built is not None and to is not None and to == (s.dtype or "float32"):
                 return s  # to the dtype it already has: nothing changes
             s = s._replace(dtype=to)
         if k == "convert" and ev.extra["how"] == "device":
@@ -248,6 +265,15 @@ def _pending_at(unit: Unit, states, step: Event):
         yield s, step
 
 
+def _project_step(s: S) -> bool:
+    """A device move or dtype conversion that matters only through the optimizer's state, of an
+    optimizer whose class is the project's and defines its own ``step()``: where that step
+    keeps its state is not established (mozilla/TTS's RAdam moves it to each parameter's
+    device and dtype with ``type_as`` at every step), so a broken next step is not either."""
+    return (s.pending.kind == "convert" and s.pending_state is not False
+            and bool(s.built.extra.get("own_step")))
+
+
 def _only_moved(s: S) -> bool:
     """A device move made before the optimizer had state, of an optimizer that builds it lazily."""
     return s.pending.kind == "convert" and s.pending.extra["how"] == "device" and s.pending_state is False
@@ -276,8 +302,10 @@ class ModelConvertedAfterOptimizer(Rule):
     the module the change concerns may hold parameters (:func:`may_hold_parameters`: not for a
     loss, an activation, ``Dropout``, or a class of the project whose ``__init__`` builds none)
     and the optimizer's construction holds its parameters (:func:`concerns`); a conversion to
-    the dtype the model has is none, and a dtype conversion is not reported while an optimizer
-    that keeps no per-parameter state (SGD without momentum) has none (:func:`_no_state_to_break`)."""
+    the dtype the model has is none (a model of unknown dtype has the default one, so ``float()``
+    establishes no change), a dtype conversion is not reported while an optimizer that keeps no
+    per-parameter state (SGD without momentum) has none, and a change that breaks only the state
+    is not reported for an optimizer of the project with its own ``step()`` (:func:`_project_step`)."""
 
     info = INFOS["LC501"]
 
@@ -286,7 +314,8 @@ class ModelConvertedAfterOptimizer(Rule):
         # read only for a pending change: it parses the top-level code of a module outlined for its names
         overwrite = functools.cache(lambda: setting_turned_on(unit, OVERWRITE))
         for s, step in _flows(unit):
-            if _only_moved(s) or _converted_in_place(s, overwrite) or id(s.pending) in reported:
+            if (_only_moved(s) or _converted_in_place(s, overwrite) or _project_step(s)
+                    or id(s.pending) in reported):
                 continue
             reported.add(id(s.pending))
             yield self._report(s, step, overwrite())
