@@ -948,14 +948,19 @@ class _Inference:
         return self.roles
 
     # -- 5. provenance of losses ------------------------------------------------------------
-    def provenance(self, sym: str, _visiting: frozenset[str] = frozenset()) -> frozenset[str] | None:
+    def provenance(self, sym: str, _visiting: frozenset[str] = frozenset(),
+                   _memo: dict[str, frozenset[str] | None] | None = None) -> frozenset[str] | None:
         """The models whose forward passes ``sym`` is computed from, following assignments, what
         is put into a list (``losses.append(loss)``: ``torch.stack(losses)`` is computed from
         ``loss``) and what a loop's target is drawn from (``for scale in d_out: loss +=
         scale.mean()`` is computed from ``d_out``, when ``d_out``'s own models are known);
         ``None`` when a call on the way could hide one (an opaque function or method).
-        ``_visiting``: the symbols whose loops led here (a loop over itself is not followed)."""
+        ``_visiting``: the symbols whose loops led here (a loop over itself is not followed);
+        ``_memo``: what each iterated name was found to come from in this query, so that each is
+        followed once (names that iterate one another otherwise multiply the work: a hang of
+        minutes on kefirski/pytorch_RVAE, depending on the order of a set)."""
         roles = self.roles
+        memo: dict[str, frozenset[str] | None] = {} if _memo is None else _memo
         models: set[str] = set()
         seen: set[str] = set()
         todo = [sym]
@@ -992,9 +997,12 @@ class _Inference:
                 if not set(loop.iter_calls) <= ITERATION_BUILTINS:
                     continue  # range(n): integers; another call: not followed
                 for name in loop.iter_names:
-                    if name not in _visiting:
-                        found = self.provenance(name, _visiting | {sym})
-                        models.update(found or ())
+                    if name in _visiting:
+                        continue
+                    if name not in memo:
+                        memo[name] = frozenset()  # (while it is followed: a cycle back adds nothing)
+                        memo[name] = self.provenance(name, _visiting | {sym}, memo)
+                    models.update(memo[name] or ())
             # a list filled by ``append``/``extend``/``insert`` holds what was put into it
             for store in self.stores.get(s, ()):
                 value = store.args[0] if store.method == "extend" else store.args[-1]
