@@ -40,6 +40,9 @@ FRAMEWORK = sorted(DATA.glob("lightning_*.py")) + sorted(DATA.glob("hf_trainer_*
 #: Bad fixtures whose bug cannot show when they run on a CPU, or that the tracer does not watch
 #: (their static finding is then marked "not observed"), and why.
 NO_RUNTIME_SYMPTOM = {
+    "LC401_bad_del_slice_of_other_list.py": "the tracer watches the tensors backward() runs on, not the "
+                                            "critic's values the history list keeps (their graphs are kept "
+                                            "all the same)",
     "LC401_bad_outputs_kept_for_epoch.py": "the tracer watches the tensors backward() runs on, not the "
                                            "model outputs a list keeps (their graphs are kept all the same)",
     "LC105_bad_optimizer_parameter.py": "it only defines train_one_epoch(); nothing calls it",
@@ -305,6 +308,10 @@ OLD_PYTORCH = {
 TRACER_MISREADS = {
     "optimizer_class_clips_in_its_step.py": ({"LC102"}, "the tracer counts a step from the call of step(); this "
                                              "optimizer clips inside it, before its own update"),
+    "scheduler_clamped_first_position.py": ({"LC202"}, "the tracer sees scheduler.step() before "
+                                            "optimizer.step(); this schedule reads its position as "
+                                            "max(last_epoch, 1), so positions 0 and 1 give the same LR "
+                                            "and no value is skipped"),
     "sam_wrapped_base_optimizer.py": ({"LC103"}, "SAM's first_step moves the parameters itself (p.add_) and then "
                                       "zero_grad()s: the tracer counts only optimizer steps, and reads the "
                                       "gradients as wiped before any step applied them"),
