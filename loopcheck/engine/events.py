@@ -413,6 +413,9 @@ def classify_assign(a: Assign, roles: Roles) -> list[Event]:
         if owner is not None and roles.canon(owner) in roles.models:
             kind = "unfreeze" if _literal_bool(a.value) else "freeze"
             return [Event(kind, roles.canon(owner), a.node, a)]
+    rebound = _optimizer_rebound(a, roles)
+    if rebound is not None:
+        return [rebound]
     container = _plain_container(a)
     if container is not None:
         out.append(container)
@@ -483,6 +486,20 @@ def _mode_saved(a: Assign, roles: Roles) -> Event | None:
 
 
 _CONTAINERS = (cst.List, cst.Tuple, cst.Set, cst.Dict, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+
+def _optimizer_rebound(a: Assign, roles: Roles) -> Event | None:
+    """``optimizer = other`` where both names are optimizers the roles keep apart (a helper's
+    local returned from one of its ``if`` arms: ``optimizer = Adam(...)`` ... ``return
+    optimizer``): the name now holds another optimizer object, whose construction, state and
+    gradients are that object's. A ``havoc`` of the name's optimizer (every aspect): what it
+    held before tells nothing of the object it holds now."""
+    if a.op != "=" or a.target is None or a.value_sym is None:
+        return None
+    target, value = roles.canon(a.target), roles.canon(a.value_sym)
+    if target == value or target not in roles.optimizers or value not in roles.optimizers:
+        return None
+    return Event("havoc", target, a.node, a)
 
 
 def _plain_container(a: Assign) -> Event | None:

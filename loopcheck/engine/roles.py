@@ -476,6 +476,10 @@ class _Inference:
         self.methods: dict[str, set[str]] = {}
         self.sources: dict[str, list] = {}
         self.by_usage: set[str] = set()  # models known only from their train()/eval() calls
+        # symbols bound to an instance of a class of the project that has no role (a class that
+        # derives from no library class with one): its methods are the project's, read where
+        # they are called, so its role is not guessed from its name or its methods' names
+        self.plain_objects: set[str] = set()
         # container symbol → the calls that put a value into it (``losses.append(loss)``), and
         # the raw events of each call expression, to follow provenance into what they store
         self.stores: dict[str, list[Call]] = {}
@@ -541,6 +545,8 @@ class _Inference:
             if not c.targets:
                 continue
             summary = self.construction(c)
+            if summary is None and c.cls is not None and not c.cls.described and len(c.targets) == 1:
+                self.plain_objects.add(c.targets[0])  # WeightEMA(model, ema_model): no optimizer
             if summary is None or summary.returns is None:
                 continue
             ret = summary.returns
@@ -702,6 +708,8 @@ class _Inference:
         for sym, ms in self.methods.items():
             if sym in roles.alias or sym in roles.optimizers or sym in roles.schedulers or sym in roles.scalers:
                 continue
+            if sym in self.plain_objects:
+                continue
             if sym in roles.accelerators or sym in roles.types:
                 continue
             name = last(sym)
@@ -725,7 +733,7 @@ class _Inference:
                 c.method == "step" and c.receiver and not c.args and c.receiver not in roles.optimizers
                 and c.receiver not in roles.alias
                 and c.receiver not in roles.schedulers and OPTIMIZER_NAME.search(last(c.receiver))
-                and c.receiver not in roles.models
+                and c.receiver not in roles.models and c.receiver not in self.plain_objects
             ):
                 roles.optimizers[c.receiver] = OptimizerInfo(None, None)
 
