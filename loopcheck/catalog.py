@@ -186,7 +186,6 @@ _CATALOG = (
         "LC601", "clip-without-unscale", "error",
         "Gradients are clipped while still multiplied by the GradScaler's scale: call "
         "scaler.unscale_() first.",
-        preview=True,
     ),  # amp.py
     RuleInfo(
         "LC602", "optimizer-step-bypasses-scaler", "error",

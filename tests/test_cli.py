@@ -196,6 +196,7 @@ def test_rules_lists_every_rule_with_its_fix():
     assert rows["LC203"] == ["LC203", "plateau-scheduler-without-metric", "error", "-", "yes"]
     assert rows["LC202"] == ["LC202", "scheduler-step-before-optimizer-step", "warning", "-", "yes"]
     assert rows["LC302"] == ["LC302", "validation-without-no-grad", "warning", "safe", "-"]  # out of preview (census 9)
+    assert rows["LC601"] == ["LC601", "clip-without-unscale", "error", "safe", "-"]  # out of preview (census 10)
     assert rows["LC001"][4] == "-"
     assert rows["LC002"] == ["LC002", "unused-noqa", "warning", "safe", "-"]
     assert rows["LC401"] == ["LC401", "loss-tensor-kept", "warning", "safe", "yes"]
