@@ -68,6 +68,14 @@ class Event:
         return aspect in self.extra.get("aspects", ALL_ASPECTS)
 
 
+def tensor_gradient():
+    """Where ``Tensor.backward`` takes its gradient argument, from the knowledge's entry (its
+    ``gradient`` reference): the engine types ``t.backward(...)`` itself, since the receiver it
+    cannot type is usually a tensor."""
+    summary = knowledge().method("torch.Tensor", "backward")
+    return next((e.get("gradient") for e in summary.effects if e.event == "backward"), None) if summary else None
+
+
 def models_of(roles: Roles, mentions) -> set[str]:
     """The models whose parameters (or which, named directly) an argument takes:
     ``model.parameters()``, ``model``, or a variable holding ``list(model.parameters())``."""
@@ -185,23 +193,48 @@ class _Typer:
             if ACCELERATOR_NAME.search(last(c.receiver)) and c.args:
                 self.ev("backward", roles.canon(c.args[0].sym) if c.args[0].sym else None, scaler=None, managed=True)
                 return True
+            gradient = self.gradient(tensor_gradient())
             a0 = c.args[0] if c.args else None
-            if a0 is not None and a0.keyword is None and a0.sym is not None and "grad" not in a0.sym:
+            if (a0 is not None and a0.keyword is None and a0.sym is not None and "grad" not in a0.sym
+                    and gradient["gradient_scaler"] is None):
                 return True  # something.backward(loss) of an unknown engine: nothing known
-            self.ev("backward", c.receiver, scaler=roles.scaled.get(roles.canon(c.receiver)))
+            self.ev("backward", c.receiver, scaler=roles.scaled.get(roles.canon(c.receiver)), **gradient)
             return True
         inner = c.inner
         if inner is not None:
             if inner.receiver and roles.canon(inner.receiver) in roles.scalers and inner.method == "scale":
                 loss = inner.args[0].sym if inner.args else None
-                self.ev("backward", loss, scaler=roles.canon(inner.receiver))
+                self.ev("backward", loss, scaler=roles.canon(inner.receiver), **self.gradient(tensor_gradient()))
             elif inner.receiver:
-                self.ev("backward", inner.receiver, scaler=None)
+                self.ev("backward", inner.receiver, scaler=None, **self.gradient(tensor_gradient()))
             else:
                 self._operands_backward(inner.operands)
             return True
         self._operands_backward(c.operands)
         return True
+
+    def gradient(self, ref) -> dict:
+        """The extras of a backward about its gradient argument (``ref``, the knowledge's
+        reference to it): ``gradient``, the argument (``None`` when none is given: the
+        gradient of a scalar, 1), and ``gradient_scaler``, the GradScaler whose ``scale()``
+        returned it (``t.backward(scaler.scale(g))``, ``g = scaler.scale(grad)``,
+        ``grad_tensors=[scaler.scale(g)]``), else ``None``. The gradient argument multiplies
+        every gradient the backward fills, so a scaled one leaves them scaled as
+        ``scaler.scale(loss).backward()`` does."""
+        roles = self.roles
+        arg = arg_at(self.c, ref) if ref is not None else None
+        if arg is None:
+            return {"gradient": None, "gradient_scaler": None}
+        scaler = None
+        if arg.sym:
+            scaler = roles.scaled.get(roles.canon(arg.sym))
+        elif isinstance(arg.node, (cst.List, cst.Tuple)) and arg.node.elements:
+            # one gradient per tensor: scaled when each is a scale() call of the same scaler
+            found = {roles.scaled_calls.get(id(e.value)) for e in arg.node.elements}
+            scaler = found.pop() if len(found) == 1 else None
+        else:
+            scaler = roles.scaled_calls.get(id(arg.node))
+        return {"gradient": arg, "gradient_scaler": scaler}
 
     def _operands_backward(self, operands) -> None:
         """``(weights * loss).mean().backward()``: the backward of the loss operands; its
@@ -212,7 +245,7 @@ class _Typer:
         subject = (named or losses or [None])[0]
         provs = [roles.provenance.get(m) for m in losses]
         models = None if not provs or any(p is None for p in provs) else frozenset().union(*provs)
-        self.ev("backward", subject, scaler=None, models=models)
+        self.ev("backward", subject, scaler=None, models=models, **self.gradient(tensor_gradient()))
 
     # -- summaries ------------------------------------------------------------------------
     def apply(self, summary: Summary) -> None:
@@ -225,7 +258,8 @@ class _Typer:
         c, roles = self.c, self.roles
         k = eff.event
         if k == "backward":
-            self.ev("backward", self.sym(eff.get("loss")), scaler=None, managed=bool(eff.get("managed")))
+            self.ev("backward", self.sym(eff.get("loss")), scaler=None, managed=bool(eff.get("managed")),
+                    **self.gradient(eff.get("gradient")))
         elif k == "clip":
             arg = arg_at(c, eff.get("params"))
             mentions = arg.mentions if arg is not None else frozenset()

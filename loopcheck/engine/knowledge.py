@@ -51,7 +51,7 @@ ArgRef = Union[int, str, tuple]  # 0 | "params" | (0, "params") | "self" | "*"
 #: Event kinds an entry may name, with the argument keys each takes. The engine's typed
 #: events (:mod:`loopcheck.engine.events`) use the same names.
 EVENTS: dict[str, frozenset[str]] = {
-    "backward": frozenset({"loss", "managed"}),
+    "backward": frozenset({"loss", "gradient", "managed"}),
     "clip": frozenset({"params", "max_norm", "managed", "measure_only"}),
     "step": frozenset({"optimizer", "closure"}),
     "zero_grad": frozenset({"optimizer", "params"}),
@@ -268,7 +268,7 @@ def _arg_ref(value, where: str) -> ArgRef:
     raise KnowledgeError(f"{where}: bad argument reference {value!r}")
 
 
-_REF_KEYS = frozenset({"loss", "params", "max_norm", "optimizer", "scheduler", "metric", "model", "scaler",
+_REF_KEYS = frozenset({"loss", "gradient", "params", "max_norm", "optimizer", "scheduler", "metric", "model", "scaler",
                        "value", "container", "arg", "mode", "input", "state", "sampler"})
 
 

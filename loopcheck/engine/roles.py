@@ -226,6 +226,8 @@ class Roles:
             (``losses[-1].backward()``, ``sum(losses).backward()``).
         alias: symbol → the symbol of the same object (``model = DDP(model)``).
         scaled: ``x = scaler.scale(loss)``: x → scaler.
+        scaled_calls: ``id(node) →`` scaler for each ``scaler.scale(...)`` call node, so that
+            a call's argument that is one (``t.backward(scaler.scale(g))``) is known scaled.
         graph: symbols with a definition established to carry an autograd graph
             (:func:`loopcheck.engine.graphs.graph_stores`).
         graph_stores: ``id(raw event) →`` :class:`~loopcheck.engine.graphs.GraphStore`: the
@@ -249,6 +251,7 @@ class Roles:
     types: dict[str, str] = field(default_factory=dict)
     alias: dict[str, str] = field(default_factory=dict)
     scaled: dict[str, str] = field(default_factory=dict)
+    scaled_calls: dict[int, str] = field(default_factory=dict)
     param_sources: dict[str, set[str]] = field(default_factory=dict)
     provenance: dict[str, frozenset[str] | None] = field(default_factory=dict)
     graph: frozenset[str] = frozenset()
@@ -824,6 +827,7 @@ class _Inference:
             roles.models |= info.models
         for c in self.calls:
             if c.method == "scale" and c.receiver and roles.canon(c.receiver) in roles.scalers:
+                roles.scaled_calls[id(c.node)] = roles.canon(c.receiver)
                 for t in c.targets:
                     if t:
                         roles.scaled[t] = roles.canon(c.receiver)

@@ -476,6 +476,22 @@ def _scalar(ctx: FixContext, value: cst.CSTNode, at: cst.CSTNode, depth: int = 0
     return False
 
 
+def _root_imported(ctx: FixContext, expr: cst.CSTNode) -> bool:
+    """Whether the name a ``Name``/``Attribute`` chain starts from is bound by an import
+    (``torch`` in ``torch.autograd``): the chain then names a module, not a tensor."""
+    while isinstance(expr, cst.Attribute):
+        expr = expr.value
+    if not isinstance(expr, cst.Name):
+        return False
+    for node in ctx.parents:
+        if isinstance(node, (cst.Import, cst.ImportFrom)) and not isinstance(node.names, cst.ImportStar):
+            for a in node.names:
+                bound = a.evaluated_alias or a.evaluated_name.partition(".")[0]
+                if bound == expr.value:
+                    return True
+    return False
+
+
 def _imported_from_functional(ctx: FixContext, name: str) -> bool:
     for node in ctx.parents:
         if isinstance(node, cst.ImportFrom) and node.module is not None and not isinstance(node.names, cst.ImportStar):
@@ -603,9 +619,11 @@ def step_bypasses_scaler(ctx: FixContext, f: Finding) -> Fix | None:
 @fixer("LC603")
 def backward_on_unscaled_loss(ctx: FixContext, f: Finding) -> Fix | None:
     """``loss.backward()`` → ``scaler.scale(loss).backward()`` (the scaler whose ``step()`` is
-    related)."""
+    related); none for ``torch.autograd.backward(...)``, whose receiver is a module."""
     bw = flagged(ctx, f)
     if bw is None or not isinstance(bw.func, cst.Attribute) or bw.func.attr.value != "backward":
+        return None
+    if _root_imported(ctx, bw.func.value):
         return None
     sstep = first(related_calls(ctx, f, "step"))
     if sstep is None:

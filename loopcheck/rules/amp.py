@@ -80,7 +80,9 @@ class ScalingMachine(Machine):
                 return s
             if ev.extra.get("managed"):
                 return A("unknown")
-            if ev.extra.get("scaler"):
+            # scaled when the tensor back-propagated is a scale() output, or the gradient given
+            # to backward() is (it multiplies every gradient the backward fills)
+            if ev.extra.get("scaler") or ev.extra.get("gradient_scaler"):
                 phase = "scaled" if s.phase in ("none", "scaled", "unknown", "unscaled") else "unknown"
             else:
                 phase = "plain" if s.phase in ("none", "plain", "unknown") else "unknown"
@@ -206,8 +208,10 @@ class StepBypassesScaler(Rule):
 
 @register
 class BackwardOnUnscaledLoss(Rule):
-    """LC603: ``scaler.step(O)`` runs while, on every path, ``O``'s gradients come from a
-    backward on the unscaled loss; reported on that backward (see ``rules/LC603.md``)."""
+    """LC603: ``scaler.step(O)`` runs while, on every path, ``O``'s gradients come from an
+    unscaled backward: neither the tensor back-propagated nor the gradient given to
+    ``backward()`` is the output of the GradScaler's ``scale()``; reported on that backward (see
+    ``rules/LC603.md``)."""
 
     info = INFOS["LC603"]
 
@@ -220,14 +224,16 @@ class BackwardOnUnscaledLoss(Rule):
             yield Report(
                 self.info.code, bw.node,
                 lambda d, ev=ev, bw=bw: (
-                    f"{d.call(bw.node)} runs on the unscaled loss, but {d.call(ev.node)} (line {d.line(ev.node)}) "
-                    "unscales the gradients"
+                    f"{d.call(bw.node)} "
+                    + ("back-propagates an unscaled gradient" if bw.extra.get("gradient") else "runs on the unscaled loss")
+                    + f", but {d.call(ev.node)} (line {d.line(ev.node)}) unscales the gradients"
                 ),
                 [(ev.node, "scaler.step() that unscales")],
                 note=lambda d: (
                     "scaler.step() divides the gradients by the loss scale, so every update is scale x too small "
                     "and float16 gradients can underflow (measured, CPU float16 autocast, torch 2.13: applied "
-                    "gradients 1.5e-05 x the true ones). Use scaler.scale(loss).backward()."
+                    "gradients 1.5e-05 x the true ones). Use scaler.scale(loss).backward() (or pass "
+                    "scaler.scale(gradient) to backward())."
                 ),
                 at=bw, related_at=(ev,),
             )

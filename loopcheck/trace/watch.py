@@ -277,7 +277,7 @@ class Watcher(ForwardWatch, GradientChecks, SchedulerChecks, ModeChecks, LossChe
         def backward(tensors, *args, **kwargs):
             if probe._bwd_depth:
                 return orig(tensors, *args, **kwargs)
-            pending = probe._before_backward(tensors)
+            pending = probe._before_backward(tensors, args[0] if args else kwargs.get("grad_tensors"))
             probe._bwd_depth += 1
             try:
                 return orig(tensors, *args, **kwargs)
@@ -289,16 +289,22 @@ class Watcher(ForwardWatch, GradientChecks, SchedulerChecks, ModeChecks, LossChe
         return backward
 
     @guarded
-    def _before_backward(self, tensors):
+    def _before_backward(self, tensors, grad_tensors=None):
         """What the backward pass is compared against afterwards: every live optimizer's gradient
-        signature, whether its (applied) gradients are zero, and the loss with its graph marked."""
+        signature, whether its (applied) gradients are zero, and the loss with its graph marked.
+        The factor of the gradients it fills is the scale of the tensor back-propagated times
+        that of the gradient given for it (``t.backward(scaler.scale(g))``: ``grad_tensors``
+        multiplies every gradient the backward fills)."""
         t = tensors[0] if isinstance(tensors, (tuple, list)) and tensors else tensors
         if not isinstance(t, torch.Tensor):
             return None
+        g = grad_tensors[0] if isinstance(grad_tensors, (tuple, list)) and grad_tensors else grad_tensors
         if self._roots_dirty:
             self._refresh_roots()
         site = self.site()
         factor = float(getattr(t, "_loopcheck_scale", 1.0))
+        if isinstance(g, torch.Tensor):
+            factor *= float(getattr(g, "_loopcheck_scale", 1.0))
         loss = getattr(t, "_loopcheck_loss", None)
         loss = loss if isinstance(loss, torch.Tensor) else t
         opts = self._live_opts()
