@@ -235,3 +235,30 @@ def test_lc504_note_names_the_container_to_use():
         found = [f for f in check_source(path.read_text(encoding="utf-8"), str(path)) if f.code == "LC504"]
         notes[name] = found[0].note.rsplit(". ", 1)[-1]
     assert notes == {"LC504_bad.py": "Use nn.ModuleList(...).", "LC504_bad_dict_heads.py": "Use nn.ModuleDict(...)."}
+
+
+def test_lc702_nll_note_follows_whether_the_loss_can_train():
+    """NLLLoss on raw logits: a loss computed with grad disabled or turned at once into a number
+    is a reported value (-logit[target], not a negative log-likelihood); one that may be
+    backpropagated keeps the training note."""
+    head = """
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x, y in loader:
+            opt.zero_grad(); F.cross_entropy(model(x), y).backward(); opt.step()
+    """
+    cases = {
+        "with torch.no_grad():\n    v = F.nll_loss(model(x), y)": True,
+        "v = F.nll_loss(model(x), y).item()": True,
+        "v = float(F.nll_loss(model(x), y))": True,
+        "v = F.nll_loss(model(x), y).detach()": True,
+        "loss = F.nll_loss(model(x), y)\nloss.backward(); opt.step()": False,
+    }
+    for body, metric in cases.items():
+        src = textwrap.dedent(head) + textwrap.indent(body, "    ") + "\n"
+        [f] = [f for f in check_source(src, "t.py", select=["LC702"]) if f.code == "LC702"]
+        assert ("reports -logit[target]" in f.message) is metric, (body, f.message)
+        assert ("never backpropagated" in f.note) is metric and ("without bound" in f.note) is not metric, f.note
