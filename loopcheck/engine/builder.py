@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import builtins
 import re
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from itertools import count
@@ -582,48 +581,6 @@ class UnitBuilder:
                 if p.callee is not None:
                     stack.append(p.callee)
         return Sources(frozenset(names), tuple(calls))
-
-    def held(self, frame: Frame, expr: cst.BaseExpression) -> frozenset[str] | None:
-        """The symbols whose objects the value of ``expr`` may be or hold (what an optimizer
-        given it may train): its mentions, less those read only in the arguments of a call the
-        library knowledge says builds a new tensor (``torch.randn(x.shape)``,
-        ``torch.zeros_like(p)``: the tensor shares no memory with them), the argument its
-        ``shares`` entry names excepted (``torch.as_tensor(t)`` may be ``t``). ``None`` when
-        no such call leaves a mention out."""
-        if type(expr) in _NO_CALL or (type(expr) is cst.Attribute and dotted_name(expr) is not None):
-            return None  # (most values: a name or a literal, no call in them)
-        kb = knowledge()
-        skipped: list[str] = []
-        stack: list[cst.CSTNode] = [expr]
-        while stack:
-            n = stack.pop()
-            t = type(n)
-            if t is cst.Lambda:
-                continue
-            if t is cst.Call:
-                q, qualified = self.resolve(frame, dotted_name(n.func))
-                summary = kb.function(q) if qualified else None
-                r = summary.returns if summary is not None else None
-                if r is not None and r.value == "tensor":
-                    kept = _arg_node(n, r.get("shares"))
-                    for a in n.args:
-                        if a is kept:
-                            stack.append(a.value)
-                        else:
-                            skipped.extend(dotted_chains(a.value))
-                    continue
-            stack.extend(children(n))
-        if not skipped:
-            return None
-        left = Counter(dotted_chains(expr))
-        left.subtract(skipped)
-        out = set()
-        for chain, n in left.items():
-            if n > 0 and chain not in ("True", "False", "None"):
-                sym, qualified = self.resolve(frame, chain)
-                if sym and not qualified:
-                    out.add(sym)
-        return frozenset(out)
 
     def mentions(self, frame: Frame, expr: cst.CSTNode) -> frozenset[str]:
         out = set()
@@ -1705,7 +1662,7 @@ class UnitBuilder:
         out.append(
             Assign(stmt, target_sym, op, value, None if vq else vsym, value_kind(frame.module.imports, value),
                    self.mentions(frame, value), ctx, operands=self.operands(frame, value),
-                   sources=self.sources(frame, value), slot=slot, held=self.held(frame, value))
+                   sources=self.sources(frame, value), slot=slot)
         )
         self.n_events += 1
         if type(value) is cst.Call:
@@ -2161,25 +2118,6 @@ def _is_literal(expr: cst.CSTNode, literal_names: set[str]) -> bool:
     if t is cst.UnaryOperation:
         return _is_literal(expr.expression, literal_names)
     return False
-
-
-#: Expressions that hold no call.
-_NO_CALL = (cst.Name, cst.Integer, cst.Float, cst.SimpleString)
-
-
-def _arg_node(call: cst.Call, ref) -> cst.Arg | None:
-    """The argument of ``call`` a knowledge reference names (``0``, ``"input"``,
-    ``(0, "input")``); ``None`` when absent or when ``ref`` is ``None``."""
-    index, keyword = ref if isinstance(ref, tuple) else (ref, None) if isinstance(ref, int) else (None, ref)
-    if keyword is not None:
-        for a in call.args:
-            if a.keyword is not None and a.keyword.value == keyword:
-                return a
-    if index is not None:
-        positional = [a for a in call.args if a.keyword is None and not a.star]
-        if index < len(positional):
-            return positional[index]
-    return None
 
 
 def value_kind(imports: ImportMap, value: cst.BaseExpression) -> str:

@@ -127,8 +127,6 @@ class Assign:
         operands: the symbols the value is computed from by arithmetic, indexing or tensor
             methods (``raw_loss`` in ``loss = raw_loss + 0.1 * reg``), not through other calls.
         slot: for a subscript store, the subscript written (``d["loss"]`` of ``d["loss"] = v``).
-        held: the symbols whose objects the value may be or hold, when fewer than ``mentions``
-            (``w = torch.zeros(x.shape)`` holds nothing of ``x``); ``None``: ``mentions``.
     """
 
     node: cst.CSTNode
@@ -143,7 +141,6 @@ class Assign:
     operands: tuple[str, ...] = ()
     sources: "Sources | None" = None
     slot: cst.Subscript | None = None
-    held: frozenset[str] | None = None
 
 
 @dataclass(eq=False)

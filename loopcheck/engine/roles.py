@@ -458,11 +458,6 @@ def _common(a: set[str], b: set[str]) -> set[str]:
     return out
 
 
-def _reads(mentions, sym: str) -> bool:
-    """Whether ``mentions`` name ``sym`` or an attribute of it (``delta.data`` of ``delta``)."""
-    return any(x == sym or x.startswith(sym + ".") for x in mentions)
-
-
 #: The list methods that put a value into the container they are called on.
 STORE_METHODS = frozenset({"append", "extend", "insert"})
 #: Builtins whose iteration gives the elements of their arguments (or pairs holding them).
@@ -479,8 +474,7 @@ class _Inference:
         self.events = events
         self.calls = [e for e in events if isinstance(e, Call)]
         self.project_classes = project_classes
-        # symbol → definitions: (the symbols whose objects the value may be or hold, kind) for
-        # each assignment or call target
+        # symbol → definitions: (mentions of the value, kind) for each assignment or call target
         self.defs: dict[str, list[tuple[frozenset[str], str]]] = {}
         self.methods: dict[str, set[str]] = {}
         self.sources: dict[str, list] = {}
@@ -509,34 +503,17 @@ class _Inference:
                     if t:
                         self.sources.setdefault(t, []).append(e.sources)
             if isinstance(e, Assign) and e.op == "=":
-                held = e.mentions if e.held is None else e.held
-                self.defs.setdefault(e.target, []).append((held, e.value_kind))
+                self.defs.setdefault(e.target, []).append((e.mentions, e.value_kind))
             elif isinstance(e, Call):
                 for t in e.targets:
                     if t:
-                        self.defs.setdefault(t, []).append((self.held_by_call(e), "call"))
+                        mentions = frozenset().union(*(a.mentions for a in e.args)) if e.args else frozenset()
+                        self.defs.setdefault(t, []).append((mentions, "call"))
                 if isinstance(e, Call) and e.receiver and e.method and not (e.inlined and e.method in ("train", "eval")):
                     self.methods.setdefault(e.receiver, set()).add(e.method)
                 if e.receiver and e.method in STORE_METHODS and e.args:
                     self.stores.setdefault(e.receiver, []).append(e)
                 self.raw_calls.setdefault(id(e.node), []).append(e)
-
-    def held_by_call(self, c: Call) -> frozenset[str]:
-        """The symbols whose objects the result of ``c`` may be or hold: those its arguments
-        mention and what it is called on (``x`` of ``x.detach()``), none of them for a call the
-        library knowledge says builds a new tensor (``torch.zeros(n)``) but the argument its
-        ``shares`` entry names (``torch.as_tensor(t)``)."""
-        summary = self.kb.callable(c.func) if c.qualified else None
-        r = summary.returns if summary is not None else None
-        if r is not None and r.value == "tensor":
-            kept = arg_at(c, r.get("shares")) if r.get("shares") is not None else None
-            return kept.mentions if kept is not None else frozenset()
-        out = frozenset().union(*(a.mentions for a in c.args)) if c.args else frozenset()
-        if c.receiver is not None:
-            out |= {c.receiver}
-        if c.inner is not None:
-            out |= self.held_by_call(c.inner)
-        return out | frozenset(c.operands)
 
     # -- 0. project classes -------------------------------------------------------------
     def class_summary(self, ref, _seen: frozenset = frozenset()) -> Summary | None:
@@ -714,13 +691,7 @@ class _Inference:
             base = m if m in self.defs else m.rpartition(".")[0]
             out: set[str] = set()
             known = True
-            defs = self.defs[base]
-            own = [x for x, _kind in defs if not _reads(x, base)]
-            for mentions2, _kind in defs:
-                if own and _reads(mentions2, base):
-                    # ``delta = Variable(delta.data)``: made from the symbol's own earlier value,
-                    # which its other definitions give
-                    mentions2 = frozenset(x for x in mentions2 if not _reads((x,), base))
+            for mentions2, _kind in self.defs[base]:
                 sub, k = self.param_models(mentions2, depth + 1, memo)
                 out |= sub
                 known = known and k
