@@ -14,6 +14,8 @@ nothing the rules follow, an unknown method of an optimizer may change its gradi
 
 from __future__ import annotations
 
+import functools
+
 import re
 from dataclasses import dataclass, field
 
@@ -68,6 +70,7 @@ class Event:
         return aspect in self.extra.get("aspects", ALL_ASPECTS)
 
 
+@functools.cache
 def tensor_gradient():
     """Where ``Tensor.backward`` takes its gradient argument, from the knowledge's entry (its
     ``gradient`` reference): the engine types ``t.backward(...)`` itself, since the receiver it

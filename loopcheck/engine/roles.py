@@ -969,8 +969,8 @@ class _Inference:
         ``None`` when a call on the way could hide one (an opaque function or method).
         ``_visiting``: the symbols whose loops led here (a loop over itself is not followed);
         ``_memo``: what each iterated name was found to come from in this query, so that each is
-        followed once (names that iterate one another otherwise multiply the work: a hang of
-        minutes on kefirski/pytorch_RVAE, depending on the order of a set)."""
+        followed once (names that iterate one another otherwise make the work exponential in
+        their number)."""
         roles = self.roles
         memo: dict[str, frozenset[str] | None] = {} if _memo is None else _memo
         models: set[str] = set()
