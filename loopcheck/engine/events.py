@@ -2,7 +2,8 @@
 
 :func:`classify` turns each raw event of the IR into zero or more :class:`Event` objects
 (``zero_grad``, ``backward``, ``clip``, ``step``, ``sched_step``, ``train``/``eval``,
-``forward``, ``convert``, ...) using the unit's :class:`~loopcheck.engine.roles.Roles` and the
+``mode_part`` (a mode set on some modules of a model: :func:`part_mode`), ``forward``,
+``convert``, ...) using the unit's :class:`~loopcheck.engine.roles.Roles` and the
 effect summaries of the calls (:mod:`loopcheck.engine.knowledge`): a call with a summary has
 exactly the effects it lists. A call the engine cannot see into that receives a tracked object
 (``evaluate(model)`` from an unknown library) becomes a ``havoc`` event for that object: the
@@ -27,6 +28,7 @@ from loopcheck.engine.names import dotted_name
 from loopcheck.engine.roles import (
     ACCELERATOR_NAME, LOSS_NAME, Roles, arg_at, last, looks_up, parameter_owner, receiver_of, summary_of,
 )
+from loopcheck.engine.values import binds_each_iteration
 
 DTYPE_WORDS = re.compile(r"(float|half|bfloat16|double|dtype|fp16|bf16|int8)", re.I)
 #: The floating point ``torch.dtype`` objects a module conversion names, by their attribute of
@@ -68,6 +70,31 @@ class Event:
     def may_change(self, aspect: str) -> bool:
         """For a ``havoc``: whether the call may change ``aspect`` of its subject."""
         return aspect in self.extra.get("aspects", ALL_ASPECTS)
+
+
+#: The mode each mode event gives the modules it sets.
+_SETS_MODE = {"train": "train", "eval": "eval", "mode_unknown": "unknown", "mode_restore": "unknown"}
+
+
+def part_mode(model: str, ev: Event) -> str | None:
+    """The mode (``"train"``, ``"eval"`` or ``"unknown"``) ``ev`` gives some modules of
+    ``model`` without establishing that it gives it to all of them, or ``None``.
+
+    That is a mode event on a part of the model (``model.head.train()`` for ``model``), and a
+    ``mode_part`` event (``m.eval()`` for ``m`` in ``model.modules()``, often under an
+    ``isinstance(m, nn.BatchNorm2d)`` test; a method of the model's class that does this is
+    inlined where it is called) on the model, a part of it, or a model containing it. A model
+    in another mode is then partly in each: which parts are in which mode the engine does not
+    follow, so LC301 and LC303 read its mode as unknown after it."""
+    subject = ev.subject
+    if subject is None:
+        return None
+    if ev.kind == "mode_part":
+        overlaps = subject == model or model.startswith(subject + ".") or subject.startswith(model + ".")
+        return ev.extra.get("mode", "unknown") if overlaps else None
+    if ev.kind in _SETS_MODE and subject.startswith(model + "."):
+        return _SETS_MODE[ev.kind]
+    return None
 
 
 @functools.cache
@@ -295,11 +322,21 @@ class _Typer:
             model = self.sym(eff.get("model"))
             arg = arg_at(c, eff.get("mode")) if eff.get("mode") is not None else None
             mode = True if arg is None else _literal_bool(arg.node)
-            if mode is None and isinstance(arg.node, cst.Name):  # model.train(was_training)
+            owner = self.submodules_owner(model)
+            if owner is not None:  # for m in model.modules(): m.train()
+                self.ev("mode_part", owner, mode="train" if mode else "eval" if mode is False else "unknown")
+            elif mode is None and isinstance(arg.node, cst.Name):  # model.train(was_training)
                 self.ev("mode_restore", model, var=arg.node.value)
             else:
                 self.ev("train" if mode else "eval" if mode is False else "mode_unknown", model)
-        elif k in ("eval", "forward"):
+        elif k == "eval":
+            model = self.sym(eff.get("model"))
+            owner = self.submodules_owner(model)
+            if owner is not None:  # for m in model.modules(): if isinstance(m, nn.BatchNorm2d): m.eval()
+                self.ev("mode_part", owner, mode="eval")
+            else:
+                self.ev("eval", model)
+        elif k == "forward":
             self.ev(k, self.sym(eff.get("model")))
         elif k == "grad_query":
             self.ev("grad_query", self.sym(eff.get("loss")))
@@ -373,6 +410,28 @@ class _Typer:
             dtype = named.pop() if len(named) == 1 else None
         self.ev("convert", model, how=how, target=" ".join(cst.Module([]).code_for_node(a.node) for a in c.args),
                 dtype=dtype)
+
+    def submodules_owner(self, sym: str | None) -> str | None:
+        """The model whose submodules ``sym`` iterates: ``model`` when ``sym`` is bound by the
+        innermost enclosing ``for`` whose target binds it, and that loop iterates a call the
+        knowledge says yields modules of its receiver (``returns.value = "submodules"``:
+        ``model.modules()``, ``model.named_children()``); ``None`` otherwise. A mode set
+        through such a name is set on some modules of the model, which ones the engine does
+        not follow (an ``isinstance`` test usually picks them)."""
+        if sym is None:
+            return None
+        loop = next((lp for lp in reversed(self.c.ctx.loops) if binds_each_iteration(lp, sym)), None)
+        if loop is None or not isinstance(loop.node, cst.For) or not isinstance(loop.node.iter, cst.Call):
+            return None
+        if len(loop.iter_calls) != 1:
+            return None  # list(model.modules()), filter(f, model.modules()): not read
+        receiver, _, method = loop.iter_calls[0].rpartition(".")
+        owner = self.roles.canon(receiver) if receiver else None
+        if owner is None or self.roles.role(owner) != "model":
+            return None
+        summary = knowledge().method(self.roles.type_of(owner), method)
+        returns = summary.returns if summary is not None else None
+        return owner if returns is not None and returns.value == "submodules" else None
 
     # -- calls no summary describes -----------------------------------------------------
     def fallback(self) -> None:

@@ -180,7 +180,10 @@ class Returns:
             arguments that keeps their graph (``sum(losses)``, ``torch.stack(losses)``);
             ``"existing"`` for an object that exists already, which the call looks up and does
             not build (``getattr(self, f"optim{i}")``); ``"new"`` for an object built from the
-            argument that shares no state with it (``copy.deepcopy``): not an alias of it.
+            argument that shares no state with it (``copy.deepcopy``): not an alias of it;
+            ``"submodules"`` for an iterable over modules of the receiver (``Module.modules()``,
+            ``children()``): a mode set through a name a ``for`` takes from it is set on some
+            modules of the model only.
         details: role details: ``params`` (the argument that holds an optimizer's parameters),
             ``eager_state``, ``state_when`` (the argument whose value other than a literal 0
             makes an optimizer keep per-parameter state: SGD's ``momentum``), ``schedule`` (``"epoch"``/``"batch"``/``"plateau"``/``"unknown"``),

@@ -14,7 +14,7 @@ import re
 from typing import Iterable, NamedTuple
 
 from loopcheck.engine.dataflow import Machine
-from loopcheck.engine.events import Event
+from loopcheck.engine.events import Event, part_mode
 from loopcheck.engine.ir import LoopInfo
 from loopcheck.engine.roles import last
 from loopcheck.engine.unit import Unit
@@ -39,9 +39,15 @@ class Mode(NamedTuple):
 
 
 class TrainModeMachine(Machine):
-    """The mode of one model, remembering where train mode was set and whether it trained since."""
+    """The mode of one model, remembering where train mode was set and whether it trained since.
 
-    kinds = frozenset({"model_build", "train", "eval", "mode_unknown", "mode_restore", "havoc", "step", "forward"})
+    A mode set on some of its modules only (:func:`~loopcheck.engine.events.part_mode`:
+    ``model.backbone.eval()``, ``m.eval()`` for the BatchNorm layers ``m`` of
+    ``model.modules()``, also in a method of the model's class) leaves a model in another mode
+    partly in each: its mode becomes unknown, as for LC301's :class:`~loopcheck.rules.modes.ModeMachine`."""
+
+    kinds = frozenset({"model_build", "train", "eval", "mode_unknown", "mode_restore", "mode_part", "havoc", "step",
+                       "forward"})
 
     def __init__(self, unit: Unit, model: str) -> None:
         self.model = model
@@ -60,6 +66,9 @@ class TrainModeMachine(Machine):
     def transfer(self, s: Mode, ev: Event) -> Mode:
         if ev.kind == "step":
             return s._replace(trained=True) if s.kind == "train" and id(ev) in self.steps_me else s
+        part = part_mode(self.model, ev)
+        if part is not None:  # m.eval() over model.modules(), model.backbone.eval(): partly in each mode
+            return Mode("unknown") if s.kind in ("train", "eval") and part != s.kind else s
         if not self._mine(ev.subject):
             return s
         k = ev.kind
@@ -107,9 +116,11 @@ class ValidationInTrainMode(Rule):
     Reported when: the first forward of model ``M`` in an evaluation loop (:func:`_eval_loop`: no
     backward, step or ``zero_grad`` inside) is reached with ``M``'s mode known on every path and, on
     some path, in train mode (built here or ``train()``) with an optimizer step that may update
-    ``M`` since (:class:`TrainModeMachine`), and the output of the model ``M`` holds there depends
-    on its mode (:func:`~loopcheck.engine.values.mode_dependent` of the constructions of ``M``
-    reaching the forward, when one reaches it on every path). The paths are the IR's: an ``if``
+    ``M`` since (:class:`TrainModeMachine`; a mode set on some modules of ``M`` only, such as
+    ``m.eval()`` for its BatchNorm layers ``m`` of ``M.modules()``, makes it unknown), and the
+    output of the model ``M`` holds there depends on its mode
+    (:func:`~loopcheck.engine.values.mode_dependent` of the constructions of ``M`` reaching the
+    forward, when one reaches it on every path). The paths are the IR's: an ``if``
     whose test run constants decide (``(epoch + 1) % val_interval == 0`` with ``val_interval = 1``)
     has only its decided arm (:meth:`~loopcheck.engine.builder.UnitBuilder.decide`). One finding
     per loop. Known limit: the evaluation loop is recognised by names, ``EVAL_DATA`` on what it

@@ -14,7 +14,7 @@ from typing import Iterable, NamedTuple
 import libcst as cst
 
 from loopcheck.engine.dataflow import NOT_TAKEN, Machine
-from loopcheck.engine.events import Event
+from loopcheck.engine.events import Event, part_mode
 from loopcheck.engine.forwards import forward_graph_free
 from loopcheck.engine.ir import Assign, LoopInfo
 from loopcheck.engine.roles import last
@@ -51,9 +51,11 @@ class ModeMachine(Machine):
     """``("train", None)``, ``("eval", eval_event)`` or ``("unknown", None)`` for one model.
 
     ``train()``/``eval()`` on a module also set the mode of its submodules, so events on
-    ``model`` apply to a tracked ``model.head`` too. ``train()`` of a part of the model
-    (``model.head.train()``) after ``eval()`` leaves the model partly in each mode, which parts
-    the engine cannot tell: its mode becomes unknown. In eval mode, the state notes a forward
+    ``model`` apply to a tracked ``model.head`` too. A mode set on some of its modules only
+    (:func:`~loopcheck.engine.events.part_mode`: ``model.head.train()`` after ``eval()``,
+    ``m.eval()`` for the BatchNorm layers ``m`` of ``model.modules()`` after ``train()``, also
+    in a method of the model's class) leaves the model partly in each mode, which parts the
+    engine cannot tell: its mode becomes unknown. In eval mode, the state notes a forward
     with gradients enabled of the model, of a part of it or of a model containing it (``fwd``).
     A mode saved in a variable
     (``was_training = model.training``) is restored by ``model.train(was_training)`` and decides
@@ -61,7 +63,7 @@ class ModeMachine(Machine):
     """
 
     kinds = frozenset({'model_build', 'train', 'eval', 'mode_unknown', 'havoc', 'step', 'forward', 'freeze', 'unfreeze',
-                       'mode_save', 'mode_restore'})
+                       'mode_save', 'mode_restore', 'mode_part'})
 
     def __init__(self, unit: Unit, model: str) -> None:
         self.model = model
@@ -86,8 +88,10 @@ class ModeMachine(Machine):
         if ev.kind == "forward" and s.kind == "eval" and not s.fwd and ev.ctx.grad != "disabled" and (
                 self._mine(ev.subject) or self._part(ev.subject)):
             return s._replace(fwd=True)
-        if ev.kind in ("train", "mode_unknown", "mode_restore") and s.kind == "eval" and self._part(ev.subject):
-            return s._replace(kind="unknown", ev=None, fwd=False)
+        part = part_mode(self.model, ev)
+        if part is not None:  # model.head.train(), m.eval() over model.modules(): partly in each mode
+            mixed = s.kind in ("train", "eval") and part != s.kind
+            return s._replace(kind="unknown", ev=None, fwd=False) if mixed else s
         if not self._mine(ev.subject):
             return s
         k = ev.kind
@@ -188,12 +192,14 @@ class EvalModeNotReset(Rule):
     """LC301 eval-mode-not-reset.
 
     Reported when: an ``eval()`` of a model ``M`` (or of a model containing it) is the mode in effect
-    (:class:`ModeMachine`: no ``train()``, no ``train()`` of a part of ``M``, unknown mode or
-    restored mode since), on some path, at an optimizer step that trains ``M``
-    (:func:`trained_models`), a forward of ``M`` (of a part of it or of a model containing it) having
-    run with gradients enabled on that path since the ``eval()``, ``M`` not frozen on that path, and
-    train mode is wanted: ``train()`` of ``M`` somewhere in the unit, train mode at that step on
-    another path, or ``M`` built here and surely held by the step's optimizer. Silent when ``M``'s
+    (:class:`ModeMachine`: no ``train()``, no mode set on some modules of ``M`` only
+    (:func:`~loopcheck.engine.events.part_mode`: ``M.head.train()``, ``m.train()`` over
+    ``M.children()``), unknown mode or restored mode since), on some path, at an optimizer step
+    that trains ``M`` (:func:`trained_models`), a forward of ``M`` (of a part of it or of a model
+    containing it) having run with gradients enabled on that path since the ``eval()``, ``M`` not
+    frozen on that path, and train mode is wanted: ``train()`` of ``M`` somewhere in the unit,
+    train mode at that step on another path, or ``M`` built here and surely held by the step's
+    optimizer. Silent when ``M``'s
     output does not depend on its mode (:func:`~loopcheck.engine.values.mode_dependent` of the
     constructions of ``M`` that reach the step, when one reaches it on every path). The paths
     come back to a loop's start only when its iterable may have two items (``Loop.once``: not for
