@@ -295,7 +295,7 @@ def _torch_imports(project: Project, path: Path, packages) -> tuple[bool, tuple[
         memo[key] = (direct, () if direct else tuple(froms))
     direct, froms = memo[key]
     # resolved on each call: a module created since may change where an import leads (and
-    # the cache of :mod:`loopcheck.cache` records the files probed)
+    # the cache of :mod:`loopcheck.workspace.cache` records the files probed)
     return direct, tuple(_project_imports(project, froms, path))
 
 
@@ -325,7 +325,7 @@ def _quiet(project: Project, path: Path) -> frozenset[str]:
 
     Computed once per version of the file, and taken again while the modules it imports train
     as they did; taking it again reads those modules as computing it did, so that a cached
-    result that depends on them (:mod:`loopcheck.cache`) is invalidated when they change."""
+    result that depends on them (:mod:`loopcheck.workspace.cache`) is invalidated when they change."""
     def trained(target: str) -> bool:
         for dotted in (target, target.rpartition(".")[0]):
             found = project.find_module(dotted, path) if dotted else None
@@ -709,9 +709,9 @@ def check_parsed(
     (about ten times faster than LibCST's, in a fraction of its memory); a text with a
     NUL byte is ``LC001`` (CPython refuses it) without being parsed. ``parse``
     replaces :func:`~loopcheck.parsing.parse_module` (the language server's
-    :meth:`Reparser.parse <loopcheck.reparse.Reparser.parse>`, which raises as it does).
+    :meth:`Reparser.parse <loopcheck.server.reparse.Reparser.parse>`, which raises as it does).
 
-    ``tables`` (the language server's :attr:`Reparser.tables <loopcheck.reparse.Reparser.tables>`)
+    ``tables`` (the language server's :attr:`Reparser.tables <loopcheck.server.reparse.Reparser.tables>`)
     holds the module index's per-node tables (:data:`~loopcheck.engine.builder.NODE_TABLES`)
     from the last check of the same document: its entries for the nodes the parse kept are
     used, and this check's entries are added to it; and, under ``"units"``, the entry points

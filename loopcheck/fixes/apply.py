@@ -15,7 +15,7 @@ from loopcheck.fixes.context import FixContext
 from loopcheck.fixes.fixers import FIXERS
 from loopcheck.fixes.model import UNSAFE, Fix, LineIndex, apply_edits, touched_rows
 from loopcheck.fixes.noqa import NoqaMap, suppressed
-from loopcheck.noqa import is_skipped
+from loopcheck.workspace.noqa import is_skipped
 from loopcheck.fixes.noqa import noqa_codes_by_row as read_noqa
 
 MAX_FIXES_PER_FINDING = 4  # attempts budget: len(findings) * this + a few

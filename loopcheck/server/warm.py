@@ -36,7 +36,7 @@ for epoch in range(2):
 
 def warm() -> None:
     """Run the check once (its result is dropped; a failure here only costs the warm-up)."""
-    from loopcheck.server import analyze
+    from loopcheck.server.worker import analyze
 
     try:
         analyze("python", _LOOP, "<warm-up>", None, True)

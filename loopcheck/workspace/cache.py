@@ -36,7 +36,7 @@ the entry rewritten. Settings that only decide which files are read (``exclude``
 options, which apply to the findings afterwards.
 
 Beside the entries, ``<dir>/listings/<loopcheck version>/`` keeps the files a directory search
-found (:mod:`loopcheck.listing`).
+found (:mod:`loopcheck.workspace.listing`).
 
 Safety: entries are written to a temporary file in the same directory and moved into place
 with ``os.replace``, so a concurrent reader sees a whole entry, old or new, never part of one;
@@ -61,7 +61,7 @@ from typing import TYPE_CHECKING, Collection, Mapping
 if TYPE_CHECKING:
     from loopcheck.engine.project import Reads
     from loopcheck.findings import Finding
-    from loopcheck.notebook import Notebook
+    from loopcheck.workspace.notebook import Notebook
 
 #: The cache directory's name in the project root.
 DIRECTORY_NAME = ".loopcheck_cache"
@@ -159,7 +159,7 @@ def _file_hash(path: str) -> str | None:
 def _types() -> dict[str, type]:
     from loopcheck.findings import Finding, Related
     from loopcheck.fixes.model import Edit, Fix
-    from loopcheck.notebook import CellText, Notebook
+    from loopcheck.workspace.notebook import CellText, Notebook
 
     return {cls.__name__: cls for cls in (Finding, Related, Fix, Edit, Notebook, CellText)}
 
@@ -359,7 +359,7 @@ class Cache:
             return None
         findings, notebook = entry.get("findings"), entry.get("notebook")
         from loopcheck.findings import Finding
-        from loopcheck.notebook import Notebook
+        from loopcheck.workspace.notebook import Notebook
 
         if not isinstance(findings, list) or not all(isinstance(f, Finding) for f in findings):
             return None
@@ -396,7 +396,7 @@ class Cache:
 
     @property
     def listings(self) -> Path:
-        """The directory of this version's file listings (:mod:`loopcheck.listing`)."""
+        """The directory of this version's file listings (:mod:`loopcheck.workspace.listing`)."""
         return self.directory / "listings" / self.version.replace(os.sep, "_")
 
     def load_json(self, path: Path):
