@@ -1,8 +1,10 @@
 """The package's import structure, read from the source with ``ast`` (nothing is imported).
 
 Every ``import`` and ``from ... import`` of every module of ``loopcheck/`` counts, at the top of
-the module or inside a function, absolute or relative; those under ``if TYPE_CHECKING:`` count
-too (a type named across layers is a dependency all the same). An edge goes to the module
+the module or inside a function, absolute or relative. Those under ``if TYPE_CHECKING:`` count
+for the layers (a type named across them is a dependency all the same) but not for cycles: they
+never run, and naming a type of a module that imports this one is what they are for. An edge
+goes to the module
 imported: ``from loopcheck.fixes import model`` names ``loopcheck.fixes.model``,
 ``from loopcheck.fixes import attach_fixes`` names ``loopcheck.fixes`` (its ``__init__``). The
 parent packages a module's import runs on the way are not edges: they are where a package
@@ -48,12 +50,35 @@ def _target(name: str, known: dict[str, Path]) -> str | None:
     return None
 
 
-def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
-    """The package's modules that module ``name`` (at ``path``) imports, anywhere in it."""
+def _is_type_checking(node: ast.AST) -> bool:
+    """``if TYPE_CHECKING:`` or ``if typing.TYPE_CHECKING:``."""
+    test = node.test if isinstance(node, ast.If) else None
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _import_nodes(tree: ast.AST, typing: bool):
+    """Every import statement of ``tree``, at any depth; without those under ``if
+    TYPE_CHECKING:`` unless ``typing``."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        for child in ast.iter_child_nodes(node):
+            if typing or not _is_type_checking(child):
+                todo.append(child)
+            else:
+                todo.extend(child.orelse)
+
+
+def imports(name: str, path: Path, known: dict[str, Path], typing: bool = True) -> set[str]:
+    """The package's modules that module ``name`` (at ``path``) imports, anywhere in it
+    (without the imports for type checking unless ``typing``)."""
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out: set[str] = set()
-    for node in ast.walk(tree):
+    for node in _import_nodes(tree, typing):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 out.add(_target(alias.name, known))
@@ -72,10 +97,10 @@ def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
     return out
 
 
-def import_graph() -> dict[str, set[str]]:
-    """Module → the package's modules it imports."""
+def import_graph(typing: bool = True) -> dict[str, set[str]]:
+    """Module → the package's modules it imports (``typing``: with the imports for type checking)."""
     known = modules()
-    return {name: imports(name, path, known) for name, path in known.items()}
+    return {name: imports(name, path, known, typing) for name, path in known.items()}
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -109,11 +134,17 @@ def _under(name: str, prefixes: tuple[str, ...]) -> bool:
     return any(name == p or name.startswith(p + ".") for p in prefixes)
 
 
-def test_the_graph_sees_imports_inside_functions_and_relative_ones():
-    graph = import_graph()
-    assert "loopcheck.engine.builder" in graph
+def test_the_graph_sees_imports_inside_functions_relative_ones_and_type_checking_ones():
+    graph, running = import_graph(), import_graph(typing=False)
     # relative imports (trace's modules import each other with ``from .x import``)
-    assert any(_under(dep, ("loopcheck.trace",)) for dep in graph["loopcheck.trace.watch"])
+    assert "loopcheck.trace.amp" in graph["loopcheck.trace.watch"]
+    # an import inside a function (the command line imports the analysis when it checks)
+    assert "loopcheck.analysis" in running["loopcheck.check"]
+    # ``from package import module`` names the module
+    assert "loopcheck.fixes.model" in running["loopcheck.workspace.noqa"]
+    # under ``if TYPE_CHECKING:`` (the reporters name the notebook's type only)
+    assert "loopcheck.workspace.notebook" in graph["loopcheck.cli.reporters"]
+    assert "loopcheck.workspace.notebook" not in running["loopcheck.cli.reporters"]
 
 
 def test_find_cycle_reports_the_cycle():
@@ -122,7 +153,7 @@ def test_find_cycle_reports_the_cycle():
 
 
 def test_no_import_cycle():
-    cycle = find_cycle(import_graph())
+    cycle = find_cycle(import_graph(typing=False))
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
