@@ -238,9 +238,9 @@ def lint_paths(paths: list[str], resolver: Resolver, force_exclude: bool = False
                 report_problem(run, step[1], step[2])
         raise
     # the workers are forked before the texts are read (runner.start_pool), when more than one
-    # file is to be checked: not for files whose entries hold their findings (a warm run with
-    # findings spent 0.06-0.2 s forking a pool it did not use); a miss among those is checked
-    # in a pool check_all starts
+    # file is to be checked: not for files whose entries hold their findings (a warm run
+    # would fork a pool it does not use); a miss among those is checked in a pool check_all
+    # starts
     # at most one worker per file to check and per core (-j 32 on 2 cores)
     jobs = workers_for(jobs, sum(step[0] == "path" for step in found))
     pool = start_pool(jobs) if jobs > 1 and sum(step[0] == "path" and step[6] is None for step in found) > 1 else None

@@ -104,10 +104,8 @@ def workers_for(requested: int, files: int) -> int:
 #: memory grew by more than this many bytes since its first check (see :func:`check_job`): a
 #: safety net only. Within a project :meth:`Project.trim` already bounds what is kept; the
 #: rest of the growth is per-module tables. The memory is measured after :func:`trim_heap`
-#: gave the C heap's free memory back: before it did, the budget counted memory glibc kept
-#: for nothing and let the modules go over and over (all of diffusers in one process: 156.1
-#: CPU s and a 593 MB peak before, 129.0 s and 431 MB with it; a 128 MB budget then changes
-#: neither, 122-125 s and 431-435 MB: the peak is one check's own).
+#: gave the C heap's free memory back: otherwise the budget counts memory glibc keeps for
+#: nothing and lets the modules go over and over.
 MEMORY_BUDGET = 256 * 1024 * 1024
 #: ... and grew again by this much since it last let go (freed memory is reused, not given
 #: back to the system: without this, a process over the budget would let go after every file).
@@ -130,9 +128,7 @@ def trim_heap(force: bool = False) -> int | None:
     Python frees the objects of a check (its syntax trees, IR and tables), but glibc keeps the
     freed blocks larger than 512 bytes (dicts, lists, sets) in its heap: the process's resident
     memory then counted memory nothing used, and :data:`MEMORY_BUDGET` let the projects' modules
-    go for it, to read and parse them again. Measured on 60 diffusers files in one process: 210
-    MB resident after the projects were let go and collected, 96 MB after ``malloc_trim``.
-    Elsewhere (no glibc) nothing is done."""
+    go for it, to read and parse them again. Elsewhere (no glibc) nothing is done."""
     global _trimmed_at, _malloc_trim
     now = resident_bytes()
     if now is None or not (force or now - _trimmed_at > TRIM_GROWTH):
@@ -230,9 +226,8 @@ def _cached(job: Job, cache: Cache | None) -> Outcome | None:
 def start_pool(workers: int):
     """A pool of ``workers`` processes, forked now (``None`` when a pool cannot start here):
     call it before reading the files' texts, so that the workers do not start with them.
-    A forked worker's resident memory counts every page of its parent: forked once the texts
-    of all of diffusers were read (a 153 MB parent), each worker peaked at 278-288 MB; forked
-    before, at 171 MB. Give it to :func:`check_all`, which shuts it down."""
+    A forked worker's resident memory counts every page of its parent, the texts read
+    included. Give it to :func:`check_all`, which shuts it down."""
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
@@ -303,13 +298,7 @@ def batches(jobs: list[Job], order: list[int], workers: int) -> list[list[int]]:
     of ``tests/pipelines/flux/`` import the same pipeline), and a directory larger than that
     share goes file by file, so that the workers share it. Projects stay in the order's order
     and a project's tasks go largest first, so that the small tasks left at the end even out
-    the workers.
-
-    Measured on the benchmark corpus (811 files of 33 repositories, ``-j0 --no-cache`` on 2
-    cores, task per file and per project alternately, twice): 48.8 / 53.5 s wall and 94 / 103
-    CPU s with a task per file, 42.7 / 48.1 s and 83 / 93 CPU s with these; same output. All of
-    huggingface/diffusers (one project), a task per file and per directory alternately,
-    twice: 77.2 / 72.9 s wall (150 / 142 CPU s) and 72.7 / 70.8 s (141 / 137 CPU s)."""
+    the workers."""
     group, size = _projects(jobs, order)
     limit = BATCH_SHARE * sum(size.values()) / max(workers, 1)
     out: list[list[int]] = []

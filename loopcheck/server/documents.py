@@ -18,9 +18,8 @@ document's check instead runs in a *chain* of processes:
    (between two functions or two units: :func:`~loopcheck.analysis.check_parsed`'s
    ``interrupt``), still holding a finished check's tables or this version's parse; one that
    has not stopped within :data:`CANCEL_GRACE_S` is killed, and the next check starts a new
-   chain. (A fork for each check, as the other checks below, cost the typing check 30-40 ms
-   more on a 2-core machine: the child's first writes to each page it shares with the
-   template copy that page.)
+   chain. (Not a fork for each check, as the other checks below: the child's first writes
+   to each page it shares with the template copy that page, which slows typing.)
 3. any other check (a large edit, a notebook) runs in a ``fork()`` of the template: the child
    inherits the last tree, reparses, sends its result, and then becomes the template in
    turn, the old one exiting; a newer version kills it (``SIGKILL``) at once, and the

@@ -2,8 +2,8 @@
 
 Finding the files of a directory that is not in a git work tree means walking it and matching
 every entry against the ``.gitignore`` files on the way, which pathspec compiles into one
-regular expression per line: on the 811 files of the benchmark corpus that is a third of a
-warm run (0.22 of 0.64 s). What the walk finds depends only on
+regular expression per line: a large share of a warm run. What the walk finds depends only
+on
 
 - the directories it read or looked into (their entries), and the directories above the
   paths given (their ``.gitignore``, configuration files and ``.git``, up to the root): a
