@@ -87,7 +87,7 @@ class Session:
             print("server says:", params.message, file=sys.stderr)
 
     async def start(self) -> None:
-        await self.client.start_io(sys.executable, "-m", "loopcheck.server.lsp", cwd=str(ROOT))
+        await self.client.start_io(sys.executable, "-m", "loopcheck.server", cwd=str(ROOT))
         await self.client.initialize_async(types.InitializeParams(
             process_id=os.getpid(), root_uri=ROOT.as_uri(), capabilities=types.ClientCapabilities()))
         self.client.initialized(types.InitializedParams())

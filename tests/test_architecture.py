@@ -28,7 +28,7 @@ FRONT_ENDS_AND_WORKSPACE = ("loopcheck.cli", "loopcheck.server", "loopcheck.work
 
 
 def module_name(path: Path) -> str:
-    """``loopcheck/cli/main.py`` → ``loopcheck.cli.main``; a package's ``__init__.py`` → the package."""
+    """``loopcheck/cli/commands.py`` → ``loopcheck.cli.commands``; a package's ``__init__.py`` → the package."""
     parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()

@@ -158,8 +158,9 @@ class Runner:
             os.environ["PYTHONSAFEPATH"] = "1"  # inherited by the fork server only: nothing else is started
             self.ctx = multiprocessing.get_context("forkserver")
             self.ctx.set_forkserver_preload(["loopcheck.server.lsp", "loopcheck.analysis", "loopcheck.fixes.apply",
-                                             "loopcheck.fixes.fixers", "loopcheck.workspace.noqa", "loopcheck.workspace.notebook",
-                                             "loopcheck.server.reparse", "loopcheck.server.warm"])
+                                             "loopcheck.fixes.fixers", "loopcheck.workspace.noqa",
+                                             "loopcheck.workspace.notebook", "loopcheck.server.reparse",
+                                             "loopcheck.server.warm"])
         self.templates = Templates(self.ctx) if self.ctx is not None else None
 
     def warm_up(self) -> None:
