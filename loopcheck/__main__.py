@@ -1,3 +1,3 @@
-from loopcheck.cli import main
+from loopcheck.cli.commands import main
 
 main()

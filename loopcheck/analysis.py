@@ -61,7 +61,7 @@ def optimizer_sign() -> re.Pattern:
                 names.add(qualname.rpartition(".")[2])
         words = "|".join(sorted(map(re.escape, names)))
         # every alternative starts with one of these characters: testing it first makes the
-        # search ~4x faster on the long texts that show no sign (diffusers' pipelines)
+        # search fast on the long texts that show no sign
         first = "".join(sorted({"o", "O", "z", "_", *(name[0] for name in names)}))
         _OPTIMIZER_SIGN = re.compile(
             f"(?=[{re.escape(first)}])(?:"
@@ -165,15 +165,12 @@ def signs_of(source: str, filename: str | None = None, project: Project | None =
     A name imported with ``from module import name`` counts only when it may reach the
     module's training code (:mod:`loopcheck.engine.quiet`): yolov5's files import
     ``select_device`` from ``utils/torch_utils.py``, whose ``smart_optimizer`` shows an
-    optimizer. Measured when this was decided: on the benchmark corpus, 52 files passed for an
-    imported module alone, none with a finding, for 16 of its 73 CPU s (13 s for yolov5's).
+    optimizer, and such files passed for the imported module alone gave no finding.
 
     An imported module whose only sign is ``.eval(`` does not count: that is a loader that
     hands back a model in eval mode (diffusers' ``from_pretrained``, a hub's ``load_model``),
-    and a file that shows nothing of its own and calls it is an inference script or a test.
-    Measured when this was decided: over the 60 public repositories of the evaluation corpus,
-    80 files passed for such a module alone, none with a finding; on diffusers 127 files,
-    38.6 of its 169 CPU s. What it gives up: an LC302 whose ``eval()`` lies in the imported module
+    and a file that shows nothing of its own and calls it is an inference script or a test
+    (such files gave no finding). What it gives up: an LC302 whose ``eval()`` lies in the imported module
     and whose loop of forwards without ``torch.no_grad()`` lies in the file."""
     if training_signs(source):
         return Signs(True)
@@ -295,7 +292,7 @@ def _torch_imports(project: Project, path: Path, packages) -> tuple[bool, tuple[
         memo[key] = (direct, () if direct else tuple(froms))
     direct, froms = memo[key]
     # resolved on each call: a module created since may change where an import leads (and
-    # the cache of :mod:`loopcheck.cache` records the files probed)
+    # the cache of :mod:`loopcheck.workspace.cache` records the files probed)
     return direct, tuple(_project_imports(project, froms, path))
 
 
@@ -325,7 +322,7 @@ def _quiet(project: Project, path: Path) -> frozenset[str]:
 
     Computed once per version of the file, and taken again while the modules it imports train
     as they did; taking it again reads those modules as computing it did, so that a cached
-    result that depends on them (:mod:`loopcheck.cache`) is invalidated when they change."""
+    result that depends on them (:mod:`loopcheck.workspace.cache`) is invalidated when they change."""
     def trained(target: str) -> bool:
         for dotted in (target, target.rpartition(".")[0]):
             found = project.find_module(dotted, path) if dotted else None
@@ -447,9 +444,8 @@ def build_units(
             of its functions only those that reach one of these names
             (:func:`~loopcheck.engine.reach.reaching`) are built: ``eval`` for a test or an
             evaluation script, the names bound to the imported training modules for a
-            ``main.py`` that calls ``engine.train_one_epoch``. Measured when this was decided:
-            diffusers' 129 files whose only sign is ``.eval(`` (tests) took 56 of its 138 CPU
-            s, and gave no finding.
+            ``main.py`` that calls ``engine.train_one_epoch`` (files whose only sign is
+            ``.eval(``, tests, gave no finding built whole and cost much of a run).
     """
     index = index or index_module(module)
     builder = UnitBuilder(index)
@@ -709,9 +705,9 @@ def check_parsed(
     (about ten times faster than LibCST's, in a fraction of its memory); a text with a
     NUL byte is ``LC001`` (CPython refuses it) without being parsed. ``parse``
     replaces :func:`~loopcheck.parsing.parse_module` (the language server's
-    :meth:`Reparser.parse <loopcheck.reparse.Reparser.parse>`, which raises as it does).
+    :meth:`Reparser.parse <loopcheck.server.reparse.Reparser.parse>`, which raises as it does).
 
-    ``tables`` (the language server's :attr:`Reparser.tables <loopcheck.reparse.Reparser.tables>`)
+    ``tables`` (the language server's :attr:`Reparser.tables <loopcheck.server.reparse.Reparser.tables>`)
     holds the module index's per-node tables (:data:`~loopcheck.engine.builder.NODE_TABLES`)
     from the last check of the same document: its entries for the nodes the parse kept are
     used, and this check's entries are added to it; and, under ``"units"``, the entry points
@@ -795,12 +791,9 @@ def _silent_in_parts(
 
     A text that is not valid Python, or nests too deeply, is left to the caller too. What it
     gives up: ``LC001`` for valid Python that LibCST cannot parse (``(pars): bool = True``)
-    in a function the check does not need. Measured when this was decided: diffusers' 151
-    files with no training of their own took 7.0 of its 21.7 CPU s of LibCST parsing and
-    gave no finding; their check took 12.9-14.6 CPU s before, 11.0-11.6 s after (one process,
-    run alternately). 58 of them need under 60 % of their text, 64 need 80 % or more; of the
-    benchmark corpus's 84, 48 need all of it (a script's ``main()`` calls everything), and
-    those took about as long as before."""
+    in a function the check does not need. Files with no training of their own are many, give
+    no finding, and often need only part of their text parsed (a script whose ``main()`` calls
+    everything still needs all of it)."""
     try:
         check_nesting(source)
     except cst.ParserSyntaxError:

@@ -116,7 +116,7 @@ def ensure(entries: list[Entry]) -> list[str]:
 def child(args: list[str]) -> None:
     """``--child``: run loopcheck's command line in this process, then write our peak memory
     and our workers' (kilobytes, as Linux gives ``ru_maxrss``) to ``$BENCH_RUSAGE``."""
-    from loopcheck.cli import main
+    from loopcheck.cli.commands import main
 
     code = 0
     try:
@@ -185,8 +185,8 @@ def listed_files(targets: list[str], cwd: Path) -> list[str]:
 def programs(files: list[str]) -> list[str]:
     """What loopcheck analyzes of each file: the program (line endings made ``\\n``), a
     notebook's joined code cells; files that cannot be read are left out."""
-    from loopcheck.files import read_source
-    from loopcheck.notebook import NotebookError, read_notebook
+    from loopcheck.workspace.files import read_source
+    from loopcheck.workspace.notebook import NotebookError, read_notebook
 
     out = []
     for name in files:
@@ -219,8 +219,8 @@ def bare_parse(texts: list[str], repeat: int) -> tuple[float, float]:
 
 
 #: What a warm check imports (the rule catalog brings the engine and libcst with it).
-WARM_IMPORTS = ("loopcheck.cli", "loopcheck.config", "loopcheck.reporters", "loopcheck.cache", "loopcheck.runner",
-                "loopcheck.discovery", "loopcheck.files", "loopcheck.notebook")
+WARM_IMPORTS = ("loopcheck.cli.commands", "loopcheck.workspace.config", "loopcheck.cli.reporters", "loopcheck.workspace.cache", "loopcheck.cli.runner",
+                "loopcheck.workspace.discovery", "loopcheck.workspace.files", "loopcheck.workspace.notebook")
 
 
 def compile_bytecode() -> None:

@@ -15,7 +15,7 @@ Programs come from three sources, in turn:
   changed, ...).
 
 Each program goes through what ``loopcheck --fix --unsafe-fixes`` does to a file, in memory:
-:func:`loopcheck.cli.lint_text` (parse, analysis, fixes attached and verified) in a big-stack
+:func:`loopcheck.check.lint_text` (parse, analysis, fixes attached and verified) in a big-stack
 worker, then :func:`loopcheck.fixes.apply_fixes` and a check of the fixed text. An exception
 out of any of them is a failure; so is a fixed text that does not parse when the program did
 (an *invariant* failure). The programs run in a child process that reports each result; if
@@ -113,7 +113,7 @@ def check_one(text: str, name: str) -> str | None:
     ``None``."""
     import libcst as cst
 
-    from loopcheck.cli import lint_text
+    from loopcheck.check import lint_text
     from loopcheck.fixes import apply_fixes
     from loopcheck.parsing import parse_module, run_deep
 

@@ -120,12 +120,12 @@ def gen_helpers(lines: int = 20000) -> str:
 
 def measure(text: str, repeat: int) -> tuple[float, int]:
     """Best CPU seconds of ``repeat`` checks of ``text``, and its number of findings, with
-    the garbage collector tuned as the command line tunes it (:func:`loopcheck.runner.tune_gc`:
+    the garbage collector tuned as the command line tunes it (:func:`loopcheck.check.tune_gc`:
     with Python's defaults the 19,577-line helper script took 14.4 s in this process and 7.6 s
     from ``loopcheck``)."""
     from loopcheck.analysis import check_source
     from loopcheck.parsing import run_deep
-    from loopcheck.runner import tune_gc
+    from loopcheck.check import tune_gc
 
     tune_gc()
 

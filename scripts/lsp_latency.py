@@ -125,8 +125,8 @@ def check_cost(text: str, repeat: int = 5, reparse: bool = False) -> float:
     """Milliseconds of one check of ``text`` in this process (best of ``repeat``); with
     ``reparse``, of a check after a comment was typed into its training loop, the last
     version's tree reused as the server's chain processes reuse it."""
-    from loopcheck.reparse import Reparser
-    from loopcheck.server import analyze
+    from loopcheck.server.reparse import Reparser
+    from loopcheck.server.worker import analyze
 
     best = float("inf")
     for n in range(repeat):

@@ -6,14 +6,14 @@ Usage:
 
 The files: the ``PATH`` arguments, or (default) the subpaths of every ``dev`` repository of
 ``scripts/eval/manifest.toml`` (``--repo`` to pick some; ``--whole``: their whole trees),
-found as the command line finds them (``loopcheck.discovery.iter_python_files``) and read
+found as the command line finds them (``loopcheck.workspace.discovery.iter_python_files``) and read
 beforehand. Held-out repositories are refused.
 
 Two passes, each the best of ``--repeat`` runs, timed in CPU seconds of this process
 (``time.process_time``, every thread included):
 
 * ``parse``: ``libcst.parse_module`` of every file's program text (a notebook's code cells);
-* ``check``: :func:`loopcheck.cli.lint_text` of every file, as the command line runs it (in a
+* ``check``: :func:`loopcheck.check.lint_text` of every file, as the command line runs it (in a
   :func:`loopcheck.parsing.run_deep` worker, noqa and fixes included), with the project cache
   emptied first (a cold run, one process, one core); with ``--analysis-only``,
   :func:`loopcheck.analysis.check_source` instead (the analysis without noqa and fixes).
@@ -44,11 +44,11 @@ sys.path.insert(0, str(HERE / "eval"))
 from common import load_manifest  # noqa: E402
 
 from loopcheck.analysis import check_source  # noqa: E402
-from loopcheck.cli import lint_text  # noqa: E402
-from loopcheck.discovery import iter_python_files  # noqa: E402
+from loopcheck.check import lint_text  # noqa: E402
+from loopcheck.workspace.discovery import iter_python_files  # noqa: E402
 from loopcheck.engine import project as project_mod  # noqa: E402
-from loopcheck.files import read_source  # noqa: E402
-from loopcheck.notebook import read_notebook  # noqa: E402
+from loopcheck.workspace.files import read_source  # noqa: E402
+from loopcheck.workspace.notebook import read_notebook  # noqa: E402
 from loopcheck.parsing import run_deep  # noqa: E402
 
 #: Areas of the profile: (name, substrings of "file:function" that belong to it), first match wins.
@@ -61,7 +61,7 @@ AREAS = [
     ("roles, events, values", ("engine/roles.py", "engine/events.py", "engine/values.py", "engine/knowledge.py")),
     ("rules", ("loopcheck/rules/",)),
     ("unit, analysis, project", ("engine/unit.py", "engine/ir.py", "loopcheck/analysis.py", "engine/project.py")),
-    ("fixes, noqa, notebook", ("loopcheck/fixes/", "loopcheck/noqa.py", "loopcheck/notebook.py")),
+    ("fixes, noqa, notebook", ("loopcheck/fixes/", "loopcheck/workspace/noqa.py", "loopcheck/workspace/notebook.py")),
     ("nesting scan (parsing.py)", ("loopcheck/parsing.py",)),
 ]
 

@@ -2,7 +2,7 @@
 concurrent run never changes a result.
 
 Whether a file was checked again or answered from the cache is seen by counting the calls of
-:func:`loopcheck.runner.check_job` (``-j1``: in this process).
+:func:`loopcheck.cli.runner.check_job` (``-j1``: in this process).
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ import pytest
 from click.testing import CliRunner
 
 import loopcheck
-import loopcheck.cache
-import loopcheck.cli
-import loopcheck.runner
-from loopcheck.cache import Cache, cache_directory, decode, default_directory, encode
-from loopcheck.cli import main
+import loopcheck.workspace.cache
+import loopcheck.cli.commands
+import loopcheck.cli.runner
+from loopcheck.workspace.cache import Cache, cache_directory, decode, default_directory, encode
+from loopcheck.cli.commands import main
 from loopcheck.engine.project import _PROJECTS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -79,13 +79,13 @@ class Checks:
 
     def __init__(self, monkeypatch) -> None:
         self.names: list[str] = []
-        real = loopcheck.runner.check_job
+        real = loopcheck.cli.runner.check_job
 
         def counting(job, cache=None):
             self.names.append(os.path.basename(job.filename))
             return real(job, cache)
 
-        monkeypatch.setattr(loopcheck.runner, "check_job", counting)
+        monkeypatch.setattr(loopcheck.cli.runner, "check_job", counting)
 
     def take(self) -> list[str]:
         names, self.names = sorted(self.names), []
@@ -290,9 +290,9 @@ def test_a_warm_run_reads_no_module_and_looks_for_no_import_whose_times_hold(pro
     cold = cli("--output-format", "json", "main.py")
     assert checks.take() == ["main.py"]
     hashed, looked = [], []
-    real_hash, real_state = loopcheck.cache._file_hash, loopcheck.cache._state
-    monkeypatch.setattr(loopcheck.cache, "_file_hash", lambda p: hashed.append(p) or real_hash(p))
-    monkeypatch.setattr(loopcheck.cache, "_state", lambda p: looked.append(p) or real_state(p))
+    real_hash, real_state = loopcheck.workspace.cache._file_hash, loopcheck.workspace.cache._state
+    monkeypatch.setattr(loopcheck.workspace.cache, "_file_hash", lambda p: hashed.append(p) or real_hash(p))
+    monkeypatch.setattr(loopcheck.workspace.cache, "_state", lambda p: looked.append(p) or real_state(p))
     assert cli("--output-format", "json", "main.py") == cold
     assert checks.take() == []
     assert [p for p in hashed if str(project) in str(p)] == [] and looked == []
@@ -303,11 +303,11 @@ def test_a_warm_run_reads_no_module_and_looks_for_no_import_whose_times_hold(pro
 def test_a_cold_run_looks_at_each_directory_its_imports_probed_once(project, monkeypatch):
     """The entries one run writes share what was learned of the directories their imports
     were looked for in (each file's check probes ``torch``, ``engine``... next to it): each
-    directory's time is taken once, not once per entry (:class:`loopcheck.cache._ProbeMemo`)."""
+    directory's time is taken once, not once per entry (:class:`loopcheck.workspace.cache._ProbeMemo`)."""
     age(project)
     timed = []
-    real_stat = loopcheck.cache._stat
-    monkeypatch.setattr(loopcheck.cache, "_stat", lambda p: timed.append(str(p)) or real_stat(p))
+    real_stat = loopcheck.workspace.cache._stat
+    monkeypatch.setattr(loopcheck.workspace.cache, "_stat", lambda p: timed.append(str(p)) or real_stat(p))
     cli("--output-format", "json", ".")
     directories = [p for p in timed if os.path.isdir(p)]
     assert str(project) in directories
@@ -316,17 +316,17 @@ def test_a_cold_run_looks_at_each_directory_its_imports_probed_once(project, mon
 
 
 class Reads:
-    """Records the files the command line reads (:func:`loopcheck.cli.read_file`)."""
+    """Records the files the command line reads (:func:`loopcheck.cli.commands.read_file`)."""
 
     def __init__(self, monkeypatch) -> None:
         self.names: list[str] = []
-        real = loopcheck.cli.read_file
+        real = loopcheck.cli.commands.read_file
 
         def recording(run, path, max_size, report=None):
             self.names.append(path.name)
             return real(run, path, max_size, report)
 
-        monkeypatch.setattr(loopcheck.cli, "read_file", recording)
+        monkeypatch.setattr(loopcheck.cli.commands, "read_file", recording)
 
     def take(self) -> list[str]:
         names, self.names = sorted(self.names), []
@@ -373,7 +373,7 @@ def test_a_touched_file_is_read_once_then_known_by_its_new_time(project, monkeyp
 
 
 def test_a_file_too_recent_to_tell_is_read_every_time(project, monkeypatch):
-    """Written in the last two seconds (:data:`loopcheck.cache.RACY_NS`): a change in the same
+    """Written in the last two seconds (:data:`loopcheck.workspace.cache.RACY_NS`): a change in the same
     tick of the clock would keep its time, so no time is stored and the file is read."""
     reads = Reads(monkeypatch)
     cli(".")
@@ -432,7 +432,7 @@ def test_a_change_of_loopcheck_itself_invalidates(project, monkeypatch):
     checks = Checks(monkeypatch)
     cli(".")
     checks.take()
-    monkeypatch.setattr(loopcheck.cache, "engine_fingerprint", lambda: "another engine")
+    monkeypatch.setattr(loopcheck.workspace.cache, "engine_fingerprint", lambda: "another engine")
     cli(".")
     assert checks.take() == ["bad.py", "engine.py", "main.py"]
     cli(".")
@@ -440,10 +440,10 @@ def test_a_change_of_loopcheck_itself_invalidates(project, monkeypatch):
 
 
 def test_the_fingerprint_follows_loopchecks_files(monkeypatch):
-    first = loopcheck.cache.engine_fingerprint()
-    assert loopcheck.cache.engine_fingerprint() == first
+    first = loopcheck.workspace.cache.engine_fingerprint()
+    assert loopcheck.workspace.cache.engine_fingerprint() == first
     monkeypatch.setattr(loopcheck, "__version__", "99.0")
-    assert loopcheck.cache.engine_fingerprint() != first
+    assert loopcheck.workspace.cache.engine_fingerprint() != first
 
 
 @pytest.mark.parametrize("damage", [

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from loopcheck import __version__
-from loopcheck.cli import main
+from loopcheck.cli.commands import main
 from loopcheck.rules import INFOS
 
 BAD = textwrap.dedent(
@@ -408,7 +408,7 @@ def test_a_run_answered_from_the_cache_loads_no_parser(tmp_path):
 
     (tmp_path / "train.py").write_text((Path(__file__).resolve().parent.parent / "fixtures" / "LC101_bad.py").read_text())
     probe = (
-        "import sys\nfrom loopcheck.cli import main\n"
+        "import sys\nfrom loopcheck.cli.commands import main\n"
         "try:\n    main(['--cache-dir', sys.argv[1], '--preview', '--output-format', 'json', sys.argv[2]])\n"
         "except SystemExit:\n    pass\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'libcst' or m.startswith('loopcheck.engine'))[:3], file=sys.stderr)\n"

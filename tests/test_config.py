@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from loopcheck.cli import main
-from loopcheck.config import FILE_KEYS, KEYS, Options, select_codes
+from loopcheck.cli.commands import main
+from loopcheck.workspace.config import FILE_KEYS, KEYS, Options, select_codes
 from test_cli import BAD, MESSAGE
 
 REPORT = f"bad.py:9:5: LC101 [*] {MESSAGE}\nFound 1 error.\n[*] 1 fixable with `--fix`.\n"
@@ -223,7 +223,7 @@ def test_the_readme_example_is_valid(project):
 
 
 def test_an_entry_is_judged_by_its_directory_prefix_as_by_its_whole_path(tmp_path):
-    from loopcheck.config import Resolver
+    from loopcheck.workspace.config import Resolver
 
     write(tmp_path / "loopcheck.toml", 'extend-exclude = ["gen_*.py", "/pkg/skip", "data/"]\n')
     settings = Resolver(Options(), cwd=tmp_path).for_directory(tmp_path)
@@ -305,7 +305,7 @@ def test_fixable_in_configuration(project):
 
 
 def test_rebase_pattern():
-    from loopcheck.config import rebase_pattern
+    from loopcheck.workspace.config import rebase_pattern
 
     root = Path("/r")
     assert rebase_pattern("*.py", root, root / "a") == "*.py"  # any depth: unchanged

@@ -134,7 +134,7 @@ def fix_file(text: str, name: str, **kw) -> tuple[str, list[Finding]]:
 
 def test_fixable_lists_every_rule():
     assert set(FIXABLE) == set(INFOS)
-    assert {c for c, a in FIXABLE.items() if a} - {"LC002"} == set(FIXERS) == set(EXPECTED)  # LC002: noqa.py
+    assert {c for c, a in FIXABLE.items() if a} - {"LC002"} == set(FIXERS) == set(EXPECTED)  # LC002: workspace/noqa.py
     assert set(FIXABLE.values()) == {"safe", "unsafe", None}
     assert FIXABLE["LC401"] == "safe" and FIXABLE["LC301"] == "unsafe" and FIXABLE["LC203"] is None
 
@@ -522,7 +522,7 @@ def test_fixes_of_many_findings_check_the_file_a_few_times(monkeypatch):
     findings of a 643-line file took 43 s)."""
     import loopcheck.analysis as analysis
     import loopcheck.fixes.apply as fix_apply
-    from loopcheck.cli import lint_text
+    from loopcheck.check import lint_text
 
     text = _many_discarded_conversions(45)
     calls = []

@@ -12,8 +12,9 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from loopcheck.cli import lint_text, main
-from loopcheck.reporters import Context, to_json_obj, to_sarif, write_concise, write_full
+from loopcheck.check import lint_text
+from loopcheck.cli.commands import main
+from loopcheck.cli.reporters import Context, to_json_obj, to_sarif, write_concise, write_full
 from loopcheck.rules import INFOS
 from test_cli import BAD, FIX_EDITS, FIX_MESSAGE, GOOD, MESSAGE, NOTE
 

@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import loopcheck.runner
-from loopcheck.cli import exit_status, lint_paths, main, write_report
-from loopcheck.config import Options, Resolver
+import loopcheck.check
+import loopcheck.cli.runner
+from loopcheck.cli.commands import exit_status, lint_paths, main, write_report
+from loopcheck.workspace.config import Options, Resolver
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -90,8 +91,8 @@ def test_two_processes_then_a_warm_cache_print_the_reference(reference, tmp_path
     assert len(entries) == reference[2]  # one entry per checked file
 
     calls = []
-    real = loopcheck.runner.check_job
-    monkeypatch.setattr(loopcheck.runner, "check_job", lambda job, c=None: calls.append(job) or real(job, c))
+    real = loopcheck.cli.runner.check_job
+    monkeypatch.setattr(loopcheck.cli.runner, "check_job", lambda job, c=None: calls.append(job) or real(job, c))
 
     for fmt in FORMATS:
         assert cli("--cache-dir", cache, "--output-format", fmt, "--no-color", "fixtures") == (
@@ -168,14 +169,14 @@ def test_a_pool_that_cannot_start_leaves_the_files_to_this_process(tmp_path, mon
 def test_the_workers_are_forked_before_any_text_is_read(tmp_path, monkeypatch):
     """So that they do not start with every file's text in their memory: the pool starts
     once the files to read are known, before the first is read; not for a single file."""
-    import loopcheck.cli as cli_module
+    import loopcheck.cli.commands as cli_module
 
     tree = _fix_tree(tmp_path, "tree")
     monkeypatch.chdir(tree)
     expected = cli("-j1", "--no-cache", "--output-format", "json", ".")
     read: list[str] = []
     started: list[int] = []
-    real_read, real_start = cli_module.read_file, loopcheck.runner.start_pool
+    real_read, real_start = cli_module.read_file, loopcheck.cli.runner.start_pool
 
     def reading(run, path, *args, **kwargs):
         read.append(str(path))
@@ -186,7 +187,7 @@ def test_the_workers_are_forked_before_any_text_is_read(tmp_path, monkeypatch):
         return real_start(workers)
 
     monkeypatch.setattr(cli_module, "read_file", reading)
-    monkeypatch.setattr(loopcheck.runner, "start_pool", starting)
+    monkeypatch.setattr(loopcheck.cli.runner, "start_pool", starting)
     assert cli("-j2", "--no-cache", "--output-format", "json", ".") == expected
     assert started == [0] and len(read) > 1
     read.clear()
@@ -208,8 +209,8 @@ def test_a_warm_run_forks_no_pool_for_files_whose_entries_hold_their_findings(tm
     monkeypatch.chdir(tree)
     cache = str(tmp_path / "cache")
     started: list[int] = []
-    real_start = loopcheck.runner.start_pool
-    monkeypatch.setattr(loopcheck.runner, "start_pool", lambda workers: started.append(workers) or real_start(workers))
+    real_start = loopcheck.cli.runner.start_pool
+    monkeypatch.setattr(loopcheck.cli.runner, "start_pool", lambda workers: started.append(workers) or real_start(workers))
     cold = cli("-j2", "--cache-dir", cache, "--output-format", "json", ".")
     assert started == [2] and cold[0] == 1 and cold[1].count('"code"') > 5
     started.clear()
@@ -233,7 +234,7 @@ def _dies_in_a_worker(job, cache=None):
     return _REAL_CHECK_JOB(job, cache)
 
 
-_REAL_CHECK_JOB = loopcheck.runner.check_job
+_REAL_CHECK_JOB = loopcheck.cli.runner.check_job
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="the test's stand-in reaches the workers through fork")
@@ -241,8 +242,8 @@ def test_a_worker_that_dies_leaves_the_rest_to_this_process(tmp_path, monkeypatc
     tree = _fix_tree(tmp_path, "tree")
     monkeypatch.chdir(tree)
     expected = cli("-j1", "--no-cache", "--output-format", "json", ".")
-    monkeypatch.setattr(loopcheck.runner, "check_job", _dies_in_a_worker)
-    monkeypatch.setattr(loopcheck.runner, "_context", lambda: __import__("multiprocessing").get_context("fork"))
+    monkeypatch.setattr(loopcheck.cli.runner, "check_job", _dies_in_a_worker)
+    monkeypatch.setattr(loopcheck.cli.runner, "_context", lambda: __import__("multiprocessing").get_context("fork"))
     assert cli("-j2", "--no-cache", "--output-format", "json", ".") == expected
     assert (tree / "died").is_file()  # a worker did die
 
@@ -253,11 +254,11 @@ def test_jobs_option(tmp_path, monkeypatch):
     assert cli("-j", "0", "a.py")[0] == 0  # 0: one process per core
     code, _out, err = cli("-j", "-1", "a.py")
     assert code == 2 and "-j" in err
-    assert loopcheck.runner.default_jobs() >= 1
+    assert loopcheck.cli.runner.default_jobs() >= 1
 
 
 def test_the_schedule_goes_project_by_project_largest_first(tmp_path):
-    from loopcheck.runner import Job, schedule
+    from loopcheck.cli.runner import Job, schedule
 
     small, big = tmp_path / "small", tmp_path / "big"
     for root in (small, big):
@@ -277,7 +278,7 @@ def test_the_schedule_goes_project_by_project_largest_first(tmp_path):
 
 
 def test_a_pool_hands_out_a_small_projects_files_as_one_task_and_a_large_ones_one_by_one(tmp_path):
-    from loopcheck.runner import BATCH_SHARE, Job, batches, schedule
+    from loopcheck.cli.runner import BATCH_SHARE, Job, batches, schedule
 
     roots = {}
     for name in ("large", "small", "tiny"):
@@ -302,7 +303,7 @@ def test_a_pool_hands_out_a_small_projects_files_as_one_task_and_a_large_ones_on
 def test_a_large_projects_small_directories_are_tasks_of_their_own(tmp_path):
     """One project (all the code): each directory holding at most the share is one task, a
     larger one goes file by file; the largest tasks first."""
-    from loopcheck.runner import Job, batches, schedule
+    from loopcheck.cli.runner import Job, batches, schedule
 
     (tmp_path / "pyproject.toml").write_text("")
     for d in ("flux", "sdxl", "train"):
@@ -323,10 +324,10 @@ def test_the_report_is_the_same_with_tasks_of_several_files(tmp_path, monkeypatc
     """Two projects, each made one task: the findings of ``-j2`` are those of ``-j1``, file by
     file, in the same order."""
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(loopcheck.runner, "BATCH_SHARE", 1.0)  # each project is one task
+    monkeypatch.setattr(loopcheck.cli.runner, "BATCH_SHARE", 1.0)  # each project is one task
     tasks = []
-    real = loopcheck.runner.batches
-    monkeypatch.setattr(loopcheck.runner, "batches", lambda *a: tasks.extend(real(*a)) or tasks)
+    real = loopcheck.cli.runner.batches
+    monkeypatch.setattr(loopcheck.cli.runner, "batches", lambda *a: tasks.extend(real(*a)) or tasks)
     for name in ("one", "two"):
         root = tmp_path / name
         root.mkdir()
@@ -342,7 +343,7 @@ def test_the_report_is_the_same_with_tasks_of_several_files(tmp_path, monkeypatc
 
 def test_a_process_keeps_the_modules_of_one_project_only(tmp_path):
     from loopcheck.engine.project import _PROJECTS, project_for
-    from loopcheck.runner import Job, check_job
+    from loopcheck.cli.runner import Job, check_job
 
     roots = []
     for name in ("one", "two"):
@@ -360,10 +361,10 @@ def test_a_process_keeps_the_modules_of_one_project_only(tmp_path):
     assert project_for(roots[1] / "train.py") is next(iter(_PROJECTS.values()))
 
 
-@pytest.mark.skipif(loopcheck.runner.resident_bytes() is None, reason="no /proc/self/statm")
+@pytest.mark.skipif(loopcheck.cli.runner.resident_bytes() is None, reason="no /proc/self/statm")
 def test_past_the_memory_budget_every_project_is_let_go(tmp_path, monkeypatch):
     from loopcheck.engine.project import _PROJECTS
-    from loopcheck.runner import Job, check_job
+    from loopcheck.cli.runner import Job, check_job
 
     (tmp_path / "pyproject.toml").write_text("")
     (tmp_path / "train.py").write_text((FIXTURES / "LC101_bad.py").read_text())
@@ -371,8 +372,8 @@ def test_past_the_memory_budget_every_project_is_let_go(tmp_path, monkeypatch):
     _PROJECTS.clear()
     assert [f.code for f in check_job(job).findings] == ["LC101"]
     assert len(_PROJECTS) == 1
-    monkeypatch.setattr(loopcheck.runner, "MEMORY_BUDGET", -1)  # every check is past it
-    monkeypatch.setattr(loopcheck.runner, "MEMORY_REGROWTH", -1)
+    monkeypatch.setattr(loopcheck.cli.runner, "MEMORY_BUDGET", -1)  # every check is past it
+    monkeypatch.setattr(loopcheck.cli.runner, "MEMORY_REGROWTH", -1)
     assert [f.code for f in check_job(job).findings] == ["LC101"]
     assert len(_PROJECTS) == 0
 
@@ -381,18 +382,18 @@ def test_after_letting_go_a_process_waits_for_new_growth(tmp_path, monkeypatch):
     """Freed memory stays with the process: measured against the size at its first check, a
     process once over the budget would let go (and re-read every module) after every file."""
     from loopcheck.engine.project import _PROJECTS
-    from loopcheck.runner import Job, check_job
+    from loopcheck.cli.runner import Job, check_job
 
     (tmp_path / "pyproject.toml").write_text("")
     (tmp_path / "train.py").write_text((FIXTURES / "LC101_bad.py").read_text())
     job = Job(str(tmp_path / "train.py"), (tmp_path / "train.py").read_text(), None)
     mb = 1 << 20
-    rss = iter([100 * mb, 500 * mb, 400 * mb, 400 * mb, 400 * mb + loopcheck.runner.MEMORY_REGROWTH + 1, 300 * mb])
-    monkeypatch.setattr(loopcheck.runner, "resident_bytes", lambda: next(rss))
-    monkeypatch.setattr(loopcheck.runner, "_malloc_trim", False)  # (no heap to give back here)
-    monkeypatch.setattr(loopcheck.runner, "_first_rss", None)
-    monkeypatch.setattr(loopcheck.runner, "_after_release", 0)
-    monkeypatch.setattr(loopcheck.runner, "MEMORY_BUDGET", 200 * mb)
+    rss = iter([100 * mb, 500 * mb, 400 * mb, 400 * mb, 400 * mb + loopcheck.cli.runner.MEMORY_REGROWTH + 1, 300 * mb])
+    monkeypatch.setattr(loopcheck.cli.runner, "resident_bytes", lambda: next(rss))
+    monkeypatch.setattr(loopcheck.cli.runner, "_malloc_trim", False)  # (no heap to give back here)
+    monkeypatch.setattr(loopcheck.cli.runner, "_first_rss", None)
+    monkeypatch.setattr(loopcheck.cli.runner, "_after_release", 0)
+    monkeypatch.setattr(loopcheck.cli.runner, "MEMORY_BUDGET", 200 * mb)
     _PROJECTS.clear()
     check_job(job)  # starts at 100, ends at 500: over the budget, let go (400 after)
     assert len(_PROJECTS) == 0
@@ -408,14 +409,14 @@ def test_the_heap_is_given_back_once_the_process_grew(monkeypatch):
     mb = 1 << 20
     rss = iter([100 * mb, 60 * mb, 70 * mb, 90 * mb, 80 * mb, 85 * mb, 85 * mb, 84 * mb])
     trims = []
-    monkeypatch.setattr(loopcheck.runner, "resident_bytes", lambda: next(rss))
-    monkeypatch.setattr(loopcheck.runner, "_malloc_trim", trims.append)
-    monkeypatch.setattr(loopcheck.runner, "_trimmed_at", 0)
-    assert loopcheck.runner.trim_heap() == 60 * mb  # 100 MB, 60 MB once given back
-    assert loopcheck.runner.trim_heap() == 70 * mb  # grew 10 MB: not yet
-    assert loopcheck.runner.trim_heap() == 80 * mb  # grew 30 MB since it was 60
-    assert loopcheck.runner.trim_heap() == 85 * mb
-    assert loopcheck.runner.trim_heap(force=True) == 84 * mb
+    monkeypatch.setattr(loopcheck.cli.runner, "resident_bytes", lambda: next(rss))
+    monkeypatch.setattr(loopcheck.cli.runner, "_malloc_trim", trims.append)
+    monkeypatch.setattr(loopcheck.cli.runner, "_trimmed_at", 0)
+    assert loopcheck.cli.runner.trim_heap() == 60 * mb  # 100 MB, 60 MB once given back
+    assert loopcheck.cli.runner.trim_heap() == 70 * mb  # grew 10 MB: not yet
+    assert loopcheck.cli.runner.trim_heap() == 80 * mb  # grew 30 MB since it was 60
+    assert loopcheck.cli.runner.trim_heap() == 85 * mb
+    assert loopcheck.cli.runner.trim_heap(force=True) == 84 * mb
     assert trims == [0, 0, 0]
 
 
@@ -427,7 +428,7 @@ def gc_state(monkeypatch):
     before = gc.get_threshold()
     gc.unfreeze()
     gc.set_threshold(700, 10, 10)
-    monkeypatch.setattr(loopcheck.runner, "_gc_tuned", False)
+    monkeypatch.setattr(loopcheck.check, "_gc_tuned", False)
     yield gc
     gc.unfreeze()
     gc.set_threshold(*before)
@@ -441,11 +442,12 @@ class _Cyclic:
 def test_a_checking_process_tunes_the_collector_and_freezes_what_survives_a_check(gc_state, tmp_path, monkeypatch):
     import weakref
 
-    from loopcheck.runner import GC_THRESHOLDS, Job, check_job
+    from loopcheck.check import GC_THRESHOLDS
+    from loopcheck.cli.runner import Job, check_job
 
     (tmp_path / "pyproject.toml").write_text("")
     (tmp_path / "train.py").write_text((FIXTURES / "LC101_bad.py").read_text())
-    monkeypatch.setattr(loopcheck.runner, "_first_rss", None)
+    monkeypatch.setattr(loopcheck.cli.runner, "_first_rss", None)
     assert [f.code for f in check_job(Job(str(tmp_path / "train.py"), (tmp_path / "train.py").read_text(), None)).findings] == ["LC101"]
     assert gc_state.get_threshold() == GC_THRESHOLDS
     frozen = gc_state.get_freeze_count()
@@ -454,22 +456,22 @@ def test_a_checking_process_tunes_the_collector_and_freezes_what_survives_a_chec
     dead = weakref.ref(garbage)
     del garbage
     kept = _Cyclic()
-    loopcheck.runner.settle_gc(released=False)
+    loopcheck.check.settle_gc(released=False)
     assert dead() is None  # the cycles of a check are collected
     assert gc_state.get_freeze_count() > frozen  # the survivors are frozen
     frozen_cycle = weakref.ref(kept)
     del kept  # frozen: not collected until every project is let go (the memory safety net)
-    loopcheck.runner.settle_gc(released=False)
+    loopcheck.check.settle_gc(released=False)
     assert frozen_cycle() is not None
-    loopcheck.runner.settle_gc(released=True)
+    loopcheck.check.settle_gc(released=True)
     assert frozen_cycle() is None
 
 
 def test_a_program_with_its_own_collector_thresholds_keeps_them(gc_state):
     gc_state.set_threshold(1000, 5, 5)
-    loopcheck.runner.tune_gc()
+    loopcheck.check.tune_gc()
     assert gc_state.get_threshold() == (1000, 5, 5)
-    loopcheck.runner.settle_gc(released=True)
+    loopcheck.check.settle_gc(released=True)
     assert gc_state.get_freeze_count() == 0
 
 
@@ -480,11 +482,11 @@ def test_jobs_are_capped_at_the_files_and_the_cores(tmp_path, monkeypatch):
         (tmp_path / f"m{i}.py").write_text("import torch\nmodel.eval()\n")
     monkeypatch.chdir(tmp_path)
     started: list[int] = []
-    monkeypatch.setattr(loopcheck.runner, "start_pool", lambda workers: started.append(workers))
-    monkeypatch.setattr(loopcheck.runner, "default_jobs", lambda: 3)
+    monkeypatch.setattr(loopcheck.cli.runner, "start_pool", lambda workers: started.append(workers))
+    monkeypatch.setattr(loopcheck.cli.runner, "default_jobs", lambda: 3)
     assert cli("-j", "32", "--no-cache", ".")[0] == 0
     assert started == [3]
     started.clear()
     assert cli("-j", "32", "--no-cache", "m0.py", "m1.py")[0] == 0
     assert started == [2]
-    assert loopcheck.runner.workers_for(32, 0) == 1
+    assert loopcheck.cli.runner.workers_for(32, 0) == 1

@@ -1,4 +1,4 @@
-"""The file listing kept in the cache (loopcheck/listing.py): used while nothing on the way
+"""The file listing kept in the cache (loopcheck/workspace/listing.py): used while nothing on the way
 changed, searched again when a directory, a .gitignore or a configuration file did."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-import loopcheck.discovery
-import loopcheck.listing
-from loopcheck.cache import Cache
-from loopcheck.config import Options, Resolver
-from loopcheck.listing import source_files
+import loopcheck.workspace.discovery
+import loopcheck.workspace.listing
+from loopcheck.workspace.cache import Cache
+from loopcheck.workspace.config import Options, Resolver
+from loopcheck.workspace.listing import source_files
 
 
 @pytest.fixture
@@ -33,7 +33,7 @@ def tree(tmp_path, monkeypatch) -> Path:
     for path in [*root.rglob("*"), root]:
         os.utime(path, ns=(past, past))
     monkeypatch.chdir(root)
-    monkeypatch.setattr(loopcheck.listing, "RACY_SECONDS", 0.0)  # tmp_path itself is new
+    monkeypatch.setattr(loopcheck.workspace.listing, "RACY_SECONDS", 0.0)  # tmp_path itself is new
     return root
 
 
@@ -46,13 +46,13 @@ class Walks:
 
     def __init__(self, monkeypatch) -> None:
         self.count = 0
-        real = loopcheck.discovery.iter_source_files
+        real = loopcheck.workspace.discovery.iter_source_files
 
         def counting(*args, **kwargs):
             self.count += 1
             return real(*args, **kwargs)
 
-        monkeypatch.setattr(loopcheck.discovery, "iter_source_files", counting)
+        monkeypatch.setattr(loopcheck.workspace.discovery, "iter_source_files", counting)
 
     def take(self) -> int:
         count, self.count = self.count, 0
@@ -99,7 +99,7 @@ def test_a_gitignore_above_the_path_given_counts(tree, tmp_path, monkeypatch):
 
 
 def test_nothing_is_stored_when_a_time_is_too_recent(tree, tmp_path, monkeypatch):
-    monkeypatch.setattr(loopcheck.listing, "RACY_SECONDS", 2.0)
+    monkeypatch.setattr(loopcheck.workspace.listing, "RACY_SECONDS", 2.0)
     (tree / "pkg" / "fresh.py").write_text("")  # pkg/ changed just now
     cache = Cache(tmp_path / "cache")
     assert search(cache) == ["pkg/__init__.py", "pkg/fresh.py", "pkg/model.py", "train.py"]
@@ -138,7 +138,7 @@ def test_a_damaged_listing_is_searched_again(tree, tmp_path, monkeypatch):
 def test_the_command_line_reports_the_same_from_a_stored_listing(tree, tmp_path, monkeypatch):
     from click.testing import CliRunner
 
-    from loopcheck.cli import main
+    from loopcheck.cli.commands import main
 
     (tree / "pkg" / "model.py").write_text((Path(__file__).parent.parent / "fixtures" / "LC101_bad.py").read_text())
     past = time.time_ns() - 60 * 10**9

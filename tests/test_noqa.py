@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from loopcheck.cli import main
-from loopcheck.noqa import parse_noqa, scan
+from loopcheck.cli.commands import main
+from loopcheck.workspace.noqa import parse_noqa, scan
 from test_cli import BAD, MESSAGE
 
 CLIP = "    nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
@@ -81,7 +81,7 @@ def test_noqa_on_a_syntax_error_line():
 
 
 def test_a_file_without_suppression_text_is_not_tokenized(monkeypatch):
-    import loopcheck.noqa as noqa
+    import loopcheck.workspace.noqa as noqa
     from loopcheck.findings import Finding
 
     finding = Finding("LC101", "m", "train.py", 3, 1, 3, 5, [], 3)
@@ -94,7 +94,7 @@ def test_a_file_without_suppression_text_is_not_tokenized(monkeypatch):
 
 
 def test_a_file_whose_noqa_comments_name_no_loopcheck_code_is_not_tokenized(monkeypatch):
-    import loopcheck.noqa as noqa
+    import loopcheck.workspace.noqa as noqa
 
     others = "import torch\nx = 1  # noqa: E501\ny = 2  # noqa\ns = '# noqa: F401'\n"
     assert not noqa._may_name_our_codes(others)
@@ -191,7 +191,7 @@ def test_flake8_noqa_skips_the_file_as_flake8_does():
 
 
 def test_flake8_noqa_in_the_flake8_plugin():
-    from loopcheck.flake8_plugin import Plugin
+    from loopcheck.cli.flake8_plugin import Plugin
 
     lines = ("# flake8: noqa\n" + BAD).splitlines(keepends=True)
     assert list(Plugin(None, lines, "train.py").run()) == []

@@ -10,7 +10,7 @@ import pytest
 from loopcheck.analysis import check_source, uses_torch
 from loopcheck.engine.knowledge import Knowledge, KnowledgeError, knowledge
 from loopcheck.engine.project import Project
-from loopcheck.notebook import check_notebook, read_notebook
+from loopcheck.workspace.notebook import check_notebook, read_notebook
 
 EVAL_LOOP = """
 def inference(model, images):

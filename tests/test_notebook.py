@@ -10,9 +10,9 @@ import pytest
 from click.testing import CliRunner
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from loopcheck.cli import main
-from loopcheck import notebook as notebook_module
-from loopcheck.notebook import cell_program, read_notebook
+from loopcheck.cli.commands import main
+from loopcheck.workspace import notebook as notebook_module
+from loopcheck.workspace.notebook import cell_program, read_notebook
 from test_cli import BAD as BAD_PY, NOTE
 
 SETUP = """\
@@ -434,7 +434,7 @@ def test_cells_ipython_runs_are_no_syntax_error():
     cell whose lines all carry the first line's indentation (its leading_indent cleanup): no
     LC001 for those (census 4: three such findings); a blank left in an exercise still is one,
     and so is a magic name used with an operator that is not Python."""
-    from loopcheck.notebook import build_notebook
+    from loopcheck.workspace.notebook import build_notebook
 
     nb = build_notebook([(1, "pip install -r requirements.txt"), (2, " x = 1\n y = x + 1"), (3, "pip = 3"),
                          (4, "model =\n"), (5, "ls -la"), (6, " a = 1\nb = (\n"), (7, "bash ./run.sh")])

@@ -120,8 +120,8 @@ def test_wheel_ships_the_pages_the_fixtures_and_the_metadata(dist):
                   "Classifier: Framework :: Flake8", "Classifier: Typing :: Typed", "Author: "):
         assert field in metadata, field
     entry_points = wheel.read(meta.replace("METADATA", "entry_points.txt")).decode()
-    assert "[flake8.extension]\nLC = loopcheck.flake8_plugin:Plugin" in entry_points
-    assert "[console_scripts]\nloopcheck = loopcheck.cli:main" in entry_points
+    assert "[flake8.extension]\nLC = loopcheck.cli.flake8_plugin:Plugin" in entry_points
+    assert "[console_scripts]\nloopcheck = loopcheck.cli.commands:main" in entry_points
 
 
 def test_sdist_carries_what_its_tests_need(dist):

@@ -17,8 +17,8 @@ from click.testing import CliRunner
 
 from loopcheck.analysis import check_source
 from loopcheck.catalog import INFOS, PREVIEW
-from loopcheck.cli import main
-from loopcheck.config import Options, canonical_selector, default_codes, select_codes
+from loopcheck.cli.commands import main
+from loopcheck.workspace.config import Options, canonical_selector, default_codes, select_codes
 
 ROOT = Path(__file__).resolve().parent.parent
 LOSS_KEPT = (ROOT / "fixtures" / "LC401_bad.py").read_text(encoding="utf-8")

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from loopcheck.analysis import check_source
-from loopcheck.cli import main
+from loopcheck.cli.commands import main
 from loopcheck.engine.project import Project, find_root, module_name
 from test_fixtures import expected
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from loopcheck.cli import lint_text
+from loopcheck.check import lint_text
 from loopcheck.engine import roles
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -58,7 +58,7 @@ def test_rule_urls_name_the_released_version(version, ref):
 
 def test_rule_urls_are_built_in_one_place(monkeypatch, tmp_path):
     """Changing catalog.RULE_URL changes the links of JSON, SARIF and the language server."""
-    from loopcheck import reporters
+    from loopcheck.cli import reporters
 
     monkeypatch.setattr(catalog, "RULE_URL", "https://docs.example/{ref}/{code}.html")
     want = f"https://docs.example/{docs_ref(__import__('loopcheck').__version__)}/LC101.html"
@@ -74,7 +74,7 @@ def test_rule_urls_are_built_in_one_place(monkeypatch, tmp_path):
     pytest.importorskip("pygls")
     from pygls.workspace import TextDocument
 
-    from loopcheck import server
+    from loopcheck.server import lsp as server
 
     doc = TextDocument("file:///train.py", (ROOT / "fixtures" / "LC101_bad.py").read_text())
     diagnostic = server.diagnostic(server.Place(doc, doc.uri), findings[0], lambda row: server.Place(doc, doc.uri))

@@ -1,4 +1,4 @@
-"""The language server's reparse of an edited document (:mod:`loopcheck.reparse`): the spliced
+"""The language server's reparse of an edited document (:mod:`loopcheck.server.reparse`): the spliced
 tree is the tree a full parse builds, the unchanged statements keep their nodes, and where
 splicing is not certain the whole text is parsed."""
 
@@ -11,7 +11,7 @@ import libcst as cst
 import pytest
 
 from loopcheck.parsing import parse_module
-from loopcheck.reparse import Reparser, spans_of
+from loopcheck.server.reparse import Reparser, spans_of
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 LOOP = (FIXTURES / "LC401_bad.py").read_text(encoding="utf-8")
@@ -169,7 +169,7 @@ def test_random_edits_give_a_full_parses_tree(name):
 
 
 def _check(reparser: Reparser | None, text: str):
-    from loopcheck.server import analyze
+    from loopcheck.server.worker import analyze
 
     return analyze("python", text, str(FIXTURES / "edited.py"), None, False, (), reparser)
 

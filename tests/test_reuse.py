@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from loopcheck.reparse import Reparser
-from loopcheck.server import analyze
+from loopcheck.server.reparse import Reparser
+from loopcheck.server.worker import analyze
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -116,7 +116,7 @@ def test_entry_points_built_again_leave_no_cycle_for_a_frozen_heap():
 
     from loopcheck.engine.events import Event
     from loopcheck.engine.ir import Assign, Call
-    from loopcheck.server_documents import _settle
+    from loopcheck.server.documents import _settle
 
     edits = [SCRIPT.replace("return [v * 2 for v in values]", f"return [v * {n} for v in values]") for n in range(3, 9)]
     try:

@@ -463,7 +463,7 @@ def zombies_under(pid: int) -> list[int]:
 
 def chain_runner():
     """A runner whose checks run in processes of the fork server (skips where there is none)."""
-    from loopcheck.server import Runner
+    from loopcheck.server.lsp import Runner
 
     runner = Runner(processes=True)
     if runner.ctx is None:
@@ -477,7 +477,8 @@ def test_a_documents_next_versions_reuse_its_tree_and_a_stale_fork_is_killed():
     newer version kills."""
     import threading as _threading
 
-    from loopcheck.server import Cancelled, analyze
+    from loopcheck.server.lsp import Cancelled
+    from loopcheck.server.worker import analyze
 
     runner = chain_runner()
     name = str(FIXTURES / "chain_document.py")
@@ -532,7 +533,8 @@ def test_a_documents_next_versions_reuse_its_tree_and_a_stale_fork_is_killed():
 def test_a_small_edit_is_checked_in_the_template_and_a_newer_version_stops_that_check():
     import threading as _threading
 
-    from loopcheck.server import Cancelled, analyze
+    from loopcheck.server.lsp import Cancelled
+    from loopcheck.server.worker import analyze
 
     runner = chain_runner()
     name = str(FIXTURES / "chain_document.py")
@@ -683,12 +685,12 @@ def test_notebook_cells_get_their_diagnostics_and_fixes(client, tmp_path):
 
 
 def test_the_fork_servers_warm_up_runs_the_rules_and_the_fixes():
-    """The fork server imports loopcheck.server_warm, which checks a small loop once so that
+    """The fork server imports loopcheck.server.warm, which checks a small loop once so that
     forked checks start with the knowledge and rule tables built (median keystroke-to-
     diagnostics 615 -> 510 ms on a 2,000-line script, scripts/lsp_latency.py). A warm-up that
     failed silently would warm nothing: its loop must reach the rules and the fixers."""
-    from loopcheck.server import analyze
-    from loopcheck.server_warm import _LOOP
+    from loopcheck.server.worker import analyze
+    from loopcheck.server.warm import _LOOP
 
     result = analyze("python", _LOOP, "warm.py", None, True)
     assert [f.code for f in result.findings] == ["LC101", "LC201", "LC401"]
@@ -697,7 +699,7 @@ def test_the_fork_servers_warm_up_runs_the_rules_and_the_fixes():
 def test_the_fork_server_preloads_the_warm_up(monkeypatch):
     import multiprocessing.context
 
-    from loopcheck.server import Runner
+    from loopcheck.server.lsp import Runner
 
     preloaded: list[str] = []
     monkeypatch.delenv("PYTHONSAFEPATH", raising=False)  # Runner sets it; restored afterwards
@@ -705,4 +707,4 @@ def test_the_fork_server_preloads_the_warm_up(monkeypatch):
                         lambda self, names: preloaded.extend(names))
     if Runner(processes=True).ctx is None:
         pytest.skip("no fork server here")
-    assert "loopcheck.server_warm" in preloaded and "loopcheck.fixes.apply" in preloaded
+    assert "loopcheck.server.warm" in preloaded and "loopcheck.fixes.apply" in preloaded

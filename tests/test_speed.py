@@ -14,7 +14,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 import loopcheck.engine
 from loopcheck.analysis import check_source
-from loopcheck.cli import main
+from loopcheck.cli.commands import main
 from loopcheck.engine.positions import Positions, compute_positions
 from loopcheck.engine.walk import walk
 
@@ -580,7 +580,7 @@ def test_a_check_that_finds_nothing_leaves_no_cycle_holding_the_tree(tmp_path: P
 
 
 def test_a_project_let_go_for_another_is_freed_without_a_collection(tmp_path: Path):
-    """When a process turns to another project (:func:`loopcheck.runner.check_job`), the
+    """When a process turns to another project (:func:`loopcheck.cli.runner.check_job`), the
     project it lets go, with the modules it read, is freed by reference counting: the
     collections between checks no longer walk the whole process to find it
     (:meth:`loopcheck.engine.project.Project.close`)."""

@@ -18,7 +18,7 @@ pytest.importorskip("torch")
 
 from click.testing import CliRunner  # noqa: E402
 
-from loopcheck.cli import main  # noqa: E402
+from loopcheck.cli.commands import main  # noqa: E402
 from loopcheck.trace import codesearch  # noqa: E402
 from loopcheck.trace.sites import Site, UserCode, package_of  # noqa: E402
 from loopcheck.trace.state import IdMap, call_text  # noqa: E402
@@ -129,11 +129,11 @@ PROGRAM_TIMEOUT = 240
 WORKER = r"""
 import faulthandler, json, os, sys
 import torch
-from loopcheck.config import Options, Resolver
+from loopcheck.workspace.config import Options, Resolver
 from loopcheck.trace.report import build_report
 from loopcheck.trace.run import run_target
 from loopcheck.trace.target import Target
-import loopcheck.analysis, loopcheck.cli  # the static check's imports, before any program's time counts
+import loopcheck.analysis, loopcheck.cli.commands  # the static check's imports, before any program's time counts
 results = open(sys.argv[1], "a", encoding="utf-8")
 limit = float(os.environ["LOOPCHECK_TEST_PROGRAM_TIMEOUT"])
 for path in sys.argv[2:]:
@@ -530,7 +530,7 @@ def test_cli_without_torch(monkeypatch):
 
 
 def test_importing_the_command_does_not_import_torch():
-    code = "import sys, loopcheck.cli, loopcheck.trace.cli; assert 'torch' not in sys.modules"
+    code = "import sys, loopcheck.cli.commands, loopcheck.trace.cli; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
@@ -587,7 +587,7 @@ def test_user_code_decides_by_the_longest_root(tmp_path):
     assert not user.is_user(torch.__file__)
     assert not user.is_user(json.__file__)
     assert not user.is_user("<frozen runpy>")
-    assert not user.is_user(str(ROOT / "loopcheck" / "cli.py"))
+    assert not user.is_user(str(ROOT / "loopcheck" / "cli" / "commands.py"))
     assert package_of("/v/lib/python3.11/site-packages/lightning/pytorch/loops/fit_loop.py") == "lightning"
     assert package_of("/v/lib/python3.11/site-packages/six.py") == "six"
     assert package_of(str(script)) is None

@@ -55,11 +55,9 @@ BUILTINS = frozenset(dir(builtins))
 MAX_INLINE_DEPTH = 6
 #: No call is inlined once a check has made this many events (all its entry points together):
 #: the bound that keeps a file whose functions call each other at many sites (yolov5's
-#: ``train()`` calling ``val.run()``, called twice from ``main()``) linear in its lines. 10,000
-#: once submodules stopped being inlined (:meth:`UnitBuilder.try_inline`; 20,000 before):
-#: findings identical over the fixtures and the dev corpus (46 targets, whole trees, 214
-#: findings), their CPU 586 -> 549 s (yolov5 31 -> 22 s, pytorch/ignite's whole tree 117 -> 85
-#: s). A call not inlined for it is opaque to the rules (a ``havoc`` for what it receives).
+#: ``train()`` calling ``val.run()``, called twice from ``main()``) linear in its lines (10,000
+#: since submodules are not inlined, :meth:`UnitBuilder.try_inline`: no finding changed). A
+#: call not inlined for it is opaque to the rules (a ``havoc`` for what it receives).
 MAX_EVENTS_PER_UNIT = 10_000
 #: How many ``with A if c else B:`` items whose arms set different grad modes may enclose one
 #: another with the rest of their statement built once per arm (:meth:`UnitBuilder.with_stmt`):
@@ -79,7 +77,7 @@ class ClassInfo:
 #: name chains it reads, its sources plan, whether a function is a generator. LibCST nodes are
 #: immutable, so an entry holds for its node in any tree that contains it: the language server
 #: carries these tables from one version of a document to the next, whose unchanged statements
-#: keep their node objects (:class:`loopcheck.reparse.Reparser`).
+#: keep their node objects (:class:`loopcheck.server.reparse.Reparser`).
 NODE_TABLES = ("calls", "chains", "sources", "generators")
 
 
@@ -894,11 +892,8 @@ class UnitBuilder:
         Block(cfg)``) stays a call, its instance's class known (:attr:`Frame.instances`). What a
         submodule's constructor does (define layers, parameters, buffers) changes no state a
         rule follows; inlining it at every construction site was most of the cost of files that
-        build a model zoo or a pipeline's components (``get_network()``; diffusers'
-        ``tests/pipelines/ace_step/test_ace_step.py`` 6.2 -> 4.0 s, yolov5's ``segment/train.py``
-        10.6 -> 8.9 s). Over the fixtures and the dev corpus (46 targets, whole trees) the
-        findings stayed identical and the CPU time went 712 -> 586 s (diffusers' whole tree
-        213 -> 142 s). The outermost module constructor is still inlined (``model = Net()``:
+        build a model zoo or a pipeline's components (``get_network()``), and changed no
+        finding. The outermost module constructor is still inlined (``model = Net()``:
         its ``self.to(device)``, an optimizer it builds, the attributes the loop reads), as is
         every constructor called outside a module's ``__init__``.
         """
@@ -1764,7 +1759,7 @@ def _in_evaluation_order(n: cst.CSTNode, out: list) -> None:
     """Append the calls of ``n`` to ``out`` (:func:`evaluation_order`). A function of the
     module rather than a closure of its caller: a nested function that calls itself is a
     reference cycle (the function, its cell), which holds what it captured until the garbage
-    collector walks it (see :func:`loopcheck.runner.settle_gc`)."""
+    collector walks it (see :func:`loopcheck.check.settle_gc`)."""
     t = type(n)
     if t is cst.Lambda:
         return

@@ -185,8 +185,7 @@ def repeated_tests(unit: Seq) -> dict[int, tuple[str, frozenset[str]]]:
     key = unit
     if key not in _REPEATED:
         # the text of a test is generated only where another test has its kind and its names
-        # (equal texts have both): most tests are alone, and code generation was ~1 % of a
-        # check of the corpus
+        # (equal texts have both): most tests are alone, and generating the text is not free
         tests: list[tuple[int, cst.BaseExpression, frozenset[str]]] = []
         shapes: dict[tuple[type, frozenset[str]], int] = {}  # (node type, names) -> how many tests
         names_of: dict[int, frozenset[str]] = {}  # by test node, as ``code`` below
@@ -297,7 +296,7 @@ def _summarize(node: Node, table: dict[int, _Summary]) -> _Summary:
     """The :class:`_Summary` of ``node``, stored in ``table`` with those of its parts (a function
     of the module rather than a closure of :func:`summaries`: a nested function that calls
     itself is a reference cycle, which keeps what it captured until the garbage collector
-    walks it, see :func:`loopcheck.runner.settle_gc`)."""
+    walks it, see :func:`loopcheck.check.settle_gc`)."""
     sm = _Summary()
     if isinstance(node, (Call, Assign)):
         sm.kinds = {ev.kind for ev in node.typed}

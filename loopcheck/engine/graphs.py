@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from loopcheck.engine.calls import arg_at, receiver_of, summary_of
 from loopcheck.engine.ir import Assign, Call, RawEvent, Sources
 from loopcheck.engine.knowledge import NO_GRAPH, knowledge
 
@@ -457,8 +458,6 @@ def graph_stores(
             graph (:func:`~loopcheck.engine.forwards.forward_returns_no_graph`, which needs
             the model's mode at the call: a rule reads it from a unit's flows).
     """
-    from loopcheck.engine.roles import arg_at, receiver_of, summary_of  # roles.py calls this module
-
     g = _Graphs(events, roles, no_graph)
     carriers = g.run()
     out: list[GraphStore] = []

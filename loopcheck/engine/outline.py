@@ -4,10 +4,9 @@ A checked file's imports reach far: ``from diffusers import UNet2DConditionModel
 package's ``__init__.py``, the module the name is re-exported from, and the modules its base
 classes live in. Most of those modules are read only to resolve a name (is it a class of the
 project? what are its bases? is there a method ``fit``?); their code is never inlined. A
-LibCST parse costs about 9 times CPython's own parser (``unet_2d_condition.py``, 1,235 lines:
-112 ms against 12 ms), so :class:`LazyModuleIndex` answers those questions from an
-:mod:`ast` outline, and parses with LibCST only the statements whose syntax nodes a caller
-needs (a function or a method to inline), each on its own.
+LibCST parse costs several times CPython's own, so :class:`LazyModuleIndex` answers those
+questions from an :mod:`ast` outline, and parses with LibCST only the statements whose syntax
+nodes a caller needs (a function or a method to inline), each on its own.
 
 The outline must name exactly what :func:`loopcheck.engine.builder.index_module` would find
 (imports anywhere in the file, in the same order; the top-level functions and classes; their
@@ -366,7 +365,7 @@ class LazyClassInfo:
         # the index is named weakly: it holds this class info, and a reference cycle would keep
         # an index no one uses (a checked file's, one :meth:`Project.trim` lets go) and its
         # parsed statements until the garbage collector walks them (once frozen, until the
-        # memory safety net unfreezes them: :func:`loopcheck.runner.settle_gc`)
+        # memory safety net unfreezes them: :func:`loopcheck.check.settle_gc`)
         self._index = ref = weakref.ref(index)
         self._name = name
         self.bases = bases
@@ -386,8 +385,7 @@ class LazyModuleIndex:
     syntax nodes are asked for: a top-level function (``functions[name]``) or a class
     (``classes[name].node``) or a class's method (``classes[name].methods[name]``), each on its
     own, once, so that nodes keep their identity for the whole check. A module's code is mostly
-    read for a few of its classes and functions (diffusers' checks parsed 171,375 lines of
-    imported modules to inline 78,430).
+    read for a few of its classes and functions.
 
     Each statement is parsed from its own lines (:attr:`fragments`: the parsed statement as a
     module, and how many lines of the file come before it); a node's line in the file is its
@@ -458,9 +456,7 @@ class LazyModuleIndex:
         """Method ``name`` of the top-level class ``cls``, parsed alone the first time (under a
         line ``class <cls>:`` of its own: its columns and its class's name are those of the
         file), else taken from its whole class statement; ``None`` when the outline has none or
-        LibCST cannot parse it. A class is mostly read for a few of its methods: diffusers'
-        checks asked for methods holding 717 K of the 2,953 K characters of the classes they
-        parsed whole."""
+        LibCST cannot parse it. A class is mostly read for a few of its methods."""
         key = ("method", cls, name)
         if key in self._statements:
             return self._statements[key]

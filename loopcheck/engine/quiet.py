@@ -4,11 +4,10 @@ The pre-filter (:func:`loopcheck.analysis.signs_of`) builds a file that shows no
 its own where it calls into a project module that does: ``main.py`` calling
 ``engine.train_one_epoch``. A module that shows training somewhere is often imported for
 something else: yolov5's ``utils/torch_utils.py`` builds an optimizer in ``smart_optimizer``,
-and 22 of yolov5's files import ``select_device`` or ``time_sync`` from it. Building the
-functions of such files that mention those names took 13 of the 73 CPU seconds of the
-benchmark corpus and gave no finding. So a name imported with ``from module import name``
-counts only when ``name`` may reach the module's training code; the names that cannot are
-*quiet*.
+and many of yolov5's files import ``select_device`` or ``time_sync`` from it. Building the
+functions of such files that mention those names is costly and gives no finding. So a name
+imported with ``from module import name`` counts only when ``name`` may reach the module's
+training code; the names that cannot are *quiet*.
 
 A top-level function or class of the module is quiet unless, in its text (decorators
 included, nested functions and methods included):

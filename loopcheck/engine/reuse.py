@@ -3,7 +3,7 @@
 The language server checks every version of an edited document, and building the IR of each
 entry point (:mod:`loopcheck.engine.builder`) is most of a check: on a 2,000-line script, 244
 functions and methods are built again after each keystroke, though the keystroke changed one
-of them. The reparse (:mod:`loopcheck.reparse`) keeps the node objects of the statements an
+of them. The reparse (:mod:`loopcheck.server.reparse`) keeps the node objects of the statements an
 edit did not touch, and LibCST nodes are immutable, so a function whose node is the same
 object has the same text. Its IR is the same too when everything else its build read is
 the same; :class:`UnitMemo` keeps each entry point's IR with a
@@ -59,7 +59,7 @@ class UnitMemo:
     """The entry points built by the last check of one document (see the module docstring).
 
     One per document, carried from one check to the next (the language server keeps it in
-    :attr:`Reparser.tables <loopcheck.reparse.Reparser.tables>`, which a full parse empties);
+    :attr:`Reparser.tables <loopcheck.server.reparse.Reparser.tables>`, which a full parse empties);
     not thread-safe. Between :meth:`start` and :meth:`finish`, :meth:`take` answers the IR of
     an entry point of the last check and :meth:`keep` stores one of this check.
 

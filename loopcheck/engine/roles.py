@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from loopcheck.engine.builder import ModuleIndex, find_method
+from loopcheck.engine.calls import arg_at, receiver_of, summary_of
 from loopcheck.engine.graphs import graph_stores
 from loopcheck.engine.ir import Arg, Assign, Call, RawEvent
 from loopcheck.engine.knowledge import Returns, Summary, knowledge
@@ -319,28 +320,6 @@ class Roles:
 # -- argument references ----------------------------------------------------------------------
 
 
-def arg_at(call: Call, ref) -> Arg | None:
-    """The argument of ``call`` a knowledge reference names (``0``, ``"params"``,
-    ``(1, "max_norm")``); ``None`` when absent or when ``ref`` is ``"self"``/``"*"``."""
-    if isinstance(ref, tuple):
-        index, keyword = ref
-    elif isinstance(ref, int):
-        index, keyword = ref, None
-    elif isinstance(ref, str) and ref not in ("self", "*"):
-        index, keyword = None, ref
-    else:
-        return None
-    if keyword is not None:
-        for a in call.args:
-            if a.keyword == keyword:
-                return a
-    if index is not None:
-        positional = [a for a in call.args if a.keyword is None]
-        if index < len(positional) and not isinstance(positional[index].node, cst.StarredElement):
-            return positional[index]
-    return None
-
-
 def keeps_no_state(call: Call, r) -> bool:
     """Whether the optimizer ``call`` builds is established to keep no per-parameter state:
     its entry names the argument that would give it some (``state_when``: SGD's ``momentum``)
@@ -354,44 +333,6 @@ def keeps_no_state(call: Call, r) -> bool:
         return True
     node = arg.node
     return type(node) in (cst.Integer, cst.Float) and node.evaluated_value == 0
-
-
-def receiver_of(call: Call) -> str | None:
-    """The receiver symbol of a method call, through calls that return their receiver
-    (``model.to(device).train()`` → ``model``)."""
-    if call.receiver:
-        return call.receiver
-    inner = call.inner
-    while inner is not None:
-        if inner.receiver:
-            summary = knowledge().method("torch.nn.Module", inner.method or "")
-            if summary is not None and summary.returns is not None and "self" in summary.returns.same:
-                return inner.receiver
-            return None
-        inner = inner.inner
-    return None
-
-
-def summary_of(call: Call, roles: Roles) -> Summary | None:
-    """What the library knowledge says a call does, or ``None``: a qualified function or
-    class, a method of an object whose library class is known (``writer.add_graph``,
-    ``accelerator.prepare``), or calling such an object (``loss_scaler(loss, optimizer)``)."""
-    kb = knowledge()
-    if call.qualified:
-        return kb.callable(call.func)
-    if call.operands:
-        return None
-    if call.inner is not None:  # model.to(device).train(): a method of what the inner call returned
-        recv = receiver_of(call)
-        return kb.method(roles.type_of(recv), call.method or "") if recv else None
-    recv = call.receiver
-    if recv is not None:
-        return kb.method(roles.type_of(recv), call.method or "")
-    if call.func is not None:
-        t = roles.type_of(call.func)
-        if t is not None:
-            return kb.method(t, "__call__")
-    return None
 
 
 def looks_up(call: Call, roles: Roles) -> bool:

@@ -35,7 +35,8 @@ from loopcheck.engine.ir import Assign, Call, If, Inline, Jump, Loop, LoopInfo, 
 from loopcheck.engine.graphs import is_true
 from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.names import dotted_name
-from loopcheck.engine.roles import ACCELERATOR_NAME, LOADER_NAME, ROLE_TYPES, arg_at, last
+from loopcheck.engine.calls import arg_at
+from loopcheck.engine.roles import ACCELERATOR_NAME, LOADER_NAME, ROLE_TYPES, last
 from loopcheck.engine.walk import children, names_in, walk
 
 #: Kinds of values a loss input can be.

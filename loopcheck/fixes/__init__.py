@@ -117,7 +117,7 @@ def __getattr__(name: str):
 #: None (no fix). "safe" fixers may still return an unsafe fix in the cases listed above.
 FIXABLE: dict[str, str | None] = {
     "LC001": None,
-    "LC002": "safe",  # unused-noqa: fixed by loopcheck.noqa.remove_unused_noqa, not by a fixer
+    "LC002": "safe",  # unused-noqa: fixed by loopcheck.workspace.noqa.remove_unused_noqa, not by a fixer
     "LC101": "safe",
     "LC102": "safe",
     "LC103": "safe",

@@ -1,6 +1,6 @@
 """``# noqa`` comments as fixes see them: which rows protect which codes.
 
-The comments are read by :mod:`loopcheck.noqa` (the same rules as the check: flake8/ruff
+The comments are read by :mod:`loopcheck.workspace.noqa` (the same rules as the check: flake8/ruff
 syntax, exact codes, comments found with ``tokenize``); this module only turns them into a
 ``{row: codes}`` map and answers "does row R protect code C".
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Collection, Mapping, Optional
 
-from loopcheck.noqa import scan
+from loopcheck.workspace.noqa import scan
 
 NoqaMap = Mapping[int, Optional[Collection[str]]]
 

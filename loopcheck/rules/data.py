@@ -14,7 +14,8 @@ import libcst as cst
 
 from loopcheck.engine.ir import Assign, Call, walk_events
 from loopcheck.engine.knowledge import knowledge
-from loopcheck.engine.roles import ACCELERATOR_NAME, ROLE_TYPES, arg_at, last, summary_of
+from loopcheck.engine.calls import arg_at, summary_of
+from loopcheck.engine.roles import ACCELERATOR_NAME, ROLE_TYPES, last
 from loopcheck.engine.unit import Unit
 from loopcheck.engine.values import all_calls, loops, raw_call
 from loopcheck.findings import Report

@@ -80,7 +80,7 @@ def trace(steps, output_format, no_static, preview, no_color, exit_zero, quiet, 
         result = run_target(target, steps=steps)
     except TargetError as err:
         raise click.UsageError(str(err)) from None
-    from loopcheck.config import Options, Resolver
+    from loopcheck.workspace.config import Options, Resolver
 
     report = build_report(result, static=not no_static, resolver=Resolver(Options(preview=preview)))
     fmt = output_format or ("full" if sys.stdout.isatty() else "concise")

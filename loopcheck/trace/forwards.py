@@ -4,8 +4,8 @@ A mixin of :class:`~loopcheck.trace.watch.Watcher`. The checks need the forward 
 models being trained (LC104: a step between a forward and its backward; LC301/LC302: forwards
 in eval mode; LC501: which model trains), not of every layer inside them. Global module hooks
 (verify's probe uses them) or a wrapper around ``Module.__call__`` would run for every layer
-call of the program, and global hooks send each down ``_call_impl``'s slow path: measured on
-the reference loop, 3-15 % of a step. Hooks registered on the model instances would be pickled
+call of the program, and global hooks send each down ``_call_impl``'s slow path, a cost on
+every step. Hooks registered on the model instances would be pickled
 with ``torch.save(model)`` and deep-copied with it (EMA copies). So the watcher patches
 ``__call__`` of the *classes* of the model roots only, and acts on calls of the root instances:
 

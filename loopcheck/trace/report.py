@@ -14,7 +14,7 @@ A runtime finding no static finding matches is printed as **runtime** (the stati
 not see it: a framework's loop, a hook, code built at run time). The mark starts the message
 (``[confirmed at step 3]``, ``[runtime, step 9]``, ``[not observed in this run]``), so every
 output format carries it; JSON objects and SARIF results also get a ``trace`` object with the
-status, step, measured value and count. The writers are those of :mod:`loopcheck.reporters`.
+status, step, measured value and count. The writers are those of :mod:`loopcheck.cli.reporters`.
 """
 
 from __future__ import annotations
@@ -26,10 +26,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
 
-from loopcheck.config import ConfigError, Options, Resolver
+from loopcheck.workspace.config import ConfigError, Options, Resolver
 from loopcheck.findings import Finding, Related
-from loopcheck.noqa import filter_findings
-from loopcheck.reporters import WRITERS, Context, SourceFile, to_json_obj, to_sarif
+from loopcheck.workspace.noqa import filter_findings
+from loopcheck.check import SourceFile
+from loopcheck.cli.reporters import Context, WRITERS, to_json_obj, to_sarif
 from loopcheck.trace import WATCHED_CODES
 
 NOT_OBSERVED_HINTS = {
@@ -127,7 +128,7 @@ def build_report(result, static: bool = True, resolver: Resolver | None = None) 
         resolver: the configuration (rule selection, ``per-file-ignores``); default: the
             closest configuration file of each file.
     """
-    from loopcheck.cli import lint_text
+    from loopcheck.check import lint_text
 
     resolver = resolver or Resolver(Options())
     texts: dict[str, str] = {}

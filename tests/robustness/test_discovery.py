@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from loopcheck.config import Options, Resolver
-from loopcheck.discovery import gitignore_spec, iter_source_files
+from loopcheck.workspace.config import Options, Resolver
+from loopcheck.workspace.discovery import gitignore_spec, iter_source_files
 
 from .helpers import BAD, cli, cli_process, reported_files
 
@@ -242,7 +242,7 @@ def test_an_unreadable_directory_is_reported_and_the_search_goes_on(tmp_path, gi
 def test_outside_any_work_tree_git_is_not_started(tmp_path, monkeypatch):
     """No ``.git`` in the directory or above it: the listing comes from the walk (and
     .gitignore through pathspec) without starting git, which costs a process per path given."""
-    import loopcheck.discovery
+    import loopcheck.workspace.discovery
 
     if any((p / ".git").exists() for p in (tmp_path, *tmp_path.parents)):
         pytest.skip("the temporary directory is inside a git work tree")
@@ -252,5 +252,5 @@ def test_outside_any_work_tree_git_is_not_started(tmp_path, monkeypatch):
     def no_git(*args, **kwargs):
         raise AssertionError(f"git was started: {args}")
 
-    monkeypatch.setattr(loopcheck.discovery.subprocess, "run", no_git)
+    monkeypatch.setattr(loopcheck.workspace.discovery.subprocess, "run", no_git)
     assert listed(tmp_path) == ["a.py"]

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from loopcheck.files import SourceError, decode_source
+from loopcheck.workspace.files import SourceError, decode_source
 
 from .helpers import BAD, LC101_LINE, cli, cli_process, reported_files
 
@@ -145,7 +145,7 @@ def test_a_console_that_cannot_show_a_character_does_not_end_the_run(tmp_path):
 def test_a_file_without_a_cookie_decodes_as_tokenize_would_have_it(data, monkeypatch):
     """Without ``coding`` in its first two lines (and no BOM), a file is read as UTF-8 without
     ``tokenize.detect_encoding``: the same text, codec and error as through it."""
-    import loopcheck.files as files
+    import loopcheck.workspace.files as files
 
     def read(d):
         try:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-import loopcheck.cli
-import loopcheck.discovery
-import loopcheck.reporters
-from loopcheck.cli import describe_error
+import loopcheck.check
+import loopcheck.cli.commands
+import loopcheck.cli.reporters
+import loopcheck.workspace.discovery
+from loopcheck.check import describe_error
 
 from .helpers import BAD, LC101_LINE, cli
 
@@ -22,14 +23,14 @@ def project(tmp_path, monkeypatch):
 
 
 def _failing_on(name: str, monkeypatch, error: Exception):
-    real = loopcheck.cli.lint_text
+    real = loopcheck.check.lint_text
 
     def lint_text(text, filename, *args, **kwargs):
         if filename.endswith(name):
             raise error
         return real(text, filename, *args, **kwargs)
 
-    monkeypatch.setattr(loopcheck.cli, "lint_text", lint_text)
+    monkeypatch.setattr(loopcheck.check, "lint_text", lint_text)
 
 
 def test_an_analyzer_bug_is_exit_2_and_the_other_files_are_reported(project, monkeypatch):
@@ -66,7 +67,7 @@ def test_an_unexpected_error_anywhere_is_exit_2_without_a_traceback(project, mon
     def broken(*args, **kwargs):
         raise OSError("the disk went away")
 
-    monkeypatch.setattr(loopcheck.discovery, "iter_source_files", broken)
+    monkeypatch.setattr(loopcheck.workspace.discovery, "iter_source_files", broken)
     result = cli(".")
     assert result.exit_code == 2
     assert result.output == "loopcheck: internal error: OSError: the disk went away\n"
@@ -76,7 +77,7 @@ def test_a_reporter_bug_is_exit_2(project, monkeypatch):
     def broken(findings, out, ctx):
         raise KeyError("sarif")
 
-    monkeypatch.setitem(loopcheck.reporters.WRITERS, "concise", broken)
+    monkeypatch.setitem(loopcheck.cli.reporters.WRITERS, "concise", broken)
     result = cli("--output-format", "concise", "bad.py")
     assert result.exit_code == 2
     assert "loopcheck: internal error while writing the report: KeyError: 'sarif'" in result.stderr

@@ -14,7 +14,8 @@ import libcst as cst
 import pytest
 
 from loopcheck.analysis import check_source
-from loopcheck.cli import Run, fix_files, lint_text
+from loopcheck.check import lint_text
+from loopcheck.cli.commands import Run, fix_files
 from loopcheck.fixes import FIXABLE, apply_fixes, attach_fixes
 
 from .helpers import FIXTURES

@@ -11,8 +11,8 @@ import stat
 
 import pytest
 
-import loopcheck.files
-from loopcheck.files import SourceText, render_fixed, write_atomic
+import loopcheck.workspace.files
+from loopcheck.workspace.files import SourceText, render_fixed, write_atomic
 
 from .helpers import BAD, BACKWARD, CLIP, FIXED, cli
 
@@ -124,7 +124,7 @@ def test_a_full_disk_leaves_the_original_intact(tmp_path, monkeypatch):
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_fsync(fd)
 
-    monkeypatch.setattr(loopcheck.files.os, "fsync", fsync)
+    monkeypatch.setattr(loopcheck.workspace.files.os, "fsync", fsync)
     result = cli("--fix", "--output-format", "concise", ".")
     assert result.exit_code == 2
     assert result.stderr == "loopcheck: cannot fix a.py: No space left on device; it was left as it is\n"
@@ -137,14 +137,14 @@ def test_a_file_changed_since_it_was_read_is_left_alone(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     path = tmp_path / "t.py"
     path.write_text(BAD)
-    real_mkstemp = loopcheck.files.tempfile.mkstemp
+    real_mkstemp = loopcheck.workspace.files.tempfile.mkstemp
     concurrent = BAD + "print('an edit made meanwhile')\n"
 
     def mkstemp(*args, **kwargs):
         path.write_text(concurrent)  # another writer, between the read and the replace
         return real_mkstemp(*args, **kwargs)
 
-    monkeypatch.setattr(loopcheck.files.tempfile, "mkstemp", mkstemp)
+    monkeypatch.setattr(loopcheck.workspace.files.tempfile, "mkstemp", mkstemp)
     result = cli("--fix", "t.py")
     assert result.exit_code == 2
     assert result.stderr == "loopcheck: cannot fix t.py: it changed since it was read; it was left as it is\n"
@@ -157,7 +157,7 @@ def test_write_atomic_and_render_fixed_directly(tmp_path):
     path.write_bytes(b"old\r\n")
     write_atomic(path, b"new\r\n", b"old\r\n")
     assert path.read_bytes() == b"new\r\n"
-    with pytest.raises(loopcheck.files.FileChanged):
+    with pytest.raises(loopcheck.workspace.files.FileChanged):
         write_atomic(path, b"newer\r\n", b"old\r\n")
     assert path.read_bytes() == b"new\r\n"
     src = SourceText("a = 1\r\nb = 2\r\n\x0cc = 3")

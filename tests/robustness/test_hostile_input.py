@@ -13,9 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 import loopcheck.analysis
-import loopcheck.cli
-from loopcheck.cli import main
-from loopcheck.files import MAX_LINE_LENGTH
+import loopcheck.cli.commands
+from loopcheck.cli.commands import main
+from loopcheck.workspace.files import MAX_LINE_LENGTH
 
 from .helpers import BAD, CLIP, FIXED, LC101_LINE, cli
 
@@ -95,7 +95,7 @@ def test_a_report_that_fails_half_way_is_removed(project, monkeypatch):
         out.flush()
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(loopcheck.cli, "write_report", half)
+    monkeypatch.setattr(loopcheck.cli.commands, "write_report", half)
     result = cli("-o", "report.txt", "bad.py")
     assert result.exit_code == 2
     assert result.stderr == "loopcheck: cannot write report.txt: No space left on device\n"
@@ -117,7 +117,7 @@ def test_fix_keeps_a_hard_link(project):
 
 
 def test_a_hard_linked_file_changed_meanwhile_is_left_as_it_is(project):
-    from loopcheck.files import FileChanged, write_atomic
+    from loopcheck.workspace.files import FileChanged, write_atomic
 
     os.link(project / "bad.py", project / "other.py")
     with pytest.raises(FileChanged):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from loopcheck.config import DEFAULT_MAX_FILE_SIZE
+from loopcheck.workspace.config import DEFAULT_MAX_FILE_SIZE
 
 from .helpers import BAD, LC101_LINE, cli
 

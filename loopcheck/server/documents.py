@@ -7,7 +7,7 @@ document's check instead runs in a *chain* of processes:
 
 1. its first check runs in a process forked by the chain's root (:func:`serve_document`,
    started from the fork server), which, once it has sent its result, stays alive holding
-   the document's :class:`~loopcheck.reparse.Reparser` (the last tree) and waits for
+   the document's :class:`~loopcheck.server.reparse.Reparser` (the last tree) and waits for
    commands on its connection: it is the document's *template*;
 2. a later check whose edit is small (at most :data:`MAX_EDIT_HERE` characters changed: the
    keystrokes of typing) runs in the template itself, which reparses only the statements the
@@ -18,9 +18,8 @@ document's check instead runs in a *chain* of processes:
    (between two functions or two units: :func:`~loopcheck.analysis.check_parsed`'s
    ``interrupt``), still holding a finished check's tables or this version's parse; one that
    has not stopped within :data:`CANCEL_GRACE_S` is killed, and the next check starts a new
-   chain. (A fork for each check, as the other checks below, cost the typing check 30-40 ms
-   more on a 2-core machine: the child's first writes to each page it shares with the
-   template copy that page.)
+   chain. (Not a fork for each check, as the other checks below: the child's first writes
+   to each page it shares with the template copy that page, which slows typing.)
 3. any other check (a large edit, a notebook) runs in a ``fork()`` of the template: the child
    inherits the last tree, reparses, sends its result, and then becomes the template in
    turn, the old one exiting; a newer version kills it (``SIGKILL``) at once, and the
@@ -28,7 +27,7 @@ document's check instead runs in a *chain* of processes:
 
 The results are those of a fresh process: each check forgets the projects a template
 remembered (imported modules are read again, as before), and the reparsed tree is the tree a
-full parse builds (:mod:`loopcheck.reparse`). Where a template cannot be used (no ``fork``,
+full parse builds (:mod:`loopcheck.server.reparse`). Where a template cannot be used (no ``fork``,
 a document over :data:`MAX_TEXT`, a template that died), the check runs as before. A
 notebook's chain keeps the tree of its program (its code cells joined). At most
 :data:`MAX_TEMPLATES` templates are kept (the least recently used exits).
@@ -66,7 +65,7 @@ class Cancelled(Exception):
 
 def serve_document(conn: Connection, args: tuple) -> None:
     """The root of a document's chain (a ``multiprocessing`` target): fork the process that
-    checks ``args`` (:func:`loopcheck.server.analyze`'s arguments) and then serves as the
+    checks ``args`` (:func:`loopcheck.server.worker.analyze`'s arguments) and then serves as the
     document's template, and reap every process of the chain until none is left. Never
     returns.
 
@@ -100,8 +99,8 @@ def _become_subreaper() -> None:
 
 def _serve(conn: Connection, args: tuple) -> None:
     """Check, serve as the template, and in each forked child check again. Never returns."""
-    from loopcheck.reparse import Reparser
-    from loopcheck.runner import tune_gc
+    from loopcheck.server.reparse import Reparser
+    from loopcheck.check import tune_gc
 
     tune_gc()
     reparser = Reparser()
@@ -114,7 +113,7 @@ def _check(conn: Connection, args: tuple, reparser) -> None:
     """Run one check and send ``("pid", pid, True)`` (this process becomes the document's
     template, on ``conn``) then ``("ok", Analysis)`` or ``("error", text)``; exit after an
     error (the tree may be half-updated)."""
-    from loopcheck.server import analyze
+    from loopcheck.server.worker import analyze
 
     try:
         conn.send(("pid", os.getpid(), True))
@@ -136,7 +135,7 @@ def _check_here(job: Connection, args: tuple, reparser) -> None:
     when the server writes to (or closes) ``job``: the document's tree, tables and entry
     points stay those of a finished check or of this version's parse, so the template goes on
     serving. Exits after an error."""
-    from loopcheck.server import analyze
+    from loopcheck.server.worker import analyze
 
     def interrupt() -> None:
         if job.poll():
@@ -230,7 +229,7 @@ class Templates:
         self.table: OrderedDict[str, _Template] = OrderedDict()
 
     def start(self, key: str, version: Any, args: tuple) -> DocumentJob:
-        """A check of ``key``'s ``version`` (``args``: :func:`~loopcheck.server.analyze`'s)."""
+        """A check of ``key``'s ``version`` (``args``: :func:`~loopcheck.server.worker.analyze`'s)."""
         return DocumentJob(self, key, version, args)
 
     def connect(self, key: str, args: tuple) -> Connection:

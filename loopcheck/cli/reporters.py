@@ -44,7 +44,8 @@ from loopcheck.catalog import REPOSITORY_URL
 from loopcheck.findings import Finding
 
 if TYPE_CHECKING:
-    from loopcheck.notebook import Notebook
+    from loopcheck.check import SourceFile
+    from loopcheck.workspace.notebook import Notebook
 
 INFORMATION_URI = REPOSITORY_URL  # SARIF's tool.driver.informationUri
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -83,32 +84,6 @@ def severity_of(code: str) -> str:
     """``"error"`` or ``"warning"``: the rule's severity (unknown codes are errors)."""
     info = _infos().get(code)
     return info.severity if info else "error"
-
-
-@dataclass
-class SourceFile:
-    """A checked file as the reporters need it.
-
-    Attributes:
-        filename: the name findings carry.
-        text: the checked program (a notebook's joined code cells).
-        notebook: the cell map of a notebook, else ``None``.
-    """
-
-    filename: str
-    text: str = ""
-    notebook: Notebook | None = None
-    _lines: list[str] | None = field(default=None, repr=False)
-
-    @property
-    def lines(self) -> list[str]:
-        """The text to show for each row (1-based row → index ``row - 1``)."""
-        if self._lines is None:
-            if self.notebook is not None:
-                self._lines = self.notebook.lines
-            else:
-                self._lines = _LINE_BREAK.split(self.text)
-        return self._lines
 
 
 @dataclass

@@ -2,8 +2,8 @@
 
 Finding the files of a directory that is not in a git work tree means walking it and matching
 every entry against the ``.gitignore`` files on the way, which pathspec compiles into one
-regular expression per line: on the 811 files of the benchmark corpus that is a third of a
-warm run (0.22 of 0.64 s). What the walk finds depends only on
+regular expression per line: a large share of a warm run. What the walk finds depends only
+on
 
 - the directories it read or looked into (their entries), and the directories above the
   paths given (their ``.gitignore``, configuration files and ``.git``, up to the root): a
@@ -12,14 +12,14 @@ warm run (0.22 of 0.64 s). What the walk finds depends only on
   modification time and size of each);
 - the paths given, the current directory, the command line's settings, and loopcheck itself.
 
-So the list is stored in the cache (:class:`loopcheck.cache.Cache`) with those times, and a
+So the list is stored in the cache (:class:`loopcheck.workspace.cache.Cache`) with those times, and a
 later search with the same arguments whose directories and files all have the times they had
 gives the same list without walking. Nothing is stored when the search reported a problem
 (an unreadable directory, a broken link), when it found a symbolic link (its target can
 change without any directory on the way changing), or when a recorded time is less than
 :data:`RACY_SECONDS` before the search began (a change in the same tick of the file system's
 clock would keep the time: git calls such entries racy). Paths inside a git work tree are
-listed by git (:func:`loopcheck.discovery.git_listing`), which is fast: they are not stored.
+listed by git (:func:`loopcheck.workspace.discovery.git_listing`), which is fast: they are not stored.
 """
 
 from __future__ import annotations
@@ -32,11 +32,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from loopcheck.config import CONFIG_NAMES, Resolver
+from loopcheck.workspace.config import CONFIG_NAMES, Resolver
 
 if TYPE_CHECKING:
-    from loopcheck.cache import Cache
-    from loopcheck.discovery import OnProblem
+    from loopcheck.workspace.cache import Cache
+    from loopcheck.workspace.discovery import OnProblem
 
 _FORMAT = 1
 #: A time this close (seconds) before the search began may not show a change made after it.
@@ -48,15 +48,15 @@ _READ = (".gitignore", *CONFIG_NAMES)
 
 def source_files(paths: list[str], resolver: Resolver, force_exclude: bool = False,
                  on_problem: OnProblem | None = None, cache: Cache | None = None) -> list[Path]:
-    """The files :func:`loopcheck.discovery.iter_source_files` finds under ``paths`` with the
+    """The files :func:`loopcheck.workspace.discovery.iter_source_files` finds under ``paths`` with the
     settings of ``resolver``, taken from ``cache`` when its stored list still holds (see the
     module docstring), else searched (and stored).
 
     Raises:
         FileNotFoundError: a path does not exist.
-        loopcheck.config.ConfigError: a configuration file on the way is invalid.
+        loopcheck.workspace.config.ConfigError: a configuration file on the way is invalid.
     """
-    from loopcheck.discovery import may_be_work_tree, iter_source_files
+    from loopcheck.workspace.discovery import may_be_work_tree, iter_source_files
 
     roots = [os.path.abspath(p) for p in paths]
     if cache is None or not all(os.path.isdir(r) for r in roots) or any(may_be_work_tree(Path(r)) for r in roots):

@@ -1,8 +1,7 @@
 """Imported by the language server's fork server (``set_forkserver_preload``): it runs one
 check, with fixes, of a small training loop, so that every check forked from it finds the
 library knowledge read, the rule tables built and the regular expressions compiled, and
-pays only for its own document (the first check in a fresh process cost about 100 ms more
-than the next ones on a 2,000-line script)."""
+pays only for its own document."""
 
 from __future__ import annotations
 
@@ -36,7 +35,7 @@ for epoch in range(2):
 
 def warm() -> None:
     """Run the check once (its result is dropped; a failure here only costs the warm-up)."""
-    from loopcheck.server import analyze
+    from loopcheck.server.worker import analyze
 
     try:
         analyze("python", _LOOP, "<warm-up>", None, True)

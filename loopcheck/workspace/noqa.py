@@ -119,8 +119,8 @@ def scan(source: str) -> Directives:
 def may_suppress(source: str) -> bool:
     """Whether ``source`` holds text a suppression comment is made of. Exact, and cheap
     next to :func:`scan`: a comment runs from its ``#`` to the end of its line, so a pattern
-    found in a comment is found in the text (tokenizing a 2,000-line script to learn that it
-    has no ``# noqa``: 36 ms)."""
+    found in a comment is found in the text (tokenizing a whole script to learn that it has
+    no ``# noqa`` is not)."""
     return bool(NOQA.search(source) or FILE_NOQA.search(source) or SKIP_FILE.search(source))
 
 

@@ -14,7 +14,7 @@
   the server's event loop, in a process forked from a warm fork server (a thread where
   ``forkserver`` does not exist). A document's later versions are checked in forks of the
   process that checked the one before, which kept its tree: only the statements an edit
-  changed are parsed again (:mod:`loopcheck.server_documents`, :mod:`loopcheck.reparse`).
+  changed are parsed again (:mod:`loopcheck.server.documents`, :mod:`loopcheck.server.reparse`).
   A newer version of a document kills the check of an older one; results are published
   only for the version they were computed on. A huge document therefore never blocks other
   requests, and at most :data:`JOBS` checks run at once.
@@ -30,7 +30,8 @@
   (-32602) error reply.
 
 API: :func:`create_server` builds the server (handlers registered); :func:`serve` runs it
-on stdin/stdout; :func:`analyze` is one check, as the worker process runs it.
+on stdin/stdout; :func:`loopcheck.server.worker.analyze` is one check, as the worker process
+runs it.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Collection, Sequence
+from typing import Any, Sequence
 
 from lsprotocol import types
 from pygls import uris
@@ -56,8 +57,9 @@ from pygls.protocol import LanguageServerProtocol
 from loopcheck import __version__
 from loopcheck.findings import Finding
 from loopcheck.fixes.model import edits_between
-from loopcheck.notebook import Notebook
-from loopcheck.server_documents import MAX_TEXT, Cancelled, Templates
+from loopcheck.server.documents import MAX_TEXT, Cancelled, Templates
+from loopcheck.server.worker import Analysis, analyze
+from loopcheck.workspace.notebook import Notebook
 
 log = logging.getLogger(__name__)
 
@@ -71,86 +73,6 @@ CONFIG_NAMES = {".loopcheck.toml", "loopcheck.toml", "pyproject.toml"}
 DEBOUNCE_S = 0.04
 #: Checks that run at the same time (one process each).
 JOBS = 2
-
-
-# ------------------------------------------------------------------ the check (worker side)
-
-
-@dataclass
-class Analysis:
-    """One check of one version of a document (what :func:`analyze` returns).
-
-    Attributes:
-        program: the checked text (a notebook's joined code cells).
-        findings: noqa-filtered findings, LC002 included; ``.fix`` set when fixes were asked for.
-        notebook: the cell map of a notebook, else ``None``.
-        fix_all: the text after every safe fix (``None`` when fixes were not asked for).
-        version: the document version it was computed on (set by the server).
-        reparsed: the check reused the document's last tree (:mod:`loopcheck.reparse`).
-    """
-
-    program: str
-    findings: list[Finding]
-    notebook: Notebook | None = None
-    fix_all: str | None = None
-    version: Any = None
-    reparsed: bool = False
-
-
-def analyze(kind: str, payload, filename: str, codes: Collection[str] | None, with_fixes: bool,
-            src: tuple = (), reparser=None, interrupt=None) -> Analysis:
-    """Check a document as the command line checks a file.
-
-    Args:
-        kind: ``"python"`` (``payload``: the text) or ``"notebook"`` (``payload``:
-            ``[(cell number, source)]`` of its code cells, numbers counting every cell).
-        filename: the name findings carry.
-        codes: the rule codes to run (``None``: all).
-        with_fixes: also compute each finding's fix and the fix-all text (slower).
-        src: extra source roots of the project (the ``src`` setting), where imports are read.
-        reparser: the document's :class:`~loopcheck.reparse.Reparser` (the last tree of its
-            text, or of a notebook's program, reused for this version, with the analysis'
-            tables of its nodes), or ``None`` to parse the whole text.
-        interrupt: called between the steps of the analysis; what it raises ends the check
-            (``check_parsed``'s ``interrupt``).
-    """
-    from loopcheck.analysis import check_parsed
-    from loopcheck.engine.project import project_for
-    from loopcheck.noqa import apply_noqa, is_skipped
-    from loopcheck.notebook import build_notebook, check_notebook
-    from loopcheck.runner import tune_gc
-
-    tune_gc()
-    reparsed_before = reparser.reparsed if reparser is not None else 0
-    notebook = build_notebook(payload) if kind == "notebook" else None
-    program = notebook.source if notebook is not None else payload
-    if is_skipped(program):
-        return Analysis(program, [], notebook, program if with_fixes else None)
-    parse = reparser.parse if reparser is not None else None
-    tables = reparser.tables if reparser is not None else None
-    if notebook is not None:
-        found, module, positions = check_notebook(notebook, filename, codes, project_for(filename, src), parse,
-                                                  tables, interrupt)
-    else:
-        found, module, positions = check_parsed(program, filename, codes, project_for(filename, src), parse=parse,
-                                                tables=tables, interrupt=interrupt)
-    found = apply_noqa(found, program, filename, codes)
-    fix_all = None
-    if with_fixes:
-        from loopcheck.fixes import apply_fixes, attach_fixes
-        from loopcheck.noqa import remove_unused_noqa
-
-        attach_fixes(program, [f for f in found if f.fix is None], module, positions)
-        fix_all = program
-        if any(f.fix is not None and f.fix.is_safe for f in found):
-            try:
-                fix_all, _ = apply_fixes(program, found, unsafe=False, filename=filename, select=codes)
-                fix_all, _ = remove_unused_noqa(fix_all, filename, codes)
-            except Exception:  # noqa: BLE001 - a fixer bug must not lose the diagnostics
-                log.exception("loopcheck fix-all failed on %s", filename)
-                fix_all = program
-    reused = reparser is not None and reparser.reparsed > reparsed_before
-    return Analysis(program, found, notebook, fix_all, reparsed=reused)
 
 
 # ------------------------------------------------------------------ running checks
@@ -235,9 +157,10 @@ class Runner:
         if processes:
             os.environ["PYTHONSAFEPATH"] = "1"  # inherited by the fork server only: nothing else is started
             self.ctx = multiprocessing.get_context("forkserver")
-            self.ctx.set_forkserver_preload(["loopcheck.server", "loopcheck.analysis", "loopcheck.fixes.apply",
-                                             "loopcheck.fixes.fixers", "loopcheck.noqa", "loopcheck.notebook",
-                                             "loopcheck.reparse", "loopcheck.server_warm"])
+            self.ctx.set_forkserver_preload(["loopcheck.server.lsp", "loopcheck.analysis", "loopcheck.fixes.apply",
+                                             "loopcheck.fixes.fixers", "loopcheck.workspace.noqa",
+                                             "loopcheck.workspace.notebook", "loopcheck.server.reparse",
+                                             "loopcheck.server.warm"])
         self.templates = Templates(self.ctx) if self.ctx is not None else None
 
     def warm_up(self) -> None:
@@ -253,7 +176,7 @@ class Runner:
     def check(self, key: str, version, args: tuple):
         """A job running :func:`analyze` with ``args`` for ``version`` of the document
         ``key`` (a text document or a notebook): in a process of the document's chain
-        (:mod:`loopcheck.server_documents`) up to :data:`MAX_TEXT` characters of code, else
+        (:mod:`loopcheck.server.documents`) up to :data:`MAX_TEXT` characters of code, else
         as :meth:`start`."""
         kind, payload = args[0], args[1]
         size = len(payload) if kind == "python" else sum(len(source) for _number, source in payload)
@@ -375,7 +298,7 @@ class LoopcheckServer(LanguageServer):
         """The rule codes the configuration enables for ``path`` and its ``src`` roots (the
         default selection and ``()`` for an unsaved buffer or an invalid configuration, which
         is then shown to the user)."""
-        from loopcheck.config import ConfigError, Options, Resolver, default_codes
+        from loopcheck.workspace.config import ConfigError, Options, Resolver, default_codes
 
         if not path:
             return frozenset(default_codes()), ()
@@ -607,7 +530,6 @@ def diagnostic(place: Place, f: Finding, locate, notebook: Notebook | None = Non
     lines in their own cell (``locate(row)``) or file; in a ``notebook``, ``line N`` in the
     messages becomes ``line R of cell C``."""
     relabel = notebook.relabel if notebook is not None else (lambda text: text)
-    from loopcheck.reporters import severity_of
     from loopcheck.catalog import INFOS
 
     info = INFOS.get(f.code)
@@ -635,7 +557,7 @@ def diagnostic(place: Place, f: Finding, locate, notebook: Notebook | None = Non
     return types.Diagnostic(
         range=_range(doc, f.row - off, f.column, f.end_row - off, f.end_column),
         message=relabel(f.message),
-        severity=SEVERITY.get(severity_of(f.code), types.DiagnosticSeverity.Error),
+        severity=SEVERITY.get(info.severity if info else "error", types.DiagnosticSeverity.Error),
         code=f.code,
         code_description=types.CodeDescription(href=info.url) if info else None,
         source=SOURCE,
@@ -798,7 +720,7 @@ class OneLineFormatter(logging.Formatter):
     twenty lines of it, some inside its own message text)."""
 
     def format(self, record: logging.LogRecord) -> str:
-        from loopcheck.cli import describe_error
+        from loopcheck.check import describe_error
 
         text = record.getMessage().split("\n", 1)[0].strip()
         err = record.exc_info[1] if record.exc_info else sys.exc_info()[1]
@@ -817,7 +739,7 @@ def one_line_logging() -> None:
     (:class:`OneLineFormatter`), not through Python's last-resort handler."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(OneLineFormatter())
-    for name in ("pygls", __name__):
+    for name in ("pygls", "loopcheck.server"):  # this module's logger and the worker's
         logger = logging.getLogger(name)
         logger.addHandler(handler)
         logger.propagate = False

@@ -36,7 +36,7 @@ the entry rewritten. Settings that only decide which files are read (``exclude``
 options, which apply to the findings afterwards.
 
 Beside the entries, ``<dir>/listings/<loopcheck version>/`` keeps the files a directory search
-found (:mod:`loopcheck.listing`).
+found (:mod:`loopcheck.workspace.listing`).
 
 Safety: entries are written to a temporary file in the same directory and moved into place
 with ``os.replace``, so a concurrent reader sees a whole entry, old or new, never part of one;
@@ -61,7 +61,7 @@ from typing import TYPE_CHECKING, Collection, Mapping
 if TYPE_CHECKING:
     from loopcheck.engine.project import Reads
     from loopcheck.findings import Finding
-    from loopcheck.notebook import Notebook
+    from loopcheck.workspace.notebook import Notebook
 
 #: The cache directory's name in the project root.
 DIRECTORY_NAME = ".loopcheck_cache"
@@ -159,7 +159,7 @@ def _file_hash(path: str) -> str | None:
 def _types() -> dict[str, type]:
     from loopcheck.findings import Finding, Related
     from loopcheck.fixes.model import Edit, Fix
-    from loopcheck.notebook import CellText, Notebook
+    from loopcheck.workspace.notebook import CellText, Notebook
 
     return {cls.__name__: cls for cls in (Finding, Related, Fix, Edit, Notebook, CellText)}
 
@@ -278,7 +278,7 @@ class Cache:
 
     def _realpath(self, filename: str) -> str:
         """``os.path.realpath(filename)``, resolving each directory once per run (realpath
-        ``lstat``s every component of the path: 8 per file on diffusers)."""
+        ``lstat``s every component of the path)."""
         directory, name = os.path.split(os.path.abspath(filename))
         if not name or ".." in filename.split(os.sep) or os.path.islink(filename):
             return os.path.realpath(filename)  # (``link/..`` is not what abspath makes of it)
@@ -359,7 +359,7 @@ class Cache:
             return None
         findings, notebook = entry.get("findings"), entry.get("notebook")
         from loopcheck.findings import Finding
-        from loopcheck.notebook import Notebook
+        from loopcheck.workspace.notebook import Notebook
 
         if not isinstance(findings, list) or not all(isinstance(f, Finding) for f in findings):
             return None
@@ -396,7 +396,7 @@ class Cache:
 
     @property
     def listings(self) -> Path:
-        """The directory of this version's file listings (:mod:`loopcheck.listing`)."""
+        """The directory of this version's file listings (:mod:`loopcheck.workspace.listing`)."""
         return self.directory / "listings" / self.version.replace(os.sep, "_")
 
     def load_json(self, path: Path):
@@ -520,8 +520,7 @@ def _state(path: str) -> bool | None:
 class _ProbeMemo:
     """What :func:`_short_probes` learned of the file system, for the entries one
     :class:`Cache` writes in one task (the files of a project import the same modules, so
-    their checks probe the same candidates: the benchmark corpus's 811 entries, 46,605
-    candidates). Each answer is the first look at its path, as the analysis keeps its own
+    their checks probe the same candidates). Each answer is the first look at its path, as the analysis keeps its own
     (:class:`loopcheck.engine.project.Project` probes a candidate once per run): a directory's
     time taken no later than it would be without the memo, so a change made since shows on
     lookup as another time."""
@@ -574,11 +573,9 @@ def _short_probes(probes: Mapping[Path, bool], racy: int, memo: _ProbeMemo) -> l
 
     Grouped by directory, each with its modification time: ``[dir, mtime_ns, [[name,
     state], ...]]``. While a directory has that time, no entry was made, removed or renamed
-    in it, and its candidates need no look (diffusers: 114,194 candidates in 10,801 groups,
-    358 directories); the time is ``null`` when it is later than ``racy`` (at the first look
-    of ``memo``, which keeps the answers for the next entries). Measured on the benchmark
-    corpus's cold run in one process: 1.15 CPU s for the 811 entries with a memo per entry,
-    0.24 s with one per :class:`Cache` and paths climbed as text."""
+    in it, and its candidates need no look; the time is ``null`` when it is later than
+    ``racy`` (at the first look of ``memo``, which keeps the answers for the next entries, of
+    the whole :class:`Cache`: a memo per entry looked at the same paths again)."""
     out: dict[str, bool | None] = {}
     for path, was_file in probes.items():
         if was_file:

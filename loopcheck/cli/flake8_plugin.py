@@ -60,7 +60,7 @@ class Plugin:
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         from loopcheck.analysis import check_source
-        from loopcheck.noqa import is_skipped
+        from loopcheck.workspace.noqa import is_skipped
 
         source = "".join(self.lines)
         if is_skipped(source):

@@ -16,9 +16,9 @@ Directories are searched for ``*.py`` and ``*.ipynb`` files:
   is skipped.
 
 Either way, what the ``exclude`` and ``extend-exclude`` settings match is skipped (by default
-``.git``, virtualenv, cache and build directories: :data:`loopcheck.config.DEFAULT_EXCLUDE`),
+``.git``, virtualenv, cache and build directories: :data:`loopcheck.workspace.config.DEFAULT_EXCLUDE`),
 and so are virtualenvs (a directory holding ``pyvenv.cfg``). Each directory is judged by the
-settings of the directory it is in (see :class:`loopcheck.config.Resolver`); whether git
+settings of the directory it is in (see :class:`loopcheck.workspace.config.Resolver`); whether git
 decides is the setting of the directory named on the command line. Paths named explicitly
 are always checked, unless ``force_exclude`` applies the exclusions to them too (for
 pre-commit, which passes file names), or their suffix is not a Python one
@@ -41,7 +41,7 @@ from typing import Callable, Iterator
 
 import pathspec
 
-from loopcheck.config import DEFAULT_EXCLUDE, Options, Resolver, Settings, directory_prefix
+from loopcheck.workspace.config import DEFAULT_EXCLUDE, Options, Resolver, Settings, directory_prefix
 
 SOURCE_SUFFIXES = (".py", ".ipynb")
 #: The suffixes of a file named on the command line that is checked (a file without a suffix,
@@ -52,7 +52,7 @@ GIT_TIMEOUT = 60  # seconds for ``git ls-files``
 
 SettingsFor = Callable[[Path], Settings]
 #: ``on_directory(path)``: a directory whose entries the walk read, or looked for by name
-#: (``pyvenv.cfg``, ``.gitignore``): what it finds depends on them (:mod:`loopcheck.listing`).
+#: (``pyvenv.cfg``, ``.gitignore``): what it finds depends on them (:mod:`loopcheck.workspace.listing`).
 OnDirectory = Callable[[str], None]
 #: ``on_problem(path, message, is_error)``: a path that was not searched or not read, and a
 #: sentence that says so (``cannot read directory build: Permission denied``).
@@ -269,7 +269,7 @@ def iter_source_files(
 
     Raises:
         FileNotFoundError: a path does not exist.
-        loopcheck.config.ConfigError: from ``settings_for``.
+        loopcheck.workspace.config.ConfigError: from ``settings_for``.
     """
     if settings_for is None:
         settings_for = Resolver(Options(), isolated=True).for_directory
@@ -363,7 +363,7 @@ def _walk(directory: Path, specs: list[tuple[pathspec.GitIgnoreSpec, str]], sett
     Args:
         directory: the directory, as the user's path leads to it.
         specs: the ``.gitignore`` specs that apply, each with ``directory``'s path relative
-            to the spec's own directory (:func:`loopcheck.config.directory_prefix`): an entry ``name`` is matched as
+            to the spec's own directory (:func:`loopcheck.workspace.config.directory_prefix`): an entry ``name`` is matched as
             ``prefix + name`` (``+ "/"`` for a directory). The walk never enters a symbolic
             link, so a subdirectory's prefix is its parent's and its name.
     """

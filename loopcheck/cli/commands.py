@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING, Collection, TextIO
 import click
 
 from loopcheck import __version__
+from loopcheck.check import describe_error
 
 if TYPE_CHECKING:
-    from loopcheck.cache import Cache
-    from loopcheck.config import Resolver
-    from loopcheck.engine.project import Project
-    from loopcheck.files import SourceText
+    from loopcheck.check import SourceFile
     from loopcheck.findings import Finding
-    from loopcheck.reporters import SourceFile
+    from loopcheck.workspace.cache import Cache
+    from loopcheck.workspace.config import Resolver
+    from loopcheck.workspace.files import SourceText
 
 OUTPUT_FORMATS = ["full", "concise", "text", "grouped", "json", "json-lines", "sarif", "github", "gitlab", "junit",
                   "pylint", "azure", "rdjson"]
@@ -44,7 +44,7 @@ class ConfigurationError(click.ClickException):
 def parse_codes(values: tuple[str, ...]) -> list[str]:
     """Split ``--select LC1,LC301,loss-tensor-kept`` style values into code prefixes (a rule's
     name becomes its code)."""
-    from loopcheck.config import canonical_selector
+    from loopcheck.workspace.config import canonical_selector
 
     return [canonical_selector(c) for v in values for c in v.split(",") if c.strip()]
 
@@ -55,7 +55,7 @@ def parse_list(values: tuple[str, ...]) -> list[str]:
 
 
 def _check_codes(prefixes: list[str], option: str) -> tuple[str, ...]:
-    from loopcheck.config import match_codes
+    from loopcheck.workspace.config import match_codes
 
     for p in prefixes:
         try:
@@ -66,7 +66,7 @@ def _check_codes(prefixes: list[str], option: str) -> tuple[str, ...]:
 
 
 def _check_patterns(values: tuple[str, ...], option: str) -> None:
-    from loopcheck.config import pattern_error
+    from loopcheck.workspace.config import pattern_error
 
     for pattern in parse_list(values):
         why = pattern_error(pattern)
@@ -81,66 +81,12 @@ def resolve_selection(select: list[str], ignore: list[str], preview: bool = Fals
     Raises:
         click.BadParameter: a prefix matches no rule.
     """
-    from loopcheck.config import Options, select_codes
+    from loopcheck.workspace.config import Options, select_codes
 
     layer = Options(
         select=_check_codes(select, "--select") if select else None, ignore=_check_codes(ignore, "--ignore")
     )
     return select_codes([layer], preview=preview)
-
-
-def lint_text(
-    text: str, filename: str, codes: Collection[str] | None = None, src: tuple = (),
-    project: Project | None = None, ignore_noqa: bool = False,
-) -> tuple[list[Finding], SourceFile]:
-    """Check the text of one file as the command line does.
-
-    A name ending in ``.ipynb`` is read as a notebook (its code cells joined); a file with
-    ``# loopcheck: skip-file`` gives nothing; ``# noqa`` comments suppress findings (and the
-    ``# noqa: LC...`` codes that suppress nothing are LC002 findings); each finding gets its
-    fix (``finding.fix``) where one exists.
-
-    Args:
-        text: the file's text (a notebook's JSON).
-        filename: the name findings carry.
-        codes: the rule codes to run (``None``: all).
-        src: extra source roots of the project (the ``src`` setting).
-        project: the file's :class:`~loopcheck.engine.project.Project`, when the caller has
-            it (default: ``project_for(filename, src)``, which resolves the path and looks for
-            the project's root on disk again).
-        ignore_noqa: ``--ignore-noqa``: no ``# noqa`` comment (line or file) suppresses
-            anything and none is reported unused; ``# loopcheck: skip-file`` still skips.
-
-    Returns:
-        The findings (rows of the checked program; notebooks' rows are mapped to cells when
-        reported) and the :class:`SourceFile` the reporters need.
-
-    Raises:
-        NotebookError: a ``.ipynb`` file that is not a notebook.
-    """
-    from loopcheck.engine.project import project_for
-    from loopcheck.fixes import attach_fixes
-    from loopcheck.noqa import apply_noqa, has_skip_file, is_skipped
-    from loopcheck.notebook import check_notebook, read_notebook
-    from loopcheck.reporters import SourceFile
-
-    notebook = read_notebook(text) if filename.endswith(".ipynb") else None
-    program = notebook.source if notebook is not None else text
-    source = SourceFile(filename, program, notebook)
-    if has_skip_file(program) if ignore_noqa else is_skipped(program):
-        return [], source
-    project = project if project is not None else project_for(filename, src)
-    if notebook is not None:
-        found, module, positions = check_notebook(notebook, filename, codes, project)
-    else:
-        from loopcheck.analysis import check_parsed
-
-        found, module, positions = check_parsed(program, filename, codes, project)
-    if not ignore_noqa:
-        found = apply_noqa(found, program, filename, codes)
-    if any(f.fix is None for f in found):
-        attach_fixes(program, [f for f in found if f.fix is None], module, positions, select=codes)
-    return found, source
 
 
 @dataclass
@@ -163,19 +109,6 @@ class Run:
     nothing_checked: bool = False  # no file was found, or every one found was skipped
 
 
-def describe_error(err: BaseException, limit: int = 300) -> str:
-    """``Type: message`` of an exception, shortened, never raising (a message built from a
-    deep syntax tree can itself fail)."""
-    try:
-        text = str(err)
-    except BaseException:  # noqa: BLE001
-        text = "(no message)"
-    text = " ".join(text.split())
-    if len(text) > limit:
-        text = text[: limit - 3] + "..."
-    return f"{type(err).__name__}: {text}" if text else type(err).__name__
-
-
 def report_problem(run: Run | None, message: str, is_error: bool = True) -> None:
     """Print ``loopcheck: message`` on standard error (``loopcheck: warning: message`` when it
     is not an error); an error makes the run fail (exit status 2)."""
@@ -187,7 +120,7 @@ def report_problem(run: Run | None, message: str, is_error: bool = True) -> None
 def _lint_one(run: Run, source: SourceText | str, filename: str, codes, src: tuple = ()) -> None:
     """Check one file's text in a big-stack worker (:func:`loopcheck.parsing.run_deep`);
     a failure is reported and fails the run, the other files are still checked."""
-    from loopcheck.runner import check_job
+    from loopcheck.cli.runner import check_job
 
     job = _job(source, filename, codes, src, ignore_noqa=run.ignore_noqa)
     _record(run, job, source, check_job(job))
@@ -195,11 +128,11 @@ def _lint_one(run: Run, source: SourceText | str, filename: str, codes, src: tup
 
 def _job(source: SourceText | str, filename: str, codes, src: tuple = (), cache: Cache | None = None,
          entry: str | None = None, stamp: list | None = None, ignore_noqa: bool = False):
-    """The :class:`loopcheck.runner.Job` of one file read as ``source``; ``entry``: its cache
+    """The :class:`loopcheck.cli.runner.Job` of one file read as ``source``; ``entry``: its cache
     entry's name when already known; ``stamp``: the file's size and time before it was read
-    (:func:`loopcheck.cache.source_stamp`), dropped when the bytes read have another size."""
-    from loopcheck.files import SourceText
-    from loopcheck.runner import Job
+    (:func:`loopcheck.workspace.cache.source_stamp`), dropped when the bytes read have another size."""
+    from loopcheck.workspace.files import SourceText
+    from loopcheck.cli.runner import Job
 
     if isinstance(source, str):
         source = SourceText(source)
@@ -212,9 +145,9 @@ def _job(source: SourceText | str, filename: str, codes, src: tuple = (), cache:
 
 
 def _record(run: Run, job, source: SourceText | str, outcome) -> None:
-    """Add a file's :class:`loopcheck.runner.Outcome` to ``run``: its findings, or its
+    """Add a file's :class:`loopcheck.cli.runner.Outcome` to ``run``: its findings, or its
     error on standard error; a notebook's warnings on standard error."""
-    from loopcheck.files import SourceText
+    from loopcheck.workspace.files import SourceText
 
     if outcome.error is not None:
         report_problem(run, outcome.error)
@@ -232,10 +165,10 @@ def _record(run: Run, job, source: SourceText | str, outcome) -> None:
 
 
 def read_file(run: Run | None, path: Path, max_size: int, report=None) -> SourceText | None:
-    """Read one file (:func:`loopcheck.files.read_source`), or report why not: unreadable,
+    """Read one file (:func:`loopcheck.workspace.files.read_source`), or report why not: unreadable,
     undecodable or not a regular file fails the run; larger than ``max_size`` is a warning.
     ``report(message, is_error)`` replaces :func:`report_problem` when given."""
-    from loopcheck.files import SourceError, Skipped, read_source
+    from loopcheck.workspace.files import SourceError, Skipped, read_source
 
     def problem(message: str, is_error: bool = True) -> None:
         if report is not None:
@@ -259,9 +192,9 @@ def lint_paths(paths: list[str], resolver: Resolver, force_exclude: bool = False
     """Check the files under ``paths``, each with the settings of its directory.
 
     The files are found and read first; then each is answered from ``cache`` when its entry
-    holds, and the others are checked in ``jobs`` processes (:func:`loopcheck.runner.check_all`).
+    holds, and the others are checked in ``jobs`` processes (:func:`loopcheck.cli.runner.check_all`).
     A file whose entry holds no findings and whose size and time did not change since it was
-    stored is not even read (:meth:`loopcheck.cache.Cache.unchanged`), nor put in
+    stored is not even read (:meth:`loopcheck.workspace.cache.Cache.unchanged`), nor put in
     ``run.sources``: nothing is reported or fixed in it.
     What goes to standard error (files that cannot be read, internal errors, notebook
     warnings) comes in the order of the files, and the result is the same whatever ``jobs``
@@ -271,8 +204,8 @@ def lint_paths(paths: list[str], resolver: Resolver, force_exclude: bool = False
         FileNotFoundError: a path does not exist.
         ConfigError: a configuration file on the way is invalid.
     """
-    from loopcheck.listing import source_files
-    from loopcheck.runner import check_all, start_pool, workers_for
+    from loopcheck.workspace.listing import source_files
+    from loopcheck.cli.runner import check_all, start_pool, workers_for
 
     run = Run([], {}, ignore_noqa=ignore_noqa)
     # in the order a serial run meets them: ("problem", message, is_error), ("path", path,
@@ -290,7 +223,7 @@ def lint_paths(paths: list[str], resolver: Resolver, force_exclude: bool = False
             codes = settings.codes_for(path)
             entry = stamp = fresh = None
             if cache is not None:
-                from loopcheck.cache import source_stamp
+                from loopcheck.workspace.cache import source_stamp
 
                 entry, stamp = cache.entry_name(str(path), codes, settings.src), source_stamp(path)
                 too_large = stamp is not None and 0 < settings.max_file_size < stamp[0]
@@ -305,9 +238,9 @@ def lint_paths(paths: list[str], resolver: Resolver, force_exclude: bool = False
                 report_problem(run, step[1], step[2])
         raise
     # the workers are forked before the texts are read (runner.start_pool), when more than one
-    # file is to be checked: not for files whose entries hold their findings (a warm run with
-    # findings spent 0.06-0.2 s forking a pool it did not use); a miss among those is checked
-    # in a pool check_all starts
+    # file is to be checked: not for files whose entries hold their findings (a warm run
+    # would fork a pool it does not use); a miss among those is checked in a pool check_all
+    # starts
     # at most one worker per file to check and per core (-j 32 on 2 cores)
     jobs = workers_for(jobs, sum(step[0] == "path" for step in found))
     pool = start_pool(jobs) if jobs > 1 and sum(step[0] == "path" and step[6] is None for step in found) > 1 else None
@@ -348,8 +281,8 @@ def lint_stdin(stdin_filename: str | None, resolver: Resolver, force_exclude: bo
     """Check standard input, named ``stdin_filename`` (``-`` if none). With ``echo`` (``--fix
     -``), input that is not checked (excluded, too large, undecodable) is written back to
     standard output unchanged."""
-    from loopcheck.discovery import is_force_excluded
-    from loopcheck.files import FileTooLarge, Skipped, SourceError, check_line_lengths, decode_source
+    from loopcheck.workspace.discovery import is_force_excluded
+    from loopcheck.workspace.files import FileTooLarge, Skipped, SourceError, check_line_lengths, decode_source
 
     run = Run([], {}, ignore_noqa=ignore_noqa)
     name = stdin_filename or "-"
@@ -399,8 +332,8 @@ def _fix_one(run: Run, filename: str, unsafe: bool) -> tuple[str, str, list[Find
     """Fix one checked file to a fixpoint, then remove its unused ``# noqa`` codes (LC002):
     ``(text checked, fixed text, fixed findings)``."""
     from loopcheck.fixes import apply_fixes
-    from loopcheck.noqa import remove_unused_noqa
-    from loopcheck.notebook import write_program
+    from loopcheck.workspace.noqa import remove_unused_noqa
+    from loopcheck.workspace.notebook import write_program
 
     source = run.sources[filename]
     mine = [f for f in run.findings if f.filename == filename]
@@ -423,7 +356,7 @@ def fix_files(run: Run, unsafe: bool, write: bool, stdin: bool = False) -> dict[
     ``# noqa``), then its unused ``# noqa`` codes are removed (LC002), then it is checked
     again: ``run.findings`` becomes what remains. With ``write`` the files are rewritten
     (notebooks keep everything but the changed code cells; standard input goes to standard
-    output) through :func:`loopcheck.files.write_atomic`, in their own codec, BOM and line
+    output) through :func:`loopcheck.workspace.files.write_atomic`, in their own codec, BOM and line
     endings; a file that cannot be written (read-only, a full disk, changed since it was
     read) is reported, keeps its content and its findings, and fails the run, while the
     other files are still fixed.
@@ -433,8 +366,9 @@ def fix_files(run: Run, unsafe: bool, write: bool, stdin: bool = False) -> dict[
         would change, without ``write``); the count is the number of findings the file had
         before minus the number it has after.
     """
-    from loopcheck.files import FileChanged, SourceText, render_fixed, write_atomic
+    from loopcheck.check import lint_text
     from loopcheck.parsing import run_deep
+    from loopcheck.workspace.files import FileChanged, SourceText, render_fixed, write_atomic
 
     changes: dict[str, tuple[str, str, int]] = {}
     remaining: list[Finding] = []
@@ -545,7 +479,7 @@ def use_color(no_color: bool, stream: TextIO | None = None) -> bool:
 
 def list_files(paths: list[str], resolver: Resolver, force_exclude: bool, out: TextIO) -> None:
     """``--show-files``: the files a check would read, absolute and sorted, one per line."""
-    from loopcheck.discovery import iter_source_files
+    from loopcheck.workspace.discovery import iter_source_files
 
     files = sorted(os.path.abspath(p) for p in iter_source_files(paths, resolver.for_directory, force_exclude))
     for path in files:
@@ -567,7 +501,7 @@ def print_settings(paths: list[str], resolver: Resolver, force_exclude: bool, ou
     Raises:
         click.UsageError: the paths hold no file to check.
     """
-    from loopcheck.discovery import iter_source_files
+    from loopcheck.workspace.discovery import iter_source_files
 
     first = next(iter(iter_source_files(paths, resolver.for_directory, force_exclude)), None)
     if first is None:
@@ -603,8 +537,8 @@ def add_noqa_comments(run: Run) -> int:
     import ast
     import warnings
 
-    from loopcheck.files import FileChanged, SourceText, render_fixed, write_atomic
-    from loopcheck.notebook import write_program
+    from loopcheck.workspace.files import FileChanged, SourceText, render_fixed, write_atomic
+    from loopcheck.workspace.notebook import write_program
 
     added = 0
     by_file: dict[str, list[Finding]] = {}
@@ -646,7 +580,7 @@ def _with_noqa(program: str, findings: list[Finding]) -> tuple[str, int]:
     import re
     import tokenize
 
-    from loopcheck.noqa import NOQA
+    from loopcheck.workspace.noqa import NOQA
 
     lines = program.splitlines(keepends=True)
     rows: dict[int, set[str]] = {}
@@ -709,7 +643,7 @@ def _fixed_warnings(before: list[Finding], after: list[Finding]) -> int:
     """How many findings of warning rules ``--fix`` removed (for the summary's counts)."""
     from collections import Counter
 
-    from loopcheck.reporters import severity_of
+    from loopcheck.cli.reporters import severity_of
 
     gone = Counter(f.code for f in before) - Counter(f.code for f in after)
     return sum(n for code, n in gone.items() if severity_of(code) == "warning")
@@ -839,7 +773,7 @@ def check(paths, select, extend_select, ignore, preview, exclude, extend_exclude
 
     Exit status: 0 nothing found, 1 findings, 2 usage, configuration or internal error.
     """
-    from loopcheck.config import ConfigError, Options, Resolver
+    from loopcheck.workspace.config import ConfigError, Options, Resolver
 
     safe_console()
     config_path, overrides = parse_config_args(config_args)
@@ -872,18 +806,18 @@ def check(paths, select, extend_select, ignore, preview, exclude, extend_exclude
             if (show_files or show_settings) and not read_stdin:
                 (print_settings if show_settings else list_files)(list(paths) or ["."], resolver, force_exclude, out)
                 return
-            from loopcheck.runner import tune_gc
+            from loopcheck.check import tune_gc
 
             tune_gc()  # the checks, and the fixes checked again in this process
             if read_stdin:
                 run = lint_stdin(stdin_filename, resolver, force_exclude, echo=fix and not show_diff and not add_noqa,
                                  ignore_noqa=ignore_noqa)
             else:
-                from loopcheck.runner import default_jobs
+                from loopcheck.cli.runner import default_jobs
 
                 cache = None
                 if not no_cache and not ignore_noqa:  # the cache holds findings after # noqa
-                    from loopcheck.cache import Cache, cache_directory
+                    from loopcheck.workspace.cache import Cache, cache_directory
 
                     cache = Cache(cache_directory(cache_dir))
                 run = lint_paths(list(paths) or ["."], resolver, force_exclude, jobs=jobs or default_jobs(), cache=cache,
@@ -945,7 +879,7 @@ def parse_config_args(values: tuple[str, ...]):
     Raises:
         click.BadParameter: two files, or a value that is neither a file nor a valid override.
     """
-    from loopcheck.config import ConfigError, inherit, parse_override
+    from loopcheck.workspace.config import ConfigError, inherit, parse_override
 
     path: Path | None = None
     overrides = None
@@ -973,7 +907,7 @@ def parse_per_file_ignores(values: tuple[str, ...]) -> tuple[tuple[str, tuple[st
     Raises:
         click.BadParameter: no pattern, an invalid pattern, or a code that names no rule.
     """
-    from loopcheck.config import pattern_error
+    from loopcheck.workspace.config import pattern_error
 
     pairs: list[tuple[str, list[str]]] = []
     for value in values:
@@ -1028,7 +962,7 @@ def fixed_list(table: dict[str, dict[str, int]]) -> str:
     """``--show-fixes``, as ruff prints it: a blank line, ``Fixed N errors:``, then ``- path:``
     and ``    count × CODE (name)`` per rule (most fixed first), then a blank line; ``""``
     when nothing was fixed."""
-    from loopcheck.reporters import relative_name
+    from loopcheck.cli.reporters import relative_name
 
     infos = _all_codes()
     total = sum(n for codes in table.values() for n in codes.values())
@@ -1119,7 +1053,7 @@ def write_report(run: Run, findings: list[Finding], out: TextIO, *, output_forma
                  quiet: bool, statistics: bool, fixed: int, fixed_warnings: int, unsafe_fixes: bool) -> None:
     """Print ``findings`` in the chosen format (default: ``full`` on a terminal, ``concise``
     elsewhere) or their ``--statistics``."""
-    from loopcheck.reporters import WRITERS, Context, write_statistics
+    from loopcheck.cli.reporters import WRITERS, Context, write_statistics
 
     fmt = output_format or ("full" if getattr(out, "isatty", lambda: False)() else "concise")
     ctx = Context(run.sources, color=use_color(no_color, out) and fmt in TEXT_FORMATS, quiet=quiet,
@@ -1172,7 +1106,7 @@ def rule_page(code: str) -> str | None:
             return page.read_text(encoding="utf-8")
     except (FileNotFoundError, ModuleNotFoundError):
         pass
-    src = Path(__file__).resolve().parent.parent / "rules" / f"{code}.md"
+    src = Path(__file__).resolve().parents[2] / "rules" / f"{code}.md"
     return src.read_text(encoding="utf-8") if src.is_file() else None
 
 
@@ -1183,7 +1117,7 @@ def explain(rule: str) -> None:
     (clip-before-backward): what it flags, why it is a bug, what was measured, an example,
     the fix."""
     from loopcheck.catalog import INFOS
-    from loopcheck.config import canonical_selector
+    from loopcheck.workspace.config import canonical_selector
 
     info = INFOS.get(canonical_selector(rule))
     if info is None:
@@ -1215,7 +1149,7 @@ def server() -> None:
     """Run the language server (LSP over stdio) for editors: diagnostics as you type, quick
     fixes, notebooks. Needs the server extra: pip install 'loopcheck[server]'."""
     try:
-        from loopcheck.server import serve
+        from loopcheck.server.lsp import serve
     except ImportError as err:
         raise ConfigurationError(
             f"the language server needs pygls: pip install 'loopcheck[server]' ({err})"

@@ -5,7 +5,7 @@ which gives back one :class:`Outcome` per :class:`Job`, in the jobs' order, what
 they were computed in, so the report is the same byte for byte with one process or many, with
 the cache or without:
 
-1. each job whose cache entry is still valid (:meth:`loopcheck.cache.Cache.get`) is answered
+1. each job whose cache entry is still valid (:meth:`loopcheck.workspace.cache.Cache.get`) is answered
    from it, without parsing anything;
 2. the others are checked (:func:`check_job`) in the order of :func:`schedule` (project by
    project, the largest first; in each, the largest files first): in this process when
@@ -33,10 +33,12 @@ from itertools import groupby
 from pathlib import Path
 from typing import TYPE_CHECKING, Collection, Iterator
 
+from loopcheck.check import settle_gc, tune_gc
+
 if TYPE_CHECKING:
-    from loopcheck.cache import Cache
+    from loopcheck.check import SourceFile
     from loopcheck.findings import Finding
-    from loopcheck.reporters import SourceFile
+    from loopcheck.workspace.cache import Cache
 
 
 @dataclass
@@ -50,7 +52,7 @@ class Job:
         src: the project's extra source roots (the ``src`` setting).
         entry: the cache entry's name, or ``None`` when the result is not cached.
         stamp: the file's ``[size, mtime_ns]`` taken before it was read
-            (:func:`loopcheck.cache.source_stamp`), kept with the cache entry; ``None``: none.
+            (:func:`loopcheck.workspace.cache.source_stamp`), kept with the cache entry; ``None``: none.
         ignore_noqa: report what ``# noqa`` comments would suppress (``--ignore-noqa``).
     """
 
@@ -102,77 +104,14 @@ def workers_for(requested: int, files: int) -> int:
 #: memory grew by more than this many bytes since its first check (see :func:`check_job`): a
 #: safety net only. Within a project :meth:`Project.trim` already bounds what is kept; the
 #: rest of the growth is per-module tables. The memory is measured after :func:`trim_heap`
-#: gave the C heap's free memory back: before it did, the budget counted memory glibc kept
-#: for nothing and let the modules go over and over (all of diffusers in one process: 156.1
-#: CPU s and a 593 MB peak before, 129.0 s and 431 MB with it; a 128 MB budget then changes
-#: neither, 122-125 s and 431-435 MB: the peak is one check's own).
+#: gave the C heap's free memory back: otherwise the budget counts memory glibc keeps for
+#: nothing and lets the modules go over and over.
 MEMORY_BUDGET = 256 * 1024 * 1024
 #: ... and grew again by this much since it last let go (freed memory is reused, not given
 #: back to the system: without this, a process over the budget would let go after every file).
 MEMORY_REGROWTH = 64 * 1024 * 1024
 _first_rss: int | None = None
 _after_release = 0
-
-
-#: The cyclic garbage collector's thresholds in a process that checks files (:func:`tune_gc`).
-#: With Python's defaults, ``(700, 10, 10)``, the collector walked every object of the
-#: process (a full collection) over and over: the modules a project keeps parsed are millions
-#: of objects, and the analysis allocates many small sets and tuples. See :func:`settle_gc`
-#: for what is done between checks, and the numbers.
-GC_THRESHOLDS = (50_000, 20, 100)
-_PYTHON_GC_DEFAULTS = (700, 10, 10)
-_gc_tuned = False
-
-
-def tune_gc() -> None:
-    """Set :data:`GC_THRESHOLDS` in this process, unless it changed Python's defaults itself
-    (a program that imports loopcheck keeps its own, and :func:`settle_gc` then does nothing).
-    Forked workers inherit the setting."""
-    import gc
-
-    global _gc_tuned
-    if gc.get_threshold() == _PYTHON_GC_DEFAULTS:
-        gc.set_threshold(*GC_THRESHOLDS)
-    _gc_tuned = gc.get_threshold() == GC_THRESHOLDS
-
-
-def settle_gc(released: bool = False) -> None:
-    """Between two checks (after :func:`tune_gc`): collect the cyclic garbage of the check
-    that ended, then freeze what survives (``gc.freeze``: the modules the project keeps, the
-    imported code), so that no later collection walks those objects again; ``released``: every
-    project was let go (the memory safety net, :data:`MEMORY_BUDGET`), so the frozen objects
-    are unfrozen first and the whole process collected (in a process that keeps its own
-    thresholds too, which is otherwise left alone).
-
-    Measured on the 811 files of the benchmark corpus (``scripts/bench_manifest.toml``) in one
-    process, in the order of :func:`schedule` (2-core machine, Python 3.11): 57.7-85.7 CPU s
-    with Python's defaults (136-138 full collections), 44.6-48.2 s with :data:`GC_THRESHOLDS`
-    and this; peak memory 166-196 MB vs 166-172 MB. Higher thresholds without the freeze were
-    as fast but let the process grow to 264 MB (a check's cycles, promoted to the oldest
-    generation while it ran, wait for a full collection).
-
-    A frozen object dropped later is freed by its reference count; only a cycle would wait for
-    the safety net. None is known to be left: a check that reports nothing leaves no cycle
-    holding its syntax tree (:func:`loopcheck.engine.ir.release`; nested functions that call
-    themselves are functions of their modules), a module :meth:`Project.trim` lets go is named
-    weakly by what it holds, and a project let go for another is emptied
-    (:meth:`Project.close`). Before, the IR's cycles held the whole tree: diffusers' 2,092
-    files in one process left 5.55 million objects to these collections (all collections
-    4.75-5.92 of its 51-68 CPU s; 1.57 s after). And each change of project unfroze and
-    collected the whole process, to find the project's cycles: on the benchmark corpus, 146
-    such collections took 6.1 of 45 CPU s and found 746,059 objects; with
-    :meth:`Project.close` they found none (each made after the usual collection, to see), and
-    are no longer made."""
-    import gc
-
-    if not _gc_tuned:
-        if released:
-            gc.collect()
-        return
-    if released:
-        gc.unfreeze()
-    gc.collect()
-    gc.freeze()
 
 
 #: :func:`trim_heap` gives memory back once the process grew by this many bytes since it last did.
@@ -189,9 +128,7 @@ def trim_heap(force: bool = False) -> int | None:
     Python frees the objects of a check (its syntax trees, IR and tables), but glibc keeps the
     freed blocks larger than 512 bytes (dicts, lists, sets) in its heap: the process's resident
     memory then counted memory nothing used, and :data:`MEMORY_BUDGET` let the projects' modules
-    go for it, to read and parse them again. Measured on 60 diffusers files in one process: 210
-    MB resident after the projects were let go and collected, 96 MB after ``malloc_trim``.
-    Elsewhere (no glibc) nothing is done."""
+    go for it, to read and parse them again. Elsewhere (no glibc) nothing is done."""
     global _trimmed_at, _malloc_trim
     now = resident_bytes()
     if now is None or not (force or now - _trimmed_at > TRIM_GROWTH):
@@ -222,7 +159,7 @@ def resident_bytes() -> int | None:
 
 
 def check_job(job: Job, cache: Cache | None = None) -> Outcome:
-    """Check one file (:func:`loopcheck.cli.lint_text` in a big-stack thread), recording the
+    """Check one file (:func:`loopcheck.check.lint_text` in a big-stack thread), recording the
     project modules it reads, and store the result in ``cache`` when ``job.entry`` is set.
     Never raises for a problem of the file: that is :attr:`Outcome.error`.
 
@@ -232,10 +169,10 @@ def check_job(job: Job, cache: Cache | None = None) -> Outcome:
     process's memory grew by more than :data:`MEMORY_BUDGET` (modules are then read again as
     needed; results do not change)."""
     global _first_rss, _after_release
-    from loopcheck.cli import describe_error, lint_text
+    from loopcheck.check import describe_error, lint_text
     from loopcheck.engine.project import forget_projects, project_for
-    from loopcheck.notebook import NotebookError
     from loopcheck.parsing import run_deep
+    from loopcheck.workspace.notebook import NotebookError
 
     if _first_rss is None:
         tune_gc()
@@ -279,7 +216,7 @@ def _cached(job: Job, cache: Cache | None) -> Outcome | None:
     hit = cache.get(job.entry, job.text, job.stamp)
     if hit is None:
         return None
-    from loopcheck.reporters import SourceFile
+    from loopcheck.check import SourceFile
 
     findings, notebook = hit
     program = notebook.source if notebook is not None else job.text
@@ -289,9 +226,8 @@ def _cached(job: Job, cache: Cache | None) -> Outcome | None:
 def start_pool(workers: int):
     """A pool of ``workers`` processes, forked now (``None`` when a pool cannot start here):
     call it before reading the files' texts, so that the workers do not start with them.
-    A forked worker's resident memory counts every page of its parent: forked once the texts
-    of all of diffusers were read (a 153 MB parent), each worker peaked at 278-288 MB; forked
-    before, at 171 MB. Give it to :func:`check_all`, which shuts it down."""
+    A forked worker's resident memory counts every page of its parent, the texts read
+    included. Give it to :func:`check_all`, which shuts it down."""
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
@@ -362,13 +298,7 @@ def batches(jobs: list[Job], order: list[int], workers: int) -> list[list[int]]:
     of ``tests/pipelines/flux/`` import the same pipeline), and a directory larger than that
     share goes file by file, so that the workers share it. Projects stay in the order's order
     and a project's tasks go largest first, so that the small tasks left at the end even out
-    the workers.
-
-    Measured on the benchmark corpus (811 files of 33 repositories, ``-j0 --no-cache`` on 2
-    cores, task per file and per project alternately, twice): 48.8 / 53.5 s wall and 94 / 103
-    CPU s with a task per file, 42.7 / 48.1 s and 83 / 93 CPU s with these; same output. All of
-    huggingface/diffusers (one project), a task per file and per directory alternately,
-    twice: 77.2 / 72.9 s wall (150 / 142 CPU s) and 72.7 / 70.8 s (141 / 137 CPU s)."""
+    the workers."""
     group, size = _projects(jobs, order)
     limit = BATCH_SHARE * sum(size.values()) / max(workers, 1)
     out: list[list[int]] = []

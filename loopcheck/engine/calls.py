@@ -1,0 +1,76 @@
+"""A call's argument by knowledge reference, its receiver, and what the library knowledge says
+it does. Roles, graphs, values and the rules read these; they sit below
+:mod:`loopcheck.engine.roles` because the roles' inference runs :mod:`loopcheck.engine.graphs`,
+which needs them too."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from loopcheck.engine.ir import Arg, Call
+from loopcheck.engine.knowledge import Summary, knowledge
+
+if TYPE_CHECKING:
+    from loopcheck.engine.roles import Roles
+
+
+def arg_at(call: Call, ref) -> Arg | None:
+    """The argument of ``call`` a knowledge reference names (``0``, ``"params"``,
+    ``(1, "max_norm")``); ``None`` when absent or when ``ref`` is ``"self"``/``"*"``."""
+    if isinstance(ref, tuple):
+        index, keyword = ref
+    elif isinstance(ref, int):
+        index, keyword = ref, None
+    elif isinstance(ref, str) and ref not in ("self", "*"):
+        index, keyword = None, ref
+    else:
+        return None
+    if keyword is not None:
+        for a in call.args:
+            if a.keyword == keyword:
+                return a
+    if index is not None:
+        positional = [a for a in call.args if a.keyword is None]
+        if index < len(positional) and not isinstance(positional[index].node, cst.StarredElement):
+            return positional[index]
+    return None
+
+
+def receiver_of(call: Call) -> str | None:
+    """The receiver symbol of a method call, through calls that return their receiver
+    (``model.to(device).train()`` → ``model``)."""
+    if call.receiver:
+        return call.receiver
+    inner = call.inner
+    while inner is not None:
+        if inner.receiver:
+            summary = knowledge().method("torch.nn.Module", inner.method or "")
+            if summary is not None and summary.returns is not None and "self" in summary.returns.same:
+                return inner.receiver
+            return None
+        inner = inner.inner
+    return None
+
+
+def summary_of(call: Call, roles: Roles) -> Summary | None:
+    """What the library knowledge says a call does, or ``None``: a qualified function or
+    class, a method of an object whose library class is known (``writer.add_graph``,
+    ``accelerator.prepare``), or calling such an object (``loss_scaler(loss, optimizer)``)."""
+    kb = knowledge()
+    if call.qualified:
+        return kb.callable(call.func)
+    if call.operands:
+        return None
+    if call.inner is not None:  # model.to(device).train(): a method of what the inner call returned
+        recv = receiver_of(call)
+        return kb.method(roles.type_of(recv), call.method or "") if recv else None
+    recv = call.receiver
+    if recv is not None:
+        return kb.method(roles.type_of(recv), call.method or "")
+    if call.func is not None:
+        t = roles.type_of(call.func)
+        if t is not None:
+            return kb.method(t, "__call__")
+    return None

@@ -1,0 +1,3 @@
+from loopcheck.server.lsp import serve
+
+serve()
