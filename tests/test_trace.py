@@ -64,6 +64,9 @@ NO_RUNTIME_SYMPTOM = {
                                                    "outputs a list keeps",
     "LC401_bad_samples_of_generator.py": "the tracer watches the tensors backward() runs on, not the samples a "
                                          "list keeps; its LC302 forward runs once per epoch outside a watched loop",
+    "LC401_bad_rollout_buffer_never_reset.py": "the tracer watches the tensors backward() runs on, not the "
+                                               "critic's values a rollout list on self keeps (their graphs are "
+                                               "kept all the same)",
     "LC401_bad_dict_filled_under_no_grad.py": "the tracer watches the loss backward() runs on (the mean), not "
                                               "the per-sample tensor the dict keeps",
     "LC201_bad_lightning_step_interval_two_lists.py": "Lightning steps the scheduler inside Trainer.fit(): the tracer "
@@ -104,6 +107,10 @@ RUNTIME_ELSEWHERE = {
     "LC401_bad_eval_predict_returns_its_input.py": ({("LC302", 37)}, "the tracer watches the tensors backward() "
                                                     "runs on, not the outputs a list keeps; it sees their eval-mode "
                                                     "forwards run with grad enabled"),
+    "LC401_bad_val_outputs_kept_into_next_epoch.py": ({("LC302", 23)}, "the tracer watches the tensors backward() "
+                                                      "runs on, not the predictions a list keeps; it sees their "
+                                                      "forward passes run with grad enabled and never "
+                                                      "backpropagated"),
     "LC401_bad_train_mode_forward_kept.py": ({("LC302", 35)}, "the tracer watches the tensors backward() runs on, "
                                              "not the losses a list keeps; it sees their forward passes run with "
                                              "grad enabled and never backpropagated"),
@@ -312,6 +319,14 @@ TRACER_MISREADS = {
                                             "optimizer.step(); this schedule reads its position as "
                                             "max(last_epoch, 1), so positions 0 and 1 give the same LR "
                                             "and no value is skipped"),
+    "rollout_buffer_reset_after_update.py": ({"LC302"}, "the tracer reports the critic's forward in the rollout, "
+                                             "whose graph is freed without a backward() when the buffer is "
+                                             "emptied (the update reads the values detached): true of the graph, "
+                                             "but static LC302 is about evaluation without no_grad, and the "
+                                             "fixture shows that this bounded buffer is no LC401"),
+    "rollout_buffer_cleared_after_update.py": ({"LC302"}, "as rollout_buffer_reset_after_update.py: the critic's "
+                                               "forward in the rollout has its graph freed without a backward() "
+                                               "when the buffer is cleared"),
     "sam_wrapped_base_optimizer.py": ({"LC103"}, "SAM's first_step moves the parameters itself (p.add_) and then "
                                       "zero_grad()s: the tracer counts only optimizer steps, and reads the "
                                       "gradients as wiped before any step applied them"),

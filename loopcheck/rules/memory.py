@@ -39,6 +39,8 @@ _FORWARD_ONLY = (
     "2048-wide MLP, +387 MiB after 100 batches against +23 MiB with .item())"
 )
 _MEASURED = " (measured, CPU, torch 2.13: +10 live autograd graph nodes per step)"
+#: what a kept graph also holds when no backward() ever runs on it (a rollout's critic values)
+_UNFREED = "; no backward() runs on what it keeps, so each kept graph also holds the activations its forward pass saved"
 
 
 class KeptGraphMachine(Machine):
@@ -108,8 +110,11 @@ class LossTensorKept(Rule):
     reaches itself again in a loop that runs a model's forward (not only of the module the
     loop's target binds: a stage of one pass) but no backward and no step, and
     nothing computed from the container is backpropagated or returned by the entry function
-    (whose unseen caller may backpropagate it: a forward's output); each graph keeps its
-    activations. A container reset after
+    (whose unseen caller may backpropagate it: a forward's output), and the pile-up is not let
+    go in each iteration of an enclosing loop that trains (an optimizer step runs in it, and no
+    step before the store in program order, one of a later iteration, is reached while the
+    container still holds those graphs: a rollout buffer re-bound or cleared after the update
+    that consumes it); each graph keeps its activations. A container reset after
     each step, a local of a function that has returned, a loss stored and backpropagated within
     one step, and a value without a graph (``loss.item()``, a count from the labels, the output
     of a model whose ``forward`` in the model's mode at the call returns what it computes with
@@ -132,7 +137,8 @@ class LossTensorKept(Rule):
                 if steps:
                     if _kept_by_mode(unit, ev):
                         yield self._report(unit, ev, min(steps, key=unit.order))
-                elif again and not ev.extra.get("fixed") and _forward_only(unit, ev) and _kept_by_mode(unit, ev):
+                elif (again and not ev.extra.get("fixed") and _forward_only(unit, ev)
+                        and not _let_go_each_training_iteration(unit, flow, ev) and _kept_by_mode(unit, ev)):
                     # (an entry of a fixed key keeps the last iteration's graph only: none pile up)
                     yield self._report(unit, ev, None)
 
@@ -147,7 +153,10 @@ class LossTensorKept(Rule):
             related = [(step.node, "the optimizer step the kept graph survives")]
             if how == "entry" and not ev.extra.get("fixed"):
                 how = "entries"
-            effect = _EFFECT[how] + (_MEASURED if how not in ("entry", "entries") else "")
+            if _never_backpropagated(unit, ev):
+                effect = _EFFECT[how] + _UNFREED  # the measured node count is of a backpropagated loss
+            else:
+                effect = _EFFECT[how] + (_MEASURED if how not in ("entry", "entries") else "")
         else:
             loop = ev.ctx.loops[-1].node
 
@@ -207,6 +216,41 @@ def _forward_only(unit: Unit, ev: Event) -> bool:
     if any(loop in e.ctx.loops for e in training if e.kind != "havoc" or e.may_change("grads")):
         return False
     return ev.subject not in _backpropagated(unit)
+
+
+def _let_go_each_training_iteration(unit: Unit, flow, ev: Event) -> bool:
+    """Whether the graphs that store ``ev`` piles up in its forward-only loop are let go in
+    each iteration of an enclosing loop that trains: that loop runs an optimizer step, and no
+    step that comes before the store in program order (so one of a later iteration) is reached
+    while the container still holds them: it is re-bound or cleared in between (a rollout
+    buffer emptied after the update that consumes it: ``self.values = []`` after the
+    ``step()``). At most one iteration's collection is then alive at any step, and memory does
+    not grow across the updates (one that is kept into the next iteration's steps is a pile-up:
+    reported)."""
+    outer = ev.ctx.loops[:-1]
+    steps = unit.of_kind("step", "scaler_step")
+    if not any(loop in s.ctx.loops for s in steps for loop in outer):
+        return False  # no enclosing loop trains: an evaluation that piles up its graphs
+    here = unit.order(ev)
+    return not any(
+        unit.order(s) < here and any(isinstance(st, tuple) and ev in st[-1] for st in flow.states(s))
+        for s in steps
+    )
+
+
+def _never_backpropagated(unit: Unit, ev: Event) -> bool:
+    """Whether no ``backward()`` of the unit runs on what store ``ev`` keeps: neither the stored
+    value nor anything computed from the container flows into one (nor out of the entry
+    function, whose caller may backpropagate it; :func:`_backpropagated`). Its kept graphs then
+    still hold the activations their forward passes saved, not only their nodes."""
+    out = unit.cached("LC401 backpropagated", lambda: _backpropagated(unit))
+    names = {ev.subject}
+    if ev.extra.get("value"):
+        names.add(ev.extra["value"])
+    raw = ev.raw
+    if isinstance(raw, Assign) and raw.sources is not None:
+        names |= set(raw.sources.names) & unit.roles.graph  # total += val_loss: the loss
+    return "*" not in out and not names & out
 
 
 def _called_loop_target(loop, f: Event) -> bool:
