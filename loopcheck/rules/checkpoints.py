@@ -21,7 +21,8 @@ from loopcheck.engine.ir import Assign, Call, walk_events
 from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.roles import last
 from loopcheck.engine.unit import Unit
-from loopcheck.engine.values import definitions, raw_call
+from loopcheck.engine.classes import is_module_class
+from loopcheck.engine.values import all_calls, definitions, raw_call
 from loopcheck.findings import Report
 from loopcheck.catalog import INFOS
 from loopcheck.rules.base import Rule, register
@@ -214,10 +215,15 @@ class BestStateNotCopied(Rule):
 
 
 class Saved(NamedTuple):
-    """One ``torch.save({...})`` of a checkpoint dict: key → the ``state_ref`` event saved under it."""
+    """One ``torch.save({...})`` of a checkpoint dict: ``entries``: key → the ``state_ref`` event
+    saved under it; ``modules``: ``(object, key)`` for each ``state_dict()`` it saves of an object
+    that is or may be a model (a model's ``state_ref``, or an object whose class is unknown or an
+    ``nn.Module``: ``target.state_dict()`` of a project module no optimizer trains); the key is
+    ``None`` when not a string literal."""
 
     save: Event
     entries: dict[str, Event]
+    modules: frozenset[tuple[str, str | None]] = frozenset()
 
 
 def _dict_display(unit: Unit, arg) -> cst.Dict | None:
@@ -244,6 +250,7 @@ def saved_checkpoints(unit: Unit) -> list[Saved]:
         if display is None:
             continue
         entries: dict[str, Event] = {}
+        modules: set[tuple[str, str | None]] = set()
         for el in display.elements:
             if not isinstance(el, cst.DictElement):
                 continue
@@ -252,18 +259,48 @@ def saved_checkpoints(unit: Unit) -> list[Saved]:
             ref = next((e for e in raw.typed if e.kind == "state_ref"), None) if raw is not None else None
             if key is not None and ref is not None:
                 entries[key] = ref
+            if ref is not None and ref.extra.get("of") == "model":
+                modules.add((ref.subject, key))
+            elif ref is None and _may_be_module_state(unit, raw):
+                modules.add((unit.roles.canon(raw.receiver), key))
         if entries:
-            out.append(Saved(ev, entries))
+            out.append(Saved(ev, entries, frozenset(modules)))
     return out
+
+
+def _may_be_module_state(unit: Unit, raw: Call | None) -> bool:
+    """Whether ``raw`` is ``x.state_dict()`` of an object that may be a model: one whose class is
+    not known, or is an ``nn.Module`` (a GradScaler's or a known helper's state is not)."""
+    if raw is None or raw.method != "state_dict" or raw.receiver is None or raw.args:
+        return False
+    t = unit.roles.type_of(raw.receiver)
+    return t is None or is_module_class(t)
+
+
+def _restored_entries(unit: Unit) -> set[tuple[str, str]]:
+    """``(object, key)`` for each ``obj.load_state_dict(x["key"])`` of the unit, wherever it is:
+    the object given the entry a checkpoint holds under that key."""
+    out = set()
+    for c in all_calls(unit):
+        if c.method != "load_state_dict" or c.receiver is None or not isinstance(c.node, cst.Call):
+            continue
+        key = _subscript_key(c.node.args[0].value) if c.node.args else None
+        if key is not None:
+            out.add((unit.roles.canon(c.receiver), key))
+    return out
+
+
+def _subscript_key(node: cst.CSTNode | None) -> str | None:
+    """``"model"`` for ``ckpt["model"]``; ``None`` for anything else."""
+    if isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+        return _key(node.slice[0].slice.value)
+    return None
 
 
 def _loaded_key(load: Event) -> str | None:
     """``"model"`` for ``model.load_state_dict(ckpt["model"])``."""
     arg = load.extra.get("state")
-    node = arg.node if arg is not None else None
-    if isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
-        return _key(node.slice[0].slice.value)
-    return None
+    return _subscript_key(arg.node if arg is not None else None)
 
 
 def _receiver(d, node: cst.CSTNode) -> str:
@@ -277,9 +314,14 @@ class ResumeWithoutOptimizerState(Rule):
     """LC802 resume-without-optimizer-state.
 
     Reported when (program order, not paths): ``M.load_state_dict(ckpt["k"])`` loads the entry a
-    ``torch.save({...})`` of the unit saves as ``M.state_dict()`` under the literal key ``"k"``, and
-    that checkpoint also holds the ``state_dict()`` of an optimizer of ``M`` (or of unknown models)
-    that steps after the load, or of a scheduler stepped after the load, with no
+    ``torch.save({...})`` of the unit saves as ``M.state_dict()`` under the literal key ``"k"``;
+    the load is a resume of that checkpoint: every object whose ``state_dict()`` it holds that is
+    or may be a model (a model, or an object whose class is unknown or an ``nn.Module``) is
+    given its entry, ``obj.load_state_dict(x["key"])`` with the key it is saved under, somewhere
+    in the unit (a load that leaves some of the checkpoint's models fresh takes weights, as
+    fine-tuning from a pretrained encoder does, and a fresh optimizer may be intended there); and
+    that checkpoint also holds the ``state_dict()`` of an optimizer of ``M`` (or of unknown
+    models) that steps after the load, or of a scheduler stepped after the load, with no
     ``load_state_dict()`` of it and no opaque call given it anywhere in the unit (see
     ``rules/LC802.md``)."""
 
@@ -291,9 +333,17 @@ class ResumeWithoutOptimizerState(Rule):
             return
         saves = saved_checkpoints(unit)
         roles = unit.roles
+        restored = _restored_entries(unit) | {(ev.subject, _loaded_key(ev)) for ev in loads}
         for load in loads:
             key = _loaded_key(load)
-            ckpt = next((s for s in saves if key in s.entries and s.entries[key].subject == load.subject), None)
+            ckpt = next(
+                (
+                    s for s in saves
+                    if key in s.entries and s.entries[key].subject == load.subject
+                    and s.modules <= restored
+                ),
+                None,
+            )
             if ckpt is None:
                 continue
             later_steps = [s for s in unit.of_kind("step") if unit.order(s) > unit.order(load)]
