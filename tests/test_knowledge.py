@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from loopcheck.engine.knowledge import Knowledge, KnowledgeError, glob, knowledge
+from loopcheck.engine.knowledge import ConstantWhen, FirstChange, Knowledge, KnowledgeError, glob, knowledge
 
 
 def test_every_entry_names_its_source():
@@ -29,6 +29,11 @@ def test_patterns_match_within_one_component():
     ("torch.optim.Adagrad", "optimizer", ("eager_state", True)),
     ("torch.optim.lr_scheduler.StepLR", "scheduler", ("schedule", "epoch")),
     ("torch.optim.lr_scheduler.OneCycleLR", "scheduler", ("schedule", "batch")),
+    ("torch.optim.lr_scheduler.StepLR", "scheduler", ("first_change", FirstChange((1, "step_size")))),
+    ("torch.optim.lr_scheduler.ConstantLR", "scheduler",
+     ("first_change", FirstChange((2, "total_iters"), 5, "change"))),
+    ("torch.optim.lr_scheduler.ExponentialLR", "scheduler", ("constant_when", ConstantWhen((1, "gamma"), 1.0))),
+    ("torch.optim.lr_scheduler.CosineAnnealingLR", "scheduler", ("first_change", None)),
     ("torch.optim.lr_scheduler.SomeFutureLR", "scheduler", ("schedule", "unknown")),
     ("transformers.get_cosine_schedule_with_warmup", "scheduler", ("schedule", "batch")),
     ("transformers.get_scheduler", "scheduler", ("optimizer", (1, "optimizer"))),
@@ -80,6 +85,11 @@ def test_grad_contexts():
     ('[[function]]\nnames = ["x.f"]\nreturns = {role = "modle"}', "unknown role 'modle'"),
     ('[[function]]\nnames = ["x.f"]\neffects = [{event = "havoc", arg = 0, aspects = ["moods"]}]', "unknown aspects"),
     ('[[class]]\nnames = ["x.C"]\nmodes = "train"', "'modes' can only be"),
+    ('[[function]]\nnames = ["x.f"]\nreturns = {role = "scheduler", first_change = 1}', "'first_change' is a table"),
+    ('[[function]]\nnames = ["x.f"]\nreturns = {role = "scheduler", first_change = {arg = 1, default = "5"}}',
+     "'first_change' default is an integer"),
+    ('[[function]]\nnames = ["x.f"]\nreturns = {role = "scheduler", constant_when = {arg = 2}}',
+     "'constant_when' is a table with 'arg' and 'value'"),
 ])
 def test_a_bad_entry_is_an_error_that_names_it(text, message):
     with pytest.raises(KnowledgeError, match=re.escape(message)):

@@ -88,7 +88,7 @@ NO_GRAPH = frozenset({"number", "detached", "integer"})
 ROLES = frozenset({"optimizer", "scheduler", "scaler", "loader", "model", "criterion", "loss", "accelerator"})
 _ROLE_KEYS = frozenset({
     "role", "params", "eager_state", "state_when", "schedule", "period", "optimizer", "same", "type", "value",
-    "sampler", "items",
+    "sampler", "items", "first_change", "constant_when",
 })
 _ENTRY_KEYS = frozenset({
     "names", "bases", "effects", "returns", "methods", "attributes", "grad", "source", "context", "modes",
@@ -164,6 +164,38 @@ class Effect:
 
 
 @dataclass(frozen=True)
+class FirstChange:
+    """Where a scheduler's schedule first changes the LR (``returns.first_change``).
+
+    Attributes:
+        arg: the argument that gives the first position (a scheduler step, counted from 0) at
+            which the LR differs from the initial one: StepLR's ``step_size``, MultiStepLR's
+            ``milestones`` (a list: its smallest element).
+        default: the position when the argument is left out (ConstantLR's ``total_iters``, 5),
+            or ``None`` for a required argument.
+        change: what happens there, for messages: ``"decay"``, ``"change"``.
+    """
+
+    arg: ArgRef
+    default: int | None = None
+    change: str = "decay"
+
+
+@dataclass(frozen=True)
+class ConstantWhen:
+    """The argument value for which a scheduler never changes the LR (``returns.constant_when``:
+    StepLR's ``gamma = 1``).
+
+    Attributes:
+        arg: the argument.
+        value: the value that keeps the LR constant, given as a literal.
+    """
+
+    arg: ArgRef
+    value: float
+
+
+@dataclass(frozen=True)
 class Returns:
     """What a call returns, as the engine needs to know it.
 
@@ -188,7 +220,10 @@ class Returns:
             ``eager_state``, ``state_when`` (the argument whose value other than a literal 0
             makes an optimizer keep per-parameter state: SGD's ``momentum``), ``schedule`` (``"epoch"``/``"batch"``/``"plateau"``/``"unknown"``),
             ``period`` (the argument that gives an epoch schedule's period), ``optimizer``
-            (the argument holding a scheduler's optimizer), ``sampler``.
+            (the argument holding a scheduler's optimizer), ``sampler``, ``first_change``
+            (:class:`FirstChange`: the argument giving the first position whose LR differs from
+            the initial one; a scheduler without it is taken to change the LR at position 1),
+            ``constant_when`` (:class:`ConstantWhen`: the argument value that keeps the LR constant).
         items: for a returned tuple, what each element is (``deepspeed.initialize``).
     """
 
@@ -318,8 +353,30 @@ def _returns(raw, where: str) -> Returns | None:
     for k in ("eager_state", "schedule", "sampler"):
         if k in raw:
             details.append((k, raw[k]))
+    if "first_change" in raw:
+        details.append(("first_change", _first_change(raw["first_change"], where)))
+    if "constant_when" in raw:
+        details.append(("constant_when", _constant_when(raw["constant_when"], where)))
     items = tuple(_returns(item, where) for item in raw.get("items", ()))
     return Returns(role, same, raw.get("type"), raw.get("value"), tuple(details), items)
+
+
+def _first_change(raw, where: str) -> FirstChange:
+    if not isinstance(raw, dict) or "arg" not in raw or set(raw) - {"arg", "default", "change"}:
+        raise KnowledgeError(f"{where}: 'first_change' is a table with 'arg' and optional 'default', 'change'")
+    default = raw.get("default")
+    if default is not None and (isinstance(default, bool) or not isinstance(default, int)):
+        raise KnowledgeError(f"{where}: 'first_change' default is an integer")
+    return FirstChange(_arg_ref(raw["arg"], where), default, str(raw.get("change", "decay")))
+
+
+def _constant_when(raw, where: str) -> ConstantWhen:
+    if not isinstance(raw, dict) or set(raw) != {"arg", "value"}:
+        raise KnowledgeError(f"{where}: 'constant_when' is a table with 'arg' and 'value'")
+    value = raw["value"]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise KnowledgeError(f"{where}: 'constant_when' value is a number")
+    return ConstantWhen(_arg_ref(raw["arg"], where), float(value))
 
 
 def _summary(name: str, raw: dict, where: str) -> Summary:

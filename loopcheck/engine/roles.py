@@ -199,6 +199,7 @@ class SchedulerInfo:
         optimizer: the optimizer symbol it schedules, when known.
         same_first: some construction is of a class of the project whose ``get_lr()`` gives
             the same learning rate at positions 0 and 1 (:func:`clamps_first_position`).
+        starts: for each construction, how its schedule begins (:func:`schedule_start`).
     """
 
     ctor: Call | None
@@ -208,6 +209,7 @@ class SchedulerInfo:
     optimizer: str | None = None
     others: list[Call] = field(default_factory=list)
     same_first: bool = False
+    starts: list["ScheduleStart"] = field(default_factory=list)
 
     def builds(self, call: Call) -> bool:
         """Whether ``call`` constructs this scheduler."""
@@ -318,6 +320,78 @@ class Roles:
 
 
 # -- argument references ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScheduleStart:
+    """How a library scheduler's schedule begins, from its knowledge entry and the literal
+    arguments of its construction (what a ``scheduler.step()`` before ``optimizer.step()`` does).
+
+    Attributes:
+        kind: ``"constant"`` (the schedule never changes the LR: ``constant_when``, StepLR's
+            ``gamma=1``), ``"held"`` (positions 0 and 1 give the same LR and the first change
+            comes later: ``first_change``, StepLR's ``step_size``) or ``"changes"`` (the LR of
+            position 1 differs from position 0, or nothing establishes otherwise).
+        at: for ``"held"``, the position of the first change when a literal gives it (a
+            ``step_size`` of 20: 20), else ``None``.
+        change: for ``"held"``, what happens there (``"decay"``, ``"change"``).
+    """
+
+    kind: str
+    at: int | None = None
+    change: str = "decay"
+
+
+def _number(node: cst.BaseExpression | None) -> float | None:
+    """The value of an integer or float literal, else ``None``."""
+    if isinstance(node, (cst.Integer, cst.Float)):
+        return float(node.evaluated_value)
+    return None
+
+
+def _first_position(node: cst.BaseExpression) -> int | None:
+    """The position an integer literal gives, or the smallest of a list/tuple of them
+    (MultiStepLR's ``milestones``); ``None`` for anything else."""
+    if isinstance(node, cst.Integer):
+        return int(node.evaluated_value)
+    if isinstance(node, (cst.List, cst.Tuple)) and node.elements:
+        values = [e.value for e in node.elements if not isinstance(e, cst.StarredElement)]
+        if len(values) == len(node.elements) and all(isinstance(v, cst.Integer) for v in values):
+            return min(int(v.evaluated_value) for v in values)
+    return None
+
+
+def schedule_start(c: Call, r) -> ScheduleStart:
+    """How the schedule that ``c`` builds begins (``r``: its ``returns`` entry).
+
+    ``"constant"`` when the entry's ``constant_when`` argument is given as that literal;
+    ``"held"`` when the entry has ``first_change`` and the argument's literal (or, left out with
+    no ``*args``/``**kwargs`` that could give it, its default) is not 1 or below: a literal of 2
+    or more gives ``at``, anything else is unknown (``at = None``). A position of 1 is
+    ``"changes"``, as are a scheduler without these entries and a class of the project, whose
+    arguments the library's entry does not describe."""
+    if c.cls is not None and not c.cls.described:
+        return ScheduleStart("changes")
+    constant = r.get("constant_when")
+    if constant is not None:
+        arg = arg_at(c, constant.arg)
+        if arg is not None and _number(arg.node) == constant.value:
+            return ScheduleStart("constant")
+    first = r.get("first_change")
+    if first is None:
+        return ScheduleStart("changes")
+    arg = arg_at(c, first.arg)
+    if arg is not None:
+        at = _first_position(arg.node)
+    elif any(a.star for a in getattr(c.node, "args", ())):
+        at = None
+    else:
+        at = first.default
+    if at is not None and at <= 1:
+        # at 1 the LR changes at position 1; a position of 0 or below changes it at the
+        # constructor's own step: positions 0 and 1 agree then, but no later change is told
+        return ScheduleStart("changes") if at == 1 else ScheduleStart("held", None, first.change)
+    return ScheduleStart("held", at, first.change)
 
 
 def keeps_no_state(call: Call, r) -> bool:
@@ -550,10 +624,12 @@ class _Inference:
             opt_arg = arg_at(c, r.get("optimizer", 0))
             info.optimizer = opt_arg.sym if opt_arg else None
             info.same_first = clamps_first_position(c)
+            info.starts.append(schedule_start(c, r))
             known = roles.schedulers.get(target)
             if known is not None and known.ctor is not None:  # one scheduler per if/elif arm
                 known.others.append(c)
                 known.same_first = known.same_first or info.same_first
+                known.starts.extend(info.starts)
                 if (known.kind, known.unit) != (info.kind, info.unit):
                     known.kind, known.unit = "unknown", "unknown"
             else:

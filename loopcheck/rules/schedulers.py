@@ -5,8 +5,11 @@ CosineAnnealingLR, PolynomialLR, LinearLR and ConstantLR count their period in c
 ``step()``, which the docs' examples make once per epoch; OneCycleLR and CyclicLR are
 stepped per batch; ReduceLROnPlateau.step() takes the metric. Since PyTorch 1.1 (knowledge
 ``[since] scheduler_step_after_optimizer``), ``scheduler.step()`` must follow
-``optimizer.step()``, otherwise the first value of the schedule is skipped (PyTorch warns once
-at runtime); before 1.1 the documented order was ``scheduler.step()`` at the top of the epoch.
+``optimizer.step()``, otherwise the schedule runs one step ahead (PyTorch warns once at
+runtime): its first value is skipped when positions 0 and 1 differ, each decay comes one step
+early when they agree (knowledge ``first_change``), nothing moves for a constant schedule
+(``constant_when``); before 1.1 the documented order was ``scheduler.step()`` at the top of the
+epoch.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from loopcheck.engine.events import Event
 from loopcheck.engine.ir import LoopInfo
 from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.pins import pinned_before
-from loopcheck.engine.roles import LOADER_NAME, SchedulerInfo, last
+from loopcheck.engine.roles import LOADER_NAME, ScheduleStart, SchedulerInfo, last
 from loopcheck.engine.unit import Unit
 from loopcheck.engine.values import loops as all_loops, written_before
 from loopcheck.findings import Report
@@ -176,6 +179,55 @@ class _SteppedMachine(Machine):
         return s
 
 
+#: LC202's harm where positions 0 and 1 of the schedule give different LRs.
+SKIPPED = "the first LR of the schedule is skipped"
+#: LC202's harm where they may agree: the whole schedule shifted by one position.
+AHEAD = "the schedule runs one step ahead"
+
+#: The note of each harm (:func:`harm_of`).
+_NOTES = {
+    SKIPPED: (
+        "The scheduler moves to its second value before the first update and PyTorch warns once "
+        "(measured, CPU, torch 2.13: the first step used lr 0.025 instead of 0.05). Call it after "
+        "optimizer.step()."
+    ),
+    AHEAD: (
+        "The schedule runs one step ahead: every update uses the LR of the schedule's next position, so "
+        "each change of the LR comes one step early, and PyTorch warns once (measured, CPU, torch 2.13: "
+        "StepLR(step_size=3) decayed from epoch index 2 instead of 3). Call it after optimizer.step()."
+    ),
+}
+
+
+def harm_of(starts: list[ScheduleStart]) -> tuple[str, str] | None:
+    """What stepping a scheduler before its optimizer does, from how each of its constructions'
+    schedules begins (:func:`~loopcheck.engine.roles.schedule_start`): ``(kind, text)``, kind
+    :data:`SKIPPED` or :data:`AHEAD`, text for the message; ``None`` when every construction is
+    known to keep the LR constant (nothing is skipped or shifted).
+
+    Positions 0 and 1 differ (or nothing establishes otherwise): the first LR is skipped. They
+    agree and the LR changes later (StepLR with ``step_size`` 2 or more, a MultiStepLR whose
+    first milestone is 2 or more): the schedule runs one step ahead, each change one step early,
+    at position N-1 instead of N when a literal gives N. A constant construction among others
+    (an ``if``/``elif`` arm) is left out: the others are the harm."""
+    live = [s for s in starts if s.kind != "constant"]
+    if starts and not live:
+        return None
+    kinds = {s.kind for s in live}
+    if not live or kinds == {"changes"}:
+        return SKIPPED, SKIPPED
+    if "changes" in kinds:
+        return AHEAD, AHEAD  # if/elif arms of both kinds: only the shift holds for both
+    changes = {s.change for s in live}
+    change = changes.pop() if len(changes) == 1 else "change"
+    text = f"each {change} comes one step early"
+    ats = {s.at for s in live}
+    if len(ats) == 1 and None not in ats:
+        at = ats.pop()
+        text += f" (at step {at - 1} instead of {at})"
+    return AHEAD, text
+
+
 @register
 class SchedulerBeforeOptimizerStep(Rule):
     """LC202 scheduler-step-before-optimizer-step.
@@ -192,7 +244,11 @@ class SchedulerBeforeOptimizerStep(Rule):
     scheduler_step_after_optimizer``, 1.1; :func:`~loopcheck.engine.values.written_before`:
     ``Variable(x, volatile=True)``; or a project whose dependency files pin such a PyTorch:
     :func:`~loopcheck.engine.pins.pinned_before`), where stepping the scheduler first skips
-    nothing (see ``rules/LC202.md``)."""
+    nothing. Silent, too, when every construction of the scheduler is established to keep the LR
+    constant (knowledge ``constant_when``: a literal ``gamma=1``). The message says the harm
+    (:func:`harm_of`): the first LR skipped where positions 0 and 1 of the schedule differ (or
+    nothing establishes otherwise), each decay one step early where they agree (knowledge
+    ``first_change``: ``StepLR(step_size=3)``) (see ``rules/LC202.md``)."""
 
     info = INFOS["LC202"]
 
@@ -216,20 +272,18 @@ class SchedulerBeforeOptimizerStep(Rule):
             )
             if step is None:
                 continue
+            harm = harm_of(info.starts)
+            if harm is None:
+                continue  # the schedule never changes the LR: stepping it first shifts nothing
             if self._older_pytorch(unit):
                 return  # written for a PyTorch whose schedulers expected this order
             yield Report(
                 self.info.code, ev.node,
-                lambda d, ev=ev, step=step: (
-                    f"{d.call(ev.node)} runs before {d.call(step.node)} at line {d.line(step.node)}: "
-                    "the first LR of the schedule is skipped"
+                lambda d, ev=ev, step=step, text=harm[1]: (
+                    f"{d.call(ev.node)} runs before {d.call(step.node)} at line {d.line(step.node)}: {text}"
                 ),
                 [(step.node, "the optimizer step that should come first")],
-                note=lambda d: (
-                    "The scheduler moves to its second value before the first update and PyTorch warns once "
-                    "(measured, CPU, torch 2.13: the first step used lr 0.025 instead of 0.05). Call it after "
-                    "optimizer.step()."
-                ),
+                note=lambda d, kind=harm[0]: _NOTES[kind],
                 at=ev, related_at=(step,),
             )
 

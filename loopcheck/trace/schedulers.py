@@ -10,7 +10,11 @@ loader of known length) and ``DistributedSampler.__iter__``:
   within one pass over a loader, with a period shorter than that epoch (ExponentialLR: gamma
   below 0.99, as the static rule reads it): LC201;
 - ``scheduler.step()`` before its optimizer's first step (no ``scaler.step()`` attempt either,
-  which may skip a step legitimately): LC202, confirmed when that first step runs;
+  which may skip a step legitimately): LC202, confirmed when that first step runs. That step's
+  LR tells whether the first value was skipped; when it is the initial one, the knowledge entry
+  of the scheduler's class (``first_change``, ``constant_when``, read from the instance's
+  attributes of the arguments' names) tells a schedule that never changes the LR (nothing to
+  report) from one that runs one step ahead;
 - ``ReduceLROnPlateau.step()`` without a metric: LC203.
 
 A ``DistributedSampler`` with ``shuffle=True`` iterated twice at the same epoch (no
@@ -61,6 +65,38 @@ class SchedState:
         self.pass_id = None
         self.in_pass = 0
         self.flagged = False
+
+
+def schedule_start(sched) -> tuple[str, int | None, str]:
+    """How a library scheduler's schedule begins, from the knowledge entry of its class and
+    the instance's attributes named as the entry's arguments (StepLR keeps ``step_size`` and
+    ``gamma``): ``("constant", None, "")`` when ``constant_when`` holds (``gamma == 1``),
+    ``("held", N, change)`` for a ``first_change`` entry (``N`` the first position whose LR
+    differs, ``None`` when unreadable), else ``("changes", None, "")``."""
+    from loopcheck.engine.knowledge import knowledge
+
+    cls = type(sched)
+    entry = knowledge().cls(f"{cls.__module__}.{cls.__name__}")
+    returns = entry.ctor.returns if entry is not None else None
+    if returns is None:
+        return "changes", None, ""
+
+    def attribute(ref):
+        name = ref[1] if isinstance(ref, tuple) else ref
+        return getattr(sched, name, None) if isinstance(name, str) else None
+
+    constant = returns.get("constant_when")
+    if constant is not None and _as_float(attribute(constant.arg)) == constant.value:
+        return "constant", None, ""
+    first = returns.get("first_change")
+    if first is None:
+        return "changes", None, ""
+    value = attribute(first.arg)
+    try:
+        at = min(value) if hasattr(value, "__iter__") else int(value)
+    except (TypeError, ValueError):
+        at = None
+    return "held", at if isinstance(at, int) and at >= 2 else None, first.change
 
 
 def lr_of(sched, key: str = "lr"):
@@ -117,7 +153,7 @@ class SchedulerChecks:
                     "the monitored value: scheduler.step(val_loss).", step=o.steps if o else 0)
             return
         if o is not None and o.steps == 0 and not o.scaler_attempted and o.sched_early is None:
-            o.sched_early = {"site": site, "lr_before": lr_of(sched), "kind": s.kind}
+            o.sched_early = {"site": site, "lr_before": lr_of(sched), "kind": s.kind, "start": schedule_start(sched)}
         self._check_per_batch(sched, s, o, site, txt)
 
     def _sched_at_step(self, o: OptState, step_site, n: int) -> None:
@@ -126,12 +162,22 @@ class SchedulerChecks:
             return
         opt = o.ref()
         lr = _as_float(opt.param_groups[0].get("lr")) if opt is not None else None
+        kind, at, change = e["start"]
+        head = f"{subject(e['site'], 'scheduler.step()')} runs before {ref(step_site, 'optimizer.step()', e['site'])}"
+        if lr is None or lr != e["lr_before"]:
+            text = "the first LR of the schedule is skipped"
+            note = f"step 1 used lr {fmt(lr)} instead of the schedule's first value {fmt(e['lr_before'])}"
+        elif kind == "constant":
+            return  # the schedule never changes the LR: stepping it first shifts nothing
+        else:
+            text = f"each {change or 'change'} comes one step early" + (
+                f" (at step {at - 1} instead of {at})" if at is not None else "")
+            note = (f"step 1 used the first value, lr {fmt(lr)}, which the schedule also gives at its next "
+                    "position, but the schedule now runs one step ahead")
         self.observe(
-            "LC202", e["site"],
-            f"{subject(e['site'], 'scheduler.step()')} runs before {ref(step_site, 'optimizer.step()', e['site'])}: "
-            "the first LR of the schedule is skipped",
-            f"Runtime: {e['kind']}.step() ran before the optimizer's first step; step 1 used lr {fmt(lr)} instead "
-            f"of the schedule's first value {fmt(e['lr_before'])}. Call scheduler.step() after optimizer.step().",
+            "LC202", e["site"], f"{head}: {text}",
+            f"Runtime: {e['kind']}.step() ran before the optimizer's first step; {note}. Call scheduler.step() "
+            "after optimizer.step().",
             [(step_site, "the optimizer step that should come first")], step=1, value=lr)
 
     def _check_per_batch(self, sched, s: SchedState, o: OptState | None, site, txt) -> None:
