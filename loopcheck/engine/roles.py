@@ -319,7 +319,7 @@ class Roles:
         return ROLE_TYPES.get(role) if role else None
 
 
-# -- argument references ----------------------------------------------------------------------
+# -- what construction arguments establish (schedules, optimizer state) ------------------------
 
 
 @dataclass(frozen=True)
