@@ -19,8 +19,10 @@ from typing import Hashable, Iterable
 
 import libcst as cst
 
+from loopcheck.engine.attr_facts import assigned_ends, ends
+from loopcheck.engine.builder import NO_VALUE, decide_test, literal_value
 from loopcheck.engine.events import Event
-from loopcheck.engine.ir import Assign, Call, If, Inline, Jump, Loop, Node, Seq, Try, parts
+from loopcheck.engine.ir import Assign, Call, If, Inline, Jump, Loop, Node, Seq, Try, parts, walk_events
 from loopcheck.engine.names import STR_TRANSFORMS
 from loopcheck.engine.walk import names_in
 
@@ -374,6 +376,92 @@ def _index_ifs(node: Node, loops: tuple, table: _IfTable, tests: dict) -> None:
         table.end[i] = len(table.ifs)
 
 
+@dataclass
+class _FactTable:
+    """The facts of attribute values a unit can know (:mod:`loopcheck.engine.attr_facts`), for
+    :class:`_Interpreter`: each ``(attribute, literal)`` that an assignment gives an attribute
+    some ``if`` tests is fact number ``j``; a path that knows it has its bit in its conditions.
+
+    Attributes:
+        arms: ``id(If) →`` ``(j, arm)`` pairs: the arm the ``if`` takes where fact ``j`` holds.
+        effects: ``id(raw event) → (facts it ends, fact it makes or -1)``.
+        loops: ``id(Loop) →`` the facts its targets end, on each iteration.
+        nodes: the ``id``s of the compound nodes that hold such an ``if`` or event.
+    """
+
+    arms: dict = field(default_factory=dict)
+    effects: dict = field(default_factory=dict)
+    loops: dict = field(default_factory=dict)
+    nodes: set = field(default_factory=set)
+
+
+_FACTS: "weakref.WeakKeyDictionary[Seq, _FactTable]" = weakref.WeakKeyDictionary()
+
+
+def fact_table(unit: Seq) -> _FactTable:
+    """:class:`_FactTable` of ``unit`` (empty when no ``if`` tests an attribute that the unit
+    assigns a literal)."""
+    if unit in _FACTS:
+        return _FACTS[unit]
+    table = _FactTable()
+    _FACTS[unit] = table
+    ifs = [node for node, _ in _ifs_by_call(unit) if node.fact is not None]
+    if not ifs:
+        return table
+    tested = {node.fact[0] for node in ifs}
+    facts: dict[tuple, int] = {}  # (attribute, type, value) -> j
+    values: list[tuple[str, object]] = []
+    made: dict[int, int] = {}
+    raws = list(walk_events(unit))
+    for raw in raws:
+        if type(raw) is Assign and raw.op == "=" and raw.target in tested:
+            value = literal_value(raw.value)
+            if value is not NO_VALUE:
+                key = (raw.target, type(value), value)
+                if key not in facts:
+                    facts[key] = len(values)
+                    values.append((raw.target, value))
+                made[id(raw)] = facts[key]
+    if not values:
+        return table
+    for node in ifs:
+        sym, name = node.fact
+        arms = tuple((j, decide_test(node.test, {name: value})) for j, (key, value) in enumerate(values) if key == sym)
+        if any(arm is not None for _, arm in arms):
+            table.arms[id(node)] = arms
+    keys = {key for key, _ in values}
+    for raw in raws:
+        if type(raw) is Assign:
+            hit = {key for key in keys if raw.target and assigned_ends(key, raw.target, raw.op)}
+        else:
+            hit = {key for key in keys for t in raw.targets if t and assigned_ends(key, t, "=")}
+            hit |= {key for key in keys for c in raw.clobbers if ends(key, c)}
+        j = made.get(id(raw), -1)
+        if hit or j >= 0:
+            table.effects[id(raw)] = (tuple(i for i, (key, _) in enumerate(values) if key in hit), j)
+    _mark_fact_nodes(unit, table, keys, values)
+    return table
+
+
+def _mark_fact_nodes(node: Node, table: _FactTable, keys: set, values: list) -> bool:
+    """Whether ``node`` holds a fact's ``if`` or event (:attr:`_FactTable.nodes`), noting the
+    facts a loop's targets end (:attr:`_FactTable.loops`)."""
+    if isinstance(node, (Call, Assign)):
+        return id(node) in table.effects
+    hit = isinstance(node, If) and id(node) in table.arms
+    if isinstance(node, Loop) and node.info.targets:
+        targets = set(node.info.targets)
+        ended = tuple(i for i, (key, _) in enumerate(values) if _base_name(key) in targets)
+        if ended:
+            table.loops[id(node)] = ended
+            hit = True
+    for part in parts(node):
+        hit = _mark_fact_nodes(part, table, keys, values) or hit
+    if hit:
+        table.nodes.add(id(node))
+    return hit
+
+
 def _returns(node: Node) -> bool:
     """Whether a ``return`` inside ``node`` leaves it (break/continue stay in their loop)."""
     if isinstance(node, Jump):
@@ -434,6 +522,29 @@ class _Interpreter:
         self._live_items: dict[int, tuple] = shared.setdefault((machine.kinds, self._test_names), {})
         self._loop_names: dict[int, frozenset[str]] = {}  # id(Loop) -> its targets in the tests
         self._forgotten = 0  # the bits of the tests forgotten to stay within MAX_STATES (_bound)
+        # the facts of attribute values (_FactTable): fact j is bit 2 * (base + j) of the
+        # conditions, after the remembered tests' bits
+        self._facts = fact_table(unit)
+        self._fact_base = 2 * len(numbers)
+        self._fact_nodes = self._facts.nodes if self._facts.arms else frozenset()
+        self._fact_masks: dict[int, tuple[int, int]] = {}  # id(raw event) -> (bits it ends, bit it makes)
+
+    def _fact_bits(self, facts: tuple) -> int:
+        """The condition bits of facts numbered ``facts``."""
+        bits = 0
+        for j in facts:
+            bits |= 1 << (self._fact_base + 2 * j)
+        return bits
+
+    def _fact_effect(self, raw: Call | Assign, states: set) -> set:
+        """``states`` after ``raw`` ends the facts it may change and makes the one it assigns."""
+        masks = self._fact_masks.get(id(raw))
+        if masks is None:
+            ended, made = self._facts.effects[id(raw)]
+            masks = self._fact_masks[id(raw)] = (self._fact_bits(ended), self._fact_bits((made,)) if made >= 0 else 0)
+        clear, made = masks
+        keep = ~clear
+        return {(ms, (conds & keep) | made) for ms, conds in states}
 
     def _correlated_tests(self, unit: Seq) -> dict[int, tuple[str, frozenset[str]]]:
         """The repeated tests (:func:`repeated_tests`) worth remembering for this machine.
@@ -543,6 +654,8 @@ class _Interpreter:
         names = self._rebinds(raw)
         if names:
             states = self._forget(states, names)
+        if self._fact_nodes and id(raw) in self._facts.effects:
+            states = self._fact_effect(raw, states)
         return states
 
     def _arm(self, node: If, states: set, taken: bool) -> set:
@@ -551,6 +664,14 @@ class _Interpreter:
         absent = self.m.absent() if gone else None
         if absent is not None:
             states = {(absent, conds) for _, conds in states}
+        if self._fact_nodes and id(node) in self._facts.arms:  # a path that knows the attribute's value
+            base = self._fact_base
+            against = 0
+            for j, arm in self._facts.arms[id(node)]:
+                if arm is not None and arm is not taken:
+                    against |= 1 << (base + 2 * j)
+            if any(conds & against for _, conds in states):
+                states = {(ms, conds) for ms, conds in states if not conds & against}
         if number is not None and self._forgotten >> 2 * number & 3:
             number = None  # (forgotten for the rest of the run)
         if number is not None:
@@ -580,13 +701,13 @@ class _Interpreter:
             return _Out(self.events(node, states))
         if not isinstance(node, Jump):
             sm = self._summaries[id(node)]
-            plain = not sm.jumps and not (sm.names & self._test_names)
+            plain = not sm.jumps and not (sm.names & self._test_names) and id(node) not in self._fact_nodes
             kinds = self.m.kinds
             if plain and kinds is not None and not (sm.kinds & kinds):
                 return _Out(states)  # (a machine's own object is built by an event it reacts to)
             if (
                 self._local_of and not self._inside and (plain or isinstance(node, Inline))
-                and self._local_of.isdisjoint(sm.fids)
+                and self._local_of.isdisjoint(sm.fids) and id(node) not in self._fact_nodes
                 and (self._idle is None or all(ms in self._idle for ms, _ in states))
             ):
                 # outside the calls whose locals this machine follows (an inlined call's own
@@ -609,13 +730,15 @@ class _Interpreter:
             return live
         kinds, tested = self.m.kinds, self._test_names
         items = []
+        facts = self._fact_nodes
         for item in node.items:
             if isinstance(item, (Call, Assign)):
-                if not item.typed and (not tested or not self._rebinds(item)):
+                if not item.typed and (not tested or not self._rebinds(item)) and not (
+                        facts and id(item) in self._facts.effects):
                     continue
             elif kinds is not None and not isinstance(item, Jump):
                 sm = self._summaries[id(item)]
-                if not sm.jumps and not (sm.names & tested) and not (sm.kinds & kinds):
+                if not sm.jumps and not (sm.names & tested) and not (sm.kinds & kinds) and id(item) not in facts:
                     continue
             items.append(item)
         live = self._live_items[id(node)] = tuple(items)
@@ -647,8 +770,12 @@ class _Interpreter:
                 targets = self._loop_names[id(node)] = frozenset(node.info.targets) & self._test_names
             head = set(states)
             body = _Out()
+            ended = ~self._fact_bits(self._facts.loops[id(node)]) if id(node) in self._facts.loops else 0
             for _ in range(1 if node.once or self.m.rebinds(node) else MAX_LOOP_ITERATIONS):
-                body = self.exec(node.body, self._forget(head, targets) if targets else head)
+                start = self._forget(head, targets) if targets else head
+                if ended:  # a new item for the loop's targets: the facts of their attributes end
+                    start = {(ms, conds & ended) for ms, conds in start}
+                body = self.exec(node.body, start)
                 new_head, self._forgotten = _bound(head | body.normal | body.cont, self._forgotten)
                 if new_head == head:
                     break
