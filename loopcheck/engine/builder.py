@@ -472,9 +472,14 @@ class UnitBuilder:
         # code a call of it runs may assign (attr_writes); the attribute names assigned through
         # a target that names no symbol (``xs[0].mode = ...``), which no event shows; the
         # ``if``s of the entry point being built that test one attribute
-        self._attr_writes: dict[int, frozenset] = {}
+        self._attr_writes: dict = {}  # (and per function, what it does itself: _own_writes)
         self.blind_attrs: set[str] = set()
         self._fact_ifs: list[If] = []
+        self._literal_attrs: set[str] = set()  # the attribute symbols the entry point assigns a literal
+        # the calls of the entry point that stay calls, with their frame and the function of the
+        # project each runs (if any): their ``clobbers`` are worked out at its end, when it has
+        # a fact to follow (:meth:`_settle_facts`)
+        self._pending_calls: list[tuple[Call, Frame, Callee | None]] = []
         self._not_inlined: Callee | None = None  # the function of the project try_inline did not inline
 
     # -- symbols -------------------------------------------------------------------------
@@ -725,13 +730,30 @@ class UnitBuilder:
         if inlined is None:
             # what the call may change, for the facts of attribute values (an inlined call's
             # body is in the IR: it changes what its events change)
-            callee = self._not_inlined
-            raw.clobbers = self.attr_writes(callee) if callee is not None else self._call_clobbers(frame, raw)
+            self._pending_calls.append((raw, frame, self._not_inlined))  # (:meth:`_settle_facts`)
             return raw
         raw.inlined = True  # kept for the roles (Trainer(...), scheduler.step() of a local class)
+        raw.clobbers = frozenset()
         return Seq([raw, inlined])
 
     # -- what a call may change, for the facts of attribute values ---------------------------
+    def _settle_facts(self) -> None:
+        """At the end of an entry point: drop :attr:`If.fact` where the attribute is assigned
+        where no event shows it (:attr:`blind_attrs`), and, when an ``if`` still tests an
+        attribute that the entry point assigns a literal, give each call that stays a call its
+        :attr:`Call.clobbers` (the dataflow follows facts only then: the work is not done for
+        the others)."""
+        live = False
+        for node in self._fact_ifs:
+            if node.fact[1].rpartition(".")[2] in self.blind_attrs:
+                node.fact = None
+            elif node.fact[0] in self._literal_attrs:
+                live = True
+        if live:
+            for raw, frame, callee in self._pending_calls:
+                raw.clobbers = self.attr_writes(callee) if callee is not None else self._call_clobbers(frame, raw)
+        self._fact_ifs, self._literal_attrs, self._pending_calls = [], set(), []
+
     def _call_clobbers(self, frame: Frame, raw: Call) -> frozenset:
         """:attr:`Call.clobbers` of a call that runs no function of the project the builder
         found: the objects it receives (its arguments, the receiver of a method, what a call
@@ -746,10 +768,9 @@ class UnitBuilder:
                 out.add(received(a.sym))
             if type(a.node) is cst.Lambda and any(type(n) is cst.Call for n in walk(a.node.body)):
                 return frozenset((ALL,))
-            if a.sym is not None and type(a.node) in (cst.Name, cst.Attribute):
-                passed = self._function_named(frame, a.node)  # a function of the project as a callback
-                if passed is not None:
-                    out |= self.attr_writes(passed)
+            passed = self._passed_function(frame, a.node)  # a function of the project as a callback
+            if passed is not None:
+                out |= self.attr_writes(passed)
         func = raw.func
         if func is None:
             return frozenset((ALL,))
@@ -772,6 +793,25 @@ class UnitBuilder:
                     out.add(received(obj))
                     out |= self._method_writes(frame, method)
         return frozenset((ALL,)) if ALL in out else frozenset(out)
+
+    def _passed_function(self, frame: Frame, expr: cst.BaseExpression) -> Callee | None:
+        """The function of the project an argument names: a function of the frame's module
+        or one defined in an enclosing function (``map(step, xs)``), a method of the frame's
+        class (``self.update``)."""
+        t = type(expr)
+        if t is cst.Name:
+            f: Frame | None = frame
+            while f is not None:
+                if expr.value in f.defs:
+                    return Callee(f.defs[expr.value], f.module)
+                f = f.parent
+            found = frame.module.functions.get(expr.value)
+            return Callee(found, frame.module) if found is not None else None
+        if (t is cst.Attribute and type(expr.value) is cst.Name and frame.self_class is not None
+                and self.resolve(frame, expr.value.value)[0] == frame.self_sym):
+            found = find_method(frame.self_class, expr.attr.value)
+            return Callee(found[1], found[0].module) if found else None
+        return None
 
     def attr_writes(self, callee: Callee) -> frozenset:
         """What a call of a function of the project that is not inlined may change: the names
@@ -796,17 +836,36 @@ class UnitBuilder:
             seen.add(id(f))
             if len(seen) > MAX_WRITES_SCAN:
                 return everything
-            written, dynamic = written_attributes(f)
-            if dynamic:
+            found = self._own_writes(f, m)
+            if found is None:
                 return everything
+            written, code = found
             names |= written
-            nested = {n.name.value for n in walk(f) if type(n) is cst.FunctionDef}
-            for call in (n for n in walk(f) if type(n) is cst.Call):
-                code = self._code_called(call.func, m, nested)
-                if code is None:
-                    return everything
-                todo.extend(code)
+            todo.extend(code)
         return frozenset("." + n for n in names)
+
+    def _own_writes(self, func: cst.FunctionDef, m: ModuleIndex) -> tuple[set[str], list] | None:
+        """``(attribute names assigned, code of the project called)`` by ``func`` itself
+        (:func:`~loopcheck.engine.attr_facts.written_attributes`, :meth:`_code_called`);
+        ``None`` when it writes attributes it does not name or calls what nobody can name."""
+        key = ("own", id(func))
+        if key in self._attr_writes:
+            return self._attr_writes[key]
+        written, dynamic = written_attributes(func)
+        result: tuple[set[str], list] | None = None
+        if not dynamic:
+            nested = {n.name.value for n in walk(func) if type(n) is cst.FunctionDef}
+            code: list = []
+            for call in (n for n in walk(func) if type(n) is cst.Call):
+                called = self._code_called(call.func, m, nested)
+                if called is None:
+                    code = None
+                    break
+                code.extend(called)
+            if code is not None:
+                result = (written, code)
+        self._attr_writes[key] = result
+        return result
 
     def _code_called(self, func: cst.BaseExpression, m: ModuleIndex, nested: set[str]) -> list | None:
         """The functions of the project a call of ``func`` in module ``m`` may run, by name
@@ -850,21 +909,26 @@ class UnitBuilder:
 
     def _methods_named(self, m: ModuleIndex, name: str) -> list:
         """The methods called ``name`` of the classes of module ``m``."""
-        out = []
-        for cls in m.classes.values():
-            method = cls.methods.get(name)
-            if method is not None:
-                out.append((method, m))
-        return out
+        by_name = m.cache.get("methods by name")
+        if by_name is None:
+            by_name = m.cache["methods by name"] = {}
+            for cls in m.classes.values():
+                for method_name in cls.methods:  # (names only: a lazy class parses a method when asked)
+                    by_name.setdefault(method_name, []).append(cls)
+        return [(cls.methods[name], m) for cls in by_name.get(name, ())]
 
     def _method_writes(self, frame: Frame, name: str) -> frozenset:
         """:meth:`attr_writes` of the methods called ``name`` of the classes of the checked
         module and of the frame's."""
-        out: set[str] = set()
-        for m in dict.fromkeys((self.index, frame.module)):
-            for method, module in self._methods_named(m, name):
-                out |= self.attr_writes(Callee(method, module))
-        return frozenset(out)
+        key = (name, id(frame.module))
+        hit = self._attr_writes.get(key)
+        if hit is None:
+            out: set[str] = set()
+            for m in dict.fromkeys((self.index, frame.module)):
+                for method, module in self._methods_named(m, name):
+                    out |= self.attr_writes(Callee(method, module))
+            hit = self._attr_writes[key] = frozenset(out)
+        return hit
 
     def _module_writes(self, frame: Frame) -> frozenset:
         """The names of the attributes the code of the checked module and of the frame's
@@ -913,7 +977,7 @@ class UnitBuilder:
         collects what the build reads and changes (see :class:`UnitRecord`)."""
         self._tag, self._ids = tag, count(1)
         self.record = record
-        self._fact_ifs = []
+        self._fact_ifs, self._literal_attrs, self._pending_calls = [], set(), []
         self._module_classes = {}  # asked again per entry point: a record lists what its build read
         project = self.index.project
         if record is not None:
@@ -923,10 +987,7 @@ class UnitBuilder:
 
     def end(self) -> None:
         """Finish the entry point :meth:`begin` started."""
-        for node in self._fact_ifs:  # an attribute assigned where no event shows it: not followed
-            if node.fact is not None and node.fact[1].rpartition(".")[2] in self.blind_attrs:
-                node.fact = None
-        self._fact_ifs = []
+        self._settle_facts()
         record, self.record = self.record, None
         project = self.index.project
         if record is not None:
@@ -1837,6 +1898,8 @@ class UnitBuilder:
         if target_sym is None:
             return
         vsym, vq = self.resolve(frame, dotted_name(value))
+        if "." in target_sym and literal_value(value) is not NO_VALUE:
+            self._literal_attrs.add(target_sym)  # (a fact the dataflow may follow: _settle_facts)
         self._place(stmt, frame.module)
         out.append(
             Assign(stmt, target_sym, op, value, None if vq else vsym, value_kind(frame.module.imports, value),

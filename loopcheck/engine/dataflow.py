@@ -384,18 +384,38 @@ class _FactTable:
 
     Attributes:
         arms: ``id(If) →`` ``(j, arm)`` pairs: the arm the ``if`` takes where fact ``j`` holds.
-        effects: ``id(raw event) → (facts it ends, fact it makes or -1)``.
-        loops: ``id(Loop) →`` the facts its targets end, on each iteration.
-        nodes: the ``id``s of the compound nodes that hold such an ``if`` or event.
+        ifs: those ``if``s, in program order.
+        effects: ``id(raw event) → (facts it ends, fact it makes)``, as masks of bit ``2 * j``
+            for fact ``j`` (shifted past a machine's remembered tests by the interpreter).
+        loops: ``id(Loop) →`` the facts its targets end on each iteration (a mask too).
+        nodes: the ``id``s of the compound nodes that hold such an ``if``, an event that makes
+            a fact, or a loop that ends one: the interpreter runs them.
+        kills: ``id(node) →`` the facts the events inside it end (a mask): a part the
+            interpreter passes over ends them all (most calls end facts: running each one
+            would cost what skipping the parts without a machine's events saves).
     """
 
     arms: dict = field(default_factory=dict)
+    ifs: list = field(default_factory=list)
     effects: dict = field(default_factory=dict)
     loops: dict = field(default_factory=dict)
     nodes: set = field(default_factory=set)
+    kills: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Kill:
+    """An item of :meth:`_Interpreter._live`: the facts (a mask of :attr:`_FactTable.kills`)
+    that the passed-over items before the next live one end."""
+
+    mask: int
 
 
 _FACTS: "weakref.WeakKeyDictionary[Seq, _FactTable]" = weakref.WeakKeyDictionary()
+#: The most facts of attribute values one machine follows in a unit; with more (a framework's
+#: trainer inlined whole, with its control flags), it follows none: each fact a path may know
+#: or not multiplies the states, and not knowing one only keeps both arms of its ``if``s.
+MAX_FACTS = 8
 
 
 def fact_table(unit: Seq) -> _FactTable:
@@ -429,6 +449,7 @@ def fact_table(unit: Seq) -> _FactTable:
         arms = tuple((j, decide_test(node.test, {name: value})) for j, (key, value) in enumerate(values) if key == sym)
         if any(arm is not None for _, arm in arms):
             table.arms[id(node)] = arms
+            table.ifs.append(node)
     keys = {key for key, _ in values}
     for raw in raws:
         if type(raw) is Assign:
@@ -438,28 +459,45 @@ def fact_table(unit: Seq) -> _FactTable:
             hit |= {key for key in keys for c in raw.clobbers if ends(key, c)}
         j = made.get(id(raw), -1)
         if hit or j >= 0:
-            table.effects[id(raw)] = (tuple(i for i, (key, _) in enumerate(values) if key in hit), j)
+            ended = 0
+            for i, (key, _) in enumerate(values):
+                if key in hit:
+                    ended |= 1 << 2 * i
+            table.effects[id(raw)] = (ended, 1 << 2 * j if j >= 0 else 0)
     _mark_fact_nodes(unit, table, keys, values)
     return table
 
 
-def _mark_fact_nodes(node: Node, table: _FactTable, keys: set, values: list) -> bool:
-    """Whether ``node`` holds a fact's ``if`` or event (:attr:`_FactTable.nodes`), noting the
-    facts a loop's targets end (:attr:`_FactTable.loops`)."""
+def _mark_fact_nodes(node: Node, table: _FactTable, keys: set, values: list) -> tuple[bool, int]:
+    """``(whether node must run, the facts its events end)``: note :attr:`_FactTable.nodes`,
+    :attr:`_FactTable.kills` and the facts a loop's targets end (:attr:`_FactTable.loops`)."""
     if isinstance(node, (Call, Assign)):
-        return id(node) in table.effects
+        effect = table.effects.get(id(node))
+        if effect is None:
+            return False, 0
+        if effect[0]:
+            table.kills[id(node)] = effect[0]
+        return bool(effect[1]), effect[0]
     hit = isinstance(node, If) and id(node) in table.arms
     if isinstance(node, Loop) and node.info.targets:
         targets = set(node.info.targets)
-        ended = tuple(i for i, (key, _) in enumerate(values) if _base_name(key) in targets)
+        ended = 0
+        for i, (key, _) in enumerate(values):
+            if _base_name(key) in targets:
+                ended |= 1 << 2 * i
         if ended:
             table.loops[id(node)] = ended
             hit = True
+    kills = 0
     for part in parts(node):
-        hit = _mark_fact_nodes(part, table, keys, values) or hit
+        inner, ended = _mark_fact_nodes(part, table, keys, values)
+        hit = hit or inner
+        kills |= ended
     if hit:
         table.nodes.add(id(node))
-    return hit
+    if kills:
+        table.kills[id(node)] = kills
+    return hit, kills
 
 
 def _returns(node: Node) -> bool:
@@ -518,31 +556,84 @@ class _Interpreter:
         self._local_of, self._idle = self._local_call(machine, unit)
         self._inside = 0  # how deep the interpretation is in those calls
         # id(Seq) -> its items that can change the states, shared by the machines alike
+        self._facts = fact_table(unit)
+        self._fact_base = 2 * len(numbers)
+        self._fact_keep = 0  # the facts this machine follows (_opaque_fact_arms)
+        self._fact_arms = self._opaque_fact_arms(unit)
+        self._fact_nodes = self._facts.nodes if self._fact_arms else frozenset()
+        self._fact_masks: dict[int, tuple[int, int]] = {}  # id(raw event) -> (bits it ends, bit it makes)
         shared = _LIVE.setdefault(unit, {})
-        self._live_items: dict[int, tuple] = shared.setdefault((machine.kinds, self._test_names), {})
+        self._live_items: dict[int, tuple] = shared.setdefault(
+            (machine.kinds, self._test_names, bool(self._fact_nodes)), {})
         self._loop_names: dict[int, frozenset[str]] = {}  # id(Loop) -> its targets in the tests
         self._forgotten = 0  # the bits of the tests forgotten to stay within MAX_STATES (_bound)
         # the facts of attribute values (_FactTable): fact j is bit 2 * (base + j) of the
         # conditions, after the remembered tests' bits
-        self._facts = fact_table(unit)
-        self._fact_base = 2 * len(numbers)
-        self._fact_nodes = self._facts.nodes if self._facts.arms else frozenset()
-        self._fact_masks: dict[int, tuple[int, int]] = {}  # id(raw event) -> (bits it ends, bit it makes)
 
-    def _fact_bits(self, facts: tuple) -> int:
-        """The condition bits of facts numbered ``facts``."""
-        bits = 0
-        for j in facts:
-            bits |= 1 << (self._fact_base + 2 * j)
-        return bits
+    def _opaque_fact_arms(self, unit: Seq) -> dict:
+        """The entries of :attr:`_FactTable.arms` worth following for this machine: the ``if``s
+        whose arms can leave different states (events of its kinds, a jump, a test it decides),
+        as :meth:`_correlated_tests` keeps tests; the facts of no such ``if`` are not followed
+        (following them would only multiply the states). None past :data:`MAX_FACTS`."""
+        arms = self._facts.arms
+        if not arms:
+            return {}
+        kinds, m = self.m.kinds, self.m
+        branches = type(m).branch is not Machine.branch
+        out = {}
+        for node in self._facts.ifs:
+            sm = self._summaries[id(node)]
+            if sm.jumps or (sm.kinds if kinds is None else sm.kinds & kinds) or (branches and m.branches_on(node)):
+                out[id(node)] = arms[id(node)]
+        if not out:
+            return {}
+        followed = {j for pairs in out.values() for j, _ in pairs}
+        if len(followed) > MAX_FACTS:
+            return {}
+        self._fact_keep = 0  # (relative to the base, as the table's masks)
+        for j in followed:
+            self._fact_keep |= 1 << 2 * j
+        return out
+
+    def _killed(self, states: set, node_id: int) -> set:
+        """``states`` past a part of the IR not run: without the facts its events end."""
+        mask = self._facts.kills.get(node_id)
+        return self._end_facts(states, mask) if mask else states
+
+    def _end_facts(self, states: set, mask: int) -> set:
+        """``states`` without the facts of ``mask`` (relative to the base, as the table's)."""
+        bits = (mask & self._fact_keep) << self._fact_base
+        if not bits or not any(conds & bits for _, conds in states):
+            return states
+        keep = ~bits
+        return {(ms, conds & keep) for ms, conds in states}
+
+    def _merge_facts(self, states: set) -> set:
+        """``states`` where those that differ only in the facts they know are one, knowing
+        the facts they all know: a fact is carried past a join only with a difference in the
+        machine's state or in the remembered tests (``args.evaluate = True`` on the branch
+        that moved the model), which keeps the states few."""
+        facts = self._fact_keep << self._fact_base
+        if not any(conds & facts for _, conds in states):
+            return states
+        groups: dict = {}
+        for ms, conds in states:
+            key = (ms, conds & ~facts)
+            groups[key] = groups.get(key, facts) & conds
+        if len(groups) == len(states):
+            return states
+        return {(ms, rest | known) for (ms, rest), known in groups.items()}
 
     def _fact_effect(self, raw: Call | Assign, states: set) -> set:
         """``states`` after ``raw`` ends the facts it may change and makes the one it assigns."""
         masks = self._fact_masks.get(id(raw))
         if masks is None:
             ended, made = self._facts.effects[id(raw)]
-            masks = self._fact_masks[id(raw)] = (self._fact_bits(ended), self._fact_bits((made,)) if made >= 0 else 0)
+            keep, base = self._fact_keep, self._fact_base  # (only the facts this machine follows)
+            masks = self._fact_masks[id(raw)] = ((ended & keep) << base, (made & keep) << base)
         clear, made = masks
+        if not clear and not made:
+            return states
         keep = ~clear
         return {(ms, (conds & keep) | made) for ms, conds in states}
 
@@ -664,10 +755,10 @@ class _Interpreter:
         absent = self.m.absent() if gone else None
         if absent is not None:
             states = {(absent, conds) for _, conds in states}
-        if self._fact_nodes and id(node) in self._facts.arms:  # a path that knows the attribute's value
+        if self._fact_nodes and id(node) in self._fact_arms:  # a path that knows the attribute's value
             base = self._fact_base
             against = 0
-            for j, arm in self._facts.arms[id(node)]:
+            for j, arm in self._fact_arms[id(node)]:
                 if arm is not None and arm is not taken:
                     against |= 1 << (base + 2 * j)
             if any(conds & against for _, conds in states):
@@ -704,7 +795,8 @@ class _Interpreter:
             plain = not sm.jumps and not (sm.names & self._test_names) and id(node) not in self._fact_nodes
             kinds = self.m.kinds
             if plain and kinds is not None and not (sm.kinds & kinds):
-                return _Out(states)  # (a machine's own object is built by an event it reacts to)
+                # (a machine's own object is built by an event it reacts to)
+                return _Out(self._killed(states, id(node)) if self._fact_nodes else states)
             if (
                 self._local_of and not self._inside and (plain or isinstance(node, Inline))
                 and self._local_of.isdisjoint(sm.fids) and id(node) not in self._fact_nodes
@@ -712,7 +804,7 @@ class _Interpreter:
             ):
                 # outside the calls whose locals this machine follows (an inlined call's own
                 # names are its locals: the conditions it would forget are not about them)
-                return _Out(states)
+                return _Out(self._killed(states, id(node)) if self._fact_nodes else states)
         key = (id(node), frozenset(states))
         hit = self._memo.get(key)
         if hit is None:
@@ -731,16 +823,25 @@ class _Interpreter:
         kinds, tested = self.m.kinds, self._test_names
         items = []
         facts = self._fact_nodes
+        kills = self._facts.kills if facts else {}
+        passed = 0  # the facts the items passed over since the last live one end
         for item in node.items:
             if isinstance(item, (Call, Assign)):
                 if not item.typed and (not tested or not self._rebinds(item)) and not (
-                        facts and id(item) in self._facts.effects):
+                        facts and self._facts.effects.get(id(item), (0, 0))[1]):
+                    passed |= kills.get(id(item), 0)
                     continue
             elif kinds is not None and not isinstance(item, Jump):
                 sm = self._summaries[id(item)]
                 if not sm.jumps and not (sm.names & tested) and not (sm.kinds & kinds) and id(item) not in facts:
+                    passed |= kills.get(id(item), 0)
                     continue
+            if passed:
+                items.append(_Kill(passed))
+                passed = 0
             items.append(item)
+        if passed:
+            items.append(_Kill(passed))
         live = self._live_items[id(node)] = tuple(items)
         return live
 
@@ -749,6 +850,9 @@ class _Interpreter:
             out = _Out()
             cur = states
             for item in self._live(node):
+                if type(item) is _Kill:
+                    cur = self._end_facts(cur, item.mask)
+                    continue
                 r = self.exec(item, cur)
                 out.brk |= r.brk
                 out.cont |= r.cont
@@ -762,7 +866,10 @@ class _Interpreter:
         if isinstance(node, If):
             a = self.exec(node.body, self._arm(node, states, True))
             b = self.exec(node.orelse, self._arm(node, states, False))
-            joined, self._forgotten = _bound(a.normal | b.normal, self._forgotten)
+            joined = a.normal | b.normal
+            if self._fact_nodes and len(joined) > 1:
+                joined = self._merge_facts(joined)
+            joined, self._forgotten = _bound(joined, self._forgotten)
             return _Out(joined, a.brk | b.brk, a.cont | b.cont, a.ret | b.ret, a.exc | b.exc)
         if isinstance(node, Loop):
             targets = self._loop_names.get(id(node))
@@ -770,7 +877,8 @@ class _Interpreter:
                 targets = self._loop_names[id(node)] = frozenset(node.info.targets) & self._test_names
             head = set(states)
             body = _Out()
-            ended = ~self._fact_bits(self._facts.loops[id(node)]) if id(node) in self._facts.loops else 0
+            ended = ~(self._facts.loops[id(node)] << self._fact_base) if (
+                self._fact_nodes and id(node) in self._facts.loops) else 0
             for _ in range(1 if node.once or self.m.rebinds(node) else MAX_LOOP_ITERATIONS):
                 start = self._forget(head, targets) if targets else head
                 if ended:  # a new item for the loop's targets: the facts of their attributes end

@@ -94,8 +94,9 @@ class Call:
     discarded: bool = False  # the whole of an expression statement: its result is thrown away
     #: what the call may change attributes of, for the facts of attribute values
     #: (:mod:`loopcheck.engine.attr_facts`): object symbols (``args``: every ``args.<attr>``),
-    #: attribute names (``.evaluate``: that attribute of any object), or ``"*"`` (anything)
-    clobbers: frozenset = frozenset()
+    #: attribute names (``.evaluate``: that attribute of any object), or ``"*"`` (anything, until
+    #: the builder works it out; nothing for an inlined call, whose body is in the IR)
+    clobbers: frozenset = frozenset(("*",))
 
     # ``func`` never changes once the builder made the event, and the roles and the rules ask
     # for these two many times per event: computed once (``cached_property``)
