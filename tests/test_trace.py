@@ -111,6 +111,9 @@ RUNTIME_ELSEWHERE = {
                                                       "runs on, not the predictions a list keeps; it sees their "
                                                       "forward passes run with grad enabled and never "
                                                       "backpropagated"),
+    "LC401_bad_attr_flag_set_false.py": ({("LC302", 23)}, "the tracer watches the tensors backward() runs on, "
+                                         "not the critic's values a list on self keeps; it sees the evaluation "
+                                         "loop's forward passes run with grad enabled and never backpropagated"),
     "LC401_bad_train_mode_forward_kept.py": ({("LC302", 35)}, "the tracer watches the tensors backward() runs on, "
                                              "not the losses a list keeps; it sees their forward passes run with "
                                              "grad enabled and never backpropagated"),
@@ -327,6 +330,9 @@ TRACER_MISREADS = {
     "rollout_buffer_cleared_after_update.py": ({"LC302"}, "as rollout_buffer_reset_after_update.py: the critic's "
                                                "forward in the rollout has its graph freed without a backward() "
                                                "when the buffer is cleared"),
+    "attr_flag_set_before_guarded_store.py": ({"LC302"}, "as rollout_buffer_reset_after_update.py: the "
+                                              "critic's forward in the training rollout has its graph freed "
+                                              "without a backward() when the buffer is emptied"),
     "sam_wrapped_base_optimizer.py": ({"LC103"}, "SAM's first_step moves the parameters itself (p.add_) and then "
                                       "zero_grad()s: the tracer counts only optimizer steps, and reads the "
                                       "gradients as wiped before any step applied them"),

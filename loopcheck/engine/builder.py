@@ -42,11 +42,12 @@ from loopcheck.engine.ir import (
     release,
     walk_events,
 )
+from loopcheck.engine.attr_facts import ALL, fact_subject, received, written_attributes
 from loopcheck.engine.classes import is_module_class
 from loopcheck.engine.knowledge import NO_GRAPH, knowledge
 from loopcheck.engine.names import STR_TRANSFORMS, ImportMap, dotted_name
 from loopcheck.engine.summaries import ContextSplit, decorator_grad, is_context_manager, split_context_manager
-from loopcheck.engine.walk import calls_in_order, children, dotted_chains, small_statements
+from loopcheck.engine.walk import calls_in_order, children, dotted_chains, small_statements, walk
 
 # The node classes this module tests for are final (no subclasses in LibCST), so it tests
 # ``type(node) is cst.X``: ``isinstance`` against LibCST's classes, which derive from ``abc.ABC``,
@@ -63,6 +64,9 @@ MAX_EVENTS_PER_UNIT = 10_000
 #: another with the rest of their statement built once per arm (:meth:`UnitBuilder.with_stmt`):
 #: each doubles what it encloses. Deeper, the body's grad mode is ``"unknown"``.
 MAX_WITH_SPLITS = 2
+#: How many functions :meth:`UnitBuilder.attr_writes` reads for the code one call may run;
+#: past it, the call may change any attribute.
+MAX_WRITES_SCAN = 64
 
 
 @dataclass
@@ -464,6 +468,19 @@ class UnitBuilder:
         self.node_module: dict[int, ModuleIndex] = {}  # id(node) -> the module it is in
         self._splits: dict[int, ContextSplit | None] = {}
         self._bound_once: dict[int, dict] = {}  # id(function) -> _bindings of its body (run_constant)
+        # the facts of attribute values (loopcheck.engine.attr_facts): id(function) -> what the
+        # code a call of it runs may assign (attr_writes); the attribute names assigned through
+        # a target that names no symbol (``xs[0].mode = ...``), which no event shows; the
+        # ``if``s of the entry point being built that test one attribute
+        self._attr_writes: dict = {}  # (and per function, what it does itself: _own_writes)
+        self.blind_attrs: set[str] = set()
+        self._fact_ifs: list[If] = []
+        self._literal_attrs: set[str] = set()  # the attribute symbols the entry point assigns a literal
+        # the calls of the entry point that stay calls, with their frame and the function of the
+        # project each runs (if any): their ``clobbers`` are worked out at its end, when it has
+        # a fact to follow (:meth:`_settle_facts`)
+        self._pending_calls: list[tuple[Call, Frame, Callee | None]] = []
+        self._not_inlined: Callee | None = None  # the function of the project try_inline did not inline
 
     # -- symbols -------------------------------------------------------------------------
     def resolve(self, frame: Frame, dotted: str | None) -> tuple[str | None, bool]:
@@ -708,11 +725,222 @@ class UnitBuilder:
             if local is not None and func is not None:
                 raw.cls = frame.module.class_ref(local) if not qualified else frame.module.class_ref(func, True)
         self.n_events += 1
+        self._not_inlined = None
         inlined = self.try_inline(frame, raw, ctx)
         if inlined is None:
+            # what the call may change, for the facts of attribute values (an inlined call's
+            # body is in the IR: it changes what its events change)
+            self._pending_calls.append((raw, frame, self._not_inlined))  # (:meth:`_settle_facts`)
             return raw
         raw.inlined = True  # kept for the roles (Trainer(...), scheduler.step() of a local class)
+        raw.clobbers = frozenset()
         return Seq([raw, inlined])
+
+    # -- what a call may change, for the facts of attribute values ---------------------------
+    def _settle_facts(self) -> None:
+        """At the end of an entry point: drop :attr:`If.fact` where the attribute is assigned
+        where no event shows it (:attr:`blind_attrs`), and, when an ``if`` still tests an
+        attribute that the entry point assigns a literal, give each call that stays a call its
+        :attr:`Call.clobbers` (the dataflow follows facts only then: the work is not done for
+        the others)."""
+        live = False
+        for node in self._fact_ifs:
+            if node.fact[1].rpartition(".")[2] in self.blind_attrs:
+                node.fact = None
+            elif node.fact[0] in self._literal_attrs:
+                live = True
+        if live:
+            for raw, frame, callee in self._pending_calls:
+                raw.clobbers = self.attr_writes(callee) if callee is not None else self._call_clobbers(frame, raw)
+        self._fact_ifs, self._literal_attrs, self._pending_calls = [], set(), []
+
+    def _call_clobbers(self, frame: Frame, raw: Call) -> frozenset:
+        """:attr:`Call.clobbers` of a call that runs no function of the project the builder
+        found: the objects it receives (its arguments, the receiver of a method, what a call
+        on a call's result received), and the attributes the project's code it may run could
+        assign: the methods of that name of the module's classes (for an object's own call,
+        ``forward`` and ``__call__``); a callable in a plain variable, any attribute the
+        module assigns; a callable nobody can name (``getattr(m, name)(...)``), anything."""
+        out: set[str] = set()
+        for a in raw.args:
+            out.update(received(sym) for sym in a.mentions)
+            if a.sym is not None:
+                out.add(received(a.sym))
+            if type(a.node) is cst.Lambda and any(type(n) is cst.Call for n in walk(a.node.body)):
+                return frozenset((ALL,))
+            passed = self._passed_function(frame, a.node)  # a function of the project as a callback
+            if passed is not None:
+                out |= self.attr_writes(passed)
+        func = raw.func
+        if func is None:
+            return frozenset((ALL,))
+        if func[0] == ".":  # a method of an expression's value
+            out.update(raw.operands)
+            if raw.inner is not None:
+                out |= raw.inner.clobbers
+            out |= self._method_writes(frame, func[1:])
+        elif not raw.qualified:
+            obj, _, method = func.rpartition(".")
+            if not obj:  # a callable in a variable
+                out.add(func)
+                out |= self._module_writes(frame)
+            else:
+                cls = frame.instances.get(obj) or (frame.self_class if obj == frame.self_sym else None)
+                if cls is not None and not cls.described and find_method(cls, method) is None:
+                    out.add(func)  # ``self.actor(x)``: the object in the attribute is called
+                    out |= self._method_writes(frame, "forward") | self._method_writes(frame, "__call__")
+                else:
+                    out.add(received(obj))
+                    out |= self._method_writes(frame, method)
+        return frozenset((ALL,)) if ALL in out else frozenset(out)
+
+    def _passed_function(self, frame: Frame, expr: cst.BaseExpression) -> Callee | None:
+        """The function of the project an argument names: a function of the frame's module
+        or one defined in an enclosing function (``map(step, xs)``), a method of the frame's
+        class (``self.update``)."""
+        t = type(expr)
+        if t is cst.Name:
+            f: Frame | None = frame
+            while f is not None:
+                if expr.value in f.defs:
+                    return Callee(f.defs[expr.value], f.module)
+                f = f.parent
+            found = frame.module.functions.get(expr.value)
+            return Callee(found, frame.module) if found is not None else None
+        if (t is cst.Attribute and type(expr.value) is cst.Name and frame.self_class is not None
+                and self.resolve(frame, expr.value.value)[0] == frame.self_sym):
+            found = find_method(frame.self_class, expr.attr.value)
+            return Callee(found[1], found[0].module) if found else None
+        return None
+
+    def attr_writes(self, callee: Callee) -> frozenset:
+        """What a call of a function of the project that is not inlined may change: the names
+        (``.evaluate``) of the attributes its code assigns, and the code of the project it
+        calls, by name (functions and classes of its module and the project modules it
+        imports, methods of that name of its module's classes); ``{"*"}`` when that code
+        writes attributes it does not name (``setattr``, ``vars``, ``__dict__``), calls a
+        callable nobody can name, or is more than :data:`MAX_WRITES_SCAN` functions."""
+        key = id(callee.func)
+        hit = self._attr_writes.get(key)
+        if hit is None:
+            hit = self._attr_writes[key] = self._scan_writes(callee.func, callee.module)
+        return hit
+
+    def _scan_writes(self, func: cst.FunctionDef, module: ModuleIndex) -> frozenset:
+        everything = frozenset((ALL,))
+        todo, seen, names = [(func, module)], set(), set()
+        while todo:
+            f, m = todo.pop()
+            if id(f) in seen:
+                continue
+            seen.add(id(f))
+            if len(seen) > MAX_WRITES_SCAN:
+                return everything
+            found = self._own_writes(f, m)
+            if found is None:
+                return everything
+            written, code = found
+            names |= written
+            todo.extend(code)
+        return frozenset("." + n for n in names)
+
+    def _own_writes(self, func: cst.FunctionDef, m: ModuleIndex) -> tuple[set[str], list] | None:
+        """``(attribute names assigned, code of the project called)`` by ``func`` itself
+        (:func:`~loopcheck.engine.attr_facts.written_attributes`, :meth:`_code_called`);
+        ``None`` when it writes attributes it does not name or calls what nobody can name."""
+        key = ("own", id(func))
+        if key in self._attr_writes:
+            return self._attr_writes[key]
+        written, dynamic = written_attributes(func)
+        result: tuple[set[str], list] | None = None
+        if not dynamic:
+            nested = {n.name.value for n in walk(func) if type(n) is cst.FunctionDef}
+            code: list = []
+            for call in (n for n in walk(func) if type(n) is cst.Call):
+                called = self._code_called(call.func, m, nested)
+                if called is None:
+                    code = None
+                    break
+                code.extend(called)
+            if code is not None:
+                result = (written, code)
+        self._attr_writes[key] = result
+        return result
+
+    def _code_called(self, func: cst.BaseExpression, m: ModuleIndex, nested: set[str]) -> list | None:
+        """The functions of the project a call of ``func`` in module ``m`` may run, by name
+        (``[]``: a library's); ``None`` when nobody can name it."""
+        if type(func) is cst.Attribute:
+            found = self._project_code(m, m.imports.qualify(dotted_name(func)))
+            return found if found else self._methods_named(m, func.attr.value)
+        if type(func) is not cst.Name:
+            return None
+        name = func.value
+        if name in m.functions:
+            return [(m.functions[name], m)]
+        if name in m.classes:
+            return self._class_code(ClassRef(m, name))
+        if name in nested:
+            return []  # (its body is read with the function that defines it)
+        qualified = m.imports.qualify(name)
+        if qualified != name:
+            return self._project_code(m, qualified)
+        return [] if name in BUILTINS else None
+
+    def _project_code(self, m: ModuleIndex, qualname: str | None) -> list:
+        """The function, or the constructor of the class, of another project module named
+        ``qualname`` (``[]``: none)."""
+        if m.project is None or not qualname:
+            return []
+        member = m.project.lookup(qualname, m.path)
+        if member is None or member.info.index is None:
+            return []
+        if member.function is not None:
+            return [(member.function, member.info.index)]
+        return self._class_code(ClassRef(member.info.index, member.cls)) if member.cls else []
+
+    def _class_code(self, cls: ClassRef) -> list:
+        """What constructing ``cls`` runs: its ``__init__`` (none for a class the library
+        knowledge describes)."""
+        if cls.described:
+            return []
+        found = find_method(cls, "__init__")
+        return [(found[1], found[0].module)] if found else []
+
+    def _methods_named(self, m: ModuleIndex, name: str) -> list:
+        """The methods called ``name`` of the classes of module ``m``."""
+        by_name = m.cache.get("methods by name")
+        if by_name is None:
+            by_name = m.cache["methods by name"] = {}
+            for cls in m.classes.values():
+                for method_name in cls.methods:  # (names only: a lazy class parses a method when asked)
+                    by_name.setdefault(method_name, []).append(cls)
+        return [(cls.methods[name], m) for cls in by_name.get(name, ())]
+
+    def _method_writes(self, frame: Frame, name: str) -> frozenset:
+        """:meth:`attr_writes` of the methods called ``name`` of the classes of the checked
+        module and of the frame's."""
+        key = (name, id(frame.module))
+        hit = self._attr_writes.get(key)
+        if hit is None:
+            out: set[str] = set()
+            for m in dict.fromkeys((self.index, frame.module)):
+                for method, module in self._methods_named(m, name):
+                    out |= self.attr_writes(Callee(method, module))
+            hit = self._attr_writes[key] = frozenset(out)
+        return hit
+
+    def _module_writes(self, frame: Frame) -> frozenset:
+        """The names of the attributes the code of the checked module and of the frame's
+        assigns (``{"*"}`` when it writes attributes it does not name)."""
+        out: set[str] = set()
+        for m in dict.fromkeys((self.index, frame.module)):
+            found = m.cache.get("attr_writes")
+            if found is None:
+                names, dynamic = written_attributes(m.tree) if m.tree is not None else (set(), True)
+                found = m.cache["attr_writes"] = frozenset((ALL,)) if dynamic else frozenset("." + n for n in names)
+            out |= found
+        return frozenset(out)
 
     # -- what an entry point's build depends on ---------------------------------------------
     def _place(self, node: cst.CSTNode, module: ModuleIndex) -> None:
@@ -749,6 +977,7 @@ class UnitBuilder:
         collects what the build reads and changes (see :class:`UnitRecord`)."""
         self._tag, self._ids = tag, count(1)
         self.record = record
+        self._fact_ifs, self._literal_attrs, self._pending_calls = [], set(), []
         self._module_classes = {}  # asked again per entry point: a record lists what its build read
         project = self.index.project
         if record is not None:
@@ -758,6 +987,7 @@ class UnitBuilder:
 
     def end(self) -> None:
         """Finish the entry point :meth:`begin` started."""
+        self._settle_facts()
         record, self.record = self.record, None
         project = self.index.project
         if record is not None:
@@ -901,6 +1131,7 @@ class UnitBuilder:
         if callee is None:
             return None
         func = callee.func
+        self._not_inlined = callee  # (what a call that stays a call runs: make_call)
         generators = callee.module.cache.setdefault("generators", {})
         if func not in generators:
             generators[func] = is_generator(func)
@@ -1349,7 +1580,19 @@ class UnitBuilder:
         elif type(stmt.orelse) is cst.Else:
             orelse = self.block(frame, stmt.orelse.body, inner)
         self._place(stmt, frame.module)
-        out.append(If(stmt, body, orelse, absent, given=given))
+        out.append(If(stmt, body, orelse, absent, given=given, fact=self._fact_of(frame, stmt.test)))
+        if out[-1].fact is not None:
+            self._fact_ifs.append(out[-1])
+
+    def _fact_of(self, frame: Frame, test: cst.BaseExpression) -> tuple[str, str] | None:
+        """:attr:`If.fact` of an ``if`` on ``test``: the symbol and dotted name of the one
+        attribute it tests (:func:`~loopcheck.engine.attr_facts.fact_subject`), not a
+        library's (``torch.backends.cudnn.enabled``)."""
+        name = fact_subject(test)
+        if name is None:
+            return None
+        sym, qualified = self.resolve(frame, name)
+        return (sym, name) if sym is not None and not qualified and "." in sym else None
 
     def _given_at(self, frame: Frame, absent: tuple[tuple[str, bool], ...]) -> tuple[tuple[str, str], ...]:
         """The symbols of ``absent`` that hold, here, the object a caller passed by name to a
@@ -1647,12 +1890,16 @@ class UnitBuilder:
                 op, slot = "[]=", target
             else:
                 sym, q = self.resolve(frame, dotted_name(target))
+                if sym is None and type(target) is cst.Attribute:
+                    self.blind_attrs.add(target.attr.value)  # ``xs[0].mode = ...``: no event shows it
             if q:
                 return
             target_sym = sym
         if target_sym is None:
             return
         vsym, vq = self.resolve(frame, dotted_name(value))
+        if "." in target_sym and literal_value(value) is not NO_VALUE:
+            self._literal_attrs.add(target_sym)  # (a fact the dataflow may follow: _settle_facts)
         self._place(stmt, frame.module)
         out.append(
             Assign(stmt, target_sym, op, value, None if vq else vsym, value_kind(frame.module.imports, value),
@@ -1703,6 +1950,9 @@ class UnitBuilder:
                 self.assign_event(frame, stmt, t, op, v.value, ctx, out)
             return
         if type(value) is not cst.Call:
+            for t in elements:  # ``self.mode, n = pair``: no event shows what it assigns
+                if type(t) is cst.Attribute:
+                    self.blind_attrs.add(t.attr.value)
             return
         for t in elements:
             if isinstance(t, (cst.Name, cst.Attribute)):

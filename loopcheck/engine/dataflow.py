@@ -19,8 +19,10 @@ from typing import Hashable, Iterable
 
 import libcst as cst
 
+from loopcheck.engine.attr_facts import assigned_ends, ends
+from loopcheck.engine.builder import NO_VALUE, decide_test, literal_value
 from loopcheck.engine.events import Event
-from loopcheck.engine.ir import Assign, Call, If, Inline, Jump, Loop, Node, Seq, Try, parts
+from loopcheck.engine.ir import Assign, Call, If, Inline, Jump, Loop, Node, Seq, Try, parts, walk_events
 from loopcheck.engine.names import STR_TRANSFORMS
 from loopcheck.engine.walk import names_in
 
@@ -374,6 +376,130 @@ def _index_ifs(node: Node, loops: tuple, table: _IfTable, tests: dict) -> None:
         table.end[i] = len(table.ifs)
 
 
+@dataclass
+class _FactTable:
+    """The facts of attribute values a unit can know (:mod:`loopcheck.engine.attr_facts`), for
+    :class:`_Interpreter`: each ``(attribute, literal)`` that an assignment gives an attribute
+    some ``if`` tests is fact number ``j``; a path that knows it has its bit in its conditions.
+
+    Attributes:
+        arms: ``id(If) →`` ``(j, arm)`` pairs: the arm the ``if`` takes where fact ``j`` holds.
+        ifs: those ``if``s, in program order.
+        effects: ``id(raw event) → (facts it ends, fact it makes)``, as masks of bit ``2 * j``
+            for fact ``j`` (shifted past a machine's remembered tests by the interpreter).
+        loops: ``id(Loop) →`` the facts its targets end on each iteration (a mask too).
+        nodes: the ``id``s of the compound nodes that hold such an ``if``, an event that makes
+            a fact, or a loop that ends one: the interpreter runs them.
+        kills: ``id(node) →`` the facts the events inside it end (a mask): a part the
+            interpreter passes over ends them all (most calls end facts: running each one
+            would cost what skipping the parts without a machine's events saves).
+    """
+
+    arms: dict = field(default_factory=dict)
+    ifs: list = field(default_factory=list)
+    effects: dict = field(default_factory=dict)
+    loops: dict = field(default_factory=dict)
+    nodes: set = field(default_factory=set)
+    kills: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Kill:
+    """An item of :meth:`_Interpreter._live`: the facts (a mask of :attr:`_FactTable.kills`)
+    that the passed-over items before the next live one end."""
+
+    mask: int
+
+
+_FACTS: "weakref.WeakKeyDictionary[Seq, _FactTable]" = weakref.WeakKeyDictionary()
+#: The most facts of attribute values one machine follows in a unit; with more (a framework's
+#: trainer inlined whole, with its control flags), it follows none: each fact a path may know
+#: or not multiplies the states, and not knowing one only keeps both arms of its ``if``s.
+MAX_FACTS = 8
+
+
+def fact_table(unit: Seq) -> _FactTable:
+    """:class:`_FactTable` of ``unit`` (empty when no ``if`` tests an attribute that the unit
+    assigns a literal)."""
+    if unit in _FACTS:
+        return _FACTS[unit]
+    table = _FactTable()
+    _FACTS[unit] = table
+    ifs = [node for node, _ in _ifs_by_call(unit) if node.fact is not None]
+    if not ifs:
+        return table
+    tested = {node.fact[0] for node in ifs}
+    facts: dict[tuple, int] = {}  # (attribute, type, value) -> j
+    values: list[tuple[str, object]] = []
+    made: dict[int, int] = {}
+    raws = list(walk_events(unit))
+    for raw in raws:
+        if type(raw) is Assign and raw.op == "=" and raw.target in tested:
+            value = literal_value(raw.value)
+            if value is not NO_VALUE:
+                key = (raw.target, type(value), value)
+                if key not in facts:
+                    facts[key] = len(values)
+                    values.append((raw.target, value))
+                made[id(raw)] = facts[key]
+    if not values:
+        return table
+    for node in ifs:
+        sym, name = node.fact
+        arms = tuple((j, decide_test(node.test, {name: value})) for j, (key, value) in enumerate(values) if key == sym)
+        if any(arm is not None for _, arm in arms):
+            table.arms[id(node)] = arms
+            table.ifs.append(node)
+    keys = {key for key, _ in values}
+    for raw in raws:
+        if type(raw) is Assign:
+            hit = {key for key in keys if raw.target and assigned_ends(key, raw.target, raw.op)}
+        else:
+            hit = {key for key in keys for t in raw.targets if t and assigned_ends(key, t, "=")}
+            hit |= {key for key in keys for c in raw.clobbers if ends(key, c)}
+        j = made.get(id(raw), -1)
+        if hit or j >= 0:
+            ended = 0
+            for i, (key, _) in enumerate(values):
+                if key in hit:
+                    ended |= 1 << 2 * i
+            table.effects[id(raw)] = (ended, 1 << 2 * j if j >= 0 else 0)
+    _mark_fact_nodes(unit, table, keys, values)
+    return table
+
+
+def _mark_fact_nodes(node: Node, table: _FactTable, keys: set, values: list) -> tuple[bool, int]:
+    """``(whether node must run, the facts its events end)``: note :attr:`_FactTable.nodes`,
+    :attr:`_FactTable.kills` and the facts a loop's targets end (:attr:`_FactTable.loops`)."""
+    if isinstance(node, (Call, Assign)):
+        effect = table.effects.get(id(node))
+        if effect is None:
+            return False, 0
+        if effect[0]:
+            table.kills[id(node)] = effect[0]
+        return bool(effect[1]), effect[0]
+    hit = isinstance(node, If) and id(node) in table.arms
+    if isinstance(node, Loop) and node.info.targets:
+        targets = set(node.info.targets)
+        ended = 0
+        for i, (key, _) in enumerate(values):
+            if _base_name(key) in targets:
+                ended |= 1 << 2 * i
+        if ended:
+            table.loops[id(node)] = ended
+            hit = True
+    kills = 0
+    for part in parts(node):
+        inner, ended = _mark_fact_nodes(part, table, keys, values)
+        hit = hit or inner
+        kills |= ended
+    if hit:
+        table.nodes.add(id(node))
+    if kills:
+        table.kills[id(node)] = kills
+    return hit, kills
+
+
 def _returns(node: Node) -> bool:
     """Whether a ``return`` inside ``node`` leaves it (break/continue stay in their loop)."""
     if isinstance(node, Jump):
@@ -430,10 +556,86 @@ class _Interpreter:
         self._local_of, self._idle = self._local_call(machine, unit)
         self._inside = 0  # how deep the interpretation is in those calls
         # id(Seq) -> its items that can change the states, shared by the machines alike
+        self._facts = fact_table(unit)
+        self._fact_base = 2 * len(numbers)
+        self._fact_keep = 0  # the facts this machine follows (_opaque_fact_arms)
+        self._fact_arms = self._opaque_fact_arms(unit)
+        self._fact_nodes = self._facts.nodes if self._fact_arms else frozenset()
+        self._fact_masks: dict[int, tuple[int, int]] = {}  # id(raw event) -> (bits it ends, bit it makes)
         shared = _LIVE.setdefault(unit, {})
-        self._live_items: dict[int, tuple] = shared.setdefault((machine.kinds, self._test_names), {})
+        self._live_items: dict[int, tuple] = shared.setdefault(
+            (machine.kinds, self._test_names, bool(self._fact_nodes)), {})
         self._loop_names: dict[int, frozenset[str]] = {}  # id(Loop) -> its targets in the tests
         self._forgotten = 0  # the bits of the tests forgotten to stay within MAX_STATES (_bound)
+        # the facts of attribute values (_FactTable): fact j is bit 2 * (base + j) of the
+        # conditions, after the remembered tests' bits
+
+    def _opaque_fact_arms(self, unit: Seq) -> dict:
+        """The entries of :attr:`_FactTable.arms` worth following for this machine: the ``if``s
+        whose arms can leave different states (events of its kinds, a jump, a test it decides),
+        as :meth:`_correlated_tests` keeps tests; the facts of no such ``if`` are not followed
+        (following them would only multiply the states). None past :data:`MAX_FACTS`."""
+        arms = self._facts.arms
+        if not arms:
+            return {}
+        kinds, m = self.m.kinds, self.m
+        branches = type(m).branch is not Machine.branch
+        out = {}
+        for node in self._facts.ifs:
+            sm = self._summaries[id(node)]
+            if sm.jumps or (sm.kinds if kinds is None else sm.kinds & kinds) or (branches and m.branches_on(node)):
+                out[id(node)] = arms[id(node)]
+        if not out:
+            return {}
+        followed = {j for pairs in out.values() for j, _ in pairs}
+        if len(followed) > MAX_FACTS:
+            return {}
+        self._fact_keep = 0  # (relative to the base, as the table's masks)
+        for j in followed:
+            self._fact_keep |= 1 << 2 * j
+        return out
+
+    def _killed(self, states: set, node_id: int) -> set:
+        """``states`` past a part of the IR not run: without the facts its events end."""
+        mask = self._facts.kills.get(node_id)
+        return self._end_facts(states, mask) if mask else states
+
+    def _end_facts(self, states: set, mask: int) -> set:
+        """``states`` without the facts of ``mask`` (relative to the base, as the table's)."""
+        bits = (mask & self._fact_keep) << self._fact_base
+        if not bits or not any(conds & bits for _, conds in states):
+            return states
+        keep = ~bits
+        return {(ms, conds & keep) for ms, conds in states}
+
+    def _merge_facts(self, states: set) -> set:
+        """``states`` where those that differ only in the facts they know are one, knowing
+        the facts they all know: a fact is carried past a join only with a difference in the
+        machine's state or in the remembered tests (``args.evaluate = True`` on the branch
+        that moved the model), which keeps the states few."""
+        facts = self._fact_keep << self._fact_base
+        if not any(conds & facts for _, conds in states):
+            return states
+        groups: dict = {}
+        for ms, conds in states:
+            key = (ms, conds & ~facts)
+            groups[key] = groups.get(key, facts) & conds
+        if len(groups) == len(states):
+            return states
+        return {(ms, rest | known) for (ms, rest), known in groups.items()}
+
+    def _fact_effect(self, raw: Call | Assign, states: set) -> set:
+        """``states`` after ``raw`` ends the facts it may change and makes the one it assigns."""
+        masks = self._fact_masks.get(id(raw))
+        if masks is None:
+            ended, made = self._facts.effects[id(raw)]
+            keep, base = self._fact_keep, self._fact_base  # (only the facts this machine follows)
+            masks = self._fact_masks[id(raw)] = ((ended & keep) << base, (made & keep) << base)
+        clear, made = masks
+        if not clear and not made:
+            return states
+        keep = ~clear
+        return {(ms, (conds & keep) | made) for ms, conds in states}
 
     def _correlated_tests(self, unit: Seq) -> dict[int, tuple[str, frozenset[str]]]:
         """The repeated tests (:func:`repeated_tests`) worth remembering for this machine.
@@ -543,6 +745,8 @@ class _Interpreter:
         names = self._rebinds(raw)
         if names:
             states = self._forget(states, names)
+        if self._fact_nodes and id(raw) in self._facts.effects:
+            states = self._fact_effect(raw, states)
         return states
 
     def _arm(self, node: If, states: set, taken: bool) -> set:
@@ -551,6 +755,14 @@ class _Interpreter:
         absent = self.m.absent() if gone else None
         if absent is not None:
             states = {(absent, conds) for _, conds in states}
+        if self._fact_nodes and id(node) in self._fact_arms:  # a path that knows the attribute's value
+            base = self._fact_base
+            against = 0
+            for j, arm in self._fact_arms[id(node)]:
+                if arm is not None and arm is not taken:
+                    against |= 1 << (base + 2 * j)
+            if any(conds & against for _, conds in states):
+                states = {(ms, conds) for ms, conds in states if not conds & against}
         if number is not None and self._forgotten >> 2 * number & 3:
             number = None  # (forgotten for the rest of the run)
         if number is not None:
@@ -580,18 +792,19 @@ class _Interpreter:
             return _Out(self.events(node, states))
         if not isinstance(node, Jump):
             sm = self._summaries[id(node)]
-            plain = not sm.jumps and not (sm.names & self._test_names)
+            plain = not sm.jumps and not (sm.names & self._test_names) and id(node) not in self._fact_nodes
             kinds = self.m.kinds
             if plain and kinds is not None and not (sm.kinds & kinds):
-                return _Out(states)  # (a machine's own object is built by an event it reacts to)
+                # (a machine's own object is built by an event it reacts to)
+                return _Out(self._killed(states, id(node)) if self._fact_nodes else states)
             if (
                 self._local_of and not self._inside and (plain or isinstance(node, Inline))
-                and self._local_of.isdisjoint(sm.fids)
+                and self._local_of.isdisjoint(sm.fids) and id(node) not in self._fact_nodes
                 and (self._idle is None or all(ms in self._idle for ms, _ in states))
             ):
                 # outside the calls whose locals this machine follows (an inlined call's own
                 # names are its locals: the conditions it would forget are not about them)
-                return _Out(states)
+                return _Out(self._killed(states, id(node)) if self._fact_nodes else states)
         key = (id(node), frozenset(states))
         hit = self._memo.get(key)
         if hit is None:
@@ -609,15 +822,26 @@ class _Interpreter:
             return live
         kinds, tested = self.m.kinds, self._test_names
         items = []
+        facts = self._fact_nodes
+        kills = self._facts.kills if facts else {}
+        passed = 0  # the facts the items passed over since the last live one end
         for item in node.items:
             if isinstance(item, (Call, Assign)):
-                if not item.typed and (not tested or not self._rebinds(item)):
+                if not item.typed and (not tested or not self._rebinds(item)) and not (
+                        facts and self._facts.effects.get(id(item), (0, 0))[1]):
+                    passed |= kills.get(id(item), 0)
                     continue
             elif kinds is not None and not isinstance(item, Jump):
                 sm = self._summaries[id(item)]
-                if not sm.jumps and not (sm.names & tested) and not (sm.kinds & kinds):
+                if not sm.jumps and not (sm.names & tested) and not (sm.kinds & kinds) and id(item) not in facts:
+                    passed |= kills.get(id(item), 0)
                     continue
+            if passed:
+                items.append(_Kill(passed))
+                passed = 0
             items.append(item)
+        if passed:
+            items.append(_Kill(passed))
         live = self._live_items[id(node)] = tuple(items)
         return live
 
@@ -626,6 +850,9 @@ class _Interpreter:
             out = _Out()
             cur = states
             for item in self._live(node):
+                if type(item) is _Kill:
+                    cur = self._end_facts(cur, item.mask)
+                    continue
                 r = self.exec(item, cur)
                 out.brk |= r.brk
                 out.cont |= r.cont
@@ -639,7 +866,10 @@ class _Interpreter:
         if isinstance(node, If):
             a = self.exec(node.body, self._arm(node, states, True))
             b = self.exec(node.orelse, self._arm(node, states, False))
-            joined, self._forgotten = _bound(a.normal | b.normal, self._forgotten)
+            joined = a.normal | b.normal
+            if self._fact_nodes and len(joined) > 1:
+                joined = self._merge_facts(joined)
+            joined, self._forgotten = _bound(joined, self._forgotten)
             return _Out(joined, a.brk | b.brk, a.cont | b.cont, a.ret | b.ret, a.exc | b.exc)
         if isinstance(node, Loop):
             targets = self._loop_names.get(id(node))
@@ -647,8 +877,13 @@ class _Interpreter:
                 targets = self._loop_names[id(node)] = frozenset(node.info.targets) & self._test_names
             head = set(states)
             body = _Out()
+            ended = ~(self._facts.loops[id(node)] << self._fact_base) if (
+                self._fact_nodes and id(node) in self._facts.loops) else 0
             for _ in range(1 if node.once or self.m.rebinds(node) else MAX_LOOP_ITERATIONS):
-                body = self.exec(node.body, self._forget(head, targets) if targets else head)
+                start = self._forget(head, targets) if targets else head
+                if ended:  # a new item for the loop's targets: the facts of their attributes end
+                    start = {(ms, conds & ended) for ms, conds in start}
+                body = self.exec(node.body, start)
                 new_head, self._forgotten = _bound(head | body.normal | body.cont, self._forgotten)
                 if new_head == head:
                     break

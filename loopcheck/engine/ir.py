@@ -92,6 +92,11 @@ class Call:
     sources: "Sources | None" = None  # for calls with targets: what the result is computed from
     cls: object = None  # the project class the call constructs (a builder.ClassRef), if any
     discarded: bool = False  # the whole of an expression statement: its result is thrown away
+    #: what the call may change attributes of, for the facts of attribute values
+    #: (:mod:`loopcheck.engine.attr_facts`): object symbols (``args``: every ``args.<attr>``),
+    #: attribute names (``.evaluate``: that attribute of any object), or ``"*"`` (anything, until
+    #: the builder works it out; nothing for an inlined call, whose body is in the IR)
+    clobbers: frozenset = frozenset(("*",))
 
     # ``func`` never changes once the builder made the event, and the roles and the rules ask
     # for these two many times per event: computed once (``cached_property``)
@@ -177,6 +182,10 @@ class If:
             at the test, a parameter of an inlined call still holding what its caller passed
             by name (``evaluate(model)`` then ``if model is None:`` in ``evaluate``: the arm
             that says it is absent runs only if the caller's ``model`` is ``None``).
+        fact: ``(symbol, name)`` when the test is over one attribute (``if not self.is_test:``,
+            ``if args.evaluate:``, ``cfg.mode == "eval"``): its symbol and its dotted name in
+            the test; a path on which a literal was assigned to that attribute, and nothing
+            since may have changed it, takes one arm only (:mod:`loopcheck.engine.attr_facts`).
     """
 
     node: cst.CSTNode
@@ -185,6 +194,7 @@ class If:
     absent_in: tuple[tuple[str, bool], ...] = ()
     test: cst.BaseExpression | None = None
     given: tuple[tuple[str, str], ...] = ()
+    fact: tuple[str, str] | None = None
 
     def __post_init__(self) -> None:
         if self.test is None:

@@ -1,0 +1,139 @@
+"""Facts of attribute values along a path: ``obj.attr`` assigned a literal keeps that value
+until something may change it.
+
+``self.is_test = True`` followed by ``self.select_action(s)``, whose store runs under ``if not
+self.is_test:``, or ``args.evaluate = True`` on one branch followed by ``if args.evaluate:
+validate(); return`` before the training loop: on such a path the test has one value. The
+builder marks the tests over one attribute (:func:`fact_subject`, :attr:`~loopcheck.engine.ir.If.fact`)
+and, for each call that stays a call, what it may change (:attr:`~loopcheck.engine.ir.Call.clobbers`);
+the dataflow (:mod:`loopcheck.engine.dataflow`) carries the facts of each path and takes one arm
+of such a test where the path knows the attribute's value.
+
+A fact ends (:func:`ends`) at anything that may change the attribute:
+
+* an assignment to it, to its object's name, or to an attribute of the same name on any
+  object (which may be the same object under another name), or a subscript store into its
+  object (``cfg["mode"] = ...`` on a dict-like config);
+* a call that receives its object (an argument, the receiver of a method of unknown class,
+  ``vars(args)``, ``args.__dict__``), or an object that holds it (``f(self)`` for
+  ``self.cfg.mode``);
+* a call of the project's code that is not inlined: every fact of an attribute its code (and
+  the code it calls) may assign (:meth:`loopcheck.engine.builder.UnitBuilder.attr_writes`);
+* a call of code nobody can see (a callable in a variable, ``getattr(m, name)(...)``): every
+  fact.
+
+An inlined call is no end: its body is in the IR, and it sees the caller's values at its
+entry. A loop carries the facts of its body's end to its next iteration.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from loopcheck.engine.names import dotted_name
+from loopcheck.engine.walk import children
+
+#: A :attr:`~loopcheck.engine.ir.Call.clobbers` entry: the call may change anything.
+ALL = "*"
+
+_LITERAL_NAMES = ("True", "False", "None")
+
+
+def _is_literal(node: cst.BaseExpression) -> bool:
+    t = type(node)
+    return t is cst.Integer or t is cst.SimpleString or (t is cst.Name and node.value in _LITERAL_NAMES)
+
+
+def fact_subject(test: cst.BaseExpression) -> str | None:
+    """The dotted name ``obj.attr`` (``obj`` a plain name, ``self`` included) that ``test``
+    is a test of, alone: ``obj.attr``, ``not obj.attr``, ``obj.attr == literal`` (``!=``,
+    ``is``, ``is not``); ``None`` for any other test."""
+    t = type(test)
+    if t is cst.UnaryOperation and type(test.operator) is cst.Not:
+        return fact_subject(test.expression)
+    if t is cst.Comparison:
+        if len(test.comparisons) != 1:
+            return None
+        comp = test.comparisons[0]
+        if type(comp.operator) not in (cst.Equal, cst.NotEqual, cst.Is, cst.IsNot) or not _is_literal(comp.comparator):
+            return None
+        test, t = test.left, type(test.left)
+    if t is not cst.Attribute or type(test.value) is not cst.Name:
+        return None
+    return dotted_name(test)
+
+
+def owner(key: str) -> str:
+    """The object symbol of an attribute symbol (``args`` of ``args.evaluate``)."""
+    return key.rpartition(".")[0]
+
+
+def ends(key: str, clobber: str) -> bool:
+    """Whether a call whose :attr:`~loopcheck.engine.ir.Call.clobbers` holds ``clobber`` may
+    change attribute ``key``: ``"*"``; an attribute name (``.evaluate``) equal to the key's;
+    an object symbol that is the key's object or holds it (``self`` for ``self.cfg.mode``)."""
+    if clobber == ALL:
+        return True
+    if clobber[0] == ".":
+        return key.endswith(clobber)
+    obj = owner(key)
+    return obj == clobber or obj.startswith(clobber + ".")
+
+
+def assigned_ends(key: str, target: str, op: str) -> bool:
+    """Whether an assignment to symbol ``target`` (``op``: ``"="``, ``"+="``, ``"[]="`` for a
+    subscript store into ``target``) may change attribute ``key``: the key itself, its object
+    or one that holds it re-bound, an attribute of the same name on another object (an alias
+    of the key's object), a subscript store into the key's object."""
+    if op == "[]=":
+        return ends(key, target)
+    if key == target or key.startswith(target + "."):
+        return True
+    return "." in target and key.rpartition(".")[2] == target.rpartition(".")[2]
+
+
+def received(sym: str) -> str:
+    """The object a call that receives ``sym`` may change the attributes of: ``sym`` itself,
+    the object of an ``__dict__`` (``args.__dict__.update(...)`` changes ``args``)."""
+    head, _, last = sym.rpartition(".")
+    return head if last == "__dict__" and head else sym
+
+
+#: Names whose use lets code write attributes it does not name (``setattr(self, k, v)``).
+DYNAMIC_WRITES = frozenset({"setattr", "delattr", "vars", "exec", "eval", "__dict__", "__setattr__", "__delattr__"})
+
+
+def written_attributes(func: cst.CSTNode) -> tuple[set[str], bool]:
+    """``(attribute names assigned or deleted, dynamic)`` by the code of ``func`` (nested
+    functions included): ``x.a = ...``, ``x.a += ...``, ``del x.a`` name ``a``; ``dynamic``
+    when it uses a name of :data:`DYNAMIC_WRITES`."""
+    names: set[str] = set()
+    dynamic = False
+    stack = [func]
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t is cst.Name and n.value in DYNAMIC_WRITES:
+            dynamic = True
+        elif t is cst.Attribute and n.attr.value in DYNAMIC_WRITES:
+            dynamic = True
+        elif t is cst.Assign:
+            for target in n.targets:
+                _attribute_targets(target.target, names)
+        elif t is cst.AugAssign or t is cst.AnnAssign:
+            _attribute_targets(n.target, names)
+        elif t is cst.Del:
+            _attribute_targets(n.target, names)
+        stack.extend(children(n))
+    return names, dynamic
+
+
+def _attribute_targets(target: cst.BaseExpression, out: set[str]) -> None:
+    t = type(target)
+    if t is cst.Attribute:
+        out.add(target.attr.value)
+    elif t is cst.Tuple or t is cst.List:
+        for el in target.elements:
+            _attribute_targets(el.value, out)
+    elif t is cst.StarredElement:
+        _attribute_targets(target.value, out)
