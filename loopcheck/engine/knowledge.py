@@ -88,7 +88,7 @@ NO_GRAPH = frozenset({"number", "detached", "integer"})
 ROLES = frozenset({"optimizer", "scheduler", "scaler", "loader", "model", "criterion", "loss", "accelerator"})
 _ROLE_KEYS = frozenset({
     "role", "params", "eager_state", "state_when", "schedule", "period", "optimizer", "same", "type", "value",
-    "sampler", "items",
+    "sampler", "items", "shares",
 })
 _ENTRY_KEYS = frozenset({
     "names", "bases", "effects", "returns", "methods", "attributes", "grad", "source", "context", "modes",
@@ -185,7 +185,9 @@ class Returns:
             ``eager_state``, ``state_when`` (the argument whose value other than a literal 0
             makes an optimizer keep per-parameter state: SGD's ``momentum``), ``schedule`` (``"epoch"``/``"batch"``/``"plateau"``/``"unknown"``),
             ``period`` (the argument that gives an epoch schedule's period), ``optimizer``
-            (the argument holding a scheduler's optimizer), ``sampler``.
+            (the argument holding a scheduler's optimizer), ``sampler``, ``shares`` (for a
+            ``"tensor"`` value: the argument whose memory the new tensor may share,
+            ``torch.as_tensor(t)``; it shares none of the others).
         items: for a returned tuple, what each element is (``deepspeed.initialize``).
     """
 
@@ -309,7 +311,7 @@ def _returns(raw, where: str) -> Returns | None:
     same = raw.get("same")
     same = () if same is None else tuple(_arg_ref(s, where) for s in (same if isinstance(same, list) else [same]))
     details = []
-    for k in ("params", "period", "optimizer", "state_when"):
+    for k in ("params", "period", "optimizer", "state_when", "shares"):
         if k in raw:
             details.append((k, _arg_ref(raw[k], where)))
     for k in ("eager_state", "schedule", "sampler"):
