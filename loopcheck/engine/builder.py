@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import builtins
 import re
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from itertools import count
@@ -596,6 +597,63 @@ class UnitBuilder:
                 if p.callee is not None:
                     stack.append(p.callee)
         return Sources(frozenset(names), tuple(calls))
+
+    def held(self, frame: Frame, expr: cst.BaseExpression) -> frozenset[str] | None:
+        """The symbols whose objects the value of ``expr`` may be or hold (what an optimizer
+        given it may train), when they differ from its mentions:
+
+        - a mention read only in the arguments of a call the library knowledge says builds a
+          new tensor is left out (``torch.randn(x.shape)``, ``torch.zeros_like(p)``: the tensor
+          shares no memory with them), the argument its ``shares`` entry names excepted
+          (``torch.as_tensor(t)`` may be ``t``);
+        - a chain the expression calls is given as the call's result, ``sym()``
+          (``g.style()`` for ``g.style(z)``): what it holds is decided with the roles
+          (:meth:`loopcheck.engine.roles._Inference.param_models`: the output of a forward of
+          a model holds none of the model's parameters; ``model.parameters()`` holds them).
+
+        ``None`` when the expression holds no such call."""
+        if type(expr) in _NO_CALL or (type(expr) is cst.Attribute and dotted_name(expr) is not None):
+            return None  # (most values: a name or a literal, no call in them)
+        kb = knowledge()
+        skipped: list[str] = []
+        called: Counter[str] = Counter()
+        stack: list[cst.CSTNode] = [expr]
+        while stack:
+            n = stack.pop()
+            t = type(n)
+            if t is cst.Lambda:
+                continue
+            if t is cst.Call:
+                callee = dotted_name(n.func)
+                q, qualified = self.resolve(frame, callee)
+                summary = kb.function(q) if qualified else None
+                r = summary.returns if summary is not None else None
+                if r is not None and r.value == "tensor":
+                    kept = _arg_node(n, r.get("shares"))
+                    for a in n.args:
+                        if a is kept:
+                            stack.append(a.value)
+                        else:
+                            skipped.extend(dotted_chains(a.value))
+                    continue
+                if callee is not None:
+                    called[callee] += 1
+            stack.extend(children(n))
+        if not skipped and not called:
+            return None
+        left = Counter(dotted_chains(expr))
+        left.subtract(skipped)
+        out = set()
+        for chain, n in left.items():
+            if n > 0 and chain not in ("True", "False", "None"):
+                sym, qualified = self.resolve(frame, chain)
+                if sym and not qualified:
+                    k = min(n, called[chain])
+                    if k:
+                        out.add(sym + "()")
+                    if n > k:
+                        out.add(sym)
+        return frozenset(out)
 
     def mentions(self, frame: Frame, expr: cst.CSTNode) -> frozenset[str]:
         out = set()
@@ -1904,7 +1962,7 @@ class UnitBuilder:
         out.append(
             Assign(stmt, target_sym, op, value, None if vq else vsym, value_kind(frame.module.imports, value),
                    self.mentions(frame, value), ctx, operands=self.operands(frame, value),
-                   sources=self.sources(frame, value), slot=slot)
+                   sources=self.sources(frame, value), slot=slot, held=self.held(frame, value))
         )
         self.n_events += 1
         if type(value) is cst.Call:
@@ -2363,6 +2421,25 @@ def _is_literal(expr: cst.CSTNode, literal_names: set[str]) -> bool:
     if t is cst.UnaryOperation:
         return _is_literal(expr.expression, literal_names)
     return False
+
+
+#: Expressions that hold no call.
+_NO_CALL = (cst.Name, cst.Integer, cst.Float, cst.SimpleString)
+
+
+def _arg_node(call: cst.Call, ref) -> cst.Arg | None:
+    """The argument of ``call`` a knowledge reference names (``0``, ``"input"``,
+    ``(0, "input")``); ``None`` when absent or when ``ref`` is ``None``."""
+    index, keyword = ref if isinstance(ref, tuple) else (ref, None) if isinstance(ref, int) else (None, ref)
+    if keyword is not None:
+        for a in call.args:
+            if a.keyword is not None and a.keyword.value == keyword:
+                return a
+    if index is not None:
+        positional = [a for a in call.args if a.keyword is None and not a.star]
+        if index < len(positional):
+            return positional[index]
+    return None
 
 
 def value_kind(imports: ImportMap, value: cst.BaseExpression) -> str:

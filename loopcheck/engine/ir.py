@@ -132,6 +132,10 @@ class Assign:
         operands: the symbols the value is computed from by arithmetic, indexing or tensor
             methods (``raw_loss`` in ``loss = raw_loss + 0.1 * reg``), not through other calls.
         slot: for a subscript store, the subscript written (``d["loss"]`` of ``d["loss"] = v``).
+        held: the symbols whose objects the value may be or hold, when they differ from
+            ``mentions`` (``w = torch.zeros(x.shape)`` holds nothing of ``x``); a called chain
+            is given as ``sym()``, the call's result (``g.style()`` of ``g.style(z)``: the
+            output of a forward, not the model); ``None``: ``mentions``.
     """
 
     node: cst.CSTNode
@@ -146,6 +150,7 @@ class Assign:
     operands: tuple[str, ...] = ()
     sources: "Sources | None" = None
     slot: cst.Subscript | None = None
+    held: frozenset[str] | None = None
 
 
 @dataclass(eq=False)

@@ -88,7 +88,7 @@ NO_GRAPH = frozenset({"number", "detached", "integer"})
 ROLES = frozenset({"optimizer", "scheduler", "scaler", "loader", "model", "criterion", "loss", "accelerator"})
 _ROLE_KEYS = frozenset({
     "role", "params", "eager_state", "state_when", "schedule", "period", "optimizer", "same", "type", "value",
-    "sampler", "items", "first_change", "constant_when",
+    "sampler", "items", "first_change", "constant_when", "shares",
 })
 _ENTRY_KEYS = frozenset({
     "names", "bases", "effects", "returns", "methods", "attributes", "grad", "source", "context", "modes",
@@ -223,7 +223,9 @@ class Returns:
             (the argument holding a scheduler's optimizer), ``sampler``, ``first_change``
             (:class:`FirstChange`: the argument giving the first position whose LR differs from
             the initial one; a scheduler without it is taken to change the LR at position 1),
-            ``constant_when`` (:class:`ConstantWhen`: the argument value that keeps the LR constant).
+            ``constant_when`` (:class:`ConstantWhen`: the argument value that keeps the LR constant),
+            ``shares`` (for a ``"tensor"`` value: the argument whose memory the new tensor may
+            share, ``torch.as_tensor(t)``; it shares none of the others).
         items: for a returned tuple, what each element is (``deepspeed.initialize``).
     """
 
@@ -347,7 +349,7 @@ def _returns(raw, where: str) -> Returns | None:
     same = raw.get("same")
     same = () if same is None else tuple(_arg_ref(s, where) for s in (same if isinstance(same, list) else [same]))
     details = []
-    for k in ("params", "period", "optimizer", "state_when"):
+    for k in ("params", "period", "optimizer", "state_when", "shares"):
         if k in raw:
             details.append((k, _arg_ref(raw[k], where)))
     for k in ("eager_state", "schedule", "sampler"):

@@ -473,6 +473,29 @@ def _common(a: set[str], b: set[str]) -> set[str]:
     return out
 
 
+def _reads(mentions, sym: str) -> bool:
+    """Whether ``mentions`` name ``sym`` or an attribute of it (``delta.data`` of ``delta``)."""
+    return any(x == sym or x.startswith(sym + ".") for x in mentions)
+
+
+def _module_without_method(cls, name: str, _seen: frozenset = frozenset()) -> bool:
+    """Whether project class ``cls`` derives from ``torch.nn.Module`` through classes of the
+    project only, none of which defines a method ``name``."""
+    info = cls.info
+    if info is None or cls in _seen or name in info.methods:
+        return False
+    if not info.bases:
+        return False
+    for base in info.bases:
+        ref = cls.module.class_ref(base) or cls.module.class_ref(base, qualified=True)
+        if ref is not None:
+            if not _module_without_method(ref, name, _seen | {cls}):
+                return False
+        elif base != "torch.nn.Module":
+            return False  # a library class: its methods are not all known here
+    return True
+
+
 #: The list methods that put a value into the container they are called on.
 STORE_METHODS = frozenset({"append", "extend", "insert"})
 #: Builtins whose iteration gives the elements of their arguments (or pairs holding them).
@@ -489,7 +512,8 @@ class _Inference:
         self.events = events
         self.calls = [e for e in events if isinstance(e, Call)]
         self.project_classes = project_classes
-        # symbol → definitions: (mentions of the value, kind) for each assignment or call target
+        # symbol → definitions: (the symbols whose objects the value may be or hold, kind) for
+        # each assignment or call target
         self.defs: dict[str, list[tuple[frozenset[str], str]]] = {}
         self.methods: dict[str, set[str]] = {}
         self.sources: dict[str, list] = {}
@@ -518,17 +542,35 @@ class _Inference:
                     if t:
                         self.sources.setdefault(t, []).append(e.sources)
             if isinstance(e, Assign) and e.op == "=":
-                self.defs.setdefault(e.target, []).append((e.mentions, e.value_kind))
+                held = e.mentions if e.held is None else e.held
+                self.defs.setdefault(e.target, []).append((held, e.value_kind))
             elif isinstance(e, Call):
                 for t in e.targets:
                     if t:
-                        mentions = frozenset().union(*(a.mentions for a in e.args)) if e.args else frozenset()
-                        self.defs.setdefault(t, []).append((mentions, "call"))
+                        self.defs.setdefault(t, []).append((self.held_by_call(e), "call"))
                 if isinstance(e, Call) and e.receiver and e.method and not (e.inlined and e.method in ("train", "eval")):
                     self.methods.setdefault(e.receiver, set()).add(e.method)
                 if e.receiver and e.method in STORE_METHODS and e.args:
                     self.stores.setdefault(e.receiver, []).append(e)
                 self.raw_calls.setdefault(id(e.node), []).append(e)
+
+    def held_by_call(self, c: Call) -> frozenset[str]:
+        """The symbols whose objects the result of ``c`` may be or hold: those its arguments
+        mention and, for a method, the result of calling it (``x.detach()``: what ``x`` holds;
+        ``g.style()``: nothing of ``g`` when it runs a forward, :meth:`forward_of_model`), none
+        of them for a call the library knowledge says builds a new tensor (``torch.zeros(n)``)
+        but the argument its ``shares`` entry names (``torch.as_tensor(t)``)."""
+        summary = self.kb.callable(c.func) if c.qualified else None
+        r = summary.returns if summary is not None else None
+        if r is not None and r.value == "tensor":
+            kept = arg_at(c, r.get("shares")) if r.get("shares") is not None else None
+            return kept.mentions if kept is not None else frozenset()
+        out = frozenset().union(*(a.mentions for a in c.args)) if c.args else frozenset()
+        if c.receiver is not None:
+            out |= {c.func + "()"}
+        if c.inner is not None:
+            out |= self.held_by_call(c.inner)
+        return out | frozenset(c.operands)
 
     # -- 0. project classes -------------------------------------------------------------
     def class_summary(self, ref, _seen: frozenset = frozenset()) -> Summary | None:
@@ -684,6 +726,10 @@ class _Inference:
         """Whether mention ``m`` of an optimizer's parameter argument may stand for parameters
         of no model: a tensor built here, or a source not understood (followed through up to
         four assignments, as :meth:`param_models`)."""
+        if m.endswith("()"):  # a call's result (see :meth:`_param_models_of`)
+            m = m[:-2]
+            if parameter_owner(m) is None and self.forward_of_model(m):
+                return True
         if parameter_owner(m) is not None or m in self.roles.models:
             return False
         base = m if m in self.defs else m.rpartition(".")[0]
@@ -693,11 +739,19 @@ class _Inference:
                    for mentions2, _kind in self.defs[base])
 
     def _param_models_of(self, m: str, depth: int, memo: dict) -> tuple[frozenset[str], bool]:
-        """:meth:`param_models` of one mention."""
+        """:meth:`param_models` of one mention. A mention ``f()`` is the result of a call of
+        ``f`` (:meth:`UnitBuilder.held <loopcheck.engine.builder.UnitBuilder.held>`): the
+        output of a forward of a model holds none of its parameters; any other call's result
+        is read as the chain it calls (``model.parameters()``, ``delta.detach()``)."""
         key = (m, depth)
         hit = memo.get(key)
         if hit is not None:
             return hit
+        if m.endswith("()"):
+            m = m[:-2]
+            if parameter_owner(m) is None and self.forward_of_model(m):
+                memo[key] = res = (frozenset(), True)
+                return res
         owner = parameter_owner(m)
         if owner is not None:
             res = (frozenset({owner}), True)
@@ -708,7 +762,13 @@ class _Inference:
             base = m if m in self.defs else m.rpartition(".")[0]
             out: set[str] = set()
             known = True
-            for mentions2, _kind in self.defs[base]:
+            defs = self.defs[base]
+            own = [x for x, _kind in defs if not _reads(x, base)]
+            for mentions2, _kind in defs:
+                if own and _reads(mentions2, base):
+                    # ``delta = Variable(delta.data)``: made from the symbol's own earlier value,
+                    # which its other definitions give
+                    mentions2 = frozenset(x for x in mentions2 if not _reads((x,), base))
                 sub, k = self.param_models(mentions2, depth + 1, memo)
                 out |= sub
                 known = known and k
@@ -717,6 +777,23 @@ class _Inference:
             res = (frozenset(), False)
         memo[key] = res
         return res
+
+    def forward_of_model(self, callee: str) -> bool:
+        """Whether calling ``callee`` runs a forward of a model, whose output holds none of the
+        model's parameters: ``callee`` is a model (``g(z)``), or an attribute of a model built
+        here from classes of the project deriving from ``torch.nn.Module`` alone that is
+        neither a method of ``nn.Module`` nor one of those classes (``g.style(z)``: a
+        submodule ``__init__`` assigned). Not for a method (``g.make_noise()`` may return
+        anything) nor an attribute of a model of unknown class."""
+        roles = self.roles
+        callee = roles.canon(callee)
+        if callee in roles.models:
+            return True
+        owner, _, name = callee.rpartition(".")
+        if not owner or owner not in roles.models or self.kb.method("torch.nn.Module", name) is not None:
+            return False
+        classes = [c.cls for c in self.calls if c.targets == (owner,) and c.cls is not None]
+        return bool(classes) and all(_module_without_method(cls, name) for cls in classes)
 
     # -- 2. usage -----------------------------------------------------------------------
     def usage(self) -> None:

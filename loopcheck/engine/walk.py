@@ -150,6 +150,9 @@ def dotted_chains(expr: cst.CSTNode) -> list[str]:
                 if d.partition(".")[0] not in bound:
                     out.append(d)
                 continue
+            # ``f(x).cuda``: the attribute's name is not a name the expression reads
+            stack.append((n.value, bound))
+            continue
         if t is cst.Lambda:
             continue
         if t is cst.Arg:

@@ -166,7 +166,10 @@ def trained_models(unit: Unit, guess: bool = True) -> dict[str, list[Event]]:
 
     The models of a step are those of the optimizer constructions that reach it (after
     ``optimizer = Adam([emb])`` ... ``optimizer = Adam(unet.parameters())``, a step in between
-    trains only ``emb``). When the parameters' origin is unknown and a single model has its
+    trains only ``emb``); a step of an optimizer established to take no model's parameters (tensors
+    built here: ``SGD([delta])`` with ``delta = torch.randn(x.shape)``, or computed from a
+    forward's output: ``Adam([w])`` with ``w = g.style(z).mean(0).detach()``) trains none. When the
+    parameters' origin is unknown and a single model has its
     mode set in the unit, that model is taken to be the one trained (``guess=False``: it is
     not, and such a step trains no model)."""
     out: dict[str, list[Event]] = {}
@@ -195,11 +198,12 @@ class EvalModeNotReset(Rule):
     (:class:`ModeMachine`: no ``train()``, no mode set on some modules of ``M`` only
     (:func:`~loopcheck.engine.events.part_mode`: ``M.head.train()``, ``m.train()`` over
     ``M.children()``), unknown mode or restored mode since), on some path, at an optimizer step
-    that trains ``M`` (:func:`trained_models`), a forward of ``M`` (of a part of it or of a model
-    containing it) having run with gradients enabled on that path since the ``eval()``, ``M`` not
-    frozen on that path, and train mode is wanted: ``train()`` of ``M`` somewhere in the unit,
-    train mode at that step on another path, or ``M`` built here and surely held by the step's
-    optimizer. Silent when ``M``'s
+    that trains ``M`` (:func:`trained_models`: the step of an optimizer established to take no
+    model's parameters, an adversarial perturbation's own or a latent's made from a generator's
+    output, trains none), a forward of ``M`` (of a part of it or of a model containing it) having
+    run with gradients enabled on that path since the ``eval()``, ``M`` not frozen on that path,
+    and train mode is wanted: ``train()`` of ``M`` somewhere in the unit, train mode at that step
+    on another path, or ``M`` built here and surely held by the step's optimizer. Silent when ``M``'s
     output does not depend on its mode (:func:`~loopcheck.engine.values.mode_dependent` of the
     constructions of ``M`` that reach the step, when one reaches it on every path). The paths
     come back to a loop's start only when its iterable may have two items (``Loop.once``: not for

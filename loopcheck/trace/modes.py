@@ -5,7 +5,8 @@ A mixin of :class:`~loopcheck.trace.watch.Watcher`. Every forward of a watched m
 node (one under ``no_grad``/``inference_mode`` costs nothing):
 
 - the hook fires inside a backward that reaches an optimizer, and that optimizer steps, while
-  the forward ran in eval mode: the model trained in eval mode. Reported (LC301) at the
+  the forward ran in eval mode, the optimizer holding parameters of the model (an adversarial
+  perturbation's own optimizer trains no model): the model trained in eval mode. Reported (LC301) at the
   ``eval()`` call that put it there (``Module.eval`` is wrapped to remember where), when the
   model has Dropout (p > 0) or BatchNorm layers that eval mode switches (without them eval mode
   changes nothing) and no frozen parameter (a frozen backbone kept in eval mode under a trained
@@ -196,6 +197,8 @@ class ModeChecks:
         module = rec.module()
         if module is None:
             return
+        if not any(id(p) in o.ids for p in module.parameters()):
+            return  # it steps none of the model's parameters (a perturbation's own optimizer): no model trains
         layers = mode_layers(module)
         if not layers or any(not p.requires_grad for p in module.parameters()):
             return  # eval mode changes nothing here, or a frozen part is kept in eval mode on purpose
