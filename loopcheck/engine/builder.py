@@ -44,6 +44,7 @@ from loopcheck.engine.ir import (
     walk_events,
 )
 from loopcheck.engine.attr_facts import ALL, fact_subject, received, written_attributes
+from loopcheck.engine.calls import ref_parts
 from loopcheck.engine.classes import is_module_class
 from loopcheck.engine.knowledge import NO_GRAPH, knowledge
 from loopcheck.engine.names import STR_TRANSFORMS, ImportMap, dotted_name
@@ -2429,8 +2430,12 @@ _NO_CALL = (cst.Name, cst.Integer, cst.Float, cst.SimpleString)
 
 def _arg_node(call: cst.Call, ref) -> cst.Arg | None:
     """The argument of ``call`` a knowledge reference names (``0``, ``"input"``,
-    ``(0, "input")``); ``None`` when absent or when ``ref`` is ``None``."""
-    index, keyword = ref if isinstance(ref, tuple) else (ref, None) if isinstance(ref, int) else (None, ref)
+    ``(0, "input")``) in a LibCST call, as :func:`~loopcheck.engine.calls.arg_at` in the IR's;
+    ``None`` when absent or when ``ref`` names no single argument."""
+    parts = ref_parts(ref)
+    if parts is None:
+        return None
+    index, keyword = parts
     if keyword is not None:
         for a in call.args:
             if a.keyword is not None and a.keyword.value == keyword:

@@ -16,17 +16,26 @@ if TYPE_CHECKING:
     from loopcheck.engine.roles import Roles
 
 
+def ref_parts(ref) -> tuple[int | None, str | None] | None:
+    """The position and keyword a knowledge reference to an argument names (``0``:
+    ``(0, None)``, ``"params"``: ``(None, "params")``, ``(1, "max_norm")``: itself); ``None``
+    for a reference that names no single argument (``None``, ``"self"``, ``"*"``)."""
+    if isinstance(ref, tuple):
+        return ref
+    if isinstance(ref, int):
+        return ref, None
+    if isinstance(ref, str) and ref not in ("self", "*"):
+        return None, ref
+    return None
+
+
 def arg_at(call: Call, ref) -> Arg | None:
     """The argument of ``call`` a knowledge reference names (``0``, ``"params"``,
     ``(1, "max_norm")``); ``None`` when absent or when ``ref`` is ``"self"``/``"*"``."""
-    if isinstance(ref, tuple):
-        index, keyword = ref
-    elif isinstance(ref, int):
-        index, keyword = ref, None
-    elif isinstance(ref, str) and ref not in ("self", "*"):
-        index, keyword = None, ref
-    else:
+    parts = ref_parts(ref)
+    if parts is None:
         return None
+    index, keyword = parts
     if keyword is not None:
         for a in call.args:
             if a.keyword == keyword:
