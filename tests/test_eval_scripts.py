@@ -154,11 +154,14 @@ def test_loss_item_is_not_mutated_outside_training_loops():
     assert [c for c, *_ in mutate.operators(cst.parse_module(evaluation))] == []
 
 
-def test_duplicate_verdicts_are_refused(tmp_path):
+def test_duplicate_verdicts_must_agree(tmp_path):
     entry = '[[verdict]]\nrepo = "a/b"\npath = "t.py"\ncode = "LC101"\nline = "x"\nverdict = true\nreason = "r"\n'
     path = tmp_path / "v.toml"
     path.write_text(entry)
     assert list(run_corpus.load_verdicts(path)) == [("a/b", "t.py", "LC101", None, "x")]
+    # Two findings with the same line text in one file share a key: agreeing entries are kept.
     path.write_text(entry + "\n" + entry)
-    with pytest.raises(ValueError, match="two verdicts"):
+    assert list(run_corpus.load_verdicts(path)) == [("a/b", "t.py", "LC101", None, "x")]
+    path.write_text(entry + "\n" + entry.replace("verdict = true", "verdict = false"))
+    with pytest.raises(ValueError, match="two different verdicts"):
         run_corpus.load_verdicts(path)

@@ -30,7 +30,8 @@ from common import HERE, load_manifest, loopcheck_command, run_loopcheck, source
 def load_verdicts(path: Path) -> dict[tuple, dict]:
     """Read verdicts.toml: ``[[verdict]]`` tables with repo, path, code, line, verdict (bool),
     reason, and ``cell`` for notebooks. Returns them keyed by (repo, path, code, cell, line).
-    Raises ValueError on a duplicate key or a missing field."""
+    Two findings with the same line text in one file share a key: their entries must agree.
+    Raises ValueError on a duplicate key whose verdicts differ, or a missing field."""
     if not path.is_file():
         return {}
     with open(path, "rb") as f:
@@ -41,8 +42,8 @@ def load_verdicts(path: Path) -> dict[tuple, dict]:
         if missing:
             raise ValueError(f"{path}: verdict {v} lacks {sorted(missing)}")
         key = (v["repo"], v["path"], v["code"], v.get("cell"), v["line"])
-        if key in table:
-            raise ValueError(f"{path}: two verdicts for {key}")
+        if key in table and table[key]["verdict"] != v["verdict"]:
+            raise ValueError(f"{path}: two different verdicts for {key}")
         table[key] = v
     return table
 
