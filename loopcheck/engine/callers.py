@@ -25,7 +25,8 @@ happens only when a rule asks, for an event it would report):
 * a call runs with gradients off when it is inside ``with`` an item whose library entry turns
   them off (``torch.no_grad()``, ``torch.inference_mode()``, ``torch.set_grad_enabled(False)``),
   after ``torch.set_grad_enabled(False)`` as a statement earlier in its block, or in a function
-  decorated with ``@torch.no_grad()``, with nothing inside turning them on again; a call in a
+  decorated with ``@torch.no_grad()`` (a library's entry: a decorator or context manager of
+  the project is not read here), with nothing inside turning them on again; a call in a
   module-level function otherwise running with gradients on runs with them off when every
   call of that function does, followed up to :data:`MAX_DEPTH` callers deep (a recursive call
   runs in the mode of the call that entered the function).
