@@ -497,7 +497,9 @@ def build_units(
             candidates[i] = (func, position, build(position, func, grad="disabled"))
     if memo is not None:
         memo.finish()
-    irs = [ir for func, _, ir in candidates if func is None or func not in builder.called] + driven
+    kept = [(func, ir) for func, _, ir in candidates if func is None or func not in builder.called]
+    irs = [ir for _, ir in kept] + driven
+    entries = [func for func, _ in kept] + [None] * len(driven)
     if memo is None:  # (a memo keeps them for the next check, and releases them itself)
         release(raw for func, _, ir in candidates if func is not None and func in builder.called for raw in walk_events(ir))
     per_unit = [list(walk_events(ir)) for ir in irs]
@@ -508,8 +510,9 @@ def build_units(
 
     def make_units() -> list[Unit]:
         return [
-            Unit(ir, roles, [ev for raw in unit_raws for ev in raw.typed], module=index, node_module=builder.node_module)
-            for ir, unit_raws in zip(irs, per_unit)
+            Unit(ir, roles, [ev for raw in unit_raws for ev in raw.typed], module=index, node_module=builder.node_module,
+                 entry=entry)
+            for ir, unit_raws, entry in zip(irs, per_unit, entries)
         ]
 
     units = make_units()

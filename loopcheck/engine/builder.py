@@ -1341,6 +1341,7 @@ class UnitBuilder:
 
     def function_body(self, frame: Frame, func: cst.FunctionDef, ctx: Context) -> Seq:
         grad = ctx.grad
+        inherited = ctx.grad_inherited
         outer = frame.parent or frame
         for dec in func.decorators:
             mode = self.with_grad(outer, dec.decorator, None)
@@ -1349,8 +1350,9 @@ class UnitBuilder:
                 callee = self._function_named(outer, target)
                 if callee is not None:
                     mode = decorator_grad(callee.func, callee.module.imports)
-            grad = mode or grad
-        inner_ctx = replace(ctx, grad=grad)
+            if mode:
+                grad, inherited = mode, False
+        inner_ctx = replace(ctx, grad=grad, grad_inherited=inherited)
         return self.block(frame, func.body, inner_ctx)
 
     def _function_named(self, frame: Frame, expr: cst.BaseExpression) -> Callee | None:
@@ -1466,7 +1468,7 @@ class UnitBuilder:
         summary = knowledge().callable(q) if qualified else None
         if summary is None or summary.grad != "arg":
             return ctx
-        return replace(ctx, grad=self.with_grad(frame, s.value, ctx.grad))
+        return replace(ctx, grad=self.with_grad(frame, s.value, ctx.grad), grad_inherited=False)
 
     def stmt(self, frame: Frame, stmt: cst.CSTNode, ctx: Context, out: list[Node]) -> None:
         if frame.fresh_at and id(stmt) in frame.fresh_at:
@@ -1550,9 +1552,11 @@ class UnitBuilder:
             out.append(node)
         # FunctionDef / ClassDef: definitions are not executed here.
 
-    def with_stmt(self, frame: Frame, stmt: cst.With, start: int, ctx: Context, grad: str, out: list[Node]) -> None:
+    def with_stmt(self, frame: Frame, stmt: cst.With, start: int, ctx: Context, grad: str, out: list[Node],
+                  grad_set: bool = False) -> None:
         """The items of a ``with`` statement from number ``start`` on, entered in grad mode
-        ``grad``, then its body and the exits of those items.
+        ``grad`` (``grad_set``: an item before ``start`` set it), then its body and the exits
+        of those items.
 
         An item that picks its context manager by a condition (``with torch.enable_grad() if
         is_train else torch.no_grad():``) and whose arms set different grad modes makes an
@@ -1574,7 +1578,7 @@ class UnitBuilder:
                 try:
                     for mode in arms:
                         side = Seq()
-                        self.with_stmt(frame, stmt, i + 1, ctx, mode, side.items)
+                        self.with_stmt(frame, stmt, i + 1, ctx, mode, side.items, True)
                         sides.append(side)
                 finally:
                     self._with_splits -= 1
@@ -1582,14 +1586,18 @@ class UnitBuilder:
                 out.append(If(item.item, sides[0], sides[1], self.absence(frame, test), test))
                 out.extend(reversed(exits))
                 return
-            grad = self.with_grad(frame, item.item, grad)  # (arms that disagree, past the splits: "unknown")
+            mode = self.with_grad(frame, item.item, grad)  # (arms that disagree, past the splits: "unknown")
+            # (an item that sets the mode the block already had sets it all the same)
+            grad_set = grad_set or mode != grad or self.with_grad(frame, item.item, None) is not None
+            grad = mode
             cm = self._context_manager(frame, item.item)
             if cm is not None:  # with eval_mode(model): the generator's code around the block
                 callee, split = cm
                 probe = self._probe(frame, item.item, ctx)
                 out.append(self.inline(frame, replace(callee, func=split.enter), probe, ctx, ()))
                 exits.append(self.inline(frame, replace(callee, func=split.exit), probe, ctx, ()))
-                grad = split.grad or grad
+                if split.grad:
+                    grad, grad_set = split.grad, True
             elif (methods := self._context_class(frame, item.item)) is not None:
                 enter, exit_ = methods  # with Timer(model): __init__, __enter__ ... __exit__
                 targets = self._target_syms(frame, item.asname.name) if item.asname is not None else ()
@@ -1601,7 +1609,7 @@ class UnitBuilder:
             elif item.asname is not None:
                 targets = self._target_syms(frame, item.asname.name)
                 self.expr_events(frame, item.item, ctx, out, targets)
-        inner = replace(ctx, grad=grad)
+        inner = replace(ctx, grad=grad, grad_inherited=ctx.grad_inherited and not grad_set)
         out.extend(self.block(frame, stmt.body, inner).items)
         out.extend(reversed(exits))
 

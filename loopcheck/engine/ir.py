@@ -48,12 +48,18 @@ class Context:
         conds: the ``if`` statements between the event and its innermost loop (or the
             entry when it is in no loop), outermost first.
         calls: the calls of inlined functions that lead to the event, outermost first.
+        grad_inherited: whether ``grad`` is the mode the unit's entry started in: no ``with``
+            item, decorator or ``torch.set_grad_enabled(...)`` statement between the entry and
+            the event set a mode (``with torch.enable_grad():`` sets one, even inside code that
+            already had gradients on). The mode of such an event is its entry's, which the
+            entry's callers in the project may decide (:mod:`loopcheck.engine.callers`).
     """
 
     loops: tuple[LoopInfo, ...] = ()
     grad: str = "enabled"
     conds: tuple[cst.CSTNode, ...] = ()
     calls: tuple[cst.Call, ...] = ()
+    grad_inherited: bool = True
 
 
 @dataclass(eq=False)

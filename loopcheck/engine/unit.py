@@ -42,6 +42,8 @@ class Unit:
         module: the index of the checked module (its entry points are the unit's).
         node_module: ``id(node) → index`` of the module each IR node comes from (calls of
             other modules of the project are inlined).
+        entry: the function the unit reads on its own (no one in its module calls it), ``None``
+            for the module's code and for the loops a framework runs.
     """
 
     ir: Seq
@@ -49,6 +51,7 @@ class Unit:
     events: list[Event] = field(default_factory=list)
     module: object = None
     node_module: dict = field(default_factory=dict)
+    entry: object = None
     _flows: dict = field(default_factory=dict)
     _order: dict = field(default_factory=dict)
     _chains: dict = field(default_factory=dict)

@@ -1,0 +1,283 @@
+"""Whether a function's callers in its project all run it with gradients off.
+
+A function that no one in its own module calls is read as an entry point of its own
+(:func:`loopcheck.analysis.build_units`), starting with gradients on, as a caller that does
+not say otherwise would run it. Helpers of a package are often called only from the project's
+scripts, each inside ``with torch.no_grad():`` (``mesh.create_mesh()`` called by
+``reconstruct.py`` and ``generate_meshes.py`` under ``no_grad``): their forwards then never
+record a graph. :func:`entry_grad_off` says so for an event whose grad mode is its entry's
+(:attr:`Context.grad_inherited <loopcheck.engine.ir.Context.grad_inherited>`).
+
+The callers are found in the text of the project's files, read with :mod:`ast` (the scan
+happens only when a rule asks, for an event it would report):
+
+* the project is the ``.py`` files under the project root
+  (:attr:`Project.root <loopcheck.engine.project.Project.root>`), less the directories
+  :data:`~loopcheck.workspace.config.DEFAULT_EXCLUDE` names; more than :data:`MAX_FILES`
+  of them, and nothing is decided;
+* every mention of the function's name in a file that has the word (a ``Name``, or an
+  ``Attribute`` ending with it) is resolved through the file's imports
+  (:meth:`Project.member <loopcheck.engine.project.Project.member>`): a name bound to another
+  definition, or imported from a module the project does not hold (a library's), is not the
+  function; a mention that is the function and not the callee of a call (``callback=f``,
+  ``partial(f)``), or that cannot be resolved (``self.f()``, ``obj.f()``), leaves the callers
+  unknown;
+* a call runs with gradients off when it is inside ``with`` an item whose library entry turns
+  them off (``torch.no_grad()``, ``torch.inference_mode()``, ``torch.set_grad_enabled(False)``),
+  after ``torch.set_grad_enabled(False)`` as a statement earlier in its block, or in a function
+  decorated with ``@torch.no_grad()`` (a library's entry: a decorator or context manager of
+  the project is not read here), with nothing inside turning them on again; a call in a
+  module-level function otherwise running with gradients on runs with them off when every
+  call of that function does, followed up to :data:`MAX_DEPTH` callers deep (a recursive call
+  runs in the mode of the call that entered the function).
+
+Gradients are off at the entry when at least one call was found and every call runs with
+them off. A function nobody in the project calls (a library's public function, a script's
+``main``) stays as it was read: with gradients on. What is given up: callers outside the
+project (users of an installed library calling a function its own scripts only call under
+``no_grad``), calls in files created since the check (the command line's cache keeps the
+files it read, not the directories' listings), and calls through names the project binds at
+run time (``sys.path`` edits, ``importlib``) are not seen.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from pathlib import Path
+
+from loopcheck.engine.knowledge import knowledge
+
+#: Beyond this many ``.py`` files under the project root, the callers are not looked for.
+MAX_FILES = 5000
+#: How many functions deep a call's mode is followed through its enclosing function's callers.
+MAX_DEPTH = 3
+#: Directories not searched (mirrors the default ``exclude`` of the settings).
+SKIP_DIRS = frozenset({
+    ".bzr", ".direnv", ".eggs", ".env", ".git", ".hg", ".ipynb_checkpoints", ".loopcheck_cache",
+    ".mypy_cache", ".nox", ".pytest_cache", ".pytype", ".ruff_cache", ".svn", ".tox", ".venv",
+    "__pycache__", "__pypackages__", "_build", "build", "dist", "env", "node_modules",
+    "site-packages", "venv",
+})
+
+_MODULE = ("module",)  # a statement of the module's own code
+_OTHER = ("other",)  # inside a method, a nested function or a lambda
+
+
+def entry_grad_off(unit, ev) -> bool:
+    """Whether event ``ev`` of ``unit`` runs with gradients off because its unit's entry does
+    at every call the project makes of it: ``ev``'s grad mode is its entry's (no ``with``,
+    decorator or statement on the way set one), the entry is a module-level function of a
+    module with a file in a project, and :func:`callers_grad_off` holds for it."""
+    func = unit.entry
+    index = unit.module
+    if not ev.ctx.grad_inherited or func is None or index is None:
+        return False
+    project, path = getattr(index, "project", None), getattr(index, "path", None)
+    if project is None or path is None or func in getattr(index, "method_class", {}):
+        return False  # a method: ``obj.method()`` calls are not resolved to it
+    name = func.name.value
+    return bool(unit.cached(("callers_grad_off", name), lambda: callers_grad_off(project, Path(path), name)))
+
+
+def callers_grad_off(project, path: Path, name: str) -> bool:
+    """Whether the project calls module-level function ``name`` of file ``path`` at least
+    once, and every call of it runs with gradients off (see the module docstring)."""
+    files = project_files(Path(project.root))
+    if files is None:
+        return False
+    return _all_off(project, files, Path(path).resolve(), name, 0, frozenset())
+
+
+def project_files(root: Path) -> list[Path] | None:
+    """The ``.py`` files under ``root`` (resolved, sorted), less :data:`SKIP_DIRS` and
+    virtualenvs; ``None`` when there are more than :data:`MAX_FILES`."""
+    out: list[Path] = []
+    for directory, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not os.path.isfile(os.path.join(directory, d, "pyvenv.cfg")))
+        for f in sorted(files):
+            if f.endswith(".py"):
+                out.append(Path(directory, f).resolve())
+                if len(out) > MAX_FILES:
+                    return None
+    return out
+
+
+def _all_off(project, files: list[Path], path: Path, name: str, depth: int, stack: frozenset) -> bool:
+    word = re.compile(rf"\b{re.escape(name)}\b")
+    stack = stack | {(path, name)}
+    found = 0
+    for file in files:
+        stamp, text = project.source_of(file)
+        if text is None:
+            return False  # unreadable or too large: it may call the function
+        if not word.search(text):
+            continue
+        sites = _sites(project, file, stamp, text, path, name)
+        if sites is None:
+            return False
+        for mode, where in sites:
+            found += 1
+            if mode == "disabled":
+                continue
+            if where == ("function", name) and file == path:
+                continue  # a recursive call: it runs in the mode of the call that entered
+            if mode == "enabled" and where[0] == "function" and depth < MAX_DEPTH and (file, where[1]) not in stack:
+                if _all_off(project, files, file, where[1], depth + 1, stack):
+                    continue  # its enclosing function runs with gradients off wherever it is called
+            return False
+    return found > 0
+
+
+def _sites(project, file: Path, stamp: tuple, text: str, path: Path, name: str) -> list[tuple[str, tuple]] | None:
+    """The calls of function ``name`` of ``path`` in ``file``: ``(grad mode, where)`` for each,
+    ``where`` being ``("function", f)`` inside module-level function ``f``, :data:`_MODULE`
+    or :data:`_OTHER`; ``None`` when a mention of the function is not a call, or a mention
+    of the name cannot be resolved."""
+    info = project.load(file)
+    if info is None or info.index is None:
+        return None
+    mentions = _mentions(project, file, stamp, text, name, info.index.imports)
+    if mentions is None:
+        return None
+    out = []
+    for dotted, is_call, mode, where in mentions:
+        if dotted is None:
+            return None  # ``make().f``: what it is is not known
+        try:
+            member = project.member(info, dotted.split("."))
+        except (RecursionError, AttributeError, KeyError):
+            return None
+        if member is None:
+            head = dotted.split(".")[0]
+            if head in info.index.imports.aliases and head not in info.index.functions:
+                continue  # an import of a module the project does not hold: a library's
+            return None  # ``self.f()``, a local name, a star import's: unknown
+        if member.function is None or member.cls is not None or Path(member.info.path).resolve() != path:
+            continue  # another definition of the same name
+        if member.function.name.value != name:
+            continue
+        if not is_call:
+            return None  # the function passed as a value: called from where it is not known
+        out.append((mode, where))
+    return out
+
+
+#: Beyond this many entries, :func:`_mentions`'s memo is emptied (a long-lived process).
+MAX_MEMO = 20000
+
+
+def _mentions(project, file: Path, stamp: tuple, text: str, name: str, imports) -> list | None:
+    """The mentions of ``name`` in ``file``'s text: ``(dotted name or None, whether it is the
+    callee of a call, grad mode, where)`` each; ``None`` when the text does not parse. Kept in
+    the project's memo by file, stamp and name (checks of several files ask for the same
+    names, ``evaluate``, ``validate``)."""
+    memo = project.memo.setdefault("callers.mentions", {})
+    key = (file, stamp, name)
+    if key in memo:
+        return memo[key]
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        found = None
+    else:
+        nodes: list[tuple[ast.AST, str, tuple]] = []
+        _Scan(name, imports, nodes).body(tree.body, "enabled", _MODULE)
+        callees = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)} if nodes else set()
+        found = [(_dotted(node), id(node) in callees, mode, where) for node, mode, where in nodes]
+    if len(memo) >= MAX_MEMO:
+        memo.clear()
+    memo[key] = found
+    return found
+
+
+def _dotted(node: ast.AST) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+class _Scan:
+    """Walks a module's statements in order with the grad mode each runs in, collecting the
+    mentions of one name (``(node, mode, where)``)."""
+
+    def __init__(self, name: str, imports, out: list) -> None:
+        self.name, self.imports, self.out = name, imports, out
+
+    def grad(self, expr: ast.AST) -> str | None:
+        """The grad mode a ``with`` item or a decorator sets (``None``: it sets none)."""
+        if isinstance(expr, ast.IfExp):
+            a, b = self.grad(expr.body), self.grad(expr.orelse)
+            return a if a == b else "unknown"
+        call = expr if isinstance(expr, ast.Call) else None
+        dotted = _dotted(call.func if call is not None else expr)
+        summary = knowledge().callable(self.imports.qualify(dotted)) if dotted else None
+        mode = summary.grad if summary is not None else None
+        if mode == "arg":
+            if call is None or not call.args or not isinstance(call.args[0], ast.Constant):
+                return "unknown"
+            value = call.args[0].value
+            return ("enabled" if value else "disabled") if isinstance(value, bool) else "unknown"
+        return mode
+
+    def body(self, stmts: list, mode: str, where: tuple) -> None:
+        for st in stmts:
+            self.stmt(st, mode, where)
+            if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
+                dotted = _dotted(st.value.func)
+                summary = knowledge().callable(self.imports.qualify(dotted)) if dotted else None
+                if summary is not None and summary.grad == "arg":  # torch.set_grad_enabled(False)
+                    mode = self.grad(st.value) or mode
+
+    def stmt(self, st: ast.AST, mode: str, where: tuple) -> None:
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            inner = "enabled"  # the body runs when it is called, not where it is defined
+            for dec in st.decorator_list:
+                self.expr(dec, mode, where)
+                inner = self.grad(dec) or inner
+            self.expr(st.args, mode, where)
+            if st.returns is not None:
+                self.expr(st.returns, mode, where)
+            self.body(st.body, inner, ("function", st.name) if where == _MODULE else _OTHER)
+            return
+        if isinstance(st, ast.ClassDef):
+            for part in (*st.decorator_list, *st.bases, *st.keywords):
+                self.expr(part, mode, where)
+            self.body(st.body, mode, _OTHER if where != _MODULE else ("class", st.name))
+            return
+        if isinstance(st, (ast.With, ast.AsyncWith)):
+            inner = mode
+            for item in st.items:
+                self.expr(item, mode, where)
+                inner = self.grad(item.context_expr) or inner
+            self.body(st.body, inner, where)
+            return
+        for _field, value in ast.iter_fields(st):
+            if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+                self.body(value, mode, where)
+            elif isinstance(value, list):
+                for v in value:
+                    if isinstance(v, (ast.excepthandler, getattr(ast, "match_case", ast.excepthandler))):
+                        self.stmt(v, mode, where)
+                    elif isinstance(v, ast.AST):
+                        self.expr(v, mode, where)
+            elif isinstance(value, ast.AST):
+                self.expr(value, mode, where)
+
+    def expr(self, node: ast.AST, mode: str, where: tuple) -> None:
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, ast.Lambda):
+                self.expr(n.args, mode, where)
+                self.expr(n.body, "enabled", _OTHER)  # runs when it is called
+                continue
+            if isinstance(n, ast.Name) and n.id == self.name or isinstance(n, ast.Attribute) and n.attr == self.name:
+                self.out.append((n, mode, where))
+            stack.extend(ast.iter_child_nodes(n))
