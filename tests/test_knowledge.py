@@ -69,6 +69,11 @@ def test_methods_come_from_the_bases_and_wildcards():
     assert kb.method("torch.optim.SGD", "swap_ema") is None
 
 
+def test_dropout_is_mode_free_only_with_p_zero():
+    entry = knowledge().cls("torch.nn.Dropout2d")
+    assert entry.modes is None and entry.modes_none_if_zero == ((0, "p"),)
+
+
 def test_grad_contexts():
     kb = knowledge()
     assert kb.callable("torch.no_grad").grad == "disabled"
@@ -85,6 +90,7 @@ def test_grad_contexts():
     ('[[function]]\nnames = ["x.f"]\nreturns = {role = "modle"}', "unknown role 'modle'"),
     ('[[function]]\nnames = ["x.f"]\neffects = [{event = "havoc", arg = 0, aspects = ["moods"]}]', "unknown aspects"),
     ('[[class]]\nnames = ["x.C"]\nmodes = "train"', "'modes' can only be"),
+    ('[[class]]\nnames = ["x.C"]\nmodes = "none"\nmodes_none_if_zero = [[0, "p"]]', "'modes_none_if_zero' is a list"),
     ('[[function]]\nnames = ["x.f"]\nreturns = {role = "scheduler", first_change = 1}', "'first_change' is a table"),
     ('[[function]]\nnames = ["x.f"]\nreturns = {role = "scheduler", first_change = {arg = 1, default = "5"}}',
      "'first_change' default is an integer"),

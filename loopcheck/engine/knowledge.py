@@ -92,7 +92,7 @@ _ROLE_KEYS = frozenset({
 })
 _ENTRY_KEYS = frozenset({
     "names", "bases", "effects", "returns", "methods", "attributes", "grad", "source", "context", "modes",
-    "mode_args", "parameters", "setting", "grad_off_arg", "only_before",
+    "mode_args", "modes_none_if_zero", "parameters", "setting", "grad_off_arg", "only_before",
 })
 #: Process-wide settings a call changes (``setting`` of a function entry; its first argument
 #: says the new value): ``overwrite_params_on_conversion``, whether ``Module.to()``/``half()``
@@ -293,6 +293,9 @@ class ClassEntry:
     # with ``modes``: the arguments (a dropout rate, a normalization) that keep it true only
     # while each is left out or given as the literal 0, 0.0, None or False
     mode_args: tuple[ArgRef, ...] = ()
+    # without ``modes``: the arguments (a dropout rate whose default is not 0) that make
+    # train()/eval() change nothing when the construction gives each the value 0
+    modes_none_if_zero: tuple[ArgRef, ...] = ()
     # False: an instance holds no parameters, of its own or in submodules (not inherited: a
     # subclass may build some); None: not said
     parameters: bool | None = None
@@ -468,18 +471,21 @@ class Knowledge:
             for name in raw["names"]:
                 ctor = _summary(name, {k: v for k, v in raw.items()
                                        if k not in ("methods", "attributes", "bases", "modes", "mode_args",
-                                                    "parameters")}, where)
+                                                    "modes_none_if_zero", "parameters")}, where)
                 methods = {m: _method(name, m, v, source, where) for m, v in raw.get("methods", {}).items()}
                 if raw.get("modes") not in (None, "none"):
                     raise KnowledgeError(f"{where}: 'modes' can only be \"none\"")
                 mode_args = raw.get("mode_args", [])
                 if not isinstance(mode_args, list) or (mode_args and raw.get("modes") != "none"):
                     raise KnowledgeError(f"{where}: 'mode_args' is a list of argument references, with modes = \"none\"")
+                if_zero = raw.get("modes_none_if_zero", [])
+                if not isinstance(if_zero, list) or (if_zero and raw.get("modes") is not None):
+                    raise KnowledgeError(f"{where}: 'modes_none_if_zero' is a list of argument references, without 'modes'")
                 if raw.get("parameters") not in (None, False):
                     raise KnowledgeError(f"{where}: 'parameters' can only be false")
                 entry = ClassEntry(name, ctor, methods, dict(raw.get("attributes", {})), tuple(raw.get("bases", ())),
                                    raw.get("modes"), tuple(_arg_ref(a, where) for a in mode_args),
-                                   raw.get("parameters"))
+                                   tuple(_arg_ref(a, where) for a in if_zero), raw.get("parameters"))
                 self._add(name, entry, self.classes, self._class_patterns)
         packages = data.get("packages", {})
         if not isinstance(packages, dict) or set(packages) - _PACKAGE_KEYS or not all(

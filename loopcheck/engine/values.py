@@ -29,7 +29,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from loopcheck.engine.builder import ClassRef, ModuleIndex, find_method
+from loopcheck.engine.builder import NO_VALUE, ClassRef, ModuleIndex, bound_names, find_method
 from loopcheck.engine.classes import CONTAINERS, is_module_class
 from loopcheck.engine.ir import Assign, Call, If, Inline, Jump, Loop, LoopInfo, Node, Seq, Try, parts, walk_events
 from loopcheck.engine.graphs import is_true
@@ -124,7 +124,7 @@ def grad_off_inputs(unit, fwd) -> Call | None:
         if summary is None or summary.grad_off_arg is None:
             return False
         arg = arg_at(c, summary.grad_off_arg)
-        return arg is not None and not _zero_literal(arg.node)
+        return arg is not None and not _zero(arg.node)
 
     def compute():
         calls = all_calls(unit)
@@ -161,7 +161,7 @@ def written_before(unit) -> tuple[tuple[int, ...], cst.Call] | None:
         if ref is None:
             return before
         node = given(ref)
-        return before if node is not None and not _zero_literal(node) else None
+        return before if node is not None and not _zero(node) else None
 
     def in_module(index) -> tuple[tuple[int, ...], cst.Call] | None:
         tree = getattr(index, "tree", None)
@@ -950,9 +950,18 @@ def mode_dependent(unit, model: str, at=None) -> bool:
     """Whether ``model.train()``/``model.eval()`` can change what ``model`` computes: it (or a
     layer it builds) has Dropout, BatchNorm or another layer whose entry does not say
     ``modes = "none"`` (or says it with ``mode_args`` its construction gives a value other than
-    a literal 0/None), reads ``self.training``, calls a functional dropout or batch norm, or
-    builds layers the engine cannot see (a factory, a call it has no entry for). ``False`` only
-    when every layer is known to behave the same in both modes.
+    0/None, or says ``modes_none_if_zero`` with arguments not all given 0), reads
+    ``self.training``, calls a functional dropout or batch norm, or builds layers the engine
+    cannot see (a factory, a call it has no entry for). ``False`` only when every layer is known
+    to behave the same in both modes.
+
+    The layers are those this construction builds: ``__init__`` is read with the values its
+    construction gives its parameters (:func:`_init_constants`: literals, defaults left out), so
+    a layer under an ``if`` those values decide against (``if dropout > 0:`` with ``dropout``
+    left at ``0.0``), or in the arm of a conditional expression they rule out, is not built
+    (:func:`_built_nodes`), and ``nn.Dropout(p=dropout)`` with that ``dropout`` is given 0.
+    A parameter whose value the construction does not fix (a variable, ``**kwargs``) decides
+    nothing.
 
     ``at``: an event that uses the model (a forward); the model is then the one its
     constructions reaching ``at`` build (a notebook that re-binds ``model = nn.Sequential(...)``
@@ -1014,14 +1023,21 @@ def _container_mode_dependent(unit, call: cst.Call) -> bool:
     return False
 
 
-def _class_mode_dependent(cls, depth: int, seen: frozenset, call: cst.Call | None = None) -> bool:
+def _class_mode_dependent(cls, depth: int, seen: frozenset, call: cst.Call | None = None,
+                          scope: dict | None = None) -> bool:
     """Whether instances of ``cls`` may compute differently in train and eval mode; ``call``:
-    the construction, when known (its arguments decide an entry's ``mode_args``)."""
+    the construction, when known (its arguments decide an entry's ``mode_args`` and
+    ``modes_none_if_zero``, and the parameters of a project class's ``__init__``); ``scope``:
+    the values known for the names of the code that holds ``call`` (see :func:`_init_constants`)."""
     kb = knowledge()
+    scope = scope or {}
     if isinstance(cls, str):
         entry = kb.cls(cls)
         if entry is not None and entry.modes == "none":
-            return bool(entry.mode_args) and (call is None or not _mode_args_inert(entry.mode_args, call))
+            return bool(entry.mode_args) and (call is None or not _mode_args_inert(entry.mode_args, call, scope))
+        if entry is not None and entry.modes_none_if_zero and call is not None \
+                and _mode_args_zero(entry.modes_none_if_zero, call, scope):
+            return False  # nn.Dropout(p=0.0)
         return not is_criterion_class(cls)
     if depth > MAX_DEPTH or cls in seen:
         return True
@@ -1029,10 +1045,13 @@ def _class_mode_dependent(cls, depth: int, seen: frozenset, call: cst.Call | Non
     info = cls.info
     if info is None:
         return True
+    # a class without its own __init__ and with one base is built by that base's __init__,
+    # with this construction's arguments
+    inherited = call if "__init__" not in info.methods and len(info.bases) == 1 else None
     for base in info.bases:
         ref = cls.module.class_ref(base) or cls.module.class_ref(base, qualified=True)
         if ref is not None:
-            if _class_mode_dependent(ref, depth + 1, seen):
+            if _class_mode_dependent(ref, depth + 1, seen, inherited, scope if inherited is not None else None):
                 return True
         elif kb.callable(base) is None or (base != "torch.nn.Module" and _class_mode_dependent(base, depth + 1, seen)):
             return True
@@ -1041,8 +1060,9 @@ def _class_mode_dependent(cls, depth: int, seen: frozenset, call: cst.Call | Non
     found = find_method(cls, "__init__")
     if found is not None:
         owner, init = found
-        for node in walk(init.body):
-            if isinstance(node, cst.Call) and _layer_call_dependent(owner.module, node, depth, seen, cls):
+        known = _init_constants(init, call, scope) if call is not None else {}
+        for node in _built_nodes(init.body, known):
+            if isinstance(node, cst.Call) and _layer_call_dependent(owner.module, node, depth, seen, cls, known):
                 return True
     for name, func in info.methods.items():
         for node in walk(func):
@@ -1086,40 +1106,191 @@ def _factory_mode_dependent(index: ModuleIndex, func: cst.FunctionDef, depth: in
     return False
 
 
-def _mode_args_inert(refs, call: cst.Call) -> bool:
-    """Whether a construction leaves each argument ``refs`` names (knowledge references:
-    ``4``, ``"dropout"``, ``[4, "dropout"]``) out, or gives it the literal ``0``, ``0.0``,
-    ``None`` or ``False``: no dropout, no normalization. An argument that ``*args`` or
-    ``**kwargs`` may pass is not known to be left out."""
+def _given_arg(ref, call: cst.Call) -> "cst.BaseExpression | None | bool":
+    """The expression a construction gives the argument ``ref`` names (a knowledge reference:
+    ``4``, ``"dropout"``, ``[4, "dropout"]``); ``None`` when it leaves it out; ``True`` when
+    ``*args`` or ``**kwargs`` may pass it."""
     positional = [a for a in call.args if a.keyword is None and not a.star]
     starred = any(a.star for a in call.args)
+    index, keyword = ref if isinstance(ref, tuple) else (ref, None) if isinstance(ref, int) else (None, ref)
+    given = next((a.value for a in call.args if keyword is not None and a.keyword is not None
+                  and a.keyword.value == keyword), None)
+    if given is None and index is not None and index < len(positional) and not starred:
+        given = positional[index].value
+    return True if given is None and starred else given
+
+
+def _mode_args_inert(refs, call: cst.Call, scope: dict | None = None) -> bool:
+    """Whether a construction leaves each argument ``refs`` names out, or gives it 0
+    (:func:`_zero`: ``0``, ``0.0``, ``None``, ``False``, or a name ``scope`` knows holds one):
+    no dropout, no normalization. An argument that ``*args`` or ``**kwargs`` may pass is not
+    known to be left out."""
     for ref in refs:
-        index, keyword = ref if isinstance(ref, tuple) else (ref, None) if isinstance(ref, int) else (None, ref)
-        given = next((a.value for a in call.args if keyword is not None and a.keyword is not None
-                      and a.keyword.value == keyword), None)
-        if given is None and index is not None and index < len(positional) and not starred:
-            given = positional[index].value
-        if given is None and starred:
-            return False
-        if given is not None and not _zero_literal(given):
+        given = _given_arg(ref, call)
+        if given is True or (given is not None and not _zero(given, scope)):
             return False
     return True
 
 
-def _zero_literal(node: cst.BaseExpression) -> bool:
-    """``0``, ``0.``, ``0.0``, ``None``, ``False``."""
-    if isinstance(node, (cst.Integer, cst.Float)):
-        try:
-            return float(node.evaluated_value) == 0
-        except (ValueError, TypeError):
+def _mode_args_zero(refs, call: cst.Call, scope: dict | None = None) -> bool:
+    """Whether a construction gives each argument ``refs`` names the value 0 (:func:`_zero`);
+    one left out keeps its default, which is not 0 (``modes_none_if_zero``)."""
+    for ref in refs:
+        given = _given_arg(ref, call)
+        if given is None or given is True or not _zero(given, scope):
             return False
-    return isinstance(node, cst.Name) and node.value in ("None", "False")
+    return True
 
 
-def _layer_call_dependent(index: ModuleIndex, node: cst.Call, depth: int, seen: frozenset, cls=None) -> bool:
+def _zero(node: cst.BaseExpression, scope: dict | None = None) -> bool:
+    """``0``, ``0.``, ``0.0``, ``None``, ``False``, or a name ``scope`` says holds one of them."""
+    value = _static_value(node, scope or {})
+    return value is None or (type(value) in (int, float, bool) and value == 0)
+
+
+def _static_value(node: cst.BaseExpression, scope: dict):
+    """The value of an expression the code alone fixes: a number, a string, ``True``,
+    ``False``, ``None``, a sign applied to a number, or a name ``scope`` maps to a value;
+    ``NO_VALUE`` otherwise."""
+    t = type(node)
+    if t in (cst.Integer, cst.Float, cst.SimpleString):
+        try:
+            return node.evaluated_value
+        except Exception:  # noqa: BLE001 - an odd literal
+            return NO_VALUE
+    if t is cst.Name:
+        if node.value in ("True", "False", "None"):
+            return {"True": True, "False": False, "None": None}[node.value]
+        return scope.get(node.value, NO_VALUE)
+    if t is cst.UnaryOperation and type(node.operator) in (cst.Minus, cst.Plus):
+        inner = _static_value(node.expression, scope)
+        if type(inner) in (int, float):
+            return -inner if type(node.operator) is cst.Minus else inner
+    return NO_VALUE
+
+
+_ORDER = {
+    cst.LessThan: lambda a, b: a < b, cst.LessThanEqual: lambda a, b: a <= b,
+    cst.GreaterThan: lambda a, b: a > b, cst.GreaterThanEqual: lambda a, b: a >= b,
+    cst.Equal: lambda a, b: a == b, cst.NotEqual: lambda a, b: a != b,
+    cst.Is: lambda a, b: a is b, cst.IsNot: lambda a, b: a is not b,
+}
+
+
+def _static_truth(test: cst.BaseExpression, scope: dict) -> bool | None:
+    """Whether a test is true on every run, false on every run, or ``None`` when its values
+    are not fixed: ``not``, ``and``/``or`` (a false operand of ``and``, a true one of ``or``,
+    decides alone), comparisons (``<``, ``==``, ``is``...) and the truth of
+    :func:`_static_value` values."""
+    t = type(test)
+    if t is cst.UnaryOperation and type(test.operator) is cst.Not:
+        inner = _static_truth(test.expression, scope)
+        return None if inner is None else not inner
+    if t is cst.BooleanOperation:
+        left, right = _static_truth(test.left, scope), _static_truth(test.right, scope)
+        decisive = type(test.operator) is cst.Or  # True decides "or", False decides "and"
+        if left is decisive or right is decisive:
+            return decisive
+        return None if left is None or right is None else not decisive
+    if t is cst.Comparison:
+        left = _static_value(test.left, scope)
+        for comp in test.comparisons:
+            right = _static_value(comp.comparator, scope)
+            compare = _ORDER.get(type(comp.operator))
+            if left is NO_VALUE or right is NO_VALUE or compare is None:
+                return None
+            try:
+                if not compare(left, right):
+                    return False
+            except TypeError:  # None > 0: raises when run
+                return None
+            left = right
+        return True
+    value = _static_value(test, scope)
+    return None if value is NO_VALUE else bool(value)
+
+
+def _init_constants(init: cst.FunctionDef, call: cst.Call, scope: dict) -> dict:
+    """``parameter -> value`` for the parameters of ``__init__`` that its construction ``call``
+    fixes and ``__init__`` never re-binds: given an argument :func:`_static_value` knows
+    (evaluated in ``scope``, the code of ``call``), or left out with a literal default. A
+    parameter ``*args`` or ``**kwargs`` of the call may fill is not known."""
+    p = init.params
+    named = [*p.posonly_params, *p.params][1:]  # after self
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    starred = any(a.star == "*" for a in call.args)
+    spread = any(a.star == "**" for a in call.args)
+    keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+    by_keyword = {x.name.value for x in (*p.params, *p.kwonly_params)}
+    out: dict = {}
+    for i, param in enumerate((*named, *p.kwonly_params)):
+        name = param.name.value
+        if name in keywords and name in by_keyword:
+            value = _static_value(keywords[name], scope)
+        elif i < len(named) and (starred or i < len(positional)):
+            value = NO_VALUE if starred else _static_value(positional[i].value, scope)
+        elif spread or param.default is None:
+            value = NO_VALUE
+        else:
+            value = _static_value(param.default, {})
+        if value is not NO_VALUE:
+            out[name] = value
+    for name in _rebound(init):
+        out.pop(name, None)
+    return out
+
+
+def _rebound(func: cst.FunctionDef) -> set[str]:
+    """The names the body of ``func`` binds or declares (assignments, loops, ``with ... as``,
+    ``global``), also in comprehensions, ``:=``, ``del`` and imports: a parameter among them
+    does not keep the value it was given."""
+    names, declared = bound_names(func.body)
+    out = names | declared
+    for node in walk(func.body):
+        t = type(node)
+        if t is cst.CompFor or t is cst.NamedExpr or t is cst.Del:
+            out |= names_in(node.target)
+        elif t is cst.ImportAlias:
+            out.add(dotted_name(node.asname.name) if node.asname is not None else dotted_name(node.name).partition(".")[0])
+    return out
+
+
+def _built_nodes(body: cst.CSTNode, scope: dict) -> Iterator[cst.CSTNode]:
+    """The nodes of ``body`` (pre-order, as :func:`~loopcheck.engine.walk.walk`) that run for
+    the values ``scope`` knows: the arm of an ``if`` or of a conditional expression its test
+    rules out (:func:`_static_truth`) is left out. Inside a nested function or class the names
+    are their own: it is walked whole."""
+    if not scope:
+        yield from walk(body)
+        return
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        yield n
+        t = type(n)
+        if t in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            kids = [w for c in children(n) for w in walk(c)]  # yielded as they are, undecided
+            for w in kids:
+                yield w
+            continue
+        if t is cst.If or t is cst.IfExp:
+            truth = _static_truth(n.test, scope)
+            kids = [n.test]
+            if truth is not False:
+                kids.append(n.body)
+            if truth is not True and n.orelse is not None:
+                kids.append(n.orelse)
+        else:
+            kids = children(n)
+        stack.extend(reversed(kids))
+
+
+def _layer_call_dependent(index: ModuleIndex, node: cst.Call, depth: int, seen: frozenset, cls=None,
+                          scope: dict | None = None) -> bool:
     """Whether a call in ``__init__`` builds a layer that depends on the mode (or may); ``cls``:
     the class whose ``__init__`` it is (``self._make_layer(...)``, ``UNet._block(...)``: a
-    method of the class that builds layers is read as a factory)."""
+    method of the class that builds layers is read as a factory); ``scope``: the values known
+    for ``__init__``'s parameters (:func:`_init_constants`), for the call's arguments."""
     d = dotted_name(node.func)
     if d is None:
         return False  # super().__init__(), a method of a computed value
@@ -1147,12 +1318,13 @@ def _layer_call_dependent(index: ModuleIndex, node: cst.Call, depth: int, seen: 
     if isinstance(cls, str):
         if cls in CONTAINERS:
             return False  # its elements are calls of their own
-        if not is_module_class(cls) and knowledge().cls(cls) is not None:
-            return cls.startswith("torch.nn.") and cls.rpartition(".")[2][:1].isupper() and not is_criterion_class(cls)
-        return _class_mode_dependent(cls, depth + 1, seen, node)
+        if not is_module_class(cls) and knowledge().cls(cls) is not None and not (
+                cls.startswith("torch.nn.") and cls.rpartition(".")[2][:1].isupper()):
+            return False  # a library class that is no layer
+        return _class_mode_dependent(cls, depth + 1, seen, node, scope)  # nn.Dropout: a layer without bases
     if not is_module_class(cls):
         return False  # a configuration object of the project
-    return _class_mode_dependent(cls, depth + 1, seen)
+    return _class_mode_dependent(cls, depth + 1, seen, node, scope)
 
 
 # -- what values a model or an expression holds --------------------------------------------
