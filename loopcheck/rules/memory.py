@@ -108,7 +108,9 @@ class LossTensorKept(Rule):
     (``freed``: one step's scalar and emptied nodes, no saved tensor). Or the store
     (not an entry of a literal key: it keeps the last graph only)
     reaches itself again in a loop that runs a model's forward (not only of the module the
-    loop's target binds: a stage of one pass) but no backward and no step, and
+    loop's target binds: a stage of one pass) but no backward pass (neither ``backward()`` nor a
+    gradient query, ``torch.autograd.grad`` or a differentiable optimizer's ``step``: an
+    unrolled inner loop keeps its steps' graphs for the meta-gradient) and no step, and
     nothing computed from the container is backpropagated or returned by the entry function
     (whose unseen caller may backpropagate it: a forward's output), and the pile-up is not let
     go in each iteration of an enclosing loop that trains (an optimizer step runs in it, and no
@@ -202,8 +204,9 @@ def _training(unit: Unit, fwd: Event) -> bool | None:
 
 def _forward_only(unit: Unit, ev: Event) -> bool:
     """Whether the loop around ``ev`` runs a model's forward pass in every iteration but no
-    backward and no optimizer step, and nothing the container keeps is ever backpropagated:
-    each kept graph holds the activations its forward pass saved."""
+    backward pass (``backward()``, or a gradient query: ``torch.autograd.grad``) and no optimizer
+    step, and nothing the container keeps is ever backpropagated: each kept graph holds the
+    activations its forward pass saved."""
     if not ev.ctx.loops:
         return False
     loop = ev.ctx.loops[-1]
@@ -212,7 +215,10 @@ def _forward_only(unit: Unit, ev: Event) -> bool:
     # iteration over new data
     if not any(loop in f.ctx.loops and not _called_loop_target(loop, f) for f in unit.of_kind("forward")):
         return False  # a loop over layers or dict entries inside a forward: no pass per iteration
-    training = unit.of_kind("backward", "step", "scaler_step", "havoc")
+    # a gradient query (torch.autograd.grad, a differentiable optimizer's step) is a backward
+    # pass too: it frees the saved tensors of what it differentiates, or, with create_graph,
+    # keeps them on purpose for a higher-order gradient (an unrolled inner loop)
+    training = unit.of_kind("backward", "grad_query", "step", "scaler_step", "havoc")
     if any(loop in e.ctx.loops for e in training if e.kind != "havoc" or e.may_change("grads")):
         return False
     return ev.subject not in _backpropagated(unit)
@@ -261,7 +267,8 @@ def _called_loop_target(loop, f: Event) -> bool:
 
 
 def _backpropagated(unit: Unit) -> set[str]:
-    """The symbols whose values flow into a ``backward()`` of the unit, or into the value its
+    """The symbols whose values flow into a ``backward()`` or a gradient query
+    (``torch.autograd.grad``) of the unit, or into the value its
     entry function returns (every symbol, through ``"*"``, when a backward's loss is not a
     symbol). A returned value goes to a caller the unit does not see, which may backpropagate
     it: a module's ``forward`` returns the output its caller's loss is computed from (one
@@ -283,7 +290,7 @@ def _backpropagated(unit: Unit) -> set[str]:
             names = {m for a in raw.args for m in a.mentions}
         defs.setdefault(ev.subject, set()).update(names)
     todo = list(_returned(unit.ir))
-    for b in unit.of_kind("backward"):
+    for b in unit.of_kind("backward", "grad_query"):  # (torch.autograd.grad backpropagates too)
         if b.subject is None:
             return {"*"} | set(defs)
         todo.append(b.subject)

@@ -15,7 +15,7 @@ import libcst as cst
 
 from loopcheck.engine.dataflow import NOT_TAKEN, Machine
 from loopcheck.engine.events import Event, part_mode
-from loopcheck.engine.forwards import forward_graph_free
+from loopcheck.engine.forwards import forward_computes_gradients, forward_graph_free
 from loopcheck.engine.ir import Assign, LoopInfo
 from loopcheck.engine.roles import last
 from loopcheck.engine.unit import Unit
@@ -270,7 +270,10 @@ class ValidationWithoutNoGrad(Rule):
     ``M`` frozen on every path, for ``M`` established to hold no
     parameters (:func:`~loopcheck.engine.values.model_without_parameters`), for ``M`` whose own
     ``forward`` runs its parameterised work with grad off on a path the call can take
-    (:func:`~loopcheck.engine.forwards.forward_graph_free`) and for a loss module. Known limits:
+    (:func:`~loopcheck.engine.forwards.forward_graph_free`), for ``M`` whose own ``forward``
+    computes gradients itself (``torch.autograd.grad``, ``backward()``, a differentiable
+    optimizer's ``step``: :func:`~loopcheck.engine.forwards.forward_computes_gradients`), and for
+    a loss module. Known limits:
     evaluation data is recognised by ``EVAL_DATA`` on names, a loss module also by
     ``CRITERION_NAME`` (see ``rules/LC302.md``)."""
 
@@ -298,6 +301,8 @@ class ValidationWithoutNoGrad(Rule):
             # last: it reads the forward of the model's class (parsing its module's fragment)
             if forward_graph_free(unit, fwd):
                 continue  # the model's own forward runs its work under no_grad on a path this call takes
+            if forward_computes_gradients(unit, fwd):
+                continue  # the model's own forward backpropagates through its graph: it needs grad on
             evals = [x.ev for x in states if x.ev is not None] if in_eval else []
             for ev in evals or [None]:
                 key = id(ev) if ev is not None else id(fwd.ctx.loops[-1])
