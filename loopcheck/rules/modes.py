@@ -271,9 +271,9 @@ class ValidationWithoutNoGrad(Rule):
     parameters (:func:`~loopcheck.engine.values.model_without_parameters`), for ``M`` whose own
     ``forward`` runs its parameterised work with grad off on a path the call can take
     (:func:`~loopcheck.engine.forwards.forward_graph_free`), for ``M`` whose own ``forward``
-    computes gradients itself (``torch.autograd.grad``, ``backward()``, a differentiable
-    optimizer's ``step``: :func:`~loopcheck.engine.forwards.forward_computes_gradients`), and for
-    a loss module. Known limits:
+    computes gradients itself on a path the call takes in ``M``'s mode (``torch.autograd.grad``,
+    ``backward()``, a differentiable optimizer's ``step``:
+    :func:`~loopcheck.engine.forwards.forward_computes_gradients`), and for a loss module. Known limits:
     evaluation data is recognised by ``EVAL_DATA`` on names, a loss module also by
     ``CRITERION_NAME`` (see ``rules/LC302.md``)."""
 
@@ -301,7 +301,9 @@ class ValidationWithoutNoGrad(Rule):
             # last: it reads the forward of the model's class (parsing its module's fragment)
             if forward_graph_free(unit, fwd):
                 continue  # the model's own forward runs its work under no_grad on a path this call takes
-            if forward_computes_gradients(unit, fwd):
+            kinds = {x.kind for x in states}
+            training = True if kinds == {"train"} else False if kinds == {"eval"} else None
+            if forward_computes_gradients(unit, fwd, training):
                 continue  # the model's own forward backpropagates through its graph: it needs grad on
             evals = [x.ev for x in states if x.ev is not None] if in_eval else []
             for ev in evals or [None]:
