@@ -13,11 +13,11 @@ from __future__ import annotations
 from typing import Iterable, Iterator
 
 from loopcheck.catalog import INFOS
+from loopcheck.engine.calls import arg_at, summary_of
 from loopcheck.engine.dataflow import Machine
 from loopcheck.engine.events import Event
 from loopcheck.engine.forwards import forward_returns_no_graph
 from loopcheck.engine.graphs import graph_stores
-from loopcheck.engine.calls import arg_at, summary_of
 from loopcheck.engine.ir import Assign, Call, Inline, Jump, parts, walk_events
 from loopcheck.engine.unit import Unit
 from loopcheck.engine.values import binds_each_iteration
@@ -112,8 +112,8 @@ class LossTensorKept(Rule):
     loop's target binds: a stage of one pass) but no backward, no step and no gradient query
     (``torch.autograd.grad``, a differentiable optimizer's ``step``) whose loss is the stored value
     or computed from it (the losses of an unrolled inner loop, differentiated with
-    ``create_graph=True`` for the meta-gradient), and
-    nothing computed from the container is backpropagated (by ``backward()`` or a gradient query) or returned by the entry function
+    ``create_graph=True`` for the meta-gradient), and nothing computed from the container is
+    backpropagated (by ``backward()`` or a gradient query) or returned by the entry function
     (whose unseen caller may backpropagate it: a forward's output), and the pile-up is not let
     go in each iteration of an enclosing loop that trains (an optimizer step runs in it, and no
     step before the store in program order, one of a later iteration, is reached while the
