@@ -333,6 +333,11 @@ TRACER_MISREADS = {
     "attr_flag_set_before_guarded_store.py": ({"LC302"}, "as rollout_buffer_reset_after_update.py: the "
                                               "critic's forward in the training rollout has its graph freed "
                                               "without a backward() when the buffer is emptied"),
+    "eval_forward_unrolls_gradient_steps.py": ({"LC302"}, "the tracer watches the graph of a forward's output "
+                                               "for a backward; these forwards run torch.autograd.grad or "
+                                               "backward() inside themselves, through the graph they record, "
+                                               "which under torch.no_grad() would not exist: the forward needs "
+                                               "grad, though nothing backpropagates its output afterwards"),
     "sam_wrapped_base_optimizer.py": ({"LC103"}, "SAM's first_step moves the parameters itself (p.add_) and then "
                                       "zero_grad()s: the tracer counts only optimizer steps, and reads the "
                                       "gradients as wiped before any step applied them"),

@@ -96,6 +96,146 @@ def forward_returns_no_graph(unit, fwd, training: bool | None) -> bool:
     return True
 
 
+def forward_computes_gradients(unit, fwd, training: bool | None = None) -> bool:
+    """Whether the ``forward`` of the model of forward event ``fwd`` computes gradients itself,
+    so that the call needs gradients on: the model is built from classes
+    (:func:`~loopcheck.engine.values.classes_of`), every one a class of the project with a
+    ``forward``, and the ``forward`` of one of them, or a method of its class it calls (read to
+    :data:`MAX_DEPTH`), makes a call whose library entry has a ``backward`` or ``grad_query``
+    effect (:func:`_gradient_call`): ``torch.autograd.grad``, a tensor's ``backward()``, the
+    ``step`` of a differentiable optimizer (higher's ``DifferentiableOptimizer.step``, which
+    takes the gradients of the loss it is given with ``torch.autograd.grad``). An energy model
+    that optimises its input by unrolled gradient steps inside ``forward`` runs backward through
+    the graph its own forward records: under ``torch.no_grad()`` that graph does not exist.
+
+    Only the arms of ``forward``'s ``if`` statements the call can take are read: the call's
+    literal arguments (and the parameters' literal defaults) decide tests on its parameters, as
+    for :func:`forward_graph_free`, and ``training`` (the model's mode at the call when it is
+    known, else ``None``) decides tests on ``self.training``: a gradient penalty computed
+    ``if self.training:`` does not run in eval mode."""
+    forwards = _forwards(unit, fwd)
+    if forwards is None:
+        return False
+    for cls, owner, func in forwards:
+        constants = _constants(func, fwd.raw.node)
+        params = func.params.params
+        me = params[0].name.value if params else "self"
+        if training is not None:
+            constants[f"{me}.training"] = training
+        if _computes_gradients(owner, cls, func, constants, training, 0):
+            return True
+    return False
+
+
+#: The events of a library call that run backward through an autograd graph.
+GRADIENT_EVENTS = frozenset({"backward", "grad_query"})
+
+
+def _computes_gradients(
+    owner: ClassRef, cls: ClassRef, func: cst.FunctionDef, constants: dict, training: bool | None, depth: int,
+) -> bool:
+    """Whether method ``func`` of ``cls`` (defined in ``owner``) makes a call that computes
+    gradients on the arms ``constants`` leave it, itself or in a method of the class it calls
+    (``self.refine(x)``, read with only ``self.training`` known)."""
+    params = func.params.params
+    me = params[0].name.value if params else "self"
+    imports = owner.module.imports
+    types = _local_types(func, imports)
+    for n in _calls_taken(func.body, constants):
+        if _gradient_call(n, me, imports, types):
+            return True
+        d = dotted_name(n.func)
+        if d is not None and d.count(".") == 1 and d.startswith(me + ".") and depth < MAX_DEPTH:
+            found = find_method(cls, d.partition(".")[2])
+            if found is None:
+                continue
+            inner_params = found[1].params.params
+            inner_me = inner_params[0].name.value if inner_params else "self"
+            known = {f"{inner_me}.training": training} if training is not None else {}
+            if _computes_gradients(found[0], cls, found[1], known, training, depth + 1):
+                return True
+    return False
+
+
+def _calls_taken(node: cst.CSTNode, constants: dict):
+    """The calls in ``node`` (not in nested functions, classes or lambdas) on the arms of its
+    ``if`` statements that ``constants`` do not rule out (:func:`~loopcheck.engine.builder.decide_test`)."""
+    if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        return
+    if isinstance(node, cst.If):
+        decided = decide_test(node.test, constants) if constants else None
+        if decided is None:
+            yield from _calls_taken(node.test, constants)
+        if decided is not False:
+            yield from _calls_taken(node.body, constants)
+        if decided is not True and node.orelse is not None:
+            yield from _calls_taken(node.orelse, constants)
+        return
+    if isinstance(node, cst.Call):
+        yield node
+    for child in node.children:
+        yield from _calls_taken(child, constants)
+
+
+def _gradient_call(call: cst.Call, me: str, imports, types: dict[str, str]) -> bool:
+    """Whether ``call`` computes gradients by its library entry: a function or class the module
+    imports (``torch.autograd.grad(e, y)``), a method of a local whose library class is known
+    (``opt.step(e)`` with ``opt = higher.get_diff_optim(...)``), or a tensor method of any other
+    receiver that is not the module itself or one of its attributes (``e.sum().backward()``,
+    ``self.critic(z).sum().backward()``; not ``self.solver.backward(x)``)."""
+    kb = knowledge()
+    d = dotted_name(call.func)
+    if d is not None and d.split(".")[0] in imports.aliases:
+        summary = kb.callable(imports.qualify(d))
+    elif isinstance(call.func, cst.Attribute):
+        recv = call.func.value
+        root = recv
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if isinstance(root, cst.Name) and root.value == me:
+            return False  # self.solver.backward(...): an attribute of the module, not a computed tensor
+        if isinstance(recv, cst.Name) and recv.value in types:
+            summary = kb.method(types[recv.value], call.func.attr.value)
+        else:
+            summary = kb.method("torch.Tensor", call.func.attr.value)
+    else:
+        return False
+    return summary is not None and any(e.event in GRADIENT_EVENTS for e in summary.effects)
+
+
+def _local_types(func: cst.FunctionDef, imports) -> dict[str, str]:
+    """The library class of each local of ``func`` bound to the result of an imported library
+    call whose entry gives it (``returns.type``, or the element's of ``returns.items`` for a
+    tuple target): by an assignment or a ``with ... as``."""
+    kb = knowledge()
+    out: dict[str, str] = {}
+
+    def bind(target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        if not isinstance(value, cst.Call):
+            return
+        d = dotted_name(value.func)
+        if d is None or d.split(".")[0] not in imports.aliases:
+            return
+        summary = kb.callable(imports.qualify(d))
+        ret = summary.returns if summary is not None else None
+        if ret is None:
+            return
+        if isinstance(target, (cst.Tuple, cst.List)) and ret.items:
+            for el, item in zip(target.elements, ret.items):
+                if isinstance(el.value, cst.Name) and item is not None and item.type:
+                    out[el.value.value] = item.type
+        elif isinstance(target, cst.Name) and ret.type:
+            out[target.value] = ret.type
+
+    for n in walk(func.body, prune=(cst.Lambda, cst.FunctionDef, cst.ClassDef)):
+        if isinstance(n, cst.Assign):
+            for t in n.targets:
+                bind(t.target, n.value)
+        elif isinstance(n, cst.WithItem) and n.asname is not None:
+            bind(n.asname.name, n.item)
+    return out
+
+
 def _forwards(unit, fwd) -> list[tuple[ClassRef, ClassRef, cst.FunctionDef]] | None:
     """``(class, defining class, forward)`` for each class the model of forward event ``fwd``
     is built from (:func:`~loopcheck.engine.values.classes_of`); ``None`` when one is not a

@@ -13,11 +13,12 @@ from __future__ import annotations
 from typing import Iterable, Iterator
 
 from loopcheck.catalog import INFOS
+from loopcheck.engine.calls import arg_at, summary_of
 from loopcheck.engine.dataflow import Machine
 from loopcheck.engine.events import Event
 from loopcheck.engine.forwards import forward_returns_no_graph
 from loopcheck.engine.graphs import graph_stores
-from loopcheck.engine.ir import Assign, Inline, Jump, parts, walk_events
+from loopcheck.engine.ir import Assign, Call, Inline, Jump, parts, walk_events
 from loopcheck.engine.unit import Unit
 from loopcheck.engine.values import binds_each_iteration
 from loopcheck.findings import Report
@@ -108,8 +109,11 @@ class LossTensorKept(Rule):
     (``freed``: one step's scalar and emptied nodes, no saved tensor). Or the store
     (not an entry of a literal key: it keeps the last graph only)
     reaches itself again in a loop that runs a model's forward (not only of the module the
-    loop's target binds: a stage of one pass) but no backward and no step, and
-    nothing computed from the container is backpropagated or returned by the entry function
+    loop's target binds: a stage of one pass) but no backward, no step and no gradient query
+    (``torch.autograd.grad``, a differentiable optimizer's ``step``) whose loss is the stored value
+    or computed from it (the losses of an unrolled inner loop, differentiated with
+    ``create_graph=True`` for the meta-gradient), and nothing computed from the container is
+    backpropagated (by ``backward()`` or a gradient query) or returned by the entry function
     (whose unseen caller may backpropagate it: a forward's output), and the pile-up is not let
     go in each iteration of an enclosing loop that trains (an optimizer step runs in it, and no
     step before the store in program order, one of a later iteration, is reached while the
@@ -202,8 +206,10 @@ def _training(unit: Unit, fwd: Event) -> bool | None:
 
 def _forward_only(unit: Unit, ev: Event) -> bool:
     """Whether the loop around ``ev`` runs a model's forward pass in every iteration but no
-    backward and no optimizer step, and nothing the container keeps is ever backpropagated:
-    each kept graph holds the activations its forward pass saved."""
+    ``backward()``, no optimizer step and no gradient query (``torch.autograd.grad``, a
+    differentiable optimizer's ``step``) on what the store keeps (:func:`_differentiated_in`),
+    and nothing the container keeps is ever backpropagated: each kept graph holds the
+    activations its forward pass saved."""
     if not ev.ctx.loops:
         return False
     loop = ev.ctx.loops[-1]
@@ -215,7 +221,56 @@ def _forward_only(unit: Unit, ev: Event) -> bool:
     training = unit.of_kind("backward", "step", "scaler_step", "havoc")
     if any(loop in e.ctx.loops for e in training if e.kind != "havoc" or e.may_change("grads")):
         return False
+    if _differentiated_in(unit, ev, loop):
+        return False
     return ev.subject not in _backpropagated(unit)
+
+
+def _differentiated_in(unit: Unit, ev: Event, loop) -> bool:
+    """Whether a gradient query in ``loop`` (``torch.autograd.grad``, a differentiable
+    optimizer's ``step``) runs backward through what store ``ev`` keeps: its loss is the stored
+    value, the container, or computed from one of them (one whose loss the engine cannot name
+    counts). Like ``backward()`` it frees the saved tensors of the graph it differentiates, or,
+    with ``create_graph=True``, keeps them on purpose for a higher-order gradient: the losses of
+    an unrolled inner loop (MAML) whose fast weights carry every step's graph to the
+    meta-gradient. A query on another value (the support loss of a test-time adaptation, when
+    the store keeps the query loss) frees nothing the store keeps."""
+    queries = [g for g in unit.of_kind("grad_query") if loop in g.ctx.loops]
+    if not queries:
+        return False
+    kept = _stored_names(unit, ev) | {ev.subject}
+    defs = unit.cached("LC401 definitions", lambda: _definitions(unit))
+    for g in queries:
+        roots = _query_loss(unit, g)
+        if roots is None or kept & _flows_from(defs, roots):
+            return True
+    return False
+
+
+def _query_loss(unit: Unit, g: Event) -> set[str] | None:
+    """The symbols the loss of gradient query ``g`` names: its subject, or the names its loss
+    argument mentions (``torch.autograd.grad(loss.sum(), x)``); ``None`` when not known."""
+    if g.subject is not None:
+        return {g.subject}
+    summary = summary_of(g.raw, unit.roles) if isinstance(g.raw, Call) else None
+    for eff in summary.effects if summary is not None else ():
+        if eff.event == "grad_query":
+            arg = arg_at(g.raw, eff.get("loss"))
+            if arg is not None and arg.mentions:
+                return {unit.roles.canon(m) for m in arg.mentions}
+    return None
+
+
+def _stored_names(unit: Unit, ev: Event) -> set[str]:
+    """The symbols of the value store ``ev`` keeps: the stored name, or the names with a graph
+    the stored expression is computed from (``total += val_loss``: the loss)."""
+    names: set[str] = set()
+    if ev.extra.get("value"):
+        names.add(ev.extra["value"])
+    raw = ev.raw
+    if isinstance(raw, Assign) and raw.sources is not None:
+        names |= set(raw.sources.names) & unit.roles.graph
+    return names
 
 
 def _let_go_each_training_iteration(unit: Unit, flow, ev: Event) -> bool:
@@ -244,12 +299,7 @@ def _never_backpropagated(unit: Unit, ev: Event) -> bool:
     function, whose caller may backpropagate it; :func:`_backpropagated`). Its kept graphs then
     still hold the activations their forward passes saved, not only their nodes."""
     out = unit.cached("LC401 backpropagated", lambda: _backpropagated(unit))
-    names = {ev.subject}
-    if ev.extra.get("value"):
-        names.add(ev.extra["value"])
-    raw = ev.raw
-    if isinstance(raw, Assign) and raw.sources is not None:
-        names |= set(raw.sources.names) & unit.roles.graph  # total += val_loss: the loss
+    names = {ev.subject} | _stored_names(unit, ev)
     return "*" not in out and not names & out
 
 
@@ -261,11 +311,26 @@ def _called_loop_target(loop, f: Event) -> bool:
 
 
 def _backpropagated(unit: Unit) -> set[str]:
-    """The symbols whose values flow into a ``backward()`` of the unit, or into the value its
-    entry function returns (every symbol, through ``"*"``, when a backward's loss is not a
-    symbol). A returned value goes to a caller the unit does not see, which may backpropagate
-    it: a module's ``forward`` returns the output its caller's loss is computed from (one
-    collected per branch or per time step is that output, not graphs piling up)."""
+    """The symbols whose values flow into a ``backward()`` or a gradient query
+    (``torch.autograd.grad``: :func:`_query_loss`) of the unit, or into the value its entry
+    function returns (every symbol, through ``"*"``, when a backward's loss, or the loss of a
+    gradient query, is not known). A returned value goes to a caller the unit does not see,
+    which may backpropagate it: a module's ``forward`` returns the output its caller's loss is
+    computed from (one collected per branch or per time step is that output, not graphs
+    piling up)."""
+    defs = unit.cached("LC401 definitions", lambda: _definitions(unit))
+    todo = set(_returned(unit.ir))
+    for b in unit.of_kind("backward", "grad_query"):
+        roots = ({b.subject} if b.subject is not None else None) if b.kind == "backward" else _query_loss(unit, b)
+        if roots is None:
+            return {"*"} | set(defs)
+        todo |= roots
+    return _flows_from(defs, todo)
+
+
+def _definitions(unit: Unit) -> dict[str, set[str]]:
+    """For each symbol of the unit, the symbols its values are computed from (an assignment's
+    sources, what a method call of an object is given, what a store puts in a container)."""
     defs: dict[str, set[str]] = {}
     for raw in walk_events(unit.ir):
         names = set(raw.sources.names) if raw.sources is not None else set()
@@ -282,11 +347,13 @@ def _backpropagated(unit: Unit) -> set[str]:
         else:
             names = {m for a in raw.args for m in a.mentions}
         defs.setdefault(ev.subject, set()).update(names)
-    todo = list(_returned(unit.ir))
-    for b in unit.of_kind("backward"):
-        if b.subject is None:
-            return {"*"} | set(defs)
-        todo.append(b.subject)
+    return defs
+
+
+def _flows_from(defs: dict[str, set[str]], roots) -> set[str]:
+    """``roots`` and every symbol their values are computed from, through ``defs`` (an
+    attribute's object included: ``model.out`` from ``model``)."""
+    todo = list(roots)
     out: set[str] = set()
     while todo:
         sym = todo.pop()

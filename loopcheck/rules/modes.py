@@ -16,7 +16,7 @@ import libcst as cst
 from loopcheck.engine.callers import entry_grad_off
 from loopcheck.engine.dataflow import NOT_TAKEN, Machine
 from loopcheck.engine.events import Event, part_mode
-from loopcheck.engine.forwards import forward_graph_free
+from loopcheck.engine.forwards import forward_computes_gradients, forward_graph_free
 from loopcheck.engine.ir import Assign, LoopInfo
 from loopcheck.engine.roles import last
 from loopcheck.engine.unit import Unit
@@ -271,8 +271,11 @@ class ValidationWithoutNoGrad(Rule):
     ``M`` frozen on every path, for ``M`` established to hold no
     parameters (:func:`~loopcheck.engine.values.model_without_parameters`), for ``M`` whose own
     ``forward`` runs its parameterised work with grad off on a path the call can take
-    (:func:`~loopcheck.engine.forwards.forward_graph_free`), for a forward whose grad mode is
-    its entry's in a module-level function every call of which in the project runs with grad
+    (:func:`~loopcheck.engine.forwards.forward_graph_free`), for ``M`` whose own ``forward``
+    computes gradients itself on a path the call takes in ``M``'s mode (``torch.autograd.grad``,
+    ``backward()``, a differentiable optimizer's ``step``:
+    :func:`~loopcheck.engine.forwards.forward_computes_gradients`), for a forward whose grad mode
+    is its entry's in a module-level function every call of which in the project runs with grad
     off (:func:`~loopcheck.engine.callers.entry_grad_off`; a function the project never calls
     keeps grad on) and for a loss module. Known limits:
     evaluation data is recognised by ``EVAL_DATA`` on names, a loss module also by
@@ -302,6 +305,10 @@ class ValidationWithoutNoGrad(Rule):
             # last: it reads the forward of the model's class (parsing its module's fragment)
             if forward_graph_free(unit, fwd):
                 continue  # the model's own forward runs its work under no_grad on a path this call takes
+            kinds = {x.kind for x in states}
+            training = True if kinds == {"train"} else False if kinds == {"eval"} else None
+            if forward_computes_gradients(unit, fwd, training):
+                continue  # the model's own forward backpropagates through its graph: it needs grad on
             if entry_grad_off(unit, fwd):
                 continue  # every call of its function in the project runs it under no_grad (reads the project)
             evals = [x.ev for x in states if x.ev is not None] if in_eval else []
