@@ -1117,10 +1117,10 @@ class _Inference:
                 # ``enumerate``/``zip``...), when that is known to come from models; an iterable
                 # whose origin is not known (a data loader built by a dataset class the
                 # knowledge does not describe) adds nothing, as before loops were followed
-                drawn = self._drawn_from(loop)
-                if drawn is None:
-                    continue  # range(n): integers; a call not understood: not followed
-                follow(drawn)  # ``for loss, last in model(x)``: the elements come from its forward
+                forwards, understood = self._drawn_from(loop)
+                models.update(forwards)  # ``for loss, last in model(x)``: the elements come from its forward
+                if not understood:
+                    continue  # range(n): integers; another call: not followed
                 for name in loop.iter_names:
                     if name in _visiting:
                         continue
@@ -1138,29 +1138,31 @@ class _Inference:
                 todo.extend(value.mentions)
         return frozenset(models)
 
-    def _drawn_from(self, loop) -> list[Call] | None:
-        """The calls of a ``for`` loop's iterable that its elements are computed by, when the
-        engine understands each (:meth:`_understood`): ``[model(x)]`` for ``for loss, last in
-        model(x):`` (a forward that returns or yields losses), none for ``enumerate(outputs)``;
-        ``None`` when a call of the iterable is not understood (``range(n)``, a loader of a class
-        no knowledge describes) or the iterable is not known."""
+    def _drawn_from(self, loop) -> tuple[set[str], bool]:
+        """What a ``for`` loop's iterable draws its elements from: the models whose forward
+        calls in it (``model`` for ``for loss, last in model(x):``, a forward that returns or
+        yields losses), and whether the engine understands every other call in it
+        (:meth:`_understood`; the iteration builtins, ``enumerate``, ``zip``, are); when it does
+        not (``range(n)``, a loader of a class no knowledge describes), the names the iterable
+        reads are not followed."""
         if set(loop.iter_calls) <= ITERATION_BUILTINS:
-            return []
+            return set(), True
         iterable = getattr(loop.node, "iter", None)
         if iterable is None:
-            return None
-        out: list[Call] = []
+            return set(), False
+        forwards: set[str] = set()
+        understood = True
         for node in calls_in_order(iterable):
             raws = self.raw_calls.get(id(node))
             if not raws:
-                return None  # a call the events do not show
-            for c in raws:
-                if c.qualified and c.func in ITERATION_BUILTINS:
-                    continue
-                if not self._understood(c):
-                    return None
-                out.append(c)
-        return out
+                understood = False  # a call the events do not show
+            for c in raws or ():
+                f = self.roles.canon(c.func) if c.func and not c.qualified else None
+                if f in self.roles.models:
+                    forwards.add(f)
+                elif not (c.qualified and c.func in ITERATION_BUILTINS) and not self._understood(c):
+                    understood = False
+        return forwards, understood
 
     def _sources_for(self, sym: str) -> list:
         while True:
