@@ -182,7 +182,7 @@ def find_method(cls: ClassRef, name: str, _seen: frozenset = frozenset()) -> tup
 def library_base(cls: ClassRef, _seen: frozenset = frozenset()) -> str | None:
     """The qualified name of the first library class the knowledge describes among the bases of
     project class ``cls``, through its bases in the project, depth first (method-resolution
-    order): ``"pytorch_lightning.lite.LightningLite"`` for ``class Lite(LightningLite)``. A
+    order): ``"lib.Engine"`` for ``class Runner(Engine)`` with ``from lib import Engine``. A
     method of ``cls`` that no class of the project defines comes from it. ``None`` when no such
     base is known."""
     info = cls.info
@@ -1165,7 +1165,7 @@ class UnitBuilder:
         found = find_method(cls, method)
         if found is None:
             # a method no class of the project defines: the library base's (``self.backward(loss)``
-            # in a subclass of LightningLite), which the knowledge may describe
+            # in a subclass of a library's training engine), which the knowledge may describe
             raw.base_class = library_base(cls)
             return None
         return Callee(found[1], found[0].module, recv_sym, cls, found[0])

@@ -67,7 +67,7 @@ def summary_of(call: Call, roles: Roles) -> Summary | None:
     """What the library knowledge says a call does, or ``None``: a qualified function or
     class, a method of an object whose library class is known (``writer.add_graph``,
     ``accelerator.prepare``), a method a project class inherits from a library base
-    (``self.backward(loss)`` in a subclass of ``LightningLite``: :attr:`Call.base_class`), or
+    (``self.backward(loss)`` in a subclass of a library's engine: :attr:`Call.base_class`), or
     calling such an object (``loss_scaler(loss, optimizer)``)."""
     kb = knowledge()
     if call.qualified:

@@ -98,7 +98,7 @@ class Call:
     sources: "Sources | None" = None  # for calls with targets: what the result is computed from
     cls: object = None  # the project class the call constructs (a builder.ClassRef), if any
     #: for a method called on an instance of a project class (``self.backward(loss)`` in a
-    #: subclass of ``LightningLite``) that neither the class nor its project bases define: the
+    #: subclass of a library's training engine) that neither the class nor its project bases define: the
     #: qualified name of the library base class, with a knowledge entry, the method comes from
     base_class: str | None = None
     discarded: bool = False  # the whole of an expression statement: its result is thrown away
