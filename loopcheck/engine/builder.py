@@ -179,6 +179,30 @@ def find_method(cls: ClassRef, name: str, _seen: frozenset = frozenset()) -> tup
     return None
 
 
+def library_base(cls: ClassRef, _seen: frozenset = frozenset()) -> str | None:
+    """The qualified name of the first library class the knowledge describes among the bases of
+    project class ``cls``, through its bases in the project, depth first (method-resolution
+    order): ``"lib.Engine"`` for ``class Runner(Engine)`` with ``from lib import Engine``. A
+    method of ``cls`` that no class of the project defines comes from it. ``None`` when no such
+    base is known."""
+    info = cls.info
+    if info is None or cls in _seen:
+        return None
+    kb = knowledge()
+    for base in info.bases:
+        ref = cls.module.class_ref(base) or cls.module.class_ref(base, qualified=True)
+        if ref is None:
+            if kb.cls(base) is not None:
+                return base
+            continue
+        if ref.described:
+            return ref.qualname
+        found = library_base(ref, _seen | {cls})
+        if found is not None:
+            return found
+    return None
+
+
 def _assigned_names(target: cst.BaseExpression, out: set[str]) -> None:
     if type(target) is cst.Name:
         out.add(target.value)
@@ -1140,6 +1164,9 @@ class UnitBuilder:
             return None
         found = find_method(cls, method)
         if found is None:
+            # a method no class of the project defines: the library base's (``self.backward(loss)``
+            # in a subclass of a library's training engine), which the knowledge may describe
+            raw.base_class = library_base(cls)
             return None
         return Callee(found[1], found[0].module, recv_sym, cls, found[0])
 

@@ -66,12 +66,16 @@ def receiver_of(call: Call) -> str | None:
 def summary_of(call: Call, roles: Roles) -> Summary | None:
     """What the library knowledge says a call does, or ``None``: a qualified function or
     class, a method of an object whose library class is known (``writer.add_graph``,
-    ``accelerator.prepare``), or calling such an object (``loss_scaler(loss, optimizer)``)."""
+    ``accelerator.prepare``), a method a project class inherits from a library base
+    (``self.backward(loss)`` in a subclass of a library's engine: :attr:`Call.base_class`), or
+    calling such an object (``loss_scaler(loss, optimizer)``)."""
     kb = knowledge()
     if call.qualified:
         return kb.callable(call.func)
     if call.operands:
         return None
+    if call.base_class is not None:
+        return kb.method(call.base_class, call.method or "")
     if call.inner is not None:  # model.to(device).train(): a method of what the inner call returned
         recv = receiver_of(call)
         return kb.method(roles.type_of(recv), call.method or "") if recv else None

@@ -217,9 +217,11 @@ class _Typer:
         DeepSpeed engine) goes through its summary instead."""
         c, roles = self.c, self.roles
         if c.receiver is not None:
-            t = roles.type_of(c.receiver)
+            t = c.base_class or roles.type_of(c.receiver)
             if t is not None:
-                return False  # accelerator.backward(loss), engine.backward(loss): summaries
+                # accelerator.backward(loss), engine.backward(loss), self.backward(loss) of a
+                # subclass of a library class: summaries
+                return False
             if ACCELERATOR_NAME.search(last(c.receiver)) and c.args:
                 self.ev("backward", roles.canon(c.args[0].sym) if c.args[0].sym else None, scaler=None, managed=True)
                 return True

@@ -97,6 +97,10 @@ class Call:
     inlined: bool = False  # the callee's body follows in the IR (a function of the project)
     sources: "Sources | None" = None  # for calls with targets: what the result is computed from
     cls: object = None  # the project class the call constructs (a builder.ClassRef), if any
+    #: for a method called on an instance of a project class (``self.backward(loss)`` in a
+    #: subclass of a library's training engine) that neither the class nor its project bases define: the
+    #: qualified name of the library base class, with a knowledge entry, the method comes from
+    base_class: str | None = None
     discarded: bool = False  # the whole of an expression statement: its result is thrown away
     #: what the call may change attributes of, for the facts of attribute values
     #: (:mod:`loopcheck.engine.attr_facts`): object symbols (``args``: every ``args.<attr>``),

@@ -496,6 +496,23 @@ def _module_without_method(cls, name: str, _seen: frozenset = frozenset()) -> bo
     return True
 
 
+def _loop_reads(e: RawEvent) -> frozenset[str]:
+    """The symbols an event reads that a loop's target may bind: what its result is computed
+    from (:attr:`Sources.names`) and, for a call, what it is called on and given
+    (``(loss / n).backward()`` reads ``loss`` in ``for loss, last in model(x):``), through the
+    calls it is made on (``scaler.scale(loss).backward()``)."""
+    out = set(e.sources.names) if e.sources is not None else set()
+    c = e if isinstance(e, Call) else None
+    while c is not None:
+        if c.receiver:
+            out.add(c.receiver)
+        out.update(c.operands)
+        for a in c.args:
+            out.update(a.mentions)
+        c = c.inner
+    return frozenset(out)
+
+
 #: The list methods that put a value into the container they are called on.
 STORE_METHODS = frozenset({"append", "extend", "insert"})
 #: Builtins whose iteration gives the elements of their arguments (or pairs holding them).
@@ -530,7 +547,7 @@ class _Inference:
         # around the event whose target has the symbol's name)
         self.loop_targets: dict[str, list] = {}
         for e in events:
-            for sym in e.sources.names if e.ctx.loops and e.sources is not None else ():
+            for sym in _loop_reads(e) if e.ctx.loops else ():
                 name = sym.rpartition(":")[2].partition(".")[0]
                 loop = next((li for li in reversed(e.ctx.loops) if name in li.targets), None)
                 if loop is not None:
@@ -1100,7 +1117,9 @@ class _Inference:
                 # ``enumerate``/``zip``...), when that is known to come from models; an iterable
                 # whose origin is not known (a data loader built by a dataset class the
                 # knowledge does not describe) adds nothing, as before loops were followed
-                if not set(loop.iter_calls) <= ITERATION_BUILTINS:
+                forwards, understood = self._drawn_from(loop)
+                models.update(forwards)  # ``for loss, last in model(x)``: the elements come from its forward
+                if not understood:
                     continue  # range(n): integers; another call: not followed
                 for name in loop.iter_names:
                     if name in _visiting:
@@ -1118,6 +1137,32 @@ class _Inference:
                         return None  # a call the events do not show, or one not understood
                 todo.extend(value.mentions)
         return frozenset(models)
+
+    def _drawn_from(self, loop) -> tuple[set[str], bool]:
+        """What a ``for`` loop's iterable draws its elements from: the models whose forward
+        calls in it (``model`` for ``for loss, last in model(x):``, a forward that returns or
+        yields losses), and whether the engine understands every other call in it
+        (:meth:`_understood`; the iteration builtins, ``enumerate``, ``zip``, are); when it does
+        not (``range(n)``, a loader of a class no knowledge describes), the names the iterable
+        reads are not followed."""
+        if set(loop.iter_calls) <= ITERATION_BUILTINS:
+            return set(), True
+        iterable = getattr(loop.node, "iter", None)
+        if iterable is None:
+            return set(), False
+        forwards: set[str] = set()
+        understood = True
+        for node in calls_in_order(iterable):
+            raws = self.raw_calls.get(id(node))
+            if not raws:
+                understood = False  # a call the events do not show
+            for c in raws or ():
+                f = self.roles.canon(c.func) if c.func and not c.qualified else None
+                if f in self.roles.models:
+                    forwards.add(f)
+                elif not (c.qualified and c.func in ITERATION_BUILTINS) and not self._understood(c):
+                    understood = False
+        return forwards, understood
 
     def _sources_for(self, sym: str) -> list:
         while True:
