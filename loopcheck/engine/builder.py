@@ -43,7 +43,7 @@ from loopcheck.engine.ir import (
     release,
     walk_events,
 )
-from loopcheck.engine.attr_facts import ALL, fact_subject, received, written_attributes
+from loopcheck.engine.attr_facts import ALL, fact_subject, mode_subject, received, written_attributes
 from loopcheck.engine.calls import ref_parts
 from loopcheck.engine.classes import is_module_class
 from loopcheck.engine.knowledge import NO_GRAPH, knowledge
@@ -1647,7 +1647,8 @@ class UnitBuilder:
         elif type(stmt.orelse) is cst.Else:
             orelse = self.block(frame, stmt.orelse.body, inner)
         self._place(stmt, frame.module)
-        out.append(If(stmt, body, orelse, absent, given=given, fact=self._fact_of(frame, stmt.test)))
+        out.append(If(stmt, body, orelse, absent, given=given, fact=self._fact_of(frame, stmt.test),
+                      mode_of=self._mode_of(frame, stmt.test)))
         if out[-1].fact is not None:
             self._fact_ifs.append(out[-1])
 
@@ -1660,6 +1661,16 @@ class UnitBuilder:
             return None
         sym, qualified = self.resolve(frame, name)
         return (sym, name) if sym is not None and not qualified and "." in sym else None
+
+    def _mode_of(self, frame: Frame, test: cst.BaseExpression) -> tuple[str, str] | None:
+        """:attr:`If.mode_of` of an ``if`` on ``test``: the symbol of the module whose mode
+        attribute it tests (:func:`~loopcheck.engine.attr_facts.mode_subject`), not a
+        library's, and the attribute's dotted name in the test."""
+        name = mode_subject(test)
+        if name is None:
+            return None
+        sym, qualified = self.resolve(frame, name.rpartition(".")[0])
+        return (sym, name) if sym is not None and not qualified else None
 
     def _given_at(self, frame: Frame, absent: tuple[tuple[str, bool], ...]) -> tuple[tuple[str, str], ...]:
         """The symbols of ``absent`` that hold, here, the object a caller passed by name to a

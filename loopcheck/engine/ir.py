@@ -197,6 +197,11 @@ class If:
             ``if args.evaluate:``, ``cfg.mode == "eval"``): its symbol and its dotted name in
             the test; a path on which a literal was assigned to that attribute, and nothing
             since may have changed it, takes one arm only (:mod:`loopcheck.engine.attr_facts`).
+        mode_of: ``(symbol, name)`` when the test is over the mode attribute of one module
+            (``if model.training:``, ``if not self.reader.training:``,
+            :func:`~loopcheck.engine.attr_facts.mode_subject`): the module's symbol and the
+            attribute's dotted name in the test; a machine that knows the module's mode on a
+            path (``eval()``: ``training`` is ``False``) takes the arm it decides.
     """
 
     node: cst.CSTNode
@@ -206,6 +211,7 @@ class If:
     test: cst.BaseExpression | None = None
     given: tuple[tuple[str, str], ...] = ()
     fact: tuple[str, str] | None = None
+    mode_of: tuple[str, str] | None = None
 
     def __post_init__(self) -> None:
         if self.test is None:

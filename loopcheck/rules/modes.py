@@ -13,6 +13,7 @@ from typing import Iterable, NamedTuple
 
 import libcst as cst
 
+from loopcheck.engine.builder import decide_test
 from loopcheck.engine.callers import entry_grad_off
 from loopcheck.engine.dataflow import NOT_TAKEN, Machine
 from loopcheck.engine.events import Event, part_mode
@@ -119,8 +120,18 @@ class ModeMachine(Machine):
         return s
 
     def branches_on(self, node) -> bool:
+        if node.mode_of is not None and self._module_of(node.mode_of[0]):
+            return True
         test = _saved_mode_test(node)[0]
         return test is not None and test.value in self._saved_vars
+
+    def _module_of(self, sym: str) -> bool:
+        """Whether ``sym`` names the model or a part of it (``model.encoder``; a wrapper's
+        ``model.module``), whose mode attribute its mode gives."""
+        if sym in self.subjects:
+            return True
+        canon = self.unit.roles.canon(sym)
+        return canon == self.model or canon.startswith(self.model + ".")
 
     @property
     def _saved_vars(self) -> frozenset[str]:
@@ -131,7 +142,14 @@ class ModeMachine(Machine):
 
     def branch(self, s, node, taken: bool):
         """``if was_training:`` (or ``if not was_training:``) with the mode saved in
-        ``was_training`` known on this path: only the arm it decides is taken."""
+        ``was_training`` known on this path, and ``if model.training:`` (``if not
+        model.training:``, ``model.training == False``: :attr:`~loopcheck.engine.ir.If.mode_of`)
+        with the model's mode known on this path (``eval()``: ``training`` is ``False``, also
+        for a part of the model): only the arm it decides is taken."""
+        if node.mode_of is not None and s.kind in ("train", "eval") and self._module_of(node.mode_of[0]):
+            arm = decide_test(node.test, {node.mode_of[1]: s.kind == "train"})
+            if arm is not None:
+                return s if arm == taken else NOT_TAKEN
         if not s.saved:  # (most paths: no mode saved, nothing to read in the test)
             return s
         test, negated = _saved_mode_test(node)
@@ -291,7 +309,10 @@ class ValidationWithoutNoGrad(Rule):
                 continue  # no parameters (a class whose __init__ builds none): nothing to record a graph for
             if _loss_module(unit, fwd.subject):
                 continue  # a loss module (FocalLoss() or CrossEntropyLoss()) holds no weights to record
-            states = modes_at(unit, fwd.subject, fwd)
+            reached = mode_flow(unit, fwd.subject).states(fwd)
+            if not reached:
+                continue  # no path runs it: the arm of `if M.training:` that M's eval() rules out
+            states = {x for x in reached if x.kind != "absent"}
             if states and all(x.frozen for x in states):
                 continue  # requires_grad_(False) on every path: its forward records no graph
             in_eval = bool(states) and all(x.kind == "eval" for x in states)
