@@ -1342,6 +1342,7 @@ class UnitBuilder:
     def function_body(self, frame: Frame, func: cst.FunctionDef, ctx: Context) -> Seq:
         grad = ctx.grad
         inherited = ctx.grad_inherited
+        asked = ctx.grad_asked
         outer = frame.parent or frame
         for dec in func.decorators:
             mode = self.with_grad(outer, dec.decorator, None)
@@ -1351,8 +1352,8 @@ class UnitBuilder:
                 if callee is not None:
                     mode = decorator_grad(callee.func, callee.module.imports)
             if mode:
-                grad, inherited = mode, False
-        inner_ctx = replace(ctx, grad=grad, grad_inherited=inherited)
+                grad, inherited, asked = mode, False, mode == "enabled"
+        inner_ctx = replace(ctx, grad=grad, grad_inherited=inherited, grad_asked=asked)
         return self.block(frame, func.body, inner_ctx)
 
     def _function_named(self, frame: Frame, expr: cst.BaseExpression) -> Callee | None:
@@ -1468,7 +1469,7 @@ class UnitBuilder:
         summary = knowledge().callable(q) if qualified else None
         if summary is None or summary.grad != "arg":
             return ctx
-        return replace(ctx, grad=self.with_grad(frame, s.value, ctx.grad), grad_inherited=False)
+        return replace(ctx, grad=self.with_grad(frame, s.value, ctx.grad), grad_inherited=False, grad_asked=False)
 
     def stmt(self, frame: Frame, stmt: cst.CSTNode, ctx: Context, out: list[Node]) -> None:
         if frame.fresh_at and id(stmt) in frame.fresh_at:
@@ -1609,7 +1610,8 @@ class UnitBuilder:
             elif item.asname is not None:
                 targets = self._target_syms(frame, item.asname.name)
                 self.expr_events(frame, item.item, ctx, out, targets)
-        inner = replace(ctx, grad=grad, grad_inherited=ctx.grad_inherited and not grad_set)
+        inner = replace(ctx, grad=grad, grad_inherited=ctx.grad_inherited and not grad_set,
+                        grad_asked=grad == "enabled" if grad_set else ctx.grad_asked)
         out.extend(self.block(frame, stmt.body, inner).items)
         out.extend(reversed(exits))
 

@@ -53,6 +53,13 @@ class Context:
             the event set a mode (``with torch.enable_grad():`` sets one, even inside code that
             already had gradients on). The mode of such an event is its entry's, which the
             entry's callers in the project may decide (:mod:`loopcheck.engine.callers`).
+        grad_asked: whether the innermost ``with`` item or decorator that set the grad mode
+            around the event turned gradients on (``with torch.enable_grad():``, ``with
+            torch.set_grad_enabled(True):``, ``@torch.enable_grad()``, a context manager or
+            decorator of the project that does): a block whose graph the code asks for, even
+            where its callers turned gradients off. Not a ``torch.set_grad_enabled(True)``
+            statement, which sets the mode of everything after it rather than of a block, nor
+            the grad mode a framework's loop runs a method in.
     """
 
     loops: tuple[LoopInfo, ...] = ()
@@ -60,6 +67,7 @@ class Context:
     conds: tuple[cst.CSTNode, ...] = ()
     calls: tuple[cst.Call, ...] = ()
     grad_inherited: bool = True
+    grad_asked: bool = False
 
 
 @dataclass(eq=False)

@@ -303,6 +303,8 @@ class ValidationWithoutNoGrad(Rule):
         for fwd in unit.of_kind("forward"):
             if fwd.ctx.grad != "enabled" or not _batch_loops(fwd):
                 continue  # a single forward outside any loop (a test, an export) costs one graph
+            if fwd.ctx.grad_asked:
+                continue  # under `with torch.enable_grad():`: the code asks for this graph, no_grad would undo it
             if grad_off_inputs(unit, fwd) is not None:
                 continue  # PyTorch <= 0.3 code: volatile inputs decide whether it records a graph
             if model_without_parameters(unit, fwd.subject):
