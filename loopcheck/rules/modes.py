@@ -61,7 +61,8 @@ class ModeMachine(Machine):
     with gradients enabled of the model, of a part of it or of a model containing it (``fwd``).
     A mode saved in a variable
     (``was_training = model.training``) is restored by ``model.train(was_training)`` and decides
-    ``if was_training:`` tests.
+    ``if was_training:`` tests; the mode of the model decides tests of its (or a part's) mode
+    attribute, ``if model.training:`` (:attr:`~loopcheck.engine.ir.If.mode_of`).
     """
 
     kinds = frozenset({'model_build', 'train', 'eval', 'mode_unknown', 'havoc', 'step', 'forward', 'freeze', 'unfreeze',
@@ -280,7 +281,12 @@ class EvalModeNotReset(Rule):
 class ValidationWithoutNoGrad(Rule):
     """LC302 validation-without-no-grad.
 
-    Reported when: a forward of model ``M`` with grad enabled, in a loop not over models, runs with
+    Reported when: a forward of model ``M`` with grad enabled, not in a block that the innermost
+    ``with`` item or decorator setting a grad mode turns gradients on in (``with
+    torch.enable_grad():``, ``with torch.set_grad_enabled(True):``: the code asks for that graph,
+    :attr:`~loopcheck.engine.ir.Context.grad_asked`), in a loop not over models, on some path (not
+    in the arm of ``if M.training:`` that ``M``'s eval mode rules out on every path,
+    :meth:`ModeMachine.branch`), runs with
     ``M`` in eval mode on every path (:func:`modes_at`), or, eval mode on no path, on evaluation data
     (an input argument, or the innermost loop's iterable when that loop does not train); and no
     ``backward()``/``torch.autograd.grad`` follows in program order before ``M``'s next ``train()``
