@@ -338,6 +338,11 @@ TRACER_MISREADS = {
                                                "backward() inside themselves, through the graph they record, "
                                                "which under torch.no_grad() would not exist: the forward needs "
                                                "grad, though nothing backpropagates its output afterwards"),
+    "eval_forward_under_enable_grad.py": ({"LC302"}, "the tracer reports the conditioning projection's forward in "
+                                          "validation, whose graph is freed without a backward(): true of the "
+                                          "graph, but the code turns gradients on for it with torch.enable_grad() "
+                                          "inside the caller's no_grad, so it asks for that graph, and the "
+                                          "torch.no_grad() LC302 advises would not stop it"),
     "sam_wrapped_base_optimizer.py": ({"LC103"}, "SAM's first_step moves the parameters itself (p.add_) and then "
                                       "zero_grad()s: the tracer counts only optimizer steps, and reads the "
                                       "gradients as wiped before any step applied them"),

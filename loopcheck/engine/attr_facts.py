@@ -63,6 +63,32 @@ def fact_subject(test: cst.BaseExpression) -> str | None:
     return dotted_name(test)
 
 
+#: The attribute of ``torch.nn.Module`` that ``train()`` and ``eval()`` set on the module and
+#: all its submodules (https://pytorch.org/docs/stable/generated/torch.nn.Module.html).
+MODE_ATTRIBUTE = "training"
+
+
+def mode_subject(test: cst.BaseExpression) -> str | None:
+    """The dotted name ``m.training`` (``m`` a dotted name of plain names: ``model``,
+    ``self.reader``) that ``test`` is a test of, alone, in the shapes of :func:`fact_subject`
+    (``m.training``, ``not m.training``, ``m.training == literal``); ``None`` for any other
+    test. The mode a path knows ``m`` is in decides it (``eval()``: ``m.training`` is
+    ``False``), which :class:`~loopcheck.rules.modes.ModeMachine` reads."""
+    t = type(test)
+    if t is cst.UnaryOperation and type(test.operator) is cst.Not:
+        return mode_subject(test.expression)
+    if t is cst.Comparison:
+        if len(test.comparisons) != 1:
+            return None
+        comp = test.comparisons[0]
+        if type(comp.operator) not in (cst.Equal, cst.NotEqual, cst.Is, cst.IsNot) or not _is_literal(comp.comparator):
+            return None
+        test, t = test.left, type(test.left)
+    if t is not cst.Attribute or test.attr.value != MODE_ATTRIBUTE:
+        return None
+    return dotted_name(test)
+
+
 def owner(key: str) -> str:
     """The object symbol of an attribute symbol (``args`` of ``args.evaluate``)."""
     return key.rpartition(".")[0]

@@ -43,7 +43,7 @@ from loopcheck.engine.ir import (
     release,
     walk_events,
 )
-from loopcheck.engine.attr_facts import ALL, fact_subject, received, written_attributes
+from loopcheck.engine.attr_facts import ALL, fact_subject, mode_subject, received, written_attributes
 from loopcheck.engine.calls import ref_parts
 from loopcheck.engine.classes import is_module_class
 from loopcheck.engine.knowledge import NO_GRAPH, knowledge
@@ -1369,6 +1369,7 @@ class UnitBuilder:
     def function_body(self, frame: Frame, func: cst.FunctionDef, ctx: Context) -> Seq:
         grad = ctx.grad
         inherited = ctx.grad_inherited
+        asked = ctx.grad_asked
         outer = frame.parent or frame
         for dec in func.decorators:
             mode = self.with_grad(outer, dec.decorator, None)
@@ -1378,8 +1379,8 @@ class UnitBuilder:
                 if callee is not None:
                     mode = decorator_grad(callee.func, callee.module.imports)
             if mode:
-                grad, inherited = mode, False
-        inner_ctx = replace(ctx, grad=grad, grad_inherited=inherited)
+                grad, inherited, asked = mode, False, mode == "enabled"
+        inner_ctx = replace(ctx, grad=grad, grad_inherited=inherited, grad_asked=asked)
         return self.block(frame, func.body, inner_ctx)
 
     def _function_named(self, frame: Frame, expr: cst.BaseExpression) -> Callee | None:
@@ -1495,7 +1496,7 @@ class UnitBuilder:
         summary = knowledge().callable(q) if qualified else None
         if summary is None or summary.grad != "arg":
             return ctx
-        return replace(ctx, grad=self.with_grad(frame, s.value, ctx.grad), grad_inherited=False)
+        return replace(ctx, grad=self.with_grad(frame, s.value, ctx.grad), grad_inherited=False, grad_asked=False)
 
     def stmt(self, frame: Frame, stmt: cst.CSTNode, ctx: Context, out: list[Node]) -> None:
         if frame.fresh_at and id(stmt) in frame.fresh_at:
@@ -1636,7 +1637,8 @@ class UnitBuilder:
             elif item.asname is not None:
                 targets = self._target_syms(frame, item.asname.name)
                 self.expr_events(frame, item.item, ctx, out, targets)
-        inner = replace(ctx, grad=grad, grad_inherited=ctx.grad_inherited and not grad_set)
+        inner = replace(ctx, grad=grad, grad_inherited=ctx.grad_inherited and not grad_set,
+                        grad_asked=grad == "enabled" if grad_set else ctx.grad_asked)
         out.extend(self.block(frame, stmt.body, inner).items)
         out.extend(reversed(exits))
 
@@ -1674,7 +1676,8 @@ class UnitBuilder:
         elif type(stmt.orelse) is cst.Else:
             orelse = self.block(frame, stmt.orelse.body, inner)
         self._place(stmt, frame.module)
-        out.append(If(stmt, body, orelse, absent, given=given, fact=self._fact_of(frame, stmt.test)))
+        out.append(If(stmt, body, orelse, absent, given=given, fact=self._fact_of(frame, stmt.test),
+                      mode_of=self._mode_of(frame, stmt.test)))
         if out[-1].fact is not None:
             self._fact_ifs.append(out[-1])
 
@@ -1687,6 +1690,16 @@ class UnitBuilder:
             return None
         sym, qualified = self.resolve(frame, name)
         return (sym, name) if sym is not None and not qualified and "." in sym else None
+
+    def _mode_of(self, frame: Frame, test: cst.BaseExpression) -> tuple[str, str] | None:
+        """:attr:`If.mode_of` of an ``if`` on ``test``: the symbol of the module whose mode
+        attribute it tests (:func:`~loopcheck.engine.attr_facts.mode_subject`), not a
+        library's, and the attribute's dotted name in the test."""
+        name = mode_subject(test)
+        if name is None:
+            return None
+        sym, qualified = self.resolve(frame, name.rpartition(".")[0])
+        return (sym, name) if sym is not None and not qualified else None
 
     def _given_at(self, frame: Frame, absent: tuple[tuple[str, bool], ...]) -> tuple[tuple[str, str], ...]:
         """The symbols of ``absent`` that hold, here, the object a caller passed by name to a

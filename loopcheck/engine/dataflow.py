@@ -21,7 +21,7 @@ import libcst as cst
 
 from loopcheck.engine.attr_facts import assigned_ends, ends
 from loopcheck.engine.builder import NO_VALUE, decide_test, literal_value
-from loopcheck.engine.events import Event
+from loopcheck.engine.events import Event, sets_mode
 from loopcheck.engine.ir import Assign, Call, If, Inline, Jump, Loop, Node, Seq, Try, parts, walk_events
 from loopcheck.engine.names import STR_TRANSFORMS
 from loopcheck.engine.walk import names_in
@@ -115,6 +115,13 @@ class Flow:
 
 MAX_LOOP_ITERATIONS = 50
 
+#: The name a test of a module's mode attribute (:attr:`~loopcheck.engine.ir.If.mode_of`:
+#: ``if model.training:``) mentions besides its own, and that an event which may set a
+#: module's mode (:func:`~loopcheck.engine.events.sets_mode`) re-binds: ``model.eval()``
+#: changes ``model.training`` without assigning any name of the test, so a path that
+#: remembered the test's outcome forgets it there.
+MODE_NAME = "<mode>"
+
 
 _REPEATED: "weakref.WeakKeyDictionary[Seq, dict]" = weakref.WeakKeyDictionary()
 
@@ -199,7 +206,10 @@ def repeated_tests(unit: Seq) -> dict[int, tuple[str, frozenset[str]]]:
                 continue
             names = names_of.get(id(test))
             if names is None:
-                names = names_of[id(test)] = frozenset(names_in(test))
+                names = frozenset(names_in(test))
+                if node.mode_of is not None:  # (a mode event changes it: MODE_NAME)
+                    names |= {MODE_NAME}
+                names_of[id(test)] = names
             tests.append((id(node), test, names))
             shapes[type(test), names] = shapes.get((type(test), names), 0) + 1
         texts: dict[int, tuple[str, frozenset[str]]] = {}
@@ -302,6 +312,8 @@ def _summarize(node: Node, table: dict[int, _Summary]) -> _Summary:
     sm = _Summary()
     if isinstance(node, (Call, Assign)):
         sm.kinds = {ev.kind for ev in node.typed}
+        if any(sets_mode(ev) for ev in node.typed):
+            sm.names.add(MODE_NAME)
         if isinstance(node, Assign) and node.target:
             sm.names.add(_base_name(node.target))
         elif isinstance(node, Call):

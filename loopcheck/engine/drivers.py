@@ -167,7 +167,7 @@ def _step(state: _Build, step: dict, ctx: Context, out: list[Node]) -> None:
         finally:
             state.over.pop()
     elif kind == "grad":
-        out.extend(_block(state, step["body"], replace(ctx, grad=step["grad"], grad_inherited=False)).items)
+        out.extend(_block(state, step["body"], replace(ctx, grad=step["grad"], grad_inherited=False, grad_asked=False)).items)
     elif kind == "method":
         slot = state.slots.get(step["on"])
         if slot is not None:

@@ -76,6 +76,14 @@ class Event:
 _SETS_MODE = {"train": "train", "eval": "eval", "mode_unknown": "unknown", "mode_restore": "unknown"}
 
 
+def sets_mode(ev: Event) -> bool:
+    """Whether ``ev`` may change the mode (``nn.Module.training``) of some module: a mode
+    event, a construction (a new module starts in train mode), a ``havoc`` that may change
+    the ``mode`` aspect."""
+    k = ev.kind
+    return k in _SETS_MODE or k == "mode_part" or k == "model_build" or (k == "havoc" and ev.may_change("mode"))
+
+
 def part_mode(model: str, ev: Event) -> str | None:
     """The mode (``"train"``, ``"eval"`` or ``"unknown"``) ``ev`` gives some modules of
     ``model`` without establishing that it gives it to all of them, or ``None``.

@@ -53,6 +53,13 @@ class Context:
             the event set a mode (``with torch.enable_grad():`` sets one, even inside code that
             already had gradients on). The mode of such an event is its entry's, which the
             entry's callers in the project may decide (:mod:`loopcheck.engine.callers`).
+        grad_asked: whether the innermost ``with`` item or decorator that set the grad mode
+            around the event turned gradients on (``with torch.enable_grad():``, ``with
+            torch.set_grad_enabled(True):``, ``@torch.enable_grad()``, a context manager or
+            decorator of the project that does): a block whose graph the code asks for, even
+            where its callers turned gradients off. Not a ``torch.set_grad_enabled(True)``
+            statement, which sets the mode of everything after it rather than of a block, nor
+            the grad mode a framework's loop runs a method in.
     """
 
     loops: tuple[LoopInfo, ...] = ()
@@ -60,6 +67,7 @@ class Context:
     conds: tuple[cst.CSTNode, ...] = ()
     calls: tuple[cst.Call, ...] = ()
     grad_inherited: bool = True
+    grad_asked: bool = False
 
 
 @dataclass(eq=False)
@@ -201,6 +209,11 @@ class If:
             ``if args.evaluate:``, ``cfg.mode == "eval"``): its symbol and its dotted name in
             the test; a path on which a literal was assigned to that attribute, and nothing
             since may have changed it, takes one arm only (:mod:`loopcheck.engine.attr_facts`).
+        mode_of: ``(symbol, name)`` when the test is over the mode attribute of one module
+            (``if model.training:``, ``if not self.reader.training:``,
+            :func:`~loopcheck.engine.attr_facts.mode_subject`): the module's symbol and the
+            attribute's dotted name in the test; a machine that knows the module's mode on a
+            path (``eval()``: ``training`` is ``False``) takes the arm it decides.
     """
 
     node: cst.CSTNode
@@ -210,6 +223,7 @@ class If:
     test: cst.BaseExpression | None = None
     given: tuple[tuple[str, str], ...] = ()
     fact: tuple[str, str] | None = None
+    mode_of: tuple[str, str] | None = None
 
     def __post_init__(self) -> None:
         if self.test is None:

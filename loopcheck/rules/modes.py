@@ -13,6 +13,7 @@ from typing import Iterable, NamedTuple
 
 import libcst as cst
 
+from loopcheck.engine.builder import decide_test
 from loopcheck.engine.callers import entry_grad_off
 from loopcheck.engine.dataflow import NOT_TAKEN, Machine
 from loopcheck.engine.events import Event, part_mode
@@ -60,7 +61,8 @@ class ModeMachine(Machine):
     with gradients enabled of the model, of a part of it or of a model containing it (``fwd``).
     A mode saved in a variable
     (``was_training = model.training``) is restored by ``model.train(was_training)`` and decides
-    ``if was_training:`` tests.
+    ``if was_training:`` tests; the mode of the model decides tests of its (or a part's) mode
+    attribute, ``if model.training:`` (:attr:`~loopcheck.engine.ir.If.mode_of`).
     """
 
     kinds = frozenset({'model_build', 'train', 'eval', 'mode_unknown', 'havoc', 'step', 'forward', 'freeze', 'unfreeze',
@@ -119,8 +121,18 @@ class ModeMachine(Machine):
         return s
 
     def branches_on(self, node) -> bool:
+        if node.mode_of is not None and self._module_of(node.mode_of[0]):
+            return True
         test = _saved_mode_test(node)[0]
         return test is not None and test.value in self._saved_vars
+
+    def _module_of(self, sym: str) -> bool:
+        """Whether ``sym`` names the model or a part of it (``model.encoder``; a wrapper's
+        ``model.module``), whose mode attribute its mode gives."""
+        if sym in self.subjects:
+            return True
+        canon = self.unit.roles.canon(sym)
+        return canon == self.model or canon.startswith(self.model + ".")
 
     @property
     def _saved_vars(self) -> frozenset[str]:
@@ -131,7 +143,14 @@ class ModeMachine(Machine):
 
     def branch(self, s, node, taken: bool):
         """``if was_training:`` (or ``if not was_training:``) with the mode saved in
-        ``was_training`` known on this path: only the arm it decides is taken."""
+        ``was_training`` known on this path, and ``if model.training:`` (``if not
+        model.training:``, ``model.training == False``: :attr:`~loopcheck.engine.ir.If.mode_of`)
+        with the model's mode known on this path (``eval()``: ``training`` is ``False``, also
+        for a part of the model): only the arm it decides is taken."""
+        if node.mode_of is not None and s.kind in ("train", "eval") and self._module_of(node.mode_of[0]):
+            arm = decide_test(node.test, {node.mode_of[1]: s.kind == "train"})
+            if arm is not None:
+                return s if arm == taken else NOT_TAKEN
         if not s.saved:  # (most paths: no mode saved, nothing to read in the test)
             return s
         test, negated = _saved_mode_test(node)
@@ -262,7 +281,12 @@ class EvalModeNotReset(Rule):
 class ValidationWithoutNoGrad(Rule):
     """LC302 validation-without-no-grad.
 
-    Reported when: a forward of model ``M`` with grad enabled, in a loop not over models, runs with
+    Reported when: a forward of model ``M`` with grad enabled, not in a block that the innermost
+    ``with`` item or decorator setting a grad mode turns gradients on in (``with
+    torch.enable_grad():``, ``with torch.set_grad_enabled(True):``: the code asks for that graph,
+    :attr:`~loopcheck.engine.ir.Context.grad_asked`), in a loop not over models, on some path (not
+    in the arm of ``if M.training:`` that ``M``'s eval mode rules out on every path,
+    :meth:`ModeMachine.branch`), runs with
     ``M`` in eval mode on every path (:func:`modes_at`), or, eval mode on no path, on evaluation data
     (an input argument, or the innermost loop's iterable when that loop does not train); and no
     ``backward()``/``torch.autograd.grad`` follows in program order before ``M``'s next ``train()``
@@ -288,13 +312,18 @@ class ValidationWithoutNoGrad(Rule):
         for fwd in unit.of_kind("forward"):
             if fwd.ctx.grad != "enabled" or not _batch_loops(fwd):
                 continue  # a single forward outside any loop (a test, an export) costs one graph
+            if fwd.ctx.grad_asked:
+                continue  # under `with torch.enable_grad():`: the code asks for this graph, no_grad would undo it
             if grad_off_inputs(unit, fwd) is not None:
                 continue  # PyTorch <= 0.3 code: volatile inputs decide whether it records a graph
             if model_without_parameters(unit, fwd.subject):
                 continue  # no parameters (a class whose __init__ builds none): nothing to record a graph for
             if _loss_module(unit, fwd.subject):
                 continue  # a loss module (FocalLoss() or CrossEntropyLoss()) holds no weights to record
-            states = modes_at(unit, fwd.subject, fwd)
+            reached = mode_flow(unit, fwd.subject).states(fwd)
+            if not reached:
+                continue  # no path runs it: the arm of `if M.training:` that M's eval() rules out
+            states = {x for x in reached if x.kind != "absent"}
             if states and all(x.frozen for x in states):
                 continue  # requires_grad_(False) on every path: its forward records no graph
             in_eval = bool(states) and all(x.kind == "eval" for x in states)
