@@ -11,8 +11,11 @@ objects the optimizer never sees; before the optimizer has state, and without th
 a conversion breaks nothing. Re-binding the model name
 to a new model, or assigning a new submodule, always leaves the optimizer with parameters
 the model no longer uses: those never train. A device move once the optimizer has state
-is taken as a round trip (checkpoint to CPU and back) unless the optimizer builds its state
-in ``__init__`` (Adagrad, pytorch/pytorch#7844). A module without parameters (a loss, an
+breaks its next step unless the model is moved back before it (a checkpoint round trip), the
+move goes where the model already is (a model built on the default device is on the CPU), or
+the optimizer's ``step()`` moves its state to the parameters (the knowledge's ``moves_state``:
+Adafactor); an optimizer that builds its state in ``__init__`` (Adagrad, pytorch/pytorch#7844)
+has state from its construction. A module without parameters (a loss, an
 activation, ``Dropout``, ``Identity``) can be replaced, re-bound or converted at any time: the
 optimizer holds nothing of it.
 """
@@ -346,7 +349,9 @@ class ModelConvertedAfterOptimizer(Rule):
     establishes no change), a dtype conversion is not reported while an optimizer that keeps no
     per-parameter state (SGD without momentum) has none, and a change that breaks only the state
     is not reported for an optimizer of the project with its own ``step()`` or one whose
-    ``step()`` the knowledge says moves its state to the parameters (:func:`_state_follows`)."""
+    ``step()`` the knowledge says moves its state to the parameters (:func:`_state_follows`). A
+    device move to where the model is (known from the moves on the path and from a construction
+    established to build on the default device, :func:`built_device`) changes nothing."""
 
     info = INFOS["LC501"]
 
