@@ -133,11 +133,11 @@ DEVICE_CALLS = frozenset({"cuda", "to", "to_empty", "set_default_device", "set_d
 #: ``nn.Linear(8, 2, device="cuda")``, ``from_pretrained(..., device_map="auto")``).
 DEVICE_KEYWORDS = frozenset({"device", "device_map"})
 
-#: How deep :func:`built_on_default_device` reads the classes and functions of the project a
-#: module's ``__init__`` calls; deeper, the device is not established.
+#: How many classes deep :func:`_init_names_device` reads the classes of the project a module's
+#: ``__init__`` builds; deeper, the device is not established.
 MAX_INIT_DEPTH = 4
-#: How many functions :func:`_init_names_device` reads for one class at most; past it, the device
-#: is not established.
+#: How many functions :func:`_init_names_device` reads for one construction at most; past it,
+#: the device is not established.
 MAX_INIT_FUNCTIONS = 64
 
 
@@ -167,7 +167,7 @@ def built_on_default_device(unit, c: Call) -> bool:
     if isinstance(cls, str):
         if not cls.startswith("torch.nn.") or not is_module_class(cls):
             return False
-    elif not is_module_class(cls) or _init_names_device(cls, 0, frozenset()):
+    elif not is_module_class(cls) or _init_names_device(cls):
         return False
     if _names_device(node):
         return False
@@ -193,32 +193,40 @@ def _names_device(node: cst.CSTNode) -> bool:
     return False
 
 
-def _init_names_device(cls: ClassRef, depth: int, seen: frozenset) -> bool:
+def _init_names_device(cls: ClassRef) -> bool:
     """Whether building ``cls`` may put parameters off the default device, as far as its code
     says: ``__init__`` of the class and of its bases in the project, the methods it calls on
-    ``self``, the functions of its module and the classes of the project it calls (to
-    :data:`MAX_INIT_DEPTH`, :data:`MAX_INIT_FUNCTIONS` functions) make a call that may put
-    tensors on a device (:func:`_names_device`); code past those bounds, or a definition of the
-    project that is no function, is not read and may."""
-    if depth > MAX_INIT_DEPTH or cls in seen:
-        return depth > MAX_INIT_DEPTH
-    seen = seen | {cls}
-    todo: list[tuple[ModuleIndex, cst.FunctionDef]] = []
-    stack, classes = [cls], []
-    while stack:  # the class and its bases in the project
-        k = stack.pop()
-        if k in classes:
-            continue
-        classes.append(k)
-        stack.extend(k.bases())
-        info = k.info
-        if info is not None and "__init__" in info.methods:
-            todo.append((k.module, info.methods["__init__"]))
+    ``self``, and the functions and classes of the project it calls (their ``__init__``, to
+    :data:`MAX_INIT_DEPTH` classes deep) make a call that may put tensors on a device
+    (:func:`_names_device`). Past :data:`MAX_INIT_FUNCTIONS` functions read, or at a definition
+    of the project that is no function, the answer is ``True``: not read, it may."""
+    todo: list[tuple[ModuleIndex, cst.FunctionDef, ClassRef, int]] = []
+    classes: set = set()
+
+    def add_class(k: ClassRef, depth: int) -> bool:
+        """Queue ``__init__`` of ``k`` and of its bases; ``True`` past the depth bound."""
+        if depth > MAX_INIT_DEPTH:
+            return True
+        stack = [k]
+        while stack:
+            b = stack.pop()
+            if b in classes:
+                continue
+            classes.add(b)
+            stack.extend(b.bases())
+            info = b.info
+            if info is not None and "__init__" in info.methods:
+                todo.append((b.module, info.methods["__init__"], k, depth))
+        return False
+
+    add_class(cls, 0)
     done: set = set()
     while todo:
-        index, func = todo.pop()
+        index, func, owner, depth = todo.pop()
         if func in done:
             continue
+        if len(done) >= MAX_INIT_FUNCTIONS:
+            return True
         done.add(func)
         if _names_device(func.body):
             return True
@@ -228,23 +236,23 @@ def _init_names_device(cls: ClassRef, depth: int, seen: frozenset) -> bool:
                 continue
             head, _, rest = d.partition(".")
             if head == me:
-                found = find_method(cls, rest) if rest and "." not in rest else None
+                found = find_method(owner, rest) if rest and "." not in rest else None
                 if found is not None:
-                    todo.append((found[0].module, found[1]))
+                    todo.append((found[0].module, found[1], owner, depth))
                 continue
             ref = class_of_name(index, d)
             if isinstance(ref, ClassRef):
-                if _init_names_device(ref, depth + 1, seen):
+                if add_class(ref, depth + 1):
                     return True
             elif d in index.functions:
-                todo.append((index, index.functions[d]))
+                todo.append((index, index.functions[d], owner, depth))
             elif ref is None and head in index.imports.aliases and head not in index.globals:
                 project = index.project
                 member = project.lookup(index.imports.qualify(d), index.path) if project is not None else None
                 if member is not None:  # a function of another module of the project: read it too
-                    if member.function is None or member.info.index is None or len(done) >= MAX_INIT_FUNCTIONS:
+                    if member.function is None or member.info.index is None:
                         return True
-                    todo.append((member.info.index, member.function))
+                    todo.append((member.info.index, member.function, owner, depth))
     return False
 
 
