@@ -173,13 +173,15 @@ class OptimizerModelMachine(Machine):
     def __init__(self, opt: str, models: set[str], eager: bool, names: frozenset[str],
                  has_parameters: Callable[[Event], bool] = lambda ev: True,
                  owned: dict[int, set[str] | None] | None = None, known_dtypes: bool = True,
-                 home: Callable[[Event], str | None] = lambda ev: None) -> None:
+                 home: Callable[[Event], str | None] = lambda ev: None,
+                 overwrite: Callable[[], bool] = lambda: False) -> None:
         self.opt, self.models, self.eager = opt, models, eager
         self.subjects = names  # every name of the optimizer and its models (aliases included)
         self.has_parameters = has_parameters
         self.owned = owned or {}  # id(construction) -> the models whose parameters it takes
         self.known_dtypes = known_dtypes  # the default dtype is PyTorch's (float32)
         self.home = home  # where a model_build puts the parameters (None: unknown)
+        self.overwrite = overwrite  # whether conversions make new parameters (asked only at a move)
         # the inlined call whose local variable the optimizer is (``f3_1`` of ``f3_1:optimizer``)
         self.local_of = opt.partition(":")[0] if ":" in opt else None
 
@@ -246,11 +248,14 @@ class OptimizerModelMachine(Machine):
             s = s._replace(dtype=to)
         if k == "convert" and ev.extra["how"] == "device":
             where = device_of(ev)
-            if s.built is None or where == s.current:
-                return s._replace(current=where)  # before the optimizer, or a move to where it is
+            if s.built is None:
+                return s._replace(current=where)
             if s.pending is not None and s.pending.kind != "convert":
                 return s._replace(current=where)  # the new model or submodule stays unknown to the optimizer
-            if where == s.at_build and s.pending is not None:
+            # under the overwrite setting every move makes new parameters, to the same device too
+            if where == s.current and not self.overwrite():
+                return s._replace(current=where)  # a move to where it is
+            if where == s.at_build and s.pending is not None and not self.overwrite():
                 return s._replace(pending=None, current=where)  # back where it was: a round trip
             return s._replace(pending=ev, current=where, pending_state=s.has_state)
         if s.built is None:
@@ -272,6 +277,8 @@ def _flows(unit: Unit):
     1.7 million lookups, 1.9 s)."""
     optimizers = unit.roles.optimizers
     stepped = unit.by_subject("step")
+    # read only at a device move: it parses the top-level code of a module outlined for its names
+    overwrite = functools.cache(lambda: setting_turned_on(unit, OVERWRITE) is not None)
     for opt in sorted((opt for opt in stepped if opt in optimizers), key=list(optimizers).index):
         info, steps = optimizers[opt], stepped[opt]
         # the models the optimizer certainly holds (not one arm of `a.parameters() if x else ...`)
@@ -283,7 +290,7 @@ def _flows(unit: Unit):
             ("setup", opt),
             lambda opt=opt, models=models, names=names, info=info: OptimizerModelMachine(
                 opt, models, info.eager_state, names, may_hold_parameters(unit), info.by_ctor,
-                not setting_calls(unit, "default_dtype"), built_device(unit)),
+                not setting_calls(unit, "default_dtype"), built_device(unit), overwrite),
         )
         for step in steps:
             yield from _pending_at(unit, flow.states(step), step)
