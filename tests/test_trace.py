@@ -52,6 +52,15 @@ NO_RUNTIME_SYMPTOM = {
     "LC501_bad_move_after_resume.py": "model.to('cpu') on a CPU model changes nothing",
     "LC502_bad_project_loss_with_parameters.py": "the move runs only when CUDA is available",
     "LC501_bad_trained_part_moved_after_steps.py": "model.encoder.to(device) on a CPU model changes nothing",
+    "LC501_bad_adam_beside_adafactor_moved_after_resume.py": "head.to(device) on a CPU model changes nothing",
+    "LC501_bad_checkpoint_helper_leaves_model_on_cpu.py": "without CUDA the model was never moved off the CPU: "
+                                                          "net.cpu() changes nothing",
+    "LC501_bad_cpu_after_steps_model_built_on_device.py": "on a CPU the model is built on the CPU: net.cpu() "
+                                                          "changes nothing",
+    "LC501_bad_cpu_after_steps_default_device_set.py": "on a CPU the default device is the CPU: model.cpu() "
+                                                       "changes nothing",
+    "LC501_bad_cpu_after_steps_built_under_device_context.py": "on a CPU the model is built on the CPU: "
+                                                               "model.cpu() changes nothing",
     "LC201_bad_index_batches_in_runs.py": "batches taken by index: the tracer measures an epoch scheduler's steps "
                                           "against a pass over a DataLoader",
     "LC201_bad_step_over_optimizers.py": "batches taken by index: the tracer measures an epoch scheduler's steps "

@@ -190,7 +190,7 @@ class _Typer:
         if target in roles.optimizers and roles.optimizers[target].builds(c):
             info = roles.optimizers[target]
             self.ev("opt_build", target, models=info.models, eager=info.eager_state, stateless=id(c) in info.stateless,
-                    own_step=id(c) in info.own_step)
+                    own_step=id(c) in info.own_step, moves_state=id(c) in info.moves_state)
             return True
         if target in roles.schedulers and roles.schedulers[target].builds(c):
             self.ev("sched_build", target)

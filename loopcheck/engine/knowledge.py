@@ -87,7 +87,7 @@ ASPECTS = frozenset({"mode", "grads", "lr", "scale", "params"})
 NO_GRAPH = frozenset({"number", "detached", "integer"})
 ROLES = frozenset({"optimizer", "scheduler", "scaler", "loader", "model", "criterion", "loss", "accelerator"})
 _ROLE_KEYS = frozenset({
-    "role", "params", "eager_state", "state_when", "schedule", "period", "optimizer", "same", "type", "value",
+    "role", "params", "eager_state", "moves_state", "state_when", "schedule", "period", "optimizer", "same", "type", "value",
     "sampler", "items", "first_change", "constant_when", "shares",
 })
 _ENTRY_KEYS = frozenset({
@@ -98,8 +98,10 @@ _ENTRY_KEYS = frozenset({
 #: says the new value): ``overwrite_params_on_conversion``, whether ``Module.to()``/``half()``
 #: make new ``Parameter`` objects instead of converting them in place
 #: (``torch.__future__.set_overwrite_module_params_on_conversion``); ``default_dtype``, the
-#: dtype ``torch.nn`` layers build their parameters in (``torch.set_default_dtype``).
-SETTINGS = frozenset({"overwrite_params_on_conversion", "default_dtype"})
+#: dtype ``torch.nn`` layers build their parameters in (``torch.set_default_dtype``);
+#: ``default_device``, the device they build them on (``torch.set_default_device``; CPU
+#: unless changed). ``torch.set_default_tensor_type`` changes both.
+SETTINGS = frozenset({"overwrite_params_on_conversion", "default_dtype", "default_device"})
 #: Behaviours of PyTorch that rules rely on and that began with a version (the top-level
 #: ``[since]`` table gives it): ``scheduler_step_after_optimizer``, from PyTorch 1.1 a scheduler
 #: is stepped after ``optimizer.step()`` and a ``scheduler.step()`` before it skips the first value
@@ -217,7 +219,9 @@ class Returns:
             ``children()``): a mode set through a name a ``for`` takes from it is set on some
             modules of the model only.
         details: role details: ``params`` (the argument that holds an optimizer's parameters),
-            ``eager_state``, ``state_when`` (the argument whose value other than a literal 0
+            ``eager_state``, ``moves_state`` (the optimizer's ``step()`` moves each parameter's
+            state to that parameter's device and dtype before using it: a model moved or
+            converted after the optimizer has state breaks none of its steps), ``state_when`` (the argument whose value other than a literal 0
             makes an optimizer keep per-parameter state: SGD's ``momentum``), ``schedule`` (``"epoch"``/``"batch"``/``"plateau"``/``"unknown"``),
             ``period`` (the argument that gives an epoch schedule's period), ``optimizer``
             (the argument holding a scheduler's optimizer), ``sampler``, ``first_change``
@@ -257,8 +261,8 @@ class Summary:
             decides (``torch.set_grad_enabled(mode)``); ``None`` otherwise.
         context: ``"accumulate"`` for a context whose block runs gradient accumulation
             micro-steps (``accelerator.accumulate(model)``).
-        setting: the process-wide setting (:data:`SETTINGS`) a call changes to its first
-            argument, or ``None``.
+        setting: the process-wide settings (:data:`SETTINGS`) a call changes to its first
+            argument (``setting`` in the entry: a name or a list of names); empty for none.
         grad_off_arg: the argument that, given and not ``False``/``None``, makes every
             computation from the result run without an autograd graph (``volatile`` of
             ``torch.autograd.Variable`` in PyTorch <= 0.3), or ``None``.
@@ -275,7 +279,7 @@ class Summary:
     grad: str | None = None
     context: str | None = None
     source: str = ""
-    setting: str | None = None
+    setting: tuple[str, ...] = ()
     grad_off_arg: ArgRef | None = None
     only_before: tuple[tuple[int, ...], ArgRef | None] | None = None
 
@@ -355,7 +359,7 @@ def _returns(raw, where: str) -> Returns | None:
     for k in ("params", "period", "optimizer", "state_when", "shares"):
         if k in raw:
             details.append((k, _arg_ref(raw[k], where)))
-    for k in ("eager_state", "schedule", "sampler"):
+    for k in ("eager_state", "moves_state", "schedule", "sampler"):
         if k in raw:
             details.append((k, raw[k]))
     if "first_change" in raw:
@@ -390,8 +394,10 @@ def _summary(name: str, raw: dict, where: str) -> Summary:
     if grad not in (None, "disabled", "enabled", "arg"):
         raise KnowledgeError(f"{where}: bad grad {grad!r}")
     setting = raw.get("setting")
-    if setting is not None and setting not in SETTINGS:
-        raise KnowledgeError(f"{where}: unknown setting {setting!r}")
+    setting = () if setting is None else tuple(setting) if isinstance(setting, list) else (setting,)
+    for one in setting:
+        if one not in SETTINGS:
+            raise KnowledgeError(f"{where}: unknown setting {one!r}")
     grad_off = raw.get("grad_off_arg")
     return Summary(name, effects, _returns(raw.get("returns"), where), grad, raw.get("context"), raw.get("source", ""),
                    setting, None if grad_off is None else _arg_ref(grad_off, where),

@@ -137,6 +137,9 @@ class OptimizerInfo:
     # ``id()`` of the constructions of a class of the project that defines its own ``step()``:
     # what that step does with the state (where it keeps it, in which dtype) is the project's
     own_step: set[int] = field(default_factory=set)
+    # ``id()`` of the constructions whose class's ``step()`` moves the state to each parameter's
+    # device and dtype (the knowledge's ``moves_state``: fairseq's and transformers' Adafactor)
+    moves_state: set[int] = field(default_factory=set)
 
     def certain_of(self, ctors=()) -> set[str]:
         """The models the given constructions (all when empty) certainly take."""
@@ -666,6 +669,8 @@ class _Inference:
                 info.stateless.add(id(c))
             if own_methods(c, ("step",)):
                 info.own_step.add(id(c))
+            if r.get("moves_state"):
+                info.moves_state.add(id(c))
             info.params |= set(arg.mentions) if arg else set()
             info.certain[id(c)] = self.certain_models(arg, models)
             if known and models and not any(self.takes_other(m) for m in arg.mentions):

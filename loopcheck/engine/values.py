@@ -83,7 +83,7 @@ def setting_calls(unit, setting: str) -> list[Call]:
     :data:`~loopcheck.engine.knowledge.SETTINGS`: ``torch.set_default_dtype(...)`` for
     ``"default_dtype"``), in program order."""
     return [c for c in all_calls(unit)
-            if c.qualified and (s := knowledge().function(c.func)) is not None and s.setting == setting]
+            if c.qualified and (s := knowledge().function(c.func)) is not None and setting in s.setting]
 
 
 def setting_turned_on(unit, setting: str) -> cst.Call | None:
@@ -104,9 +104,180 @@ def setting_turned_on(unit, setting: str) -> cst.Call | None:
             call = getattr(small, "value", None)
             if isinstance(small, cst.Expr) and isinstance(call, cst.Call) and on(call.args):
                 summary = knowledge().function(module.imports.qualify(dotted_name(call.func)))
-                if summary is not None and summary.setting == setting:
+                if summary is not None and setting in summary.setting:
                     return call
     return None
+
+
+def setting_called(unit, setting: str) -> bool:
+    """Whether the unit, or the top-level code of its module (outside its functions and
+    classes, at any depth: ``if cuda: torch.set_default_tensor_type(...)``), calls a function
+    that changes process-wide ``setting``, whatever the value."""
+    if setting_calls(unit, setting):
+        return True
+    module = unit.module
+    kb = knowledge()
+    for stmt in getattr(module, "body", ()):
+        for node in walk(stmt, (cst.FunctionDef, cst.ClassDef)):
+            if type(node) is cst.Call and (d := dotted_name(node.func)) is not None:
+                summary = kb.function(module.imports.qualify(d))
+                if summary is not None and setting in summary.setting:
+                    return True
+    return False
+
+
+#: Methods and functions whose call where a module is built may put its parameters on a device
+#: other than the default one (``cuda()``, ``to(device)``, the calls that change the default).
+DEVICE_CALLS = frozenset({"cuda", "to", "to_empty", "set_default_device", "set_default_tensor_type"})
+#: Keyword arguments that name a device to build on (``torch.zeros(3, device=d)``,
+#: ``nn.Linear(8, 2, device="cuda")``, ``from_pretrained(..., device_map="auto")``).
+DEVICE_KEYWORDS = frozenset({"device", "device_map"})
+
+#: How many classes deep :func:`_init_names_device` reads the classes of the project a module's
+#: ``__init__`` builds; deeper, the device is not established.
+MAX_INIT_DEPTH = 4
+#: How many functions :func:`_init_names_device` reads for one construction at most; past it,
+#: the device is not established.
+MAX_INIT_FUNCTIONS = 64
+
+
+def built_on_default_device(unit, c: Call) -> bool:
+    """Whether the module construction ``c`` builds (``Net()``, ``nn.Linear(8, 2)``, through
+    calls on its result: ``Net().train()``) is established to have its parameters on the CPU,
+    PyTorch's default device. It is when
+
+    * the class is a ``torch.nn`` layer with a knowledge entry, or a class of the project
+      deriving from ``nn.Module`` whose ``__init__`` (its bases', the methods it calls on
+      ``self``, the classes and functions of its module and of the project it calls) makes
+      no call that may put tensors on a device (:func:`_names_device`,
+      :func:`_init_names_device`);
+    * the construction names no device (``Net(device=device)``,
+      ``nn.Linear(8, 2, device="cuda")``);
+    * no call of the ``default_device`` setting (``torch.set_default_device``,
+      ``torch.set_default_tensor_type``) is in the unit or the top-level code of its module,
+      and no ``with`` statement of the modules that hold the construction and the inlined
+      calls that lead to it enters ``torch.device(...)`` or a context held in a variable
+      (:func:`_enters_device`).
+
+    ``False`` for anything else: a factory, a loaded model, a model given as an argument."""
+    found = construction_of(unit, c)
+    if found is None:
+        return False
+    cls, node = found
+    if isinstance(cls, str):
+        if not cls.startswith("torch.nn.") or not is_module_class(cls):
+            return False
+    elif not is_module_class(cls) or _init_names_device(cls):
+        return False
+    if _names_device(node):
+        return False
+    if setting_called(unit, "default_device"):
+        return False
+    modules = {id(m): m for m in (unit.module_of(n) for n in (node, *c.ctx.calls))}
+    return not any(m is None or _enters_device(m) for m in modules.values())
+
+
+def _names_device(node: cst.CSTNode) -> bool:
+    """Whether code ``node`` holds a call that may put tensors on a device: a call of one of
+    :data:`DEVICE_CALLS`, or one given a keyword of :data:`DEVICE_KEYWORDS` other than
+    ``None`` (storing a device, ``self.device = None``, builds nothing on it)."""
+    for n in walk(node):
+        if type(n) is cst.Arg and n.keyword is not None and n.keyword.value in DEVICE_KEYWORDS:
+            if not (type(n.value) is cst.Name and n.value.value == "None"):
+                return True
+        elif type(n) is cst.Call:
+            d = dotted_name(n.func)
+            name = d.rpartition(".")[2] if d else n.func.attr.value if type(n.func) is cst.Attribute else None
+            if name in DEVICE_CALLS:
+                return True
+    return False
+
+
+def _init_names_device(cls: ClassRef) -> bool:
+    """Whether building ``cls`` may put parameters off the default device, as far as its code
+    says: ``__init__`` of the class and of its bases in the project, the methods it calls on
+    ``self``, and the functions and classes of the project it calls (their ``__init__``, to
+    :data:`MAX_INIT_DEPTH` classes deep) make a call that may put tensors on a device
+    (:func:`_names_device`). Past :data:`MAX_INIT_FUNCTIONS` functions read, or at a definition
+    of the project that is no function, the answer is ``True``: not read, it may."""
+    todo: list[tuple[ModuleIndex, cst.FunctionDef, ClassRef, int]] = []
+    classes: set = set()
+
+    def add_class(k: ClassRef, depth: int) -> bool:
+        """Queue ``__init__`` of ``k`` and of its bases; ``True`` past the depth bound."""
+        if depth > MAX_INIT_DEPTH:
+            return True
+        stack = [k]
+        while stack:
+            b = stack.pop()
+            if b in classes:
+                continue
+            classes.add(b)
+            stack.extend(b.bases())
+            info = b.info
+            if info is not None and "__init__" in info.methods:
+                todo.append((b.module, info.methods["__init__"], k, depth))
+        return False
+
+    add_class(cls, 0)
+    done: set = set()
+    while todo:
+        index, func, owner, depth = todo.pop()
+        if func in done:
+            continue
+        if len(done) >= MAX_INIT_FUNCTIONS:
+            return True
+        done.add(func)
+        if _names_device(func.body):
+            return True
+        me = _self_name(func)
+        for node in walk(func.body):
+            if type(node) is not cst.Call or (d := dotted_name(node.func)) is None:
+                continue
+            head, _, rest = d.partition(".")
+            if head == me:
+                found = find_method(owner, rest) if rest and "." not in rest else None
+                if found is not None:
+                    todo.append((found[0].module, found[1], owner, depth))
+                continue
+            ref = class_of_name(index, d)
+            if isinstance(ref, ClassRef):
+                if add_class(ref, depth + 1):
+                    return True
+            elif d in index.functions:
+                todo.append((index, index.functions[d], owner, depth))
+            elif ref is None and head in index.imports.aliases and head not in index.globals:
+                project = index.project
+                member = project.lookup(index.imports.qualify(d), index.path) if project is not None else None
+                if member is not None:  # a function of another module of the project: read it too
+                    if member.function is None or member.info.index is None:
+                        return True
+                    todo.append((member.info.index, member.function, owner, depth))
+    return False
+
+
+def _enters_device(index: ModuleIndex) -> bool:
+    """Whether a ``with`` statement of module ``index`` may make another device the default for
+    the code in its block: an item that calls ``torch.device(...)`` (a ``torch.device`` is a
+    context manager, PyTorch 2.0), or an item held in a variable (which may be one); ``True``
+    when the module cannot be read."""
+    if "enters_device" not in index.cache:
+        tree = index.tree
+        found = tree is None
+        for node in walk(tree) if tree is not None else ():
+            if type(node) is not cst.With:
+                continue
+            for item in node.items:
+                e = item.item
+                if type(e) is cst.Call:
+                    d = dotted_name(e.func)
+                    found = found or (d is not None and index.imports.qualify(d) == "torch.device")
+                else:
+                    found = True
+            if found:
+                break
+        index.cache["enters_device"] = found
+    return index.cache["enters_device"]
 
 
 def grad_off_inputs(unit, fwd) -> Call | None:

@@ -11,8 +11,11 @@ objects the optimizer never sees; before the optimizer has state, and without th
 a conversion breaks nothing. Re-binding the model name
 to a new model, or assigning a new submodule, always leaves the optimizer with parameters
 the model no longer uses: those never train. A device move once the optimizer has state
-is taken as a round trip (checkpoint to CPU and back) unless the optimizer builds its state
-in ``__init__`` (Adagrad, pytorch/pytorch#7844). A module without parameters (a loss, an
+breaks its next step unless the model is moved back before it (a checkpoint round trip), the
+move goes where the model already is (a model built on the default device is on the CPU), or
+the optimizer's ``step()`` moves its state to the parameters (the knowledge's ``moves_state``:
+Adafactor); an optimizer that builds its state in ``__init__`` (Adagrad, pytorch/pytorch#7844)
+has state from its construction. A module without parameters (a loss, an
 activation, ``Dropout``, ``Identity``) can be replaced, re-bound or converted at any time: the
 optimizer holds nothing of it.
 """
@@ -20,6 +23,7 @@ optimizer holds nothing of it.
 from __future__ import annotations
 
 import functools
+import re
 from typing import Callable, Iterable, NamedTuple
 
 import libcst as cst
@@ -31,7 +35,8 @@ from loopcheck.engine.names import dotted_name
 from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.unit import Unit
 from loopcheck.engine.values import (
-    construction_without_parameters, model_without_parameters, setting_calls, setting_turned_on,
+    built_on_default_device, construction_without_parameters, model_without_parameters, setting_calls,
+    setting_turned_on,
 )
 from loopcheck.findings import Report
 from loopcheck.catalog import INFOS
@@ -47,7 +52,9 @@ class S(NamedTuple):
     pending: the change of the model waiting for the next step (reported there).
     at_build: the device the model was moved to before the optimizer was built (the text of
         the move's arguments, ``"device"``), or where it was at the last step (its state
-        lives there), and current: where it is now.
+        lives there), and current: where it is now; a model built on the default device
+        (:func:`~loopcheck.engine.values.built_on_default_device`) is on the CPU until moved;
+        ``None``: unknown.
     dtype: the floating point dtype of the model's parameters when known (``"float32"``: built
         from a ``torch.nn`` layer in the default dtype, or converted with ``float()`` /
         ``to(torch.float32)``); ``None`` when unknown.
@@ -62,11 +69,24 @@ class S(NamedTuple):
     dtype: str | None = None
 
 
+#: The device a model's parameters are on when its construction is
+#: :func:`~loopcheck.engine.values.built_on_default_device`: PyTorch's default, as
+#: :func:`device_of` names it.
+DEFAULT_DEVICE = "cpu"
+
+_LITERAL_DEVICE = re.compile(r"""^(?:torch\.device\(\s*)?(["'])(\w+)\1\s*\)?$""")
+
+
 def device_of(ev: Event) -> str:
-    """A device move's target as text: ``to(device)`` → ``"device"``, ``cuda()`` → ``"cuda"``."""
+    """A device move's target as text: ``to(device)`` → ``"device"``, ``cuda()`` → ``"cuda"``;
+    a device named by a literal is its name (``to("cpu")``, ``to(torch.device("cpu"))`` and
+    ``cpu()`` are ``"cpu"``)."""
     target = ev.extra.get("target") or ""
     method = ev.raw.method or ""
-    return target if method in ("to", "type", "to_empty") else f"{method}:{target}" if target else method
+    if method in ("to", "type", "to_empty"):
+        literal = _LITERAL_DEVICE.match(target)
+        return literal.group(2) if literal else target
+    return f"{method}:{target}" if target else method
 
 
 def built_dtype(ev: Event) -> str | None:
@@ -107,6 +127,21 @@ def concerns(owned: set[str] | None, subject: str) -> bool:
     return any(subject.startswith(m + ".") or m.startswith(subject + ".") for m in owned)
 
 
+def built_device(unit: Unit) -> Callable[[Event], str | None]:
+    """Where a ``model_build`` puts the model's parameters: :data:`DEFAULT_DEVICE` when its
+    construction is established to build them on PyTorch's default device
+    (:func:`~loopcheck.engine.values.built_on_default_device`), else ``None`` (unknown). Each
+    answer is kept for the event."""
+    memo: dict[int, str | None] = {}
+
+    def ask(ev: Event) -> str | None:
+        if id(ev) not in memo:
+            memo[id(ev)] = DEFAULT_DEVICE if isinstance(ev.raw, Call) and built_on_default_device(unit, ev.raw) else None
+        return memo[id(ev)]
+
+    return ask
+
+
 def may_hold_parameters(unit: Unit) -> Callable[[Event], bool]:
     """Whether the module a change of a model concerns may hold parameters: for a submodule
     replaced, the new submodule; for a model re-bound or converted, the model (all its
@@ -137,12 +172,16 @@ class OptimizerModelMachine(Machine):
 
     def __init__(self, opt: str, models: set[str], eager: bool, names: frozenset[str],
                  has_parameters: Callable[[Event], bool] = lambda ev: True,
-                 owned: dict[int, set[str] | None] | None = None, known_dtypes: bool = True) -> None:
+                 owned: dict[int, set[str] | None] | None = None, known_dtypes: bool = True,
+                 home: Callable[[Event], str | None] = lambda ev: None,
+                 overwrite: Callable[[], bool] = lambda: False) -> None:
         self.opt, self.models, self.eager = opt, models, eager
         self.subjects = names  # every name of the optimizer and its models (aliases included)
         self.has_parameters = has_parameters
         self.owned = owned or {}  # id(construction) -> the models whose parameters it takes
         self.known_dtypes = known_dtypes  # the default dtype is PyTorch's (float32)
+        self.home = home  # where a model_build puts the parameters (None: unknown)
+        self.overwrite = overwrite  # whether conversions make new parameters (asked only at a move)
         # the inlined call whose local variable the optimizer is (``f3_1`` of ``f3_1:optimizer``)
         self.local_of = opt.partition(":")[0] if ":" in opt else None
 
@@ -198,7 +237,8 @@ class OptimizerModelMachine(Machine):
         if k in ("convert", "model_build", "submodule_replace") and s.built is not None and not self.has_parameters(ev):
             return s  # nothing of it is in the optimizer, nothing to orphan or leave behind
         if k == "model_build":
-            s = s._replace(dtype=built_dtype(ev) if self.known_dtypes else None)
+            # a new model: its dtype and device are its construction's, not the old model's
+            s = s._replace(dtype=built_dtype(ev) if self.known_dtypes else None, current=self.home(ev))
         elif k == "convert" and ev.extra["how"] in ("dtype", "restore"):
             to = ev.extra.get("dtype") if self.known_dtypes else None
             # a model of unknown dtype has its parameters in the default one (float32) unless a
@@ -208,9 +248,14 @@ class OptimizerModelMachine(Machine):
             s = s._replace(dtype=to)
         if k == "convert" and ev.extra["how"] == "device":
             where = device_of(ev)
-            if s.built is None or where == s.current:
-                return s._replace(current=where)  # before the optimizer, or a move to where it is
-            if where == s.at_build and s.pending is not None and s.pending.kind == "convert":
+            if s.built is None:
+                return s._replace(current=where)
+            if s.pending is not None and s.pending.kind != "convert":
+                return s._replace(current=where)  # the new model or submodule stays unknown to the optimizer
+            # under the overwrite setting every move makes new parameters, to the same device too
+            if where == s.current and not self.overwrite():
+                return s._replace(current=where)  # a move to where it is
+            if where == s.at_build and s.pending is not None and not self.overwrite():
                 return s._replace(pending=None, current=where)  # back where it was: a round trip
             return s._replace(pending=ev, current=where, pending_state=s.has_state)
         if s.built is None:
@@ -232,6 +277,8 @@ def _flows(unit: Unit):
     1.7 million lookups, 1.9 s)."""
     optimizers = unit.roles.optimizers
     stepped = unit.by_subject("step")
+    # read only at a device move: it parses the top-level code of a module outlined for its names
+    overwrite = functools.cache(lambda: setting_turned_on(unit, OVERWRITE) is not None)
     for opt in sorted((opt for opt in stepped if opt in optimizers), key=list(optimizers).index):
         info, steps = optimizers[opt], stepped[opt]
         # the models the optimizer certainly holds (not one arm of `a.parameters() if x else ...`)
@@ -243,7 +290,7 @@ def _flows(unit: Unit):
             ("setup", opt),
             lambda opt=opt, models=models, names=names, info=info: OptimizerModelMachine(
                 opt, models, info.eager_state, names, may_hold_parameters(unit), info.by_ctor,
-                not setting_calls(unit, "default_dtype")),
+                not setting_calls(unit, "default_dtype"), built_device(unit), overwrite),
         )
         for step in steps:
             yield from _pending_at(unit, flow.states(step), step)
@@ -265,13 +312,16 @@ def _pending_at(unit: Unit, states, step: Event):
         yield s, step
 
 
-def _project_step(s: S) -> bool:
+def _state_follows(s: S) -> bool:
     """A device move or dtype conversion that matters only through the optimizer's state, of an
-    optimizer whose class is the project's and defines its own ``step()``: where that step
-    keeps its state is not established (mozilla/TTS's RAdam moves it to each parameter's
-    device and dtype with ``type_as`` at every step), so a broken next step is not either."""
+    optimizer whose ``step()`` may put that state where the parameters are: a class of the
+    project that defines its own ``step()``, where it keeps its state is not established
+    (mozilla/TTS's RAdam moves it to each parameter's device and dtype with ``type_as`` at
+    every step), or a library class whose knowledge says its ``step()`` moves the state
+    (``moves_state``: fairseq's and transformers' ``Adafactor`` call ``state[...].to(grad)``
+    first). A broken next step is not established."""
     return (s.pending.kind == "convert" and s.pending_state is not False
-            and bool(s.built.extra.get("own_step")))
+            and bool(s.built.extra.get("own_step") or s.built.extra.get("moves_state")))
 
 
 def _only_moved(s: S) -> bool:
@@ -305,7 +355,10 @@ class ModelConvertedAfterOptimizer(Rule):
     the dtype the model has is none (a model of unknown dtype has the default one, so ``float()``
     establishes no change), a dtype conversion is not reported while an optimizer that keeps no
     per-parameter state (SGD without momentum) has none, and a change that breaks only the state
-    is not reported for an optimizer of the project with its own ``step()`` (:func:`_project_step`)."""
+    is not reported for an optimizer of the project with its own ``step()`` or one whose
+    ``step()`` the knowledge says moves its state to the parameters (:func:`_state_follows`). A
+    device move to where the model is (known from the moves on the path and from a construction
+    established to build on the default device, :func:`built_device`) changes nothing."""
 
     info = INFOS["LC501"]
 
@@ -314,7 +367,7 @@ class ModelConvertedAfterOptimizer(Rule):
         # read only for a pending change: it parses the top-level code of a module outlined for its names
         overwrite = functools.cache(lambda: setting_turned_on(unit, OVERWRITE))
         for s, step in _flows(unit):
-            if (_only_moved(s) or _converted_in_place(s, overwrite) or _project_step(s)
+            if (_only_moved(s) or _converted_in_place(s, overwrite) or _state_follows(s)
                     or id(s.pending) in reported):
                 continue
             reported.add(id(s.pending))

@@ -8,7 +8,8 @@ are remembered with their line (:mod:`~loopcheck.trace.forwards`); conversions a
 - a conversion that replaces parameter objects an optimizer holds: the optimizer keeps the old
   tensors (LC501 at the conversion);
 - a conversion that changes the dtype or device of parameters whose optimizer state already
-  exists (momentum, Adam moments): the next step fails or mixes precisions (LC501 there);
+  exists (momentum, Adam moments): the next step fails or mixes precisions (LC501 there),
+  unless the optimizer's ``step()`` moves its state itself (:func:`moves_state`);
 - at a step, trainable parameters of the trained model that no optimizer holds, built after the
   optimizer: a replaced layer (``model.fc = nn.Linear(...)``) or a rebound model
   (``model = build()``), reported at the assignment found in the user's code, else where the
@@ -23,6 +24,21 @@ from torch import nn
 
 from . import codesearch, holders
 from .state import OptState, guarded, subject, where
+
+
+def moves_state(opt) -> bool:
+    """Whether the knowledge entry of the optimizer's class says its ``step()`` moves each
+    parameter's existing state to that parameter's device and dtype before using it
+    (``moves_state``: fairseq's and transformers' ``Adafactor``): a conversion after the state
+    exists breaks none of its steps."""
+    from loopcheck.engine.knowledge import knowledge
+
+    if opt is None:
+        return False
+    cls = type(opt)
+    entry = knowledge().cls(f"{cls.__module__}.{cls.__name__}")
+    returns = entry.ctor.returns if entry is not None and entry.ctor is not None else None
+    return bool(returns is not None and returns.get("moves_state"))
 
 
 class SetupChecks:
@@ -82,6 +98,8 @@ class SetupChecks:
             return
         mismatched = []
         for o in opts:
+            if moves_state(o.ref()):
+                continue  # its step() puts the state where the parameters are: nothing breaks
             state = getattr(o.ref(), "state", None) or {}
             for name, p in after.items():
                 st = state.get(p)
