@@ -2320,7 +2320,8 @@ def _declarations(stmts) -> set[str]:
             if st.orelse is not None:
                 stack.append(st.orelse if type(st.orelse) is cst.If else st.orelse.body)
         elif isinstance(st, cst.BaseCompoundStatement):
-            stack.append(st.body)
+            if type(st) is not cst.Match:  # a match statement has only its cases
+                stack.append(st.body)
             for attr in ("orelse", "finalbody"):
                 part = getattr(st, attr, None)
                 if part is not None:
