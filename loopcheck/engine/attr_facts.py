@@ -44,23 +44,29 @@ def _is_literal(node: cst.BaseExpression) -> bool:
     return t is cst.Integer or t is cst.SimpleString or (t is cst.Name and node.value in _LITERAL_NAMES)
 
 
-def fact_subject(test: cst.BaseExpression) -> str | None:
-    """The dotted name ``obj.attr`` (``obj`` a plain name, ``self`` included) that ``test``
-    is a test of, alone: ``obj.attr``, ``not obj.attr``, ``obj.attr == literal`` (``!=``,
-    ``is``, ``is not``); ``None`` for any other test."""
-    t = type(test)
-    if t is cst.UnaryOperation and type(test.operator) is cst.Not:
-        return fact_subject(test.expression)
-    if t is cst.Comparison:
+def _tested(test: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The expression ``test`` tests alone: ``x`` of ``x``, ``not x``, ``x == literal``
+    (``!=``, ``is``, ``is not``); ``None`` for any other test."""
+    while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        test = test.expression
+    if type(test) is cst.Comparison:
         if len(test.comparisons) != 1:
             return None
         comp = test.comparisons[0]
         if type(comp.operator) not in (cst.Equal, cst.NotEqual, cst.Is, cst.IsNot) or not _is_literal(comp.comparator):
             return None
-        test, t = test.left, type(test.left)
-    if t is not cst.Attribute or type(test.value) is not cst.Name:
+        return test.left
+    return test
+
+
+def fact_subject(test: cst.BaseExpression) -> str | None:
+    """The dotted name ``obj.attr`` (``obj`` a plain name, ``self`` included) that ``test``
+    is a test of, alone: ``obj.attr``, ``not obj.attr``, ``obj.attr == literal`` (``!=``,
+    ``is``, ``is not``); ``None`` for any other test."""
+    node = _tested(test)
+    if type(node) is not cst.Attribute or type(node.value) is not cst.Name:
         return None
-    return dotted_name(test)
+    return dotted_name(node)
 
 
 #: The attribute of ``torch.nn.Module`` that ``train()`` and ``eval()`` set on the module and
@@ -74,19 +80,10 @@ def mode_subject(test: cst.BaseExpression) -> str | None:
     (``m.training``, ``not m.training``, ``m.training == literal``); ``None`` for any other
     test. The mode a path knows ``m`` is in decides it (``eval()``: ``m.training`` is
     ``False``), which :class:`~loopcheck.rules.modes.ModeMachine` reads."""
-    t = type(test)
-    if t is cst.UnaryOperation and type(test.operator) is cst.Not:
-        return mode_subject(test.expression)
-    if t is cst.Comparison:
-        if len(test.comparisons) != 1:
-            return None
-        comp = test.comparisons[0]
-        if type(comp.operator) not in (cst.Equal, cst.NotEqual, cst.Is, cst.IsNot) or not _is_literal(comp.comparator):
-            return None
-        test, t = test.left, type(test.left)
-    if t is not cst.Attribute or test.attr.value != MODE_ATTRIBUTE:
+    node = _tested(test)
+    if type(node) is not cst.Attribute or node.attr.value != MODE_ATTRIBUTE:
         return None
-    return dotted_name(test)
+    return dotted_name(node)
 
 
 def owner(key: str) -> str:
