@@ -48,6 +48,7 @@ import re
 from pathlib import Path
 
 from loopcheck.engine.knowledge import knowledge
+from loopcheck.engine.outline import ast_dotted_name
 
 #: Beyond this many ``.py`` files under the project root, the callers are not looked for.
 MAX_FILES = 5000
@@ -185,22 +186,11 @@ def _mentions(project, file: Path, stamp: tuple, text: str, name: str, imports) 
         nodes: list[tuple[ast.AST, str, tuple]] = []
         _Scan(name, imports, nodes).body(tree.body, "enabled", _MODULE)
         callees = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)} if nodes else set()
-        found = [(_dotted(node), id(node) in callees, mode, where) for node, mode, where in nodes]
+        found = [(ast_dotted_name(node), id(node) in callees, mode, where) for node, mode, where in nodes]
     if len(memo) >= MAX_MEMO:
         memo.clear()
     memo[key] = found
     return found
-
-
-def _dotted(node: ast.AST) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
 
 
 class _Scan:
@@ -216,7 +206,7 @@ class _Scan:
             a, b = self.grad(expr.body), self.grad(expr.orelse)
             return a if a == b else "unknown"
         call = expr if isinstance(expr, ast.Call) else None
-        dotted = _dotted(call.func if call is not None else expr)
+        dotted = ast_dotted_name(call.func if call is not None else expr)
         summary = knowledge().callable(self.imports.qualify(dotted)) if dotted else None
         mode = summary.grad if summary is not None else None
         if mode == "arg":
@@ -230,7 +220,7 @@ class _Scan:
         for st in stmts:
             self.stmt(st, mode, where)
             if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
-                dotted = _dotted(st.value.func)
+                dotted = ast_dotted_name(st.value.func)
                 summary = knowledge().callable(self.imports.qualify(dotted)) if dotted else None
                 if summary is not None and summary.grad == "arg":  # torch.set_grad_enabled(False)
                     mode = self.grad(st.value) or mode

@@ -80,7 +80,7 @@ def outline(source: str, package: str | None, stars: Callable[[ImportMap], None]
             out.globals.add(stmt.name)
             out.spans["def", stmt.name] = _span(stmt)
         elif isinstance(stmt, ast.ClassDef):
-            bases = tuple(q for q in (imports.qualify(_dotted(_unstarred(b))) for b in stmt.bases) if q)
+            bases = tuple(q for q in (imports.qualify(ast_dotted_name(_unstarred(b))) for b in stmt.bases) if q)
             out.classes[stmt.name] = (bases, [s.name for s in stmt.body if isinstance(s, _DEFS)])
             out.globals.add(stmt.name)
             out.spans["class", stmt.name] = _span(stmt)
@@ -220,7 +220,7 @@ def _unstarred(expr: ast.expr) -> ast.expr:
     return expr.value if isinstance(expr, ast.Starred) else expr  # LibCST keeps ``*bases`` among the bases
 
 
-def _dotted(expr: ast.expr) -> str | None:
+def ast_dotted_name(expr: ast.expr) -> str | None:
     """``"a.b.c"`` for a Name/Attribute chain (as :func:`loopcheck.engine.names.dotted_name`)."""
     parts: list[str] = []
     while isinstance(expr, ast.Attribute):
