@@ -83,13 +83,9 @@ def forward_returns_no_graph(unit, fwd, training: bool | None) -> bool:
             continue
         if not any(isinstance(n, cst.With) for n in walk(func.body, prune=(cst.FunctionDef, cst.ClassDef, cst.Lambda))):
             return False  # (nothing in it turns gradients off: read no further)
-        constants = _constants(func, fwd.raw.node)
-        params = func.params.params
-        me = params[0].name.value if params else "self"
-        if training is not None:
-            constants[f"{me}.training"] = training
+        constants = _constants(func, fwd.raw.node, training)
         reader = _Reader(owner, cls, constants)
-        reader.me = me
+        reader.me = _receiver(func)
         reader.block(func.body, {(FALL, False, False)}, False)
         if not reader.returns or not all(_made_without_graph(reader, func, r.value, off) for r, off in reader.returns):
             return False
@@ -117,11 +113,7 @@ def forward_computes_gradients(unit, fwd, training: bool | None = None) -> bool:
     if forwards is None:
         return False
     for cls, owner, func in forwards:
-        constants = _constants(func, fwd.raw.node)
-        params = func.params.params
-        me = params[0].name.value if params else "self"
-        if training is not None:
-            constants[f"{me}.training"] = training
+        constants = _constants(func, fwd.raw.node, training)
         if _computes_gradients(owner, cls, func, constants, training, 0):
             return True
     return False
@@ -137,8 +129,7 @@ def _computes_gradients(
     """Whether method ``func`` of ``cls`` (defined in ``owner``) makes a call that computes
     gradients on the arms ``constants`` leave it, itself or in a method of the class it calls
     (``self.refine(x)``, read with only ``self.training`` known)."""
-    params = func.params.params
-    me = params[0].name.value if params else "self"
+    me = _receiver(func)
     imports = owner.module.imports
     types = _local_types(func, imports)
     for n in _calls_taken(func.body, constants):
@@ -149,9 +140,7 @@ def _computes_gradients(
             found = find_method(cls, d.partition(".")[2])
             if found is None:
                 continue
-            inner_params = found[1].params.params
-            inner_me = inner_params[0].name.value if inner_params else "self"
-            known = {f"{inner_me}.training": training} if training is not None else {}
+            known = {f"{_receiver(found[1])}.training": training} if training is not None else {}
             if _computes_gradients(found[0], cls, found[1], known, training, depth + 1):
                 return True
     return False
@@ -305,8 +294,7 @@ def _computed(reader: "_Reader", value: cst.BaseExpression | None, depth: int) -
         return False
     owner, method = found
     inner = _Reader(owner, reader.cls, {})
-    params = method.params.params
-    inner.me = params[0].name.value if params else "self"
+    inner.me = _receiver(method)
     returns = [n for n in walk(method.body, prune=(cst.FunctionDef, cst.ClassDef, cst.Lambda)) if isinstance(n, cst.Return)]
     return bool(returns) and all(
         _made_without_graph(inner, method, r.value, True, depth + 1, all_off=True) for r in returns
@@ -351,10 +339,17 @@ def _assignments(func: cst.FunctionDef, name: str) -> list[tuple[cst.CSTNode, cs
     return out
 
 
-def _constants(func: cst.FunctionDef, call: cst.Call) -> dict:
+def _receiver(func: cst.FunctionDef) -> str:
+    """The name a method calls its instance by (its first parameter; ``self`` when it has none)."""
+    params = func.params.params
+    return params[0].name.value if params else "self"
+
+
+def _constants(func: cst.FunctionDef, call: cst.Call, training: bool | None = None) -> dict:
     """The values the call gives the parameters of ``forward`` (``self`` left out) as literals,
     and the literal defaults of the parameters it does not give. A ``*args`` or ``**kwargs`` at
-    the call may give any parameter: then only its literal keywords count."""
+    the call may give any parameter: then only its literal keywords count. ``training``, when
+    known (the model's mode at the call), is the value of ``self.training``."""
     params = list(func.params.params)[1:]
     kwonly = list(func.params.kwonly_params)
     starred = any(a.star for a in call.args)
@@ -379,6 +374,8 @@ def _constants(func: cst.FunctionDef, call: cst.Call) -> dict:
                 value = literal_value(p.default)
                 if value is not NO_VALUE:
                     out[p.name.value] = value
+    if training is not None:
+        out[f"{_receiver(func)}.training"] = training
     return out
 
 
@@ -547,8 +544,7 @@ class _Reader:
         if depth > MAX_DEPTH:
             return True, False
         inner = _Reader(owner, self.cls, {})
-        params = method.params.params
-        inner.me = params[0].name.value if params else "self"
+        inner.me = _receiver(method)
         graph, quiet = inner.works(method.body, depth)
         if any(grad_of(d.decorator, owner.module.imports, {}) == "disabled" for d in method.decorators):
             return False, graph or quiet
