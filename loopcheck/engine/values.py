@@ -98,32 +98,33 @@ def setting_turned_on(unit, setting: str) -> cst.Call | None:
     for c in setting_calls(unit, setting):
         if on(c.node.args):
             return c.node
-    module = unit.module
-    for stmt in getattr(module, "body", ()):
-        for small in getattr(stmt, "body", ()) if isinstance(stmt, cst.SimpleStatementLine) else ():
-            call = getattr(small, "value", None)
-            if isinstance(small, cst.Expr) and isinstance(call, cst.Call) and on(call.args):
-                summary = knowledge().function(module.imports.qualify(dotted_name(call.func)))
-                if summary is not None and setting in summary.setting:
-                    return call
-    return None
+    return next((call for call in _module_setting_calls(unit.module, setting, nested=False) if on(call.args)), None)
 
 
 def setting_called(unit, setting: str) -> bool:
     """Whether the unit, or the top-level code of its module (outside its functions and
     classes, at any depth: ``if cuda: torch.set_default_tensor_type(...)``), calls a function
     that changes process-wide ``setting``, whatever the value."""
-    if setting_calls(unit, setting):
-        return True
-    module = unit.module
+    return bool(setting_calls(unit, setting)) or any(_module_setting_calls(unit.module, setting, nested=True))
+
+
+def _module_setting_calls(module, setting: str, nested: bool) -> Iterator[cst.Call]:
+    """The calls of module ``module``'s top-level code that change process-wide ``setting``:
+    its top-level expression statements, or, ``nested``, every call outside its functions and
+    classes (``if cuda: torch.set_default_tensor_type(...)``)."""
     kb = knowledge()
     for stmt in getattr(module, "body", ()):
-        for node in walk(stmt, (cst.FunctionDef, cst.ClassDef)):
-            if type(node) is cst.Call and (d := dotted_name(node.func)) is not None:
-                summary = kb.function(module.imports.qualify(d))
-                if summary is not None and setting in summary.setting:
-                    return True
-    return False
+        if nested:
+            calls = (n for n in walk(stmt, (cst.FunctionDef, cst.ClassDef)) if type(n) is cst.Call)
+        elif isinstance(stmt, cst.SimpleStatementLine):
+            calls = (small.value for small in stmt.body if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call))
+        else:
+            continue
+        for call in calls:
+            d = dotted_name(call.func)
+            summary = kb.function(module.imports.qualify(d)) if d is not None else None
+            if summary is not None and setting in summary.setting:
+                yield call
 
 
 #: Methods and functions whose call where a module is built may put its parameters on a device
