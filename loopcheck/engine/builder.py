@@ -1551,6 +1551,7 @@ class UnitBuilder:
             finally:
                 frame.counters = outer_counters
             orelse = self.block(frame, stmt.orelse.body, ctx) if stmt.orelse else Seq()
+            info.count = self.range_length(frame, stmt.iter)
             out.append(Loop(info, body, orelse, once=self.at_most_one(frame, stmt.iter)))
         elif type(stmt) is cst.While:
             info = self.loop_info(frame, stmt, None, stmt.test)
@@ -1784,17 +1785,24 @@ class UnitBuilder:
         t = type(iterable)
         if t is cst.List or t is cst.Tuple:
             return len(iterable.elements) <= 1 and all(type(e) is cst.Element for e in iterable.elements)
-        if t is not cst.Call or type(iterable.func) is not cst.Name or iterable.func.value != "range":
-            return False
+        count = self.range_length(frame, iterable)
+        return count is not None and count <= 1
+
+    def range_length(self, frame: Frame, iterable: cst.BaseExpression) -> int | None:
+        """The number of items of a ``for`` loop's iterable when it is the builtin ``range``
+        over integers :meth:`run_constant` knows (``range(90)``, ``range(num_epochs)`` with
+        ``num_epochs = 90`` bound once), ``None`` otherwise."""
+        if type(iterable) is not cst.Call or type(iterable.func) is not cst.Name or iterable.func.value != "range":
+            return None
         if self.resolve(frame, "range") != ("range", True):  # a ``range`` of the file's own
-            return False
+            return None
         args = iterable.args
         if not 1 <= len(args) <= 3 or any(a.keyword is not None or a.star for a in args):
-            return False
+            return None
         values = [self.run_constant(frame, a.value) for a in args]
         if None in values or values[2:] == [0]:
-            return False
-        return len(range(*values)) <= 1
+            return None
+        return len(range(*values))
 
     def decide(self, frame: Frame, test: cst.BaseExpression) -> bool | None:
         """The value an ``if`` test has on every run, ``None`` when the code alone does not fix

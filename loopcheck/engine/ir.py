@@ -28,6 +28,8 @@ class LoopInfo:
         iter_names: every dotted name in the iterable expression, resolved to symbols
             (``train_loader``, ``range``, ``args.epochs``, ...).
         iter_calls: qualified names of the calls in the iterable (``enumerate``, ``range``).
+        count: how many iterations the loop runs, when run constants alone fix it (``range(90)``,
+            ``range(num_epochs)`` with ``num_epochs = 90`` bound once); ``None`` otherwise.
     """
 
     node: cst.CSTNode
@@ -35,6 +37,7 @@ class LoopInfo:
     iter_names: tuple[str, ...] = ()
     iter_calls: tuple[str, ...] = ()
     function: str | None = None  # the name of the function whose body holds the loop
+    count: int | None = None
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,9 @@ unit's raw events and the project's classes, with the library facts of
 * a call's result: its entry's ``returns.value`` (``torch.softmax`` → ``"probabilities"``,
   ``torch.randn`` → ``"tensor"``), ``same = "self"`` for tensor methods that keep the kind
   of values of their receiver (``logits.squeeze(1)``), and a model's output for ``model(x)``;
-* a name: the values of *all* its definitions in the unit (assignments, call results, loop
-  targets); when they disagree, or one is not understood, nothing is known;
+* a name: the values of all its definitions in the unit (assignments, call results, loop
+  targets) that reach the point where it is read (:func:`reaching_definitions`); when they
+  disagree, or one is not understood, nothing is known;
 * a model: the class it is built from (a class of the project, or a library class), the
   layers its ``__init__`` builds, and what its ``forward`` returns (the last statement's value,
   followed through the names ``forward`` assigns at its top level).
@@ -447,6 +448,106 @@ def definitions(unit) -> dict[str, list]:
         return out
 
     return _cached(unit, ("values", "defs"), compute)
+
+
+#: What :func:`reaching_definitions` names for the value a symbol held before the unit began:
+#: a parameter of the entry function, a global bound elsewhere.
+OUTSIDE = "<outside>"
+
+
+@dataclass
+class _Ends:
+    """The definitions that reach each way out of a part of the IR."""
+
+    normal: frozenset = frozenset()
+    brk: frozenset = frozenset()
+    cont: frozenset = frozenset()
+    ret: frozenset = frozenset()
+    exc: frozenset = frozenset()
+
+
+def reaching_definitions(unit, sym: str, at) -> frozenset | None:
+    """The definitions of ``sym`` (assignments, calls whose result it is given, loops whose
+    target binds it) whose value ``sym`` may hold when the raw event ``at`` runs, on some path
+    of the unit's control flow; :data:`OUTSIDE` among them when a path reaches ``at`` with
+    ``sym`` bound by nothing in the unit. ``if``/``else`` arms, loops (taken to run at least
+    once, their last iteration flowing back into the first), jumps, ``try`` and inlined calls
+    are followed as :mod:`loopcheck.engine.dataflow` follows them; a test is not decided. ``None``
+    when no path of the unit reaches ``at`` (or it is not one of the unit's events)."""
+    table = _cached(unit, ("values", "reaching", sym), lambda: _reaching_table(unit, sym))
+    return table.get(id(at))
+
+
+def _reaching_table(unit, sym: str) -> dict[int, frozenset]:
+    """``id(raw event) → the definitions of sym that reach it`` (:func:`reaching_definitions`)."""
+    binding = frozenset(id(d.info) for d in definitions(unit).get(sym, ()) if isinstance(d, Loop))
+    table: dict[int, frozenset] = {}
+    _reach(unit.ir, frozenset({OUTSIDE}), sym, binding, table)
+    return table
+
+
+def _join(a: _Ends, b: _Ends) -> _Ends:
+    """``a`` with the jumps of ``b`` added (its normal end is ``a``'s)."""
+    return _Ends(a.normal, a.brk | b.brk, a.cont | b.cont, a.ret | b.ret, a.exc | b.exc)
+
+
+def _reach(node: Node, cur: frozenset, sym: str, binding: frozenset, table: dict) -> _Ends:
+    """Run the definitions ``cur`` of ``sym`` through ``node``, recording in ``table`` those
+    that reach each raw event (a function of the module: see :func:`_loops_in`)."""
+    kind = type(node)
+    if kind is Assign or kind is Call:
+        table[id(node)] = table.get(id(node), frozenset()) | cur
+        if kind is Assign and node.target == sym:
+            return _Ends(cur | {node} if node.op == "[]=" else frozenset({node}))  # d[k] = v keeps d
+        if kind is Call and sym in node.targets:
+            return _Ends(frozenset({node}))
+        return _Ends(cur)
+    if kind is Jump:
+        return _Ends(**{{"break": "brk", "continue": "cont", "return": "ret", "raise": "exc"}[node.kind]: cur})
+    if kind is Seq:
+        out = _Ends()
+        for item in node.items:
+            r = _reach(item, cur, sym, binding, table)
+            out = _join(out, r)
+            cur = r.normal
+            if not cur:
+                break
+        out.normal = cur
+        return out
+    if kind is If:
+        a = _reach(node.body, cur, sym, binding, table)
+        b = _reach(node.orelse, cur, sym, binding, table)
+        return _Ends(a.normal | b.normal, a.brk | b.brk, a.cont | b.cont, a.ret | b.ret, a.exc | b.exc)
+    if kind is Loop:
+        head = cur
+        rebinds = id(node.info) in binding
+        while True:
+            body = _reach(node.body, frozenset({node}) if rebinds else head, sym, binding, table)
+            new_head = head | body.normal | body.cont
+            if node.once or new_head == head:
+                break
+            head = new_head
+        exits = frozenset() if node.infinite else body.normal | body.cont  # (run at least once)
+        after = _reach(node.orelse, exits, sym, binding, table) if node.orelse.items else _Ends(exits)
+        return _Ends(after.normal | body.brk, after.brk, after.cont, after.ret | body.ret, after.exc | body.exc)
+    if kind is Try:
+        body = _reach(node.body, cur, sym, binding, table)
+        out = _Ends(brk=body.brk, cont=body.cont, ret=body.ret, exc=frozenset() if node.handlers else body.exc)
+        out.normal = _reach(node.orelse, body.normal, sym, binding, table).normal if node.orelse.items else body.normal
+        handler_in = cur | body.normal | body.exc
+        for h in node.handlers:
+            r = _reach(h, handler_in, sym, binding, table)
+            out = _join(out, r)
+            out.normal |= r.normal
+        if node.final.items:  # (it runs on every way out; what it binds is kept on the normal one)
+            fin = _reach(node.final, out.normal | out.ret | out.exc, sym, binding, table)
+            out = _join(out, fin)
+            out.normal = fin.normal
+        return out
+    if kind is Inline:
+        r = _reach(node.body, cur, sym, binding, table)
+        return _Ends(r.normal | r.ret, exc=r.exc)  # its return ends only the call
+    return _Ends(cur)
 
 
 def binds_each_iteration(info: LoopInfo, sym: str) -> bool:
@@ -1652,6 +1753,16 @@ def value_origin(unit, node: cst.BaseExpression, sym: str | None, near=None,
     defs = definitions(unit).get(sym)
     if not defs:
         return None
+    reach = reaching_definitions(unit, sym, near) if near is not None else None
+    if reach is not None:
+        # only the definitions a path brings to ``near``: an assignment in the other arm of an
+        # ``if`` is not what that arm reads. A value from before the unit (a parameter of the
+        # entry) counts as none, as it did among all definitions; a loop target, or a call's
+        # result unpacked into several names, is not followed.
+        defs = [d if isinstance(d, Assign) or isinstance(d, Call) and len(d.targets) == 1 else None
+                for d in _in_order(unit, reach - {OUTSIDE})]
+        if not defs:
+            return None
     found = []
     for d in defs:
         if isinstance(d, Assign) and d.op == "=":
@@ -1663,6 +1774,12 @@ def value_origin(unit, node: cst.BaseExpression, sym: str | None, near=None,
         if found[-1] is None or found[-1][0] != found[0][0]:
             return None
     return found[0] if found else None
+
+
+def _in_order(unit, raws) -> list:
+    """The raw events ``raws`` in the unit's program order."""
+    order = _cached(unit, ("values", "order"), lambda: {id(r): i for i, r in enumerate(walk_events(unit.ir))})
+    return sorted(raws, key=lambda r: order.get(id(r), -1))
 
 
 def call_kind(unit, c: Call | None) -> str | None:

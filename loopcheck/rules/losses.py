@@ -91,10 +91,11 @@ class ProbabilitiesToLogitsLoss(Rule):
 
     Reported when: a ``loss_input`` event whose loss expects logits or log-probabilities gets an
     input that :func:`~loopcheck.engine.values.value_origin` establishes to hold probabilities: a
-    call, or a name every definition of which gives the same kind (softmax/sigmoid functions and
-    tensor methods, a model whose classes output probabilities, value-keeping tensor methods of
-    those). Path-insensitive; an inlined project function or unknown call gives no kind (see
-    ``rules/LC701.md``)."""
+    call, or a name every definition of which that reaches the call
+    (:func:`~loopcheck.engine.values.reaching_definitions`: not one in the other arm of an ``if``)
+    gives the same kind (softmax/sigmoid functions and tensor methods, a model whose classes
+    output probabilities, value-keeping tensor methods of those). Tests are not decided; an
+    inlined project function or unknown call gives no kind (see ``rules/LC701.md``)."""
 
     info = INFOS["LC701"]
 

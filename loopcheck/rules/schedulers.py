@@ -89,6 +89,18 @@ def batch_loop(unit: Unit, ev: Event, loops: tuple[LoopInfo, ...] | None = None)
     return None
 
 
+def changes_after_run(info: SchedulerInfo, epochs: int | None) -> bool:
+    """Whether, counted in epochs, the schedule would never change the LR in a run of ``epochs``
+    epochs (the number of iterations of the loop around the batch loop, when run constants fix
+    it): every construction's first change of the LR comes at a literal position (knowledge
+    ``first_change``: ``StepLR(step_size=10000)``, the smallest milestone of a ``MultiStepLR``)
+    beyond ``epochs``, the most positions one step per epoch reaches. Such a period is one of
+    steps."""
+    if epochs is None or not info.starts:
+        return False
+    return all(s.kind == "held" and s.at is not None and s.at > epochs for s in info.starts)
+
+
 def in_epoch_function(loop: LoopInfo) -> bool:
     """A loop in a function named for one epoch (``train_one_epoch``, ``run_epoch``): its
     caller runs the epochs."""
@@ -106,7 +118,9 @@ class EpochSchedulerPerBatch(Rule):
     (:func:`schedule_loops`: a loop holding its construction starts a fresh schedule each
     iteration); with a numeric period also in two such loops or
     in a function named ``*epoch*``; and not under an ``if`` unless some optimizer step is under the
-    same ``if`` statements in the same loops. Known limits: the period's unit is read from names
+    same ``if`` statements in the same loops. Silent when the loop around the batch loop runs a
+    number of epochs run constants fix and, read in epochs, the schedule's first change comes
+    after them (:func:`changes_after_run`): its period counts steps. Known limits: the period's unit is read from names
     (``STEP_WORDS``/``EPOCH_WORDS``), a loader loop may be recognised by ``LOADER_NAME``, an epoch
     function by ``epoch`` in its name (see ``rules/LC201.md``)."""
 
@@ -125,6 +139,8 @@ class EpochSchedulerPerBatch(Rule):
             loop = batch_loop(unit, ev, loops)
             if loop is None or (info.unit == "literal" and len(loops) < 2 and not in_epoch_function(loop)):
                 continue
+            if len(loops) >= 2 and changes_after_run(info, loops[-2].count):
+                continue  # read in epochs, it would never change the LR of this run: it counts steps
             if ev.ctx.conds and not self._with_step(unit, ev):
                 continue
             name = (info.qualname or "scheduler").rpartition(".")[2]
