@@ -177,6 +177,37 @@ def exclusive(a: tuple, b: tuple) -> bool:
 
 
 _EQUALITY: "weakref.WeakKeyDictionary[Seq, dict]" = weakref.WeakKeyDictionary()
+_NEGATED: "weakref.WeakKeyDictionary[Seq, frozenset]" = weakref.WeakKeyDictionary()
+
+
+def test_polarity(test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:
+    """``(core, negated)``: the test with its negations taken off, and whether there was an odd
+    number of them. ``not x`` is ``x`` negated; ``x is not y`` is ``x is y`` negated (``if
+    scaler is not None:`` and ``if scaler is None:`` are one test, each arm of one the other arm
+    of the other). Parentheses around the core are dropped. Other tests are their own core."""
+    negated = False
+    while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        test, negated = test.expression, not negated
+    if type(test) is cst.Comparison and len(test.comparisons) == 1 and type(test.comparisons[0].operator) is cst.IsNot:
+        test = test.with_changes(comparisons=[test.comparisons[0].with_changes(operator=cst.Is())])
+        negated = not negated
+    if getattr(test, "lpar", None):
+        test = test.with_changes(lpar=[], rpar=[])
+    return test, negated
+
+
+def _core_type(test: cst.BaseExpression) -> type:
+    """The node type of :func:`test_polarity`'s core, without building it."""
+    while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        test = test.expression
+    return type(test)
+
+
+def negated_tests(unit: Seq) -> frozenset[int]:
+    """The ``id(If)``s of :func:`repeated_tests` whose test is the negation of its text there
+    (:func:`test_polarity`): their body runs where that text is false."""
+    repeated_tests(unit)
+    return _NEGATED[unit]
 
 
 def equality_tests(unit: Seq) -> dict[int, tuple]:
@@ -190,7 +221,9 @@ def repeated_tests(unit: Seq) -> dict[int, tuple[str, frozenset[str]]]:
     """``id(If) → (test text, names)`` for the ``if`` tests that occur more than once in the
     unit, and the equality tests of a subject that another equality test of it can exclude
     (:func:`exclusive`: ``mode == "valid"`` then ``mode == "train"``): only those can
-    correlate, so only those are remembered (which keeps the number of states small)."""
+    correlate, so only those are remembered (which keeps the number of states small). A test
+    and its negation (:func:`test_polarity`: ``x is None``, ``x is not None``) have one text;
+    :func:`negated_tests` says which ``if``s hold the negation."""
     key = unit
     if key not in _REPEATED:
         # the text of a test is generated only where another test has its kind and its names
@@ -211,7 +244,8 @@ def repeated_tests(unit: Seq) -> dict[int, tuple[str, frozenset[str]]]:
                     names |= {MODE_NAME}
                 names_of[id(test)] = names
             tests.append((id(node), test, names))
-            shapes[type(test), names] = shapes.get((type(test), names), 0) + 1
+            shape = (_core_type(test), names)
+            shapes[shape] = shapes.get(shape, 0) + 1
         texts: dict[int, tuple[str, frozenset[str]]] = {}
         count: dict[str, int] = {}
         code: dict[int, str] = {}  # by test node (a function inlined twice has its tests twice)
@@ -229,15 +263,21 @@ def repeated_tests(unit: Seq) -> dict[int, tuple[str, frozenset[str]]]:
             at: found for at, found in equal.items()
             if any(exclusive(found, other) for other in by_subject[found[0]])
         }
+        negated: set[int] = set()
+        polarity: dict[int, bool] = {}  # by test node, as ``code``
         for at, test, names in tests:
-            if shapes[type(test), names] > 1 or at in equal:
+            if shapes[_core_type(test), names] > 1 or at in equal:
                 if id(test) not in code:
-                    code[id(test)] = module.code_for_node(test)
+                    core, polarity[id(test)] = test_polarity(test)
+                    code[id(test)] = module.code_for_node(core)
                 text = code[id(test)]
                 texts[at] = (text, names)
                 count[text] = count.get(text, 0) + 1
-        _REPEATED[key] = {k: v for k, v in texts.items() if count[v[0]] > 1 or k in equal}
+                if polarity[id(test)]:
+                    negated.add(at)
+        _REPEATED[key] = repeated = {k: v for k, v in texts.items() if count[v[0]] > 1 or k in equal}
         _EQUALITY[key] = equal
+        _NEGATED[key] = frozenset(k for k in negated if k in repeated)
     return _REPEATED[key]
 
 
@@ -545,6 +585,7 @@ class _Interpreter:
         self._tests = self._correlated_tests(unit)
         self._test_names: frozenset[str] = frozenset().union(*(names for _, names in self._tests.values()))
         self._assigned: dict[int, frozenset[str]] = {}  # id(raw event) -> the test names it re-binds
+        self._negated = negated_tests(unit)  # id(If) -> its test is the negation of its text
         numbers: dict[str, int] = {}  # test text -> its number
         self._number: dict[int, int] = {}  # id(If) -> the number of its test
         self._name_bits: dict[str, int] = {}  # name -> the bits of the tests that mention it
@@ -778,9 +819,10 @@ class _Interpreter:
         if number is not None and self._forgotten >> 2 * number & 3:
             number = None  # (forgotten for the rest of the run)
         if number is not None:
-            known = 1 << (2 * number + (not taken))
-            against = 1 << (2 * number + taken)
-            if taken:  # a path that knew a test this one excludes true cannot take it either
+            outcome = taken != (id(node) in self._negated)  # the test's text is true in this arm
+            known = 1 << (2 * number + (not outcome))
+            against = 1 << (2 * number + outcome)
+            if outcome:  # a path that knew a test this one excludes true cannot take it either
                 against |= self._excludes.get(number, 0)
             # a path that knew the other outcome cannot take this arm
             if any(conds & against or not conds & known for _, conds in states):

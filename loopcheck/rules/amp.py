@@ -38,6 +38,11 @@ class A(NamedTuple):
         remembers it).
     scaler_step: the ``scaler.step(opt)`` since the last ``update()``.
     last_step: the last ``scaler.step(opt)``, updated or not.
+    plain: the names a ``scale()`` output is assigned to somewhere (``loss =
+        scaler.scale(loss)``) that hold no scaled value on this path: their last assignment
+        (``scale_bind``) gave them a value computed from no scaled one (``loss =
+        criterion(out, y)`` where ``if scaler is not None:`` skipped the scaling). A name
+        never assigned on the path may hold a scaled value.
     """
 
     phase: str
@@ -45,6 +50,7 @@ class A(NamedTuple):
     unscale: Event | None = None
     scaler_step: Event | None = None
     last_step: Event | None = None
+    plain: frozenset = frozenset()
 
 
 ABSENT = A("absent")
@@ -52,7 +58,7 @@ ABSENT = A("absent")
 
 class ScalingMachine(Machine):
     kinds = frozenset({'backward', 'unscale', 'scaler_step', 'step', 'scaler_update', 'opt_build', 'zero_grad',
-                       'zero_grad_model', 'zero_grad_all', 'havoc', 'clip'})
+                       'zero_grad_model', 'zero_grad_all', 'havoc', 'clip', 'scale_bind'})
 
     def __init__(self, unit: Unit, opt: str) -> None:
         self.unit, self.opt = unit, opt
@@ -70,6 +76,12 @@ class ScalingMachine(Machine):
         return id(loop) in self._rebinding
 
     def transfer(self, s: A, ev: Event) -> A:
+        if ev.kind == "scale_bind":
+            return s._replace(plain=bound_plain(s.plain, ev))
+        out = self._transfer(s, ev)
+        return out if out.plain == s.plain else out._replace(plain=s.plain)
+
+    def _transfer(self, s: A, ev: Event) -> A:
         k = ev.kind
         if k == "opt_build" and ev.subject == self.opt:
             return A("none")
@@ -81,8 +93,9 @@ class ScalingMachine(Machine):
             if ev.extra.get("managed"):
                 return A("unknown")
             # scaled when the tensor back-propagated is a scale() output, or the gradient given
-            # to backward() is (it multiplies every gradient the backward fills)
-            if ev.extra.get("scaler") or ev.extra.get("gradient_scaler"):
+            # to backward() is (it multiplies every gradient the backward fills); a name that
+            # holds a scale() output on other paths only holds none on this one
+            if scaled_on_path(s.plain, ev):
                 phase = "scaled" if s.phase in ("none", "scaled", "unknown", "unscaled") else "unknown"
             else:
                 phase = "plain" if s.phase in ("none", "plain", "unknown") else "unknown"
@@ -100,6 +113,25 @@ class ScalingMachine(Machine):
         if k in ("zero_grad", "zero_grad_model", "zero_grad_all") and (k == "zero_grad_all" or touches(self.unit, self.opt, ev)):
             return s._replace(phase="none", bw=None)
         return s
+
+
+def bound_plain(plain: frozenset, ev: Event) -> frozenset:
+    """``plain`` (:attr:`A.plain`) after the ``scale_bind`` event ``ev``: its name holds a
+    scaled value when it is assigned a ``scale()`` output or a value computed from a name that
+    may hold one on the path, else none."""
+    name = ev.subject
+    scaled = ev.extra.get("scaler") is not None or any(src not in plain for src in ev.extra.get("sources", ()))
+    if scaled:
+        return plain - {name} if name in plain else plain
+    return plain if name in plain else plain | {name}
+
+
+def scaled_on_path(plain: frozenset, ev: Event) -> bool:
+    """Whether the backward ``ev`` back-propagates a ``scale()`` output, or is given one as its
+    gradient, on a path where the names of ``plain`` hold no scaled value."""
+    if ev.extra.get("scaler") and ev.extra.get("scaled_name") not in plain:
+        return True
+    return bool(ev.extra.get("gradient_scaler")) and ev.extra.get("gradient_name") not in plain
 
 
 def scaled_optimizers(unit: Unit) -> list[str]:
