@@ -559,6 +559,69 @@ def _returns(node: Node) -> bool:
     return any(_returns(p) for p in parts(node))
 
 
+_PATHS: "weakref.WeakKeyDictionary[Seq, dict]" = weakref.WeakKeyDictionary()
+
+
+def _paths(unit: Seq) -> dict[int, tuple]:
+    """``id(raw event) →`` its place in the unit: ``(node, index)`` pairs from the unit down,
+    ``index`` the position in :func:`~loopcheck.engine.ir.parts` of ``node`` (a ``Seq``'s
+    items) of the part that holds it. An event inlined twice keeps its first place."""
+    if unit in _PATHS:
+        return _PATHS[unit]
+    table: dict[int, tuple] = {}
+    stack: list[tuple[Node, tuple]] = [(unit, ())]
+    while stack:
+        node, path = stack.pop()
+        if type(node) in (Call, Assign):
+            table.setdefault(id(node), path)
+            continue
+        inner = node.items if type(node) is Seq else parts(node)
+        for i in range(len(inner) - 1, -1, -1):  # (program order: the first place wins)
+            stack.append((inner[i], (*path, (node, i))))
+    _PATHS[unit] = table
+    return table
+
+
+def _leaves(node: Node, sm: dict) -> bool:
+    """Whether a jump inside ``node`` may leave it (a part of the IR, a ``Jump`` itself)."""
+    return type(node) is Jump or (type(node) not in (Call, Assign) and sm[id(node)].jumps)
+
+
+def always_follows(unit: Seq, first: Call | Assign, then: Call | Assign) -> bool:
+    """Whether ``then`` runs after every run of ``first``, in the same run of the block that
+    holds both, whatever the tests decide: both sit in one block (``Seq``), ``first`` inside
+    an earlier item of it, ``then`` in a later one, reached from that item's start through
+    blocks and inlined calls only (no ``if`` arm, loop body or handler); and no ``break``,
+    ``continue``, ``return`` or ``raise`` may leave a part between them (after ``first`` in
+    the blocks that hold it, the items in between, before ``then``). An exception raised by a
+    call is not a path the analysis follows."""
+    paths = _paths(unit)
+    a, b = paths.get(id(first)), paths.get(id(then))
+    if a is None or b is None:
+        return False
+    k = 0
+    while k < len(a) and k < len(b) and a[k] == b[k]:
+        k += 1
+    if k == len(a) or k == len(b):
+        return False
+    block, i = a[k]
+    j = b[k][1]
+    if type(block) is not Seq or b[k][0] is not block or i >= j:
+        return False
+    sm = summaries(unit)
+    if any(_leaves(item, sm) for item in block.items[i + 1:j]):
+        return False
+    for node, at in a[k + 1:]:  # the rest of each block that holds ``first``
+        if type(node) is Seq and any(_leaves(item, sm) for item in node.items[at + 1:]):
+            return False
+    for node, at in b[k + 1:]:  # down to ``then``: blocks and inlined calls only
+        if type(node) is Inline:
+            continue
+        if type(node) is not Seq or any(_leaves(item, sm) for item in node.items[:at]):
+            return False
+    return True
+
+
 #: per unit, per (machine kinds, remembered test names): ``id(Seq) →`` its live items
 _LIVE: "weakref.WeakKeyDictionary[Seq, dict]" = weakref.WeakKeyDictionary()
 
@@ -569,7 +632,9 @@ class _Interpreter:
     The known conditions make the analysis see that two ``if``s on the same test agree
     (``if phase == "train": model.train() ... if phase == "train": optimizer.step()``): a
     condition is remembered after a branch on it, and forgotten when a name it mentions is
-    assigned or is the target of a loop starting a new iteration.
+    assigned or is the target of a loop starting a new iteration. A test and its negation
+    (:func:`test_polarity`: ``if scaler is not None:`` then ``if scaler is None:``) are one
+    condition, whose arms they take in opposite order.
 
     The conditions of a path are one integer: the remembered tests are numbered, and bit
     ``2 * i`` says the ``i``-th test was true on the path, bit ``2 * i + 1`` that it was false

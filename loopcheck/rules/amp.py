@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator, NamedTuple
 
-from loopcheck.engine.dataflow import Machine
+from loopcheck.engine.dataflow import Machine, always_follows
 from loopcheck.engine.events import Event
 from loopcheck.engine.ir import Loop
 from loopcheck.engine.unit import Unit
@@ -202,7 +202,9 @@ class ClipWithoutUnscale(Rule):
 @register
 class StepBypassesScaler(Rule):
     """LC602: a plain ``O.step()`` runs while, on every path, ``O``'s gradients come from a scaled
-    backward, still scaled on at least one (see ``rules/LC602.md``)."""
+    backward, still scaled on at least one; or while they come from a backward on every path,
+    scaled on some (the loss scaled under a test), when the step follows every run of each
+    scaled backward whatever the tests decide (see ``rules/LC602.md``)."""
 
     info = INFOS["LC602"]
 
@@ -214,19 +216,25 @@ class StepBypassesScaler(Rule):
                 states = scaling_states(unit, opt, ev)
                 # scaled on every path, or on some while unscale_ ran on the others (clipping
                 # switched off skips unscale_): both mean scaled gradients reach the step
-                if not states or any(s.phase not in ("scaled", "unscaled") for s in states):
+                if not states or any(s.phase not in ("scaled", "unscaled", "plain") for s in states):
                     continue
-                bw = next((s.bw for s in states if s.phase == "scaled"), None)
-                if bw is None:
+                scaled = [s.bw for s in states if s.phase == "scaled"]
+                if not scaled:
                     continue
-                yield self._report(ev, bw)
+                # a backward of an unscaled loss on other paths (the loss scaled only under
+                # ``if scaler is not None:``): those paths may be the only ones that take the
+                # arm of the step, unless the step follows every run of the scaled backward
+                mixed = any(s.phase == "plain" for s in states)
+                if mixed and not all(always_follows(unit.ir, bw.raw, ev.raw) for bw in scaled):
+                    continue
+                yield self._report(ev, scaled[0], mixed)
 
-    def _report(self, ev: Event, bw: Event) -> Report:
+    def _report(self, ev: Event, bw: Event, mixed: bool) -> Report:
         return Report(
             self.info.code, ev.node,
             lambda d: (
                 f"{d.call(ev.node)} bypasses the GradScaler: it applies the scaled gradients of "
-                f"{d.code(bw.node, 40)} (line {d.line(bw.node)})"
+                f"{d.code(bw.node, 40)} (line {d.line(bw.node)})" + (" if scaled" if mixed else "")
             ),
             [(bw.node, "the scaled backward")],
             note=lambda d: (
