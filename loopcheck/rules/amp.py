@@ -202,9 +202,10 @@ class ClipWithoutUnscale(Rule):
 @register
 class StepBypassesScaler(Rule):
     """LC602: a plain ``O.step()`` runs while, on every path, ``O``'s gradients come from a scaled
-    backward, still scaled on at least one; or while they come from a backward on every path,
-    scaled on some (the loss scaled under a test), when the step follows every run of each
-    scaled backward whatever the tests decide (see ``rules/LC602.md``)."""
+    backward, still scaled on at least one; or while they come on every path from one backward,
+    scaled on some paths and not on others (its loss re-bound to ``scale(loss)`` under a test),
+    when the step follows every run of that backward whatever the tests decide (see
+    ``rules/LC602.md``)."""
 
     info = INFOS["LC602"]
 
@@ -221,11 +222,16 @@ class StepBypassesScaler(Rule):
                 scaled = [s.bw for s in states if s.phase == "scaled"]
                 if not scaled:
                     continue
-                # a backward of an unscaled loss on other paths (the loss scaled only under
-                # ``if scaler is not None:``): those paths may be the only ones that take the
-                # arm of the step, unless the step follows every run of the scaled backward
+                # the same backward on an unscaled loss on other paths (the loss scaled only
+                # under ``if scaler is not None:``): those paths may be the only ones that take
+                # the arm of the step, unless the step follows every run of that backward (a
+                # backward of its own on the other paths, in the other arm of an ``if``, is
+                # another case: not reported)
                 mixed = any(s.phase == "plain" for s in states)
-                if mixed and not all(always_follows(unit.ir, bw.raw, ev.raw) for bw in scaled):
+                if mixed and not (
+                    {id(s.bw) for s in states if s.phase == "plain"} <= {id(bw) for bw in scaled}
+                    and all(always_follows(unit.ir, bw.raw, ev.raw) for bw in scaled)
+                ):
                     continue
                 yield self._report(ev, scaled[0], mixed)
 
