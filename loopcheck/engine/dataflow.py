@@ -177,6 +177,37 @@ def exclusive(a: tuple, b: tuple) -> bool:
 
 
 _EQUALITY: "weakref.WeakKeyDictionary[Seq, dict]" = weakref.WeakKeyDictionary()
+_NEGATED: "weakref.WeakKeyDictionary[Seq, frozenset]" = weakref.WeakKeyDictionary()
+
+
+def test_polarity(test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:
+    """``(core, negated)``: the test with its negations taken off, and whether there was an odd
+    number of them. ``not x`` is ``x`` negated; ``x is not y`` is ``x is y`` negated (``if
+    scaler is not None:`` and ``if scaler is None:`` are one test, each arm of one the other arm
+    of the other). Parentheses around the core are dropped. Other tests are their own core."""
+    negated = False
+    while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        test, negated = test.expression, not negated
+    if type(test) is cst.Comparison and len(test.comparisons) == 1 and type(test.comparisons[0].operator) is cst.IsNot:
+        test = test.with_changes(comparisons=[test.comparisons[0].with_changes(operator=cst.Is())])
+        negated = not negated
+    if getattr(test, "lpar", None):
+        test = test.with_changes(lpar=[], rpar=[])
+    return test, negated
+
+
+def _core_type(test: cst.BaseExpression) -> type:
+    """The node type of :func:`test_polarity`'s core, without building it."""
+    while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        test = test.expression
+    return type(test)
+
+
+def negated_tests(unit: Seq) -> frozenset[int]:
+    """The ``id(If)``s of :func:`repeated_tests` whose test is the negation of its text there
+    (:func:`test_polarity`): their body runs where that text is false."""
+    repeated_tests(unit)
+    return _NEGATED[unit]
 
 
 def equality_tests(unit: Seq) -> dict[int, tuple]:
@@ -190,7 +221,9 @@ def repeated_tests(unit: Seq) -> dict[int, tuple[str, frozenset[str]]]:
     """``id(If) → (test text, names)`` for the ``if`` tests that occur more than once in the
     unit, and the equality tests of a subject that another equality test of it can exclude
     (:func:`exclusive`: ``mode == "valid"`` then ``mode == "train"``): only those can
-    correlate, so only those are remembered (which keeps the number of states small)."""
+    correlate, so only those are remembered (which keeps the number of states small). A test
+    and its negation (:func:`test_polarity`: ``x is None``, ``x is not None``) have one text;
+    :func:`negated_tests` says which ``if``s hold the negation."""
     key = unit
     if key not in _REPEATED:
         # the text of a test is generated only where another test has its kind and its names
@@ -211,7 +244,8 @@ def repeated_tests(unit: Seq) -> dict[int, tuple[str, frozenset[str]]]:
                     names |= {MODE_NAME}
                 names_of[id(test)] = names
             tests.append((id(node), test, names))
-            shapes[type(test), names] = shapes.get((type(test), names), 0) + 1
+            shape = (_core_type(test), names)
+            shapes[shape] = shapes.get(shape, 0) + 1
         texts: dict[int, tuple[str, frozenset[str]]] = {}
         count: dict[str, int] = {}
         code: dict[int, str] = {}  # by test node (a function inlined twice has its tests twice)
@@ -229,15 +263,21 @@ def repeated_tests(unit: Seq) -> dict[int, tuple[str, frozenset[str]]]:
             at: found for at, found in equal.items()
             if any(exclusive(found, other) for other in by_subject[found[0]])
         }
+        negated: set[int] = set()
+        polarity: dict[int, bool] = {}  # by test node, as ``code``
         for at, test, names in tests:
-            if shapes[type(test), names] > 1 or at in equal:
+            if shapes[_core_type(test), names] > 1 or at in equal:
                 if id(test) not in code:
-                    code[id(test)] = module.code_for_node(test)
+                    core, polarity[id(test)] = test_polarity(test)
+                    code[id(test)] = module.code_for_node(core)
                 text = code[id(test)]
                 texts[at] = (text, names)
                 count[text] = count.get(text, 0) + 1
-        _REPEATED[key] = {k: v for k, v in texts.items() if count[v[0]] > 1 or k in equal}
+                if polarity[id(test)]:
+                    negated.add(at)
+        _REPEATED[key] = repeated = {k: v for k, v in texts.items() if count[v[0]] > 1 or k in equal}
         _EQUALITY[key] = equal
+        _NEGATED[key] = frozenset(k for k in negated if k in repeated)
     return _REPEATED[key]
 
 
@@ -519,6 +559,69 @@ def _returns(node: Node) -> bool:
     return any(_returns(p) for p in parts(node))
 
 
+_PATHS: "weakref.WeakKeyDictionary[Seq, dict]" = weakref.WeakKeyDictionary()
+
+
+def _paths(unit: Seq) -> dict[int, tuple]:
+    """``id(raw event) →`` its place in the unit: ``(node, index)`` pairs from the unit down,
+    ``index`` the position in :func:`~loopcheck.engine.ir.parts` of ``node`` (a ``Seq``'s
+    items) of the part that holds it. An event inlined twice keeps its first place."""
+    if unit in _PATHS:
+        return _PATHS[unit]
+    table: dict[int, tuple] = {}
+    stack: list[tuple[Node, tuple]] = [(unit, ())]
+    while stack:
+        node, path = stack.pop()
+        if type(node) in (Call, Assign):
+            table.setdefault(id(node), path)
+            continue
+        inner = node.items if type(node) is Seq else parts(node)
+        for i in range(len(inner) - 1, -1, -1):  # (program order: the first place wins)
+            stack.append((inner[i], (*path, (node, i))))
+    _PATHS[unit] = table
+    return table
+
+
+def _leaves(node: Node, sm: dict) -> bool:
+    """Whether a jump inside ``node`` may leave it (a part of the IR, a ``Jump`` itself)."""
+    return type(node) is Jump or (type(node) not in (Call, Assign) and sm[id(node)].jumps)
+
+
+def always_follows(unit: Seq, first: Call | Assign, then: Call | Assign) -> bool:
+    """Whether ``then`` runs after every run of ``first``, in the same run of the block that
+    holds both, whatever the tests decide: both sit in one block (``Seq``), ``first`` inside
+    an earlier item of it, ``then`` in a later one, reached from that item's start through
+    blocks and inlined calls only (no ``if`` arm, loop body or handler); and no ``break``,
+    ``continue``, ``return`` or ``raise`` may leave a part between them (after ``first`` in
+    the blocks that hold it, the items in between, before ``then``). An exception raised by a
+    call is not a path the analysis follows."""
+    paths = _paths(unit)
+    a, b = paths.get(id(first)), paths.get(id(then))
+    if a is None or b is None:
+        return False
+    k = 0
+    while k < len(a) and k < len(b) and a[k] == b[k]:
+        k += 1
+    if k == len(a) or k == len(b):
+        return False
+    block, i = a[k]
+    j = b[k][1]
+    if type(block) is not Seq or b[k][0] is not block or i >= j:
+        return False
+    sm = summaries(unit)
+    if any(_leaves(item, sm) for item in block.items[i + 1:j]):
+        return False
+    for node, at in a[k + 1:]:  # the rest of each block that holds ``first``
+        if type(node) is Seq and any(_leaves(item, sm) for item in node.items[at + 1:]):
+            return False
+    for node, at in b[k + 1:]:  # down to ``then``: blocks and inlined calls only
+        if type(node) is Inline:
+            continue
+        if type(node) is not Seq or any(_leaves(item, sm) for item in node.items[:at]):
+            return False
+    return True
+
+
 #: per unit, per (machine kinds, remembered test names): ``id(Seq) →`` its live items
 _LIVE: "weakref.WeakKeyDictionary[Seq, dict]" = weakref.WeakKeyDictionary()
 
@@ -529,7 +632,9 @@ class _Interpreter:
     The known conditions make the analysis see that two ``if``s on the same test agree
     (``if phase == "train": model.train() ... if phase == "train": optimizer.step()``): a
     condition is remembered after a branch on it, and forgotten when a name it mentions is
-    assigned or is the target of a loop starting a new iteration.
+    assigned or is the target of a loop starting a new iteration. A test and its negation
+    (:func:`test_polarity`: ``if scaler is not None:`` then ``if scaler is None:``) are one
+    condition, whose arms they take in opposite order.
 
     The conditions of a path are one integer: the remembered tests are numbered, and bit
     ``2 * i`` says the ``i``-th test was true on the path, bit ``2 * i + 1`` that it was false
@@ -545,6 +650,7 @@ class _Interpreter:
         self._tests = self._correlated_tests(unit)
         self._test_names: frozenset[str] = frozenset().union(*(names for _, names in self._tests.values()))
         self._assigned: dict[int, frozenset[str]] = {}  # id(raw event) -> the test names it re-binds
+        self._negated = negated_tests(unit)  # id(If) -> its test is the negation of its text
         numbers: dict[str, int] = {}  # test text -> its number
         self._number: dict[int, int] = {}  # id(If) -> the number of its test
         self._name_bits: dict[str, int] = {}  # name -> the bits of the tests that mention it
@@ -778,9 +884,10 @@ class _Interpreter:
         if number is not None and self._forgotten >> 2 * number & 3:
             number = None  # (forgotten for the rest of the run)
         if number is not None:
-            known = 1 << (2 * number + (not taken))
-            against = 1 << (2 * number + taken)
-            if taken:  # a path that knew a test this one excludes true cannot take it either
+            outcome = taken != (id(node) in self._negated)  # the test's text is true in this arm
+            known = 1 << (2 * number + (not outcome))
+            against = 1 << (2 * number + outcome)
+            if outcome:  # a path that knew a test this one excludes true cannot take it either
                 against |= self._excludes.get(number, 0)
             # a path that knew the other outcome cannot take this arm
             if any(conds & against or not conds & known for _, conds in states):

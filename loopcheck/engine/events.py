@@ -238,7 +238,10 @@ class _Typer:
             if (a0 is not None and a0.keyword is None and a0.sym is not None and "grad" not in a0.sym
                     and gradient["gradient_scaler"] is None):
                 return True  # something.backward(loss) of an unknown engine: nothing known
-            self.ev("backward", c.receiver, scaler=roles.scaled.get(roles.canon(c.receiver)), **gradient)
+            # (scaled_name: the name whose value, scaled or not on a path, decides: scale_bind)
+            scaled = roles.canon(c.receiver)
+            self.ev("backward", c.receiver, scaler=roles.scaled.get(scaled),
+                    scaled_name=scaled if scaled in roles.scaled else None, **gradient)
             return True
         inner = c.inner
         if inner is not None:
@@ -258,23 +261,26 @@ class _Typer:
         reference to it): ``gradient``, the argument (``None`` when none is given: the
         gradient of a scalar, 1), and ``gradient_scaler``, the GradScaler whose ``scale()``
         returned it (``t.backward(scaler.scale(g))``, ``g = scaler.scale(grad)``,
-        ``grad_tensors=[scaler.scale(g)]``), else ``None``. The gradient argument multiplies
+        ``grad_tensors=[scaler.scale(g)]``), else ``None``, and ``gradient_name``, for a named
+        gradient scaled by an assignment (``g = scaler.scale(grad)``), that name: whether it holds
+        the scaled value on a path is that path's (``scale_bind``). The gradient argument multiplies
         every gradient the backward fills, so a scaled one leaves them scaled as
         ``scaler.scale(loss).backward()`` does."""
         roles = self.roles
         arg = arg_at(self.c, ref) if ref is not None else None
         if arg is None:
             return {"gradient": None, "gradient_scaler": None}
-        scaler = None
+        scaler = name = None
         if arg.sym:
             scaler = roles.scaled.get(roles.canon(arg.sym))
+            name = roles.canon(arg.sym) if scaler is not None else None
         elif isinstance(arg.node, (cst.List, cst.Tuple)) and arg.node.elements:
             # one gradient per tensor: scaled when each is a scale() call of the same scaler
             found = {roles.scaled_calls.get(id(e.value)) for e in arg.node.elements}
             scaler = found.pop() if len(found) == 1 else None
         else:
             scaler = roles.scaled_calls.get(id(arg.node))
-        return {"gradient": arg, "gradient_scaler": scaler}
+        return {"gradient": arg, "gradient_scaler": scaler, "gradient_name": name}
 
     def _operands_backward(self, operands) -> None:
         """``(weights * loss).mean().backward()``: the backward of the loss operands; its
@@ -522,6 +528,9 @@ def classify_assign(a: Assign, roles: Roles) -> list[Event]:
     rebound = _optimizer_rebound(a, roles)
     if rebound is not None:
         return [rebound]
+    bound = _scaled_bound(a, roles)
+    if bound is not None:
+        out.append(bound)
     container = _plain_container(a)
     if container is not None:
         out.append(container)
@@ -592,6 +601,27 @@ def _mode_saved(a: Assign, roles: Roles) -> Event | None:
 
 
 _CONTAINERS = (cst.List, cst.Tuple, cst.Set, cst.Dict, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+
+def _scaled_bound(a: Assign, roles: Roles) -> Event | None:
+    """``loss = scaler.scale(loss)``, ``loss = criterion(out, y)``, ``loss = loss / n``: an
+    assignment to a name that a GradScaler's ``scale()`` output is assigned to somewhere in the
+    unit (:attr:`~loopcheck.engine.roles.Roles.scaled`, which does not say where). A
+    ``scale_bind`` event of that name (its key in ``roles.scaled``), with extra ``scaler``: the
+    GradScaler when the value is its ``scale()`` call, else ``None``; ``sources``: the names of
+    ``roles.scaled`` the value is computed from (the name itself for ``loss /= n``), whose
+    scaling the name keeps. A machine that follows these events knows, per path, whether the
+    name holds a scaled value (scaled under ``if scaler is not None:`` only)."""
+    if a.target is None or not roles.scaled:
+        return None
+    key = a.target if a.target in roles.scaled else roles.canon(a.target)
+    if key not in roles.scaled:
+        return None
+    scaler = roles.scaled_calls.get(id(a.value)) if a.op == "=" and a.value is not None else None
+    sources = {roles.canon(o) for o in a.operands} | set(a.operands)
+    if a.op != "=":
+        sources.add(key)
+    return Event("scale_bind", key, a.node, a, {"scaler": scaler, "sources": frozenset(sources & roles.scaled.keys())})
 
 
 def _optimizer_rebound(a: Assign, roles: Roles) -> Event | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator, NamedTuple
 
-from loopcheck.engine.dataflow import Machine
+from loopcheck.engine.dataflow import Machine, always_follows
 from loopcheck.engine.events import Event
 from loopcheck.engine.ir import Loop
 from loopcheck.engine.unit import Unit
@@ -38,6 +38,11 @@ class A(NamedTuple):
         remembers it).
     scaler_step: the ``scaler.step(opt)`` since the last ``update()``.
     last_step: the last ``scaler.step(opt)``, updated or not.
+    plain: the names a ``scale()`` output is assigned to somewhere (``loss =
+        scaler.scale(loss)``) that hold no scaled value on this path: their last assignment
+        (``scale_bind``) gave them a value computed from no scaled one (``loss =
+        criterion(out, y)`` where ``if scaler is not None:`` skipped the scaling). A name
+        never assigned on the path may hold a scaled value.
     """
 
     phase: str
@@ -45,6 +50,7 @@ class A(NamedTuple):
     unscale: Event | None = None
     scaler_step: Event | None = None
     last_step: Event | None = None
+    plain: frozenset = frozenset()
 
 
 ABSENT = A("absent")
@@ -52,7 +58,7 @@ ABSENT = A("absent")
 
 class ScalingMachine(Machine):
     kinds = frozenset({'backward', 'unscale', 'scaler_step', 'step', 'scaler_update', 'opt_build', 'zero_grad',
-                       'zero_grad_model', 'zero_grad_all', 'havoc', 'clip'})
+                       'zero_grad_model', 'zero_grad_all', 'havoc', 'clip', 'scale_bind'})
 
     def __init__(self, unit: Unit, opt: str) -> None:
         self.unit, self.opt = unit, opt
@@ -70,6 +76,12 @@ class ScalingMachine(Machine):
         return id(loop) in self._rebinding
 
     def transfer(self, s: A, ev: Event) -> A:
+        if ev.kind == "scale_bind":
+            return s._replace(plain=bound_plain(s.plain, ev))
+        out = self._transfer(s, ev)
+        return out if out.plain == s.plain else out._replace(plain=s.plain)
+
+    def _transfer(self, s: A, ev: Event) -> A:
         k = ev.kind
         if k == "opt_build" and ev.subject == self.opt:
             return A("none")
@@ -81,8 +93,9 @@ class ScalingMachine(Machine):
             if ev.extra.get("managed"):
                 return A("unknown")
             # scaled when the tensor back-propagated is a scale() output, or the gradient given
-            # to backward() is (it multiplies every gradient the backward fills)
-            if ev.extra.get("scaler") or ev.extra.get("gradient_scaler"):
+            # to backward() is (it multiplies every gradient the backward fills); a name that
+            # holds a scale() output on other paths only holds none on this one
+            if scaled_on_path(s.plain, ev):
                 phase = "scaled" if s.phase in ("none", "scaled", "unknown", "unscaled") else "unknown"
             else:
                 phase = "plain" if s.phase in ("none", "plain", "unknown") else "unknown"
@@ -100,6 +113,25 @@ class ScalingMachine(Machine):
         if k in ("zero_grad", "zero_grad_model", "zero_grad_all") and (k == "zero_grad_all" or touches(self.unit, self.opt, ev)):
             return s._replace(phase="none", bw=None)
         return s
+
+
+def bound_plain(plain: frozenset, ev: Event) -> frozenset:
+    """``plain`` (:attr:`A.plain`) after the ``scale_bind`` event ``ev``: its name holds a
+    scaled value when it is assigned a ``scale()`` output or a value computed from a name that
+    may hold one on the path, else none."""
+    name = ev.subject
+    scaled = ev.extra.get("scaler") is not None or any(src not in plain for src in ev.extra.get("sources", ()))
+    if scaled:
+        return plain - {name} if name in plain else plain
+    return plain if name in plain else plain | {name}
+
+
+def scaled_on_path(plain: frozenset, ev: Event) -> bool:
+    """Whether the backward ``ev`` back-propagates a ``scale()`` output, or is given one as its
+    gradient, on a path where the names of ``plain`` hold no scaled value."""
+    if ev.extra.get("scaler") and ev.extra.get("scaled_name") not in plain:
+        return True
+    return bool(ev.extra.get("gradient_scaler")) and ev.extra.get("gradient_name") not in plain
 
 
 def scaled_optimizers(unit: Unit) -> list[str]:
@@ -170,7 +202,10 @@ class ClipWithoutUnscale(Rule):
 @register
 class StepBypassesScaler(Rule):
     """LC602: a plain ``O.step()`` runs while, on every path, ``O``'s gradients come from a scaled
-    backward, still scaled on at least one (see ``rules/LC602.md``)."""
+    backward, still scaled on at least one; or while they come on every path from one backward,
+    scaled on some paths and not on others (its loss re-bound to ``scale(loss)`` under a test),
+    when the step follows every run of that backward whatever the tests decide (see
+    ``rules/LC602.md``)."""
 
     info = INFOS["LC602"]
 
@@ -182,19 +217,30 @@ class StepBypassesScaler(Rule):
                 states = scaling_states(unit, opt, ev)
                 # scaled on every path, or on some while unscale_ ran on the others (clipping
                 # switched off skips unscale_): both mean scaled gradients reach the step
-                if not states or any(s.phase not in ("scaled", "unscaled") for s in states):
+                if not states or any(s.phase not in ("scaled", "unscaled", "plain") for s in states):
                     continue
-                bw = next((s.bw for s in states if s.phase == "scaled"), None)
-                if bw is None:
+                scaled = [s.bw for s in states if s.phase == "scaled"]
+                if not scaled:
                     continue
-                yield self._report(ev, bw)
+                # the same backward on an unscaled loss on other paths (the loss scaled only
+                # under ``if scaler is not None:``): those paths may be the only ones that take
+                # the arm of the step, unless the step follows every run of that backward (a
+                # backward of its own on the other paths, in the other arm of an ``if``, is
+                # another case: not reported)
+                mixed = any(s.phase == "plain" for s in states)
+                if mixed and not (
+                    {id(s.bw) for s in states if s.phase == "plain"} <= {id(bw) for bw in scaled}
+                    and all(always_follows(unit.ir, bw.raw, ev.raw) for bw in scaled)
+                ):
+                    continue
+                yield self._report(ev, scaled[0], mixed)
 
-    def _report(self, ev: Event, bw: Event) -> Report:
+    def _report(self, ev: Event, bw: Event, mixed: bool) -> Report:
         return Report(
             self.info.code, ev.node,
             lambda d: (
                 f"{d.call(ev.node)} bypasses the GradScaler: it applies the scaled gradients of "
-                f"{d.code(bw.node, 40)} (line {d.line(bw.node)})"
+                f"{d.code(bw.node, 40)} (line {d.line(bw.node)})" + (" if scaled" if mixed else "")
             ),
             [(bw.node, "the scaled backward")],
             note=lambda d: (
