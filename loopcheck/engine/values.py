@@ -939,7 +939,7 @@ def _literal_data(unit, expr: cst.BaseExpression, names, depth: int) -> bool:
     if not isinstance(base, cst.Name):
         return False
     syms = [n for n in names if last(n) == base.value]
-    if len(syms) != 1:
+    if len(syms) != 1 or syms[0] in _handed_on(unit):
         return False
     defs = definitions(unit).get(syms[0])
     if not defs:
@@ -954,6 +954,28 @@ def _literal_data(unit, expr: cst.BaseExpression, names, depth: int) -> bool:
         if not _literal_data(unit, value, mentions, depth + 1):
             return False
     return True
+
+
+def _handed_on(unit) -> frozenset[str]:
+    """The symbols whose value the unit may change or give away after making it: the receiver
+    of a method call (``layers.append(nn.Linear(4, 4))``, ``config.update(...)``), an argument
+    passed whole to a call, an attribute or item assigned (``config["net"] = net``): a literal
+    list or dict may then hold anything."""
+    def compute():
+        out: set[str] = set()
+        for raw in unit.raws():
+            if isinstance(raw, Call):
+                if raw.receiver:
+                    out.add(raw.receiver)
+                out.update(a.sym for a in raw.args if a.sym)
+            elif isinstance(raw, Assign) and raw.target:
+                if raw.op == "[]=":
+                    out.add(raw.target)
+                elif "." in raw.target:
+                    out.add(raw.target.rpartition(".")[0])
+        return frozenset(out)
+
+    return _cached(unit, ("values", "handed_on"), compute)
 
 
 def _literal_container(expr: cst.BaseExpression) -> bool:
