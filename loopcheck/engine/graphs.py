@@ -45,6 +45,7 @@ import libcst as cst
 from loopcheck.engine.calls import arg_at, receiver_of, summary_of
 from loopcheck.engine.ir import Assign, Call, RawEvent, Sources
 from loopcheck.engine.knowledge import NO_GRAPH, knowledge
+from loopcheck.engine.walk import walk
 
 #: ``returns.value`` kinds of a library call whose result keeps the graph of its inputs.
 _KEEPS_GRAPH = frozenset({"derived", "logits", "probabilities", "log_probabilities"})
@@ -497,3 +498,58 @@ def graph_stores(
         if a.sym is not None and g.name_carries(a.sym, e):
             out.append(GraphStore(e, e.receiver, a.sym, "append"))
     return carriers, out
+
+
+class GradInputs:
+    """Which arguments of a call are established to require grad, read from the graph fact of
+    a list of raw events (one unit's, in program order)."""
+
+    def __init__(self, events: list[RawEvent], roles) -> None:
+        self._events = events
+        self._graphs = _Graphs(events, roles)
+        self._graphs.run()
+
+    def any_argument(self, call: Call) -> bool:
+        """Whether an argument of raw call ``call`` is established to be, or to be computed
+        from, a tensor that requires grad or carries a graph: a name whose definitions that
+        reach the call do (``x = torch.randn(n, requires_grad=True)``, ``h = net(x)``; the
+        fact of :meth:`_Graphs.name_class`), a name made to require grad in place before the
+        call (``x.requires_grad_()``, ``x.requires_grad = True``), or a factory in the argument
+        itself given ``requires_grad=True`` (``model(torch.zeros(3, requires_grad=True))``)."""
+        g = self._graphs
+        for a in call.args:
+            if any(_requires_grad_call(n) for n in _calls_in(a.node)):
+                return True
+            for name in a.mentions:
+                if g.name_class(name, call) is not None or self._made_leaf(name, call):
+                    return True
+        return False
+
+    def _made_leaf(self, name: str, call: Call) -> bool:
+        """``name.requires_grad_()`` (not given ``False``) or ``name.requires_grad = True``
+        before ``call`` in program order."""
+        for e in self._events:
+            if e is call:
+                return False
+            if isinstance(e, Assign):
+                if e.target == name + ".requires_grad" and e.op == "=" and e.value is not None and is_true(e.value):
+                    return True
+            elif e.receiver == name and e.method == "requires_grad_" and e.inner is None:
+                if not any(a.keyword in (None, "requires_grad") and not is_true(a.node) for a in e.args):
+                    return True
+        return False
+
+
+def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
+    """The calls inside an expression, itself included."""
+    return [n for n in walk(node) if isinstance(n, cst.Call)]
+
+
+def _requires_grad_call(node: cst.Call) -> bool:
+    """A call given ``requires_grad=True``, or ``.requires_grad_()`` not given ``False``."""
+    if any(a.keyword is not None and a.keyword.value == "requires_grad" and is_true(a.value) for a in node.args):
+        return True
+    func = node.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "requires_grad_":
+        return all(is_true(a.value) for a in node.args)
+    return False

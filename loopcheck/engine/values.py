@@ -33,7 +33,7 @@ import libcst as cst
 from loopcheck.engine.builder import NO_VALUE, ClassRef, ModuleIndex, bound_names, find_method
 from loopcheck.engine.classes import CONTAINERS, is_module_class
 from loopcheck.engine.ir import Assign, Call, If, Inline, Jump, Loop, LoopInfo, Node, Seq, Try, parts, walk_events
-from loopcheck.engine.graphs import is_true
+from loopcheck.engine.graphs import GradInputs, is_true
 from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.names import dotted_name
 from loopcheck.engine.calls import arg_at
@@ -851,7 +851,11 @@ def class_of_name(index: ModuleIndex | None, dotted: str | None) -> "ClassRef | 
     if dotted in index.classes:
         return ClassRef(index, dotted)
     q = index.imports.qualify(dotted)
-    known = q is not None and knowledge().cls(q) is not None and (q != dotted or dotted.startswith("torch."))
+    # imported: its head is bound by an import (`import fairseq2.nn` binds `fairseq2` to itself,
+    # so the qualified name may be the name as written), as the builder resolves names
+    head = dotted.partition(".")[0]
+    imported = head in index.imports.aliases and head not in index.globals
+    known = q is not None and knowledge().cls(q) is not None and (imported or dotted.startswith("torch."))
     if known:
         return q
     ref = index.class_ref(q, qualified=True) if q != dotted or "." in dotted else None
@@ -964,6 +968,8 @@ def construction_without_parameters(unit, node: cst.CSTNode | None, near=None) -
         a = syms.get(id(value))
         if a is not None and (a.literal or is_tensor(unit, a.sym)):
             return True
+        if a is not None and (_names_no_module(unit, index, value, a) or _literal_data(unit, value, a.mentions, 0)):
+            return True
         return isinstance(value, cst.Call) and (
             _tensor_factory(index, value) or _builds_no_parameters(index, value, 1, harmless))
 
@@ -971,6 +977,118 @@ def construction_without_parameters(unit, node: cst.CSTNode | None, near=None) -
         return _builds_no_parameters(index, node, 0, harmless)
     finally:
         harmless = None  # noqa: F841 - it refers to itself: break the cycle, free the tree at once
+
+
+def _names_no_module(unit, index: ModuleIndex, value: cst.BaseExpression, arg) -> bool:
+    """Whether argument ``value`` (raw argument ``arg``) names an object that is no module: a
+    function of the module or of the project, or one the library knowledge describes, handed
+    on without being called (``mask_func=attention_mask_func``), or an attribute that the body
+    of a class of the project binds to a literal, or any attribute an enum class of the
+    project binds (its members: ``AttnMaskType.causal``). A name the unit assigns is a
+    variable, not the function of that name."""
+    d = dotted_name(value)
+    if d is None or (arg.sym is not None and arg.sym in definitions(unit)):
+        return False
+    head = d.partition(".")[0]
+    imported = head in index.imports.aliases and head not in index.globals
+    q = index.imports.qualify(d) if imported else d
+    if _project_function(index, d, q) is not None:
+        return True
+    kb = knowledge()
+    if imported and kb.callable(q) is not None and kb.cls(q) is None:
+        return True  # a library function the knowledge describes
+    if not isinstance(value, cst.Attribute):
+        return False
+    owner = class_of_name(index, dotted_name(value.value))
+    return isinstance(owner, ClassRef) and _class_binds_constant(owner, value.attr.value)
+
+
+def _class_binds_constant(cls: ClassRef, attr: str) -> bool:
+    """Whether the body of class ``cls`` binds ``attr`` to a literal (``causal = 2``), or binds
+    it at all in an enum class (a member: an instance of the enum, whatever its value)."""
+    info = cls.info
+    if info is None:
+        return False
+    enum = any(b.partition(".")[0] == "enum" for b in info.bases)
+    for stmt in info.node.body.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.Assign) and small.value is not None:
+                targets = [t.target for t in small.targets]
+            elif isinstance(small, cst.AnnAssign) and small.value is not None:
+                targets = [small.target]
+            else:
+                continue
+            if any(isinstance(t, cst.Name) and t.value == attr for t in targets):
+                return enum or _constant(small.value)
+    return False
+
+
+def _literal_data(unit, expr: cst.BaseExpression, names, depth: int) -> bool:
+    """Whether ``expr`` (whose dotted names are the symbols ``names``) is built of literals
+    only: a literal, a list, tuple, set or dict of them, an item of such a value
+    (``config["fp16"]``), or a name each definition of which in the unit gives such a value,
+    a loop target included (``for config in [{"fp16": True}, ...]``)."""
+    if depth > MAX_DEPTH:
+        return False
+    if _literal_container(expr):
+        return True
+    base = expr
+    while isinstance(base, cst.Subscript):
+        base = base.value
+    if not isinstance(base, cst.Name):
+        return False
+    syms = [n for n in names if last(n) == base.value]
+    if len(syms) != 1 or syms[0] in _handed_on(unit):
+        return False
+    defs = definitions(unit).get(syms[0])
+    if not defs:
+        return False
+    for d in defs:
+        if isinstance(d, Assign) and d.op == "=" and d.value is not None:
+            value, mentions = d.value, d.mentions
+        elif isinstance(d, Loop) and isinstance(d.info.node, cst.For):
+            value, mentions = d.info.node.iter, d.info.iter_names
+        else:
+            return False
+        if not _literal_data(unit, value, mentions, depth + 1):
+            return False
+    return True
+
+
+def _handed_on(unit) -> frozenset[str]:
+    """The symbols whose value the unit may change or give away after making it: the receiver
+    of a method call (``layers.append(nn.Linear(4, 4))``, ``config.update(...)``), an argument
+    passed whole to a call, an attribute or item assigned (``config["net"] = net``): a literal
+    list or dict may then hold anything."""
+    def compute():
+        out: set[str] = set()
+        for raw in unit.raws():
+            if isinstance(raw, Call):
+                if raw.receiver:
+                    out.add(raw.receiver)
+                out.update(a.sym for a in raw.args if a.sym)
+            elif isinstance(raw, Assign) and raw.target:
+                if raw.op == "[]=":
+                    out.add(raw.target)
+                elif "." in raw.target:
+                    out.add(raw.target.rpartition(".")[0])
+        return frozenset(out)
+
+    return _cached(unit, ("values", "handed_on"), compute)
+
+
+def _literal_container(expr: cst.BaseExpression) -> bool:
+    """A literal (:func:`_constant`), or a list, tuple, set or dict of literal containers."""
+    if _constant(expr):
+        return True
+    if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+        return all(isinstance(el, cst.Element) and _literal_container(el.value) for el in expr.elements)
+    if isinstance(expr, cst.Dict):
+        return all(isinstance(el, cst.DictElement) and _constant(el.key) and _literal_container(el.value)
+                   for el in expr.elements)
+    return False
 
 
 def model_without_parameters(unit, model: str | None) -> bool:
@@ -986,6 +1104,14 @@ def model_without_parameters(unit, model: str | None) -> bool:
                    for ev in builds)
     entry = knowledge().cls(unit.roles.types.get(model))
     return entry is not None and entry.parameters is False
+
+
+def inputs_require_grad(unit, call: Call) -> bool:
+    """Whether an argument of raw call ``call`` is established to require grad, or to carry an
+    autograd graph, in the unit (:meth:`~loopcheck.engine.graphs.GradInputs.any_argument`):
+    the forward of a module without parameters records a graph only through such an input."""
+    facts = _cached(unit, ("values", "grad_inputs"), lambda: GradInputs(unit.raws(), unit.roles))
+    return facts.any_argument(call)
 
 
 def models_without_parameters(units) -> frozenset[str]:

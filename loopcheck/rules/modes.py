@@ -21,7 +21,7 @@ from loopcheck.engine.forwards import forward_computes_gradients, forward_graph_
 from loopcheck.engine.ir import Assign, LoopInfo
 from loopcheck.engine.roles import last
 from loopcheck.engine.unit import Unit
-from loopcheck.engine.values import grad_off_inputs, mode_dependent, model_without_parameters
+from loopcheck.engine.values import grad_off_inputs, inputs_require_grad, mode_dependent, model_without_parameters
 from loopcheck.findings import Report
 from loopcheck.catalog import INFOS
 from loopcheck.rules.base import Rule, register
@@ -293,7 +293,8 @@ class ValidationWithoutNoGrad(Rule):
     or construction (or in the next iteration of the forward's innermost loop, on a value computed
     from the forward's output). Silent for
     ``M`` frozen on every path, for ``M`` established to hold no
-    parameters (:func:`~loopcheck.engine.values.model_without_parameters`), for ``M`` whose own
+    parameters (:func:`~loopcheck.engine.values.model_without_parameters`) called on inputs not
+    established to require grad (:func:`~loopcheck.engine.values.inputs_require_grad`), for ``M`` whose own
     ``forward`` runs its parameterised work with grad off on a path the call can take
     (:func:`~loopcheck.engine.forwards.forward_graph_free`), for ``M`` whose own ``forward``
     computes gradients itself on a path the call takes in ``M``'s mode (``torch.autograd.grad``,
@@ -316,8 +317,8 @@ class ValidationWithoutNoGrad(Rule):
                 continue  # under `with torch.enable_grad():`: the code asks for this graph, no_grad would undo it
             if grad_off_inputs(unit, fwd) is not None:
                 continue  # PyTorch <= 0.3 code: volatile inputs decide whether it records a graph
-            if model_without_parameters(unit, fwd.subject):
-                continue  # no parameters (a class whose __init__ builds none): nothing to record a graph for
+            if model_without_parameters(unit, fwd.subject) and not inputs_require_grad(unit, fwd.raw):
+                continue  # no parameters (a class whose __init__ builds none), inputs that need no grad: no graph
             if _loss_module(unit, fwd.subject):
                 continue  # a loss module (FocalLoss() or CrossEntropyLoss()) holds no weights to record
             reached = mode_flow(unit, fwd.subject).states(fwd)
