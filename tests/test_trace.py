@@ -61,6 +61,10 @@ NO_RUNTIME_SYMPTOM = {
                                                        "changes nothing",
     "LC501_bad_cpu_after_steps_built_under_device_context.py": "on a CPU the model is built on the CPU: "
                                                                "model.cpu() changes nothing",
+    "LC501_bad_eval_helper_moves_model_to_other_device.py": "on a CPU the training device is the CPU: "
+                                                            "net.to(device) changes nothing",
+    "LC501_bad_train_helper_given_other_device.py": "on a CPU the training device is the CPU: net.to('cpu') "
+                                                    "changes nothing",
     "LC201_bad_index_batches_in_runs.py": "batches taken by index: the tracer measures an epoch scheduler's steps "
                                           "against a pass over a DataLoader",
     "LC201_bad_step_over_optimizers.py": "batches taken by index: the tracer measures an epoch scheduler's steps "
