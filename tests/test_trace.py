@@ -45,6 +45,11 @@ NO_RUNTIME_SYMPTOM = {
                                             "all the same)",
     "LC401_bad_outputs_kept_for_epoch.py": "the tracer watches the tensors backward() runs on, not the "
                                            "model outputs a list keeps (their graphs are kept all the same)",
+    "LC401_bad_first_pass_outputs_kept_each_epoch.py": "the tracer watches the tensors backward() runs on, not "
+                                                        "the model outputs a list keeps (their graphs are kept "
+                                                        "all the same)",
+    "LC401_bad_outputs_kept_every_fifth_step.py": "the tracer watches the tensors backward() runs on, not the "
+                                                  "model outputs a list keeps (their graphs are kept all the same)",
     "LC105_bad_optimizer_parameter.py": "it only defines train_one_epoch(); nothing calls it",
     "LC501_bad_cuda.py": "the conversion runs only when CUDA is available",
     "LC501_bad_half.py": "the conversion runs only when CUDA is available",
