@@ -45,6 +45,11 @@ NO_RUNTIME_SYMPTOM = {
                                             "all the same)",
     "LC401_bad_outputs_kept_for_epoch.py": "the tracer watches the tensors backward() runs on, not the "
                                            "model outputs a list keeps (their graphs are kept all the same)",
+    "LC401_bad_first_pass_outputs_kept_each_epoch.py": "the tracer watches the tensors backward() runs on, not "
+                                                        "the model outputs a list keeps (their graphs are kept "
+                                                        "all the same)",
+    "LC401_bad_outputs_kept_every_fifth_step.py": "the tracer watches the tensors backward() runs on, not the "
+                                                  "model outputs a list keeps (their graphs are kept all the same)",
     "LC105_bad_optimizer_parameter.py": "it only defines train_one_epoch(); nothing calls it",
     "LC501_bad_cuda.py": "the conversion runs only when CUDA is available",
     "LC501_bad_half.py": "the conversion runs only when CUDA is available",
@@ -61,6 +66,10 @@ NO_RUNTIME_SYMPTOM = {
                                                        "changes nothing",
     "LC501_bad_cpu_after_steps_built_under_device_context.py": "on a CPU the model is built on the CPU: "
                                                                "model.cpu() changes nothing",
+    "LC501_bad_eval_helper_moves_model_to_other_device.py": "on a CPU the training device is the CPU: "
+                                                            "net.to(device) changes nothing",
+    "LC501_bad_train_helper_given_other_device.py": "on a CPU the training device is the CPU: net.to('cpu') "
+                                                    "changes nothing",
     "LC201_bad_index_batches_in_runs.py": "batches taken by index: the tracer measures an epoch scheduler's steps "
                                           "against a pass over a DataLoader",
     "LC201_bad_step_over_optimizers.py": "batches taken by index: the tracer measures an epoch scheduler's steps "

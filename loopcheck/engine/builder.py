@@ -384,6 +384,7 @@ class Frame:
     # names an enclosing ``for`` over the builtin ``range``/``enumerate`` binds to an integer on
     # every pass (its body never re-binds them): :meth:`UnitBuilder.integral`
     counters: frozenset = frozenset()
+    counter_loops: dict = field(default_factory=dict)  # each name of ``counters`` -> its ``cst.For``
     forwarded: dict = field(default_factory=dict)  # *args / **kwargs parameter -> the caller's extra Args
     name: str | None = None  # the function's name (None: module level)
     node: cst.FunctionDef | None = None  # the function (None: module level)
@@ -1544,12 +1545,15 @@ class UnitBuilder:
             self.expr_events(frame, stmt.iter, ctx, out)
             info = self.loop_info(frame, stmt, stmt.target, stmt.iter)
             inner = replace(ctx, loops=ctx.loops + (info,), conds=())
-            outer_counters = frame.counters
-            frame.counters = outer_counters | self.loop_counters(frame, stmt)
+            outer_counters, outer_loops = frame.counters, frame.counter_loops
+            own = self.loop_counters(frame, stmt)
+            frame.counters = outer_counters | own
+            if own:
+                frame.counter_loops = {**outer_loops, **dict.fromkeys(own, stmt)}
             try:
                 body = self.block(frame, stmt.body, inner)
             finally:
-                frame.counters = outer_counters
+                frame.counters, frame.counter_loops = outer_counters, outer_loops
             orelse = self.block(frame, stmt.orelse.body, ctx) if stmt.orelse else Seq()
             info.count = self.range_length(frame, stmt.iter)
             out.append(Loop(info, body, orelse, once=self.at_most_one(frame, stmt.iter)))
@@ -1678,9 +1682,25 @@ class UnitBuilder:
             orelse = self.block(frame, stmt.orelse.body, inner)
         self._place(stmt, frame.module)
         out.append(If(stmt, body, orelse, absent, given=given, fact=self._fact_of(frame, stmt.test),
-                      mode_of=self._mode_of(frame, stmt.test)))
+                      mode_of=self._mode_of(frame, stmt.test), counts=self._counts(frame, stmt.test)))
         if out[-1].fact is not None:
             self._fact_ifs.append(out[-1])
+
+    def _counts(self, frame: Frame, test: cst.BaseExpression) -> cst.For | None:
+        """:attr:`If.counts` of an ``if`` on ``test``: the ``for`` statement of the function
+        being built whose counter (:meth:`loop_counters`) the test compares with an integer
+        literal (``step == 0``, ``0 == step``), else ``None``."""
+        if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+            return None
+        comp = test.comparisons[0]
+        if type(comp.operator) is not cst.Equal:
+            return None
+        left, right = test.left, comp.comparator
+        if type(left) is cst.Integer:
+            left, right = right, left
+        if type(left) is not cst.Name or type(right) is not cst.Integer:
+            return None
+        return frame.counter_loops.get(left.value)
 
     def _fact_of(self, frame: Frame, test: cst.BaseExpression) -> tuple[str, str] | None:
         """:attr:`If.fact` of an ``if`` on ``test``: the symbol and dotted name of the one

@@ -232,8 +232,12 @@ def repeated_tests(unit: Seq) -> dict[int, tuple[str, frozenset[str]]]:
         shapes: dict[tuple[type, frozenset[str]], int] = {}  # (node type, names) -> how many tests
         names_of: dict[int, frozenset[str]] = {}  # by test node, as ``code`` below
         calls: dict[int, str] = {}  # id(If) -> the innermost inlined call that holds it
+        # a test of a loop's counter: its next pass knows it false (_Interpreter._advance)
+        counted: set[int] = set()
         for node, fid in _ifs_by_call(unit):
             calls[id(node)] = fid
+            if node.counts is not None:
+                counted.add(id(node))
             test = node.test
             if test is None:
                 continue
@@ -266,7 +270,7 @@ def repeated_tests(unit: Seq) -> dict[int, tuple[str, frozenset[str]]]:
         negated: set[int] = set()
         polarity: dict[int, bool] = {}  # by test node, as ``code``
         for at, test, names in tests:
-            if shapes[_core_type(test), names] > 1 or at in equal:
+            if shapes[_core_type(test), names] > 1 or at in equal or at in counted:
                 if id(test) not in code:
                     core, polarity[id(test)] = test_polarity(test)
                     code[id(test)] = module.code_for_node(core)
@@ -275,7 +279,8 @@ def repeated_tests(unit: Seq) -> dict[int, tuple[str, frozenset[str]]]:
                 count[text] = count.get(text, 0) + 1
                 if polarity[id(test)]:
                     negated.add(at)
-        _REPEATED[key] = repeated = {k: v for k, v in texts.items() if count[v[0]] > 1 or k in equal}
+        _REPEATED[key] = repeated = {
+            k: v for k, v in texts.items() if count[v[0]] > 1 or k in equal or k in counted}
         _EQUALITY[key] = equal
         _NEGATED[key] = frozenset(k for k in negated if k in repeated)
     return _REPEATED[key]
@@ -420,7 +425,7 @@ def _index_ifs(node: Node, loops: tuple, table: _IfTable, tests: dict) -> None:
         table.end.append(0)
         if id(node) in tests:
             names = tests[id(node)][1]
-            table.repeated.append((i, any(names.isdisjoint(targets) for targets in loops)))
+            table.repeated.append((i, node.counts is not None or any(names.isdisjoint(targets) for targets in loops)))
     inner = (*loops, frozenset(node.info.targets)) if isinstance(node, Loop) else loops
     for part in parts(node):
         _index_ifs(part, inner, table, tests)
@@ -668,6 +673,18 @@ class _Interpreter:
                 if exclusive(equal[k], equal[other]):
                     n, o = self._number[k], self._number[other]
                     self._excludes[n] = self._excludes.get(n, 0) | 1 << 2 * o
+        # id(cst.For) -> the "true" bits of the tests of its counter (If.counts), each test
+        # number's every ``if`` being one of that loop's
+        self._advance: dict[int, int] = {}
+        loops_of: dict[int, set] = {}  # number -> the loops its ifs count (None: not a counter test)
+        for node, _ in _ifs_by_call(unit):
+            if id(node) in self._number:
+                loops_of.setdefault(self._number[id(node)], set()).add(
+                    id(node.counts) if node.counts is not None else None)
+        for n, loops in loops_of.items():
+            if len(loops) == 1 and None not in loops:
+                (loop,) = loops
+                self._advance[loop] = self._advance.get(loop, 0) | 1 << 2 * n
         self._bits_of: dict[frozenset[str], int] = {}  # names -> the bits of the tests they name
         self._branches = type(machine).branch is not Machine.branch  # else an arm keeps the state
         self._enters = type(machine).enter is not Machine.enter  # else a call's body starts in its caller's states
@@ -678,6 +695,9 @@ class _Interpreter:
         self._fact_base = 2 * len(numbers)
         self._fact_keep = 0  # the facts this machine follows (_opaque_fact_arms)
         self._fact_arms = self._opaque_fact_arms(unit)
+        # after the facts: bit ``pass_base + 2 * n`` says test ``n`` of a loop's counter was
+        # true on an earlier pass of the run of that loop the path is in (_next_pass)
+        self._pass_base = (self._fact_base + self._fact_keep.bit_length() + 1) & ~1
         self._fact_nodes = self._facts.nodes if self._fact_arms else frozenset()
         self._fact_masks: dict[int, tuple[int, int]] = {}  # id(raw event) -> (bits it ends, bit it makes)
         shared = _LIVE.setdefault(unit, {})
@@ -836,18 +856,44 @@ class _Interpreter:
             return frozenset(), frozenset()
         return fids, None if machine.only_own_events else frozenset({machine.initial(), absent})
 
-    def _forget(self, states: set, names: frozenset[str]) -> set:
-        """``states`` without the conditions on ``names`` (names of remembered tests)."""
+    def _name_mask(self, names: frozenset[str]) -> int:
+        """The bits of the remembered tests that mention one of ``names``."""
         bits = self._bits_of.get(names)
         if bits is None:
             bits = 0
             for name in names:
                 bits |= self._name_bits.get(name, 0)
             self._bits_of[names] = bits
+        return bits
+
+    def _forget(self, states: set, names: frozenset[str]) -> set:
+        """``states`` without the conditions on ``names`` (names of remembered tests)."""
+        bits = self._name_mask(names)
         if not any(conds & bits for _, conds in states):
             return states
         keep = ~bits
         return {(ms, conds & keep) for ms, conds in states}
+
+    def _next_pass(self, states: set, advance: int, targets: frozenset[str]) -> set:
+        """``states`` at the end of a pass of a loop, taken to its next pass: a test of the
+        loop's counter (``advance``: the "true" bits of those tests) known true on this pass or
+        an earlier one of the same run is false there and on every later pass, the counter
+        taking another integer on each; what else the conditions said of the loop's targets is
+        forgotten (:meth:`_forget`)."""
+        keep = ~(self._name_mask(targets) | advance | advance << 1)
+        out = set()
+        for ms, conds in states:
+            was = conds & advance | conds >> self._pass_base & advance  # true now or before
+            out.add((ms, conds & keep | was << 1 | was << self._pass_base))
+        return out
+
+    def _new_run(self, states: set, advance: int) -> set:
+        """``states`` without what they said of earlier passes of a loop (``advance``: the
+        "true" bits of the tests of its counter): a run of it starts, or has ended."""
+        passed = advance << self._pass_base
+        if not any(conds & passed for _, conds in states):
+            return states
+        return {(ms, conds & ~passed) for ms, conds in states}
 
     def _rebinds(self, raw: Call | Assign) -> frozenset[str]:
         """The names of the repeated tests that ``raw`` assigns (their conditions are forgotten)."""
@@ -998,11 +1044,23 @@ class _Interpreter:
             body = _Out()
             ended = ~(self._facts.loops[id(node)] << self._fact_base) if (
                 self._fact_nodes and id(node) in self._facts.loops) else 0
+            advance = self._advance.get(id(node.info.node), 0)
+            if advance:
+                head = self._new_run(head, advance)
+            back: set = set()  # the states that go round (a counter test known true: _next_pass)
             for _ in range(1 if node.once or self.m.rebinds(node) else MAX_LOOP_ITERATIONS):
                 start = self._forget(head, targets) if targets else head
+                if advance and back:
+                    start = start | self._next_pass(back, advance & ~self._forgotten, targets)
                 if ended:  # a new item for the loop's targets: the facts of their attributes end
                     start = {(ms, conds & ended) for ms, conds in start}
                 body = self.exec(node.body, start)
+                if advance:
+                    new_back, self._forgotten = _bound(back | body.normal | body.cont, self._forgotten)
+                    if new_back == back:
+                        break
+                    back = new_back
+                    continue
                 new_head, self._forgotten = _bound(head | body.normal | body.cont, self._forgotten)
                 if new_head == head:
                     break
@@ -1010,8 +1068,11 @@ class _Interpreter:
             # Loops are taken to run at least once: a training loop over an empty loader is
             # not a path worth reporting, and the zero-trip path invents states that no run has.
             exits = set() if node.infinite else body.normal | body.cont
+            if advance:
+                exits = self._new_run(exits, advance)
             after = self.exec(node.orelse, exits) if node.orelse.items else _Out(exits)
-            return _Out(after.normal | body.brk, after.brk, after.cont, after.ret | body.ret, after.exc | body.exc)
+            broken = self._new_run(body.brk, advance) if advance else body.brk
+            return _Out(after.normal | broken, after.brk, after.cont, after.ret | body.ret, after.exc | body.exc)
         if isinstance(node, Jump):
             if node.kind == "break":
                 return _Out(brk=set(states))

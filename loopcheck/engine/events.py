@@ -236,8 +236,10 @@ class _Typer:
             gradient = self.gradient(tensor_gradient())
             a0 = c.args[0] if c.args else None
             if (a0 is not None and a0.keyword is None and a0.sym is not None and "grad" not in a0.sym
-                    and gradient["gradient_scaler"] is None):
-                return True  # something.backward(loss) of an unknown engine: nothing known
+                    and gradient["gradient_scaler"] is None and roles.canon(c.receiver) not in roles.graph):
+                # something.backward(loss) of an unknown engine: nothing known (a receiver
+                # established to carry an autograd graph is a tensor: y.backward(dy))
+                return True
             # (scaled_name: the name whose value, scaled or not on a path, decides: scale_bind)
             scaled = roles.canon(c.receiver)
             self.ev("backward", c.receiver, scaler=roles.scaled.get(scaled),

@@ -217,6 +217,11 @@ class If:
             :func:`~loopcheck.engine.attr_facts.mode_subject`): the module's symbol and the
             attribute's dotted name in the test; a machine that knows the module's mode on a
             path (``eval()``: ``training`` is ``False``) takes the arm it decides.
+        counts: the ``cst.For`` statement whose counter the test compares with an integer
+            literal (``if step == 0:`` in ``for step in range(n):``, the counter taking another
+            integer on each pass, its body never re-binding it): true on one pass of a run of
+            that loop at most, so a path that found it true is on another pass once the loop
+            goes round (:class:`~loopcheck.engine.dataflow._Interpreter`).
     """
 
     node: cst.CSTNode
@@ -227,6 +232,7 @@ class If:
     given: tuple[tuple[str, str], ...] = ()
     fact: tuple[str, str] | None = None
     mode_of: tuple[str, str] | None = None
+    counts: cst.CSTNode | None = None
 
     def __post_init__(self) -> None:
         if self.test is None:

@@ -50,11 +50,11 @@ class S(NamedTuple):
     has_state: the optimizer has state (a step ran, ``load_state_dict``, or it builds its state
         in ``__init__``); ``None`` when unknown.
     pending: the change of the model waiting for the next step (reported there).
-    at_build: the device the model was moved to before the optimizer was built (the text of
-        the move's arguments, ``"device"``), or where it was at the last step (its state
+    at_build: the device the model was moved to before the optimizer was built (a
+        :class:`Place`, :func:`device_of`), or where it was at the last step (its state
         lives there), and current: where it is now; a model built on the default device
         (:func:`~loopcheck.engine.values.built_on_default_device`) is on the CPU until moved;
-        ``None``: unknown.
+        ``None``: unknown. Two places are the same as :func:`same_place` decides.
     dtype: the floating point dtype of the model's parameters when known (``"float32"``: built
         from a ``torch.nn`` layer in the default dtype, or converted with ``float()`` /
         ``to(torch.float32)``); ``None`` when unknown.
@@ -63,30 +63,60 @@ class S(NamedTuple):
     built: Event | None
     has_state: bool | None = False
     pending: Event | None = None
-    at_build: str | None = None
-    current: str | None = None
+    at_build: Place | None = None
+    current: Place | None = None
     pending_state: bool | None = False  # whether the optimizer had state when ``pending`` ran
     dtype: str | None = None
+
+
+class Place(NamedTuple):
+    """Where a device move puts a model: the text of its target (``to(device)`` → ``"device"``,
+    ``cuda()`` → ``"cuda"``; a device named by a literal is its name, so ``to("cpu")``,
+    ``to(torch.device("cpu"))`` and ``cpu()`` are ``"cpu"``) and, for ``to()`` given a plain
+    name, the variable that name resolves to (:attr:`~loopcheck.engine.ir.Arg.sym`), else
+    ``None``. Inside an inlined helper, a parameter bound to the caller's argument resolves to
+    the caller's variable: ``net.to(device)`` in ``evaluate(model, DEVICE)`` is ``DEVICE``."""
+
+    text: str
+    var: str | None = None
 
 
 #: The device a model's parameters are on when its construction is
 #: :func:`~loopcheck.engine.values.built_on_default_device`: PyTorch's default, as
 #: :func:`device_of` names it.
-DEFAULT_DEVICE = "cpu"
+DEFAULT_DEVICE = Place("cpu")
 
 _LITERAL_DEVICE = re.compile(r"""^(?:torch\.device\(\s*)?(["'])(\w+)\1\s*\)?$""")
 
 
-def device_of(ev: Event) -> str:
-    """A device move's target as text: ``to(device)`` → ``"device"``, ``cuda()`` → ``"cuda"``;
-    a device named by a literal is its name (``to("cpu")``, ``to(torch.device("cpu"))`` and
-    ``cpu()`` are ``"cpu"``)."""
+def device_of(ev: Event) -> Place:
+    """Where a device move puts the model (:class:`Place`)."""
     target = ev.extra.get("target") or ""
     method = ev.raw.method or ""
-    if method in ("to", "type", "to_empty"):
-        literal = _LITERAL_DEVICE.match(target)
-        return literal.group(2) if literal else target
-    return f"{method}:{target}" if target else method
+    if method not in ("to", "type", "to_empty"):
+        return Place(f"{method}:{target}" if target else method)
+    literal = _LITERAL_DEVICE.match(target)
+    if literal is not None:
+        return Place(literal.group(2))
+    var = None
+    if method == "to":
+        args = getattr(ev.raw, "args", ())
+        arg = next((a for a in args if a.keyword == "device"), None) or next(
+            (a for a in args[:1] if a.keyword is None), None)
+        var = arg.sym if arg is not None else None
+    return Place(target, var)
+
+
+def same_place(a: Place | None, b: Place | None) -> bool:
+    """Whether two moves are established to go to the same device: both known, and the same
+    variable when both name one (a helper's ``device`` bound to the caller's ``DEVICE`` is
+    ``DEVICE``; the same spelling in two calls of a helper given different devices is not the
+    same place), else the same text (a literal device by its name)."""
+    if a is None or b is None:
+        return False
+    if a.var is not None and b.var is not None:
+        return a.var == b.var
+    return a.text == b.text
 
 
 def built_dtype(ev: Event) -> str | None:
@@ -127,14 +157,14 @@ def concerns(owned: set[str] | None, subject: str) -> bool:
     return any(subject.startswith(m + ".") or m.startswith(subject + ".") for m in owned)
 
 
-def built_device(unit: Unit) -> Callable[[Event], str | None]:
+def built_device(unit: Unit) -> Callable[[Event], Place | None]:
     """Where a ``model_build`` puts the model's parameters: :data:`DEFAULT_DEVICE` when its
     construction is established to build them on PyTorch's default device
     (:func:`~loopcheck.engine.values.built_on_default_device`), else ``None`` (unknown). Each
     answer is kept for the event."""
-    memo: dict[int, str | None] = {}
+    memo: dict[int, Place | None] = {}
 
-    def ask(ev: Event) -> str | None:
+    def ask(ev: Event) -> Place | None:
         if id(ev) not in memo:
             memo[id(ev)] = DEFAULT_DEVICE if isinstance(ev.raw, Call) and built_on_default_device(unit, ev.raw) else None
         return memo[id(ev)]
@@ -173,7 +203,7 @@ class OptimizerModelMachine(Machine):
     def __init__(self, opt: str, models: set[str], eager: bool, names: frozenset[str],
                  has_parameters: Callable[[Event], bool] = lambda ev: True,
                  owned: dict[int, set[str] | None] | None = None, known_dtypes: bool = True,
-                 home: Callable[[Event], str | None] = lambda ev: None,
+                 home: Callable[[Event], Place | None] = lambda ev: None,
                  overwrite: Callable[[], bool] = lambda: False) -> None:
         self.opt, self.models, self.eager = opt, models, eager
         self.subjects = names  # every name of the optimizer and its models (aliases included)
@@ -253,9 +283,9 @@ class OptimizerModelMachine(Machine):
             if s.pending is not None and s.pending.kind != "convert":
                 return s._replace(current=where)  # the new model or submodule stays unknown to the optimizer
             # under the overwrite setting every move makes new parameters, to the same device too
-            if where == s.current and not self.overwrite():
+            if same_place(where, s.current) and not self.overwrite():
                 return s._replace(current=where)  # a move to where it is
-            if where == s.at_build and s.pending is not None and not self.overwrite():
+            if same_place(where, s.at_build) and s.pending is not None and not self.overwrite():
                 return s._replace(pending=None, current=where)  # back where it was: a round trip
             return s._replace(pending=ev, current=where, pending_state=s.has_state)
         if s.built is None:
@@ -357,8 +387,10 @@ class ModelConvertedAfterOptimizer(Rule):
     per-parameter state (SGD without momentum) has none, and a change that breaks only the state
     is not reported for an optimizer of the project with its own ``step()`` or one whose
     ``step()`` the knowledge says moves its state to the parameters (:func:`_state_follows`). A
-    device move to where the model is (known from the moves on the path and from a construction
-    established to build on the default device, :func:`built_device`) changes nothing."""
+    device move to where the model is (known from the moves on the path, compared by the variable
+    their targets resolve to, a helper's parameter being the caller's argument, else by their
+    text, :func:`same_place`, and from a construction established to build on the default
+    device, :func:`built_device`) changes nothing."""
 
     info = INFOS["LC501"]
 
