@@ -2048,7 +2048,9 @@ class UnitBuilder:
         value: cst.BaseExpression, ctx: Context, out: list[Node],
     ) -> None:
         """``a, b = x, y`` assigns pairwise; ``loss, aux = criterion(...)`` gives each name a
-        part of the call's result."""
+        part of the call's result; ``a, b = out`` gives each name a part of ``out``: an
+        assignment computed from what ``out`` is computed from (its sources), never ``out``
+        itself (no ``value_sym``)."""
         elements = [el.value for el in target.elements]
         if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elements) and not any(
             type(el) is cst.StarredElement for el in (*target.elements, *value.elements)
@@ -2057,9 +2059,22 @@ class UnitBuilder:
                 self.assign_event(frame, stmt, t, op, v.value, ctx, out)
             return
         if type(value) is not cst.Call:
-            for t in elements:  # ``self.mode, n = pair``: no event shows what it assigns
+            parts = None
+            for t in elements:
                 if type(t) is cst.Attribute:
+                    # ``self.mode, n = pair``: no literal value of the attribute is known
                     self.blind_attrs.add(t.attr.value)
+                if isinstance(t, (cst.Name, cst.Attribute)):
+                    sym = self._target_sym(frame, t)
+                    if sym is None:
+                        continue
+                    if parts is None:  # (what the value reads, computed once for all targets)
+                        parts = (self.mentions(frame, value), self.operands(frame, value), self.sources(frame, value))
+                    mentions, operands, sources = parts
+                    self._place(stmt, frame.module)
+                    out.append(Assign(stmt, sym, op, value, None, "part", mentions, ctx, operands=operands,
+                                      sources=sources))
+                    self.n_events += 1
             return
         for t in elements:
             if isinstance(t, (cst.Name, cst.Attribute)):
