@@ -2048,9 +2048,10 @@ class UnitBuilder:
         value: cst.BaseExpression, ctx: Context, out: list[Node],
     ) -> None:
         """``a, b = x, y`` assigns pairwise; ``loss, aux = criterion(...)`` gives each name a
-        part of the call's result; ``a, b = out`` gives each name a part of ``out``: an
-        assignment computed from what ``out`` is computed from (its sources), never ``out``
-        itself (no ``value_sym``)."""
+        part of the call's result (the call event binds the names of the outer tuple); ``a, b
+        = out`` gives each name a part of ``out``, and so does each name of a nested tuple
+        (``(a, b), c = f(x)``): an assignment computed from what the value is computed from
+        (its sources), never the value itself (no ``value_sym``)."""
         elements = [el.value for el in target.elements]
         if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elements) and not any(
             type(el) is cst.StarredElement for el in (*target.elements, *value.elements)
@@ -2058,31 +2059,34 @@ class UnitBuilder:
             for t, v in zip(elements, value.elements):
                 self.assign_event(frame, stmt, t, op, v.value, ctx, out)
             return
-        if type(value) is not cst.Call:
-            parts = None
-            for t in elements:
-                if type(t) is cst.Attribute:
-                    # ``self.mode, n = pair``: no literal value of the attribute is known
-                    self.blind_attrs.add(t.attr.value)
-                if isinstance(t, (cst.Name, cst.Attribute)):
-                    sym = self._target_sym(frame, t)
-                    if sym is None:
-                        continue
-                    if parts is None:  # (what the value reads, computed once for all targets)
-                        parts = (self.mentions(frame, value), self.operands(frame, value), self.sources(frame, value))
-                    mentions, operands, sources = parts
-                    self._place(stmt, frame.module)
-                    out.append(Assign(stmt, sym, op, value, None, "part", mentions, ctx, operands=operands,
-                                      sources=sources))
-                    self.n_events += 1
-            return
-        for t in elements:
-            if isinstance(t, (cst.Name, cst.Attribute)):
-                sym = self._target_sym(frame, t)
-                if sym is not None:
-                    self._place(stmt, frame.module)
-                    out.append(Assign(stmt, sym, op, value, None, "part", self.mentions(frame, value), ctx))
-                    self.n_events += 1
+        call = type(value) is cst.Call
+        mentions = self.mentions(frame, value)
+        computed = None
+        for t, nested in _unpacked(elements):
+            bound = call and not nested  # a target of the call event, which carries its sources
+            if type(t) is cst.Attribute and not bound:
+                self.blind_attrs.add(t.attr.value)  # ``self.mode, n = pair``: no literal value is known
+            sym = self._target_sym(frame, t)
+            if sym is None:
+                continue
+            if not bound and computed is None:  # (what the value reads, once for all targets)
+                computed = (self.operands(frame, value), self.sources(frame, value))
+            operands, sources = computed if not bound else ((), None)
+            self._place(stmt, frame.module)
+            out.append(Assign(stmt, sym, op, value, None, "part", mentions, ctx, operands=operands, sources=sources))
+            self.n_events += 1
+
+
+def _unpacked(elements) -> list[tuple[cst.BaseExpression, bool]]:
+    """The names and attributes an unpacking target binds, each with whether it sits in a
+    nested tuple or list (``(a, b), c``: ``a`` and ``b`` are); subscripts are left out."""
+    out = []
+    for t in elements:
+        if type(t) in _SEQUENCES:
+            out.extend((inner, True) for inner, _ in _unpacked([el.value for el in t.elements]))
+        elif type(t) in (cst.Name, cst.Attribute):
+            out.append((t, False))
+    return out
 
 
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
