@@ -2059,14 +2059,16 @@ class UnitBuilder:
             for t, v in zip(elements, value.elements):
                 self.assign_event(frame, stmt, t, op, v.value, ctx, out)
             return
-        call = type(value) is cst.Call
+        raw = self._raw_of.get(value) if type(value) is cst.Call else None
         mentions = self.mentions(frame, value)
         computed = None
-        for t, nested in _unpacked(elements):
-            bound = call and not nested  # a target of the call event, which carries its sources
+        for t in _unpacked(elements):
+            sym = self._target_sym(frame, t)
+            # a target of the call event, which carries its sources (not so for a nested name,
+            # nor in ``a, b = out = f(x)``)
+            bound = raw is not None and sym is not None and sym in raw.targets
             if type(t) is cst.Attribute and not bound:
                 self.blind_attrs.add(t.attr.value)  # ``self.mode, n = pair``: no literal value is known
-            sym = self._target_sym(frame, t)
             if sym is None:
                 continue
             if not bound and computed is None:  # (what the value reads, once for all targets)
@@ -2077,15 +2079,15 @@ class UnitBuilder:
             self.n_events += 1
 
 
-def _unpacked(elements) -> list[tuple[cst.BaseExpression, bool]]:
-    """The names and attributes an unpacking target binds, each with whether it sits in a
-    nested tuple or list (``(a, b), c``: ``a`` and ``b`` are); subscripts are left out."""
+def _unpacked(elements) -> list[cst.BaseExpression]:
+    """The names and attributes an unpacking target binds, those of nested tuples and lists
+    included (``(a, b), c``); subscripts are left out."""
     out = []
     for t in elements:
         if type(t) in _SEQUENCES:
-            out.extend((inner, True) for inner, _ in _unpacked([el.value for el in t.elements]))
+            out.extend(_unpacked([el.value for el in t.elements]))
         elif type(t) in (cst.Name, cst.Attribute):
-            out.append((t, False))
+            out.append(t)
     return out
 
 
