@@ -2076,7 +2076,10 @@ class UnitBuilder:
         value: cst.BaseExpression, ctx: Context, out: list[Node],
     ) -> None:
         """``a, b = x, y`` assigns pairwise; ``loss, aux = criterion(...)`` gives each name a
-        part of the call's result."""
+        part of the call's result (the call event binds the names of the outer tuple); ``a, b
+        = out`` gives each name a part of ``out``, and so does each name of a nested tuple
+        (``(a, b), c = f(x)``): an assignment computed from what the value is computed from
+        (its sources), never the value itself (no ``value_sym``)."""
         elements = [el.value for el in target.elements]
         if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elements) and not any(
             type(el) is cst.StarredElement for el in (*target.elements, *value.elements)
@@ -2084,18 +2087,36 @@ class UnitBuilder:
             for t, v in zip(elements, value.elements):
                 self.assign_event(frame, stmt, t, op, v.value, ctx, out)
             return
-        if type(value) is not cst.Call:
-            for t in elements:  # ``self.mode, n = pair``: no event shows what it assigns
-                if type(t) is cst.Attribute:
-                    self.blind_attrs.add(t.attr.value)
-            return
-        for t in elements:
-            if isinstance(t, (cst.Name, cst.Attribute)):
-                sym = self._target_sym(frame, t)
-                if sym is not None:
-                    self._place(stmt, frame.module)
-                    out.append(Assign(stmt, sym, op, value, None, "part", self.mentions(frame, value), ctx))
-                    self.n_events += 1
+        raw = self._raw_of.get(value) if type(value) is cst.Call else None
+        mentions = self.mentions(frame, value)
+        computed = None
+        for t in _unpacked(elements):
+            sym = self._target_sym(frame, t)
+            # a target of the call event, which carries its sources (not so for a nested name,
+            # nor in ``a, b = out = f(x)``)
+            bound = raw is not None and sym is not None and sym in raw.targets
+            if type(t) is cst.Attribute and not bound:
+                self.blind_attrs.add(t.attr.value)  # ``self.mode, n = pair``: no literal value is known
+            if sym is None:
+                continue
+            if not bound and computed is None:  # (what the value reads, once for all targets)
+                computed = (self.operands(frame, value), self.sources(frame, value))
+            operands, sources = computed if not bound else ((), None)
+            self._place(stmt, frame.module)
+            out.append(Assign(stmt, sym, op, value, None, "part", mentions, ctx, operands=operands, sources=sources))
+            self.n_events += 1
+
+
+def _unpacked(elements) -> list[cst.BaseExpression]:
+    """The names and attributes an unpacking target binds, those of nested tuples and lists
+    included (``(a, b), c``); subscripts are left out."""
+    out = []
+    for t in elements:
+        if type(t) in _SEQUENCES:
+            out.extend(_unpacked([el.value for el in t.elements]))
+        elif type(t) in (cst.Name, cst.Attribute):
+            out.append(t)
+    return out
 
 
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
