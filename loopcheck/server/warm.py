@@ -11,7 +11,7 @@ import torch.nn as nn
 
 model = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.1), nn.Linear(8, 2))
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 10)
+scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 1)
 scaler = torch.amp.GradScaler()
 criterion = nn.CrossEntropyLoss()
 losses = []
