@@ -103,7 +103,6 @@ _CATALOG = (
     RuleInfo(
         "LC105", "missing-zero-grad", "error",
         "backward() and step() run every iteration with no zero_grad(): gradients pile up across steps.",
-        preview=True,
     ),  # gradients.py
     RuleInfo(
         "LC106", "clip-or-unscale-on-every-micro-step", "error",
@@ -140,6 +139,7 @@ _CATALOG = (
     RuleInfo(
         "LC302", "validation-without-no-grad", "warning",
         "An evaluation forward pass runs without torch.no_grad(): autograd records a graph for every batch.",
+        preview=True,
     ),  # modes.py
     RuleInfo(
         "LC303", "validation-in-train-mode", "error",
@@ -235,7 +235,6 @@ _CATALOG = (
         "LC901", "distributed-sampler-without-set-epoch", "warning",
         "A DistributedSampler is iterated over several epochs without set_epoch(): every epoch sees "
         "the same order.",
-        preview=True,
     ),  # data.py
 )
 
