@@ -1424,8 +1424,8 @@ def run_constants(unit, node: cst.CSTNode) -> dict:
 
 def _argparse_defaults(index: ModuleIndex, holder: cst.CSTNode) -> dict:
     """The option defaults :func:`run_constants` gives for the code of ``holder``."""
-    body = holder.body
-    nodes = list(walk(body, prune=(cst.FunctionDef, cst.ClassDef, cst.Lambda)))
+    body = holder.body if isinstance(holder.body, (tuple, list)) else (holder.body,)
+    nodes = [n for part in body for n in walk(part, prune=(cst.FunctionDef, cst.ClassDef, cst.Lambda))]
     parsers: set[str] = set()
     namespaces: dict[str, str] = {}  # args -> its parser
     binds: dict[str, int] = {}
