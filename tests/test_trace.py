@@ -76,6 +76,8 @@ NO_RUNTIME_SYMPTOM = {
                                          "against a pass over a DataLoader",
     "LC201_bad_rebuilt_per_task_index_batches.py": "batches taken by index: the tracer measures an epoch "
                                                    "scheduler's steps against a pass over a DataLoader",
+    "LC301_bad_argparse_default_dropout.py": "the dropout is functional (F.dropout with training=self.training): "
+                                             "the tracer counts Dropout and BatchNorm modules only",
     "LC301_bad_shallow_copy_eval_in_helper.py": "the tracer follows the model object, not a shallow copy that "
                                                 "shares its submodules",
     "LC401_bad_parameterless_module_on_output.py": "the tracer watches the tensors backward() runs on, not the "

@@ -270,6 +270,10 @@ class Summary:
             PyTorch version (a tuple of integers, ``(0, 4)``): code that makes it, giving the
             argument (not ``False``/``None``/``0``; any call when the argument is ``None``), is
             written for an older PyTorch (``Variable(x, volatile=True)``: before 0.4).
+        modes_none_if_zero: for a function whose result depends on the module's mode
+            (``torch.nn.functional.dropout``, given ``training=self.training``), the arguments
+            (its rate ``[1, "p"]``) that make it the same in both modes when a call gives each
+            the value 0.
         source: where the knowledge comes from (documentation or code URL).
     """
 
@@ -282,6 +286,7 @@ class Summary:
     setting: tuple[str, ...] = ()
     grad_off_arg: ArgRef | None = None
     only_before: tuple[tuple[int, ...], ArgRef | None] | None = None
+    modes_none_if_zero: tuple[ArgRef, ...] = ()
 
 
 @dataclass
@@ -399,9 +404,12 @@ def _summary(name: str, raw: dict, where: str) -> Summary:
         if one not in SETTINGS:
             raise KnowledgeError(f"{where}: unknown setting {one!r}")
     grad_off = raw.get("grad_off_arg")
+    if_zero = raw.get("modes_none_if_zero", [])
+    if not isinstance(if_zero, list):
+        raise KnowledgeError(f"{where}: 'modes_none_if_zero' is a list of argument references")
     return Summary(name, effects, _returns(raw.get("returns"), where), grad, raw.get("context"), raw.get("source", ""),
                    setting, None if grad_off is None else _arg_ref(grad_off, where),
-                   _only_before(raw.get("only_before"), where))
+                   _only_before(raw.get("only_before"), where), tuple(_arg_ref(a, where) for a in if_zero))
 
 
 def version(text, where: str) -> tuple[int, ...]:

@@ -1360,7 +1360,11 @@ def mode_dependent(unit, model: str, at=None) -> bool:
     left at ``0.0``), or in the arm of a conditional expression they rule out, is not built
     (:func:`_built_nodes`), and ``nn.Dropout(p=dropout)`` with that ``dropout`` is given 0.
     A parameter whose value the construction does not fix (a variable, ``**kwargs``) decides
-    nothing.
+    nothing. The construction's own arguments are read with the run constants of the code that
+    holds it (:func:`run_constants`: ``args.dropout`` of an argparse option that only its
+    ``default=`` sets), and a functional dropout (``F.dropout(x, p=self.dropout, ...)``) whose
+    rate is such a constant 0 (an attribute ``__init__`` alone sets, :func:`_self_constants`)
+    is mode-free as ``nn.Dropout(p=0)`` is (``modes_none_if_zero`` of its function entry).
 
     ``at``: an event that uses the model (a forward); the model is then the one its
     constructions reaching ``at`` build (a notebook that re-binds ``model = nn.Sequential(...)``
@@ -1386,9 +1390,119 @@ def mode_dependent(unit, model: str, at=None) -> bool:
         builds.append(found)
     return any(
         _container_mode_dependent(unit, call) if isinstance(c, str) and c in CONTAINERS and call is not None
-        else _class_mode_dependent(c, 0, frozenset(), call)
+        else _class_mode_dependent(c, 0, frozenset(), call, run_constants(unit, call) if call is not None else None)
         for c, call in builds
     )
+
+
+ARGUMENT_PARSER = "argparse.ArgumentParser"
+
+
+def run_constants(unit, node: cst.CSTNode) -> dict:
+    """``"args.name" -> value`` for the options of an ``argparse`` parser that the code holding
+    ``node`` (its function, or the module) parses with ``args = parser.parse_args()`` (no
+    arguments: the command line) and that nothing but their ``default=`` literal sets in the
+    program as written: ``parser.add_argument("--dropout", type=float, default=0.0)`` gives
+    ``args.dropout`` the value ``0.0``. An option added twice, one ``set_defaults`` names, one
+    the code assigns (``args.dropout = ...``), or all of them when the code hands the namespace
+    to ``setattr``/``vars``/``__dict__``, or binds ``args`` again, is not known."""
+    index = unit.module_of(node)
+    if index is None:
+        return {}
+    table = parents(index)
+    holder = table.get(node)
+    while holder is not None and not isinstance(holder, (cst.FunctionDef, cst.Module)):
+        holder = table.get(holder)
+    if holder is None:
+        return {}
+    key = ("run_constants", id(holder))
+    if key in index.cache:
+        return index.cache[key]
+    out = index.cache[key] = _argparse_defaults(index, holder)
+    return out
+
+
+def _argparse_defaults(index: ModuleIndex, holder: cst.CSTNode) -> dict:
+    """The option defaults :func:`run_constants` gives for the code of ``holder``."""
+    body = holder.body if isinstance(holder.body, (tuple, list)) else (holder.body,)
+    nodes = [n for part in body for n in walk(part, prune=(cst.FunctionDef, cst.ClassDef, cst.Lambda))]
+    parsers: set[str] = set()
+    namespaces: dict[str, str] = {}  # args -> its parser
+    binds: dict[str, int] = {}
+    for n in nodes:
+        if isinstance(n, cst.Assign):
+            for t in n.targets:
+                for name in names_in(t.target) if not isinstance(t.target, cst.Attribute) else ():
+                    binds[name] = binds.get(name, 0) + 1
+            if len(n.targets) != 1 or not isinstance(n.targets[0].target, cst.Name) \
+                    or not isinstance(n.value, cst.Call):
+                continue
+            target, d = n.targets[0].target.value, dotted_name(n.value.func)
+            if d is not None and index.imports.qualify(d) == ARGUMENT_PARSER:
+                parsers.add(target)
+            elif d is not None and d.endswith(".parse_args") and not n.value.args:
+                namespaces[target] = d.rpartition(".")[0]
+        elif isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.Del)):
+            for name in names_in(n.target):
+                binds[name] = binds.get(name, 0) + 1
+    namespaces = {a: p for a, p in namespaces.items() if p in parsers and binds.get(a) == 1 and binds.get(p) == 1}
+    out: dict = {}
+    for args, parser in namespaces.items():
+        defaults: dict = {}
+        dropped: set[str] = set()
+        for n in nodes:
+            if isinstance(n, cst.Call):
+                d = dotted_name(n.func)
+                if d == f"{parser}.add_argument":
+                    dest, value = _option_default(n)
+                    if dest is None:
+                        continue
+                    if dest in defaults:
+                        dropped.add(dest)
+                    defaults[dest] = value
+                elif d == f"{parser}.set_defaults":
+                    if any(a.star for a in n.args):
+                        dropped |= set(defaults) | {"*"}
+                    dropped |= {a.keyword.value for a in n.args if a.keyword is not None}
+                elif d in ("setattr", "vars", "delattr") and n.args and dotted_name(n.args[0].value) == args:
+                    dropped.add("*")
+            elif isinstance(n, cst.Attribute) and dotted_name(n.value) == args and n.attr.value == "__dict__":
+                dropped.add("*")
+            elif isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+                targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
+                for t in targets:
+                    for w in walk(t):
+                        if isinstance(w, cst.Attribute) and dotted_name(w.value) == args:
+                            dropped.add(w.attr.value)
+        if "*" in dropped:
+            continue
+        for dest, value in defaults.items():
+            if dest not in dropped and value is not NO_VALUE:
+                out[f"{args}.{dest}"] = value
+    return out
+
+
+def _option_default(call: cst.Call) -> "tuple[str | None, object]":
+    """``(dest, default)`` of an ``add_argument`` call of an optional argument (``"--dropout"``
+    or ``dest=``): its ``default=`` literal, ``NO_VALUE`` when it has none (or a computed one);
+    ``(None, NO_VALUE)`` for a positional argument or a call whose names are computed."""
+    flags = [a.value for a in call.args if a.keyword is None and not a.star]
+    keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+    if any(a.star for a in call.args) or not flags or not all(isinstance(f, cst.SimpleString) for f in flags):
+        return None, NO_VALUE
+    names = [f.evaluated_value for f in flags]
+    if not all(isinstance(x, str) and x.startswith("-") for x in names):
+        return None, NO_VALUE
+    if "dest" in keywords:
+        dest = _static_value(keywords["dest"], {})
+        if not isinstance(dest, str):
+            return None, NO_VALUE
+    else:
+        long = [x for x in names if x.startswith("--")]
+        dest = (long[0] if long else names[0]).lstrip("-").replace("-", "_")
+    if "default" not in keywords:
+        return dest, NO_VALUE
+    return dest, _static_value(keywords["default"], {})
 
 
 def _init_construction(unit, model: str) -> "tuple[ClassRef | str, cst.Call] | None":
@@ -1413,11 +1527,12 @@ def _container_mode_dependent(unit, call: cst.Call) -> bool:
     or an argument is not a construction the engine can read (``nn.Sequential(*layers)``, a
     layer built elsewhere)."""
     index = unit.module_of(call)
+    scope = run_constants(unit, call)
     for arg in call.args:
         if arg.star or not isinstance(arg.value, cst.Call):
             return True
         for node in walk(arg.value):
-            if isinstance(node, cst.Call) and _layer_call_dependent(index, node, 0, frozenset()):
+            if isinstance(node, cst.Call) and _layer_call_dependent(index, node, 0, frozenset(), scope=scope):
                 return True
     return False
 
@@ -1457,23 +1572,85 @@ def _class_mode_dependent(cls, depth: int, seen: frozenset, call: cst.Call | Non
     # the layers __init__ builds first: a Dropout there answers without reading the other
     # methods (a module outlined for its names parses only what is asked of it)
     found = find_method(cls, "__init__")
+    attrs: dict = {}
     if found is not None:
         owner, init = found
         known = _init_constants(init, call, scope) if call is not None else {}
         for node in _built_nodes(init.body, known):
             if isinstance(node, cst.Call) and _layer_call_dependent(owner.module, node, depth, seen, cls, known):
                 return True
+        attrs = _self_constants(info, init, known)
     for name, func in info.methods.items():
+        me = _self_name(func)
+        mine = {f"{me}.{a}": v for a, v in attrs.items()} if me is not None else {}
         for node in walk(func):
             if (isinstance(node, cst.Attribute) and node.attr.value == "training"
-                    and dotted_name(node.value) == _self_name(func)):
+                    and dotted_name(node.value) == me):
+                if _training_argument_of_inert(func, node, cls.module, mine):
+                    continue
                 return True
             if isinstance(node, cst.Call):
                 d = dotted_name(node.func)
                 q = cls.module.imports.qualify(d) if d else None
                 if q and any(q.endswith("." + f) or q == f for f in MODE_FUNCTIONS):
-                    return True
+                    if not _inert_mode_call(q, node, mine):
+                        return True
     return False
+
+
+def _inert_mode_call(qualified: str, node: cst.Call, scope: dict) -> bool:
+    """Whether a call of a function that may depend on the mode (``F.dropout``) computes the
+    same in both modes: its entry's ``modes_none_if_zero`` arguments are each given 0 (a
+    literal, or a name or ``self`` attribute ``scope`` knows holds one)."""
+    summary = knowledge().callable(qualified)
+    return summary is not None and bool(summary.modes_none_if_zero) \
+        and _mode_args_zero(summary.modes_none_if_zero, node, scope)
+
+
+def _training_argument_of_inert(func: cst.FunctionDef, attr: cst.Attribute, index: ModuleIndex, scope: dict) -> bool:
+    """Whether ``self.training`` is read only as an argument of a call that is the same in
+    both modes (``F.dropout(x, p=self.dropout, training=self.training)`` with ``self.dropout``
+    a constant 0, :func:`_inert_mode_call`)."""
+    for node in walk(func):
+        if isinstance(node, cst.Call) and any(a.value is attr for a in node.args):
+            d = dotted_name(node.func)
+            q = index.imports.qualify(d) if d else None
+            return bool(q) and any(q.endswith("." + f) or q == f for f in MODE_FUNCTIONS) \
+                and _inert_mode_call(q, node, scope)
+    return False
+
+
+def _self_constants(info, init: cst.FunctionDef, known: dict) -> dict:
+    """``attribute -> value`` for the attributes of ``self`` that ``__init__`` binds once, to a
+    value :func:`_static_value` knows (``self.dropout = dropout``, with ``dropout`` fixed by the
+    construction, ``known``), and that no statement of the class binds again (another
+    assignment, an augmented one, one in another method)."""
+    me = _self_name(init)
+    if me is None:
+        return {}
+    values: dict = {}
+    counts: dict = {}
+    for func in info.methods.values():
+        mine = _self_name(func)
+        for node in walk(func):
+            targets: list = []
+            if isinstance(node, cst.Assign):
+                targets = [t.target for t in node.targets]
+            elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+                targets = [node.target]
+            elif isinstance(node, (cst.For, cst.CompFor)):
+                targets = [node.target]
+            elif isinstance(node, cst.WithItem) and node.asname is not None:
+                targets = [node.asname.name]
+            for target in targets:
+                for t in walk(target):
+                    if isinstance(t, cst.Attribute) and mine is not None and dotted_name(t.value) == mine:
+                        a = t.attr.value
+                        counts[a] = counts.get(a, 0) + 1
+                        if func is init and isinstance(node, cst.Assign) and len(node.targets) == 1 \
+                                and node.targets[0].target is t:
+                            values[a] = _static_value(node.value, known)
+    return {a: v for a, v in values.items() if counts.get(a) == 1 and v is not NO_VALUE}
 
 
 def _project_function(index: ModuleIndex, name: str, qualified: str) -> tuple[ModuleIndex, cst.FunctionDef] | None:
@@ -1542,15 +1719,16 @@ def _mode_args_zero(refs, call: cst.Call, scope: dict | None = None) -> bool:
 
 
 def _zero(node: cst.BaseExpression, scope: dict | None = None) -> bool:
-    """``0``, ``0.``, ``0.0``, ``None``, ``False``, or a name ``scope`` says holds one of them."""
+    """``0``, ``0.``, ``0.0``, ``None``, ``False``, or a name (or dotted name) ``scope`` says
+    holds one of them."""
     value = _static_value(node, scope or {})
     return value is None or (type(value) in (int, float, bool) and value == 0)
 
 
 def _static_value(node: cst.BaseExpression, scope: dict):
     """The value of an expression the code alone fixes: a number, a string, ``True``,
-    ``False``, ``None``, a sign applied to a number, or a name ``scope`` maps to a value;
-    ``NO_VALUE`` otherwise."""
+    ``False``, ``None``, a sign applied to a number, or a name or dotted name (``args.dropout``,
+    ``self.p``) ``scope`` maps to a value; ``NO_VALUE`` otherwise."""
     t = type(node)
     if t in (cst.Integer, cst.Float, cst.SimpleString):
         try:
@@ -1561,6 +1739,9 @@ def _static_value(node: cst.BaseExpression, scope: dict):
         if node.value in ("True", "False", "None"):
             return {"True": True, "False": False, "None": None}[node.value]
         return scope.get(node.value, NO_VALUE)
+    if t is cst.Attribute:
+        d = dotted_name(node)
+        return scope.get(d, NO_VALUE) if d is not None else NO_VALUE
     if t is cst.UnaryOperation and type(node.operator) in (cst.Minus, cst.Plus):
         inner = _static_value(node.expression, scope)
         if type(inner) in (int, float):

@@ -122,7 +122,9 @@ class ValidationInTrainMode(Rule):
     (:func:`~loopcheck.engine.values.mode_dependent` of the constructions of ``M`` reaching the
     forward, when one reaches it on every path: the layers each builds with its arguments, so a
     Dropout built only when ``dropout > 0``, or given ``p = 0``, by a construction that leaves
-    ``dropout`` at ``0.0`` is none). The paths are the IR's: an ``if``
+    ``dropout`` at ``0.0`` is none, as is an ``F.dropout`` whose rate is such a constant 0, also
+    an argparse option only its ``default=`` sets,
+    :func:`~loopcheck.engine.values.run_constants`). The paths are the IR's: an ``if``
     whose test run constants decide (``(epoch + 1) % val_interval == 0`` with ``val_interval = 1``)
     has only its decided arm (:meth:`~loopcheck.engine.builder.UnitBuilder.decide`). One finding
     per loop. Known limit: the evaluation loop is recognised by names, ``EVAL_DATA`` on what it
