@@ -296,7 +296,10 @@ class ValidationWithoutNoGrad(Rule):
     ``backward()``/``torch.autograd.grad`` follows in program order before ``M``'s next ``train()``
     or construction (or in the next iteration of the forward's innermost loop, on a value computed
     from the forward's output). Silent for
-    ``M`` frozen on every path, for ``M`` established to hold no
+    ``M`` frozen on every path (``requires_grad_(False)`` or ``p.requires_grad = False`` over its
+    ``parameters()``, on ``M`` or a model containing it, not unfrozen since on ``M``, a part of
+    it or a model containing it) called on inputs not established to require grad, for ``M``
+    established to hold no
     parameters (:func:`~loopcheck.engine.values.model_without_parameters`) called on inputs not
     established to require grad (:func:`~loopcheck.engine.values.inputs_require_grad`), for ``M`` whose own
     ``forward`` runs its parameterised work with grad off on a path the call can take
