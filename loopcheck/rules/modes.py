@@ -298,8 +298,7 @@ class ValidationWithoutNoGrad(Rule):
     from the forward's output). Silent for
     ``M`` frozen on every path (``requires_grad_(False)`` or ``p.requires_grad = False`` over its
     ``parameters()``, on ``M`` or a model containing it, not unfrozen since on ``M``, a part of
-    it or a model containing it) called on inputs not established to require grad, for ``M``
-    established to hold no
+    it or a model containing it), for ``M`` established to hold no
     parameters (:func:`~loopcheck.engine.values.model_without_parameters`) called on inputs not
     established to require grad (:func:`~loopcheck.engine.values.inputs_require_grad`), for ``M`` whose own
     ``forward`` runs its parameterised work with grad off on a path the call can take
@@ -332,8 +331,8 @@ class ValidationWithoutNoGrad(Rule):
             if not reached:
                 continue  # no path runs it: the arm of `if M.training:` that M's eval() rules out
             states = {x for x in reached if x.kind != "absent"}
-            if states and all(x.frozen for x in states) and not inputs_require_grad(unit, fwd.raw):
-                continue  # requires_grad_(False) on every path, inputs that need no grad: its forward records no graph
+            if states and all(x.frozen for x in states):
+                continue  # requires_grad_(False) on every path: its forward records no graph
             in_eval = bool(states) and all(x.kind == "eval" for x in states)
             if not in_eval and not self._evaluation_pass(unit, fwd, states):
                 continue
