@@ -14,7 +14,11 @@ Where modules are looked for, in order:
 3. the project root: the closest directory above the file with a ``pyproject.toml``,
    ``setup.py``, ``setup.cfg`` or ``.git`` (with none, the current directory when it holds the
    file, as ruff does), and its ``src/`` directory;
-4. the source roots the configuration names (``src = ["lib"]``, relative to the root).
+4. the source roots the configuration names (``src = ["lib"]``, relative to the root);
+5. the directories between the checked file's directory and the project root, nearest first:
+   a project kept in a subdirectory is run from there (``projects/nerf/tests/test_x.py``
+   importing ``nerf.raysampler`` from ``projects/nerf/nerf/``); only names found nowhere
+   before are looked up there.
 
 Only files under these directories are read: an import that resolves nowhere there is a
 library's (its behaviour comes from :mod:`loopcheck.engine.knowledge`). A module that does
@@ -200,6 +204,8 @@ class Project:
             out += [module_name(path, self._file)[1], path.parent]
         out += [self.root, self.root / "src"]
         out += [p if p.is_absolute() else self.root / p for p in self.src]
+        if path is not None:  # last: a directory a project under the root is run from
+            out += [d for d in path.parent.parents if d != self.root and self.root in d.parents]
         seen: list[Path] = []
         for d in out:
             if d not in seen:

@@ -1095,15 +1095,28 @@ def model_without_parameters(unit, model: str | None) -> bool:
     """Whether model ``model`` (a canonical symbol) is established to hold no parameters: every
     construction of it in the unit (its ``model_build`` events) is a
     :func:`construction_without_parameters`, or, built nowhere here, its library type's entry
-    says ``parameters = false``."""
+    says ``parameters = false``. A submodule (``sampler.grid``) built inside the construction of
+    a model established to hold none (its ``__init__``, read inline) holds none either: a module
+    without parameters has no submodule with any."""
     if model is None:
         return False
     builds = [ev for ev in unit.of_kind("model_build") if ev.subject == model]
+    owner = model.rpartition(".")[0]
     if builds:
         return all(isinstance(ev.raw, Call) and construction_without_parameters(unit, ev.raw.node, ev.raw)
-                   for ev in builds)
+                   or _built_in_parameterless_owner(unit, ev, owner) for ev in builds)
     entry = knowledge().cls(unit.roles.types.get(model))
     return entry is not None and entry.parameters is False
+
+
+def _built_in_parameterless_owner(unit, build, owner: str) -> bool:
+    """Whether event ``build`` lies in the inlined ``__init__`` of a construction of model
+    ``owner`` and ``owner`` is established to hold no parameters."""
+    if not owner:
+        return False
+    frames = build.ctx.calls or ()
+    nodes = [ev.raw.node for ev in unit.of_kind("model_build") if ev.subject == owner and isinstance(ev.raw, Call)]
+    return any(n is c for n in nodes for c in frames) and model_without_parameters(unit, owner)
 
 
 def inputs_require_grad(unit, call: Call) -> bool:
@@ -1241,9 +1254,38 @@ def _may_build_parameters(cls: ClassRef, init: cst.FunctionDef, depth: int, seen
                 if found is not None:
                     todo.append((found[0].module, found[1]))
                 continue  # nn.Module's own methods (register_buffer, apply), a submodule's method
-            if _call_may_build(index, node, d, head, depth, seen):
+            if _call_may_build(index, node, d, head, depth, seen) and not _result_stays_local(index, func, me, node):
                 return True
     return False
+
+
+def _result_stays_local(index: ModuleIndex, func: cst.FunctionDef, me: str | None, call: cst.Call) -> bool:
+    """Whether what ``call`` in method ``func`` (whose ``self`` is ``me``) returns cannot become
+    part of the module: the call is not handed ``self`` (or an attribute of it), its value is
+    bound to local names only (``y, x = meshgrid(...)``), and neither those names nor a local
+    computed from them is kept on ``self`` other than as a buffer (``register_buffer``: a
+    buffer is no parameter), handed to a method of a local, or given to a call other than a
+    PyTorch function or a builtin. A factory whose module or parameter is never kept adds
+    nothing to the module's parameters."""
+    if me is None or any(isinstance(n, cst.Name) and n.value == me for n in walk(call)):
+        return False
+    bound: set[str] = set()
+    for node in walk(func.body):
+        if isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is call:
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            for t in targets:
+                names = [t] if isinstance(t, cst.Name) else [
+                    el.value for el in t.elements] if isinstance(t, (cst.Tuple, cst.List)) else [None]
+                if not all(isinstance(n, cst.Name) for n in names):
+                    return False
+                bound.update(n.value for n in names)
+    if not bound:
+        return False  # a value used in place (an argument, an attribute's value): not followed
+    kb = knowledge()
+    safe = {a for a in index.imports.aliases if a not in index.globals
+            and index.imports.qualify(a).partition(".")[0] in kb.torch_packages}
+    safe |= {b for b in BUILTINS if b not in index.globals}
+    return not _flows_into_self(func, me, bound, safe_calls=safe)
 
 
 def _on_super(func: cst.BaseExpression) -> bool:
@@ -1299,9 +1341,12 @@ def _kept(index: ModuleIndex, init: cst.FunctionDef) -> bool | None:
     return _flows_into_self(init, me, given)
 
 
-def _flows_into_self(init: cst.FunctionDef, me: str | None, sources: set[str]) -> bool:
+def _flows_into_self(init: cst.FunctionDef, me: str | None, sources: set[str],
+                     safe_calls: set[str] | None = None) -> bool:
     """Whether a name of ``sources``, or a local computed from one, is kept by ``__init__``
-    (see :func:`_kept`)."""
+    (see :func:`_kept`). With ``safe_calls`` (the names whose calls cannot keep what they are
+    given: PyTorch's functions, builtins), also whether one is handed to any other call, or to
+    a method of a local (``layers.append(layer)``: the local then holds it)."""
     if not sources:
         return False
     nodes = list(walk(init.body))
@@ -1329,8 +1374,15 @@ def _flows_into_self(init: cst.FunctionDef, me: str | None, sources: set[str]) -
             d = dotted_name(node.func)
             to_base = _on_super(node.func) or d == "setattr" or (d or "").endswith(".__init__")
             on_self = d is not None and d.partition(".")[0] == me and d != f"{me}.register_buffer"
+            given = set().union(*(names(a.value) for a in node.args))
             if to_base or on_self:
-                sinks.append(set().union(*(names(a.value) for a in node.args)))
+                sinks.append(given)
+            elif safe_calls is not None and d is not None and d.partition(".")[0] != me:
+                head = d.partition(".")[0]
+                if head not in safe_calls:
+                    sinks.append(given)
+                    if "." in d:  # layers.append(layer): the local receiver now holds it
+                        flows.append((given, {head}))
     tainted = set(sources)
     changed = True
     while changed:

@@ -29,7 +29,9 @@ from loopcheck.rules.base import Rule, register
 class M(NamedTuple):
     """The mode of one model on a path: ``kind`` is ``train``, ``eval`` (``ev``: the eval()
     call), ``unknown`` or ``absent`` (the model does not exist there); ``frozen``: its
-    parameters were frozen (``requires_grad_(False)``) and not unfrozen since; ``fwd``: in eval
+    parameters were frozen (``requires_grad_(False)`` or ``p.requires_grad = False`` over its
+    ``parameters()``, on it or on a model containing it) and not unfrozen since (on it, a part
+    of it or a model containing it); ``fwd``: in eval
     mode, a forward of the model (or of a part of it, or of a model containing it) ran with
     gradients enabled since the ``eval()``: a forward a backward pass can train through."""
 
@@ -95,9 +97,11 @@ class ModeMachine(Machine):
         if part is not None:  # model.head.train(), m.eval() over model.modules(): partly in each mode
             mixed = s.kind in ("train", "eval") and part != s.kind
             return s._replace(kind="unknown", ev=None, fwd=False) if mixed else s
+        k = ev.kind
+        if k == "unfreeze" and self._part(ev.subject):
+            return s._replace(frozen=False)  # model.head.requires_grad_(True): the model holds trainable parameters again
         if not self._mine(ev.subject):
             return s
-        k = ev.kind
         if k == "model_build" and ev.subject == self.model:
             return TRAIN
         if s.kind == "absent":
@@ -106,7 +110,7 @@ class ModeMachine(Machine):
             return s._replace(kind="train", ev=None, fwd=False)
         if k == "eval":
             return s._replace(kind="eval", ev=ev, fwd=False)
-        if k in ("freeze", "unfreeze") and ev.subject == self.model:
+        if k in ("freeze", "unfreeze"):  # of the model or of a model containing it (its parameters are among those)
             return s._replace(frozen=k == "freeze")
         if k == "mode_save":
             var = ev.extra["var"]
@@ -292,7 +296,9 @@ class ValidationWithoutNoGrad(Rule):
     ``backward()``/``torch.autograd.grad`` follows in program order before ``M``'s next ``train()``
     or construction (or in the next iteration of the forward's innermost loop, on a value computed
     from the forward's output). Silent for
-    ``M`` frozen on every path, for ``M`` established to hold no
+    ``M`` frozen on every path (``requires_grad_(False)`` or ``p.requires_grad = False`` over its
+    ``parameters()``, on ``M`` or a model containing it, not unfrozen since on ``M``, a part of
+    it or a model containing it), for ``M`` established to hold no
     parameters (:func:`~loopcheck.engine.values.model_without_parameters`) called on inputs not
     established to require grad (:func:`~loopcheck.engine.values.inputs_require_grad`), for ``M`` whose own
     ``forward`` runs its parameterised work with grad off on a path the call can take
