@@ -1326,7 +1326,11 @@ class UnitBuilder:
         ]
         if binds:
             body.items[:0] = binds
-        return Inline(func, body, callee.fid)
+        # a parameter given the caller's variable of its own name (``run(phase)`` into ``phase``)
+        # is that variable: a test of it still holds in the caller after the return
+        own = frozenset(callee.locals).union(
+            name for name, sym in subst.items() if sym.rpartition(":")[2].split(".")[0] != name)
+        return Inline(func, body, callee.fid, own)
 
     def _fresh_rebinds(self, callee: Frame, func: cst.FunctionDef, bound: dict[str, Arg]) -> dict[str, cst.CSTNode]:
         """The parameters given a caller's object (a plain symbol) that the function re-binds

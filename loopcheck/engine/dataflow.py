@@ -1115,6 +1115,11 @@ class _Interpreter:
             finally:
                 self._inside -= mine
             out, exc = r.normal | r.ret, r.exc  # an exception goes on in the caller
+            if node.own & self._test_names:
+                # the call's own variables are gone: what its tests said of them is forgotten, as
+                # a re-binding forgets it (VideoDataset(...) built three times remembered its
+                # tests of ``self`` across the calls, multiplying the states past MAX_STATES)
+                out, exc = self._forget(out, node.own), self._forget(exc, node.own)
             absent = self.m.absent()
             inner = self._summaries[id(node)].fids  # this call and the calls made inside it
             if absent is not None and self.m.subjects and all(s.partition(":")[0] in inner for s in self.m.subjects):

@@ -442,6 +442,19 @@ def _bare_number(value: cst.BaseExpression | None) -> bool:
     return type(value) in (cst.Integer, cst.Float) or (type(value) is cst.Name and value.value == "None")
 
 
+def _rebound_each_pass(e: Assign) -> bool:
+    """Whether ``e`` assigns a name that the target of its innermost loop binds (``for x, y in
+    loader: x = x.to(device)``): every path from ``e`` back to itself passes the loop's head,
+    which re-binds the name to the next element, so ``e`` never reads the value it stored
+    before and chains nothing across the iterations; the earlier value, and its graph, is
+    freed at the re-binding. A loop nested inside, around ``e``, would let ``e`` read its own
+    value again (``for x in xs: for _ in range(k): x = x + loss``): not this case."""
+    if not e.ctx.loops:
+        return False
+    sym = e.target
+    return any(sym == t or sym.endswith(":" + t) for t in e.ctx.loops[-1].targets)
+
+
 def graph_stores(
     events: list[RawEvent], roles, no_graph: frozenset[int] = frozenset(),
 ) -> tuple[frozenset[str], list[GraphStore]]:
@@ -478,6 +491,8 @@ def graph_stores(
             elif e.ctx.grad == "enabled" and (e.op != "=" or e.target in e.sources.names):
                 if e.op == "=" and g.whole_value(e) == _LEAF:
                     continue  # mask = nn.Parameter(mask): a new leaf, no chain
+                if _rebound_each_pass(e):
+                    continue  # x = f(x) where the loop re-binds x: never reads its own earlier value
                 if g.sources_verdict(e.sources, e, e.target) == _YES:
                     out.append(GraphStore(e, e.target, e.value_sym if e.op != "=" else None, "total"))
             continue

@@ -268,11 +268,14 @@ class Try:
 class Inline:
     """The body of a called function of the project; its ``return`` ends only itself. ``fid``
     prefixes the symbols of its local variables (``f3_1:optimizer``): when it returns, the objects
-    only they name are gone."""
+    only they name are gone. ``own``: the plain names of its own variables (its locals, and the
+    parameters that do not stand for the caller's variable of the same name): when it returns,
+    what a test said of them says nothing of the caller's variables that share their spelling."""
 
     func: cst.CSTNode
     body: Seq
     fid: str = ""
+    own: frozenset = frozenset()
 
 
 Node = Call | Assign | Seq | If | Loop | Jump | Try | Inline

@@ -122,8 +122,9 @@ class LossTensorKept(Rule):
     each step, a local of a function that has returned, a loss stored and backpropagated within
     one step, and a value without a graph (``loss.item()``, a count from the labels, the output
     of a model whose ``forward`` in the model's mode at the call returns what it computes with
-    gradients off: :func:`~loopcheck.engine.forwards.forward_returns_no_graph`) are not
-    reported; nor is anything in a unit with no optimizer step. A store under a test of a loop's
+    gradients off: :func:`~loopcheck.engine.forwards.forward_returns_no_graph`), and ``x = f(x)``
+    where the innermost loop's target re-binds ``x`` on every pass (no total: it never reads
+    its own earlier value) are not reported; nor is anything in a unit with no optimizer step. A store under a test of a loop's
     counter (``if step == 0:``, :attr:`~loopcheck.engine.ir.If.counts`) is reached on one pass
     of each run of that loop only (the dataflow knows the test false on the later passes)."""
 
