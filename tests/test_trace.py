@@ -137,6 +137,9 @@ RUNTIME_ELSEWHERE = {
     "LC401_bad_train_mode_forward_kept.py": ({("LC302", 35)}, "the tracer watches the tensors backward() runs on, "
                                              "not the losses a list keeps; it sees their forward passes run with "
                                              "grad enabled and never backpropagated"),
+    "LC202_bad_own_step_calls_super.py": ({("LC202", 21)}, "the tracer wraps torch's LRScheduler.step() and "
+                                          "reports where it is called from: the super().step() inside the "
+                                          "project's own step(), not the scheduler.step() of the loop"),
 }
 
 #: Errors that mean a fixture is a static snippet, not a program (names it never defines,

@@ -333,8 +333,10 @@ class ScheduleStart:
     Attributes:
         kind: ``"constant"`` (the schedule never changes the LR: ``constant_when``, StepLR's
             ``gamma=1``), ``"held"`` (positions 0 and 1 give the same LR and the first change
-            comes later: ``first_change``, StepLR's ``step_size``) or ``"changes"`` (the LR of
-            position 1 differs from position 0, or nothing establishes otherwise).
+            comes later: ``first_change``, StepLR's ``step_size``), ``"changes"`` (the LR of
+            position 1 differs from position 0, or nothing establishes otherwise) or ``"own"``
+            (a class of the project whose ``step()`` is its own code, :func:`steps_on_its_own`:
+            what a step before the optimizer's does is not established).
         at: for ``"held"``, the position of the first change when a literal gives it (a
             ``step_size`` of 20: 20), else ``None``.
         change: for ``"held"``, what happens there (``"decay"``, ``"change"``).
@@ -364,6 +366,56 @@ def _first_position(node: cst.BaseExpression) -> int | None:
     return None
 
 
+def _calls_base_step(fn: cst.FunctionDef) -> bool:
+    """Whether method ``fn`` (a ``step()``) is shown to advance the schedule as torch's
+    ``LRScheduler.step()`` does: one statement of its body, run on every call, is
+    ``super().step()`` (or ``super(Cls, self).step()``, or its ``return``) without argument,
+    and no other statement mentions ``last_epoch`` or ``param_groups``, the position and the
+    LRs that torch's ``step()`` keeps."""
+    calls, other = 0, [False]
+
+    def base_step(node: cst.BaseExpression | None) -> bool:
+        return (isinstance(node, cst.Call) and not node.args
+                and isinstance(node.func, cst.Attribute) and node.func.attr.value == "step"
+                and isinstance(node.func.value, cst.Call)
+                and isinstance(node.func.value.func, cst.Name) and node.func.value.func.value == "super")
+
+    class Mentions(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            if node.attr.value in ("last_epoch", "param_groups"):
+                other[0] = True
+
+        def visit_Name(self, node: cst.Name) -> None:
+            if node.value in ("last_epoch", "param_groups"):
+                other[0] = True
+
+    body = fn.body.body if isinstance(fn.body, cst.IndentedBlock) else (fn.body,)
+    for stmt in body:
+        small = stmt.body if isinstance(stmt, cst.SimpleStatementLine) else None
+        if small is not None and len(small) == 1 and isinstance(small[0], (cst.Expr, cst.Return)) \
+                and base_step(small[0].value):
+            calls += 1
+            continue
+        stmt.visit(Mentions())
+    return calls == 1 and not other[0]
+
+
+def steps_on_its_own(cls, _seen: frozenset = frozenset()) -> bool:
+    """Whether the scheduler class of the project ``cls`` has a ``step()`` of its own: it, or
+    a base class of the project, defines ``step()`` (method-resolution order), and that method
+    is not shown to hand over to the next ``step()`` up (:func:`_calls_base_step`; then the
+    next one decides, down to torch's). Such a ``step()`` is the project's code: it may set the
+    position from the optimizer's own step count, or be written to run before the update, so
+    stepping it first is not established to skip a value (NVIDIA's ``PolyWarmUpScheduler``)."""
+    found = find_method(cls, "step")
+    if found is None or found[0] in _seen:
+        return False
+    owner, fn = found
+    if not _calls_base_step(fn):
+        return True
+    return any(steps_on_its_own(base, _seen | {owner}) for base in owner.bases())
+
+
 def schedule_start(c: Call, r) -> ScheduleStart:
     """How the schedule that ``c`` builds begins (``r``: its ``returns`` entry).
 
@@ -372,9 +424,10 @@ def schedule_start(c: Call, r) -> ScheduleStart:
     no ``*args``/``**kwargs`` that could give it, its default) is not 1 or below: a literal of 2
     or more gives ``at``, anything else is unknown (``at = None``). A position of 1 is
     ``"changes"``, as are a scheduler without these entries and a class of the project, whose
-    arguments the library's entry does not describe."""
+    arguments the library's entry does not describe; ``"own"`` for a class of the project whose
+    ``step()`` is its own code (:func:`steps_on_its_own`)."""
     if c.cls is not None and not c.cls.described:
-        return ScheduleStart("changes")
+        return ScheduleStart("own" if steps_on_its_own(c.cls) else "changes")
     constant = r.get("constant_when")
     if constant is not None:
         arg = arg_at(c, constant.arg)

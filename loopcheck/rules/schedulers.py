@@ -219,14 +219,17 @@ def harm_of(starts: list[ScheduleStart]) -> tuple[str, str] | None:
     """What stepping a scheduler before its optimizer does, from how each of its constructions'
     schedules begins (:func:`~loopcheck.engine.roles.schedule_start`): ``(kind, text)``, kind
     :data:`SKIPPED` or :data:`AHEAD`, text for the message; ``None`` when every construction is
-    known to keep the LR constant (nothing is skipped or shifted).
+    known to keep the LR constant (nothing is skipped or shifted) or to be of a class of the
+    project with a ``step()`` of its own (kind ``"own"``: what stepping it first does is that
+    code's, not established).
 
     Positions 0 and 1 differ (or nothing establishes otherwise): the first LR is skipped. They
     agree and the LR changes later (StepLR with ``step_size`` 2 or more, a MultiStepLR whose
     first milestone is 2 or more): the schedule runs one step ahead, each change one step early,
-    at position N-1 instead of N when a literal gives N. A constant construction among others
-    (an ``if``/``elif`` arm) is left out: the others are the harm."""
-    live = [s for s in starts if s.kind != "constant"]
+    at position N-1 instead of N when a literal gives N. A constant construction, or one of a
+    class with its own ``step()``, among others (an ``if``/``elif`` arm) is left out: the others
+    are the harm."""
+    live = [s for s in starts if s.kind not in ("constant", "own")]
     if starts and not live:
         return None
     kinds = {s.kind for s in live}
@@ -261,7 +264,11 @@ class SchedulerBeforeOptimizerStep(Rule):
     ``Variable(x, volatile=True)``; or a project whose dependency files pin such a PyTorch:
     :func:`~loopcheck.engine.pins.pinned_before`), where stepping the scheduler first skips
     nothing. Silent, too, when every construction of the scheduler is established to keep the LR
-    constant (knowledge ``constant_when``: a literal ``gamma=1``). The message says the harm
+    constant (knowledge ``constant_when``: a literal ``gamma=1``), or of a class of the project
+    with a ``step()`` of its own, defined by it or a base of the project and not shown to hand
+    over to torch's (:func:`~loopcheck.engine.roles.steps_on_its_own`): that step is the
+    project's code, which may set the position from the optimizer's step count or be written to
+    run before the update, and no skipped value is established. The message says the harm
     (:func:`harm_of`): the first LR skipped where positions 0 and 1 of the schedule differ (or
     nothing establishes otherwise), each decay one step early where they agree (knowledge
     ``first_change``: ``StepLR(step_size=3)``) (see ``rules/LC202.md``)."""
