@@ -40,6 +40,7 @@ from loopcheck.engine.ir import (
     Node,
     Seq,
     Try,
+    parts,
     release,
     walk_events,
 )
@@ -1599,6 +1600,7 @@ class UnitBuilder:
         ``"unknown"``. The body runs on either arm: its events keep the ``conds`` of the
         statement."""
         exits: list[Node] = []
+        guarded = len(out)  # where the part that the exits close begins (after the first one's entry)
         for i in range(start, len(stmt.items)):
             item = stmt.items[i]
             arms = self._grad_arms(frame, item.item, grad)
@@ -1617,7 +1619,7 @@ class UnitBuilder:
                     self._with_splits -= 1
                 self._place(item.item, frame.module)
                 out.append(If(item.item, sides[0], sides[1], self.absence(frame, test), test))
-                out.extend(reversed(exits))
+                _close_with(out, guarded, exits)
                 return
             mode = self.with_grad(frame, item.item, grad)  # (arms that disagree, past the splits: "unknown")
             # (an item that sets the mode the block already had sets it all the same)
@@ -1628,6 +1630,7 @@ class UnitBuilder:
                 callee, split = cm
                 probe = self._probe(frame, item.item, ctx)
                 out.append(self.inline(frame, replace(callee, func=split.enter), probe, ctx, ()))
+                guarded = len(out) if not exits else guarded
                 exits.append(self.inline(frame, replace(callee, func=split.exit), probe, ctx, ()))
                 if split.grad:
                     grad, grad_set = split.grad, True
@@ -1638,6 +1641,7 @@ class UnitBuilder:
                 probe = Call(item.item, None, [], ctx)
                 out.append(self.inline(frame, enter, probe, ctx, ()))
                 if exit_ is not None:
+                    guarded = len(out) if not exits else guarded
                     exits.append(self.inline(frame, exit_, probe, ctx, ()))
             elif item.asname is not None:
                 targets = self._target_syms(frame, item.asname.name)
@@ -1645,7 +1649,7 @@ class UnitBuilder:
         inner = replace(ctx, grad=grad, grad_inherited=ctx.grad_inherited and not grad_set,
                         grad_asked=grad == "enabled" if grad_set else ctx.grad_asked)
         out.extend(self.block(frame, stmt.body, inner).items)
-        out.extend(reversed(exits))
+        _close_with(out, guarded, exits)
 
     def _grad_arms(self, frame: Frame, item: cst.BaseExpression, grad: str) -> tuple[str, str] | None:
         """For a ``with`` item ``A if c else B`` whose arms set different grad modes (entered in
@@ -2503,6 +2507,27 @@ def _one(targets: tuple) -> str | None:
 
 def _is_static(func: cst.FunctionDef) -> bool:
     return any(dotted_name(d.decorator) == "staticmethod" for d in func.decorators)
+
+
+def _has_jump(node: Node) -> bool:
+    """Whether a ``break``, ``continue``, ``return`` or ``raise`` sits anywhere in ``node``."""
+    return type(node) is Jump or any(_has_jump(p) for p in parts(node))
+
+
+def _close_with(out: list[Node], guarded: int, exits: list[Node]) -> None:
+    """Append the exits of a ``with`` statement's items (last entered, first left) to ``out``,
+    whose items from ``guarded`` on are the part they close: a plain sequence, or, when a jump
+    may leave that part, a ``try``/``finally`` holding them, so that the exits (the code after a
+    ``@contextmanager``'s ``yield``, an ``__exit__``) also run on a ``return``, ``break``,
+    ``continue`` or ``raise`` leaving the block, as Python runs them."""
+    if not exits:
+        return
+    if any(_has_jump(node) for node in out[guarded:]):
+        body = Seq(out[guarded:])
+        del out[guarded:]
+        out.append(Try(body, [], Seq(), Seq(list(reversed(exits)))))
+    else:
+        out.extend(reversed(exits))
 
 
 def _is_literal(expr: cst.CSTNode, literal_names: set[str]) -> bool:
