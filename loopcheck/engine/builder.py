@@ -386,6 +386,10 @@ class Frame:
     # every pass (its body never re-binds them): :meth:`UnitBuilder.integral`
     counters: frozenset = frozenset()
     counter_loops: dict = field(default_factory=dict)  # each name of ``counters`` -> its ``cst.For``
+    # name -> the literal values an enclosing ``for name in [1, 0]:`` binds it to, one per pass
+    # (its body never re-binds it), narrowed in the arms of the ``if``s it decides there:
+    # :meth:`UnitBuilder.choice_split`
+    choices: dict = field(default_factory=dict)
     forwarded: dict = field(default_factory=dict)  # *args / **kwargs parameter -> the caller's extra Args
     name: str | None = None  # the function's name (None: module level)
     node: cst.FunctionDef | None = None  # the function (None: module level)
@@ -1546,15 +1550,17 @@ class UnitBuilder:
             self.expr_events(frame, stmt.iter, ctx, out)
             info = self.loop_info(frame, stmt, stmt.target, stmt.iter)
             inner = replace(ctx, loops=ctx.loops + (info,), conds=())
-            outer_counters, outer_loops = frame.counters, frame.counter_loops
+            outer_counters, outer_loops, outer_choices = frame.counters, frame.counter_loops, frame.choices
             own = self.loop_counters(frame, stmt)
             frame.counters = outer_counters | own
             if own:
                 frame.counter_loops = {**outer_loops, **dict.fromkeys(own, stmt)}
+            frame.choices = {k: v for k, v in outer_choices.items() if k not in bound_names(stmt)[0]}
+            frame.choices.update(self.loop_choices(frame, stmt))
             try:
                 body = self.block(frame, stmt.body, inner)
             finally:
-                frame.counters, frame.counter_loops = outer_counters, outer_loops
+                frame.counters, frame.counter_loops, frame.choices = outer_counters, outer_loops, outer_choices
             orelse = self.block(frame, stmt.orelse.body, ctx) if stmt.orelse else Seq()
             info.count = self.range_length(frame, stmt.iter)
             out.append(Loop(info, body, orelse, once=self.at_most_one(frame, stmt.iter)))
@@ -1666,6 +1672,20 @@ class UnitBuilder:
 
     def if_stmt(self, frame: Frame, stmt: cst.If, ctx: Context, out: list[Node]) -> None:
         decided = self.decide(frame, stmt.test)
+        split = self.choice_split(frame, stmt.test) if decided is None else None
+        if split is not None:  # for k in [1, 0]: `if k == 0: ... elif k == 1:` takes one of its arms
+            name, yes, no = split
+            if not yes or not no:
+                decided = bool(yes)
+            else:
+                outer = frame.choices
+                frame.choices = {**outer, name: yes}
+                try:
+                    body = self.block(frame, stmt.body, replace(ctx, conds=ctx.conds + (stmt,)))
+                finally:
+                    frame.choices = outer
+                self._if_arms(frame, stmt, ctx, out, body, {**outer, name: no})
+                return
         if decided is not None:  # load_model(..., phase="train"): `if phase == "eval":` is False
             if decided:
                 out.extend(self.block(frame, stmt.body, ctx).items)
@@ -1674,16 +1694,29 @@ class UnitBuilder:
             elif type(stmt.orelse) is cst.Else:
                 out.extend(self.block(frame, stmt.orelse.body, ctx).items)
             return
+        self._if_arms(frame, stmt, ctx, out)
+
+    def _if_arms(self, frame: Frame, stmt: cst.If, ctx: Context, out: list[Node], body: Seq | None = None,
+                 else_choices: dict | None = None) -> None:
+        """The ``If`` of an ``if`` statement its test does not decide (``body``: its first arm,
+        already built; ``else_choices``: :attr:`Frame.choices` in its other arm)."""
         self.expr_events(frame, stmt.test, ctx, out)
         absent = self.absence(frame, stmt.test)
         given = self._given_at(frame, absent)  # (before the arms, which may re-bind them)
         inner = replace(ctx, conds=ctx.conds + (stmt,))
-        body = self.block(frame, stmt.body, inner)
+        if body is None:
+            body = self.block(frame, stmt.body, inner)
         orelse = Seq()
-        if type(stmt.orelse) is cst.If:
-            self.if_stmt(frame, stmt.orelse, inner, orelse.items)
-        elif type(stmt.orelse) is cst.Else:
-            orelse = self.block(frame, stmt.orelse.body, inner)
+        outer = frame.choices
+        if else_choices is not None:
+            frame.choices = else_choices
+        try:
+            if type(stmt.orelse) is cst.If:
+                self.if_stmt(frame, stmt.orelse, inner, orelse.items)
+            elif type(stmt.orelse) is cst.Else:
+                orelse = self.block(frame, stmt.orelse.body, inner)
+        finally:
+            frame.choices = outer
         self._place(stmt, frame.module)
         out.append(If(stmt, body, orelse, absent, given=given, fact=self._fact_of(frame, stmt.test),
                       mode_of=self._mode_of(frame, stmt.test), counts=self._counts(frame, stmt.test)))
@@ -1884,6 +1917,38 @@ class UnitBuilder:
         if t is cst.BinaryOperation:
             return type(expr.operator) in _INT_OPS and self.integral(frame, expr.left) and self.integral(frame, expr.right)
         return self.int_value(frame, expr) is not None
+
+    def loop_choices(self, frame: Frame, stmt: cst.For) -> dict:
+        """``{name: values}`` for a ``for name in <display>:`` over a list or tuple display of
+        literals (``[1, 0]``, ``("adam", "sgd")``): on each pass ``name`` is one of them. Not a
+        name its body re-binds or a ``global``/``nonlocal`` statement names (another function
+        may re-bind it)."""
+        it, target = stmt.iter, stmt.target
+        if type(it) not in (cst.List, cst.Tuple) or type(target) is not cst.Name or not it.elements:
+            return {}
+        values = []
+        for e in it.elements:
+            value = literal_value(e.value) if type(e) is cst.Element else NO_VALUE
+            if value is NO_VALUE:
+                return {}
+            values.append(value)
+        name = target.value
+        rebound, declared = bound_names(stmt.body)
+        declared = declared | (_declarations([frame.node]) if frame.node is not None else _declared_global(frame.module))
+        return {} if name in rebound or name in declared else {name: tuple(values)}
+
+    def choice_split(self, frame: Frame, test: cst.BaseExpression) -> tuple[str, tuple, tuple] | None:
+        """``(name, values that make test true, values that make it false)`` for an ``if`` test
+        that :func:`decide_test` decides for every value a loop target of :attr:`Frame.choices`
+        may have on this pass (``k == 0`` for ``k`` in ``[1, 0]``); ``None`` otherwise. Such a
+        test calls nothing, so deciding it drops no event."""
+        for name, values in frame.choices.items():
+            outcomes = [decide_test(test, {**frame.constants, name: v}) for v in values]
+            if None in outcomes:
+                continue
+            return (name, tuple(v for v, o in zip(values, outcomes) if o),
+                    tuple(v for v, o in zip(values, outcomes) if not o))
+        return None
 
     def loop_counters(self, frame: Frame, stmt: cst.For) -> frozenset:
         """The names a ``for`` statement binds to an integer on each pass: its target over the
