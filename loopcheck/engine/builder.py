@@ -40,6 +40,7 @@ from loopcheck.engine.ir import (
     Node,
     Seq,
     Try,
+    parts,
     release,
     walk_events,
 )
@@ -385,6 +386,10 @@ class Frame:
     # every pass (its body never re-binds them): :meth:`UnitBuilder.integral`
     counters: frozenset = frozenset()
     counter_loops: dict = field(default_factory=dict)  # each name of ``counters`` -> its ``cst.For``
+    # name -> the literal values an enclosing ``for name in [1, 0]:`` binds it to, one per pass
+    # (its body never re-binds it), narrowed in the arms of the ``if``s it decides there:
+    # :meth:`UnitBuilder.choice_split`
+    choices: dict = field(default_factory=dict)
     forwarded: dict = field(default_factory=dict)  # *args / **kwargs parameter -> the caller's extra Args
     name: str | None = None  # the function's name (None: module level)
     node: cst.FunctionDef | None = None  # the function (None: module level)
@@ -1549,15 +1554,17 @@ class UnitBuilder:
             self.expr_events(frame, stmt.iter, ctx, out)
             info = self.loop_info(frame, stmt, stmt.target, stmt.iter)
             inner = replace(ctx, loops=ctx.loops + (info,), conds=())
-            outer_counters, outer_loops = frame.counters, frame.counter_loops
+            outer_counters, outer_loops, outer_choices = frame.counters, frame.counter_loops, frame.choices
             own = self.loop_counters(frame, stmt)
             frame.counters = outer_counters | own
             if own:
                 frame.counter_loops = {**outer_loops, **dict.fromkeys(own, stmt)}
+            frame.choices = {k: v for k, v in outer_choices.items() if k not in bound_names(stmt)[0]}
+            frame.choices.update(self.loop_choices(frame, stmt))
             try:
                 body = self.block(frame, stmt.body, inner)
             finally:
-                frame.counters, frame.counter_loops = outer_counters, outer_loops
+                frame.counters, frame.counter_loops, frame.choices = outer_counters, outer_loops, outer_choices
             orelse = self.block(frame, stmt.orelse.body, ctx) if stmt.orelse else Seq()
             info.count = self.range_length(frame, stmt.iter)
             out.append(Loop(info, body, orelse, once=self.at_most_one(frame, stmt.iter)))
@@ -1603,6 +1610,7 @@ class UnitBuilder:
         ``"unknown"``. The body runs on either arm: its events keep the ``conds`` of the
         statement."""
         exits: list[Node] = []
+        guarded = len(out)  # where the part that the exits close begins (after the first one's entry)
         for i in range(start, len(stmt.items)):
             item = stmt.items[i]
             arms = self._grad_arms(frame, item.item, grad)
@@ -1621,7 +1629,7 @@ class UnitBuilder:
                     self._with_splits -= 1
                 self._place(item.item, frame.module)
                 out.append(If(item.item, sides[0], sides[1], self.absence(frame, test), test))
-                out.extend(reversed(exits))
+                _close_with(out, guarded, exits)
                 return
             mode = self.with_grad(frame, item.item, grad)  # (arms that disagree, past the splits: "unknown")
             # (an item that sets the mode the block already had sets it all the same)
@@ -1632,6 +1640,7 @@ class UnitBuilder:
                 callee, split = cm
                 probe = self._probe(frame, item.item, ctx)
                 out.append(self.inline(frame, replace(callee, func=split.enter), probe, ctx, ()))
+                guarded = len(out) if not exits else guarded
                 exits.append(self.inline(frame, replace(callee, func=split.exit), probe, ctx, ()))
                 if split.grad:
                     grad, grad_set = split.grad, True
@@ -1642,6 +1651,7 @@ class UnitBuilder:
                 probe = Call(item.item, None, [], ctx)
                 out.append(self.inline(frame, enter, probe, ctx, ()))
                 if exit_ is not None:
+                    guarded = len(out) if not exits else guarded
                     exits.append(self.inline(frame, exit_, probe, ctx, ()))
             elif item.asname is not None:
                 targets = self._target_syms(frame, item.asname.name)
@@ -1649,7 +1659,7 @@ class UnitBuilder:
         inner = replace(ctx, grad=grad, grad_inherited=ctx.grad_inherited and not grad_set,
                         grad_asked=grad == "enabled" if grad_set else ctx.grad_asked)
         out.extend(self.block(frame, stmt.body, inner).items)
-        out.extend(reversed(exits))
+        _close_with(out, guarded, exits)
 
     def _grad_arms(self, frame: Frame, item: cst.BaseExpression, grad: str) -> tuple[str, str] | None:
         """For a ``with`` item ``A if c else B`` whose arms set different grad modes (entered in
@@ -1666,6 +1676,20 @@ class UnitBuilder:
 
     def if_stmt(self, frame: Frame, stmt: cst.If, ctx: Context, out: list[Node]) -> None:
         decided = self.decide(frame, stmt.test)
+        split = self.choice_split(frame, stmt.test) if decided is None else None
+        if split is not None:  # for k in [1, 0]: `if k == 0: ... elif k == 1:` takes one of its arms
+            name, yes, no = split
+            if not yes or not no:
+                decided = bool(yes)
+            else:
+                outer = frame.choices
+                frame.choices = {**outer, name: yes}
+                try:
+                    body = self.block(frame, stmt.body, replace(ctx, conds=ctx.conds + (stmt,)))
+                finally:
+                    frame.choices = outer
+                self._if_arms(frame, stmt, ctx, out, body, {**outer, name: no})
+                return
         if decided is not None:  # load_model(..., phase="train"): `if phase == "eval":` is False
             if decided:
                 out.extend(self.block(frame, stmt.body, ctx).items)
@@ -1674,16 +1698,29 @@ class UnitBuilder:
             elif type(stmt.orelse) is cst.Else:
                 out.extend(self.block(frame, stmt.orelse.body, ctx).items)
             return
+        self._if_arms(frame, stmt, ctx, out)
+
+    def _if_arms(self, frame: Frame, stmt: cst.If, ctx: Context, out: list[Node], body: Seq | None = None,
+                 else_choices: dict | None = None) -> None:
+        """The ``If`` of an ``if`` statement its test does not decide (``body``: its first arm,
+        already built; ``else_choices``: :attr:`Frame.choices` in its other arm)."""
         self.expr_events(frame, stmt.test, ctx, out)
         absent = self.absence(frame, stmt.test)
         given = self._given_at(frame, absent)  # (before the arms, which may re-bind them)
         inner = replace(ctx, conds=ctx.conds + (stmt,))
-        body = self.block(frame, stmt.body, inner)
+        if body is None:
+            body = self.block(frame, stmt.body, inner)
         orelse = Seq()
-        if type(stmt.orelse) is cst.If:
-            self.if_stmt(frame, stmt.orelse, inner, orelse.items)
-        elif type(stmt.orelse) is cst.Else:
-            orelse = self.block(frame, stmt.orelse.body, inner)
+        outer = frame.choices
+        if else_choices is not None:
+            frame.choices = else_choices
+        try:
+            if type(stmt.orelse) is cst.If:
+                self.if_stmt(frame, stmt.orelse, inner, orelse.items)
+            elif type(stmt.orelse) is cst.Else:
+                orelse = self.block(frame, stmt.orelse.body, inner)
+        finally:
+            frame.choices = outer
         self._place(stmt, frame.module)
         out.append(If(stmt, body, orelse, absent, given=given, fact=self._fact_of(frame, stmt.test),
                       mode_of=self._mode_of(frame, stmt.test), counts=self._counts(frame, stmt.test)))
@@ -1884,6 +1921,38 @@ class UnitBuilder:
         if t is cst.BinaryOperation:
             return type(expr.operator) in _INT_OPS and self.integral(frame, expr.left) and self.integral(frame, expr.right)
         return self.int_value(frame, expr) is not None
+
+    def loop_choices(self, frame: Frame, stmt: cst.For) -> dict:
+        """``{name: values}`` for a ``for name in <display>:`` over a list or tuple display of
+        literals (``[1, 0]``, ``("adam", "sgd")``): on each pass ``name`` is one of them. Not a
+        name its body re-binds or a ``global``/``nonlocal`` statement names (another function
+        may re-bind it)."""
+        it, target = stmt.iter, stmt.target
+        if type(it) not in (cst.List, cst.Tuple) or type(target) is not cst.Name or not it.elements:
+            return {}
+        values = []
+        for e in it.elements:
+            value = literal_value(e.value) if type(e) is cst.Element else NO_VALUE
+            if value is NO_VALUE:
+                return {}
+            values.append(value)
+        name = target.value
+        rebound, declared = bound_names(stmt.body)
+        declared = declared | (_declarations([frame.node]) if frame.node is not None else _declared_global(frame.module))
+        return {} if name in rebound or name in declared else {name: tuple(values)}
+
+    def choice_split(self, frame: Frame, test: cst.BaseExpression) -> tuple[str, tuple, tuple] | None:
+        """``(name, values that make test true, values that make it false)`` for an ``if`` test
+        that :func:`decide_test` decides for every value a loop target of :attr:`Frame.choices`
+        may have on this pass (``k == 0`` for ``k`` in ``[1, 0]``); ``None`` otherwise. Such a
+        test calls nothing, so deciding it drops no event."""
+        for name, values in frame.choices.items():
+            outcomes = [decide_test(test, {**frame.constants, name: v}) for v in values]
+            if None in outcomes:
+                continue
+            return (name, tuple(v for v, o in zip(values, outcomes) if o),
+                    tuple(v for v, o in zip(values, outcomes) if not o))
+        return None
 
     def loop_counters(self, frame: Frame, stmt: cst.For) -> frozenset:
         """The names a ``for`` statement binds to an integer on each pass: its target over the
@@ -2507,6 +2576,27 @@ def _one(targets: tuple) -> str | None:
 
 def _is_static(func: cst.FunctionDef) -> bool:
     return any(dotted_name(d.decorator) == "staticmethod" for d in func.decorators)
+
+
+def _has_jump(node: Node) -> bool:
+    """Whether a ``break``, ``continue``, ``return`` or ``raise`` sits anywhere in ``node``."""
+    return type(node) is Jump or any(_has_jump(p) for p in parts(node))
+
+
+def _close_with(out: list[Node], guarded: int, exits: list[Node]) -> None:
+    """Append the exits of a ``with`` statement's items (last entered, first left) to ``out``,
+    whose items from ``guarded`` on are the part they close: a plain sequence, or, when a jump
+    may leave that part, a ``try``/``finally`` holding them, so that the exits (the code after a
+    ``@contextmanager``'s ``yield``, an ``__exit__``) also run on a ``return``, ``break``,
+    ``continue`` or ``raise`` leaving the block, as Python runs them."""
+    if not exits:
+        return
+    if any(_has_jump(node) for node in out[guarded:]):
+        body = Seq(out[guarded:])
+        del out[guarded:]
+        out.append(Try(body, [], Seq(), Seq(list(reversed(exits)))))
+    else:
+        out.extend(reversed(exits))
 
 
 def _is_literal(expr: cst.CSTNode, literal_names: set[str]) -> bool:

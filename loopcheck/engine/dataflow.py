@@ -1094,15 +1094,9 @@ class _Interpreter:
                 out.cont |= r.cont
                 out.ret |= r.ret
                 out.exc |= r.exc
-            if node.final.items:
-                fin = self.exec(node.final, normal | out.ret)
-                out.ret |= fin.ret
-                out.exc |= fin.exc
-                normal = fin.normal
-                if out.exc:  # the finally block runs, then the exception goes on
-                    raised = self.exec(node.final, out.exc)
-                    out.exc = raised.normal | raised.exc
             out.normal = normal
+            if node.final.items:
+                out = self._finally(node.final, out)
             return out
         if isinstance(node, Inline):
             mine = node.fid in self._local_of
@@ -1127,6 +1121,24 @@ class _Interpreter:
                 exc = {(absent, conds) for _, conds in exc}
             return _Out(out, exc=exc)
         raise TypeError(node)
+
+    def _finally(self, final: Seq, out: _Out) -> _Out:
+        """The ways out of a ``try`` (or a ``with`` whose exits it runs) after its ``finally``
+        block: the block runs on each of them, and a path that leaves by ``break``,
+        ``continue``, ``return`` or an exception goes on that way once it completes (a jump
+        inside the block itself takes its own way)."""
+        res = _Out()
+        for way in ("normal", "brk", "cont", "ret", "exc"):
+            states = getattr(out, way)
+            if not states:
+                continue
+            r = self.exec(final, states)
+            getattr(res, way).update(r.normal)
+            res.brk |= r.brk
+            res.cont |= r.cont
+            res.ret |= r.ret
+            res.exc |= r.exc
+        return res
 
 
 def run(machine: Machine, unit: Seq, initial: Iterable[State] | None = None) -> Flow:
