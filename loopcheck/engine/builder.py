@@ -1656,10 +1656,54 @@ class UnitBuilder:
             elif item.asname is not None:
                 targets = self._target_syms(frame, item.asname.name)
                 self.expr_events(frame, item.item, ctx, out, targets)
+            block_mode = self._block_mode(frame, item.item, ctx)
+            if block_mode is not None:  # with eval_mode(model): (MONAI) model.eval() ... model.train(saved)
+                enter, exit_ = block_mode
+                out.extend(enter)
+                guarded = len(out) if not exits else guarded
+                exits.append(Seq(exit_))
         inner = replace(ctx, grad=grad, grad_inherited=ctx.grad_inherited and not grad_set,
                         grad_asked=grad == "enabled" if grad_set else ctx.grad_asked)
         out.extend(self.block(frame, stmt.body, inner).items)
         _close_with(out, guarded, exits)
+
+    def _block_mode(self, frame: Frame, item: cst.BaseExpression, ctx: Context) -> tuple[list, list] | None:
+        """For a ``with`` item calling a library context manager whose entry has a
+        ``block_mode`` (MONAI's ``eval_mode(*nets)``: each module put in eval mode for the
+        block, then back in the mode it had), the raw events of entering and of leaving:
+        per module named by the entry's argument reference, ``saved = model.training`` and
+        ``model.eval()`` (or ``model.train()``), then ``model.train(saved)``, the shape the
+        rules read as a mode saved and restored. ``None`` for any other item."""
+        if type(item) is not cst.Call:
+            return None
+        q, qualified = self.resolve(frame, dotted_name(item.func))
+        summary = knowledge().callable(q) if qualified else None
+        if summary is None or summary.block_mode is None:
+            return None
+        mode, ref = summary.block_mode
+        probe = self._probe(frame, item, ctx)
+        if ref == "*":
+            chosen = [a for a in probe.args if a.keyword is None and type(a.node) is not cst.StarredElement]
+        else:
+            parts = ref_parts(ref)
+            index, keyword = parts if parts is not None else (None, None)
+            positional = [a for a in probe.args if a.keyword is None]
+            chosen = [a for a in probe.args if keyword is not None and a.keyword == keyword]
+            if not chosen and index is not None and index < len(positional):
+                chosen = [positional[index]]
+        enter: list = []
+        exit_: list = []
+        for arg in chosen:
+            if arg.sym is None:
+                continue  # not a plain name (a call's result): no object the rules follow
+            var = f"_block_mode_{next(self._ids)}"
+            saved = f"{frame.fid}:{var}" if frame.fid else var
+            enter.append(Assign(item, saved, "=", None, f"{arg.sym}.training", "expr",
+                                frozenset({f"{arg.sym}.training"}), ctx))
+            enter.append(Call(item, f"{arg.sym}.{mode}", [], ctx))
+            exit_.append(Call(item, f"{arg.sym}.train", [Arg(None, cst.Name(var), saved, frozenset({saved}))], ctx))
+        self.n_events += 3 * len(exit_)
+        return enter, exit_
 
     def _grad_arms(self, frame: Frame, item: cst.BaseExpression, grad: str) -> tuple[str, str] | None:
         """For a ``with`` item ``A if c else B`` whose arms set different grad modes (entered in

@@ -92,7 +92,7 @@ _ROLE_KEYS = frozenset({
 })
 _ENTRY_KEYS = frozenset({
     "names", "bases", "effects", "returns", "methods", "attributes", "grad", "source", "context", "modes",
-    "mode_args", "modes_none_if_zero", "parameters", "setting", "grad_off_arg", "only_before",
+    "mode_args", "modes_none_if_zero", "parameters", "setting", "grad_off_arg", "only_before", "block_mode",
 })
 #: Process-wide settings a call changes (``setting`` of a function entry; its first argument
 #: says the new value): ``overwrite_params_on_conversion``, whether ``Module.to()``/``half()``
@@ -274,6 +274,10 @@ class Summary:
             (``torch.nn.functional.dropout``, given ``training=self.training``), the arguments
             (its rate ``[1, "p"]``) that make it the same in both modes when a call gives each
             the value 0.
+        block_mode: for a context manager that puts modules in a mode for its ``with`` block
+            and puts each back in the mode it had on leaving (MONAI's ``eval_mode(*nets)``),
+            ``(mode, models)``: ``"train"`` or ``"eval"``, and the argument reference of the
+            modules (``"*"``: every positional argument); ``None`` otherwise.
         source: where the knowledge comes from (documentation or code URL).
     """
 
@@ -287,6 +291,7 @@ class Summary:
     grad_off_arg: ArgRef | None = None
     only_before: tuple[tuple[int, ...], ArgRef | None] | None = None
     modes_none_if_zero: tuple[ArgRef, ...] = ()
+    block_mode: tuple[str, ArgRef] | None = None
 
 
 @dataclass
@@ -409,7 +414,17 @@ def _summary(name: str, raw: dict, where: str) -> Summary:
         raise KnowledgeError(f"{where}: 'modes_none_if_zero' is a list of argument references")
     return Summary(name, effects, _returns(raw.get("returns"), where), grad, raw.get("context"), raw.get("source", ""),
                    setting, None if grad_off is None else _arg_ref(grad_off, where),
-                   _only_before(raw.get("only_before"), where), tuple(_arg_ref(a, where) for a in if_zero))
+                   _only_before(raw.get("only_before"), where), tuple(_arg_ref(a, where) for a in if_zero),
+                   _block_mode(raw.get("block_mode"), where))
+
+
+def _block_mode(raw, where: str) -> tuple[str, ArgRef] | None:
+    """``block_mode = {mode = "eval", models = "*"}`` of a context manager's entry."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or set(raw) != {"mode", "models"} or raw["mode"] not in ("train", "eval"):
+        raise KnowledgeError(f"{where}: 'block_mode' is a table with 'mode' (\"train\" or \"eval\") and 'models'")
+    return raw["mode"], _arg_ref(raw["models"], where)
 
 
 def version(text, where: str) -> tuple[int, ...]:

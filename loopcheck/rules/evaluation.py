@@ -31,11 +31,15 @@ INPUTS = (None, "x", "input", "inputs", "input_ids", "images", "pixel_values")
 
 class Mode(NamedTuple):
     """``kind``: ``train``/``eval``/``unknown``/``absent``; ``origin``: the ``train()`` call or
-    construction that set train mode; ``trained``: an optimizer step ran since then."""
+    construction that set train mode; ``trained``: an optimizer step ran since then;
+    ``saved``: ``(variable, kind, origin, trained)`` for each variable a ``mode_save`` kept the
+    model's mode in (``was_training = model.training``), which ``model.train(was_training)``
+    puts back."""
 
     kind: str
     origin: Event | None = None
     trained: bool = False
+    saved: tuple = ()
 
 
 class TrainModeMachine(Machine):
@@ -44,10 +48,14 @@ class TrainModeMachine(Machine):
     A mode set on some of its modules only (:func:`~loopcheck.engine.events.part_mode`:
     ``model.backbone.eval()``, ``m.eval()`` for the BatchNorm layers ``m`` of
     ``model.modules()``, also in a method of the model's class) leaves a model in another mode
-    partly in each: its mode becomes unknown, as for LC301's :class:`~loopcheck.rules.modes.ModeMachine`."""
+    partly in each: its mode becomes unknown, as for LC301's :class:`~loopcheck.rules.modes.ModeMachine`.
+    A mode saved in a variable (``was_training = model.training``, also the save a library
+    context manager's ``block_mode`` makes: MONAI's ``eval_mode(model)``) is put back by
+    ``model.train(was_training)``; a restore from a variable no save on the path filled makes
+    the mode unknown."""
 
-    kinds = frozenset({"model_build", "train", "eval", "mode_unknown", "mode_restore", "mode_part", "havoc", "step",
-                       "forward"})
+    kinds = frozenset({"model_build", "train", "eval", "mode_unknown", "mode_save", "mode_restore", "mode_part",
+                       "havoc", "step", "forward"})
 
     def __init__(self, unit: Unit, model: str) -> None:
         self.model = model
@@ -68,20 +76,26 @@ class TrainModeMachine(Machine):
             return s._replace(trained=True) if s.kind == "train" and id(ev) in self.steps_me else s
         part = part_mode(self.model, ev)
         if part is not None:  # m.eval() over model.modules(), model.backbone.eval(): partly in each mode
-            return Mode("unknown") if s.kind in ("train", "eval") and part != s.kind else s
+            return Mode("unknown", saved=s.saved) if s.kind in ("train", "eval") and part != s.kind else s
         if not self._mine(ev.subject):
             return s
         k = ev.kind
         if k == "model_build" and ev.subject == self.model:
-            return Mode("train", ev)
+            return Mode("train", ev, saved=s.saved)
         if s.kind == "absent":
             return s
         if k == "train":
-            return Mode("train", ev)
+            return Mode("train", ev, saved=s.saved)
         if k == "eval":
-            return Mode("eval")
-        if k in ("mode_unknown", "mode_restore") or (k == "havoc" and ev.may_change("mode")):
-            return Mode("unknown")
+            return Mode("eval", saved=s.saved)
+        if k == "mode_save":
+            var = ev.extra["var"]
+            return s._replace(saved=(*(x for x in s.saved if x[0] != var), (var, s.kind, s.origin, s.trained)))
+        if k == "mode_restore":
+            kept = next((x for x in s.saved if x[0] == ev.extra["var"]), None)
+            return Mode(*kept[1:], saved=s.saved) if kept else Mode("unknown", saved=s.saved)
+        if k == "mode_unknown" or (k == "havoc" and ev.may_change("mode")):
+            return Mode("unknown", saved=s.saved)
         return s
 
 
