@@ -99,6 +99,10 @@ class _Out:
     cont: set = field(default_factory=set)
     ret: set = field(default_factory=set)
     exc: set = field(default_factory=set)  # states that raised: to an enclosing try's handlers, else gone
+    #: inside the body of a ``try`` with handlers only (:attr:`_Interpreter._catching`): the
+    #: states before each call or statement that may raise (its own effect not applied), from
+    #: which an exception may reach those handlers
+    raised: set = field(default_factory=set)
 
 
 @dataclass
@@ -178,6 +182,41 @@ def exclusive(a: tuple, b: tuple) -> bool:
 
 _EQUALITY: "weakref.WeakKeyDictionary[Seq, dict]" = weakref.WeakKeyDictionary()
 _NEGATED: "weakref.WeakKeyDictionary[Seq, frozenset]" = weakref.WeakKeyDictionary()
+_COMPOUND: "weakref.WeakKeyDictionary[Seq, dict]" = weakref.WeakKeyDictionary()
+
+
+def test_operands(test: cst.BaseExpression) -> tuple[bool, bool, list[cst.BaseExpression]] | None:
+    """``(conjunction, negated, operands)`` of a test ``a and b`` (``conjunction`` true) or
+    ``a or b`` (false), its negations taken off (:func:`test_polarity`: ``not (a and b)`` is
+    negated); ``a and b and c`` has three operands. ``None`` for another test.
+
+    Such a test is lowered as the tests of its operands, in order: ``if a and b:`` is ``if a:
+    if b:``, its else-arm reached where ``a`` is false or ``a`` is true and ``b`` false
+    (``or`` dually), so that a test of ``a`` alone elsewhere lines up with it."""
+    core, negated = test_polarity(test)
+    if type(core) is not cst.BooleanOperation:
+        return None
+    op = type(core.operator)
+    operands: list[cst.BaseExpression] = []
+
+    def flatten(e: cst.BaseExpression) -> None:
+        if type(e) is cst.BooleanOperation and type(e.operator) is op:
+            flatten(e.left)
+            flatten(e.right)
+        else:
+            operands.append(e)
+
+    flatten(core)
+    return op is cst.And, negated, operands
+
+
+def compound_tests(unit: Seq) -> dict[int, tuple[bool, bool, tuple]]:
+    """``id(If) → (conjunction, negated, keys)`` for the ``if``s whose test is an ``and`` or an
+    ``or`` (:func:`test_operands`) one of whose operands is a repeated test: ``keys`` holds, per
+    operand, its key in :func:`repeated_tests` (``(id(If), position)``), or ``None`` where
+    that operand is not repeated."""
+    repeated_tests(unit)
+    return _COMPOUND[unit]
 
 
 def test_polarity(test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:
@@ -231,7 +270,8 @@ def repeated_tests(unit: Seq) -> dict[int, tuple[str, frozenset[str]]]:
         tests: list[tuple[int, cst.BaseExpression, frozenset[str]]] = []
         shapes: dict[tuple[type, frozenset[str]], int] = {}  # (node type, names) -> how many tests
         names_of: dict[int, frozenset[str]] = {}  # by test node, as ``code`` below
-        calls: dict[int, str] = {}  # id(If) -> the innermost inlined call that holds it
+        calls: dict = {}  # id(If) (an operand's key) -> the innermost inlined call that holds it
+        compound: dict[int, tuple] = {}  # id(If) -> test_operands' (conjunction, negated, keys)
         # a test of a loop's counter: its next pass knows it false (_Interpreter._advance)
         counted: set[int] = set()
         for node, fid in _ifs_by_call(unit):
@@ -241,15 +281,23 @@ def repeated_tests(unit: Seq) -> dict[int, tuple[str, frozenset[str]]]:
             test = node.test
             if test is None:
                 continue
-            names = names_of.get(id(test))
-            if names is None:
-                names = frozenset(names_in(test))
-                if node.mode_of is not None:  # (a mode event changes it: MODE_NAME)
-                    names |= {MODE_NAME}
-                names_of[id(test)] = names
-            tests.append((id(node), test, names))
-            shape = (_core_type(test), names)
-            shapes[shape] = shapes.get(shape, 0) + 1
+            split = test_operands(test) if _core_type(test) is cst.BooleanOperation else None
+            if split is None:
+                parts_of = [(id(node), test)]
+            else:  # ``a and b``: the tests of its operands (test_operands)
+                parts_of = [((id(node), j), operand) for j, operand in enumerate(split[2])]
+                compound[id(node)] = (split[0], split[1], tuple(k for k, _ in parts_of))
+            for at, part in parts_of:
+                calls[at] = fid
+                names = names_of.get(id(part))
+                if names is None:
+                    names = frozenset(names_in(part))
+                    if node.mode_of is not None:  # (a mode event changes it: MODE_NAME)
+                        names |= {MODE_NAME}
+                    names_of[id(part)] = names
+                tests.append((at, part, names))
+                shape = (_core_type(part), names)
+                shapes[shape] = shapes.get(shape, 0) + 1
         texts: dict[int, tuple[str, frozenset[str]]] = {}
         count: dict[str, int] = {}
         code: dict[int, str] = {}  # by test node (a function inlined twice has its tests twice)
@@ -283,6 +331,9 @@ def repeated_tests(unit: Seq) -> dict[int, tuple[str, frozenset[str]]]:
             k: v for k, v in texts.items() if count[v[0]] > 1 or k in equal or k in counted}
         _EQUALITY[key] = equal
         _NEGATED[key] = frozenset(k for k in negated if k in repeated)
+        _COMPOUND[key] = {
+            at: (conj, neg, tuple(k if k in repeated else None for k in keys))
+            for at, (conj, neg, keys) in compound.items() if any(k in repeated for k in keys)}
     return _REPEATED[key]
 
 
@@ -393,7 +444,8 @@ class _IfTable:
     Attributes:
         ifs: every ``If`` in program order (an ``if`` before the ones inside it).
         end: ``ifs[i + 1:end[i]]`` are the ``if``s inside ``ifs[i]``.
-        repeated: ``(i, again)`` for each ``if`` of a repeated test (:func:`repeated_tests`):
+        repeated: ``(i, again, key)`` for each repeated test (:func:`repeated_tests`, ``key``
+            its key there) of an ``if`` (one per repeated operand of an ``and``/``or`` test):
             ``again``: it runs again with its test remembered, inside a loop whose targets
             the test does not mention (a new item forgets it).
     """
@@ -411,24 +463,28 @@ def _if_table(unit: Seq) -> _IfTable:
     if unit in _IF_TABLES:
         return _IF_TABLES[unit]
     table, tests = _IfTable(), repeated_tests(unit)
-    _index_ifs(unit, (), table, tests)
+    _index_ifs(unit, (), table, tests, compound_tests(unit))
     _IF_TABLES[unit] = table
     return table
 
 
-def _index_ifs(node: Node, loops: tuple, table: _IfTable, tests: dict) -> None:
+def _index_ifs(node: Node, loops: tuple, table: _IfTable, tests: dict, compound: dict) -> None:
     """Add the ``if`` statements of ``node`` to ``table`` (:func:`_if_table`); ``loops``: the
-    targets of the loops around it; ``tests``: :func:`repeated_tests` of the unit."""
+    targets of the loops around it; ``tests``: :func:`repeated_tests` of the unit;
+    ``compound``: its :func:`compound_tests`."""
     if isinstance(node, If):
         i = len(table.ifs)
         table.ifs.append(node)
         table.end.append(0)
-        if id(node) in tests:
-            names = tests[id(node)][1]
-            table.repeated.append((i, node.counts is not None or any(names.isdisjoint(targets) for targets in loops)))
+        keys = compound[id(node)][2] if id(node) in compound else (id(node),)
+        for key in keys:
+            if key in tests:
+                names = tests[key][1]
+                again = node.counts is not None or any(names.isdisjoint(targets) for targets in loops)
+                table.repeated.append((i, again, key))
     inner = (*loops, frozenset(node.info.targets)) if isinstance(node, Loop) else loops
     for part in parts(node):
-        _index_ifs(part, inner, table, tests)
+        _index_ifs(part, inner, table, tests, compound)
     if isinstance(node, If):
         table.end[i] = len(table.ifs)
 
@@ -466,6 +522,11 @@ class _Kill:
     that the passed-over items before the next live one end."""
 
     mask: int
+
+
+#: An item of :meth:`_Interpreter._live` where items that cannot change the states were passed
+#: over: they may still raise, from the states there, to the handlers of an enclosing ``try``.
+_PASSED = object()
 
 
 _FACTS: "weakref.WeakKeyDictionary[Seq, _FactTable]" = weakref.WeakKeyDictionary()
@@ -657,7 +718,7 @@ class _Interpreter:
         self._assigned: dict[int, frozenset[str]] = {}  # id(raw event) -> the test names it re-binds
         self._negated = negated_tests(unit)  # id(If) -> its test is the negation of its text
         numbers: dict[str, int] = {}  # test text -> its number
-        self._number: dict[int, int] = {}  # id(If) -> the number of its test
+        self._number: dict = {}  # id(If) (an operand's key) -> the number of its test
         self._name_bits: dict[str, int] = {}  # name -> the bits of the tests that mention it
         for key, (text, names) in self._tests.items():
             i = self._number[key] = numbers.setdefault(text, len(numbers))
@@ -686,10 +747,20 @@ class _Interpreter:
                 (loop,) = loops
                 self._advance[loop] = self._advance.get(loop, 0) | 1 << 2 * n
         self._bits_of: dict[frozenset[str], int] = {}  # names -> the bits of the tests they name
+        # id(If) of an ``and``/``or`` test -> (conjunction, negated, ((number, negated), ...) per
+        # operand, number None where not remembered)
+        self._compound: dict[int, tuple] = {}
+        for at, (conj, neg, keys) in compound_tests(unit).items():
+            operands = tuple((self._number.get(k), k in self._negated) for k in keys)
+            if any(n is not None for n, _ in operands):
+                self._compound[at] = (conj, neg, operands)
         self._branches = type(machine).branch is not Machine.branch  # else an arm keeps the state
         self._enters = type(machine).enter is not Machine.enter  # else a call's body starts in its caller's states
         self._local_of, self._idle = self._local_call(machine, unit)
         self._inside = 0  # how deep the interpretation is in those calls
+        # inside the body of a ``try`` with handlers: the states before each item that may
+        # raise are collected (_Out.raised), the handlers' entry states
+        self._catching = False
         # id(Seq) -> its items that can change the states, shared by the machines alike
         self._facts = fact_table(unit)
         self._fact_base = 2 * len(numbers)
@@ -813,12 +884,12 @@ class _Interpreter:
         # per ``if`` of a repeated test: (its group, runs again with the test remembered,
         # opaque but for names, names it re-binds)
         found: list[tuple[object, bool, bool, set]] = []
-        for i, again in table.repeated:
+        for i, again, key in table.repeated:
             node = table.ifs[i]
             sm = summaries_of[id(node)]
             hit = sm.kinds if kinds is None else sm.kinds & kinds
             deep = inside[table.end[i]] > inside[i] or not fids.isdisjoint(sm.fids)
-            found.append((group[id(node)], again, deep or sm.jumps or bool(hit), sm.names))
+            found.append((group[key], again, deep or sm.jumps or bool(hit), sm.names))
 
         names_of: dict[object, frozenset[str]] = {}
         for k, (_, names) in tests.items():
@@ -902,8 +973,14 @@ class _Interpreter:
             hit = self._assigned[id(raw)] = self._test_names.intersection(self._summaries[id(raw)].names)
         return hit
 
-    def events(self, raw: Call | Assign, states: set) -> set:
-        for ev in raw.typed:
+    def events(self, raw: Call | Assign, states: set, raised: set | None = None) -> set:
+        """``states`` after the typed events of ``raw``; ``raised``, when given, gets the states
+        before each of them (an event that raises has not happened)."""
+        if raised is not None:
+            raised |= states
+        for i, ev in enumerate(raw.typed):
+            if i and raised is not None:
+                raised |= states
             self.flow.at.setdefault(ev, set()).update(ms for ms, _ in states)
             states = {(self.m.transfer(ms, ev), conds) for ms, conds in states}
         names = self._rebinds(raw)
@@ -911,6 +988,21 @@ class _Interpreter:
             states = self._forget(states, names)
         if self._fact_nodes and id(raw) in self._facts.effects:
             states = self._fact_effect(raw, states)
+        return states
+
+    def _known(self, states: set, number: int | None, negated: bool, taken: bool) -> set:
+        """``states`` that can find remembered test ``number`` (``None``: none) ``taken`` (true or
+        false; ``negated``: the ``if`` holds the negation of its text), each now knowing it."""
+        if number is None or self._forgotten >> 2 * number & 3:
+            return states  # (not remembered, or forgotten for the rest of the run)
+        outcome = taken != negated  # the test's text is true in this arm
+        known = 1 << (2 * number + (not outcome))
+        against = 1 << (2 * number + outcome)
+        if outcome:  # a path that knew a test this one excludes true cannot take it either
+            against |= self._excludes.get(number, 0)
+        # a path that knew the other outcome cannot take this arm
+        if any(conds & against or not conds & known for _, conds in states):
+            return {(ms, conds | known) for ms, conds in states if not conds & against}
         return states
 
     def _arm(self, node: If, states: set, taken: bool) -> set:
@@ -927,17 +1019,24 @@ class _Interpreter:
                     against |= 1 << (base + 2 * j)
             if any(conds & against for _, conds in states):
                 states = {(ms, conds) for ms, conds in states if not conds & against}
-        if number is not None and self._forgotten >> 2 * number & 3:
-            number = None  # (forgotten for the rest of the run)
         if number is not None:
-            outcome = taken != (id(node) in self._negated)  # the test's text is true in this arm
-            known = 1 << (2 * number + (not outcome))
-            against = 1 << (2 * number + outcome)
-            if outcome:  # a path that knew a test this one excludes true cannot take it either
-                against |= self._excludes.get(number, 0)
-            # a path that knew the other outcome cannot take this arm
-            if any(conds & against or not conds & known for _, conds in states):
-                states = {(ms, conds | known) for ms, conds in states if not conds & against}
+            states = self._known(states, number, id(node) in self._negated, taken)
+        elif self._compound and id(node) in self._compound:
+            # ``if a and b:`` as ``if a: if b:``: the body where every operand is true, the
+            # else-arm where the first k are true and the next false, for some k (``or`` dually)
+            conj, negated, operands = self._compound[id(node)]
+            number = -1  # (the states are a new set)
+            if (taken != negated) == conj:  # every operand has the outcome ``conj``
+                for n, neg in operands:
+                    states = self._known(states, n, neg, conj)
+            else:
+                out, cur = set(), states
+                for n, neg in operands:
+                    out |= self._known(cur, n, neg, not conj)
+                    cur = self._known(cur, n, neg, conj)
+                    if not cur:
+                        break
+                states = out
         if self._branches:  # NOT_TAKEN: the machine knows this arm is not taken on that path
             branch = self.m.branch
             out = set()
@@ -954,6 +1053,9 @@ class _Interpreter:
         if not states:
             return _Out()
         if isinstance(node, (Call, Assign)):  # (only those that can change a state: see _live)
+            if self._catching:
+                raised: set = set()
+                return _Out(self.events(node, states, raised), raised=raised)
             return _Out(self.events(node, states))
         if not isinstance(node, Jump):
             sm = self._summaries[id(node)]
@@ -961,7 +1063,8 @@ class _Interpreter:
             kinds = self.m.kinds
             if plain and kinds is not None and not (sm.kinds & kinds):
                 # (a machine's own object is built by an event it reacts to)
-                return _Out(self._killed(states, id(node)) if self._fact_nodes else states)
+                return _Out(self._killed(states, id(node)) if self._fact_nodes else states,
+                            raised=set(states) if self._catching else set())
             if (
                 self._local_of and not self._inside and (plain or isinstance(node, Inline))
                 and self._local_of.isdisjoint(sm.fids) and id(node) not in self._fact_nodes
@@ -969,8 +1072,9 @@ class _Interpreter:
             ):
                 # outside the calls whose locals this machine follows (an inlined call's own
                 # names are its locals: the conditions it would forget are not about them)
-                return _Out(self._killed(states, id(node)) if self._fact_nodes else states)
-        key = (id(node), frozenset(states))
+                return _Out(self._killed(states, id(node)) if self._fact_nodes else states,
+                            raised=set(states) if self._catching else set())
+        key = (id(node), frozenset(states), self._catching)
         hit = self._memo.get(key)
         if hit is None:
             hit = self._exec(node, states)
@@ -990,21 +1094,29 @@ class _Interpreter:
         facts = self._fact_nodes
         kills = self._facts.kills if facts else {}
         passed = 0  # the facts the items passed over since the last live one end
+        skipped = False  # items were passed over since the last live one
         for item in node.items:
             if isinstance(item, (Call, Assign)):
                 if not item.typed and (not tested or not self._rebinds(item)) and not (
                         facts and self._facts.effects.get(id(item), (0, 0))[1]):
                     passed |= kills.get(id(item), 0)
+                    skipped = True
                     continue
             elif kinds is not None and not isinstance(item, Jump):
                 sm = self._summaries[id(item)]
                 if not sm.jumps and not (sm.names & tested) and not (sm.kinds & kinds) and id(item) not in facts:
                     passed |= kills.get(id(item), 0)
+                    skipped = True
                     continue
+            if skipped:
+                items.append(_PASSED)
+                skipped = False
             if passed:
                 items.append(_Kill(passed))
                 passed = 0
             items.append(item)
+        if skipped:
+            items.append(_PASSED)
         if passed:
             items.append(_Kill(passed))
         live = self._live_items[id(node)] = tuple(items)
@@ -1015,6 +1127,10 @@ class _Interpreter:
             out = _Out()
             cur = states
             for item in self._live(node):
+                if item is _PASSED:
+                    if self._catching:
+                        out.raised |= cur
+                    continue
                 if type(item) is _Kill:
                     cur = self._end_facts(cur, item.mask)
                     continue
@@ -1023,6 +1139,7 @@ class _Interpreter:
                 out.cont |= r.cont
                 out.ret |= r.ret
                 out.exc |= r.exc
+                out.raised |= r.raised
                 cur = r.normal
                 if not cur:
                     break
@@ -1035,7 +1152,7 @@ class _Interpreter:
             if self._fact_nodes and len(joined) > 1:
                 joined = self._merge_facts(joined)
             joined, self._forgotten = _bound(joined, self._forgotten)
-            return _Out(joined, a.brk | b.brk, a.cont | b.cont, a.ret | b.ret, a.exc | b.exc)
+            return _Out(joined, a.brk | b.brk, a.cont | b.cont, a.ret | b.ret, a.exc | b.exc, a.raised | b.raised)
         if isinstance(node, Loop):
             targets = self._loop_names.get(id(node))
             if targets is None:  # the loop's targets that remembered tests mention
@@ -1048,6 +1165,7 @@ class _Interpreter:
             if advance:
                 head = self._new_run(head, advance)
             back: set = set()  # the states that go round (a counter test known true: _next_pass)
+            raised: set = set()  # (the head only grows: the last pass's are the most, but not always)
             for _ in range(1 if node.once or self.m.rebinds(node) else MAX_LOOP_ITERATIONS):
                 start = self._forget(head, targets) if targets else head
                 if advance and back:
@@ -1055,6 +1173,7 @@ class _Interpreter:
                 if ended:  # a new item for the loop's targets: the facts of their attributes end
                     start = {(ms, conds & ended) for ms, conds in start}
                 body = self.exec(node.body, start)
+                raised |= body.raised
                 if advance:
                     new_back, self._forgotten = _bound(back | body.normal | body.cont, self._forgotten)
                     if new_back == back:
@@ -1072,7 +1191,8 @@ class _Interpreter:
                 exits = self._new_run(exits, advance)
             after = self.exec(node.orelse, exits) if node.orelse.items else _Out(exits)
             broken = self._new_run(body.brk, advance) if advance else body.brk
-            return _Out(after.normal | broken, after.brk, after.cont, after.ret | body.ret, after.exc | body.exc)
+            return _Out(after.normal | broken, after.brk, after.cont, after.ret | body.ret, after.exc | body.exc,
+                        raised | after.raised)
         if isinstance(node, Jump):
             if node.kind == "break":
                 return _Out(brk=set(states))
@@ -1082,11 +1202,31 @@ class _Interpreter:
                 return _Out(exc=set(states))
             return _Out(ret=set(states))
         if isinstance(node, Try):
-            body = self.exec(node.body, states)
-            handler_in = states | body.normal | body.exc
+            # A handler is entered where the body raised: before one of its calls or statements
+            # (that one's effect not applied: a ``backward()`` that raised put no gradients), or
+            # at an explicit ``raise``; never from the state after the body completed, which
+            # goes to the ``else`` block. The state on entry is one of them: the first item
+            # may raise.
+            outer = self._catching
+            self._catching = outer or bool(node.handlers)
+            try:
+                body = self.exec(node.body, states)
+            finally:
+                self._catching = outer
+            handler_in = states | body.raised | body.exc
             out = _Out(brk=set(body.brk), cont=set(body.cont), ret=set(body.ret),
-                       exc=set(body.exc) if not node.handlers else set())
-            normal = set(self.exec(node.orelse, body.normal).normal if node.orelse.items else body.normal)
+                       exc=set(body.exc) if not node.handlers else set(),
+                       raised=set(body.raised) if not node.handlers else set())
+            if node.orelse.items:
+                after = self.exec(node.orelse, body.normal)
+                normal = set(after.normal)
+                out.brk |= after.brk
+                out.cont |= after.cont
+                out.ret |= after.ret
+                out.exc |= after.exc
+                out.raised |= after.raised
+            else:
+                normal = set(body.normal)
             for h in node.handlers:
                 r = self.exec(h, handler_in)
                 normal |= r.normal
@@ -1094,6 +1234,7 @@ class _Interpreter:
                 out.cont |= r.cont
                 out.ret |= r.ret
                 out.exc |= r.exc
+                out.raised |= r.raised
             out.normal = normal
             if node.final.items:
                 out = self._finally(node.final, out)
@@ -1108,18 +1249,20 @@ class _Interpreter:
                 r = self.exec(node.body, states)
             finally:
                 self._inside -= mine
-            out, exc = r.normal | r.ret, r.exc  # an exception goes on in the caller
+            out, exc, raised = r.normal | r.ret, r.exc, r.raised  # an exception goes on in the caller
             if node.own & self._test_names:
                 # the call's own variables are gone: what its tests said of them is forgotten, as
                 # a re-binding forgets it (VideoDataset(...) built three times remembered its
                 # tests of ``self`` across the calls, multiplying the states past MAX_STATES)
                 out, exc = self._forget(out, node.own), self._forget(exc, node.own)
+                raised = self._forget(raised, node.own)
             absent = self.m.absent()
             inner = self._summaries[id(node)].fids  # this call and the calls made inside it
             if absent is not None and self.m.subjects and all(s.partition(":")[0] in inner for s in self.m.subjects):
                 out = {(absent, conds) for _, conds in out}  # locals of the call: gone when it returns
                 exc = {(absent, conds) for _, conds in exc}
-            return _Out(out, exc=exc)
+                raised = {(absent, conds) for _, conds in raised}
+            return _Out(out, exc=exc, raised=raised)
         raise TypeError(node)
 
     def _finally(self, final: Seq, out: _Out) -> _Out:
@@ -1128,7 +1271,7 @@ class _Interpreter:
         ``continue``, ``return`` or an exception goes on that way once it completes (a jump
         inside the block itself takes its own way)."""
         res = _Out()
-        for way in ("normal", "brk", "cont", "ret", "exc"):
+        for way in ("normal", "brk", "cont", "ret", "exc", "raised"):
             states = getattr(out, way)
             if not states:
                 continue
@@ -1138,6 +1281,7 @@ class _Interpreter:
             res.cont |= r.cont
             res.ret |= r.ret
             res.exc |= r.exc
+            res.raised |= r.raised
         return res
 
 
