@@ -319,6 +319,8 @@ class ValidationWithoutNoGrad(Rule):
         for fwd in unit.of_kind("forward"):
             if fwd.ctx.grad != "enabled" or not _batch_loops(fwd):
                 continue  # a single forward outside any loop (a test, an export) costs one graph
+            if unit.in_module_forward:
+                continue  # inside a module's forward: its callers decide whether a backward follows
             if fwd.ctx.grad_asked:
                 continue  # under `with torch.enable_grad():`: the code asks for this graph, no_grad would undo it
             if grad_off_inputs(unit, fwd) is not None:
