@@ -6,6 +6,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
+from loopcheck.engine.classes import is_module_class
 from loopcheck.engine.dataflow import Flow, Machine, run
 from loopcheck.engine.events import Event
 from loopcheck.engine.ir import Jump, LoopInfo, Seq, parts, walk_events
@@ -88,6 +89,20 @@ class Unit:
                 stack.extend(parts(node))
             self._flows["returned"] = frozenset(out)
         return self._flows["returned"]
+
+    @property
+    def in_module_forward(self) -> bool:
+        """Whether the unit reads the ``forward`` of an ``nn.Module`` class of the project on its
+        own (no one in its module calls it). Its callers, which the unit does not see, decide
+        whether a pass through it evaluates or trains: an ``eval()`` of a layer inside it, or a
+        loop in it, establishes no evaluation pass (a backward may follow the call)."""
+        entry = self.entry
+        if entry is None or entry.name.value != "forward":
+            return False
+        index = self.module
+        name = getattr(index, "method_class", {}).get(entry)
+        ref = index.class_ref(name) if name is not None else None
+        return ref is not None and is_module_class(ref)
 
     def module_of(self, node) -> object:
         """The index of the module a node of the IR comes from."""

@@ -1245,6 +1245,9 @@ def _may_build_parameters(cls: ClassRef, init: cst.FunctionDef, depth: int, seen
             if d is None:
                 if _on_super(node.func):
                     continue  # super().__init__(...): the base's, read with the base
+                if isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Call) \
+                        and _tensor_factory(index, node.func.value):
+                    continue  # torch.tensor(...).unsqueeze(0): a method of a new tensor gives a tensor
                 return True
             head, _, rest = d.partition(".")
             if head == me:
@@ -1254,9 +1257,77 @@ def _may_build_parameters(cls: ClassRef, init: cst.FunctionDef, depth: int, seen
                 if found is not None:
                     todo.append((found[0].module, found[1]))
                 continue  # nn.Module's own methods (register_buffer, apply), a submodule's method
+            chosen = _local_choice(func, d)
+            if chosen is not None:  # window_fn(...) with window_fn = windows.get(name, None)
+                if any(_call_may_build(index, node, c, c.partition(".")[0], depth, seen) for c in chosen) \
+                        and not _result_stays_local(index, func, me, node):
+                    return True
+                continue
             if _call_may_build(index, node, d, head, depth, seen) and not _result_stays_local(index, func, me, node):
                 return True
     return False
+
+
+def _local_choice(func: cst.FunctionDef, name: str) -> list[str] | None:
+    """The dotted names of the functions a local variable ``name`` of ``func`` may hold, when
+    each of its bindings chooses one from a dict literal bound once in ``func`` whose values
+    are dotted names or ``None`` (``fn = windows.get(kind, None)`` or ``fn = windows[kind]``
+    after ``windows = {"hann": torch.hann_window, "none": None}``); ``None`` when a binding is
+    anything else (a parameter, a loop target, another value): then what it holds is unknown."""
+    if "." in name or name in _param_names(func):
+        return None
+    assigned: dict[str, list] = {}
+    for node in walk(func.body):
+        if isinstance(node, (cst.For, cst.CompFor, cst.AugAssign, cst.AnnAssign, cst.NamedExpr)):
+            others = [node.target]
+        elif isinstance(node, cst.With):
+            others = [i.asname.name for i in node.items if i.asname is not None]
+        else:
+            others = []
+        if any(isinstance(n, cst.Name) and n.value == name for o in others for n in walk(o)):
+            return None  # bound otherwise than by a plain assignment: not followed
+        if isinstance(node, cst.Assign):
+            for t in node.targets:
+                if isinstance(t.target, cst.Name):
+                    assigned.setdefault(t.target.value, []).append(node.value)
+                elif any(isinstance(n, cst.Name) and n.value == name for n in walk(t.target)):
+                    return None  # bound by unpacking: not followed
+    values = assigned.get(name)
+    if not values:
+        return None
+    out: list[str] = []
+    for value in values:
+        table, default = None, None
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "get" \
+                and isinstance(value.func.value, cst.Name) and 1 <= len(value.args) <= 2:
+            table = value.func.value.value
+            default = value.args[1].value if len(value.args) == 2 else None
+        elif isinstance(value, cst.Subscript) and isinstance(value.value, cst.Name):
+            table = value.value.value
+        tables = assigned.get(table or "", [])
+        if len(tables) != 1 or not isinstance(tables[0], cst.Dict):
+            return None
+        choices = [el.value for el in tables[0].elements if isinstance(el, cst.DictElement)]
+        if len(choices) != len(tables[0].elements):
+            return None  # a ** unpacking in the literal
+        for choice in (*choices, *([default] if default is not None else [])):
+            if isinstance(choice, cst.Name) and choice.value == "None":
+                continue
+            d = dotted_name(choice)
+            if d is None:
+                return None
+            out.append(d)
+    return out
+
+
+def _param_names(func: cst.FunctionDef) -> set[str]:
+    """The names of the parameters of ``func``."""
+    p = func.params
+    names = {x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)}
+    for star in (p.star_arg, p.star_kwarg):
+        if isinstance(star, cst.Param):
+            names.add(star.name.value)
+    return names
 
 
 def _result_stays_local(index: ModuleIndex, func: cst.FunctionDef, me: str | None, call: cst.Call) -> bool:

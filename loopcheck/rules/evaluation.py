@@ -111,8 +111,8 @@ def _eval_loop(unit: Unit, fwd: Event) -> LoopInfo | None:
     validation or test data, or is in an evaluation function (``evaluate()``, ``val_epoch()``),
     and neither backpropagates nor steps."""
     loop = fwd.ctx.loops[-1] if fwd.ctx.loops else None
-    if loop is None:
-        return None
+    if loop is None or unit.in_module_forward:
+        return None  # (in a module's forward its callers decide whether the pass evaluates)
     data = any(EVAL_DATA.search(last(n)) for n in loop.iter_names)
     function = loop.function is not None and EVAL_FUNCTION.search(loop.function)
     if not (data or function):

@@ -308,7 +308,9 @@ class ValidationWithoutNoGrad(Rule):
     :func:`~loopcheck.engine.forwards.forward_computes_gradients`), for a forward whose grad mode
     is its entry's in a module-level function every call of which in the project runs with grad
     off (:func:`~loopcheck.engine.callers.entry_grad_off`; a function the project never calls
-    keeps grad on) and for a loss module. Known limits:
+    keeps grad on), for a forward inside a module's ``forward`` read on its own
+    (:attr:`~loopcheck.engine.unit.Unit.in_module_forward`: its callers decide whether a backward
+    follows) and for a loss module. Known limits:
     evaluation data is recognised by ``EVAL_DATA`` on names, a loss module also by
     ``CRITERION_NAME`` (see ``rules/LC302.md``)."""
 
@@ -319,6 +321,8 @@ class ValidationWithoutNoGrad(Rule):
         for fwd in unit.of_kind("forward"):
             if fwd.ctx.grad != "enabled" or not _batch_loops(fwd):
                 continue  # a single forward outside any loop (a test, an export) costs one graph
+            if unit.in_module_forward:
+                continue  # inside a module's forward: its callers decide whether a backward follows
             if fwd.ctx.grad_asked:
                 continue  # under `with torch.enable_grad():`: the code asks for this graph, no_grad would undo it
             if grad_off_inputs(unit, fwd) is not None:
