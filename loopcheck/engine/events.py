@@ -533,6 +533,9 @@ def classify_assign(a: Assign, roles: Roles) -> list[Event]:
     moved = _optimizer_state_moved(a, roles)
     if moved is not None:
         return [moved]
+    held = _optimizer_params_set(a, roles)
+    if held is not None:
+        return [held]
     bound = _scaled_bound(a, roles)
     if bound is not None:
         out.append(bound)
@@ -674,6 +677,27 @@ def _optimizer_state_moved(a: Assign, roles: Roles) -> Event | None:
         return None
     target = " ".join(cst.Module([]).code_for_node(arg.node) for arg in call.args)
     return Event("opt_state_move", opt, a.node, a, {"call": call, "target": target})
+
+
+def _optimizer_params_set(a: Assign, roles: Roles) -> Event | None:
+    """``optimizer.param_groups[i]["params"][j] = p`` (or ``optimizer.param_groups[i]["params"]
+    = [p, q]``): the optimizer now holds ``p`` in that group, and steps it. An
+    ``opt_params_set`` of the optimizer; ``params`` are the symbols the stored value may be or
+    hold (:attr:`~loopcheck.engine.ir.Assign.held`)."""
+    if a.op != "[]=" or a.target is None or not a.target.endswith(".param_groups") or a.slot is None:
+        return None
+    opt = roles.canon(a.target[: -len(".param_groups")])
+    if opt not in roles.optimizers:
+        return None
+    keys, node = [], a.slot
+    while type(node) is cst.Subscript:
+        index = node.slice[0].slice if len(node.slice) == 1 else None
+        if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
+            keys.append(index.value.evaluated_value)
+        node = node.value
+    if "params" not in keys:
+        return None
+    return Event("opt_params_set", opt, a.node, a, {"params": a.held if a.held is not None else a.mentions})
 
 
 def _plain_container(a: Assign) -> Event | None:

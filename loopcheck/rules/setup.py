@@ -245,8 +245,8 @@ class OptimizerModelMachine(Machine):
     """The changes of the models an optimizer was built from, between its construction and
     its steps (:class:`S`); a change of a module that holds no parameters is none."""
 
-    kinds = frozenset({'opt_build', 'step', 'opt_load_state', 'opt_state_move', 'havoc', 'convert', 'model_build',
-                       'submodule_replace'})
+    kinds = frozenset({'opt_build', 'step', 'opt_load_state', 'opt_state_move', 'opt_params_set', 'havoc',
+                       'convert', 'model_build', 'submodule_replace'})
     only_own_events = True
 
     def __init__(self, opt: str, models: set[str], names: frozenset[str],
@@ -321,6 +321,13 @@ class OptimizerModelMachine(Machine):
                 if (s.pending is not None and s.pending.kind == "convert" and s.pending.extra["how"] == "device"
                         and same_place(where, s.current)):
                     return s._replace(pending=None, at_build=where)
+                return s
+            if k == "opt_params_set":
+                # the replaced submodule stored into the optimizer's parameter group: it holds
+                # and steps the new parameters, nothing is left out of it
+                if (s.pending is not None and s.pending.kind == "submodule_replace"
+                        and s.pending.raw.target in ev.extra["params"]):
+                    return s._replace(pending=None)
                 return s
             if k == "havoc":
                 return S(None, None, None, s.current, s.current, dtype=s.dtype)
