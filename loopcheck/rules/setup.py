@@ -462,7 +462,11 @@ class ModelConvertedAfterOptimizer(Rule):
     device move to where the model is (known from the moves on the path, compared by the variable
     their targets resolve to, a helper's parameter being the caller's argument, else by their
     text, :func:`same_place`, and from a construction established to build on the default
-    device, :func:`built_device`) changes nothing."""
+    device, :func:`built_device`) changes nothing, and so does a move followed by a copy of
+    every tensor of the optimizer's state to the same place (``opt_state_move``). Whether the
+    optimizer has state at its construction is that construction's (Adagrad's ``eager``), not
+    another ``if`` arm's. A replaced submodule or parameter stored into the optimizer's
+    ``param_groups`` (``opt_params_set``) is held by it."""
 
     info = INFOS["LC501"]
 
