@@ -74,6 +74,14 @@ NO_RUNTIME_SYMPTOM = {
                                                             "net.to(device) changes nothing",
     "LC501_bad_train_helper_given_other_device.py": "on a CPU the training device is the CPU: net.to('cpu') "
                                                     "changes nothing",
+    "LC501_bad_adagrad_arm_then_model_moved.py": "on a CPU the training device is the CPU: model.to(device) "
+                                                 "changes nothing",
+    "LC501_bad_resumed_optimizer_state_moved_elsewhere.py": "on a CPU the training device is the CPU: "
+                                                            "model.to(device) changes nothing",
+    "LC501_bad_other_optimizer_state_moved.py": "on a CPU the training device is the CPU: generator.to(device) "
+                                                "changes nothing",
+    "LC501_bad_sampled_weight_not_given_to_optimizer.py": "the replaced part is a bare nn.Parameter, not a module: the tracer finds the trained model by its forward() and dates the modules built after the optimizer, and the classifier's forward() never runs",
+    "LC501_bad_sampled_weight_given_to_other_optimizer.py": "the replaced part is a bare nn.Parameter, not a module: the tracer finds the trained model by its forward() and dates the modules built after the optimizer, and the classifier's forward() never runs",
     "LC201_bad_index_batches_in_runs.py": "batches taken by index: the tracer measures an epoch scheduler's steps "
                                           "against a pass over a DataLoader",
     "LC201_bad_step_over_optimizers.py": "batches taken by index: the tracer measures an epoch scheduler's steps "

@@ -2138,7 +2138,10 @@ class UnitBuilder:
                 self._unpack(frame, stmt, target, op, value, ctx, out)
                 return
             if type(target) is cst.Subscript:
-                sym, q = self.resolve(frame, dotted_name(target.value))
+                base = target.value
+                while type(base) is cst.Subscript:  # d[i][k] = v writes into an item of what d holds
+                    base = base.value
+                sym, q = self.resolve(frame, dotted_name(base))
                 op, slot = "[]=", target
             else:
                 sym, q = self.resolve(frame, dotted_name(target))

@@ -189,7 +189,7 @@ class _Typer:
             return False  # (getattr(self, name) returns an object built elsewhere)
         if target in roles.optimizers and roles.optimizers[target].builds(c):
             info = roles.optimizers[target]
-            self.ev("opt_build", target, models=info.models, eager=info.eager_state, stateless=id(c) in info.stateless,
+            self.ev("opt_build", target, models=info.models, eager=id(c) in info.eager, stateless=id(c) in info.stateless,
                     own_step=id(c) in info.own_step, moves_state=id(c) in info.moves_state)
             return True
         if target in roles.schedulers and roles.schedulers[target].builds(c):
@@ -530,6 +530,12 @@ def classify_assign(a: Assign, roles: Roles) -> list[Event]:
     rebound = _optimizer_rebound(a, roles)
     if rebound is not None:
         return [rebound]
+    moved = _optimizer_state_moved(a, roles)
+    if moved is not None:
+        return [moved]
+    held = _optimizer_params_set(a, roles)
+    if held is not None:
+        return [held]
     bound = _scaled_bound(a, roles)
     if bound is not None:
         out.append(bound)
@@ -638,6 +644,60 @@ def _optimizer_rebound(a: Assign, roles: Roles) -> Event | None:
     if target == value or target not in roles.optimizers or value not in roles.optimizers:
         return None
     return Event("havoc", target, a.node, a)
+
+
+#: The tensor methods that return a copy on a device (``v.to(device)``, ``v.cuda()``, ``v.cpu()``).
+_DEVICE_COPIES = ("to", "cuda", "cpu")
+
+
+def _optimizer_state_moved(a: Assign, roles: Roles) -> Event | None:
+    """``state[k] = v.to(device)`` in ``for state in optimizer.state.values(): for k, v in
+    state.items():`` (the outer loop may also iterate ``optimizer.state.items()``): each tensor of
+    each parameter's state of the optimizer is replaced by its copy on the device the copy names.
+    An ``opt_state_move`` of the optimizer; ``call`` is the copy (``v.to(device)``) and
+    ``target`` its arguments' text, as a ``convert``'s. The state dict written must be the one
+    the outer loop takes from the optimizer's ``state``, and the stored value a copy of a value
+    the inner loop takes from that same dict's ``items()``."""
+    if a.op != "[]=" or a.target is None or not isinstance(a.value, cst.Call) or a.sources is None:
+        return None
+    call = next((c for c in a.sources.calls if c.node is a.value), None)
+    if call is None or call.method not in _DEVICE_COPIES or not call.func:
+        return None
+    receiver = call.func.rpartition(".")[0]  # ``v`` of ``v.to``
+    loops = a.ctx.loops
+    outer = next((i for i, lp in enumerate(loops) if lp.targets and a.target == lp.targets[-1]), None)
+    if outer is None:
+        return None
+    opt = next((roles.canon(n.rpartition(".state.")[0]) for n in loops[outer].iter_calls
+                if n.endswith((".state.values", ".state.items"))), None)
+    if opt is None or opt not in roles.optimizers:
+        return None
+    if not any(f"{a.target}.items" in lp.iter_calls and len(lp.targets) == 2 and receiver == lp.targets[1]
+               for lp in loops[outer + 1:]):
+        return None
+    target = " ".join(cst.Module([]).code_for_node(arg.node) for arg in call.args)
+    return Event("opt_state_move", opt, a.node, a, {"call": call, "target": target})
+
+
+def _optimizer_params_set(a: Assign, roles: Roles) -> Event | None:
+    """``optimizer.param_groups[i]["params"][j] = p`` (or ``optimizer.param_groups[i]["params"]
+    = [p, q]``): the optimizer now holds ``p`` in that group, and steps it. An
+    ``opt_params_set`` of the optimizer; ``params`` are the symbols the stored value may be or
+    hold (:attr:`~loopcheck.engine.ir.Assign.held`)."""
+    if a.op != "[]=" or a.target is None or not a.target.endswith(".param_groups") or a.slot is None:
+        return None
+    opt = roles.canon(a.target[: -len(".param_groups")])
+    if opt not in roles.optimizers:
+        return None
+    keys, node = [], a.slot
+    while type(node) is cst.Subscript:
+        index = node.slice[0].slice if len(node.slice) == 1 else None
+        if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
+            keys.append(index.value.evaluated_value)
+        node = node.value
+    if "params" not in keys:
+        return None
+    return Event("opt_params_set", opt, a.node, a, {"params": a.held if a.held is not None else a.mentions})
 
 
 def _plain_container(a: Assign) -> Event | None:

@@ -140,6 +140,10 @@ class OptimizerInfo:
     # ``id()`` of the constructions whose class's ``step()`` moves the state to each parameter's
     # device and dtype (the knowledge's ``moves_state``: fairseq's and transformers' Adafactor)
     moves_state: set[int] = field(default_factory=set)
+    # ``id()`` of the constructions whose class builds its state in ``__init__`` (the knowledge's
+    # ``eager_state``: Adagrad); ``eager_state`` above says whether any construction does, but an
+    # ``if``/``elif`` arm building SGD has no state because another arm builds Adagrad
+    eager: set[int] = field(default_factory=set)
 
     def certain_of(self, ctors=()) -> set[str]:
         """The models the given constructions (all when empty) certainly take."""
@@ -724,6 +728,8 @@ class _Inference:
                 info.own_step.add(id(c))
             if r.get("moves_state"):
                 info.moves_state.add(id(c))
+            if eager:
+                info.eager.add(id(c))
             info.params |= set(arg.mentions) if arg else set()
             info.certain[id(c)] = self.certain_models(arg, models)
             if known and models and not any(self.takes_other(m) for m in arg.mentions):

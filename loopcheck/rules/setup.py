@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import re
+import weakref
 from typing import Callable, Iterable, NamedTuple
 
 import libcst as cst
@@ -90,9 +91,11 @@ _LITERAL_DEVICE = re.compile(r"""^(?:torch\.device\(\s*)?(["'])(\w+)\1\s*\)?$"""
 
 
 def device_of(ev: Event) -> Place:
-    """Where a device move puts the model (:class:`Place`)."""
+    """Where a device move puts the model (:class:`Place`); for an ``opt_state_move``, where the
+    copy puts the optimizer's state (its call, ``extra["call"]``)."""
     target = ev.extra.get("target") or ""
-    method = ev.raw.method or ""
+    call = ev.extra.get("call", ev.raw)
+    method = call.method or ""
     if method not in ("to", "type", "to_empty"):
         return Place(f"{method}:{target}" if target else method)
     literal = _LITERAL_DEVICE.match(target)
@@ -100,7 +103,7 @@ def device_of(ev: Event) -> Place:
         return Place(literal.group(2))
     var = None
     if method == "to":
-        args = getattr(ev.raw, "args", ())
+        args = getattr(call, "args", ())
         arg = next((a for a in args if a.keyword == "device"), None) or next(
             (a for a in args[:1] if a.keyword is None), None)
         var = arg.sym if arg is not None else None
@@ -193,19 +196,65 @@ def may_hold_parameters(unit: Unit) -> Callable[[Event], bool]:
     return ask
 
 
+def _is_tensor_test(test: cst.BaseExpression | None) -> cst.BaseExpression | None:
+    """The value a test says is a tensor: ``torch.is_tensor(v)``, ``isinstance(v, torch.Tensor)``."""
+    if not isinstance(test, cst.Call) or not test.args:
+        return None
+    func = dotted_name(test.func)
+    if func == "torch.is_tensor" and len(test.args) == 1:
+        return test.args[0].value
+    if func == "isinstance" and len(test.args) == 2 and dotted_name(test.args[1].value) == "torch.Tensor":
+        return test.args[0].value
+    return None
+
+
+_GUARDED: "weakref.WeakKeyDictionary[If, tuple[Event, ...]]" = weakref.WeakKeyDictionary()
+
+
+def _guarded_moves(node: If) -> tuple[Event, ...]:
+    """The ``opt_state_move`` events directly in the body of ``node`` that copy the value its
+    test says is a tensor (:func:`_is_tensor_test`): ``if torch.is_tensor(v): state[k] =
+    v.to(device)``. Kept per ``If`` for as long as the IR lives."""
+    if node not in _GUARDED:
+        _GUARDED[node] = _find_guarded_moves(node)
+    return _GUARDED[node]
+
+
+def _find_guarded_moves(node: If) -> tuple[Event, ...]:
+    value = _is_tensor_test(node.test)
+    if value is None:
+        return ()
+    code = cst.Module([]).code_for_node
+    tested = code(value)
+    return tuple(
+        ev for item in node.body.items for ev in getattr(item, "typed", ())
+        if ev.kind == "opt_state_move" and isinstance(ev.extra["call"].node.func, cst.Attribute)
+        and code(ev.extra["call"].node.func.value) == tested
+    )
+
+
+def tensor_guarded_move(node: If, opt: str) -> Event | None:
+    """The move of ``opt``'s state that ``node`` guards by a tensor test on the value it copies
+    (``if torch.is_tensor(v): state[k] = v.to(device)``), else ``None``. A value of the state
+    that is no tensor (a step count kept as a number) has no device: the arm that skips it
+    leaves nothing behind, as the arm that moves a tensor does."""
+    return next((ev for ev in _guarded_moves(node) if ev.subject == opt), None)
+
+
 class OptimizerModelMachine(Machine):
     """The changes of the models an optimizer was built from, between its construction and
     its steps (:class:`S`); a change of a module that holds no parameters is none."""
 
-    kinds = frozenset({'opt_build', 'step', 'opt_load_state', 'havoc', 'convert', 'model_build', 'submodule_replace'})
+    kinds = frozenset({'opt_build', 'step', 'opt_load_state', 'opt_state_move', 'opt_params_set', 'havoc',
+                       'convert', 'model_build', 'submodule_replace'})
     only_own_events = True
 
-    def __init__(self, opt: str, models: set[str], eager: bool, names: frozenset[str],
+    def __init__(self, opt: str, models: set[str], names: frozenset[str],
                  has_parameters: Callable[[Event], bool] = lambda ev: True,
                  owned: dict[int, set[str] | None] | None = None, known_dtypes: bool = True,
                  home: Callable[[Event], Place | None] = lambda ev: None,
                  overwrite: Callable[[], bool] = lambda: False) -> None:
-        self.opt, self.models, self.eager = opt, models, eager
+        self.opt, self.models = opt, models
         self.subjects = names  # every name of the optimizer and its models (aliases included)
         self.has_parameters = has_parameters
         self.owned = owned or {}  # id(construction) -> the models whose parameters it takes
@@ -230,22 +279,30 @@ class OptimizerModelMachine(Machine):
         """An arm whose test says the optimizer or one of its models is not there (``if model
         is None:``), where the tested name is a parameter still holding what the caller passed
         by one of their names, is not taken once the optimizer is built: it was built from
-        that model's parameters, so both exist."""
+        that model's parameters, so both exist. The arm of ``if torch.is_tensor(v):`` that
+        skips a state value no tensor (:func:`tensor_guarded_move`) leaves nothing on a device:
+        it ends as the move of the tensors does."""
         if s.built is None:
             return s
+        if not taken:
+            move = tensor_guarded_move(node, self.opt)
+            if move is not None:
+                return self.transfer(s, move)
         for sym, arm in node.absent_in:
             if arm is taken and any(p == sym and c in self.subjects for p, c in node.given):
                 return NOT_TAKEN
         return s
 
     def branches_on(self, node: If) -> bool:
-        return any(c in self.subjects for _, c in node.given)
+        return any(c in self.subjects for _, c in node.given) or tensor_guarded_move(node, self.opt) is not None
 
     def transfer(self, s: S, ev: Event) -> S:
         k = ev.kind
         if ev.subject == self.opt:
             if k == "opt_build":
-                return S(ev, self.eager, None, s.current, s.current, dtype=s.dtype)
+                # the construction on this path decides: ``if``/``elif`` arms may build SGD under one
+                # test and Adagrad, whose state exists from its constructor, under another
+                return S(ev, bool(ev.extra.get("eager")), None, s.current, s.current, dtype=s.dtype)
             if k == "step":
                 # an optimizer that keeps no per-parameter state (SGD without momentum) has
                 # none after its steps either; load_state_dict may still give it some
@@ -257,6 +314,21 @@ class OptimizerModelMachine(Machine):
                 return s._replace(has_state=s.has_state if stateless else True, pending=None, at_build=home)
             if k == "opt_load_state":
                 return s._replace(has_state=True)
+            if k == "opt_state_move":
+                # every state tensor copied to a device: where the parameters were moved, the
+                # state follows them and the pending move breaks nothing
+                where = device_of(ev)
+                if (s.pending is not None and s.pending.kind == "convert" and s.pending.extra["how"] == "device"
+                        and same_place(where, s.current)):
+                    return s._replace(pending=None, at_build=where)
+                return s
+            if k == "opt_params_set":
+                # the replaced submodule stored into the optimizer's parameter group: it holds
+                # and steps the new parameters, nothing is left out of it
+                if (s.pending is not None and s.pending.kind == "submodule_replace"
+                        and s.pending.raw.target in ev.extra["params"]):
+                    return s._replace(pending=None)
+                return s
             if k == "havoc":
                 return S(None, None, None, s.current, s.current, dtype=s.dtype)
             return s
@@ -319,7 +391,7 @@ def _flows(unit: Unit):
         flow = unit.flow(
             ("setup", opt),
             lambda opt=opt, models=models, names=names, info=info: OptimizerModelMachine(
-                opt, models, info.eager_state, names, may_hold_parameters(unit), info.by_ctor,
+                opt, models, names, may_hold_parameters(unit), info.by_ctor,
                 not setting_calls(unit, "default_dtype"), built_device(unit), overwrite),
         )
         for step in steps:
@@ -390,7 +462,11 @@ class ModelConvertedAfterOptimizer(Rule):
     device move to where the model is (known from the moves on the path, compared by the variable
     their targets resolve to, a helper's parameter being the caller's argument, else by their
     text, :func:`same_place`, and from a construction established to build on the default
-    device, :func:`built_device`) changes nothing."""
+    device, :func:`built_device`) changes nothing, and so does a move followed by a copy of
+    every tensor of the optimizer's state to the same place (``opt_state_move``). Whether the
+    optimizer has state at its construction is that construction's (Adagrad's ``eager``), not
+    another ``if`` arm's. A replaced submodule or parameter stored into the optimizer's
+    ``param_groups`` (``opt_params_set``) is held by it."""
 
     info = INFOS["LC501"]
 
