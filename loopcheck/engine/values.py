@@ -30,7 +30,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from loopcheck.engine.builder import NO_VALUE, ClassRef, ModuleIndex, bound_names, find_method
+from loopcheck.engine.builder import NO_VALUE, ClassRef, ModuleIndex, all_param_names, bound_names, find_method
 from loopcheck.engine.classes import CONTAINERS, is_module_class
 from loopcheck.engine.ir import Assign, Call, If, Inline, Jump, Loop, LoopInfo, Node, Seq, Try, parts, walk_events
 from loopcheck.engine.graphs import GradInputs, is_true
@@ -476,6 +476,24 @@ def reaching_definitions(unit, sym: str, at) -> frozenset | None:
     when no path of the unit reaches ``at`` (or it is not one of the unit's events)."""
     table = _cached(unit, ("values", "reaching", sym), lambda: _reaching_table(unit, sym))
     return table.get(id(at))
+
+
+#: An entry point's own frame: the first its build makes (:meth:`UnitBuilder.begin`: ``f<tag>_1``).
+_ENTRY_FRAME = re.compile(r"f\d+_1:")
+
+
+def holds_entry_argument(unit, sym: str | None, at) -> bool:
+    """Whether ``sym`` is a parameter of the unit's entry function that may still hold, on
+    some path to the raw event ``at``, the argument its caller gave: a value the unit does not
+    see (no caller of the entry is read). A parameter of an inlined call is bound to its
+    caller's value, not this."""
+    entry = unit.entry
+    if entry is None or not sym or not _ENTRY_FRAME.match(sym):
+        return False
+    if sym.partition(":")[2] not in all_param_names(entry):
+        return False
+    reach = reaching_definitions(unit, sym, at)
+    return reach is not None and OUTSIDE in reach
 
 
 def _reaching_table(unit, sym: str) -> dict[int, frozenset]:

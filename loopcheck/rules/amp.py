@@ -20,6 +20,7 @@ from loopcheck.engine.dataflow import Machine, always_follows
 from loopcheck.engine.events import Event
 from loopcheck.engine.ir import Loop
 from loopcheck.engine.unit import Unit
+from loopcheck.engine.values import holds_entry_argument
 from loopcheck.findings import Report
 from loopcheck.catalog import INFOS
 from loopcheck.rules.base import Rule, register
@@ -97,6 +98,10 @@ class ScalingMachine(Machine):
             # holds a scale() output on other paths only holds none on this one
             if scaled_on_path(s.plain, ev):
                 phase = "scaled" if s.phase in ("none", "scaled", "unknown", "unscaled") else "unknown"
+            elif given_from_outside(self.unit, ev):
+                # a parameter of the entry whose caller is not read: its value, scaled or not,
+                # is unknown, so the backward establishes nothing about the scaling
+                phase = "unknown"
             else:
                 phase = "plain" if s.phase in ("none", "plain", "unknown") else "unknown"
             return s._replace(phase=phase, bw=ev, last_step=None)
@@ -132,6 +137,15 @@ def scaled_on_path(plain: frozenset, ev: Event) -> bool:
     if ev.extra.get("scaler") and ev.extra.get("scaled_name") not in plain:
         return True
     return bool(ev.extra.get("gradient_scaler")) and ev.extra.get("gradient_name") not in plain
+
+
+def given_from_outside(unit: Unit, ev: Event) -> bool:
+    """Whether the backward ``ev`` back-propagates, or is given as its gradient, an argument of
+    the entry function whose callers the unit does not read (``def backward(self, loss):
+    loss.backward()`` analysed on its own): scaled or not, its value is unknown."""
+    gradient = ev.extra.get("gradient")
+    names = [ev.subject if ev.extra.get("scaler") is None else None, gradient.sym if gradient is not None else None]
+    return any(holds_entry_argument(unit, sym, ev.raw) for sym in names)
 
 
 def scaled_optimizers(unit: Unit) -> list[str]:
