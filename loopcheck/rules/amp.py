@@ -20,7 +20,7 @@ from loopcheck.engine.dataflow import Machine, always_follows
 from loopcheck.engine.events import Event
 from loopcheck.engine.ir import Loop
 from loopcheck.engine.unit import Unit
-from loopcheck.engine.values import holds_entry_argument
+from loopcheck.engine.values import holds_entry_argument, loss_scale_factor
 from loopcheck.findings import Report
 from loopcheck.catalog import INFOS
 from loopcheck.rules.base import Rule, register
@@ -185,11 +185,19 @@ def reached_only_in(unit: Unit, kind: str, phase: str, accept) -> Iterator[tuple
                 yield ev, next(s.bw for s in states)
 
 
+def clips_in_scaled_units(unit: Unit, clip: Event, bw: Event) -> bool:
+    """Whether the clip's threshold is a product with the loss scale of the GradScaler that
+    scaled the gradients of ``bw`` (``clip_grad_norm_(params, max_norm * scaler.get_scale())``):
+    it is then in the same scaled units as the gradients, and clips at ``max_norm`` in true ones."""
+    scaler = bw.extra.get("scaler") or bw.extra.get("gradient_scaler")
+    return scaler is not None and loss_scale_factor(unit, clip.extra.get("max_norm"), clip.raw) == scaler
+
+
 @register
 class ClipWithoutUnscale(Rule):
     """LC601: a clip of optimizer ``O``'s parameters runs while, on every path, ``O``'s gradients
-    come from ``scaler.scale(loss).backward()`` with no ``scaler.unscale_(O)`` since (see
-    ``rules/LC601.md``)."""
+    come from ``scaler.scale(loss).backward()`` with no ``scaler.unscale_(O)`` since, and its
+    threshold is not a product with that GradScaler's ``get_scale()`` (see ``rules/LC601.md``)."""
 
     info = INFOS["LC601"]
 
@@ -198,6 +206,8 @@ class ClipWithoutUnscale(Rule):
             return not ev.extra.get("managed") and not ev.extra.get("measure_only") and touches(unit, opt, ev)
 
         for ev, bw in reached_only_in(unit, "clip", "scaled", accept):
+            if clips_in_scaled_units(unit, ev, bw):
+                continue
             yield Report(
                 self.info.code, ev.node,
                 lambda d, ev=ev, bw=bw: (
