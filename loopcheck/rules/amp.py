@@ -280,8 +280,9 @@ class StepBypassesScaler(Rule):
 class BackwardOnUnscaledLoss(Rule):
     """LC603: ``scaler.step(O)`` runs while, on every path, ``O``'s gradients come from an
     unscaled backward: neither the tensor back-propagated nor the gradient given to
-    ``backward()`` is the output of the GradScaler's ``scale()``; reported on that backward (see
-    ``rules/LC603.md``)."""
+    ``backward()`` is the output of the GradScaler's ``scale()`` (a parameter holds what its
+    caller passes; one of the entry function, whose callers are not read, establishes nothing);
+    reported on that backward (see ``rules/LC603.md``)."""
 
     info = INFOS["LC603"]
 
