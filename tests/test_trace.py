@@ -378,6 +378,13 @@ TRACER_MISREADS = {
                                           "graph, but the code turns gradients on for it with torch.enable_grad() "
                                           "inside the caller's no_grad, so it asks for that graph, and the "
                                           "torch.no_grad() LC302 advises would not stop it"),
+    "amp_clip_threshold_in_scaled_units.py": ({"LC601"}, "the tracer sees the clip act on gradients still "
+                                              "scaled; it does not compare the threshold, which the code "
+                                              "multiplies by the same scale, so it clips at max_norm in true "
+                                              "units"),
+    "amp_clip_threshold_times_loss_scale.py": ({"LC601"}, "as amp_clip_threshold_in_scaled_units.py: the "
+                                               "threshold is max_norm times scaler.get_scale(), in the "
+                                               "gradients' scaled units"),
     "sam_wrapped_base_optimizer.py": ({"LC103"}, "SAM's first_step moves the parameters itself (p.add_) and then "
                                       "zero_grad()s: the tracer counts only optimizer steps, and reads the "
                                       "gradients as wiped before any step applied them"),

@@ -314,7 +314,7 @@ class _Typer:
             norm = arg_at(c, eff.get("max_norm")) if eff.get("max_norm") is not None else None
             measure = bool(eff.get("measure_only")) or (norm is not None and _inf_literal(norm.node))
             self.ev("clip", None, models=models_of(roles, mentions), params=frozenset(mentions),
-                    managed=bool(eff.get("managed")), measure_only=measure)
+                    managed=bool(eff.get("managed")), measure_only=measure, max_norm=norm)
         elif k == "step":
             opt = self.sym(eff.get("optimizer"))
             if opt is not None:

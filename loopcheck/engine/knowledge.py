@@ -217,7 +217,8 @@ class Returns:
             argument that shares no state with it (``copy.deepcopy``): not an alias of it;
             ``"submodules"`` for an iterable over modules of the receiver (``Module.modules()``,
             ``children()``): a mode set through a name a ``for`` takes from it is set on some
-            modules of the model only.
+            modules of the model only; ``"loss_scale"`` for a GradScaler's current scale
+            (``scaler.get_scale()``): a threshold multiplied by it is in scaled units.
         details: role details: ``params`` (the argument that holds an optimizer's parameters),
             ``eager_state``, ``moves_state`` (the optimizer's ``step()`` moves each parameter's
             state to that parameter's device and dtype before using it: a model moved or

@@ -235,7 +235,8 @@ class Roles:
         loss_containers: lists and dicts of loss tensors whose elements are backpropagated
             (``losses[-1].backward()``, ``sum(losses).backward()``).
         alias: symbol → the symbol of the same object (``model = DDP(model)``).
-        scaled: ``x = scaler.scale(loss)``: x → scaler.
+        scaled: ``x = scaler.scale(loss)``: x → scaler; also a parameter of an inlined function
+            given a ``scale()`` call (``f(scaler.scale(loss))``).
         scaled_calls: ``id(node) →`` scaler for each ``scaler.scale(...)`` call node, so that
             a call's argument that is one (``t.backward(scaler.scale(g))``) is known scaled.
         graph: symbols with a definition established to carry an autograd graph
@@ -1006,6 +1007,11 @@ class _Inference:
                 for t in c.targets:
                     if t:
                         roles.scaled[t] = roles.canon(c.receiver)
+        # a parameter given a scale() call (``self._backward(scaler.scale(loss))`` binds the
+        # inlined ``loss`` to it): the binding is an assignment of that call's value
+        for e in self.events:
+            if isinstance(e, Assign) and e.op == "=" and e.target and id(e.value) in roles.scaled_calls:
+                roles.scaled[e.target] = roles.scaled_calls[id(e.value)]
 
     def _same(self, c: Call, tracked: set[str]):
         """``(target, argument)`` pairs a call returns unchanged (its summary's ``same``)."""

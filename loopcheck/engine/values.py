@@ -30,9 +30,9 @@ from typing import Iterator
 
 import libcst as cst
 
-from loopcheck.engine.builder import NO_VALUE, ClassRef, ModuleIndex, bound_names, find_method
+from loopcheck.engine.builder import NO_VALUE, ClassRef, ModuleIndex, all_param_names, bound_names, find_method
 from loopcheck.engine.classes import CONTAINERS, is_module_class
-from loopcheck.engine.ir import Assign, Call, If, Inline, Jump, Loop, LoopInfo, Node, Seq, Try, parts, walk_events
+from loopcheck.engine.ir import Arg, Assign, Call, If, Inline, Jump, Loop, LoopInfo, Node, Seq, Try, parts, walk_events
 from loopcheck.engine.graphs import GradInputs, is_true
 from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.names import dotted_name
@@ -476,6 +476,24 @@ def reaching_definitions(unit, sym: str, at) -> frozenset | None:
     when no path of the unit reaches ``at`` (or it is not one of the unit's events)."""
     table = _cached(unit, ("values", "reaching", sym), lambda: _reaching_table(unit, sym))
     return table.get(id(at))
+
+
+#: An entry point's own frame: the first its build makes (:meth:`UnitBuilder.begin`: ``f<tag>_1``).
+_ENTRY_FRAME = re.compile(r"f\d+_1:")
+
+
+def holds_entry_argument(unit, sym: str | None, at) -> bool:
+    """Whether ``sym`` is a parameter of the unit's entry function that may still hold, on
+    some path to the raw event ``at``, the argument its caller gave: a value the unit does not
+    see (no caller of the entry is read). A parameter of an inlined call is bound to its
+    caller's value, not this."""
+    entry = unit.entry
+    if entry is None or not sym or not _ENTRY_FRAME.match(sym):
+        return False
+    if sym.partition(":")[2] not in all_param_names(entry):
+        return False
+    reach = reaching_definitions(unit, sym, at)
+    return reach is not None and OUTSIDE in reach
 
 
 def _reaching_table(unit, sym: str) -> dict[int, frozenset]:
@@ -2206,6 +2224,84 @@ def value_origin(unit, node: cst.BaseExpression, sym: str | None, near=None,
     return found[0] if found else None
 
 
+#: ``returns.value`` of a GradScaler method whose result is its current loss scale (``get_scale``)
+LOSS_SCALE = "loss_scale"
+
+
+def loss_scale_factor(unit, arg: Arg | None, near) -> str | None:
+    """The GradScaler whose current loss scale (``scaler.get_scale()``: the knowledge's
+    ``returns.value = "loss_scale"``) the argument ``arg`` of the raw event ``near`` is a
+    product with (``max_norm * scaler.get_scale()``; through names every definition reaching
+    ``near`` gives such a value: ``scale = scaler.get_scale()``, a parameter given it), else
+    ``None``. A threshold so multiplied is in the units of the gradients that scaler scaled."""
+    if arg is None:
+        return None
+    return _scale_factor(unit, arg.node, arg.sym, arg.mentions, near, 0)
+
+
+def _scale_factor(unit, node, sym: str | None, mentions: frozenset, near, depth: int) -> str | None:
+    if depth > MAX_DEPTH:
+        return None
+    if sym is not None:
+        return _scale_of_name(unit, sym, near, depth)
+    t = type(node)
+    if t is cst.Call:
+        return _scale_call(unit, raw_call(unit, node, near))
+    if t is cst.BinaryOperation and type(node.operator) is cst.Multiply:
+        for side in (node.left, node.right):
+            found = _scale_factor(unit, side, _mention_of(mentions, side), mentions, near, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
+def _mention_of(mentions: frozenset, node) -> str | None:
+    """The symbol among ``mentions`` (an argument's, resolved by the builder) that the plain
+    name or attribute chain ``node`` names, when exactly one does: ``f3_2:scale`` for
+    ``scale``, ``self@Trainer.scale`` for ``self.scale``."""
+    dotted = dotted_name(node) if type(node) in (cst.Name, cst.Attribute) else None
+    if dotted is None:
+        return None
+    head, _, rest = dotted.partition(".")
+    found = [
+        m for m in mentions
+        if m.rpartition(":")[2] == dotted
+        or head == "self" and rest and m.startswith("self@") and m.partition(".")[2] == rest
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+def _scale_of_name(unit, sym: str, near, depth: int) -> str | None:
+    """The GradScaler whose loss scale every definition of ``sym`` reaching ``near`` is a
+    product with; ``None`` when one is not (or a value from before the unit reaches it)."""
+    reach = reaching_definitions(unit, sym, near)
+    if not reach or OUTSIDE in reach:
+        return None
+    found = set()
+    for d in reach:
+        if isinstance(d, Assign) and d.op == "=":
+            found.add(_scale_factor(unit, d.value, d.value_sym, d.mentions, d, depth + 1))
+        elif isinstance(d, Call) and len(d.targets) == 1:
+            found.add(_scale_call(unit, d))
+        else:
+            return None
+    return found.pop() if len(found) == 1 else None
+
+
+def _scale_call(unit, c: Call | None) -> str | None:
+    """The GradScaler a call asks for its loss scale (``scaler.get_scale()``), else ``None``."""
+    if c is None or c.inner is not None or c.receiver is None:
+        return None
+    scaler = unit.roles.canon(c.receiver)
+    if scaler not in unit.roles.scalers:
+        return None
+    cls = unit.roles.types.get(scaler) or "torch.amp.GradScaler"
+    summary = knowledge().method(cls, c.method or "")
+    if summary is None or summary.returns is None or summary.returns.value != LOSS_SCALE:
+        return None
+    return scaler
+
+
 def _in_order(unit, raws) -> list:
     """The raw events ``raws`` in the unit's program order."""
     order = _cached(unit, ("values", "order"), lambda: {id(r): i for i, r in enumerate(walk_events(unit.ir))})
@@ -2322,4 +2418,5 @@ __all__ = [
     "class_of_name", "raw_call",
     "classes_of", "context_of", "definitions", "discarded", "init_assignments", "is_module_class", "is_tensor",
     "loops", "mode_dependent", "output_kind", "raw_calls", "tensor_method", "value_kind", "with_items",
+    "LOSS_SCALE", "holds_entry_argument", "loss_scale_factor",
 ]

@@ -20,6 +20,7 @@ from loopcheck.engine.dataflow import Machine, always_follows
 from loopcheck.engine.events import Event
 from loopcheck.engine.ir import Loop
 from loopcheck.engine.unit import Unit
+from loopcheck.engine.values import holds_entry_argument, loss_scale_factor
 from loopcheck.findings import Report
 from loopcheck.catalog import INFOS
 from loopcheck.rules.base import Rule, register
@@ -97,6 +98,10 @@ class ScalingMachine(Machine):
             # holds a scale() output on other paths only holds none on this one
             if scaled_on_path(s.plain, ev):
                 phase = "scaled" if s.phase in ("none", "scaled", "unknown", "unscaled") else "unknown"
+            elif given_from_outside(self.unit, ev):
+                # a parameter of the entry whose caller is not read: its value, scaled or not,
+                # is unknown, so the backward establishes nothing about the scaling
+                phase = "unknown"
             else:
                 phase = "plain" if s.phase in ("none", "plain", "unknown") else "unknown"
             return s._replace(phase=phase, bw=ev, last_step=None)
@@ -132,6 +137,15 @@ def scaled_on_path(plain: frozenset, ev: Event) -> bool:
     if ev.extra.get("scaler") and ev.extra.get("scaled_name") not in plain:
         return True
     return bool(ev.extra.get("gradient_scaler")) and ev.extra.get("gradient_name") not in plain
+
+
+def given_from_outside(unit: Unit, ev: Event) -> bool:
+    """Whether the backward ``ev`` back-propagates, or is given as its gradient, an argument of
+    the entry function whose callers the unit does not read (``def backward(self, loss):
+    loss.backward()`` analysed on its own): scaled or not, its value is unknown."""
+    gradient = ev.extra.get("gradient")
+    names = [ev.subject if ev.extra.get("scaler") is None else None, gradient.sym if gradient is not None else None]
+    return any(holds_entry_argument(unit, sym, ev.raw) for sym in names)
 
 
 def scaled_optimizers(unit: Unit) -> list[str]:
@@ -171,11 +185,19 @@ def reached_only_in(unit: Unit, kind: str, phase: str, accept) -> Iterator[tuple
                 yield ev, next(s.bw for s in states)
 
 
+def clips_in_scaled_units(unit: Unit, clip: Event, bw: Event) -> bool:
+    """Whether the clip's threshold is a product with the loss scale of the GradScaler that
+    scaled the gradients of ``bw`` (``clip_grad_norm_(params, max_norm * scaler.get_scale())``):
+    it is then in the same scaled units as the gradients, and clips at ``max_norm`` in true ones."""
+    scaler = bw.extra.get("scaler") or bw.extra.get("gradient_scaler")
+    return scaler is not None and loss_scale_factor(unit, clip.extra.get("max_norm"), clip.raw) == scaler
+
+
 @register
 class ClipWithoutUnscale(Rule):
     """LC601: a clip of optimizer ``O``'s parameters runs while, on every path, ``O``'s gradients
-    come from ``scaler.scale(loss).backward()`` with no ``scaler.unscale_(O)`` since (see
-    ``rules/LC601.md``)."""
+    come from ``scaler.scale(loss).backward()`` with no ``scaler.unscale_(O)`` since, and its
+    threshold is not a product with that GradScaler's ``get_scale()`` (see ``rules/LC601.md``)."""
 
     info = INFOS["LC601"]
 
@@ -184,6 +206,8 @@ class ClipWithoutUnscale(Rule):
             return not ev.extra.get("managed") and not ev.extra.get("measure_only") and touches(unit, opt, ev)
 
         for ev, bw in reached_only_in(unit, "clip", "scaled", accept):
+            if clips_in_scaled_units(unit, ev, bw):
+                continue
             yield Report(
                 self.info.code, ev.node,
                 lambda d, ev=ev, bw=bw: (
@@ -256,8 +280,9 @@ class StepBypassesScaler(Rule):
 class BackwardOnUnscaledLoss(Rule):
     """LC603: ``scaler.step(O)`` runs while, on every path, ``O``'s gradients come from an
     unscaled backward: neither the tensor back-propagated nor the gradient given to
-    ``backward()`` is the output of the GradScaler's ``scale()``; reported on that backward (see
-    ``rules/LC603.md``)."""
+    ``backward()`` is the output of the GradScaler's ``scale()`` (a parameter holds what its
+    caller passes; one of the entry function, whose callers are not read, establishes nothing);
+    reported on that backward (see ``rules/LC603.md``)."""
 
     info = INFOS["LC603"]
 
