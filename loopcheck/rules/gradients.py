@@ -473,7 +473,9 @@ class ZeroGradBetweenBackwardAndStep(Rule):
     """LC103: a ``zero_grad`` concerning optimizer ``O`` clears, on some path, the gradients of a
     backward no other optimizer's step has applied, before ``O.step()`` (in the ``zero_grad``'s
     loop, no backward in between, not skipped by accumulation); or it runs every iteration
-    while ``O``'s accumulation-guarded step was skipped (see ``rules/LC103.md``)."""
+    while ``O``'s accumulation-guarded step was skipped. Gradients a ``backward()`` that raised
+    left partly written (:attr:`G.partial`: an ``except`` arm around it) are no loss to clear
+    (see ``rules/LC103.md``)."""
 
     info = INFOS["LC103"]
 
