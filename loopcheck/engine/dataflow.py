@@ -62,6 +62,13 @@ class Machine:
         """The state after ``event`` runs in ``state``."""
         return state
 
+    def raised(self, state: State, event: Event) -> State:
+        """The state where ``event`` raised, to the handlers of an enclosing ``try``; default: the
+        state before it (an event that raises has not happened). A machine whose event may
+        have done part of its work before it raised says what that part leaves (a
+        ``backward()`` that raised may have written some gradients: the gradient machine)."""
+        return state
+
     def branch(self, state: State, node: If, taken: bool) -> State:
         """The state on entering the body (``taken``) or the else-arm of ``node``;
         :data:`NOT_TAKEN` when the state says the path cannot take that arm (``if
@@ -524,6 +531,21 @@ class _Kill:
     mask: int
 
 
+def _receivers_of(skipped: list, item: Node) -> bool:
+    """Whether the calls passed over just before ``item`` (a call with typed events) all
+    compute its receiver (``scaler.scale(loss)`` of ``scaler.scale(loss).backward()``): they
+    are part of that call, which raises as its events do (:meth:`Machine.raised`), not in the
+    state before it."""
+    if not isinstance(item, Call) or not item.typed:
+        return False
+    chain = set()
+    inner = item.inner
+    while inner is not None:
+        chain.add(id(inner))
+        inner = inner.inner
+    return all(id(s) in chain for s in skipped)
+
+
 #: An item of :meth:`_Interpreter._live` where items that cannot change the states were passed
 #: over: they may still raise, from the states there, to the handlers of an enclosing ``try``.
 _PASSED = object()
@@ -975,12 +997,18 @@ class _Interpreter:
 
     def events(self, raw: Call | Assign, states: set, raised: set | None = None) -> set:
         """``states`` after the typed events of ``raw``; ``raised``, when given, gets the states
-        before each of them (an event that raises has not happened)."""
+        where each of them raises (:meth:`Machine.raised`: by default the state before it, an
+        event that raises has not happened; a call without events, the state before it). The
+        call that holds an event raises there: evaluating its receiver and arguments is part
+        of it (``scaler.scale(loss).backward()`` raises in its ``backward()``)."""
         if raised is not None:
-            raised |= states
-        for i, ev in enumerate(raw.typed):
-            if i and raised is not None:
+            if not raw.typed:
                 raised |= states
+            else:
+                on_raise = self.m.raised
+        for ev in raw.typed:
+            if raised is not None:
+                raised |= {(on_raise(ms, ev), conds) for ms, conds in states}
             self.flow.at.setdefault(ev, set()).update(ms for ms, _ in states)
             states = {(self.m.transfer(ms, ev), conds) for ms, conds in states}
         names = self._rebinds(raw)
@@ -1094,23 +1122,24 @@ class _Interpreter:
         facts = self._fact_nodes
         kills = self._facts.kills if facts else {}
         passed = 0  # the facts the items passed over since the last live one end
-        skipped = False  # items were passed over since the last live one
+        # the items passed over since the last live one (they may raise: _PASSED)
+        skipped: list = []
         for item in node.items:
             if isinstance(item, (Call, Assign)):
                 if not item.typed and (not tested or not self._rebinds(item)) and not (
                         facts and self._facts.effects.get(id(item), (0, 0))[1]):
                     passed |= kills.get(id(item), 0)
-                    skipped = True
+                    skipped.append(item)
                     continue
             elif kinds is not None and not isinstance(item, Jump):
                 sm = self._summaries[id(item)]
                 if not sm.jumps and not (sm.names & tested) and not (sm.kinds & kinds) and id(item) not in facts:
                     passed |= kills.get(id(item), 0)
-                    skipped = True
+                    skipped.append(item)
                     continue
-            if skipped:
+            if skipped and not _receivers_of(skipped, item):
                 items.append(_PASSED)
-                skipped = False
+            skipped = []
             if passed:
                 items.append(_Kill(passed))
                 passed = 0
@@ -1172,6 +1201,8 @@ class _Interpreter:
                     start = start | self._next_pass(back, advance & ~self._forgotten, targets)
                 if ended:  # a new item for the loop's targets: the facts of their attributes end
                     start = {(ms, conds & ended) for ms, conds in start}
+                if self._catching:  # fetching the next item may raise (a data loader's worker)
+                    raised |= start
                 body = self.exec(node.body, start)
                 raised |= body.raised
                 if advance:
@@ -1202,18 +1233,19 @@ class _Interpreter:
                 return _Out(exc=set(states))
             return _Out(ret=set(states))
         if isinstance(node, Try):
-            # A handler is entered where the body raised: before one of its calls or statements
-            # (that one's effect not applied: a ``backward()`` that raised put no gradients), or
-            # at an explicit ``raise``; never from the state after the body completed, which
-            # goes to the ``else`` block. The state on entry is one of them: the first item
-            # may raise.
+            # A handler is entered where the body raised: at one of its calls (in the state
+            # Machine.raised gives: before it, or what a ``backward()`` that raised part-way
+            # leaves), at a loop's fetch of its next item, or at an explicit ``raise``; never
+            # from the state after the body completed, which goes to the ``else`` block. (The
+            # calls of an ``if``'s test are items before it; a test without calls raises
+            # nothing here.)
             outer = self._catching
             self._catching = outer or bool(node.handlers)
             try:
                 body = self.exec(node.body, states)
             finally:
                 self._catching = outer
-            handler_in = states | body.raised | body.exc
+            handler_in = body.raised | body.exc
             out = _Out(brk=set(body.brk), cont=set(body.cont), ret=set(body.ret),
                        exc=set(body.exc) if not node.handlers else set(),
                        raised=set(body.raised) if not node.handlers else set())

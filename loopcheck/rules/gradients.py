@@ -54,6 +54,10 @@ class G(NamedTuple):
     spent: the gradients were filled by a backward that another optimizer's step has applied
         since (a GAN's generator loss runs through the discriminator): that backward was the
         other optimizer's, and what it left in these gradients is for a zero_grad to clear.
+    partial: the gradients hold what a ``backward()`` that raised wrote before it stopped
+        (autograd accumulates into ``.grad`` as it goes): some of them hold the failed batch's
+        gradient, some not, so nothing in them is a complete gradient for a step to apply, and
+        clearing them in the ``except`` arm is the recovery, not a loss (phase ``filled``).
     """
 
     phase: str
@@ -66,6 +70,7 @@ class G(NamedTuple):
     spent: bool = False
     cleared: frozenset = frozenset()
     built: Event | None = None  # the construction of the optimizer on this path, when seen
+    partial: bool = False
 
 
 UNKNOWN = G("unknown", stale=None)
@@ -303,7 +308,7 @@ class GradientMachine(Machine):
                 return s._replace(spent=True)
             return s
         if (k in ("zero_grad", "zero_grad_model") and touches(self.unit, self.opt, ev, s.built)) or k == "zero_grad_all":
-            if s.phase == "filled" and not s.spent:
+            if s.phase == "filled" and not s.spent and not s.partial:
                 return G("wiped", bw=s.bw, zg=ev, stepped=s.stepped, skip=s.skip, built=s.built)
             return G("empty", stepped=s.stepped, built=s.built)
         if k in ("zero_grad", "zero_grad_model"):
@@ -315,6 +320,17 @@ class GradientMachine(Machine):
         if k == "grad_set" and touches(self.unit, self.opt, ev):
             return G("filled", bw=ev, stale=False, stepped=s.stepped, built=s.built)  # written by hand
         return s
+
+    def raised(self, s: G, ev: Event) -> G:
+        """A backward that can fill these gradients and raised (out of memory) may have written
+        part of them before it stopped: the gradients it would fill are *partial*
+        (:class:`G`), on top of what they held; another event that raised did nothing."""
+        if ev.kind != "backward":
+            return s
+        after = self.transfer(s, ev)
+        if after is s or after.phase != "filled":
+            return after
+        return after._replace(partial=True)
 
     def _clear_part(self, s: G, part: frozenset) -> G:
         """A zero_grad clears the gradients of ``part`` of the optimizer's models. It matters
@@ -457,7 +473,9 @@ class ZeroGradBetweenBackwardAndStep(Rule):
     """LC103: a ``zero_grad`` concerning optimizer ``O`` clears, on some path, the gradients of a
     backward no other optimizer's step has applied, before ``O.step()`` (in the ``zero_grad``'s
     loop, no backward in between, not skipped by accumulation); or it runs every iteration
-    while ``O``'s accumulation-guarded step was skipped (see ``rules/LC103.md``)."""
+    while ``O``'s accumulation-guarded step was skipped. Gradients a ``backward()`` that raised
+    left partly written (:attr:`G.partial`: an ``except`` arm around it) are no loss to clear
+    (see ``rules/LC103.md``)."""
 
     info = INFOS["LC103"]
 
@@ -482,7 +500,7 @@ class ZeroGradBetweenBackwardAndStep(Rule):
                 elif ev.kind in ("zero_grad", "zero_grad_model") and touches(unit, opt, ev) or ev.kind == "zero_grad_all":
                     for s in unit.in_order(states, "skip", "bw"):
                         if (
-                            s.phase == "filled" and s.skip is not None and id(ev) not in reported
+                            s.phase == "filled" and s.skip is not None and not s.partial and id(ev) not in reported
                             and ev.ctx.loops and s.skip.ctx.loops and ev.ctx.loops[-1] is s.skip.ctx.loops[-1] and not ev.ctx.conds
                         ):
                             reported.add(id(ev))
