@@ -141,7 +141,8 @@ class ValidationInTrainMode(Rule):
     :func:`~loopcheck.engine.values.run_constants`). The paths are the IR's: an ``if``
     whose test run constants decide (``(epoch + 1) % val_interval == 0`` with ``val_interval = 1``)
     has only its decided arm (:meth:`~loopcheck.engine.builder.UnitBuilder.decide`). One finding
-    per loop. Known limit: the evaluation loop is recognised by names, ``EVAL_DATA`` on what it
+    per loop (per inlined copy of a helper's loop: placed at the call through which the copy in
+    train mode runs, naming the ``train()`` in effect in the fewest inlined calls). Known limit: the evaluation loop is recognised by names, ``EVAL_DATA`` on what it
     iterates or ``EVAL_FUNCTION`` on the function that holds it (see ``rules/LC303.md``)."""
 
     info = INFOS["LC303"]
