@@ -141,7 +141,8 @@ class ValidationInTrainMode(Rule):
     :func:`~loopcheck.engine.values.run_constants`). The paths are the IR's: an ``if``
     whose test run constants decide (``(epoch + 1) % val_interval == 0`` with ``val_interval = 1``)
     has only its decided arm (:meth:`~loopcheck.engine.builder.UnitBuilder.decide`). One finding
-    per loop. Known limit: the evaluation loop is recognised by names, ``EVAL_DATA`` on what it
+    per loop (per inlined copy of a helper's loop: placed at the call through which the copy in
+    train mode runs, naming the ``train()`` in effect in the fewest inlined calls). Known limit: the evaluation loop is recognised by names, ``EVAL_DATA`` on what it
     iterates or ``EVAL_FUNCTION`` on the function that holds it (see ``rules/LC303.md``)."""
 
     info = INFOS["LC303"]
@@ -161,7 +162,12 @@ class ValidationInTrainMode(Rule):
             if not bad or not mode_dependent(unit, model, at=fwd):
                 continue
             reported.add(id(loop))
-            origin = next((s.origin for s in bad if s.origin is not None and s.origin.kind == "train"), None)
+            # of the train() calls still in effect on some path, the one in the fewest inlined
+            # calls: the finding is placed in the frame its event and origin share, and one
+            # inside a helper of the checked module (a method's self.train() after an
+            # earlier validation) would move it to a module that cannot see the mode
+            origins = [s.origin for s in bad if s.origin is not None and s.origin.kind == "train"]
+            origin = min(origins, key=lambda o: (len(o.ctx.calls or ()), unit.order(o)), default=None)
             yield self._report(fwd, origin)
 
     def _report(self, fwd: Event, origin: Event | None) -> Report:
@@ -181,4 +187,7 @@ class ValidationInTrainMode(Rule):
                 "batches changed them; reported accuracy 0.914 in train mode vs 0.945 after eval()). Call "
                 "model.eval() before the validation loop and model.train() before training resumes."
             ),
+            # the event, not only its node: a helper's loop inlined at several calls is one
+            # node, and the finding belongs to the call whose copy runs in train mode
+            at=fwd, related_at=(origin,) if origin is not None else (),
         )
