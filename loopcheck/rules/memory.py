@@ -112,7 +112,8 @@ class LossTensorKept(Rule):
     Reported when: a value the engine establishes to carry an autograd graph
     (:mod:`loopcheck.engine.graphs`) is stored into a container or a total (``graph_store``)
     while that container still holds what the same store kept before an optimizer ``step``, on
-    a path where the container was neither re-bound nor cleared (``graph_release``) since: the
+    a path where the container was neither re-bound nor cleared (``graph_release``, or the head
+    of a ``for`` whose target binds it from a loader that builds each item anew) since: the
     graphs of earlier steps are still referenced when the next step's is added; except an
     entry of a literal key whose graph a ``backward()`` frees in every iteration that stores it
     (``freed``: one step's scalar and emptied nodes, no saved tensor). Or the store

@@ -251,7 +251,10 @@ class SubmodulesInPlainContainer(Rule):
     same in both modes: ``nn.Identity()`` loses nothing unregistered), or, empty, is filled by ``self.attr.append/extend/insert(...)`` or
     ``self.attr[k] = ...`` with one in the unit; unless the file calls ``add_module``,
     ``register_module``, ``register_parameter`` or ``setattr``, or hands ``<name>.attr`` to a call
-    that is not a builtin reader (:func:`_registered`). Known limit: both escapes are by spelling,
+    that is not a builtin reader (:func:`_registered`), or reads ``.attr`` only to count it
+    (:func:`_only_counted`: every ``.attr`` of the file is a target, a receiver of ``append``/
+    ``extend``/``insert`` or the argument of ``len()``: the elements reach no computation, so
+    nothing used is missed). Known limit: both escapes are by spelling,
     the hand-over by the attribute's name alone (see ``rules/LC504.md``)."""
 
     info = INFOS["LC504"]
