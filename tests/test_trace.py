@@ -40,6 +40,16 @@ FRAMEWORK = sorted(DATA.glob("lightning_*.py")) + sorted(DATA.glob("hf_trainer_*
 #: Bad fixtures whose bug cannot show when they run on a CPU, or that the tracer does not watch
 #: (their static finding is then marked "not observed"), and why.
 NO_RUNTIME_SYMPTOM = {
+    "LC401_bad_entry_into_held_records.py": "the tracer marks the graph node of the loss backward() runs on; "
+                                            "the kept dicts hold the pose looked up before it (an upstream "
+                                            "node), not the loss's node, which dies",
+    "LC401_bad_entry_into_record_zipped_with_loader.py": "the tracer marks the graph node of the loss backward() "
+                                                         "runs on; the kept notes hold the pose looked up before "
+                                                         "it (an upstream node), not the loss's node, which dies",
+    "LC401_bad_total_in_helper_given_two_batches.py": "the total keeps the first batch's graph past the call's "
+                                                      "second step only: the tracer lets a loss live up to the "
+                                                      "step after its own, and by the next call's first step the "
+                                                      "helper has returned and its total is gone",
     "LC103_bad_zero_grad_in_except_after_a_later_raise.py": "the check raises only on a non-finite loss: the "
                                                              "fixture's losses are finite, so the handler never runs",
     "LC605_bad_unscale_under_a_step_under_a_and_c.py": "the unscale_ runs only with --fp16, which the traced run "

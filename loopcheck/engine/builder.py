@@ -382,6 +382,9 @@ class Frame:
     instances: dict[str, ClassRef] = field(default_factory=dict)  # symbol -> its class
     literal_params: set[str] = field(default_factory=set)  # unbound parameters with a numeric default
     constants: dict = field(default_factory=dict)  # parameter -> the constant it was given (phase="train")
+    # parameter -> the list or tuple display the call gave it, for a parameter the function
+    # never re-binds (``fit([(x, y)])``): what a ``for`` over the parameter iterates
+    displays: dict = field(default_factory=dict)
     # names an enclosing ``for`` over the builtin ``range``/``enumerate`` binds to an integer on
     # every pass (its body never re-binds them): :meth:`UnitBuilder.integral`
     counters: frozenset = frozenset()
@@ -1305,6 +1308,10 @@ class UnitBuilder:
             if x.name.value not in subst and x.default is not None and _is_literal(x.default, set())
         }
         callee.constants = _constants(func, bound, subst, self._locals[key][0])
+        callee.displays = {
+            name: arg.node for name, arg in bound.items()
+            if name not in assigned and type(arg.node) in (cst.List, cst.Tuple) and _only_iterated(func, name)
+        }
         outer = {f"{frame.fid}:{k}" if frame.fid else k: v for k, v in frame.constants.items()}
         for name, sym in subst.items():  # a constant passed on by name: build_model(..., phase)
             if sym in outer and name not in self._locals[key][0]:
@@ -1886,7 +1893,11 @@ class UnitBuilder:
         """Whether a ``for`` loop's iterable has at most one item, by run constants alone: the
         builtin ``range`` over integers :meth:`run_constant` knows (``range(1)``,
         ``range(num_epochs)`` with ``num_epochs = 1`` bound once), or a list or tuple display
-        of at most one element. Its loop then has no back edge."""
+        of at most one element, also as the argument of a parameter the function never re-binds
+        (``fit_generator([(inputs, labels)])`` into ``for batch in generator:``). Its loop
+        then has no back edge."""
+        if type(iterable) is cst.Name and iterable.value in frame.displays:
+            iterable = frame.displays[iterable.value]
         t = type(iterable)
         if t is cst.List or t is cst.Tuple:
             return len(iterable.elements) <= 1 and all(type(e) is cst.Element for e in iterable.elements)
@@ -2619,6 +2630,32 @@ def _values(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
 
 def _one(targets: tuple) -> str | None:
     return targets[0] if len(targets) == 1 else None
+
+
+class _NameUses(cst.CSTVisitor):
+    """The ``Name`` nodes of one name in a function, and those that are a ``for``'s iterable."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.uses = 0
+        self.iterated = 0
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == self.name:
+            self.uses += 1
+
+    def visit_For(self, node: cst.For) -> None:
+        if type(node.iter) is cst.Name and node.iter.value == self.name:
+            self.iterated += 1
+
+
+def _only_iterated(func: cst.FunctionDef, name: str) -> bool:
+    """Whether every read of ``name`` in the body of ``func`` is the iterable of a ``for``
+    (``for batch in generator:``): nothing else can add items to the object it names
+    (``generator.append(...)``) or hand it on."""
+    uses = _NameUses(name)
+    func.body.visit(uses)
+    return uses.uses == uses.iterated
 
 
 def _is_static(func: cst.FunctionDef) -> bool:

@@ -88,6 +88,12 @@ class Machine:
         another object's)."""
         return False
 
+    def loop_entry(self, state: State, loop: Loop) -> State:
+        """The state at the start of each iteration of ``loop``, once its ``for`` target is
+        bound to the next element (default: unchanged). A machine that follows an object by a
+        name the target binds says there what the new element is."""
+        return state
+
     def branches_on(self, node: If) -> bool:
         """Whether ``node`` is opaque to the machine for its test alone: :meth:`branch` may
         return anything but the state it is given there (default: whenever a subclass
@@ -1203,6 +1209,8 @@ class _Interpreter:
                     start = {(ms, conds & ended) for ms, conds in start}
                 if self._catching:  # fetching the next item may raise (a data loader's worker)
                     raised |= start
+                if type(self.m).loop_entry is not Machine.loop_entry:
+                    start = {(self.m.loop_entry(ms, node), conds) for ms, conds in start}
                 body = self.exec(node.body, start)
                 raised |= body.raised
                 if advance:

@@ -88,7 +88,7 @@ NO_GRAPH = frozenset({"number", "detached", "integer"})
 ROLES = frozenset({"optimizer", "scheduler", "scaler", "loader", "model", "criterion", "loss", "accelerator"})
 _ROLE_KEYS = frozenset({
     "role", "params", "eager_state", "moves_state", "state_when", "schedule", "period", "optimizer", "same", "type", "value",
-    "sampler", "items", "first_change", "constant_when", "shares",
+    "sampler", "items", "first_change", "constant_when", "shares", "fresh_items",
 })
 _ENTRY_KEYS = frozenset({
     "names", "bases", "effects", "returns", "methods", "attributes", "grad", "source", "context", "modes",
@@ -230,7 +230,9 @@ class Returns:
             the initial one; a scheduler without it is taken to change the LR at position 1),
             ``constant_when`` (:class:`ConstantWhen`: the argument value that keeps the LR constant),
             ``shares`` (for a ``"tensor"`` value: the argument whose memory the new tensor may
-            share, ``torch.as_tensor(t)``; it shares none of the others).
+            share, ``torch.as_tensor(t)``; it shares none of the others), ``fresh_items`` (a
+            loader whose iteration builds each batch anew, by its collate function: an object
+            a ``for`` target binds from it is referenced by nothing else the program keeps).
         items: for a returned tuple, what each element is (``deepspeed.initialize``).
     """
 
@@ -370,7 +372,7 @@ def _returns(raw, where: str) -> Returns | None:
     for k in ("params", "period", "optimizer", "state_when", "shares"):
         if k in raw:
             details.append((k, _arg_ref(raw[k], where)))
-    for k in ("eager_state", "moves_state", "schedule", "sampler"):
+    for k in ("eager_state", "moves_state", "schedule", "sampler", "fresh_items"):
         if k in raw:
             details.append((k, raw[k]))
     if "first_change" in raw:

@@ -244,6 +244,8 @@ class Roles:
         graph_stores: ``id(raw event) →`` :class:`~loopcheck.engine.graphs.GraphStore`: the
             events that keep a value with a graph in a container.
         keepers: the containers of those stores.
+        fresh_loaders: loaders whose knowledge entry says their iteration builds each item
+            anew (``fresh_items``: a DataLoader's batches, made by its collate function).
         parameterless: models established to hold no parameters
             (:func:`loopcheck.engine.values.models_without_parameters`): their forward passes
             make no graph of their own (set by :func:`know_models_without_parameters`).
@@ -254,6 +256,7 @@ class Roles:
     scalers: dict[str, Call | None] = field(default_factory=dict)
     models: set[str] = field(default_factory=set)
     loaders: set[str] = field(default_factory=set)
+    fresh_loaders: set[str] = field(default_factory=set)
     losses: set[str] = field(default_factory=set)
     loss_containers: set[str] = field(default_factory=set)
     criteria: set[str] = field(default_factory=set)
@@ -762,6 +765,8 @@ class _Inference:
             roles.scalers[target] = c
         elif role == "loader":
             roles.loaders.add(target)
+            if r.get("fresh_items"):
+                roles.fresh_loaders.add(target)
         elif role == "criterion":
             roles.criteria.add(target)
         elif role == "accelerator":

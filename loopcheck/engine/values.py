@@ -575,6 +575,18 @@ def binds_each_iteration(info: LoopInfo, sym: str) -> bool:
     return any(sym == t or sym.endswith(":" + t) for t in info.targets)
 
 
+def yields_fresh_items(info: LoopInfo, roles) -> bool:
+    """Whether every element the ``for`` loop ``info`` binds is a new object that nothing else
+    the program keeps references: the loop iterates a loader whose knowledge entry says its
+    iteration builds each item anew (``fresh_items``: a DataLoader's batches), directly or
+    through ``enumerate`` (whose counts are new integers). Another iterable (a list the
+    program holds, ``zip`` with one) may hand out objects that stay referenced by it."""
+    if not set(info.iter_calls) <= {"enumerate"}:
+        return False
+    names = [n for n in info.iter_names if n != "enumerate"]
+    return bool(names) and all(roles.canon(n) in roles.fresh_loaders for n in names)
+
+
 def _loop_target_symbol(unit, loop: Loop, name: str) -> str:
     """The symbol a loop target name has in the unit (the frame of the loop's events)."""
     for raw in walk_events(loop.body):

@@ -18,9 +18,9 @@ from loopcheck.engine.dataflow import Machine
 from loopcheck.engine.events import Event
 from loopcheck.engine.forwards import forward_returns_no_graph
 from loopcheck.engine.graphs import graph_stores
-from loopcheck.engine.ir import Assign, Call, Inline, Jump, parts, walk_events
+from loopcheck.engine.ir import Assign, Call, Inline, Jump, Loop, parts, walk_events
 from loopcheck.engine.unit import Unit
-from loopcheck.engine.values import binds_each_iteration
+from loopcheck.engine.values import binds_each_iteration, yields_fresh_items
 from loopcheck.findings import Report
 from loopcheck.rules.base import Rule, register
 from loopcheck.rules.modes import modes_at
@@ -48,13 +48,22 @@ class KeptGraphMachine(Machine):
     """What one container holds: ``"empty"`` (no graph), ``("held", stores)`` (graphs kept by
     those store events since the last optimizer step), ``("past", step, stores)`` (graphs kept
     by those stores that survived the optimizer ``step`` event), ``"gone"`` (a local of an
-    inlined call that returned)."""
+    inlined call that returned). A container that is (an attribute of) the object a ``for``
+    target binds from a loader whose items are built anew (``yields_fresh_items``: a
+    DataLoader's batch) is another, empty object on each iteration: what the previous batch
+    kept goes with it, as at any other re-binding of the name."""
 
     kinds = frozenset({"graph_store", "graph_release", "step", "scaler_step"})
 
-    def __init__(self, container: str) -> None:
+    def __init__(self, container: str, roles) -> None:
         self.container = container
         self.subjects = frozenset({container})
+        self.roles = roles
+
+    def loop_entry(self, state, loop: Loop):
+        if state == EMPTY or not binds_each_iteration(loop.info, self.container.partition(".")[0]):
+            return state
+        return EMPTY if yields_fresh_items(loop.info, self.roles) else state
 
     def initial(self):
         return EMPTY
@@ -103,7 +112,8 @@ class LossTensorKept(Rule):
     Reported when: a value the engine establishes to carry an autograd graph
     (:mod:`loopcheck.engine.graphs`) is stored into a container or a total (``graph_store``)
     while that container still holds what the same store kept before an optimizer ``step``, on
-    a path where the container was neither re-bound nor cleared (``graph_release``) since: the
+    a path where the container was neither re-bound nor cleared (``graph_release``, or the head
+    of a ``for`` whose target binds it from a loader that builds each item anew) since: the
     graphs of earlier steps are still referenced when the next step's is added; except an
     entry of a literal key whose graph a ``backward()`` frees in every iteration that stores it
     (``freed``: one step's scalar and emptied nodes, no saved tensor). Or the store
@@ -133,7 +143,7 @@ class LossTensorKept(Rule):
     def check(self, unit: Unit) -> Iterable[Report]:
         stores = unit.of_kind("graph_store")
         for container in dict.fromkeys(ev.subject for ev in stores):
-            flow = unit.flow(("graph_keep", container), lambda c=container: KeptGraphMachine(c))
+            flow = unit.flow(("graph_keep", container), lambda c=container: KeptGraphMachine(c, unit.roles))
             for ev in stores:
                 if ev.subject != container or ev.extra.get("freed"):
                     continue

@@ -205,6 +205,42 @@ def _registered(unit: Unit, cls_node: cst.ClassDef, index, attr: str) -> bool:
     return False
 
 
+#: Methods that put elements into a list: a read of the container to fill it.
+_FILLS = frozenset({"append", "extend", "insert"})
+
+
+def _only_counted(index, attr: str) -> bool:
+    """Whether the file reads the objects ``<x>.attr`` holds nowhere: every ``.attr`` in it is
+    an assignment's target, the receiver of ``append``/``extend``/``insert`` (which fills the
+    container) or the argument of the builtin ``len()`` (``range(len(self.inputs))`` to make
+    names), and no string spells ``attr`` (``getattr(self, "inputs")``). Its elements then
+    reach no forward, loss or optimizer: ``parameters()``, ``to()`` and ``state_dict()`` miss
+    nothing used. Only the whole file's tree is read (an imported module outlined statement by
+    statement is not established)."""
+    if getattr(index, "fragments", None) is not None or getattr(index, "tree", None) is None:
+        return False
+    table = parents(index)
+    for node in walk(index.tree):
+        if isinstance(node, cst.SimpleString):
+            if attr in node.value:
+                return False
+            continue
+        if not isinstance(node, cst.Attribute) or node.attr.value != attr:
+            continue
+        up = table.get(node)
+        if isinstance(up, cst.AssignTarget) and up.target is node:
+            continue  # self.attr = [...]: binds, reads nothing
+        if (isinstance(up, cst.Attribute) and up.value is node and up.attr.value in _FILLS
+                and isinstance(table.get(up), cst.Call) and table.get(up).func is up):
+            continue  # self.attr.append(p): fills the container
+        call = table.get(up) if isinstance(up, cst.Arg) else None
+        if (isinstance(call, cst.Call) and len(call.args) == 1 and call.args[0] is up and not up.star
+                and isinstance(call.func, cst.Name) and call.func.value == "len"):
+            continue  # len(self.attr): counts the elements, reads none
+        return False
+    return True
+
+
 @register
 class SubmodulesInPlainContainer(Rule):
     """LC504 submodules-in-plain-container.
@@ -215,7 +251,10 @@ class SubmodulesInPlainContainer(Rule):
     same in both modes: ``nn.Identity()`` loses nothing unregistered), or, empty, is filled by ``self.attr.append/extend/insert(...)`` or
     ``self.attr[k] = ...`` with one in the unit; unless the file calls ``add_module``,
     ``register_module``, ``register_parameter`` or ``setattr``, or hands ``<name>.attr`` to a call
-    that is not a builtin reader (:func:`_registered`). Known limit: both escapes are by spelling,
+    that is not a builtin reader (:func:`_registered`), or reads ``.attr`` only to count it
+    (:func:`_only_counted`: every ``.attr`` of the file is a target, a receiver of ``append``/
+    ``extend``/``insert`` or the argument of ``len()``: the elements reach no computation, so
+    nothing used is missed). Known limit: both escapes are by spelling,
     the hand-over by the attribute's name alone (see ``rules/LC504.md``)."""
 
     info = INFOS["LC504"]
@@ -259,6 +298,8 @@ class SubmodulesInPlainContainer(Rule):
                 continue
             if _registered(unit, cls_node, index, attr):
                 continue
+            if _only_counted(index, attr):
+                continue  # the held objects reach no computation: nothing is missed
             yield self._report(raw, attr, value, built, adds, self._optimizer(unit, cls_node.name.value))
 
     @staticmethod
