@@ -259,8 +259,9 @@ class EvalModeNotReset(Rule):
     that trains ``M`` (:func:`trained_models`: the step of an optimizer established to take no
     model's parameters, an adversarial perturbation's own or a latent's made from a generator's
     output, trains none), a forward of ``M`` (of a part of it or of a model containing it) having
-    run with gradients enabled on that path since the ``eval()``, ``M`` not frozen on that path,
-    and train mode is wanted: ``train()`` of ``M`` somewhere in the unit, train mode at that step
+    run with gradients enabled on that path since the ``eval()``, ``M`` neither frozen nor partly
+    frozen on that path (:attr:`M.part`: which part of it the step trains, and so whether that
+    part holds a layer ``eval()`` changes, is not established), and train mode is wanted: ``train()`` of ``M`` somewhere in the unit, train mode at that step
     on another path, or ``M`` built here and surely held by the step's optimizer. Silent when ``M``'s
     output does not depend on its mode (:func:`~loopcheck.engine.values.mode_dependent` of the
     constructions of ``M`` that reach the step, when one reaches it on every path). The paths
