@@ -29,6 +29,7 @@ from loopcheck.engine.roles import (
     ACCELERATOR_NAME, LOSS_NAME, Roles, arg_at, last, looks_up, parameter_owner, receiver_of, summary_of,
 )
 from loopcheck.engine.values import binds_each_iteration
+from loopcheck.engine.walk import names_in
 
 DTYPE_WORDS = re.compile(r"(float|half|bfloat16|double|dtype|fp16|bf16|int8)", re.I)
 #: The floating point ``torch.dtype`` objects a module conversion names, by their attribute of
@@ -523,10 +524,14 @@ def classify_assign(a: Assign, roles: Roles) -> list[Event]:
         return out
     if target.endswith(".requires_grad") and a.op == "=" and _literal_bool(a.value) is not None and a.ctx.loops:
         # for p in model.parameters(): p.requires_grad = False
-        owner = next((parameter_owner(n) for n in a.ctx.loops[-1].iter_names if parameter_owner(n)), None)
+        # (extra ``part``: the ``if``s inside the loop whose tests read its targets, ``if "fc"
+        # not in name:``: they select some of the parameters, which the analysis cannot tell)
+        loop = a.ctx.loops[-1]
+        owner = next((parameter_owner(n) for n in loop.iter_names if parameter_owner(n)), None)
         if owner is not None and roles.canon(owner) in roles.models:
             kind = "unfreeze" if _literal_bool(a.value) else "freeze"
-            return [Event(kind, roles.canon(owner), a.node, a)]
+            part = tuple(c for c in a.ctx.conds if _selects_per_iteration(c, loop.targets))
+            return [Event(kind, roles.canon(owner), a.node, a, {"part": part} if part else {})]
     rebound = _optimizer_rebound(a, roles)
     if rebound is not None:
         return [rebound]
@@ -556,6 +561,14 @@ def classify_assign(a: Assign, roles: Roles) -> list[Event]:
         return out
     out += graph_events(a, roles)
     return out
+
+
+def _selects_per_iteration(cond: cst.CSTNode, targets: tuple[str, ...]) -> bool:
+    """Whether the ``if`` statement ``cond`` tests a name its loop binds on each iteration
+    (``if "fc" not in name:`` in ``for name, p in model.named_parameters():``): its arms split
+    the loop's items, not the paths."""
+    test = getattr(cond, "test", None)
+    return test is not None and bool(names_in(test) & set(targets))
 
 
 #: The kinds of the events :func:`graph_events` types.

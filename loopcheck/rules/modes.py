@@ -33,13 +33,19 @@ class M(NamedTuple):
     ``parameters()``, on it or on a model containing it) and not unfrozen since (on it, a part
     of it or a model containing it); ``fwd``: in eval
     mode, a forward of the model (or of a part of it, or of a model containing it) ran with
-    gradients enabled since the ``eval()``: a forward a backward pass can train through."""
+    gradients enabled since the ``eval()``: a forward a backward pass can train through;
+    ``part``: some of its parameters were frozen or unfrozen, which ones the analysis cannot tell
+    (``M.backbone.requires_grad_(False)``, ``M.head.requires_grad_(True)`` after freezing ``M``,
+    ``p.requires_grad = False`` under a test of the loop's item, ``if "fc" not in name:``, in a
+    loop over ``M.named_parameters()``, on either arm of that test), and ``M`` was not wholly
+    frozen or unfrozen since: which part of ``M`` a step trains is then not known."""
 
     kind: str
     ev: Event | None = None
     frozen: bool = False
     saved: tuple = ()  # ((variable, kind, ev), ...): modes kept by ``was_training = model.training``
     fwd: bool = False
+    part: bool = False
 
 
 UNKNOWN = M("unknown")
@@ -65,6 +71,9 @@ class ModeMachine(Machine):
     (``was_training = model.training``) is restored by ``model.train(was_training)`` and decides
     ``if was_training:`` tests; the mode of the model decides tests of its (or a part's) mode
     attribute, ``if model.training:`` (:attr:`~loopcheck.engine.ir.If.mode_of`).
+    Freezing (``requires_grad``) the model or a model containing it sets ``frozen``, unfreezing
+    it clears it; freezing or unfreezing a part of it, or some of its parameters chosen by a test
+    of a loop's item, marks it partly frozen (:attr:`M.part`).
     """
 
     kinds = frozenset({'model_build', 'train', 'eval', 'mode_unknown', 'havoc', 'step', 'forward', 'freeze', 'unfreeze',
@@ -75,6 +84,7 @@ class ModeMachine(Machine):
         self.subjects = unit.roles.names_of(model)
         self.unit = unit
         self._saved: frozenset[str] | None = None
+        self._selecting: frozenset[int] | None = None
 
     def initial(self):
         return UNKNOWN
@@ -99,7 +109,10 @@ class ModeMachine(Machine):
             return s._replace(kind="unknown", ev=None, fwd=False) if mixed else s
         k = ev.kind
         if k == "unfreeze" and self._part(ev.subject):
-            return s._replace(frozen=False)  # model.head.requires_grad_(True): the model holds trainable parameters again
+            # model.head.requires_grad_(True): the model holds trainable parameters again, some of them
+            return s._replace(frozen=False, part=True)
+        if k == "freeze" and self._part(ev.subject):
+            return s._replace(part=True)  # model.backbone.requires_grad_(False): some of them frozen
         if not self._mine(ev.subject):
             return s
         if k == "model_build" and ev.subject == self.model:
@@ -111,7 +124,9 @@ class ModeMachine(Machine):
         if k == "eval":
             return s._replace(kind="eval", ev=ev, fwd=False)
         if k in ("freeze", "unfreeze"):  # of the model or of a model containing it (its parameters are among those)
-            return s._replace(frozen=k == "freeze")
+            if ev.extra.get("part"):  # p.requires_grad = False under ``if "fc" not in name:``: some of them
+                return s._replace(part=True, frozen=s.frozen and k == "freeze")
+            return s._replace(frozen=k == "freeze", part=False)
         if k == "mode_save":
             var = ev.extra["var"]
             return s._replace(saved=(*(x for x in s.saved if x[0] != var), (var, s.kind, s.ev)))
@@ -126,6 +141,8 @@ class ModeMachine(Machine):
 
     def branches_on(self, node) -> bool:
         if node.mode_of is not None and self._module_of(node.mode_of[0]):
+            return True
+        if id(node.node) in self._selecting_ifs:
             return True
         test = _saved_mode_test(node)[0]
         return test is not None and test.value in self._saved_vars
@@ -145,12 +162,29 @@ class ModeMachine(Machine):
             self._saved = frozenset(ev.extra["var"] for ev in self.unit.of_kind("mode_save"))
         return self._saved
 
+    @property
+    def _selecting_ifs(self) -> frozenset[int]:
+        """``id`` of the ``if`` statements whose tests choose, item by item of a loop over the
+        parameters of the model (or of a model containing it), which of them a ``freeze`` or
+        ``unfreeze`` changes (the events' ``part``)."""
+        if self._selecting is None:
+            self._selecting = frozenset(
+                id(c) for ev in self.unit.of_kind("freeze", "unfreeze")
+                if ev.extra.get("part") and (self._mine(ev.subject) or self._part(ev.subject))
+                for c in ev.extra["part"]
+            )
+        return self._selecting
+
     def branch(self, s, node, taken: bool):
-        """``if was_training:`` (or ``if not was_training:``) with the mode saved in
+        """The else-arm of an ``if`` choosing some parameters of the model to freeze or unfreeze
+        (``if "fc" not in name: p.requires_grad = False``) leaves it partly frozen too: whether
+        any item of the loop takes the body is not known. ``if was_training:`` (or ``if not was_training:``) with the mode saved in
         ``was_training`` known on this path, and ``if model.training:`` (``if not
         model.training:``, ``model.training == False``: :attr:`~loopcheck.engine.ir.If.mode_of`)
         with the model's mode known on this path (``eval()``: ``training`` is ``False``, also
         for a part of the model): only the arm it decides is taken."""
+        if not taken and not s.part and id(node.node) in self._selecting_ifs:
+            s = s._replace(part=True)
         if node.mode_of is not None and s.kind in ("train", "eval") and self._module_of(node.mode_of[0]):
             arm = decide_test(node.test, {node.mode_of[1]: s.kind == "train"})
             if arm is not None:
@@ -225,8 +259,9 @@ class EvalModeNotReset(Rule):
     that trains ``M`` (:func:`trained_models`: the step of an optimizer established to take no
     model's parameters, an adversarial perturbation's own or a latent's made from a generator's
     output, trains none), a forward of ``M`` (of a part of it or of a model containing it) having
-    run with gradients enabled on that path since the ``eval()``, ``M`` not frozen on that path,
-    and train mode is wanted: ``train()`` of ``M`` somewhere in the unit, train mode at that step
+    run with gradients enabled on that path since the ``eval()``, ``M`` neither frozen nor partly
+    frozen on that path (:attr:`M.part`: which part of it the step trains, and so whether that
+    part holds a layer ``eval()`` changes, is not established), and train mode is wanted: ``train()`` of ``M`` somewhere in the unit, train mode at that step
     on another path, or ``M`` built here and surely held by the step's optimizer. Silent when ``M``'s
     output does not depend on its mode (:func:`~loopcheck.engine.values.mode_dependent` of the
     constructions of ``M`` that reach the step, when one reaches it on every path). The paths
@@ -259,11 +294,12 @@ class EvalModeNotReset(Rule):
                 wanted = has_train or built and step in known.get(model, ())
                 if not (wanted or any(x.kind == "train" for x in states)):
                     continue
-                for kind, ev, frozen, _saved, fwd in states:
-                    # a frozen model kept in eval() while a head trains is a linear probe; without
-                    # a forward since eval() that can be trained through, the step trains nothing
-                    # that ran in eval mode
-                    if kind == "eval" and not frozen and fwd and id(ev) not in reported:
+                for kind, ev, frozen, _saved, fwd, part in states:
+                    # a frozen model kept in eval() while a head trains is a linear probe; partly
+                    # frozen, which part the step trains (and whether it holds a mode-dependent
+                    # layer) is not known; without a forward since eval() that can be trained
+                    # through, the step trains nothing that ran in eval mode
+                    if kind == "eval" and not frozen and not part and fwd and id(ev) not in reported:
                         reported.add(id(ev))
                         yield Report(
                             self.info.code, ev.node,
