@@ -67,6 +67,7 @@ NO_RUNTIME_SYMPTOM = {
     "LC105_bad_optimizer_parameter.py": "it only defines train_one_epoch(); nothing calls it",
     "LC501_bad_cuda.py": "the conversion runs only when CUDA is available",
     "LC501_bad_half.py": "the conversion runs only when CUDA is available",
+    "LC501_bad_adagrad_then_data_parallel_of_cuda_model.py": "the move runs only when CUDA is available",
     "LC501_bad_to_device.py": "model.to('cpu') on a CPU model changes nothing",
     "LC501_bad_move_after_resume.py": "model.to('cpu') on a CPU model changes nothing",
     "LC502_bad_project_loss_with_parameters.py": "the move runs only when CUDA is available",

@@ -803,6 +803,7 @@ class UnitBuilder:
                     None if q or a.star else sym,
                     self.mentions(frame, a.value),
                     _is_literal(a.value, frame.literal_params),
+                    made.get(a.value) if type(a.value) is cst.Call else None,
                 )
             )
         raw = Call(call, func, args, ctx, targets, inner, qualified, operands=operands)

@@ -87,3 +87,39 @@ def summary_of(call: Call, roles: Roles) -> Summary | None:
         if t is not None:
             return kb.method(t, "__call__")
     return None
+
+
+MAX_NESTED_SAME = 8  # calls in calls followed to the object an argument is (DDP(model.cuda()))
+
+
+def same_sym(arg: Arg | None, roles: Roles, depth: int = 0) -> str | None:
+    """The symbol whose object an argument's expression is: its plain name, or, for a call,
+    what that call returns unchanged by its knowledge's ``same`` (:func:`returned_sym`:
+    ``DDP(model.cuda())``'s argument is ``model``); ``None`` when not established."""
+    if arg is None:
+        return None
+    if arg.sym is not None or arg.call is None or depth >= MAX_NESTED_SAME:
+        return arg.sym
+    return returned_sym(arg.call, roles, depth + 1)
+
+
+def returned_sym(call: Call, roles: Roles, depth: int = 0) -> str | None:
+    """The symbol whose object ``call`` returns unchanged, by its summary's ``same`` (its
+    receiver: ``model.cuda()``, ``model.to(device).float()``; an argument: ``DDP(model)``,
+    followed through arguments that are calls themselves); ``None`` when the knowledge says
+    nothing of the kind or the object has no name."""
+    summary = summary_of(call, roles)
+    if summary is None or summary.returns is None:
+        return None
+    for ref in summary.returns.same:
+        if ref == "self":
+            if call.inner is None:
+                return call.receiver
+            return returned_sym(call.inner, roles, depth + 1) if depth < MAX_NESTED_SAME else None
+        if ref == "*":
+            positional = [a for a in call.args if a.keyword is None]
+            return same_sym(positional[0], roles, depth) if len(positional) == 1 else None
+        a = arg_at(call, ref)
+        if a is not None:
+            return same_sym(a, roles, depth)
+    return None

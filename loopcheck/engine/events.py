@@ -26,7 +26,8 @@ from loopcheck.engine.ir import Assign, Call, RawEvent
 from loopcheck.engine.knowledge import ASPECTS, Effect, Summary, knowledge
 from loopcheck.engine.names import dotted_name
 from loopcheck.engine.roles import (
-    ACCELERATOR_NAME, LOSS_NAME, Roles, arg_at, last, looks_up, parameter_owner, receiver_of, summary_of,
+    ACCELERATOR_NAME, LOSS_NAME, Roles, arg_at, last, looks_up, parameter_owner, receiver_of, same_sym,
+    summary_of,
 )
 from loopcheck.engine.values import binds_each_iteration
 from loopcheck.engine.walk import names_in
@@ -215,7 +216,10 @@ class _Typer:
         module (or a wrapper sharing its parameters), not a new model."""
         c = self.c
         while c is not None:
-            if any(self.roles.canon(a.sym) == t for a in c.args if a.sym) or self.roles.canon(c.receiver) == t:
+            # an argument that is a call returning its receiver is that object (DDP(model.cuda()))
+            args = (same_sym(a, self.roles) for a in c.args)
+            if (any(sym is not None and self.roles.canon(sym) == t for sym in args)
+                    or self.roles.canon(c.receiver) == t):
                 return True
             c = c.inner
         return False

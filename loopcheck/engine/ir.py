@@ -76,13 +76,15 @@ class Context:
 @dataclass(eq=False)
 class Arg:
     """One argument of a call: its keyword (or ``None``), expression, and the symbol it names
-    when it is a plain dotted name, plus every symbol mentioned anywhere inside it."""
+    when it is a plain dotted name, plus every symbol mentioned anywhere inside it; ``call``,
+    the raw call the expression is when it is a call (``DDP(model.cuda())``: ``model.cuda()``)."""
 
     keyword: str | None
     node: cst.BaseExpression
     sym: str | None
     mentions: frozenset[str]
     literal: bool = False  # only numbers, or parameters left at a numeric default
+    call: "Call | None" = None
 
 
 @dataclass(eq=False)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from loopcheck.engine.builder import ModuleIndex, find_method
-from loopcheck.engine.calls import arg_at, receiver_of, summary_of
+from loopcheck.engine.calls import arg_at, receiver_of, same_sym, summary_of
 from loopcheck.engine.graphs import graph_stores
 from loopcheck.engine.ir import Arg, Assign, Call, RawEvent
 from loopcheck.engine.knowledge import Returns, Summary, knowledge
@@ -1023,7 +1023,9 @@ class _Inference:
         summary = summary_of(c, self.roles)
         if summary is None and c.receiver and ACCELERATOR_NAME.search(last(c.receiver)):
             summary = self.kb.method("accelerate.Accelerator", c.method or "")
-        positional = [a.sym for a in c.args if a.keyword is None]
+        # an argument that is itself a call returning its receiver or argument names that
+        # object: DDP(model.cuda()) returns model
+        positional = [same_sym(a, self.roles) for a in c.args if a.keyword is None]
         if summary is not None:
             same = summary.returns.same if summary.returns is not None else ()
             for ref in same:
@@ -1038,7 +1040,7 @@ class _Inference:
                 else:
                     a = arg_at(c, ref)
                     if a is not None and len(c.targets) == 1:
-                        yield c.targets[0], a.sym
+                        yield c.targets[0], same_sym(a, self.roles)
             return
         # a method of an object of unknown type named like a wrapper (self.accelerator.prepare)
         func = c.func or ""
