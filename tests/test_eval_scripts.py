@@ -158,10 +158,14 @@ def test_duplicate_verdicts_must_agree(tmp_path):
     entry = '[[verdict]]\nrepo = "a/b"\npath = "t.py"\ncode = "LC101"\nline = "x"\nverdict = true\nreason = "r"\n'
     path = tmp_path / "v.toml"
     path.write_text(entry)
-    assert list(run_corpus.load_verdicts(path)) == [("a/b", "t.py", "LC101", None, "x")]
+    assert list(run_corpus.load_verdicts(path)) == [("a/b", "t.py", "LC101", None, "x", None)]
     # Two findings with the same line text in one file share a key: agreeing entries are kept.
     path.write_text(entry + "\n" + entry)
-    assert list(run_corpus.load_verdicts(path)) == [("a/b", "t.py", "LC101", None, "x")]
+    assert list(run_corpus.load_verdicts(path)) == [("a/b", "t.py", "LC101", None, "x", None)]
     path.write_text(entry + "\n" + entry.replace("verdict = true", "verdict = false"))
     with pytest.raises(ValueError, match="two different verdicts"):
         run_corpus.load_verdicts(path)
+    # A `row` tells such findings apart.
+    path.write_text(entry + "\n" + entry.replace("verdict = true", "row = 7\nverdict = false"))
+    assert list(run_corpus.load_verdicts(path)) == [("a/b", "t.py", "LC101", None, "x", None),
+                                                    ("a/b", "t.py", "LC101", None, "x", 7)]

@@ -29,8 +29,10 @@ from common import HERE, load_manifest, loopcheck_command, run_loopcheck, source
 
 def load_verdicts(path: Path) -> dict[tuple, dict]:
     """Read verdicts.toml: ``[[verdict]]`` tables with repo, path, code, line, verdict (bool),
-    reason, and ``cell`` for notebooks. Returns them keyed by (repo, path, code, cell, line).
-    Two findings with the same line text in one file share a key: their entries must agree.
+    reason, ``cell`` for notebooks, and ``row`` (1-based line number) where two findings with the
+    same line text in one file need different verdicts. Returns them keyed by (repo, path, code,
+    cell, line, row), row None where not given: such an entry covers every finding with its line
+    text that has no entry of its own row, and two entries with one key must agree.
     Raises ValueError on a duplicate key whose verdicts differ, or a missing field."""
     if not path.is_file():
         return {}
@@ -41,7 +43,7 @@ def load_verdicts(path: Path) -> dict[tuple, dict]:
         missing = {"repo", "path", "code", "line", "verdict", "reason"} - v.keys()
         if missing:
             raise ValueError(f"{path}: verdict {v} lacks {sorted(missing)}")
-        key = (v["repo"], v["path"], v["code"], v.get("cell"), v["line"])
+        key = (v["repo"], v["path"], v["code"], v.get("cell"), v["line"], v.get("row"))
         if key in table and table[key]["verdict"] != v["verdict"]:
             raise ValueError(f"{path}: two different verdicts for {key}")
         table[key] = v
@@ -93,8 +95,9 @@ def main() -> int:
             row = f["location"]["row"]
             text = lines[row - 1].strip() if 0 < row <= len(lines) else ""
             key = (repo.name, f["filename"], f["code"], f.get("cell"), text)
-            v = verdicts.get(key)
-            used.add(key)
+            vkey = (*key, row) if (*key, row) in verdicts else (*key, None)
+            v = verdicts.get(vkey)
+            used.add(vkey)
             state = "unjudged" if v is None else ("true" if v["verdict"] else "false")
             counts[state] += 1
             per_code[f["code"], state] += 1
