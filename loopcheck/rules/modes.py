@@ -196,9 +196,32 @@ class ModeMachine(Machine):
         if test is None:
             return s
         kept = next((x for x in s.saved if x[0] == test.value), None)
-        if kept is None or kept[1] not in ("train", "eval"):
+        if kept is None:
+            return s
+        if kept[1] == "unknown":
+            return _saved_mode_learnt(s, test.value, want)
+        if kept[1] not in ("train", "eval"):
             return s
         return s if (kept[1] == "train") == want else NOT_TAKEN
+
+
+def _saved_mode_learnt(s: M, var: str, training: bool) -> M:
+    """The state of a path on which the test of ``var``, a variable that saved the model's
+    mode while that mode was unknown (``was_training = model.training`` after a call that may
+    change it), says what the mode was at the save: ``training`` is the value the arm gives
+    ``var`` (``True`` for the body of ``if was_training:``).
+
+    The saved mode becomes the one the test gives (train) where the path can name it, so a later
+    ``model.train(was_training)`` restores train mode. On the arm where the model was not
+    training at the save, an ``eval()`` since then (the state's ``ev``) changed nothing: the
+    model was already in eval mode, for a cause before the save that the path does not know, and
+    ``if was_training: model.train()`` leaves it so. The mode is then the unknown one of the save,
+    not that ``eval()``'s (and a later ``model.train(was_training)`` restores it unknown too)."""
+    if training:
+        return s._replace(saved=tuple((var, "train", None) if x[0] == var else x for x in s.saved))
+    if s.kind == "eval":
+        return s._replace(kind="unknown", ev=None, fwd=False)
+    return s
 
 
 def _saved_mode_test(node) -> tuple[cst.Name | None, bool]:
