@@ -69,7 +69,8 @@ class ModeMachine(Machine):
     with gradients enabled of the model, of a part of it or of a model containing it (``fwd``).
     A mode saved in a variable
     (``was_training = model.training``) is restored by ``model.train(was_training)`` and decides
-    ``if was_training:`` tests; the mode of the model decides tests of its (or a part's) mode
+    ``if was_training:`` tests; saved while unknown, it is learnt from the arm such a test takes
+    (:func:`_saved_mode_learnt`); the mode of the model decides tests of its (or a part's) mode
     attribute, ``if model.training:`` (:attr:`~loopcheck.engine.ir.If.mode_of`).
     Freezing (``requires_grad``) the model or a model containing it sets ``frozen``, unfreezing
     it clears it; freezing or unfreezing a part of it, or some of its parameters chosen by a test
@@ -182,7 +183,9 @@ class ModeMachine(Machine):
         ``was_training`` known on this path, and ``if model.training:`` (``if not
         model.training:``, ``model.training == False``: :attr:`~loopcheck.engine.ir.If.mode_of`)
         with the model's mode known on this path (``eval()``: ``training`` is ``False``, also
-        for a part of the model): only the arm it decides is taken."""
+        for a part of the model): only the arm it decides is taken. ``if was_training:`` with
+        the mode saved in ``was_training`` unknown: each arm says what the saved mode was
+        (:func:`_saved_mode_learnt`)."""
         if not taken and not s.part and id(node.node) in self._selecting_ifs:
             s = s._replace(part=True)
         if node.mode_of is not None and s.kind in ("train", "eval") and self._module_of(node.mode_of[0]):
