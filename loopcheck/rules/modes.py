@@ -69,7 +69,8 @@ class ModeMachine(Machine):
     with gradients enabled of the model, of a part of it or of a model containing it (``fwd``).
     A mode saved in a variable
     (``was_training = model.training``) is restored by ``model.train(was_training)`` and decides
-    ``if was_training:`` tests; the mode of the model decides tests of its (or a part's) mode
+    ``if was_training:`` tests; saved while unknown, it is learnt from the arm such a test takes
+    (:func:`_saved_mode_learnt`); the mode of the model decides tests of its (or a part's) mode
     attribute, ``if model.training:`` (:attr:`~loopcheck.engine.ir.If.mode_of`).
     Freezing (``requires_grad``) the model or a model containing it sets ``frozen``, unfreezing
     it clears it; freezing or unfreezing a part of it, or some of its parameters chosen by a test
@@ -182,7 +183,9 @@ class ModeMachine(Machine):
         ``was_training`` known on this path, and ``if model.training:`` (``if not
         model.training:``, ``model.training == False``: :attr:`~loopcheck.engine.ir.If.mode_of`)
         with the model's mode known on this path (``eval()``: ``training`` is ``False``, also
-        for a part of the model): only the arm it decides is taken."""
+        for a part of the model): only the arm it decides is taken. ``if was_training:`` with
+        the mode saved in ``was_training`` unknown: each arm says what the saved mode was
+        (:func:`_saved_mode_learnt`)."""
         if not taken and not s.part and id(node.node) in self._selecting_ifs:
             s = s._replace(part=True)
         if node.mode_of is not None and s.kind in ("train", "eval") and self._module_of(node.mode_of[0]):
@@ -196,9 +199,32 @@ class ModeMachine(Machine):
         if test is None:
             return s
         kept = next((x for x in s.saved if x[0] == test.value), None)
-        if kept is None or kept[1] not in ("train", "eval"):
+        if kept is None:
+            return s
+        if kept[1] == "unknown":
+            return _saved_mode_learnt(s, test.value, want)
+        if kept[1] not in ("train", "eval"):
             return s
         return s if (kept[1] == "train") == want else NOT_TAKEN
+
+
+def _saved_mode_learnt(s: M, var: str, training: bool) -> M:
+    """The state of a path on which the test of ``var``, a variable that saved the model's
+    mode while that mode was unknown (``was_training = model.training`` after a call that may
+    change it), says what the mode was at the save: ``training`` is the value the arm gives
+    ``var`` (``True`` for the body of ``if was_training:``).
+
+    The saved mode becomes the one the test gives (train) where the path can name it, so a later
+    ``model.train(was_training)`` restores train mode. On the arm where the model was not
+    training at the save, an ``eval()`` since then (the state's ``ev``) changed nothing: the
+    model was already in eval mode, for a cause before the save that the path does not know, and
+    ``if was_training: model.train()`` leaves it so. The mode is then the unknown one of the save,
+    not that ``eval()``'s (and a later ``model.train(was_training)`` restores it unknown too)."""
+    if training:
+        return s._replace(saved=tuple((var, "train", None) if x[0] == var else x for x in s.saved))
+    if s.kind == "eval":
+        return s._replace(kind="unknown", ev=None, fwd=False)
+    return s
 
 
 def _saved_mode_test(node) -> tuple[cst.Name | None, bool]:
