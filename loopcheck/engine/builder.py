@@ -44,7 +44,7 @@ from loopcheck.engine.ir import (
     release,
     walk_events,
 )
-from loopcheck.engine.attr_facts import ALL, fact_subject, mode_subject, received, written_attributes
+from loopcheck.engine.attr_facts import ALL, DYNAMIC_WRITES, fact_subject, mode_subject, received, written_attributes
 from loopcheck.engine.calls import ref_parts
 from loopcheck.engine.classes import is_module_class
 from loopcheck.engine.knowledge import NO_GRAPH, knowledge
@@ -503,6 +503,7 @@ class UnitBuilder:
         self.node_module: dict[int, ModuleIndex] = {}  # id(node) -> the module it is in
         self._splits: dict[int, ContextSplit | None] = {}
         self._bound_once: dict[int, dict] = {}  # id(function) -> _bindings of its body (run_constant)
+        self._held: dict = {}  # (module, class, attribute) -> _held_class's answer
         # the facts of attribute values (loopcheck.engine.attr_facts): id(function) -> what the
         # code a call of it runs may assign (attr_writes); the attribute names assigned through
         # a target that names no symbol (``xs[0].mode = ...``), which no event shows; the
@@ -879,6 +880,8 @@ class UnitBuilder:
                 out |= self._module_writes(frame)
             else:
                 cls = frame.instances.get(obj) or (frame.self_class if obj == frame.self_sym else None)
+                if cls is None:
+                    cls = self._held_class(frame, obj)  # ``self.state.model(x)``: ``self.state`` is a RunnerState
                 if cls is not None and not cls.described and find_method(cls, method) is None:
                     out.add(func)  # ``self.actor(x)``: the object in the attribute is called
                     out |= self._method_writes(frame, "forward") | self._method_writes(frame, "__call__")
@@ -886,6 +889,56 @@ class UnitBuilder:
                     out.add(received(obj))
                     out |= self._method_writes(frame, method)
         return frozenset((ALL,)) if ALL in out else frozenset(out)
+
+    def _held_class(self, frame: Frame, obj: str) -> ClassRef | None:
+        """The project class of the object that attribute ``obj`` of the frame's own instance
+        holds (``self.state`` in a method of ``Runner``), when the code of the instance's class
+        and of its bases in the project assigns that attribute, and only a construction of that
+        one class (``self.state = RunnerState(...)`` in ``__init__``), writes no attribute it
+        does not name (``setattr``), and no code of the checked module or of those classes'
+        modules assigns an attribute of that name anything else. ``None`` otherwise (a subclass
+        in another module, or code outside these modules, may still assign it: the same bet as
+        :attr:`Frame.instances` makes for a construction seen in the entry point).
+
+        Args:
+            frame: the frame of the call (its :attr:`Frame.self_sym` and :attr:`Frame.self_class`).
+            obj: a symbol, ``"self@Runner.state"``.
+
+        Returns:
+            the :class:`ClassRef` of the attribute's class, or ``None``.
+        """
+        cls, own = frame.self_class, frame.self_sym
+        if cls is None or own is None or obj.rpartition(".")[0] != own:
+            return None
+        name = obj.rpartition(".")[2]
+        key = (id(cls.module), cls.name, name)
+        if key in self._held:
+            return self._held[key]
+        self._held[key] = None  # (while it is worked out, and when it cannot be)
+        classes, todo = [], [cls]
+        while todo:
+            c = todo.pop()
+            if c in classes:
+                continue
+            if c.info is None or _writes_unnamed(c.info.node):
+                return None
+            classes.append(c)
+            todo.extend(c.bases())
+        found: set = set()
+        for m in dict.fromkeys([self.index, *(c.module for c in classes)]):
+            if m.tree is None:
+                return None
+            for value in _attribute_assignments(m.tree, name):
+                ref = _constructed_class(m, value)
+                if ref is None:
+                    return None
+                found.add((id(ref.module), ref.name))
+                held = ref
+        own_code = [n for c in classes for n in _attribute_assignments(c.info.node, name)]
+        if len(found) != 1 or not own_code:
+            return None
+        self._held[key] = held
+        return held
 
     def _passed_function(self, frame: Frame, expr: cst.BaseExpression) -> Callee | None:
         """The function of the project an argument names: a function of the frame's module
@@ -2403,6 +2456,78 @@ def literal_value(node: cst.CSTNode | None):
     if type(node) is cst.Name and node.value in ("True", "False", "None"):
         return {"True": True, "False": False, "None": None}[node.value]
     return NO_VALUE
+
+
+def _writes_unnamed(node: cst.CSTNode) -> bool:
+    """Whether the code under ``node`` may assign attributes it does not name: it uses one of
+    the builtins ``setattr``, ``delattr``, ``vars``, ``exec``, ``eval`` by name, or an object's
+    ``__dict__``, ``__setattr__``, ``__delattr__`` (``model.eval()``, a method, is no such use)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t is cst.Name and n.value in DYNAMIC_WRITES and not n.value.startswith("__"):
+            return True
+        if t is cst.Attribute:
+            if n.attr.value in DYNAMIC_WRITES and n.attr.value.startswith("__"):
+                return True
+            stack.append(n.value)  # (not its attribute's name: ``model.eval`` reads a method)
+            continue
+        stack.extend(children(n))
+    return False
+
+
+def _attribute_assignments(node: cst.CSTNode, name: str) -> list:
+    """The values assigned to an attribute called ``name`` (``x.state = value``) under
+    ``node``; ``None`` in the list for such an attribute assigned otherwise (``x.state += 1``,
+    ``a.state, b = pair``, ``x.state: T``, ``del x.state``)."""
+    out: list = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t is cst.Assign:
+            for target in n.targets:
+                if type(target.target) is cst.Attribute and target.target.attr.value == name:
+                    out.append(n.value)
+                else:
+                    found: set[str] = set()
+                    _attribute_targets_named(target.target, name, found)
+                    out.extend(None for _ in found)
+        elif t is cst.AugAssign or t is cst.AnnAssign or t is cst.Del:
+            found = set()
+            _attribute_targets_named(n.target, name, found)
+            if found:
+                out.append(n.value if t is cst.AnnAssign and type(n.target) is cst.Attribute and n.value is not None else None)
+        stack.extend(children(n))
+    return out
+
+
+def _attribute_targets_named(target: cst.BaseExpression, name: str, out: set) -> None:
+    """Add ``name`` to ``out`` when ``target`` (an assignment or ``del`` target, a tuple of
+    them) names an attribute called ``name``."""
+    t = type(target)
+    if t is cst.Attribute and target.attr.value == name:
+        out.add(name)
+    elif t is cst.Tuple or t is cst.List:
+        for el in target.elements:
+            _attribute_targets_named(el.value, name, out)
+    elif t is cst.StarredElement:
+        _attribute_targets_named(target.value, name, out)
+
+
+def _constructed_class(m: ModuleIndex, value: cst.BaseExpression | None) -> ClassRef | None:
+    """The project class ``value`` constructs, read in module ``m``: ``RunnerState(...)``
+    with ``RunnerState`` a class of ``m`` or imported from the project; ``None`` otherwise."""
+    if type(value) is not cst.Call:
+        return None
+    dotted = dotted_name(value.func)
+    if dotted is None:
+        return None
+    if dotted in m.classes:
+        return ClassRef(m, dotted)
+    qualified = m.imports.qualify(dotted)
+    return m.class_ref(qualified, qualified=True) if qualified != dotted else None
 
 
 def _bound_only_by_star(frame: "Frame", dotted: str | None) -> bool:
