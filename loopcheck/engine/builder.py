@@ -502,7 +502,7 @@ class UnitBuilder:
         self._raw_of: dict[cst.Call, Call] = {}  # the latest raw event of each call node
         self.node_module: dict[int, ModuleIndex] = {}  # id(node) -> the module it is in
         self._splits: dict[int, ContextSplit | None] = {}
-        self._bound_once: dict[int, dict] = {}  # id(function) -> _bindings of its body (run_constant)
+        self._bound_once: dict[int, dict] = {}  # id(function) -> _single_bindings of its body (_bound_once_in)
         self._held: dict = {}  # (module, class, attribute) -> _held_class's answer
         # the facts of attribute values (loopcheck.engine.attr_facts): id(function) -> what the
         # code a call of it runs may assign (attr_writes); the attribute names assigned through
@@ -1674,11 +1674,14 @@ class UnitBuilder:
         guarded = len(out)  # where the part that the exits close begins (after the first one's entry)
         for i in range(start, len(stmt.items)):
             item = stmt.items[i]
-            arms = self._grad_arms(frame, item.item, grad)
+            # (``with grad_context():``, ``grad_context = torch.enable_grad if is_train else
+            # torch.no_grad`` bound once: the grad mode of what the variable holds)
+            chosen = self.bound_context(frame, item.item)
+            arms = self._grad_arms(frame, chosen, grad)
             if arms is not None and self._with_splits < MAX_WITH_SPLITS:
                 if item.asname is not None:
                     self.expr_events(frame, item.item, ctx, out, self._target_syms(frame, item.asname.name))
-                test = item.item.test
+                test = chosen.test
                 sides = []
                 self._with_splits += 1
                 try:
@@ -1692,9 +1695,9 @@ class UnitBuilder:
                 out.append(If(item.item, sides[0], sides[1], self.absence(frame, test), test))
                 _close_with(out, guarded, exits)
                 return
-            mode = self.with_grad(frame, item.item, grad)  # (arms that disagree, past the splits: "unknown")
+            mode = self.with_grad(frame, chosen, grad)  # (arms that disagree, past the splits: "unknown")
             # (an item that sets the mode the block already had sets it all the same)
-            grad_set = grad_set or mode != grad or self.with_grad(frame, item.item, None) is not None
+            grad_set = grad_set or mode != grad or self.with_grad(frame, chosen, None) is not None
             grad = mode
             cm = self._context_manager(frame, item.item)
             if cm is not None:  # with eval_mode(model): the generator's code around the block
@@ -2089,6 +2092,58 @@ class UnitBuilder:
             declared = declared | _declared_global(frame.module)
         return frozenset() if name in rebound or name in declared else frozenset((name,))
 
+    def _bound_once_in(self, func: cst.FunctionDef) -> dict[str, cst.BaseExpression | None]:
+        """:func:`_single_bindings` of the body of ``func`` (computed once per function)."""
+        bound = self._bound_once.get(id(func))
+        if bound is None:
+            body = func.body
+            bound = self._bound_once[id(func)] = _single_bindings(body.body if type(body) is cst.IndentedBlock else [body])
+        return bound
+
+    def bound_context(self, frame: Frame, item: cst.BaseExpression) -> cst.BaseExpression:
+        """What a ``with`` item stands for, for the grad mode it sets: for ``ctx`` or ``ctx()``
+        (``ctx(*args)``) where ``ctx`` is a local variable of the function being built, not a
+        parameter, that its body binds exactly once, at its own level (:func:`_single_bindings`:
+        the binding runs before the ``with``, and nothing re-binds it), the expression bound,
+        called as the item calls ``ctx``: ``grad_context = torch.enable_grad if is_train else
+        torch.no_grad`` then ``with grad_context():`` stands for ``torch.enable_grad() if
+        is_train else torch.no_grad()``. A conditional expression stands in only when its test
+        reads plain names that still hold, at the ``with``, what they held when it ran: no
+        attribute, subscript or call (a call in between may change them), each name a
+        parameter the body never re-binds, or a local bound once. Any other item is its own
+        answer.
+
+        Args:
+            frame: the frame of the function whose body holds the ``with``.
+            item: the ``with`` item's expression (``cst.WithItem.item``).
+
+        Returns:
+            the expression whose grad mode :meth:`with_grad` and :meth:`_grad_arms` read; a
+            call made here (``torch.no_grad()`` of ``ctx = torch.no_grad`` / ``ctx()``) is not in
+            the module's tree: only its test (a node of the source) is placed.
+        """
+        call = item if type(item) is cst.Call else None
+        name = call.func if call is not None else item
+        if type(name) is not cst.Name or frame.node is None or name.value not in frame.locals:
+            return item
+        if name.value in frame.subst or name.value in frame.constants or name.value in all_param_names(frame.node):
+            return item
+        bound = self._bound_once_in(frame.node)
+        value = bound.get(name.value)
+        if value is None:
+            return item
+        if type(value) is cst.IfExp:
+            if not _stable_test(value.test, bound):
+                return item
+            if call is None:
+                return value
+            if dotted_name(value.body) is None or dotted_name(value.orelse) is None:
+                return item
+            return value.with_changes(body=call.with_changes(func=value.body), orelse=call.with_changes(func=value.orelse))
+        if call is None:
+            return value if type(value) is cst.Call else item
+        return call.with_changes(func=value) if dotted_name(value) is not None else item
+
     def run_constant(self, frame: Frame, expr: cst.BaseExpression) -> int | None:
         """The integer ``expr`` is on every run, ``None`` when the code alone does not fix it:
         an integer literal; a parameter given one by the call being inlined and never re-bound
@@ -2116,11 +2171,8 @@ class UnitBuilder:
                     break  # the module's own code: a global
                 if name in all_param_names(f.node):
                     return None
-                bound = self._bound_once.get(id(f.node))
-                if bound is None:
-                    body = f.node.body
-                    bound = self._bound_once[id(f.node)] = _bindings(body.body if type(body) is cst.IndentedBlock else [body])
-                return bound.get(name)
+                value = self._bound_once_in(f.node).get(name)
+                return value.evaluated_value if type(value) is cst.Integer else None
             f = f.parent
         return run_constants(frame.module).get(name)
 
@@ -2552,10 +2604,45 @@ def _bindings(body) -> dict[str, int | None]:
     """``name -> the integer it holds, or None`` for every name a block of statements (a
     function's body, a module's code) binds: the integer when the block binds the name exactly
     once, by a plain ``name = <integer>`` (``name: int = <integer>``) at its own level; ``None``
-    when it binds it otherwise, more than once, or inside a compound statement (an ``if``, a
-    loop, a ``try``: a run may bind it there or not, again and again), or when a
+    when it binds it otherwise (:func:`_single_bindings`)."""
+    return {n: v.evaluated_value if type(v) is cst.Integer else None for n, v in _single_bindings(body).items()}
+
+
+def _stable_test(test: cst.BaseExpression, bound: dict) -> bool:
+    """Whether ``test`` (of a conditional expression bound to a variable) has the same value
+    wherever the function uses that variable afterwards: it is made of plain names, literals,
+    ``not``, ``and``/``or`` and comparisons only, and each name is either bound nowhere in the
+    function (a parameter it never re-binds, a global) or bound exactly once at the body's own
+    level (``bound``: :func:`_single_bindings` of the body)."""
+    stack = [test]
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t is cst.Name:
+            if n.value in bound and bound[n.value] is None:
+                return False
+        elif t in (cst.Integer, cst.Float, cst.SimpleString):
+            pass
+        elif t is cst.UnaryOperation and type(n.operator) is cst.Not:
+            stack.append(n.expression)
+        elif t is cst.BooleanOperation:
+            stack.extend((n.left, n.right))
+        elif t is cst.Comparison:
+            stack.append(n.left)
+            stack.extend(c.comparator for c in n.comparisons)
+        else:
+            return False
+    return True
+
+
+def _single_bindings(body) -> dict[str, cst.BaseExpression | None]:
+    """``name -> the expression it is bound to, or None`` for every name a block of statements
+    (a function's body, a module's code) binds: the expression when the block binds the name
+    exactly once, by a plain ``name = <expression>`` (``name: T = <expression>``) at its own
+    level; ``None`` when it binds it otherwise, more than once, or inside a compound statement
+    (an ``if``, a loop, a ``try``: a run may bind it there or not, again and again), or when a
     ``global``/``nonlocal`` statement names it (a nested function may re-bind it)."""
-    out: dict[str, int | None] = {}
+    out: dict[str, cst.BaseExpression | None] = {}
 
     def bind(n: str, value=None) -> None:
         out[n] = None if n in out else value
@@ -2571,10 +2658,9 @@ def _bindings(body) -> dict[str, int | None]:
         for small in st.body:
             ts = type(small)
             if ts is cst.Assign and len(small.targets) == 1 and type(small.targets[0].target) is cst.Name:
-                value = small.value
-                bind(small.targets[0].target.value, value.evaluated_value if type(value) is cst.Integer else None)
-            elif ts is cst.AnnAssign and type(small.target) is cst.Name and type(small.value) is cst.Integer:
-                bind(small.target.value, small.value.evaluated_value)
+                bind(small.targets[0].target.value, small.value)
+            elif ts is cst.AnnAssign and type(small.target) is cst.Name and small.value is not None:
+                bind(small.target.value, small.value)
             elif ts is cst.Import or ts is cst.ImportFrom:
                 for alias in small.names if not isinstance(small.names, cst.ImportStar) else ():
                     asname = alias.asname.name if alias.asname is not None else None
