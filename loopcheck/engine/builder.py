@@ -881,7 +881,7 @@ class UnitBuilder:
             else:
                 cls = frame.instances.get(obj) or (frame.self_class if obj == frame.self_sym else None)
                 if cls is None:
-                    cls = self._held_class(frame, obj)  # ``self.state.model(x)``: ``self.state`` is a RunnerState
+                    cls = self._held_class(frame, obj)  # ``self.state.model(x)``: ``self.state`` is a TrainState
                 if cls is not None and not cls.described and find_method(cls, method) is None:
                     out.add(func)  # ``self.actor(x)``: the object in the attribute is called
                     out |= self._method_writes(frame, "forward") | self._method_writes(frame, "__call__")
@@ -894,7 +894,7 @@ class UnitBuilder:
         """The project class of the object that attribute ``obj`` of the frame's own instance
         holds (``self.state`` in a method of ``Runner``), when the code of the instance's class
         and of its bases in the project assigns that attribute, and only a construction of that
-        one class (``self.state = RunnerState(...)`` in ``__init__``), writes no attribute it
+        one class (``self.state = TrainState(...)`` in ``__init__``), writes no attribute it
         does not name (``setattr``), and no code of the checked module or of those classes'
         modules assigns an attribute of that name anything else. ``None`` otherwise (a subclass
         in another module, or code outside these modules, may still assign it: the same bet as
@@ -2118,9 +2118,10 @@ class UnitBuilder:
             item: the ``with`` item's expression (``cst.WithItem.item``).
 
         Returns:
-            the expression whose grad mode :meth:`with_grad` and :meth:`_grad_arms` read; a
-            call made here (``torch.no_grad()`` of ``ctx = torch.no_grad`` / ``ctx()``) is not in
-            the module's tree: only its test (a node of the source) is placed.
+            the expression whose grad mode :meth:`with_grad` and :meth:`_grad_arms` read. A
+            call made here (``torch.no_grad()`` of ``ctx = torch.no_grad`` and ``ctx()``) is in
+            no module's tree: the ``If`` a conditional one makes is placed at the ``with`` item,
+            its test is the source's (a ``with`` of the same flag lines up with ``if is_train:``).
         """
         call = item if type(item) is cst.Call else None
         name = call.func if call is not None else item
@@ -2569,8 +2570,8 @@ def _attribute_targets_named(target: cst.BaseExpression, name: str, out: set) ->
 
 
 def _constructed_class(m: ModuleIndex, value: cst.BaseExpression | None) -> ClassRef | None:
-    """The project class ``value`` constructs, read in module ``m``: ``RunnerState(...)``
-    with ``RunnerState`` a class of ``m`` or imported from the project; ``None`` otherwise."""
+    """The project class ``value`` constructs, read in module ``m``: ``TrainState(...)``
+    with ``TrainState`` a class of ``m`` or imported from the project; ``None`` otherwise."""
     if type(value) is not cst.Call:
         return None
     dotted = dotted_name(value.func)
