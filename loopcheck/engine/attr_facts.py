@@ -64,7 +64,7 @@ def fact_subject(test: cst.BaseExpression) -> str | None:
     is a test of, alone: ``obj.attr``, ``not obj.attr``, ``obj.attr == literal`` (``!=``,
     ``is``, ``is not``); ``None`` for any other test."""
     node = _tested(test)
-    if type(node) is not cst.Attribute or type(node.value) is not cst.Name:
+    if type(node) is not cst.Attribute:
         return None
     return dotted_name(node)
 

@@ -44,7 +44,7 @@ from loopcheck.engine.ir import (
     release,
     walk_events,
 )
-from loopcheck.engine.attr_facts import ALL, fact_subject, mode_subject, received, written_attributes
+from loopcheck.engine.attr_facts import ALL, DYNAMIC_WRITES, fact_subject, mode_subject, received, written_attributes
 from loopcheck.engine.calls import ref_parts
 from loopcheck.engine.classes import is_module_class
 from loopcheck.engine.knowledge import NO_GRAPH, knowledge
@@ -502,7 +502,8 @@ class UnitBuilder:
         self._raw_of: dict[cst.Call, Call] = {}  # the latest raw event of each call node
         self.node_module: dict[int, ModuleIndex] = {}  # id(node) -> the module it is in
         self._splits: dict[int, ContextSplit | None] = {}
-        self._bound_once: dict[int, dict] = {}  # id(function) -> _bindings of its body (run_constant)
+        self._bound_once: dict[int, dict] = {}  # id(function) -> _single_bindings of its body (_bound_once_in)
+        self._held: dict = {}  # (module, class, attribute) -> _held_class's answer
         # the facts of attribute values (loopcheck.engine.attr_facts): id(function) -> what the
         # code a call of it runs may assign (attr_writes); the attribute names assigned through
         # a target that names no symbol (``xs[0].mode = ...``), which no event shows; the
@@ -879,6 +880,8 @@ class UnitBuilder:
                 out |= self._module_writes(frame)
             else:
                 cls = frame.instances.get(obj) or (frame.self_class if obj == frame.self_sym else None)
+                if cls is None:
+                    cls = self._held_class(frame, obj)  # ``self.state.model(x)``: ``self.state`` is a TrainState
                 if cls is not None and not cls.described and find_method(cls, method) is None:
                     out.add(func)  # ``self.actor(x)``: the object in the attribute is called
                     out |= self._method_writes(frame, "forward") | self._method_writes(frame, "__call__")
@@ -886,6 +889,56 @@ class UnitBuilder:
                     out.add(received(obj))
                     out |= self._method_writes(frame, method)
         return frozenset((ALL,)) if ALL in out else frozenset(out)
+
+    def _held_class(self, frame: Frame, obj: str) -> ClassRef | None:
+        """The project class of the object that attribute ``obj`` of the frame's own instance
+        holds (``self.state`` in a method of ``Runner``), when the code of the instance's class
+        and of its bases in the project assigns that attribute, and only a construction of that
+        one class (``self.state = TrainState(...)`` in ``__init__``), writes no attribute it
+        does not name (``setattr``), and no code of the checked module or of those classes'
+        modules assigns an attribute of that name anything else. ``None`` otherwise (a subclass
+        in another module, or code outside these modules, may still assign it: the same bet as
+        :attr:`Frame.instances` makes for a construction seen in the entry point).
+
+        Args:
+            frame: the frame of the call (its :attr:`Frame.self_sym` and :attr:`Frame.self_class`).
+            obj: a symbol, ``"self@Runner.state"``.
+
+        Returns:
+            the :class:`ClassRef` of the attribute's class, or ``None``.
+        """
+        cls, own = frame.self_class, frame.self_sym
+        if cls is None or own is None or obj.rpartition(".")[0] != own:
+            return None
+        name = obj.rpartition(".")[2]
+        key = (id(cls.module), cls.name, name)
+        if key in self._held:
+            return self._held[key]
+        self._held[key] = None  # (while it is worked out, and when it cannot be)
+        classes, todo = [], [cls]
+        while todo:
+            c = todo.pop()
+            if c in classes:
+                continue
+            if c.info is None or _writes_unnamed(c.info.node):
+                return None
+            classes.append(c)
+            todo.extend(c.bases())
+        found: set = set()
+        for m in dict.fromkeys([self.index, *(c.module for c in classes)]):
+            if m.tree is None:
+                return None
+            for value in _attribute_assignments(m.tree, name):
+                ref = _constructed_class(m, value)
+                if ref is None:
+                    return None
+                found.add((id(ref.module), ref.name))
+                held = ref
+        own_code = [n for c in classes for n in _attribute_assignments(c.info.node, name)]
+        if len(found) != 1 or not own_code:
+            return None
+        self._held[key] = held
+        return held
 
     def _passed_function(self, frame: Frame, expr: cst.BaseExpression) -> Callee | None:
         """The function of the project an argument names: a function of the frame's module
@@ -1621,11 +1674,14 @@ class UnitBuilder:
         guarded = len(out)  # where the part that the exits close begins (after the first one's entry)
         for i in range(start, len(stmt.items)):
             item = stmt.items[i]
-            arms = self._grad_arms(frame, item.item, grad)
+            # (``with grad_context():``, ``grad_context = torch.enable_grad if is_train else
+            # torch.no_grad`` bound once: the grad mode of what the variable holds)
+            chosen = self.bound_context(frame, item.item)
+            arms = self._grad_arms(frame, chosen, grad)
             if arms is not None and self._with_splits < MAX_WITH_SPLITS:
                 if item.asname is not None:
                     self.expr_events(frame, item.item, ctx, out, self._target_syms(frame, item.asname.name))
-                test = item.item.test
+                test = chosen.test
                 sides = []
                 self._with_splits += 1
                 try:
@@ -1639,9 +1695,9 @@ class UnitBuilder:
                 out.append(If(item.item, sides[0], sides[1], self.absence(frame, test), test))
                 _close_with(out, guarded, exits)
                 return
-            mode = self.with_grad(frame, item.item, grad)  # (arms that disagree, past the splits: "unknown")
+            mode = self.with_grad(frame, chosen, grad)  # (arms that disagree, past the splits: "unknown")
             # (an item that sets the mode the block already had sets it all the same)
-            grad_set = grad_set or mode != grad or self.with_grad(frame, item.item, None) is not None
+            grad_set = grad_set or mode != grad or self.with_grad(frame, chosen, None) is not None
             grad = mode
             cm = self._context_manager(frame, item.item)
             if cm is not None:  # with eval_mode(model): the generator's code around the block
@@ -2036,6 +2092,59 @@ class UnitBuilder:
             declared = declared | _declared_global(frame.module)
         return frozenset() if name in rebound or name in declared else frozenset((name,))
 
+    def _bound_once_in(self, func: cst.FunctionDef) -> dict[str, cst.BaseExpression | None]:
+        """:func:`_single_bindings` of the body of ``func`` (computed once per function)."""
+        bound = self._bound_once.get(id(func))
+        if bound is None:
+            body = func.body
+            bound = self._bound_once[id(func)] = _single_bindings(body.body if type(body) is cst.IndentedBlock else [body])
+        return bound
+
+    def bound_context(self, frame: Frame, item: cst.BaseExpression) -> cst.BaseExpression:
+        """What a ``with`` item stands for, for the grad mode it sets: for ``ctx`` or ``ctx()``
+        (``ctx(*args)``) where ``ctx`` is a local variable of the function being built, not a
+        parameter, that its body binds exactly once, at its own level (:func:`_single_bindings`:
+        the binding runs before the ``with``, and nothing re-binds it), the expression bound,
+        called as the item calls ``ctx``: ``grad_context = torch.enable_grad if is_train else
+        torch.no_grad`` then ``with grad_context():`` stands for ``torch.enable_grad() if
+        is_train else torch.no_grad()``. A conditional expression stands in only when its test
+        reads plain names that still hold, at the ``with``, what they held when it ran: no
+        attribute, subscript or call (a call in between may change them), each name a
+        parameter the body never re-binds, or a local bound once. Any other item is its own
+        answer.
+
+        Args:
+            frame: the frame of the function whose body holds the ``with``.
+            item: the ``with`` item's expression (``cst.WithItem.item``).
+
+        Returns:
+            the expression whose grad mode :meth:`with_grad` and :meth:`_grad_arms` read. A
+            call made here (``torch.no_grad()`` of ``ctx = torch.no_grad`` and ``ctx()``) is in
+            no module's tree: the ``If`` a conditional one makes is placed at the ``with`` item,
+            its test is the source's (a ``with`` of the same flag lines up with ``if is_train:``).
+        """
+        call = item if type(item) is cst.Call else None
+        name = call.func if call is not None else item
+        if type(name) is not cst.Name or frame.node is None or name.value not in frame.locals:
+            return item
+        if name.value in frame.subst or name.value in frame.constants or name.value in all_param_names(frame.node):
+            return item
+        bound = self._bound_once_in(frame.node)
+        value = bound.get(name.value)
+        if value is None:
+            return item
+        if type(value) is cst.IfExp:
+            if not _stable_test(value.test, bound):
+                return item
+            if call is None:
+                return value
+            if dotted_name(value.body) is None or dotted_name(value.orelse) is None:
+                return item
+            return value.with_changes(body=call.with_changes(func=value.body), orelse=call.with_changes(func=value.orelse))
+        if call is None:
+            return value if type(value) is cst.Call else item
+        return call.with_changes(func=value) if dotted_name(value) is not None else item
+
     def run_constant(self, frame: Frame, expr: cst.BaseExpression) -> int | None:
         """The integer ``expr`` is on every run, ``None`` when the code alone does not fix it:
         an integer literal; a parameter given one by the call being inlined and never re-bound
@@ -2063,11 +2172,8 @@ class UnitBuilder:
                     break  # the module's own code: a global
                 if name in all_param_names(f.node):
                     return None
-                bound = self._bound_once.get(id(f.node))
-                if bound is None:
-                    body = f.node.body
-                    bound = self._bound_once[id(f.node)] = _bindings(body.body if type(body) is cst.IndentedBlock else [body])
-                return bound.get(name)
+                value = self._bound_once_in(f.node).get(name)
+                return value.evaluated_value if type(value) is cst.Integer else None
             f = f.parent
         return run_constants(frame.module).get(name)
 
@@ -2405,6 +2511,78 @@ def literal_value(node: cst.CSTNode | None):
     return NO_VALUE
 
 
+def _writes_unnamed(node: cst.CSTNode) -> bool:
+    """Whether the code under ``node`` may assign attributes it does not name: it uses one of
+    the builtins ``setattr``, ``delattr``, ``vars``, ``exec``, ``eval`` by name, or an object's
+    ``__dict__``, ``__setattr__``, ``__delattr__`` (``model.eval()``, a method, is no such use)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t is cst.Name and n.value in DYNAMIC_WRITES and not n.value.startswith("__"):
+            return True
+        if t is cst.Attribute:
+            if n.attr.value in DYNAMIC_WRITES and n.attr.value.startswith("__"):
+                return True
+            stack.append(n.value)  # (not its attribute's name: ``model.eval`` reads a method)
+            continue
+        stack.extend(children(n))
+    return False
+
+
+def _attribute_assignments(node: cst.CSTNode, name: str) -> list:
+    """The values assigned to an attribute called ``name`` (``x.state = value``) under
+    ``node``; ``None`` in the list for such an attribute assigned otherwise (``x.state += 1``,
+    ``a.state, b = pair``, ``x.state: T``, ``del x.state``)."""
+    out: list = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t is cst.Assign:
+            for target in n.targets:
+                if type(target.target) is cst.Attribute and target.target.attr.value == name:
+                    out.append(n.value)
+                else:
+                    found: set[str] = set()
+                    _attribute_targets_named(target.target, name, found)
+                    out.extend(None for _ in found)
+        elif t is cst.AugAssign or t is cst.AnnAssign or t is cst.Del:
+            found = set()
+            _attribute_targets_named(n.target, name, found)
+            if found:
+                out.append(n.value if t is cst.AnnAssign and type(n.target) is cst.Attribute and n.value is not None else None)
+        stack.extend(children(n))
+    return out
+
+
+def _attribute_targets_named(target: cst.BaseExpression, name: str, out: set) -> None:
+    """Add ``name`` to ``out`` when ``target`` (an assignment or ``del`` target, a tuple of
+    them) names an attribute called ``name``."""
+    t = type(target)
+    if t is cst.Attribute and target.attr.value == name:
+        out.add(name)
+    elif t is cst.Tuple or t is cst.List:
+        for el in target.elements:
+            _attribute_targets_named(el.value, name, out)
+    elif t is cst.StarredElement:
+        _attribute_targets_named(target.value, name, out)
+
+
+def _constructed_class(m: ModuleIndex, value: cst.BaseExpression | None) -> ClassRef | None:
+    """The project class ``value`` constructs, read in module ``m``: ``TrainState(...)``
+    with ``TrainState`` a class of ``m`` or imported from the project; ``None`` otherwise."""
+    if type(value) is not cst.Call:
+        return None
+    dotted = dotted_name(value.func)
+    if dotted is None:
+        return None
+    if dotted in m.classes:
+        return ClassRef(m, dotted)
+    qualified = m.imports.qualify(dotted)
+    return m.class_ref(qualified, qualified=True) if qualified != dotted else None
+
+
 def _bound_only_by_star(frame: "Frame", dotted: str | None) -> bool:
     """Whether the first name of ``dotted`` can only come from a star import the engine did
     not resolve (``from torch_snippets import *`` binds ``torch`` there): not a local or
@@ -2427,10 +2605,45 @@ def _bindings(body) -> dict[str, int | None]:
     """``name -> the integer it holds, or None`` for every name a block of statements (a
     function's body, a module's code) binds: the integer when the block binds the name exactly
     once, by a plain ``name = <integer>`` (``name: int = <integer>``) at its own level; ``None``
-    when it binds it otherwise, more than once, or inside a compound statement (an ``if``, a
-    loop, a ``try``: a run may bind it there or not, again and again), or when a
+    when it binds it otherwise (:func:`_single_bindings`)."""
+    return {n: v.evaluated_value if type(v) is cst.Integer else None for n, v in _single_bindings(body).items()}
+
+
+def _stable_test(test: cst.BaseExpression, bound: dict) -> bool:
+    """Whether ``test`` (of a conditional expression bound to a variable) has the same value
+    wherever the function uses that variable afterwards: it is made of plain names, literals,
+    ``not``, ``and``/``or`` and comparisons only, and each name is either bound nowhere in the
+    function (a parameter it never re-binds, a global) or bound exactly once at the body's own
+    level (``bound``: :func:`_single_bindings` of the body)."""
+    stack = [test]
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t is cst.Name:
+            if n.value in bound and bound[n.value] is None:
+                return False
+        elif t in (cst.Integer, cst.Float, cst.SimpleString):
+            pass
+        elif t is cst.UnaryOperation and type(n.operator) is cst.Not:
+            stack.append(n.expression)
+        elif t is cst.BooleanOperation:
+            stack.extend((n.left, n.right))
+        elif t is cst.Comparison:
+            stack.append(n.left)
+            stack.extend(c.comparator for c in n.comparisons)
+        else:
+            return False
+    return True
+
+
+def _single_bindings(body) -> dict[str, cst.BaseExpression | None]:
+    """``name -> the expression it is bound to, or None`` for every name a block of statements
+    (a function's body, a module's code) binds: the expression when the block binds the name
+    exactly once, by a plain ``name = <expression>`` (``name: T = <expression>``) at its own
+    level; ``None`` when it binds it otherwise, more than once, or inside a compound statement
+    (an ``if``, a loop, a ``try``: a run may bind it there or not, again and again), or when a
     ``global``/``nonlocal`` statement names it (a nested function may re-bind it)."""
-    out: dict[str, int | None] = {}
+    out: dict[str, cst.BaseExpression | None] = {}
 
     def bind(n: str, value=None) -> None:
         out[n] = None if n in out else value
@@ -2446,10 +2659,9 @@ def _bindings(body) -> dict[str, int | None]:
         for small in st.body:
             ts = type(small)
             if ts is cst.Assign and len(small.targets) == 1 and type(small.targets[0].target) is cst.Name:
-                value = small.value
-                bind(small.targets[0].target.value, value.evaluated_value if type(value) is cst.Integer else None)
-            elif ts is cst.AnnAssign and type(small.target) is cst.Name and type(small.value) is cst.Integer:
-                bind(small.target.value, small.value.evaluated_value)
+                bind(small.targets[0].target.value, small.value)
+            elif ts is cst.AnnAssign and type(small.target) is cst.Name and small.value is not None:
+                bind(small.target.value, small.value)
             elif ts is cst.Import or ts is cst.ImportFrom:
                 for alias in small.names if not isinstance(small.names, cst.ImportStar) else ():
                     asname = alias.asname.name if alias.asname is not None else None
