@@ -17,6 +17,7 @@ established to be 1 syncs on every micro-step: its steps stay unconditional.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import replace
 
 import libcst as cst
@@ -24,6 +25,7 @@ import libcst as cst
 from loopcheck.engine.ir import Assign, Call, Context, If, Loop, Node, Seq, parts, walk_events
 from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.names import dotted_name
+from loopcheck.engine.roles import ROLE_TYPES
 from loopcheck.engine.values import context_of, parents, with_items
 
 #: The ``accumulation_flag`` attribute kind of the knowledge (``[class.attributes]``).
@@ -77,7 +79,12 @@ def _flag(unit, item: cst.WithItem) -> str | None:
         return None
     roles = unit.roles
     t = next((roles.type_of(s) for s in (*roles.types, *roles.accelerators) if s.rpartition(":")[2] == recv), None)
-    return knowledge().attribute_of_kind(t or "accelerate.Accelerator", FLAG)
+    # (an untyped receiver that context_of took for an accelerator by its name: the role's class)
+    return knowledge().attribute_of_kind(t or ROLE_TYPES["accelerator"], FLAG)
+
+
+#: The IRs :func:`lower_accumulate_blocks` changed (the language server may check them again).
+_LOWERED: "weakref.WeakSet[Seq]" = weakref.WeakSet()
 
 
 def _synthetic(node: Node) -> bool:
@@ -91,15 +98,14 @@ def _strip(node: Node) -> bool:
     """Take out what an earlier :func:`lower_accumulate_blocks` made (the IR of an unchanged
     function is taken again by the language server); whether there was any."""
     found = False
-    if type(node) is Seq:
+    if type(node) is Seq and any(_synthetic(item) for item in node.items):
+        found = True
         items = []
         for item in node.items:
-            if _synthetic(item):
-                found = True
-                if type(item) is If:
-                    items.extend(item.body.items)
-                continue
-            items.append(item)
+            if type(item) is If and _synthetic(item):
+                items.extend(item.body.items)
+            elif not _synthetic(item):
+                items.append(item)
         node.items[:] = items
     for part in parts(node):
         found = _strip(part) or found
@@ -107,6 +113,7 @@ def _strip(node: Node) -> bool:
 
 
 def _inside(table: dict, node: cst.CSTNode, block: cst.CSTNode) -> bool:
+    """Whether syntax node ``node`` is under ``block`` (``table``: the module's parents)."""
     cur = table.get(node)
     while cur is not None:
         if cur is block:
@@ -135,7 +142,8 @@ def lower_accumulate_blocks(unit) -> bool:
     an ``Assign`` to that attribute (no value, no event) goes before the first item of each
     run of the block's items. Both have the ``with`` item as their ``node``. Returns whether
     the IR changed (the caller then drops what the dataflow derived from it)."""
-    stripped = _strip(unit.ir)
+    stripped = unit.ir in _LOWERED and _strip(unit.ir)
+    _LOWERED.discard(unit.ir)
     roles = unit.roles
     gates: dict[int, tuple[cst.WithItem, cst.Attribute]] = {}  # id(raw) -> (item, test)
     blocks: dict[int, tuple[cst.WithItem, cst.Attribute, cst.CSTNode]] = {}  # id(block) -> (item, test, block)
@@ -166,6 +174,7 @@ def lower_accumulate_blocks(unit) -> bool:
     for item, test, block in blocks.values():
         _enter(unit.ir, item, test, block, table)
     _gate(unit.ir, gates)
+    _LOWERED.add(unit.ir)
     return True
 
 
