@@ -18,7 +18,9 @@ from typing import Callable, Collection, Mapping
 
 import libcst as cst
 
+from loopcheck.engine.accumulation import lower_accumulate_blocks
 from loopcheck.engine.builder import NODE_TABLES, ModuleIndex, UnitBuilder, UnitRecord, index_module
+from loopcheck.engine.dataflow import forget
 from loopcheck.engine.drivers import driver_unit
 from loopcheck.engine.events import classify, retype_graph_events
 from loopcheck.engine.ir import release, walk_events
@@ -525,6 +527,11 @@ def build_units(
             for raw in raws:
                 retype_graph_events(raw, roles)
             units = make_units()
+    for unit in units:
+        # the steps of an ``accelerator.accumulate()`` block run when its flag says the
+        # micro-step syncs: lowered under ``if accelerator.sync_gradients:``
+        if lower_accumulate_blocks(unit):
+            forget(unit.ir)
     return units
 
 

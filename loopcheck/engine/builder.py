@@ -805,6 +805,8 @@ class UnitBuilder:
                     self.mentions(frame, a.value),
                     _is_literal(a.value, frame.literal_params),
                     made.get(a.value) if type(a.value) is cst.Call else None,
+                    # (a library's construction argument: Accelerator(gradient_accumulation_steps=n))
+                    self.run_constant(frame, a.value) if qualified and not a.star else None,
                 )
             )
         raw = Call(call, func, args, ctx, targets, inner, qualified, operands=operands)

@@ -720,6 +720,14 @@ def always_follows(unit: Seq, first: Call | Assign, then: Call | Assign) -> bool
 _LIVE: "weakref.WeakKeyDictionary[Seq, dict]" = weakref.WeakKeyDictionary()
 
 
+def forget(unit: Seq) -> None:
+    """Drop what this module derived from ``unit``'s IR and keeps for it (its repeated tests,
+    summaries, facts, ...): that IR was changed in place
+    (:func:`~loopcheck.engine.accumulation.lower_accumulate_blocks`)."""
+    for table in (_REPEATED, _EQUALITY, _NEGATED, _COMPOUND, _SUMMARIES, _IF_TABLES, _FACTS, _PATHS, _LIVE):
+        table.pop(unit, None)
+
+
 class _Interpreter:
     """Interprets the IR over pairs ``(machine state, known conditions)``.
 

@@ -77,7 +77,11 @@ class Context:
 class Arg:
     """One argument of a call: its keyword (or ``None``), expression, and the symbol it names
     when it is a plain dotted name, plus every symbol mentioned anywhere inside it; ``call``,
-    the raw call the expression is when it is a call (``DDP(model.cuda())``: ``model.cuda()``)."""
+    the raw call the expression is when it is a call (``DDP(model.cuda())``: ``model.cuda()``);
+    ``constant``, for an argument of a call of a library (``Call.qualified``), the integer it is
+    on every run when the code alone fixes it (a literal, or a name bound once to one:
+    :meth:`~loopcheck.engine.builder.UnitBuilder.run_constant`; Accelerate's
+    ``gradient_accumulation_steps``), else ``None``."""
 
     keyword: str | None
     node: cst.BaseExpression
@@ -85,6 +89,7 @@ class Arg:
     mentions: frozenset[str]
     literal: bool = False  # only numbers, or parameters left at a numeric default
     call: "Call | None" = None
+    constant: int | None = None
 
 
 @dataclass(eq=False)

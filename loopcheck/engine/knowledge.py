@@ -88,7 +88,7 @@ NO_GRAPH = frozenset({"number", "detached", "integer"})
 ROLES = frozenset({"optimizer", "scheduler", "scaler", "loader", "model", "criterion", "loss", "accelerator"})
 _ROLE_KEYS = frozenset({
     "role", "params", "eager_state", "moves_state", "state_when", "schedule", "period", "optimizer", "same", "type", "value",
-    "sampler", "items", "first_change", "constant_when", "shares", "fresh_items",
+    "sampler", "items", "first_change", "constant_when", "shares", "fresh_items", "accumulation",
 })
 _ENTRY_KEYS = frozenset({
     "names", "bases", "effects", "returns", "methods", "attributes", "grad", "source", "context", "modes",
@@ -198,6 +198,26 @@ class ConstantWhen:
 
 
 @dataclass(frozen=True)
+class Accumulation:
+    """How many micro-steps an object that runs gradient accumulation accumulates before it
+    syncs and steps (``returns.accumulation``: Accelerate's ``Accelerator(gradient_accumulation_steps=N)``).
+
+    Attributes:
+        arg: the construction argument that gives the count.
+        default: the count when that argument is left out (Accelerate: 1, every micro-step syncs).
+        unless: arguments that, given, decide the count instead (a ``GradientAccumulationPlugin``,
+            a DeepSpeed plugin whose configuration gives its own): the count is then unknown.
+        attribute: the attribute of the instance whose assignment changes the count
+            (``accelerator.gradient_accumulation_steps = 4``): one assigned makes it unknown.
+    """
+
+    arg: ArgRef
+    default: int
+    unless: tuple = ()
+    attribute: str | None = None
+
+
+@dataclass(frozen=True)
 class Returns:
     """What a call returns, as the engine needs to know it.
 
@@ -232,7 +252,9 @@ class Returns:
             ``shares`` (for a ``"tensor"`` value: the argument whose memory the new tensor may
             share, ``torch.as_tensor(t)``; it shares none of the others), ``fresh_items`` (a
             loader whose iteration builds each batch anew, by its collate function: an object
-            a ``for`` target binds from it is referenced by nothing else the program keeps).
+            a ``for`` target binds from it is referenced by nothing else the program keeps),
+            ``accumulation`` (:class:`Accumulation`: for an accelerator, the construction
+            argument that gives its gradient accumulation count).
         items: for a returned tuple, what each element is (``deepspeed.initialize``).
     """
 
@@ -379,6 +401,8 @@ def _returns(raw, where: str) -> Returns | None:
         details.append(("first_change", _first_change(raw["first_change"], where)))
     if "constant_when" in raw:
         details.append(("constant_when", _constant_when(raw["constant_when"], where)))
+    if "accumulation" in raw:
+        details.append(("accumulation", _accumulation(raw["accumulation"], where)))
     items = tuple(_returns(item, where) for item in raw.get("items", ()))
     return Returns(role, same, raw.get("type"), raw.get("value"), tuple(details), items)
 
@@ -390,6 +414,17 @@ def _first_change(raw, where: str) -> FirstChange:
     if default is not None and (isinstance(default, bool) or not isinstance(default, int)):
         raise KnowledgeError(f"{where}: 'first_change' default is an integer")
     return FirstChange(_arg_ref(raw["arg"], where), default, str(raw.get("change", "decay")))
+
+
+def _accumulation(raw, where: str) -> Accumulation:
+    if not isinstance(raw, dict) or "arg" not in raw or "default" not in raw or set(raw) - {
+            "arg", "default", "unless", "attribute"}:
+        raise KnowledgeError(f"{where}: 'accumulation' is a table with 'arg', 'default' and optional 'unless', 'attribute'")
+    default = raw["default"]
+    if isinstance(default, bool) or not isinstance(default, int):
+        raise KnowledgeError(f"{where}: 'accumulation' default is an integer")
+    unless = tuple(_arg_ref(u, where) for u in raw.get("unless", ()))
+    return Accumulation(_arg_ref(raw["arg"], where), default, unless, raw.get("attribute"))
 
 
 def _constant_when(raw, where: str) -> ConstantWhen:
@@ -621,6 +656,22 @@ class Knowledge:
             return entry.attributes[name]
         for base in entry.bases:
             found = self.attribute(base, name, _seen | {entry.name})
+            if found is not None:
+                return found
+        return None
+
+    def attribute_of_kind(self, cls: str | None, kind: str, _seen: frozenset = frozenset()) -> str | None:
+        """The name of the attribute of class ``cls`` that the knowledge says is a ``kind``
+        (``"sync_gradients"`` for Accelerate's ``"accumulation_flag"``), looked up through the
+        entry's bases; ``None`` when no entry lists one."""
+        entry = self.cls(cls)
+        if entry is None or entry.name in _seen:
+            return None
+        for name, what in entry.attributes.items():
+            if what == kind:
+                return name
+        for base in entry.bases:
+            found = self.attribute_of_kind(base, kind, _seen | {entry.name})
             if found is not None:
                 return found
         return None

@@ -246,6 +246,11 @@ class Roles:
         keepers: the containers of those stores.
         fresh_loaders: loaders whose knowledge entry says their iteration builds each item
             anew (``fresh_items``: a DataLoader's batches, made by its collate function).
+        accumulation: accelerator → the gradient accumulation count its construction gives
+            (knowledge ``returns.accumulation``: ``Accelerator(gradient_accumulation_steps=1)``,
+            or the argument left out), ``None`` when the code does not fix it (a count read
+            from the command line, a plugin that gives its own, constructions that disagree,
+            the attribute assigned later); an accelerator the unit does not construct is absent.
         parameterless: models established to hold no parameters
             (:func:`loopcheck.engine.values.models_without_parameters`): their forward passes
             make no graph of their own (set by :func:`know_models_without_parameters`).
@@ -272,6 +277,7 @@ class Roles:
     graph_stores: dict = field(default_factory=dict)
     keepers: frozenset[str] = frozenset()
     parameterless: frozenset[str] = frozenset()
+    accumulation: dict[str, int | None] = field(default_factory=dict)
 
     def canon(self, sym: str | None) -> str | None:
         """The representative of a symbol's alias class; ``model.module`` → ``model``."""
@@ -456,6 +462,20 @@ def schedule_start(c: Call, r) -> ScheduleStart:
         # constructor's own step: positions 0 and 1 agree then, but no later change is told
         return ScheduleStart("changes") if at == 1 else ScheduleStart("held", None, first.change)
     return ScheduleStart("held", at, first.change)
+
+
+def accumulation_count(call: Call, acc) -> int | None:
+    """The gradient accumulation count the construction ``call`` gives (``acc``: the entry's
+    :class:`~loopcheck.engine.knowledge.Accumulation`): the run constant of its argument
+    (:attr:`~loopcheck.engine.ir.Arg.constant`), or the default when it is left out; ``None``
+    when the code does not fix it (a count from ``args``, an argument of ``acc.unless`` given,
+    ``*args``/``**kwargs`` that could give either)."""
+    if any(a.star for a in getattr(call.node, "args", ())):
+        return None
+    if any(arg_at(call, ref) is not None for ref in acc.unless):
+        return None
+    arg = arg_at(call, acc.arg)
+    return acc.default if arg is None else arg.constant
 
 
 def keeps_no_state(call: Call, r) -> bool:
@@ -772,6 +792,12 @@ class _Inference:
         elif role == "accelerator":
             roles.accelerators.add(target)
             roles.types.setdefault(target, summary.name)
+            acc = r.get("accumulation")
+            if acc is not None:
+                count = accumulation_count(c, acc)
+                if roles.accumulation.get(target, count) != count:
+                    count = None  # built twice (if/else arms) with different counts
+                roles.accumulation[target] = count
         elif role == "model":
             roles.models.add(target)
         elif role == "loss":
@@ -889,6 +915,17 @@ class _Inference:
         for e in self.events:
             if isinstance(e, Assign) and e.op == "=" and e.value_sym in constructed and e.target not in constructed:
                 roles.alias[e.target] = e.value_sym
+        if roles.accumulation:
+            # ``accelerator.gradient_accumulation_steps = n`` after the construction: not known
+            for e in self.events:
+                if not isinstance(e, Assign) or not e.target:
+                    continue
+                sym, _, attr = e.target.rpartition(".")
+                if sym in roles.accumulation:
+                    summary = self.kb.callable(roles.types.get(sym))
+                    acc = summary.returns.get("accumulation") if summary and summary.returns else None
+                    if acc is not None and attr == acc.attribute:
+                        roles.accumulation[sym] = None
         for sym, ms in self.methods.items():
             if sym in roles.alias or sym in roles.optimizers or sym in roles.schedulers or sym in roles.scalers:
                 continue

@@ -20,7 +20,8 @@ from loopcheck.engine.events import Event
 from loopcheck.engine.ir import Assign, Call, LoopInfo
 from loopcheck.engine.names import dotted_name
 from loopcheck.engine.unit import Unit
-from loopcheck.engine.values import context_of, definitions, with_items
+from loopcheck.engine.accumulation import accumulate_item, syncs_every_step
+from loopcheck.engine.values import definitions
 from loopcheck.engine.walk import names_in, walk
 from loopcheck.findings import Report
 from loopcheck.catalog import INFOS
@@ -53,11 +54,8 @@ def accumulation_if(ev: Event) -> cst.CSTNode | None:
 
 def accumulate_block(unit: Unit, ev: Event) -> cst.WithItem | None:
     """The ``accelerator.accumulate(model)`` item of the ``with`` block around an event (in its
-    function), if any."""
-    for item in with_items(unit, ev.node):
-        if context_of(unit, item) == "accumulate":
-            return item
-    return None
+    function), if any (:func:`~loopcheck.engine.accumulation.accumulate_item`)."""
+    return accumulate_item(unit, ev.node)
 
 
 # -- LC106 ----------------------------------------------------------------------------------
@@ -70,7 +68,9 @@ class ClipOnEveryMicroStep(Rule):
     Reported when (structure, not paths): a clip (not a measurement) in loop ``L`` follows, in
     program order, a backward whose innermost loop is ``L``; the clip is under no accumulation
     ``if``; and every step in ``L`` of the stepping optimizers it concerns is under an accumulation
-    ``if`` or in the same ``accelerator.accumulate()`` ``with`` item as the clip. Known limit: an
+    ``if`` or in the same ``accelerator.accumulate()`` ``with`` item as the clip, of an accelerator
+    whose accumulation count is not established to be 1 (``Accelerator()``,
+    ``gradient_accumulation_steps=1``, or a name bound once to 1: every micro-step syncs). Known limit: an
     accumulation ``if`` is one whose test text matches ``ACCUMULATION_TEST`` (``%``, ``accum``,
     ``sync_grad``, ...), and an untyped receiver named ``*accelerator*``/``*fabric*`` is taken for
     an Accelerator (see ``rules/LC106.md``)."""
@@ -95,7 +95,9 @@ class ClipOnEveryMicroStep(Rule):
     def _conditional_step(unit: Unit, clip: Event, loop: LoopInfo) -> tuple[Event, str] | None:
         """The step of a clipped optimizer in the same loop that only runs on some micro-steps:
         under an accumulation ``if`` that the clip is not under, or (Accelerate) in an
-        ``accumulate()`` block, where the prepared optimizer skips non-sync micro-steps."""
+        ``accumulate()`` block, where the prepared optimizer skips non-sync micro-steps, of an
+        accelerator not established to sync on every one (a count of 1:
+        :func:`~loopcheck.engine.accumulation.syncs_every_step`)."""
         steps = []
         for opt in active_optimizers(unit):
             if not touches(unit, opt, clip):
@@ -104,6 +106,8 @@ class ClipOnEveryMicroStep(Rule):
         if not steps:
             return None
         block = accumulate_block(unit, clip)
+        if block is not None and syncs_every_step(unit, block):
+            block = None  # an accelerator whose count is 1: every micro-step syncs and steps
         out = None
         for s in steps:
             cond = accumulation_if(s)
