@@ -676,8 +676,9 @@ def _optimizer_bound(a: Assign, roles: Roles) -> Event | None:
     before. Nothing for a value with another call (an inlined factory may build the optimizer
     inside, ``self.optimizer = make_optimizer(model)``) or one that may be the optimizer itself
     (``self.optimizer = self.optimizer or Adam(...)``)."""
-    if a.op != "=" or a.target is None or a.value is None or a.value_sym is not None or a.sources is None:
-        return None
+    if (a.op != "=" or a.target is None or a.value is None or a.value_sym is not None or a.sources is None
+            or type(a.value) is cst.Call):
+        return None  # (a construction alone: its ``opt_build`` is the binding)
     opt = roles.canon(a.target)
     info = roles.optimizers.get(opt)
     if info is None or any(roles.canon(m) == opt for m in a.mentions):
