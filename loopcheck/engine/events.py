@@ -536,7 +536,7 @@ def classify_assign(a: Assign, roles: Roles) -> list[Event]:
             kind = "unfreeze" if _literal_bool(a.value) else "freeze"
             part = tuple(c for c in a.ctx.conds if _selects_per_iteration(c, loop.targets))
             return [Event(kind, roles.canon(owner), a.node, a, {"part": part} if part else {})]
-    rebound = _optimizer_rebound(a, roles)
+    rebound = _optimizer_rebound(a, roles) or _optimizer_bound(a, roles)
     if rebound is not None:
         return [rebound]
     moved = _optimizer_state_moved(a, roles)
@@ -661,6 +661,45 @@ def _optimizer_rebound(a: Assign, roles: Roles) -> Event | None:
     if target == value or target not in roles.optimizers or value not in roles.optimizers:
         return None
     return Event("havoc", target, a.node, a)
+
+
+def _optimizer_bound(a: Assign, roles: Roles) -> Event | None:
+    """``self.optimizer = optimizer if optimizer is not None else AdamW(self.model.parameters())``:
+    the optimizer's name re-bound by an expression that is not a plain name, whose every call
+    is a construction of that optimizer (calls inside a construction's arguments aside) and
+    which names no symbol of that optimizer. An ``opt_bind`` of the optimizer; ``builds``: the
+    ``id()`` of the raw calls of those constructions made by this run of the statement (a
+    function inlined twice has one syntax node and two raw calls per construction). Once the statement has run the name
+    holds what the expression gave: on a path that built the optimizer in this statement, that
+    construction's object; on any other path (the ``optimizer`` arm, a parameter given the
+    caller's object) an object this path did not see built here, not the one the name held
+    before. Nothing for a value with another call (an inlined factory may build the optimizer
+    inside, ``self.optimizer = make_optimizer(model)``) or one that may be the optimizer itself
+    (``self.optimizer = self.optimizer or Adam(...)``)."""
+    if (a.op != "=" or a.target is None or a.value is None or a.value_sym is not None or a.sources is None
+            or type(a.value) is cst.Call):
+        return None  # (a construction alone: its ``opt_build`` is the binding)
+    opt = roles.canon(a.target)
+    info = roles.optimizers.get(opt)
+    if info is None or any(roles.canon(m) == opt for m in a.mentions):
+        return None
+    ctors = [c for c in (info.ctor, *info.others) if c is not None]
+    nodes = {id(c.node) for c in ctors}
+    stack: list[cst.CSTNode] = [a.value]
+    while stack:
+        node = stack.pop()
+        if type(node) is cst.Call:
+            if id(node) not in nodes:
+                return None  # a call that may return anything (a factory, a lookup)
+            continue  # the construction's arguments are its own
+        if type(node) is cst.Lambda:
+            return None
+        stack.extend(node.children)
+    raws = {id(c) for c in ctors}
+    builds = frozenset(id(c) for c in a.sources.calls if id(c) in raws)
+    if not builds:
+        return None
+    return Event("opt_bind", opt, a.node, a, {"builds": builds})
 
 
 #: The tensor methods that return a copy on a device (``v.to(device)``, ``v.cuda()``, ``v.cpu()``).

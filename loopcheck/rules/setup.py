@@ -245,7 +245,7 @@ class OptimizerModelMachine(Machine):
     """The changes of the models an optimizer was built from, between its construction and
     its steps (:class:`S`); a change of a module that holds no parameters is none."""
 
-    kinds = frozenset({'opt_build', 'step', 'opt_load_state', 'opt_state_move', 'opt_params_set', 'havoc',
+    kinds = frozenset({'opt_build', 'opt_bind', 'step', 'opt_load_state', 'opt_state_move', 'opt_params_set', 'havoc',
                        'convert', 'model_build', 'submodule_replace'})
     only_own_events = True
 
@@ -329,6 +329,14 @@ class OptimizerModelMachine(Machine):
                         and s.pending.raw.target in ev.extra["params"]):
                     return s._replace(pending=None)
                 return s
+            if k == "opt_bind":
+                # the name re-bound by an expression that builds the optimizer on some path only
+                # (``optimizer if optimizer is not None else AdamW(...)``): on a path whose
+                # construction is not this statement's, the name now holds another object, whose
+                # construction this path did not see; the optimizer built before is not it
+                if s.built is not None and id(s.built.raw) in ev.extra["builds"]:
+                    return s
+                return S(None, None, None, s.current, s.current, dtype=s.dtype)
             if k == "havoc":
                 return S(None, None, None, s.current, s.current, dtype=s.dtype)
             return s
