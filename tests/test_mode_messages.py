@@ -1,5 +1,6 @@
 """LC301 and LC303 messages name a mode switch as written when its argument decides the mode
-(``model.train(False)`` is an ``eval()``; shortened to ``model.train()`` it says the opposite)."""
+(``model.train(False)`` is an ``eval()``; shortened to ``model.train()`` it says the opposite);
+LC302 names the same ``eval()`` on every run."""
 
 from __future__ import annotations
 
@@ -31,3 +32,22 @@ def test_eval_without_arguments_keeps_its_short_name():
     assert _messages("LC301_bad_many_flags_eval_after_epoch.py", "LC301") == [
         "model.eval() is still in effect when scaler.step() at line 46 trains the model"
     ]
+
+
+def test_lc302_names_the_first_eval_in_program_order_whatever_the_set_order():
+    """Two eval() calls reach the forward (one per arm): the message names the first one written,
+    on every run (the machine's states are a set, ordered by memory address)."""
+    source = (
+        "import torch\n"
+        "model = torch.nn.Linear(4, 2)\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "def evaluate(loader, quick):\n"
+        "    if quick:\n"
+        "        model.eval()\n"
+        "    else:\n"
+        "        model.eval()\n"
+        "    for x in loader:\n"
+        "        out = model(x)\n"
+    )
+    messages = {f.message for _ in range(5) for f in check_source(source, "t.py") if f.code == "LC302"}
+    assert messages == {"model() runs in eval mode (line 6) without torch.no_grad()"}

@@ -413,7 +413,8 @@ class ValidationWithoutNoGrad(Rule):
                 continue  # the model's own forward backpropagates through its graph: it needs grad on
             if entry_grad_off(unit, fwd):
                 continue  # every call of its function in the project runs it under no_grad (reads the project)
-            evals = [x.ev for x in states if x.ev is not None] if in_eval else []
+            # in program order (`states` is a set): the eval() a message names must not change from run to run
+            evals = list(dict.fromkeys(x.ev for x in unit.in_order(states, "ev") if x.ev is not None)) if in_eval else []
             for ev in evals or [None]:
                 key = id(ev) if ev is not None else id(fwd.ctx.loops[-1])
                 if key not in firsts:
