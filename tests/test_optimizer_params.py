@@ -1,5 +1,5 @@
-"""Which models an optimizer's parameters come from: a tensor factory's result shares no memory
-with its arguments, a name re-bound from its own values holds what its other definitions give,
+"""Which models an optimizer's parameters come from: a tensor factory's result (and the copy
+``torch.cat`` or ``torch.stack`` makes, but its ``out=``) shares no memory with its arguments, a name re-bound from its own values holds what its other definitions give,
 the attribute name of a call's result (``.cuda`` of ``torch.randn(3).cuda()``) is no name
 the value reads, and the output of a forward of a model (or of a submodule of it) holds none of
 its parameters, while a method of its class may return anything."""
@@ -40,6 +40,11 @@ def optimizer_models(body: str):
     "delta = torch.zeros_like(x).requires_grad_(True)\nopt = torch.optim.Adam([delta])\n",
     "delta = torch.zeros(x.size(0), 3).cuda()\nopt = torch.optim.Adam([delta])\n",
     "delta = torch.tensor(x)\nopt = torch.optim.Adam([delta])\n",
+    # torch.cat and torch.stack copy their arguments (the knowledge's ``copies``): the caller's
+    # tensor, or a buffer of the model, is not what the optimizer updates
+    "delta = torch.cat((x, torch.zeros(1, 3).cuda()), 0).cuda()\nopt = torch.optim.Adam([delta], 0.1)\n",
+    "delta = torch.stack([x, x])\ndelta.requires_grad = True\nopt = torch.optim.Adam([delta])\n",
+    "delta = torch.cat((model.buffer[1:], torch.zeros(1, 3)))\nopt = torch.optim.Adam([delta])\n",
 ])
 def test_a_tensor_built_here_holds_no_model_parameters(body):
     assert optimizer_models(body) == set()
@@ -56,6 +61,8 @@ def test_an_optimizer_that_also_takes_the_model_parameters_trains_the_model():
     "delta = torch.as_tensor(x)\nopt = torch.optim.SGD([delta], lr=0.1)\n",
     # a name re-bound only from itself: its first value is the caller's, unknown
     "x = x.detach().requires_grad_()\nopt = torch.optim.SGD([x], lr=0.1)\n",
+    # torch.cat(..., out=buf) writes into buf and returns it: the caller's tensor
+    "delta = torch.cat((torch.zeros(1, 3), torch.zeros(1, 3)), out=x)\nopt = torch.optim.SGD([delta], lr=0.1)\n",
 ])
 def test_a_tensor_of_unknown_origin_stays_unknown(body):
     assert optimizer_models(body) is None

@@ -638,9 +638,10 @@ class UnitBuilder:
         given it may train), when they differ from its mentions:
 
         - a mention read only in the arguments of a call the library knowledge says builds a
-          new tensor is left out (``torch.randn(x.shape)``, ``torch.zeros_like(p)``: the tensor
-          shares no memory with them), the argument its ``shares`` entry names excepted
-          (``torch.as_tensor(t)`` may be ``t``);
+          new tensor is left out (``torch.randn(x.shape)``, ``torch.zeros_like(p)``, and
+          ``torch.cat((buf, z))``, which copies them: the tensor shares no memory with them,
+          :attr:`~loopcheck.engine.knowledge.Returns.new_memory`), the argument its ``shares``
+          entry names excepted (``torch.as_tensor(t)`` may be ``t``, ``torch.cat(xs, out=buf)`` is ``buf``);
         - a chain the expression calls is given as the call's result, ``sym()``
           (``g.style()`` for ``g.style(z)``): what it holds is decided with the roles
           (:meth:`loopcheck.engine.roles._Inference.param_models`: the output of a forward of
@@ -663,7 +664,7 @@ class UnitBuilder:
                 q, qualified = self.resolve(frame, callee)
                 summary = kb.function(q) if qualified else None
                 r = summary.returns if summary is not None else None
-                if r is not None and r.value == "tensor":
+                if r is not None and r.new_memory:
                     kept = _arg_node(n, r.get("shares"))
                     for a in n.args:
                         if a is kept:

@@ -88,7 +88,7 @@ NO_GRAPH = frozenset({"number", "detached", "integer"})
 ROLES = frozenset({"optimizer", "scheduler", "scaler", "loader", "model", "criterion", "loss", "accelerator"})
 _ROLE_KEYS = frozenset({
     "role", "params", "eager_state", "moves_state", "state_when", "schedule", "period", "optimizer", "same", "type", "value",
-    "sampler", "items", "first_change", "constant_when", "shares", "fresh_items", "accumulation",
+    "sampler", "items", "first_change", "constant_when", "shares", "fresh_items", "accumulation", "copies",
 })
 _ENTRY_KEYS = frozenset({
     "names", "bases", "effects", "returns", "methods", "attributes", "grad", "source", "context", "modes",
@@ -250,7 +250,12 @@ class Returns:
             the initial one; a scheduler without it is taken to change the LR at position 1),
             ``constant_when`` (:class:`ConstantWhen`: the argument value that keeps the LR constant),
             ``shares`` (for a ``"tensor"`` value: the argument whose memory the new tensor may
-            share, ``torch.as_tensor(t)``; it shares none of the others), ``fresh_items`` (a
+            share, ``torch.as_tensor(t)``; it shares none of the others; for a ``"derived"``
+            value that ``copies``, the argument it is written into, ``out=``), ``copies`` (for a
+            ``"derived"`` value: the result is a new tensor sharing no memory with the arguments,
+            ``torch.cat``, ``torch.stack``, but the one ``shares`` names, so an optimizer given it
+            trains none of their parameters, while the graph it keeps reaches them; see
+            :meth:`new_memory`), ``fresh_items`` (a
             loader whose iteration builds each batch anew, by its collate function: an object
             a ``for`` target binds from it is referenced by nothing else the program keeps),
             ``accumulation`` (:class:`Accumulation`: for an accelerator, the construction
@@ -270,6 +275,15 @@ class Returns:
             if k == key:
                 return v
         return default
+
+    @property
+    def new_memory(self) -> bool:
+        """Whether the call's result is a new tensor sharing no memory with the arguments but
+        the one ``shares`` names: a factory (``value = "tensor"``: ``torch.zeros(n)``,
+        ``torch.as_tensor(t)`` but ``t``) or a ``"derived"`` value that ``copies`` them
+        (``torch.cat((a, b))`` but its ``out=``). An optimizer given such a tensor trains
+        nothing of the other arguments (the knowledge's ``value``, ``copies`` and ``shares``)."""
+        return self.value == "tensor" or (self.value == "derived" and bool(self.get("copies")))
 
 
 @dataclass(frozen=True)
@@ -394,7 +408,7 @@ def _returns(raw, where: str) -> Returns | None:
     for k in ("params", "period", "optimizer", "state_when", "shares"):
         if k in raw:
             details.append((k, _arg_ref(raw[k], where)))
-    for k in ("eager_state", "moves_state", "schedule", "sampler", "fresh_items"):
+    for k in ("eager_state", "moves_state", "schedule", "sampler", "fresh_items", "copies"):
         if k in raw:
             details.append((k, raw[k]))
     if "first_change" in raw:

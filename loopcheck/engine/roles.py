@@ -659,11 +659,13 @@ class _Inference:
         """The symbols whose objects the result of ``c`` may be or hold: those its arguments
         mention and, for a method, the result of calling it (``x.detach()``: what ``x`` holds;
         ``g.style()``: nothing of ``g`` when it runs a forward, :meth:`forward_of_model`), none
-        of them for a call the library knowledge says builds a new tensor (``torch.zeros(n)``)
-        but the argument its ``shares`` entry names (``torch.as_tensor(t)``)."""
+        of them for a call the library knowledge says builds a new tensor (``torch.zeros(n)``,
+        ``torch.cat((buf, z))``, which copies them: :attr:`Returns.new_memory
+        <loopcheck.engine.knowledge.Returns.new_memory>`) but the argument its ``shares`` entry
+        names (``torch.as_tensor(t)``, ``torch.cat(xs, out=buf)``)."""
         summary = self.kb.callable(c.func) if c.qualified else None
         r = summary.returns if summary is not None else None
-        if r is not None and r.value == "tensor":
+        if r is not None and r.new_memory:
             kept = arg_at(c, r.get("shares")) if r.get("shares") is not None else None
             return kept.mentions if kept is not None else frozenset()
         out = frozenset().union(*(a.mentions for a in c.args)) if c.args else frozenset()

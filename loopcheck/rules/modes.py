@@ -454,10 +454,14 @@ class ValidationWithoutNoGrad(Rule):
 
     @staticmethod
     def _followed_by_backward(unit: Unit, fwd: Event) -> bool:
-        """Gradients wanted on purpose (saliency, attacks): a backward follows before train(),
-        in program order, or in the next iteration of the forward's innermost loop on a value
-        computed from the forward's output (an attack whose loop backpropagates, at its top, the
-        output its previous iteration computed)."""
+        """Gradients wanted on purpose (saliency, attacks, planning by gradient descent on a
+        model's inputs): a backward follows before train(), in program order; or one follows
+        later in the rest of the forward's iteration, after a ``train()`` or a construction of
+        the model, on a value computed from the forward's output (the graph the forward
+        records is the one that backward uses, whatever the model's mode is by then:
+        :func:`_backpropagated_later`); or one runs in the next iteration of the forward's
+        innermost loop on a value computed from the forward's output (an attack whose loop
+        backpropagates, at its top, the output its previous iteration computed)."""
         at = unit.order(fwd)
         loop = fwd.ctx.loops[-1] if fwd.ctx.loops else None
         end = len(unit.events)  # where the rest of the forward's iteration ends
@@ -467,6 +471,8 @@ class ValidationWithoutNoGrad(Rule):
                 end = i
                 break
             found = _backward_or_train(ev, fwd)
+            if found is False and _backpropagated_later(unit, fwd, loop):
+                return True  # model.train() for a second loss term, then loss.backward() of both
             if found is not None:
                 return found
         if loop is not None:  # the rest of the iteration ran into neither: the next one starts
@@ -507,16 +513,60 @@ def _backward_or_train(ev: Event, fwd: Event) -> bool | None:
     return None
 
 
+def _backpropagated_later(unit: Unit, fwd: Event, loop: LoopInfo | None) -> bool:
+    """Whether a backward pass or a gradient query that runs after forward ``fwd`` in program
+    order, in the rest of its innermost loop's iteration (``loop``; the rest of the unit when
+    ``None``), runs on a value computed from the forward's output (:func:`_derive`, through
+    assignments and calls that take it: ``pred = model(x)``, ``loss = cost(pred)``, ``loss =
+    loss + reg``, ``loss.backward()``). The autograd graph the forward records is then used,
+    whatever ``train()`` or construction of its model came in between."""
+    derived = {t for t in getattr(fwd.raw, "targets", ()) if t}
+    if not derived:
+        return False
+    started = False
+    for raw in unit.raws():
+        if not started:
+            started = raw is fwd.raw
+            continue
+        if loop is not None and loop not in raw.ctx.loops:
+            break
+        if any(ev.kind in ("backward", "grad_query") and _backpropagates(ev, derived) for ev in raw.typed):
+            return True
+        _derive(raw, derived)
+        if not derived:
+            return False
+    return False
+
+
 def _derive(raw, derived: set) -> None:
     """Update ``derived`` (the names holding values computed from a forward's output) for raw
     event ``raw``: what it assigns from one of them is added, what it assigns from none of
-    them (``out = model(x)`` re-bound by the next iteration) is removed."""
-    targets = (raw.target,) if isinstance(raw, Assign) else raw.targets
+    them (``out = model(x)`` re-bound by the next iteration) is removed. The part of a call's
+    result an unpacking gives a name (``pred, _ = model(x)``: an ``Assign`` of kind ``part``
+    without sources after the call event), and the ``Assign`` of a call's result to a name the
+    call event binds (``pred = model(x)``), are what the call event, which binds that name
+    with the call's sources, decided: they change nothing."""
     src = getattr(raw, "sources", None)
-    if src is not None and derived.intersection(src.names):
+    if isinstance(raw, Assign) and (
+            (raw.value_kind == "part" and src is None)
+            or (src is not None and any(c.node is raw.value and raw.target in c.targets for c in src.calls))):
+        return
+    targets = (raw.target,) if isinstance(raw, Assign) else raw.targets
+    if src is not None and _reads_any(src.names, derived):
         derived.update(t for t in targets if t)
     elif not (isinstance(raw, Assign) and raw.op != "="):  # (x += y keeps what x held)
         derived.difference_update(targets)
+
+
+def _reads_any(names, derived: set) -> bool:
+    """Whether one of the symbols ``names`` is, or is an attribute chain of, a name in
+    ``derived`` (``images.view`` of ``images = images.view(n, -1)`` reads ``images``)."""
+    for name in names:
+        while name:
+            if name in derived:
+                return True
+            name = name.rpartition(".")[0]
+    return False
 
 
 def _backpropagates(ev: Event, derived: set) -> bool:
