@@ -100,3 +100,16 @@ def test_grad_contexts():
 def test_a_bad_entry_is_an_error_that_names_it(text, message):
     with pytest.raises(KnowledgeError, match=re.escape(message)):
         Knowledge().load(text, "test.toml")
+
+
+@pytest.mark.parametrize("name, new, shares", [
+    ("torch.zeros", True, None),  # a factory
+    ("torch.as_tensor", True, 0),  # a factory that may return its argument
+    ("torch.cat", True, "out"),  # derived, copying its arguments, but ``out=``
+    ("torch.stack", True, "out"),
+    ("torch.nn.functional.relu", False, None),
+])
+def test_new_memory_says_which_results_share_no_memory_with_their_arguments(name, new, shares):
+    returns = knowledge().function(name).returns
+    assert (returns is not None and returns.new_memory) is new
+    assert (returns.get("shares") if returns is not None else None) == shares
