@@ -560,12 +560,15 @@ def _derive(raw, derived: set) -> None:
 
 def _reads_any(names, derived: set) -> bool:
     """Whether one of the symbols ``names`` is, or is an attribute chain of, a name in
-    ``derived`` (``images.view`` of ``images = images.view(n, -1)`` reads ``images``)."""
+    ``derived`` (``images.view`` of ``images = images.view(n, -1)`` reads ``images``); a chain
+    through ``.data`` (``pred.data``) reads its value detached, with no graph of it."""
     for name in names:
         while name:
             if name in derived:
                 return True
-            name = name.rpartition(".")[0]
+            name, _, attr = name.rpartition(".")
+            if attr == "data":
+                break
     return False
 
 
