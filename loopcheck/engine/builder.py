@@ -2079,7 +2079,34 @@ class UnitBuilder:
         calls = tuple(
             q for q in (self.resolve(frame, dotted_name(c.func))[0] for c in calls_in_order(iter_expr)) if q
         )
-        return LoopInfo(node, tuple(sorted(names)), tuple(sorted(self.mentions(frame, iter_expr))), calls, frame.name)
+        drawn = tuple(self._drawn(frame, target, iter_expr)) if target is not None and iter_expr is not None else ()
+        return LoopInfo(node, tuple(sorted(names)), tuple(sorted(self.mentions(frame, iter_expr))), calls, frame.name,
+                        drawn=drawn)
+
+    def _drawn(self, frame: Frame, target: cst.BaseExpression, iterable: cst.BaseExpression):
+        """``(name, symbols)`` for each name of a ``for`` target whose elements come from one
+        known part of the iterable (:attr:`LoopInfo.drawn`): the whole iterable for a plain
+        name; the argument at the same position of ``zip(...)`` for an element of a tuple
+        target; the iterable of ``enumerate(...)`` for the second element of its pair (nested
+        targets follow nested calls). A starred element or argument, a keyword, or another
+        call draws nothing known."""
+        if type(target) is cst.Name:
+            yield target.value, self.mentions(frame, iterable)
+            return
+        if type(target) not in _SEQUENCES or type(iterable) is not cst.Call:
+            return
+        elements = [el.value for el in target.elements]
+        args = iterable.args
+        if any(type(el) is cst.StarredElement for el in target.elements) or any(a.star or a.keyword for a in args):
+            return
+        func, qualified = self.resolve(frame, dotted_name(iterable.func))
+        if not qualified:
+            return
+        if func == "zip" and len(elements) == len(args):
+            for el, a in zip(elements, args):
+                yield from self._drawn(frame, el, a.value)
+        elif func == "enumerate" and len(elements) == 2 and len(args) == 1:
+            yield from self._drawn(frame, elements[1], args[0].value)
 
     def small_stmt(self, frame: Frame, s: cst.CSTNode, ctx: Context, out: list[Node]) -> None:
         if type(s) is cst.Expr:
