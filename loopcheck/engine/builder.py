@@ -2131,6 +2131,7 @@ class UnitBuilder:
             self.expr_events(frame, s.value, ctx, out)
             self.assign_event(frame, s, s.target, s.operator.__class__.__name__, s.value, ctx, out)
         elif type(s) is cst.Return:
+            start = len(out)
             if s.value is not None:
                 if frame.return_targets and frame.return_targets[0] and type(s.value) is cst.Name and s.value.value in frame.defs:
                     self.func_values[frame.return_targets[0]] = (frame.defs[s.value.value], frame)
@@ -2144,7 +2145,10 @@ class UnitBuilder:
                     else:
                         for tgt, el in zip(frame.return_targets, values):
                             self.assign_event(frame, s, None, "=", el.value, ctx, out, tgt)
-            out.append(Jump("return", self.sources(frame, s.value).names if s.value is not None else frozenset()))
+            values = self.sources(frame, s.value).names if s.value is not None else frozenset()
+            # ``return self._forward_multi_view(x)``: the value also comes from what the
+            # inlined function returns (its locals: ``return [loss_ce, loss_cr]``)
+            out.append(Jump("return", values | _inlined_returns(out[start:])))
         elif type(s) is cst.Del:
             for target in _deleted(s.target):
                 cleared = _whole_slice_of(target)
@@ -2384,6 +2388,30 @@ class _CallPlan:
     args: tuple
     detaches: bool
     callee: object
+
+
+def _inlined_returns(nodes: list) -> frozenset[str]:
+    """The symbols the functions inlined among ``nodes`` (the IR of one ``return``
+    statement's expression, ``a() if c else b()`` included) return values computed from: the
+    values of their own ``return`` jumps, which already hold those of the functions whose result
+    they return, and not of functions inlined deeper, whose results they computed from."""
+    out: set[str] = set()
+    todo, inlines = list(nodes), []
+    while todo:  # the outermost inlined calls
+        node = todo.pop()
+        if type(node) is Inline:
+            inlines.append(node.body)
+        elif type(node) is not Jump:
+            todo.extend(parts(node))
+    while inlines:  # their own returns
+        node = inlines.pop()
+        t = type(node)
+        if t is Jump:
+            if node.kind == "return":
+                out |= node.values
+        elif t is not Inline:
+            inlines.extend(parts(node))
+    return frozenset(out)
 
 
 def _sources_plan(e: cst.CSTNode, kb):
