@@ -2188,7 +2188,34 @@ class UnitBuilder:
         calls = tuple(
             q for q in (self.resolve(frame, dotted_name(c.func))[0] for c in calls_in_order(iter_expr)) if q
         )
-        return LoopInfo(node, tuple(sorted(names)), tuple(sorted(self.mentions(frame, iter_expr))), calls, frame.name)
+        drawn = tuple(self._drawn(frame, target, iter_expr)) if target is not None and iter_expr is not None else ()
+        return LoopInfo(node, tuple(sorted(names)), tuple(sorted(self.mentions(frame, iter_expr))), calls, frame.name,
+                        drawn=drawn)
+
+    def _drawn(self, frame: Frame, target: cst.BaseExpression, iterable: cst.BaseExpression):
+        """``(name, symbols)`` for each name of a ``for`` target whose elements come from one
+        known part of the iterable (:attr:`LoopInfo.drawn`): the whole iterable for a plain
+        name; the argument at the same position of ``zip(...)`` for an element of a tuple
+        target; the iterable of ``enumerate(...)`` for the second element of its pair (nested
+        targets follow nested calls). A starred element or argument, a keyword, or another
+        call draws nothing known."""
+        if type(target) is cst.Name:
+            yield target.value, self.mentions(frame, iterable)
+            return
+        if type(target) not in _SEQUENCES or type(iterable) is not cst.Call:
+            return
+        elements = [el.value for el in target.elements]
+        args = iterable.args
+        if any(type(el) is cst.StarredElement for el in target.elements) or any(a.star or a.keyword for a in args):
+            return
+        func, qualified = self.resolve(frame, dotted_name(iterable.func))
+        if not qualified:
+            return
+        if func == "zip" and len(elements) == len(args):
+            for el, a in zip(elements, args):
+                yield from self._drawn(frame, el, a.value)
+        elif func == "enumerate" and len(elements) == 2 and len(args) == 1:
+            yield from self._drawn(frame, elements[1], args[0].value)
 
     def small_stmt(self, frame: Frame, s: cst.CSTNode, ctx: Context, out: list[Node]) -> None:
         if type(s) is cst.Expr:
@@ -2213,6 +2240,7 @@ class UnitBuilder:
             self.expr_events(frame, s.value, ctx, out)
             self.assign_event(frame, s, s.target, s.operator.__class__.__name__, s.value, ctx, out)
         elif type(s) is cst.Return:
+            start = len(out)
             if s.value is not None:
                 if frame.return_targets and frame.return_targets[0] and type(s.value) is cst.Name and s.value.value in frame.defs:
                     self.func_values[frame.return_targets[0]] = (frame.defs[s.value.value], frame)
@@ -2226,7 +2254,10 @@ class UnitBuilder:
                     else:
                         for tgt, el in zip(frame.return_targets, values):
                             self.assign_event(frame, s, None, "=", el.value, ctx, out, tgt)
-            out.append(Jump("return", self.sources(frame, s.value).names if s.value is not None else frozenset()))
+            values = self.sources(frame, s.value).names if s.value is not None else frozenset()
+            # ``return self._forward_multi_view(x)``: the value also comes from what the
+            # inlined function returns (its locals: ``return [loss_ce, loss_cr]``)
+            out.append(Jump("return", values | _inlined_returns(out[start:])))
         elif type(s) is cst.Del:
             for target in _deleted(s.target):
                 cleared = _whole_slice_of(target)
@@ -2466,6 +2497,30 @@ class _CallPlan:
     args: tuple
     detaches: bool
     callee: object
+
+
+def _inlined_returns(nodes: list) -> frozenset[str]:
+    """The symbols the functions inlined among ``nodes`` (the IR of one ``return``
+    statement's expression, ``a() if c else b()`` included) return values computed from: the
+    values of their own ``return`` jumps, which already hold those of the functions whose result
+    they return, and not of functions inlined deeper, whose results they computed from."""
+    out: set[str] = set()
+    todo, inlines = list(nodes), []
+    while todo:  # the outermost inlined calls
+        node = todo.pop()
+        if type(node) is Inline:
+            inlines.append(node.body)
+        elif type(node) is not Jump:
+            todo.extend(parts(node))
+    while inlines:  # their own returns
+        node = inlines.pop()
+        t = type(node)
+        if t is Jump:
+            if node.kind == "return":
+                out |= node.values
+        elif t is not Inline:
+            inlines.extend(parts(node))
+    return frozenset(out)
 
 
 def _sources_plan(e: cst.CSTNode, kb):

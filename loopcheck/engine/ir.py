@@ -30,6 +30,11 @@ class LoopInfo:
         iter_calls: qualified names of the calls in the iterable (``enumerate``, ``range``).
         count: how many iterations the loop runs, when run constants alone fix it (``range(90)``,
             ``range(num_epochs)`` with ``num_epochs = 90`` bound once); ``None`` otherwise.
+        drawn: ``(target name, symbols)`` for each name of the ``for`` target whose elements
+            are known to come from one part of the iterable: the symbols that part reads
+            (``for p in model.parameters()``: ``p`` from ``model.parameters``; ``for t, s in
+            zip(mirror, model.parameters())``: ``t`` from ``mirror``, ``s`` from
+            ``model.parameters``; the second name of ``enumerate(xs)``'s pair from ``xs``).
     """
 
     node: cst.CSTNode
@@ -38,6 +43,7 @@ class LoopInfo:
     iter_calls: tuple[str, ...] = ()
     function: str | None = None  # the name of the function whose body holds the loop
     count: int | None = None
+    drawn: tuple[tuple[str, frozenset[str]], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -138,8 +138,25 @@ def touches(unit: Unit, opt: str, ev: Event, built: Event | None = None) -> bool
         base = ev.subject
         if info is None or base is None or any(v is None for v in info.by_ctor.values()) or not info.by_ctor:
             return True  # the optimizer's parameters are not known
-        return base in info.params or any(base == m or base.startswith(m + ".") for m in models)
+        return any(t in info.params or any(t == m or t.startswith(m + ".") for m in models)
+                   for t in (base, *drawn_from(ev, base)))
     return ev.subject == opt
+
+
+def drawn_from(ev: Event, sym: str) -> frozenset[str]:
+    """The symbols the object ``sym`` names at ``ev`` is an element of, when ``sym`` is the
+    target of a ``for`` around ``ev`` whose elements come from a known part of its iterable
+    (:attr:`~loopcheck.engine.ir.LoopInfo.drawn`): ``t`` of ``for t, s in zip(mirror,
+    model.parameters()):`` is an element of ``mirror``, so ``t.grad = s.grad.clone()`` sets the
+    gradient of a tensor of ``mirror``, not of the model. The innermost loop that binds the
+    name counts."""
+    for loop in reversed(ev.ctx.loops):
+        for name, syms in loop.drawn:
+            if sym == name or sym.endswith(":" + name):
+                return syms
+        if any(sym == t or sym.endswith(":" + t) for t in loop.targets):
+            return frozenset()  # bound by this loop, from a part not known
+    return frozenset()
 
 
 def _share_param_groups(unit: Unit, a: str, b: str) -> bool:
