@@ -118,3 +118,82 @@ def test_the_knowledge_says_which_classes_hold_none():
     assert kb.cls("torch.nn.Embedding").parameters is None
     with pytest.raises(KnowledgeError, match="parameters"):
         Knowledge().load('[[class]]\nnames = ["a.B"]\nparameters = true\n', "test.toml")
+
+
+NUMBERS = '''
+import numpy as np
+import torch
+import torch.nn as nn
+
+
+class Focal(nn.Module):
+    def __init__(self, gamma=2.0):
+        super().__init__()
+        self.gamma = gamma
+
+
+def main(batches, rates, s):
+    model = nn.Linear(4, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    {loop}
+        model.extra = Focal(gamma=p)
+    for x, y in batches:
+        optimizer.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+'''
+
+
+@pytest.mark.parametrize("loop, reported", [
+    ("for p in np.linspace(0.5, 2.0, 4):", False),  # numbers: knowledge says numpy.linspace returns some
+    ("for p in np.arange(3):", False),
+    ("for p in [float(s)]:", True),  # a loop over a list display: its items are not followed
+    ("for p in rates:", True),  # a parameter: anything, a module or an nn.Parameter among them
+    ("for p in sorted(rates):", True),  # a builtin whose result is not known to be numbers
+])
+def test_arguments_made_of_numbers_hold_no_parameters(loop, reported):
+    """A class that keeps its constructor's argument holds no parameters when that argument is
+    established to be a number: every definition binds the result of a call the knowledge says
+    returns numbers, or the target of a loop over one (``values._number_definition``)."""
+    source = NUMBERS.replace("{loop}", loop)
+    codes = [f.code for f in check_source(source, "snippet.py")]
+    assert codes == (["LC501"] if reported else [])
+
+
+AFTER_FORWARD = '''
+import torch
+import torch.nn as nn
+
+
+def validate(model, val_loader):
+    model.eval()
+    act = nn.Softmax(dim=1)
+    for x, y in val_loader:
+        h = {value}
+        p = act(h)
+        print((p.argmax(1) == y).sum().item())
+'''
+
+
+@pytest.mark.parametrize("value, lines", [
+    # the graph of the model's weights is recorded by its forward (line 10, reported there);
+    # the Softmax holds none and only extends it
+    ("model(x)", [10]),
+    ("model(x) * 2.0", [10]),
+    # an input that requires grad apart from any model's parameters: the Softmax records
+    # a graph of its own
+    ("x * nn.Parameter(torch.ones(4))", [11]),
+    ("torch.randn(2, 4, requires_grad=True)", [11]),
+    ("model(torch.randn(2, 4, requires_grad=True))", [10, 11]),
+    # no graph at all
+    ("model(x).detach()", [10]),
+    ("x", []),
+])
+def test_parameterless_forward_records_through_its_inputs_only(value, lines):
+    """LC302 on the forward of a module without parameters: reported only when its input is
+    established to require grad other than through the parameters of a model whose forward
+    computed it (``values.inputs_require_grad``, ``graphs.GradInputs``)."""
+    source = AFTER_FORWARD.replace("{value}", value)
+    found = [f.row for f in check_source(source, "snippet.py") if f.code == "LC302"]
+    assert found == lines

@@ -92,9 +92,13 @@ class _Graphs:
     name's definitions. Branches are not told apart: a definition in an arm that is not the
     path's can hide the one that is, which only makes the fact rarer, never wrong in kind."""
 
-    def __init__(self, events: list[RawEvent], roles, no_graph: frozenset[int] = frozenset()) -> None:
+    def __init__(self, events: list[RawEvent], roles, no_graph: frozenset[int] = frozenset(),
+                 forwards_record: bool = True) -> None:
         self.roles = roles
         self.no_graph = no_graph  # ids of forward calls established to return no graph
+        # False: the forward of a model that may hold parameters only keeps the graph of its
+        # inputs (the graph of its own parameters is left out: see GradInputs)
+        self.forwards_record = forwards_record
         self.kb = knowledge()
         self.order = {id(e): i for i, e in enumerate(events)}
         self.defs: dict[str, list[RawEvent]] = {}
@@ -128,8 +132,8 @@ class _Graphs:
                     self.neutral.add(id(d))
                 elif not _makes_no_graph(d):
                     pending.append((d, sym))
-        for loss, b in self.backwards:  # backward() raises on a value without a graph
-            for d in self.reaching(loss, b):
+        for loss, b in self.backwards if self.forwards_record else ():  # backward() raises on a value without a graph
+            for d in self.reaching(loss, b):  # (a graph that may be only the parameters' one)
                 if not _makes_no_graph(d) and id(d) not in self.neutral:
                     self.yes.add(id(d))
         changed = True
@@ -341,7 +345,7 @@ class _Graphs:
                 return _NO
             # a model without parameters records no operation of its own: its output has a
             # graph only through inputs that carry one
-            return _KEEP if f in roles.parameterless else _YES
+            return _KEEP if f in roles.parameterless or not self.forwards_record else _YES
         if f is not None and f in roles.criteria:
             return _KEEP
         if c.receiver is not None or c.inner is not None or c.operands:
@@ -517,20 +521,27 @@ def graph_stores(
 
 class GradInputs:
     """Which arguments of a call are established to require grad, read from the graph fact of
-    a list of raw events (one unit's, in program order)."""
+    a list of raw events (one unit's, in program order), leaving out the parameters of the
+    models whose forwards computed them: a model's forward with grad enabled records the graph
+    of its own parameters, and that recording is that forward's (LC302 judges it at that
+    forward); what the value requires beyond it comes from its inputs."""
 
     def __init__(self, events: list[RawEvent], roles) -> None:
         self._events = events
-        self._graphs = _Graphs(events, roles)
+        self._graphs = _Graphs(events, roles, forwards_record=False)
         self._graphs.run()
 
     def any_argument(self, call: Call) -> bool:
         """Whether an argument of raw call ``call`` is established to be, or to be computed
-        from, a tensor that requires grad or carries a graph: a name whose definitions that
-        reach the call do (``x = torch.randn(n, requires_grad=True)``, ``h = net(x)``; the
-        fact of :meth:`_Graphs.name_class`), a name made to require grad in place before the
-        call (``x.requires_grad_()``, ``x.requires_grad = True``), or a factory in the argument
-        itself given ``requires_grad=True`` (``model(torch.zeros(3, requires_grad=True))``)."""
+        from, a tensor that requires grad other than a model's parameters: a name whose
+        definitions that reach the call do (``x = torch.randn(n, requires_grad=True)``,
+        ``h = x * w`` with ``w = nn.Parameter(t)``, ``h = net(x)`` for such an ``x``; the fact
+        of :meth:`_Graphs.name_class`, where a model's forward keeps the graph of its inputs
+        only), a name made to require grad in place before the call (``x.requires_grad_()``,
+        ``x.requires_grad = True``), or a factory in the argument itself given
+        ``requires_grad=True`` (``model(torch.zeros(3, requires_grad=True))``). ``h = net(x)``
+        of an ``x`` that does not require grad is not: its graph is the one ``net``'s forward
+        records of ``net``'s parameters."""
         g = self._graphs
         for a in call.args:
             if any(_requires_grad_call(n) for n in _calls_in(a.node)):

@@ -998,7 +998,7 @@ def construction_without_parameters(unit, node: cst.CSTNode | None, near=None) -
         a = syms.get(id(value))
         if a is not None and (a.literal or is_tensor(unit, a.sym)):
             return True
-        if a is not None and (_names_no_module(unit, index, value, a) or _literal_data(unit, value, a.mentions, 0)):
+        if a is not None and (_names_no_module(unit, index, value, a) or _literal_data(unit, index, value, a.mentions, 0)):
             return True
         return isinstance(value, cst.Call) and (
             _tensor_factory(index, value) or _builds_no_parameters(index, value, 1, harmless))
@@ -1055,14 +1055,17 @@ def _class_binds_constant(cls: ClassRef, attr: str) -> bool:
     return False
 
 
-def _literal_data(unit, expr: cst.BaseExpression, names, depth: int) -> bool:
-    """Whether ``expr`` (whose dotted names are the symbols ``names``) is built of literals
-    only: a literal, a list, tuple, set or dict of them, an item of such a value
-    (``config["fp16"]``), or a name each definition of which in the unit gives such a value,
-    a loop target included (``for config in [{"fp16": True}, ...]``)."""
+def _literal_data(unit, index: ModuleIndex, expr: cst.BaseExpression, names, depth: int) -> bool:
+    """Whether ``expr`` (whose dotted names are the symbols ``names``, in module ``index``) is
+    built of literals and numbers only: a literal, a list, tuple, set or dict of them, a call
+    the library knowledge says returns numbers (``returns = {value = "number"}``:
+    ``np.linspace(0.1, 0.9, 9)``, ``float(s)``), an item of such a value (``config["fp16"]``),
+    or a name each definition of which in the unit gives such a value, a loop target included
+    (``for config in [{"fp16": True}, ...]``, ``for p in np.linspace(0.1, 0.9, 9)``). Such a
+    value is neither a module nor a parameter."""
     if depth > MAX_DEPTH:
         return False
-    if _literal_container(expr):
+    if _literal_container(expr) or _number_call(index, expr):
         return True
     base = expr
     while isinstance(base, cst.Subscript):
@@ -1070,10 +1073,14 @@ def _literal_data(unit, expr: cst.BaseExpression, names, depth: int) -> bool:
     if not isinstance(base, cst.Name):
         return False
     syms = [n for n in names if last(n) == base.value]
-    if len(syms) != 1 or syms[0] in _handed_on(unit):
+    if len(syms) != 1:
         return False
     defs = definitions(unit).get(syms[0])
     if not defs:
+        return False
+    if all(_number_definition(index, d) for d in defs):
+        return True  # numbers: handing them on changes nothing in them
+    if syms[0] in _handed_on(unit):
         return False
     for d in defs:
         if isinstance(d, Assign) and d.op == "=" and d.value is not None:
@@ -1082,9 +1089,30 @@ def _literal_data(unit, expr: cst.BaseExpression, names, depth: int) -> bool:
             value, mentions = d.info.node.iter, d.info.iter_names
         else:
             return False
-        if not _literal_data(unit, value, mentions, depth + 1):
+        if not _literal_data(unit, index, value, mentions, depth + 1):
             return False
     return True
+
+
+def _number_definition(index: ModuleIndex, d) -> bool:
+    """Whether definition ``d`` (of a unit, in module ``index``) binds a number: an assignment
+    of a :func:`_number_call`'s result, or the target of a loop over one
+    (``for p in np.linspace(0.1, 0.9, 9)``)."""
+    if isinstance(d, Assign):
+        return d.op == "=" and d.value is not None and _number_call(index, d.value)
+    return isinstance(d, Loop) and isinstance(d.info.node, cst.For) and _number_call(index, d.info.node.iter)
+
+
+def _number_call(index: ModuleIndex, expr: cst.BaseExpression) -> bool:
+    """A call of a library function (or builtin) of module ``index`` that the knowledge says
+    returns numbers (``returns = {value = "number"}``: ``np.linspace``, ``float``, ``len``)."""
+    if not isinstance(expr, cst.Call):
+        return False
+    name = dotted_name(expr.func)
+    if name is None or name.partition(".")[0] in index.globals:
+        return False  # a function of the module (or a variable) that shadows the library's
+    summary = knowledge().callable(index.imports.qualify(name))
+    return summary is not None and summary.returns is not None and summary.returns.value == "number"
 
 
 def _handed_on(unit) -> frozenset[str]:
@@ -1150,9 +1178,12 @@ def _built_in_parameterless_owner(unit, build, owner: str) -> bool:
 
 
 def inputs_require_grad(unit, call: Call) -> bool:
-    """Whether an argument of raw call ``call`` is established to require grad, or to carry an
-    autograd graph, in the unit (:meth:`~loopcheck.engine.graphs.GradInputs.any_argument`):
-    the forward of a module without parameters records a graph only through such an input."""
+    """Whether an argument of raw call ``call`` is established to require grad, or to be
+    computed from a tensor that does, other than the parameters of a model whose forward
+    computed it, in the unit (:meth:`~loopcheck.engine.graphs.GradInputs.any_argument`): the
+    forward of a module without parameters records a graph of its own only through such an
+    input (given ``net(x)``'s output, it extends the graph ``net``'s forward records, and that
+    forward is where the graph is made)."""
     facts = _cached(unit, ("values", "grad_inputs"), lambda: GradInputs(unit.raws(), unit.roles))
     return facts.any_argument(call)
 

@@ -362,7 +362,9 @@ class ValidationWithoutNoGrad(Rule):
     ``parameters()``, on ``M`` or a model containing it, not unfrozen since on ``M``, a part of
     it or a model containing it), for ``M`` established to hold no
     parameters (:func:`~loopcheck.engine.values.model_without_parameters`) called on inputs not
-    established to require grad (:func:`~loopcheck.engine.values.inputs_require_grad`), for ``M`` whose own
+    established to require grad other than through the parameters of a model whose forward
+    computed them (:func:`~loopcheck.engine.values.inputs_require_grad`: ``softmax(model(x))``
+    extends the graph ``model``'s forward records, reported there), for ``M`` whose own
     ``forward`` runs its parameterised work with grad off on a path the call can take
     (:func:`~loopcheck.engine.forwards.forward_graph_free`), for ``M`` whose own ``forward``
     computes gradients itself on a path the call takes in ``M``'s mode (``torch.autograd.grad``,
@@ -390,7 +392,8 @@ class ValidationWithoutNoGrad(Rule):
             if grad_off_inputs(unit, fwd) is not None:
                 continue  # PyTorch <= 0.3 code: volatile inputs decide whether it records a graph
             if model_without_parameters(unit, fwd.subject) and not inputs_require_grad(unit, fwd.raw):
-                continue  # no parameters (a class whose __init__ builds none), inputs that need no grad: no graph
+                continue  # no parameters (a class whose __init__ builds none), inputs that need no grad beyond
+                # the parameters of the model forward that computed them: no graph of its own
             if _loss_module(unit, fwd.subject):
                 continue  # a loss module (FocalLoss() or CrossEntropyLoss()) holds no weights to record
             reached = mode_flow(unit, fwd.subject).states(fwd)
