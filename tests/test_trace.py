@@ -40,6 +40,12 @@ FRAMEWORK = sorted(DATA.glob("lightning_*.py")) + sorted(DATA.glob("hf_trainer_*
 #: Bad fixtures whose bug cannot show when they run on a CPU, or that the tracer does not watch
 #: (their static finding is then marked "not observed"), and why.
 NO_RUNTIME_SYMPTOM = {
+    "LC105_bad_shadow_params_grad_added.py": "the shadow tensors' gradients pile up through `copy.grad += "
+                                             "param.grad`, a write by hand: the tracer follows the gradients "
+                                             "backward() fills, and no backward reaches the shadow tensors",
+    "LC401_bad_accumulate_total_reset_off_sync.py": "accelerator.backward(loss) runs backward() on its own "
+                                                    "`loss / steps`, the node the tracer marks, which nothing "
+                                                    "keeps; the kept total holds the loss upstream of it",
     "LC401_bad_entry_into_held_records.py": "the tracer marks the graph node of the loss backward() runs on; "
                                             "the kept dicts hold the pose looked up before it (an upstream "
                                             "node), not the loss's node, which dies",
