@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from loopcheck.engine.attr_facts import fact_subject
+from loopcheck.engine.attr_facts import fact_subject, written_attributes
 from loopcheck.engine.builder import (
     _attribute_assignments, _constructed_class, _writes_unnamed, index_module,
 )
@@ -59,3 +59,11 @@ def test_writes_unnamed():
     assert _writes_unnamed(cst.parse_module("setattr(self, k, v)\n"))
     assert _writes_unnamed(cst.parse_module("self.__dict__.update(d)\n"))
     assert _writes_unnamed(cst.parse_module("vars(args)['lr'] = 1\n"))
+
+
+def test_written_attributes_a_method_called_eval_is_no_dynamic_write():
+    # ``model.eval()`` reads a method; only the builtins by name and the dunders write unnamed attributes
+    assert written_attributes(cst.parse_module("model.eval()\nself.best = 1\n")) == ({"best"}, False)
+    assert written_attributes(cst.parse_module("x.setattr = 2\ndel y.z\n")) == ({"setattr", "z"}, False)
+    assert written_attributes(cst.parse_module("setattr(self, k, v)\n")) == (set(), True)
+    assert written_attributes(cst.parse_module("self.__dict__.update(d)\n")) == (set(), True)

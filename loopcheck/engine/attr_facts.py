@@ -126,19 +126,39 @@ def received(sym: str) -> str:
 DYNAMIC_WRITES = frozenset({"setattr", "delattr", "vars", "exec", "eval", "__dict__", "__setattr__", "__delattr__"})
 
 
+def dynamic_write(node: cst.CSTNode) -> bool:
+    """Whether ``node`` itself lets code assign attributes it does not name: a use by name of
+    the builtins ``setattr``, ``delattr``, ``vars``, ``exec``, ``eval``, or an object's
+    ``__dict__``, ``__setattr__``, ``__delattr__``. ``model.eval`` reads a method: the name
+    of an attribute is no such use unless it is one of the dunders. Callers walk the tree and
+    must not descend into an attribute's ``attr`` name (:func:`expression_children`)."""
+    t = type(node)
+    if t is cst.Name:
+        return node.value in DYNAMIC_WRITES and not node.value.startswith("__")
+    if t is cst.Attribute:
+        return node.attr.value in DYNAMIC_WRITES and node.attr.value.startswith("__")
+    return False
+
+
+def expression_children(node: cst.CSTNode) -> list:
+    """``node``'s children to walk for :func:`dynamic_write`: an attribute's object only
+    (its ``attr`` is a name of the attribute, not a use of a variable)."""
+    if type(node) is cst.Attribute:
+        return [node.value]
+    return list(children(node))
+
+
 def written_attributes(func: cst.CSTNode) -> tuple[set[str], bool]:
     """``(attribute names assigned or deleted, dynamic)`` by the code of ``func`` (nested
     functions included): ``x.a = ...``, ``x.a += ...``, ``del x.a`` name ``a``; ``dynamic``
-    when it uses a name of :data:`DYNAMIC_WRITES`."""
+    when some node of it is a :func:`dynamic_write`."""
     names: set[str] = set()
     dynamic = False
     stack = [func]
     while stack:
         n = stack.pop()
         t = type(n)
-        if t is cst.Name and n.value in DYNAMIC_WRITES:
-            dynamic = True
-        elif t is cst.Attribute and n.attr.value in DYNAMIC_WRITES:
+        if dynamic_write(n):
             dynamic = True
         elif t is cst.Assign:
             for target in n.targets:
@@ -147,7 +167,7 @@ def written_attributes(func: cst.CSTNode) -> tuple[set[str], bool]:
             _attribute_targets(n.target, names)
         elif t is cst.Del:
             _attribute_targets(n.target, names)
-        stack.extend(children(n))
+        stack.extend(expression_children(n))
     return names, dynamic
 
 

@@ -44,7 +44,7 @@ from loopcheck.engine.ir import (
     release,
     walk_events,
 )
-from loopcheck.engine.attr_facts import ALL, DYNAMIC_WRITES, fact_subject, mode_subject, received, written_attributes
+from loopcheck.engine.attr_facts import ALL, dynamic_write, expression_children, fact_subject, mode_subject, received, written_attributes
 from loopcheck.engine.calls import ref_parts
 from loopcheck.engine.classes import is_module_class
 from loopcheck.engine.knowledge import NO_GRAPH, knowledge
@@ -2570,21 +2570,15 @@ def literal_value(node: cst.CSTNode | None):
 
 
 def _writes_unnamed(node: cst.CSTNode) -> bool:
-    """Whether the code under ``node`` may assign attributes it does not name: it uses one of
-    the builtins ``setattr``, ``delattr``, ``vars``, ``exec``, ``eval`` by name, or an object's
-    ``__dict__``, ``__setattr__``, ``__delattr__`` (``model.eval()``, a method, is no such use)."""
+    """Whether the code under ``node`` may assign attributes it does not name: some node of it
+    is an :func:`~loopcheck.engine.attr_facts.dynamic_write` (``model.eval()``, a method, is
+    none)."""
     stack = [node]
     while stack:
         n = stack.pop()
-        t = type(n)
-        if t is cst.Name and n.value in DYNAMIC_WRITES and not n.value.startswith("__"):
+        if dynamic_write(n):
             return True
-        if t is cst.Attribute:
-            if n.attr.value in DYNAMIC_WRITES and n.attr.value.startswith("__"):
-                return True
-            stack.append(n.value)  # (not its attribute's name: ``model.eval`` reads a method)
-            continue
-        stack.extend(children(n))
+        stack.extend(expression_children(n))
     return False
 
 
