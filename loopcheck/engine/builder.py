@@ -608,30 +608,35 @@ class UnitBuilder:
             return Sources(frozenset(), ())
         kb = knowledge()
         resolve = self.resolve
-        stack: list = [plan]
+        stack: list = [(plan, False)]
+        keyed: set[str] = set()
+        plain: set[str] = set()
         while stack:
-            p = stack.pop()
+            p, under_key = stack.pop()
             t = type(p)
             if t is str:
                 sym, q = resolve(frame, p)
                 if sym and not q:
                     names.add(sym)
+                    (keyed if under_key else plain).add(sym)
+            elif t is _Keyed:
+                stack.append((p.plan, True))
             elif t is tuple:
-                stack.extend(p)
+                stack.extend((x, under_key) for x in p)
             else:
                 fname, fq = resolve(frame, p.func)
                 number = kb.function(fname) if fq else None
                 if number is not None and number.returns is not None and number.returns.value == "number":
                     continue  # float(loss), int(n): a number
-                stack.extend(p.args)
+                stack.extend((x, under_key) for x in p.args)
                 if p.detaches:
                     continue  # x.detach(), x.item(): nothing of x flows on
                 raw = self._raw_of.get(p.node)
                 if raw is not None:
                     calls.append(raw)
                 if p.callee is not None:
-                    stack.append(p.callee)
-        return Sources(frozenset(names), tuple(calls))
+                    stack.append((p.callee, under_key))
+        return Sources(frozenset(names), tuple(calls), frozenset(keyed - plain))
 
     def held(self, frame: Frame, expr: cst.BaseExpression) -> frozenset[str] | None:
         """The symbols whose objects the value of ``expr`` may be or hold (what an optimizer
@@ -2523,6 +2528,16 @@ def _inlined_returns(nodes: list) -> frozenset[str]:
     return frozenset(out)
 
 
+_STRINGS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
+
+
+@dataclass(frozen=True)
+class _Keyed:
+    """A plan read through a subscript by a string key: its names go to ``Sources.keyed``."""
+
+    plan: object
+
+
 def _sources_plan(e: cst.CSTNode, kb):
     """The frame-independent part of :meth:`UnitBuilder.sources` for expression ``e``: a dotted
     name (``str``) to resolve, a :class:`_CallPlan`, a tuple of plans (the parts of any other
@@ -2537,6 +2552,9 @@ def _sources_plan(e: cst.CSTNode, kb):
         return None if e.attr.value == "data" else _sources_plan(e.value, kb)
     if t is cst.Lambda or t is cst.Comparison:
         return None  # a comparison is a boolean: it carries no graph of its operands
+    if t is cst.Subscript and any(type(s.slice) is cst.Index and type(s.slice.value) in _STRINGS for s in e.slice):
+        inner = _sources_plan(e.value, kb)  # out["loss"]: a member of a mapping
+        return _Keyed(inner) if inner is not None else _sources_plan(e.value, kb)
     if t is cst.UnaryOperation and type(e.operator) is cst.Not:
         return None
     if t is cst.Call:

@@ -163,14 +163,23 @@ class _Graphs:
 
     def name_class(self, name: str, at: RawEvent) -> str | None:
         """What dotted ``name``, read by ``at``, holds: ``yes`` (a value with a graph: the
-        symbol, or an attribute or item of one, ``outputs.loss``), ``leaf`` (a tensor that
-        requires grad and has no graph of its own: ``nn.Parameter(t)``), else ``None``; never
-        for its metadata (``logits.shape``) or its detached values (``x.data``)."""
+        symbol, or a view of it that keeps the graph, ``x.T``: the ``derived`` attributes of
+        the ``torch.Tensor`` knowledge), ``leaf`` (a tensor that requires grad and has no
+        graph of its own: ``nn.Parameter(t)``), else ``None``: never for its metadata
+        (``logits.shape``) or its detached values (``x.data``), nor for an attribute a tensor
+        does not have (``outputs.loss``, ``g.batch_size``: a member of an object, which may
+        hold anything; the symbol ``outputs.loss`` itself, when defined, is judged as any
+        other)."""
         after: list[str] = []
         while True:
             if name in self.defs:
-                if any(self.kb.attribute("torch.Tensor", a) in _NO_GRAPH_ATTRIBUTES for a in after):
+                kinds = [self.kb.attribute("torch.Tensor", a) for a in after]
+                if any(k in _NO_GRAPH_ATTRIBUTES for k in kinds):
                     return None  # x.shape, x.data.sum: what follows the value reads no graph of it
+                if any(k is None for k in kinds):
+                    # not an attribute of a tensor: the value is an object (a model output, a
+                    # batched graph) whose member may be anything (g.batch_size, an int)
+                    return None
                 ds = self.reaching(name, at)
                 if not all(id(d) in self.yes or id(d) in self.leaf or id(d) in self.neutral for d in ds):
                     return None
@@ -302,7 +311,9 @@ class _Graphs:
 
     def sources_verdict(self, src: Sources, at: RawEvent, sym: str | None = None, call: Call | None = None) -> str:
         """``yes`` when a value computed from ``src`` (read by event ``at``) carries a graph,
-        ``no`` when it does not, ``unknown`` when a call on the way is not understood.
+        ``no`` when it does not, ``unknown`` when a call on the way is not understood or the
+        value with a graph is read only through a string key (``out["reward"]``: a member of
+        a mapping, which may hold a tensor without one).
         ``sym``: a name left out (a total's own name); ``call``: the call whose own sources
         these are (judged by the caller)."""
         kinds = [self.call_kind(c) for c in src.calls if c is not call]
@@ -310,8 +321,10 @@ class _Graphs:
             return _UNKNOWN
         names = [n for n in src.names if n != sym and n.partition(".")[0] != sym]
         # computed from a value with a graph, or from a tensor that requires grad (w * x)
-        if _YES in kinds or _LEAF in kinds or any(self.name_class(n, at) for n in names):
+        if _YES in kinds or _LEAF in kinds or any(self.name_class(n, at) for n in names if n not in src.keyed):
             return _YES
+        if any(self.name_class(n, at) for n in names if n in src.keyed):
+            return _UNKNOWN  # out["reward"] of an output with a graph: the member may hold none
         return _NO
 
     def call_kind(self, c: Call) -> str:

@@ -190,10 +190,13 @@ class Assign:
 @dataclass(eq=False)
 class Sources:
     """What a value is computed from, outside detached parts (``x.detach()``, ``x.item()``,
-    ``x.data``): the symbols it reads and the calls it makes (their raw events)."""
+    ``x.data``): the symbols it reads and the calls it makes (their raw events); ``keyed``,
+    those of the names read only through a subscript by a string key (``out["reward"]``: a
+    member of a mapping, which may hold anything, not the object itself)."""
 
     names: frozenset[str]
     calls: tuple["Call", ...]
+    keyed: frozenset[str] = frozenset()
 
 
 RawEvent = Call | Assign

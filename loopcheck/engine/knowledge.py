@@ -88,7 +88,7 @@ NO_GRAPH = frozenset({"number", "detached", "integer"})
 ROLES = frozenset({"optimizer", "scheduler", "scaler", "loader", "model", "criterion", "loss", "accelerator"})
 _ROLE_KEYS = frozenset({
     "role", "params", "eager_state", "moves_state", "state_when", "schedule", "period", "optimizer", "same", "type", "value",
-    "sampler", "items", "first_change", "constant_when", "shares", "fresh_items", "accumulation", "copies",
+    "sampler", "items", "first_change", "constant_when", "shares", "fresh_items", "accumulation", "copies", "collate",
 })
 _ENTRY_KEYS = frozenset({
     "names", "bases", "effects", "returns", "methods", "attributes", "grad", "source", "context", "modes",
@@ -258,6 +258,9 @@ class Returns:
             :meth:`new_memory`), ``fresh_items`` (a
             loader whose iteration builds each batch anew, by its collate function: an object
             a ``for`` target binds from it is referenced by nothing else the program keeps),
+            ``collate`` (for a loader: the argument that replaces its default collate function;
+            left out, or ``None``, each batch holds tensors the default collate made from the
+            samples; given, the batch is whatever that function returns),
             ``accumulation`` (:class:`Accumulation`: for an accelerator, the construction
             argument that gives its gradient accumulation count).
         items: for a returned tuple, what each element is (``deepspeed.initialize``).
@@ -405,7 +408,7 @@ def _returns(raw, where: str) -> Returns | None:
     same = raw.get("same")
     same = () if same is None else tuple(_arg_ref(s, where) for s in (same if isinstance(same, list) else [same]))
     details = []
-    for k in ("params", "period", "optimizer", "state_when", "shares"):
+    for k in ("params", "period", "optimizer", "state_when", "shares", "collate"):
         if k in raw:
             details.append((k, _arg_ref(raw[k], where)))
     for k in ("eager_state", "moves_state", "schedule", "sampler", "fresh_items", "copies"):

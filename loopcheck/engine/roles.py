@@ -246,6 +246,9 @@ class Roles:
         keepers: the containers of those stores.
         fresh_loaders: loaders whose knowledge entry says their iteration builds each item
             anew (``fresh_items``: a DataLoader's batches, made by its collate function).
+        collated_loaders: loaders built with the library's default collate function (knowledge
+            ``collate``: no ``collate_fn`` given): each batch holds tensors made from the
+            samples.
         accumulation: accelerator → the gradient accumulation count its construction gives
             (knowledge ``returns.accumulation``: ``Accelerator(gradient_accumulation_steps=1)``,
             or the argument left out), ``None`` when the code does not fix it (a count read
@@ -262,6 +265,7 @@ class Roles:
     models: set[str] = field(default_factory=set)
     loaders: set[str] = field(default_factory=set)
     fresh_loaders: set[str] = field(default_factory=set)
+    collated_loaders: set[str] = field(default_factory=set)
     losses: set[str] = field(default_factory=set)
     loss_containers: set[str] = field(default_factory=set)
     criteria: set[str] = field(default_factory=set)
@@ -789,6 +793,10 @@ class _Inference:
             roles.loaders.add(target)
             if r.get("fresh_items"):
                 roles.fresh_loaders.add(target)
+            if r.get("collate") is not None and not any(a.star for a in getattr(c.node, "args", ())):  # (not in **kwargs)
+                collate = arg_at(c, r.get("collate"))
+                if collate is None or (isinstance(collate.node, cst.Name) and collate.node.value == "None"):
+                    roles.collated_loaders.add(target)
         elif role == "criterion":
             roles.criteria.add(target)
         elif role == "accelerator":

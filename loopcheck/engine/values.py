@@ -37,7 +37,7 @@ from loopcheck.engine.graphs import GradInputs, is_true
 from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.names import dotted_name
 from loopcheck.engine.calls import arg_at
-from loopcheck.engine.roles import ACCELERATOR_NAME, LOADER_NAME, ROLE_TYPES, last
+from loopcheck.engine.roles import ACCELERATOR_NAME, ROLE_TYPES, last
 from loopcheck.engine.walk import children, names_in, walk
 
 #: Kinds of values a loss input can be.
@@ -821,7 +821,10 @@ def _tensor_call(unit, c: Call | None, visiting: frozenset) -> str:
 
 
 def _batch_element(unit, loop: Loop, name: str) -> bool:
-    """``name`` is an element of a tuple unpacked from a data loader's batch."""
+    """``name`` is an element of a tuple unpacked from the batch of a data loader built with
+    the default collate function (``Roles.collated_loaders``), which makes tensors: a loader
+    the code does not build (a parameter), or one given its own ``collate_fn``, may yield
+    anything."""
     node = loop.info.node
     if not isinstance(node, cst.For):
         return False
@@ -836,8 +839,7 @@ def _batch_element(unit, loop: Loop, name: str) -> bool:
     if loader is None or not isinstance(target, (cst.Tuple, cst.List)):
         return False
     roles = unit.roles
-    known = any(roles.canon(s) in roles.loaders for s in loop.info.iter_names) or LOADER_NAME.search(last(loader))
-    if not known:
+    if not any(roles.canon(s) in roles.collated_loaders for s in loop.info.iter_names):
         return False
     return any(isinstance(el.value, cst.Name) and el.value.value == name for el in target.elements)
 
