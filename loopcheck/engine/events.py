@@ -554,6 +554,9 @@ def classify_assign(a: Assign, roles: Roles) -> list[Event]:
     saved = _mode_saved(a, roles)
     if saved is not None:
         out.append(saved)
+    counted = _counted(a)
+    if counted is not None:
+        out.append(counted)
     prefix, _, attr = target.rpartition(".")
     canon_prefix = roles.canon(prefix) if prefix else None
     if (
@@ -608,6 +611,23 @@ def graph_events(raw: RawEvent, roles: Roles) -> list[Event]:
     if raw.method == "clear" and raw.receiver in roles.keepers and not raw.args:
         return [Event("graph_release", raw.receiver, raw.node, raw)]
     return []
+
+
+def _counted(a: Assign) -> Event | None:
+    """``n += 1`` (a positive integer literal added to a variable): ``count_up``; ``n = 0`` (an
+    integer literal assigned): ``count_reset``; extra ``var``: the variable's name. The gradient
+    machine reads them to know a counter is positive since a backward
+    (:func:`~loopcheck.rules.gradients.pure_counters` says which variables only ever change so)."""
+    if a.target is None or not isinstance(a.value, cst.Integer):
+        return None
+    var = a.target.rpartition(":")[2]
+    if not var.isidentifier():
+        return None  # an attribute, an item: not a variable
+    if a.op == "AddAssign" and a.value.evaluated_value > 0:
+        return Event("count_up", None, a.node, a, {"var": var})
+    if a.op == "=":
+        return Event("count_reset", None, a.node, a, {"var": var})
+    return None
 
 
 def _mode_saved(a: Assign, roles: Roles) -> Event | None:

@@ -156,7 +156,8 @@ class Assign:
 
     Attributes:
         target: the assigned symbol (for ``d[k] = v``: ``d``).
-        op: ``"="``, ``"+="``, ... or ``"[]="`` for a subscript store.
+        op: ``"="``, the augmented operator's LibCST class name (``"AddAssign"`` for ``+=``), or
+            ``"[]="`` for a subscript store.
         value_sym: the symbol when the value is a plain dotted name.
         value_kind: ``"number"`` for ``x.item()``/``float(x)``/``x.tolist()``,
             ``"detached"`` for ``x.detach()``/``x.data``, ``"integer"`` for comparisons and

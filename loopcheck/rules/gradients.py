@@ -29,7 +29,7 @@ from typing import Iterable, NamedTuple
 
 import libcst as cst
 
-from loopcheck.engine.dataflow import Machine
+from loopcheck.engine.dataflow import NOT_TAKEN, Machine
 from loopcheck.engine.events import Event
 from loopcheck.engine.ir import Assign, Call, If, Loop, walk_events
 from loopcheck.engine.unit import Unit
@@ -58,6 +58,9 @@ class G(NamedTuple):
         (autograd accumulates into ``.grad`` as it goes): some of them hold the failed batch's
         gradient, some not, so nothing in them is a complete gradient for a step to apply, and
         clearing them in the ``except`` arm is the recovery, not a loss (phase ``filled``).
+    counted: while ``filled``, the counters (:func:`pure_counters`) incremented since the
+        gradients were filled: each is positive on this path, so a test that the counter is
+        zero is false (``if accum_count > 0:`` before a step that flushes what is left).
     """
 
     phase: str
@@ -71,6 +74,7 @@ class G(NamedTuple):
     cleared: frozenset = frozenset()
     built: Event | None = None  # the construction of the optimizer on this path, when seen
     partial: bool = False
+    counted: frozenset = frozenset()
 
 
 UNKNOWN = G("unknown", stale=None)
@@ -283,7 +287,7 @@ class GradientMachine(Machine):
     """Typestate of one optimizer's gradients (see module docstring)."""
 
     kinds = frozenset({'opt_build', 'backward', 'step', 'zero_grad', 'zero_grad_model', 'zero_grad_all', 'havoc', 'clip',
-                       'grad_set'})
+                       'grad_set', 'count_up', 'count_reset'})
 
     def __init__(self, unit: Unit, opt: str) -> None:
         self.unit = unit
@@ -291,6 +295,7 @@ class GradientMachine(Machine):
         self.subjects = unit.roles.names_of(opt)
         self._if_steps: dict[int, tuple] = {}
         self._rebinding = rebinding_loops(unit, opt)
+        self._counters: frozenset[str] | None = None
 
     def initial(self) -> G:
         return ABSENT if built_here(self.unit, self.opt) else UNKNOWN
@@ -300,6 +305,12 @@ class GradientMachine(Machine):
 
     def transfer(self, s: G, ev: Event) -> G:
         k = ev.kind
+        if k == "count_up":
+            if s.phase == "filled" and ev.extra["var"] not in s.counted and ev.extra["var"] in self.counters():
+                return s._replace(counted=s.counted | {ev.extra["var"]})
+            return s
+        if k == "count_reset":
+            return s._replace(counted=s.counted - {ev.extra["var"]}) if ev.extra["var"] in s.counted else s
         if k == "opt_build" and ev.subject == self.opt:
             return G("empty", built=ev)
         if s.phase == "absent":
@@ -372,9 +383,19 @@ class GradientMachine(Machine):
         # an event of its kinds, which is enough for the dataflow to follow its arms
         return False
 
+    def counters(self) -> frozenset[str]:
+        """The unit's :func:`pure_counters` (computed once)."""
+        if self._counters is None:
+            self._counters = pure_counters(self.unit)
+        return self._counters
+
     def branch(self, s: G, node: If, taken: bool) -> G:
         if s.phase != "filled":
             return s
+        if s.counted:
+            zero = _zero_test(node, s.counted)
+            if zero is not None and zero == taken:
+                return NOT_TAKEN  # the counter is positive since the backward: it is not zero
         key = id(node)
         if key not in self._if_steps:
             test = node.node.test if hasattr(node.node, "test") else None
@@ -390,6 +411,53 @@ class GradientMachine(Machine):
         if other is not None and mine is None and not other_bw:
             return s._replace(skip=other)
         return s
+
+
+def pure_counters(unit: Unit) -> frozenset[str]:
+    """The variables of ``unit`` that only ever count up from a literal: every assignment to
+    the name is ``n = <integer>`` or ``n += <positive integer>`` (events ``count_reset`` and
+    ``count_up``), and no loop binds it. Such a counter, once incremented after a backward,
+    stays positive until it is assigned again."""
+    counts: set[str] = set()
+    other: set[str] = set()
+    for raw in unit.raws():
+        for loop in raw.ctx.loops:
+            other.update(t.rpartition(":")[2] for t in loop.targets)
+        if not isinstance(raw, Assign) or raw.target is None:
+            continue
+        var = raw.target.rpartition(":")[2]
+        if any(ev.kind in ("count_up", "count_reset") for ev in raw.typed):
+            counts.add(var)
+        else:
+            other.add(var)
+    return frozenset(counts - other)
+
+
+def _zero_test(node: If, counters: frozenset[str]) -> bool | None:
+    """For an ``if`` whose test compares one of ``counters`` (a count, never negative) with
+    zero: ``True`` when the test holds exactly when the counter is zero (``n == 0``, ``not n``,
+    ``n < 1``), ``False`` when it holds exactly when it is positive (``n > 0``, ``n``, ``n != 0``,
+    ``n >= 1``); else ``None``."""
+    test = node.test
+    negated = False
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test, negated = test.expression, not negated
+    if isinstance(test, cst.Name):
+        return negated if test.value in counters else None
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    left, comp = test.left, test.comparisons[0]
+    right, op = comp.comparator, type(comp.operator)
+    if isinstance(left, cst.Integer) and isinstance(right, cst.Name):  # 0 < n: n > 0
+        left, right = right, left
+        op = {cst.LessThan: cst.GreaterThan, cst.GreaterThan: cst.LessThan, cst.LessThanEqual: cst.GreaterThanEqual,
+              cst.GreaterThanEqual: cst.LessThanEqual}.get(op, op)
+    if not (isinstance(left, cst.Name) and left.value in counters and isinstance(right, cst.Integer)):
+        return None
+    k = right.evaluated_value
+    zero = {(cst.Equal, 0): True, (cst.NotEqual, 0): False, (cst.GreaterThan, 0): False,
+            (cst.GreaterThanEqual, 1): False, (cst.LessThan, 1): True, (cst.LessThanEqual, 0): True}.get((op, k))
+    return None if zero is None else zero != negated
 
 
 def gradient_flow(unit: Unit, opt: str):
