@@ -335,6 +335,10 @@ class GradientMachine(Machine):
                     and ev.subject not in self.subjects and reaches(self.unit, ev.subject, s.bw)):
                 return s._replace(spent=True)
             return s
+        if k == "zero_grad_model" and not self._params_known(s.built) and touches(self.unit, self.opt, ev, s.built):
+            # the optimizer's parameters are not known to be any model's: this zero_grad may
+            # clear its gradients or other ones (a second optimizer over prompt embeddings)
+            return G("unknown", stale=None, stepped=s.stepped, built=s.built)
         if (k in ("zero_grad", "zero_grad_model") and touches(self.unit, self.opt, ev, s.built)) or k == "zero_grad_all":
             if s.phase == "filled" and not s.spent and not s.partial:
                 return G("wiped", bw=s.bw, zg=ev, stepped=s.stepped, skip=s.skip, built=s.built)
@@ -348,6 +352,13 @@ class GradientMachine(Machine):
         if k == "grad_set" and touches(self.unit, self.opt, ev):
             return G("filled", bw=ev, stale=False, stepped=s.stepped, built=s.built)  # written by hand
         return s
+
+    def _params_known(self, built: Event | None) -> bool:
+        """Whether some of the optimizer's parameters are known to be a model's (all of them,
+        or at least one model it trains): then a model's ``zero_grad()`` is known to clear
+        them or not (:func:`touches`)."""
+        info = self.unit.roles.optimizers.get(self.opt)
+        return info is not None and (bool(info.models) or info.only_models(_ctors(built)) is not None)
 
     def raised(self, s: G, ev: Event) -> G:
         """A backward that can fill these gradients and raised (out of memory) may have written
