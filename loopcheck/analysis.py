@@ -23,9 +23,10 @@ from loopcheck.engine.builder import NODE_TABLES, ModuleIndex, UnitBuilder, Unit
 from loopcheck.engine.dataflow import forget
 from loopcheck.engine.drivers import driver_unit
 from loopcheck.engine.events import classify, retype_graph_events
+from loopcheck.engine.import_failure import failing_import
 from loopcheck.engine.ir import release, walk_events
 from loopcheck.engine.positions import Positions
-from loopcheck.engine.project import Project, project_for
+from loopcheck.engine.project import Project, absolute_module, project_for
 from loopcheck.engine.quiet import IMPORT, imported_names, quiet_members
 from loopcheck.engine.reach import function_names, reaching
 from loopcheck.engine.reuse import UnitMemo
@@ -189,7 +190,7 @@ def signs_of(source: str, filename: str | None = None, project: Project | None =
                 package = _package_of(near) if package is None else package
                 path = project.find_module(".".join(filter(None, [package, dotted])), near)
             if path is not None and path != near and _trains(project, path):
-                bases = list(filter(None, (dotted, _absolute(written, near) if written.startswith(".") else "")))
+                bases = list(filter(None, (dotted, absolute_module(written, near) if written.startswith(".") else "")))
                 names = imported_names(source, m.end()) if m.group(1) is not None else None
                 if names is None or "*" in names:
                     modules.update(bases)
@@ -274,7 +275,7 @@ def _project_imports(project: Project, froms, near: Path) -> list[Path]:
     out = []
     for written, names in froms:
         dotted = written.lstrip(".")
-        base = _absolute(written, near) if written.startswith(".") else dotted
+        base = absolute_module(written, near) if written.startswith(".") else dotted
         for name in (base, *(f"{base}.{n}" if base else n for n in names if n != "*")):
             path = project.find_module(name, near) if name else None
             if path is not None and path != near:
@@ -356,18 +357,6 @@ def _package_of(path: Path) -> str:
 
     name, _ = module_name(path)
     return name.rpartition(".")[0]
-
-
-def _absolute(relative: str, near: Path) -> str:
-    """The dotted name of a relative import's module (``..data`` in ``pkg/sub/main.py``:
-    ``pkg.data``), as :class:`~loopcheck.engine.names.ImportMap` qualifies it."""
-    from loopcheck.engine.project import module_name
-
-    name, _ = module_name(near)
-    dotted = relative.lstrip(".")
-    package = [p for p in (name.split(".") if near.stem == "__init__" else name.split(".")[:-1]) if p]
-    up = len(relative) - len(dotted) - 1
-    return ".".join([*package[: max(len(package) - up, 0)], *filter(None, [dotted])])
 
 
 def _syntax_error(source: str, err: cst.ParserSyntaxError) -> tuple[str, tuple[int, int], bool]:
@@ -712,7 +701,9 @@ def check_parsed(
     """:func:`check_source`, also returning the parsed module and its positions (both
     ``None`` when nothing was parsed or nothing found), so that fixes reuse them. A text that
     is not PyTorch code (:func:`uses_torch`) is parsed for ``LC001`` only, by CPython's parser
-    (about ten times faster than LibCST's, in a fraction of its memory); a text with a
+    (about ten times faster than LibCST's, in a fraction of its memory); a text one of whose
+    top-level imports the project's files prove to fail
+    (:func:`~loopcheck.engine.import_failure.failing_import`) gives no finding; a text with a
     NUL byte is ``LC001`` (CPython refuses it) without being parsed. ``parse``
     replaces :func:`~loopcheck.parsing.parse_module` (the language server's
     :meth:`Reparser.parse <loopcheck.server.reparse.Reparser.parse>`, which raises as it does).
@@ -733,6 +724,8 @@ def check_parsed(
     torch = uses_torch(source, filename, project)
     if not torch:  # not PyTorch code: CPython's parser says whether it is Python (LC001)
         return _python_syntax_error(source, filename, select), None, None
+    if failing_import(project, source, filename) is not None:
+        return [], None, None  # its import fails: none of its code runs (and it compiles)
     if torch and not signs.training and parse is None and tables is None and project is not None:
         if _silent_in_parts(source, filename, select, project, signs, interrupt):
             return [], None, None
@@ -834,6 +827,8 @@ def check_source(
         Findings sorted by position. A file that does not parse gives one ``LC001``
         finding at the error; this function does not raise on bad input. A file that is not
         PyTorch code (:func:`uses_torch`: it imports no package built on PyTorch, directly or
-        through the project's modules) gives no other finding.
+        through the project's modules) gives no other finding; nor does a file whose import
+        provably fails (:func:`~loopcheck.engine.import_failure.failing_import`: its code never
+        runs).
     """
     return check_parsed(source, filename, select, project)[0]

@@ -144,6 +144,17 @@ class Member:
     cls: str | None = None  # the class name (for a class or a method)
 
 
+def absolute_module(relative: str, near: Path) -> str:
+    """The dotted name of a relative import's module (``..data`` in ``pkg/sub/main.py``:
+    ``pkg.data``), as :class:`~loopcheck.engine.names.ImportMap` qualifies it (dots that climb
+    above the top package stop there)."""
+    name, _ = module_name(near)
+    dotted = relative.lstrip(".")
+    package = [p for p in (name.split(".") if near.stem == "__init__" else name.split(".")[:-1]) if p]
+    up = len(relative) - len(dotted) - 1
+    return ".".join([*package[: max(len(package) - up, 0)], *filter(None, [dotted])])
+
+
 @dataclass(eq=False)
 class Project:
     """The modules a check may read, found from ``root`` (see module docstring).

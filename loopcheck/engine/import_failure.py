@@ -1,0 +1,263 @@
+"""Modules whose import provably fails: a training loop there never runs.
+
+A script whose top-level ``from pkg.models import ResNet`` raises ``ImportError`` (the project's
+``pkg/models.py`` defines no ``ResNet``), or imports a project module that does not compile (a
+file left with merge-conflict markers), stops before its first line of training: no rule's
+harm can happen there. :func:`failing_import` finds such an import, and only when the project's
+own files prove it; anything it cannot decide counts as an import that works.
+
+An import statement counts when it is at the module's top level (not under ``if``, ``try``,
+``with``, nor in a function or class); a relative one is taken as the file's package makes it
+(``..utils`` in ``pkg/models/train.py`` is ``pkg.utils``), and left alone in a file of no
+package. Its
+module is looked up as the engine looks up every project module
+(:meth:`~loopcheck.engine.project.Project.find_module`); a module found nowhere in the project
+is a library's, which is taken to import. It fails when:
+
+- a module it loads (the package ``pkg``, then ``pkg.models``) does not compile with CPython's
+  parser (a ``SyntaxError``), or one of that module's own counted imports fails (followed
+  :data:`MAX_DEPTH` modules deep; an import cycle counts as working);
+- ``import pkg.sub`` or ``from pkg.sub import x`` names a submodule that the package's
+  directory does not hold (no ``sub.py``, ``sub/``, nor ``sub.*`` extension), in a package whose
+  ``__init__`` does not touch ``__path__``;
+- ``from pkg.models import N`` names something the module does not bind at its top level (by
+  any assignment, ``def``, ``class``, import, loop or ``with`` target, in any branch), that is
+  not a submodule of a package, in a module that has no ``from x import *``, no module
+  ``__getattr__``, no ``global N`` in a function, and no ``globals()``, ``setattr``, ``exec``,
+  ``sys.modules``, ``__dict__`` or ``vars()`` that could bind it unseen.
+
+The answers are computed once per version of each file (``Project.memo``).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+from loopcheck.engine.project import Project, absolute_module, module_name
+
+#: How many project modules deep an import's own imports are followed.
+MAX_DEPTH = 8
+#: Names whose use may bind module attributes no statement names.
+_DYNAMIC = frozenset({"globals", "setattr", "exec", "vars", "__dict__", "modules", "__getattr__"})
+
+
+@dataclass(frozen=True)
+class ImportFailure:
+    """A top-level import of the checked file that fails.
+
+    Attributes:
+        line: the line of the import statement in the checked file (1-based).
+        reason: what fails, in words (``"pkg/models.py defines no name 'ResNet'"``).
+    """
+
+    line: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class _Module:
+    """What this analysis reads of one project module: its counted imports, whether it
+    compiles, the names it binds, and whether something may bind names unseen."""
+
+    compiles: bool
+    imports: tuple  # ((line, module, names or None for ``import module``), ...)
+    bound: frozenset[str]
+    open: bool  # a star import, __getattr__, globals()... : any name may be bound
+    touches_path: bool  # assigns or changes __path__ (a package that extends where it looks)
+
+
+def failing_import(project: Project | None, source: str, path: Path | str | None) -> ImportFailure | None:
+    """The first top-level import of the file ``path`` (text ``source``) that the project's
+    files prove fails (see the module docstring), or ``None``.
+
+    Args:
+        project: the checked file's project (``None``: nothing is decided).
+        source: the checked file's text.
+        path: its path on disk (``None`` or a path that is no file: nothing is decided).
+    """
+    if project is None or not path:
+        return None
+    near = Path(path).resolve()
+    mod = _read(source)
+    if mod is None or not mod.compiles:
+        return None  # a file that does not compile is LC001's
+    loaded: dict[Path, str | None] = {}
+    for line, module, names in mod.imports:
+        reason = _fails(project, module, names, near, (near,), loaded)
+        if reason is not None:
+            return ImportFailure(line, reason)
+    return None
+
+
+def _read(source: str) -> _Module | None:
+    """:class:`_Module` of a text (``compiles`` false when CPython's parser rejects it)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return _Module(False, (), frozenset(), True, False)
+    except (ValueError, RecursionError, MemoryError):
+        return None  # a NUL byte, a text nested too deeply: not decided
+    imports = []
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Import):
+            imports.extend((stmt.lineno, alias.name, None) for alias in stmt.names)
+        elif isinstance(stmt, ast.ImportFrom) and (stmt.level or stmt.module):
+            written = "." * stmt.level + (stmt.module or "")
+            imports.append((stmt.lineno, written, tuple(a.name for a in stmt.names)))
+    bound: set[str] = set()
+    is_open = touches_path = False
+    stack: list[ast.AST] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+            if node.name == "__getattr__":
+                is_open = True
+            # a function may bind globals (``global N``) or module attributes dynamically
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Global):
+                    bound.update(inner.names)
+                elif _dynamic(inner):
+                    is_open = True
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name == "*":
+                    is_open = True
+                else:
+                    bound.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            bound.add(node.id)
+            touches_path = touches_path or node.id == "__path__"
+        elif _dynamic(node):
+            is_open = True
+        elif isinstance(node, ast.Name) and node.id == "__path__":
+            touches_path = True
+        stack.extend(ast.iter_child_nodes(node))
+    return _Module(True, tuple(imports), frozenset(bound), is_open, touches_path)
+
+
+def _dynamic(node: ast.AST) -> bool:
+    """A use of a name that may bind module attributes unseen (``globals()``, ``setattr``,
+    ``exec``, ``sys.modules``, ``vars()``, ``__dict__``)."""
+    if isinstance(node, ast.Name):
+        return node.id in _DYNAMIC
+    return isinstance(node, ast.Attribute) and node.attr in _DYNAMIC
+
+
+def _module_at(project: Project, path: Path) -> _Module | None:
+    """:class:`_Module` of the project file ``path``, once per version of it."""
+    stamp, text = project.source_of(path)
+    if text is None:
+        return None
+    memo = project.memo.setdefault("import_failure", {})
+    key = (path, stamp)
+    if key not in memo:
+        memo[key] = _read(text)
+    return memo[key]
+
+
+def _fails(project: Project, module: str, names: tuple | None, near: Path, stack: tuple, loaded: dict) -> str | None:
+    """Why ``import module`` (``names`` ``None``) or ``from module import names``, run by the
+    file ``near``, fails, or ``None`` when it is not proven to. ``stack``: the modules being
+    loaded (a cycle counts as working); ``loaded``: :func:`_loads`'s answers so far."""
+    if module.startswith("."):
+        module = _relative(module, near)
+        if not module:
+            return None
+    parts = module.split(".")
+    found: Path | None = None  # the file of the last module loaded (None: a namespace package)
+    where: list[Path] = []  # the directories of the last package
+    for i in range(1, len(parts) + 1):
+        dotted = ".".join(parts[:i])
+        path = project.find_module(dotted, near)
+        if path is None:
+            # a namespace package (a directory without __init__.py) is looked into, unloaded
+            bases = project.roots_for(near) if i == 1 else where
+            where = [d / parts[i - 1] for d in bases if (d / parts[i - 1]).is_dir()]
+            if where:
+                found = None
+                continue
+            if i == 1:
+                return None  # not a project module: a library's
+            return _missing_submodule(project, found, parts[i - 1], dotted) if found is not None else None
+        reason = _loads(project, path, stack, loaded)
+        if reason is not None:
+            return reason
+        found, where = path, [path.parent]
+    if not names or found is None:
+        return None
+    info = _module_at(project, found)
+    if info is None or info.open:
+        return None
+    for name in names:
+        if name == "*" or name in info.bound:
+            continue
+        if found.name == "__init__.py" and (info.touches_path or _submodule_present(found.parent, name)):
+            continue  # (a submodule: ``from pkg import sub``)
+        return f"{_shown(project, found)} defines no name {name!r}"
+    return None
+
+
+def _relative(written: str, near: Path) -> str:
+    """The absolute name of the relative import ``written`` in the file ``near``, or ``""``
+    when the file is in no package or the dots climb above its top package (how it is run
+    decides then: not decided)."""
+    name, _ = module_name(near)
+    package = name.split(".") if near.stem == "__init__" else name.split(".")[:-1]
+    up = len(written) - len(written.lstrip(".")) - 1
+    if not name or not [p for p in package if p] or up >= len(package):
+        return ""
+    return absolute_module(written, near)
+
+
+def _missing_submodule(project: Project, parent: Path, name: str, dotted: str) -> str | None:
+    """Why submodule ``name`` of the project module ``parent`` (its file) is missing, or
+    ``None`` when it may be there (a package that extends ``__path__``, a directory or an
+    extension module of that name, a module that is no package: not decided)."""
+    if parent.name != "__init__.py":
+        return None
+    info = _module_at(project, parent)
+    if info is None or info.touches_path or info.open or _submodule_present(parent.parent, name):
+        return None
+    return f"no module {dotted!r}: {_shown(project, parent.parent)} holds no {name}.py"
+
+
+def _submodule_present(directory: Path, name: str) -> bool:
+    """Whether ``directory`` may hold a submodule ``name``: ``name.py``, a directory
+    ``name`` (a package or a namespace package), or an extension module ``name.*``."""
+    try:
+        return any(p.name == name or p.name.startswith(name + ".") for p in directory.iterdir())
+    except OSError:
+        return True
+
+
+def _loads(project: Project, path: Path, stack: tuple, loaded: dict) -> str | None:
+    """Why loading the project module file ``path`` fails (it does not compile, or one of its
+    counted imports fails), or ``None`` (also past :data:`MAX_DEPTH`, and for a module whose
+    loading is under way: a cycle)."""
+    if path in loaded:
+        return loaded[path]
+    if path in stack or len(stack) > MAX_DEPTH:
+        return None
+    info = _module_at(project, path)
+    reason = None
+    if info is not None and not info.compiles:
+        reason = f"{_shown(project, path)} does not compile (SyntaxError)"
+    elif info is not None:
+        for _line, module, names in info.imports:
+            reason = _fails(project, module, names, path, (*stack, path), loaded)
+            if reason is not None:
+                break
+    loaded[path] = reason
+    return reason
+
+
+def _shown(project: Project, path: Path) -> str:
+    """``path`` relative to the project root when it lies under it."""
+    try:
+        return str(path.relative_to(project.root.resolve()))
+    except ValueError:
+        return str(path)

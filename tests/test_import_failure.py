@@ -1,0 +1,139 @@
+"""A module whose top-level import the project's files prove to fail never runs its training
+loop: no finding there (loopcheck/engine/import_failure.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from loopcheck.analysis import check_source
+from loopcheck.engine.import_failure import ImportFailure, failing_import
+from loopcheck.engine.project import Project
+
+# A training loop with a real bug (LC101: clipping before backward) after the imports.
+LOOP = """
+import torch
+
+model = torch.nn.Linear(4, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in [(torch.randn(8, 4), torch.randint(0, 2, (8,)))] * 3:
+    optimizer.zero_grad()
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def failure(tmp_path: Path, files: dict[str, str], script: str = "train.py") -> ImportFailure | None:
+    write(tmp_path, files)
+    path = tmp_path / script
+    return failing_import(Project(tmp_path), path.read_text(), str(path))
+
+
+def test_a_name_the_project_module_does_not_define(tmp_path: Path):
+    found = failure(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/common.py": "def verification_test():\n    pass\n",
+        "train.py": "import os\nfrom pkg.common import verification_test, create_optimizer\n",
+    })
+    assert found == ImportFailure(2, "pkg/common.py defines no name 'create_optimizer'")
+
+
+def test_a_syntax_error_two_imports_deep(tmp_path: Path):
+    found = failure(tmp_path, {
+        "models/__init__.py": "import models.losses as losses\n",
+        "models/losses.py": "from evaluation.metrics import eer\n",
+        "evaluation/__init__.py": "",
+        "evaluation/metrics.py": "<<<<<<< HEAD\ndef eer():\n    pass\n=======\n>>>>>>> branch\n",
+        "train.py": "from models.resnet import ResNet\n",
+        "models/resnet.py": "class ResNet:\n    pass\n",
+    })
+    assert found == ImportFailure(1, "evaluation/metrics.py does not compile (SyntaxError)")
+
+
+def test_a_submodule_the_package_does_not_hold(tmp_path: Path):
+    found = failure(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/utils/__init__.py": "",
+        "pkg/utils/io.py": "",
+        "train.py": "import pkg.utils.logs\n",
+    })
+    assert found == ImportFailure(1, "no module 'pkg.utils.logs': pkg/utils holds no logs.py")
+
+
+def test_a_relative_import_of_a_module_the_package_does_not_hold(tmp_path: Path):
+    found = failure(tmp_path, {
+        "asr/__init__.py": "",
+        "asr/utils/__init__.py": "",
+        "asr/models/__init__.py": "",
+        "asr/models/ce/__init__.py": "",
+        "asr/models/ce/train.py": "from ..utils.dataset import AudioDataset\n",
+    }, "asr/models/ce/train.py")
+    assert found == ImportFailure(1, "no module 'asr.models.utils': asr/models holds no utils.py")
+
+
+@pytest.mark.parametrize("module", [
+    "from .helpers import *\n",  # a star import may bind it
+    "def __getattr__(name):\n    return 0\n",  # a module __getattr__
+    "globals()['create_optimizer'] = object\n",
+    "import sys\nsetattr(sys.modules[__name__], 'create_optimizer', 1)\n",
+    "def setup():\n    global create_optimizer\n    create_optimizer = 1\n",
+    "try:\n    from fast import create_optimizer\nexcept ImportError:\n    create_optimizer = None\n",
+    "if True:\n    def create_optimizer():\n        pass\n",
+])
+def test_a_name_that_may_be_bound_is_not_decided(tmp_path: Path, module: str):
+    assert failure(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/helpers.py": "",
+        "pkg/common.py": module,
+        "train.py": "from pkg.common import create_optimizer\n",
+    }) is None
+
+
+@pytest.mark.parametrize("script", [
+    "try:\n    from pkg.common import missing\nexcept ImportError:\n    missing = None\n",
+    "if False:\n    from pkg.common import missing\n",
+    "def main():\n    from pkg.common import missing\n",
+    "from torch.optim import NotAnOptimizer\n",  # a library's module: not the project's to decide
+    "from pkg import common, helpers\n",  # submodules of the package
+    "from pkg.a import f\n",  # an import cycle that works
+    "from ns.inner.mod import g\n",  # through a namespace package
+    "from .common import missing\n",  # a relative import in a file of no package
+])
+def test_imports_not_proven_to_fail(tmp_path: Path, script: str):
+    assert failure(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/helpers.py": "",
+        "pkg/common.py": "x = 1\n",
+        "pkg/a.py": "from pkg.b import g\ndef f():\n    pass\n",
+        "pkg/b.py": "from pkg.a import f\ndef g():\n    pass\n",
+        "ns/inner/mod.py": "def g():\n    pass\n",
+        "train.py": script,
+    }) is None
+
+
+def test_a_loop_whose_import_fails_is_silent_and_reported_once_fixed(tmp_path: Path):
+    write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/optim.py": "def create_scheduler(optimizer):\n    return None\n",
+    })
+    train = tmp_path / "train.py"
+    broken = "from pkg.optim import create_optimizer\n" + LOOP
+    assert check_source(broken, str(train)) == []
+    fixed = "from pkg.optim import create_scheduler\n" + LOOP
+    assert [(f.code, f.row) for f in check_source(fixed, str(train))] == [("LC101", 10)]
+
+
+def test_a_syntax_error_of_the_file_itself_is_still_lc001(tmp_path: Path):
+    write(tmp_path, {"pkg/__init__.py": "", "pkg/optim.py": ""})
+    text = "from pkg.optim import create_optimizer\n" + LOOP + "def f(:\n    pass\n"
+    assert [f.code for f in check_source(text, str(tmp_path / "train.py"))] == ["LC001"]
