@@ -104,6 +104,7 @@ def test_a_name_that_may_be_bound_is_not_decided(tmp_path: Path, module: str):
     "if False:\n    from pkg.common import missing\n",
     "def main():\n    from pkg.common import missing\n",
     "from torch.optim import NotAnOptimizer\n",  # a library's module: not the project's to decide
+    "from torch import nn\n",  # a file named like a library (torch.py beside it) is not decided
     "from pkg import common, helpers\n",  # submodules of the package
     "from pkg.a import f\n",  # an import cycle that works
     "from ns.inner.mod import g\n",  # through a namespace package
@@ -117,6 +118,7 @@ def test_imports_not_proven_to_fail(tmp_path: Path, script: str):
         "pkg/a.py": "from pkg.b import g\ndef f():\n    pass\n",
         "pkg/b.py": "from pkg.a import f\ndef g():\n    pass\n",
         "ns/inner/mod.py": "def g():\n    pass\n",
+        "torch.py": "x = 1\n",
         "train.py": script,
     }) is None
 

@@ -142,8 +142,17 @@ def test_mode_dependence_of_layers():
 
 
 def test_tensors_are_factories_conversions_and_batch_elements():
+    # the batch of a DataLoader built with the default collate function holds tensors; one
+    # given its own collate_fn, or a loader the code does not build, may yield anything
     [unit, *_] = units("""
         import torch
+        from torch.utils.data import DataLoader
+        train_loader = DataLoader(dataset, batch_size=8)
+        other_loader = DataLoader(dataset, batch_size=8, collate_fn=collate_graphs)
+        for g, t in other_loader:
+            pass
+        for a, b in given_loader:
+            pass
         w = torch.randn(3)
         w = w.to("cuda")
         model = torch.nn.Linear(3, 1)
@@ -157,6 +166,7 @@ def test_tensors_are_factories_conversions_and_batch_elements():
     """)
     assert is_tensor(unit, "w") and is_tensor(unit, "x") and is_tensor(unit, "y")
     assert not is_tensor(unit, "batch") and not is_tensor(unit, "model") and not is_tensor(unit, "p")
+    assert not is_tensor(unit, "g") and not is_tensor(unit, "t") and not is_tensor(unit, "a")
 
 
 def test_clip_and_unscale_per_micro_step_is_lc605_and_lc106():

@@ -199,7 +199,7 @@ def test_a_main_that_drives_an_imported_engine_is_built_where_it_calls_it(tmp_pa
 
 
 def test_a_relative_import_is_made_absolute_as_the_import_map_does(tmp_path: Path):
-    from loopcheck.analysis import _absolute
+    from loopcheck.engine.project import absolute_module as _absolute
 
     sub = tmp_path / "pkg" / "sub"
     sub.mkdir(parents=True)

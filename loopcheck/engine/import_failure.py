@@ -11,8 +11,9 @@ An import statement counts when it is at the module's top level (not under ``if`
 (``..utils`` in ``pkg/models/train.py`` is ``pkg.utils``), and left alone in a file of no
 package. Its
 module is looked up as the engine looks up every project module
-(:meth:`~loopcheck.engine.project.Project.find_module`); a module found nowhere in the project
-is a library's, which is taken to import. It fails when:
+(:meth:`~loopcheck.engine.project.Project.find_module`); a module found nowhere in the project,
+or one of a package the library knowledge names (a ``torch.py`` beside the script), is a
+library's, which is taken to import. It fails when:
 
 - a module it loads (the package ``pkg``, then ``pkg.models``) does not compile with CPython's
   parser (a ``SyntaxError``), or one of that module's own counted imports fails (followed
@@ -139,6 +140,15 @@ def _read(source: str) -> _Module | None:
     return _Module(True, tuple(imports), frozenset(bound), is_open, touches_path)
 
 
+def _libraries() -> frozenset[str]:
+    """The top-level packages the library knowledge names (``[packages]``: ``torch``,
+    ``transformers``, ``jax``, ...): an import of one is the library's."""
+    from loopcheck.engine.knowledge import knowledge
+
+    kb = knowledge()
+    return frozenset(kb.torch_packages) | frozenset(kb.other_frameworks)
+
+
 def _dynamic(node: ast.AST) -> bool:
     """A use of a name that may bind module attributes unseen (``globals()``, ``setattr``,
     ``exec``, ``sys.modules``, ``vars()``, ``__dict__``)."""
@@ -168,6 +178,8 @@ def _fails(project: Project, module: str, names: tuple | None, near: Path, stack
         if not module:
             return None
     parts = module.split(".")
+    if parts[0] in _libraries():
+        return None  # a file of the project named like a library it uses: which one runs is not decided
     found: Path | None = None  # the file of the last module loaded (None: a namespace package)
     where: list[Path] = []  # the directories of the last package
     for i in range(1, len(parts) + 1):

@@ -287,7 +287,10 @@ class GradientMachine(Machine):
     """Typestate of one optimizer's gradients (see module docstring)."""
 
     kinds = frozenset({'opt_build', 'backward', 'step', 'zero_grad', 'zero_grad_model', 'zero_grad_all', 'havoc', 'clip',
-                       'grad_set', 'count_up', 'count_reset'})
+                       'grad_set'})
+    #: followed only in a unit that has :func:`pure_counters` (elsewhere an ``if`` whose arm
+    #: only resets a variable, ``if logged > 100: logged = 0``, stays free for the dataflow)
+    counter_kinds = frozenset({'count_up', 'count_reset'})
 
     def __init__(self, unit: Unit, opt: str) -> None:
         self.unit = unit
@@ -296,6 +299,8 @@ class GradientMachine(Machine):
         self._if_steps: dict[int, tuple] = {}
         self._rebinding = rebinding_loops(unit, opt)
         self._counters: frozenset[str] | None = None
+        if self.counters():
+            self.kinds = self.kinds | self.counter_kinds
 
     def initial(self) -> G:
         return ABSENT if built_here(self.unit, self.opt) else UNKNOWN
@@ -395,9 +400,9 @@ class GradientMachine(Machine):
         return False
 
     def counters(self) -> frozenset[str]:
-        """The unit's :func:`pure_counters` (computed once)."""
+        """The unit's :func:`pure_counters` (computed once per unit)."""
         if self._counters is None:
-            self._counters = pure_counters(self.unit)
+            self._counters = self.unit.cached("pure counters", lambda: pure_counters(self.unit))
         return self._counters
 
     def branch(self, s: G, node: If, taken: bool) -> G:
