@@ -139,3 +139,32 @@ def test_a_syntax_error_of_the_file_itself_is_still_lc001(tmp_path: Path):
     write(tmp_path, {"pkg/__init__.py": "", "pkg/optim.py": ""})
     text = "from pkg.optim import create_optimizer\n" + LOOP + "def f(:\n    pass\n"
     assert [f.code for f in check_source(text, str(tmp_path / "train.py"))] == ["LC001"]
+
+
+def test_what_the_running_script_would_not_take_for_the_project_is_not_decided(tmp_path: Path):
+    # a package module named like the standard library does not shadow it for the others
+    # (Python looks absolute names up from the script's sys.path): pkg/typing.py lacks Any
+    assert failure(tmp_path, {
+        "pkg/__init__.py": "from pkg.frame import Frame\n",
+        "pkg/typing.py": "Metric = str\n",
+        "pkg/frame.py": "from typing import Any\nclass Frame:\n    pass\n",
+        "train.py": "from pkg import Frame\n",
+    }) is None
+
+
+def test_a_module_for_a_newer_python_is_not_decided(tmp_path: Path):
+    assert failure(tmp_path, {
+        "loader.py": "import ctypes\ntype Ptr = ctypes.c_void_p\n",
+        "train.py": "from loader import Ptr\n",
+    }) is None
+
+
+def test_a_submodule_the_build_makes_is_not_decided(tmp_path: Path):
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/layers.py": "from pkg import _C\n",
+        "train.py": "from pkg.layers import *\nimport pkg._C\n",
+    }
+    assert failure(tmp_path, files) == ImportFailure(1, "pkg/__init__.py defines no name '_C'")
+    (tmp_path / "setup.py").write_text("from setuptools import setup\nsetup(ext_modules=[])\n")
+    assert failure(tmp_path, files) is None

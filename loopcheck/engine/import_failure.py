@@ -13,17 +13,22 @@ package. Its
 module is looked up as the engine looks up every project module
 (:meth:`~loopcheck.engine.project.Project.find_module`); a module found nowhere in the project,
 or one of a package the library knowledge names (a ``torch.py`` beside the script), is a
-library's, which is taken to import. It fails when:
+library's, which is taken to import; so is a name of the standard library. Absolute names
+are looked up as the checked file runs them (from its ``sys.path``), whichever module imports.
+It fails when:
 
 - a module it loads (the package ``pkg``, then ``pkg.models``) does not compile with CPython's
-  parser (a ``SyntaxError``), or one of that module's own counted imports fails (followed
+  parser (a ``SyntaxError``) nor parse with LibCST's (whose grammar follows newer Pythons:
+  a module written for Python 3.12 is not decided), or one of that module's own counted imports fails (followed
   :data:`MAX_DEPTH` modules deep; an import cycle counts as working);
 - ``import pkg.sub`` or ``from pkg.sub import x`` names a submodule that the package's
   directory does not hold (no ``sub.py``, ``sub/``, nor ``sub.*`` extension), in a package whose
-  ``__init__`` does not touch ``__path__``;
+  ``__init__`` does not touch ``__path__``, in a project whose build compiles no extension
+  modules (one that does may make ``pkg._C``);
 - ``from pkg.models import N`` names something the module does not bind at its top level (by
   any assignment, ``def``, ``class``, import, loop or ``with`` target, in any branch), that is
-  not a submodule of a package, in a module that has no ``from x import *``, no module
+  not a submodule of a package (nor, in a project that builds extensions, may be one), in a
+  module that has no ``from x import *``, no module
   ``__getattr__``, no ``global N`` in a function, and no ``globals()``, ``setattr``, ``exec``,
   ``sys.modules``, ``__dict__`` or ``vars()`` that could bind it unseen.
 
@@ -33,6 +38,7 @@ The answers are computed once per version of each file (``Project.memo``).
 from __future__ import annotations
 
 import ast
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,7 +92,7 @@ def failing_import(project: Project | None, source: str, path: Path | str | None
         return None  # a file that does not compile is LC001's
     loaded: dict[Path, str | None] = {}
     for line, module, names in mod.imports:
-        reason = _fails(project, module, names, near, (near,), loaded)
+        reason = _fails(project, module, names, near, near, (near,), loaded)
         if reason is not None:
             return ImportFailure(line, reason)
     return None
@@ -97,6 +103,8 @@ def _read(source: str) -> _Module | None:
     try:
         tree = ast.parse(source)
     except SyntaxError:
+        if _newer_python(source):
+            return None  # valid in a newer Python (``type X = ...``): not decided
         return _Module(False, (), frozenset(), True, False)
     except (ValueError, RecursionError, MemoryError):
         return None  # a NUL byte, a text nested too deeply: not decided
@@ -149,6 +157,19 @@ def _libraries() -> frozenset[str]:
     return frozenset(kb.torch_packages) | frozenset(kb.other_frameworks)
 
 
+def _newer_python(source: str) -> bool:
+    """Whether LibCST, whose grammar follows newer Pythons than the one running (3.12's ``type``
+    statements and type parameters), parses a text CPython's parser rejected: the project may
+    target that Python."""
+    from loopcheck.parsing import parse_module
+
+    try:
+        parse_module(source)
+    except Exception:  # noqa: BLE001 - a syntax error, or a text nested too deeply
+        return False
+    return True
+
+
 def _dynamic(node: ast.AST) -> bool:
     """A use of a name that may bind module attributes unseen (``globals()``, ``setattr``,
     ``exec``, ``sys.modules``, ``vars()``, ``__dict__``)."""
@@ -169,25 +190,28 @@ def _module_at(project: Project, path: Path) -> _Module | None:
     return memo[key]
 
 
-def _fails(project: Project, module: str, names: tuple | None, near: Path, stack: tuple, loaded: dict) -> str | None:
+def _fails(project: Project, module: str, names: tuple | None, near: Path, entry: Path, stack: tuple,
+           loaded: dict) -> str | None:
     """Why ``import module`` (``names`` ``None``) or ``from module import names``, run by the
-    file ``near``, fails, or ``None`` when it is not proven to. ``stack``: the modules being
+    file ``near``, fails, or ``None`` when it is not proven to. An absolute name is looked up
+    from ``entry``, the checked file (Python's ``sys.path`` is the running script's, whichever
+    module imports), a relative one from ``near``'s package. ``stack``: the modules being
     loaded (a cycle counts as working); ``loaded``: :func:`_loads`'s answers so far."""
     if module.startswith("."):
         module = _relative(module, near)
         if not module:
             return None
     parts = module.split(".")
-    if parts[0] in _libraries():
-        return None  # a file of the project named like a library it uses: which one runs is not decided
+    if parts[0] in _libraries() or parts[0] in sys.stdlib_module_names:
+        return None  # a file of the project named like a library: which one runs is not decided
     found: Path | None = None  # the file of the last module loaded (None: a namespace package)
     where: list[Path] = []  # the directories of the last package
     for i in range(1, len(parts) + 1):
         dotted = ".".join(parts[:i])
-        path = project.find_module(dotted, near)
+        path = project.find_module(dotted, entry)
         if path is None:
             # a namespace package (a directory without __init__.py) is looked into, unloaded
-            bases = project.roots_for(near) if i == 1 else where
+            bases = project.roots_for(entry) if i == 1 else where
             where = [d / parts[i - 1] for d in bases if (d / parts[i - 1]).is_dir()]
             if where:
                 found = None
@@ -195,7 +219,7 @@ def _fails(project: Project, module: str, names: tuple | None, near: Path, stack
             if i == 1:
                 return None  # not a project module: a library's
             return _missing_submodule(project, found, parts[i - 1], dotted) if found is not None else None
-        reason = _loads(project, path, stack, loaded)
+        reason = _loads(project, path, entry, stack, loaded)
         if reason is not None:
             return reason
         found, where = path, [path.parent]
@@ -207,8 +231,10 @@ def _fails(project: Project, module: str, names: tuple | None, near: Path, stack
     for name in names:
         if name == "*" or name in info.bound:
             continue
-        if found.name == "__init__.py" and (info.touches_path or _submodule_present(found.parent, name)):
-            continue  # (a submodule: ``from pkg import sub``)
+        if found.name == "__init__.py" and (
+            info.touches_path or _submodule_present(found.parent, name) or _builds_extensions(project)
+        ):
+            continue  # (a submodule: ``from pkg import sub``, maybe one the build makes)
         return f"{_shown(project, found)} defines no name {name!r}"
     return None
 
@@ -234,7 +260,31 @@ def _missing_submodule(project: Project, parent: Path, name: str, dotted: str) -
     info = _module_at(project, parent)
     if info is None or info.touches_path or info.open or _submodule_present(parent.parent, name):
         return None
+    if _builds_extensions(project):
+        return None  # ``pkg._C``: a module the build makes
     return f"no module {dotted!r}: {_shown(project, parent.parent)} holds no {name}.py"
+
+
+#: Words of a build configuration that compiles extension modules into the packages
+#: (setuptools' ``ext_modules``, ``Extension``, ``build_ext``; Cython's ``cythonize``; PyTorch's
+#: ``CppExtension``/``CUDAExtension``; pybind11's ``Pybind11Extension``).
+_EXTENSION_WORDS = ("ext_modules", "Extension", "build_ext", "cythonize")
+
+
+def _builds_extensions(project: Project) -> bool:
+    """Whether the project's build (``setup.py``, ``setup.cfg``, ``pyproject.toml`` at its root)
+    may compile extension modules: an import of a submodule missing from the source tree may
+    then be one the build makes (``maskrcnn_benchmark._C``)."""
+    memo = project.memo.setdefault("builds_extensions", {})
+    if "answer" not in memo:
+        texts = []
+        for name in ("setup.py", "setup.cfg", "pyproject.toml"):
+            try:
+                texts.append((project.root / name).read_text(encoding="utf-8", errors="replace"))
+            except OSError:
+                pass
+        memo["answer"] = any(word in text for text in texts for word in _EXTENSION_WORDS)
+    return memo["answer"]
 
 
 def _submodule_present(directory: Path, name: str) -> bool:
@@ -246,7 +296,7 @@ def _submodule_present(directory: Path, name: str) -> bool:
         return True
 
 
-def _loads(project: Project, path: Path, stack: tuple, loaded: dict) -> str | None:
+def _loads(project: Project, path: Path, entry: Path, stack: tuple, loaded: dict) -> str | None:
     """Why loading the project module file ``path`` fails (it does not compile, or one of its
     counted imports fails), or ``None`` (also past :data:`MAX_DEPTH`, and for a module whose
     loading is under way: a cycle)."""
@@ -260,7 +310,7 @@ def _loads(project: Project, path: Path, stack: tuple, loaded: dict) -> str | No
         reason = f"{_shown(project, path)} does not compile (SyntaxError)"
     elif info is not None:
         for _line, module, names in info.imports:
-            reason = _fails(project, module, names, path, (*stack, path), loaded)
+            reason = _fails(project, module, names, path, entry, (*stack, path), loaded)
             if reason is not None:
                 break
     loaded[path] = reason
