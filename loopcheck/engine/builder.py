@@ -2229,6 +2229,8 @@ class UnitBuilder:
                 raw = made.get(value)
                 if raw is not None:
                     raw.discarded = True  # x.to(device) on its own line: its result is thrown away
+            if type(s.value) is cst.Call and self._exits(frame, s.value):
+                out.append(Jump("raise"))  # sys.exit(): this path ends here (SystemExit)
         elif type(s) is cst.Assign:
             if len(s.targets) == 1:
                 targets = self._target_syms(frame, s.targets[0].target)
@@ -2284,6 +2286,13 @@ class UnitBuilder:
                 type(s.test) is cst.Integer and s.test.value == "0"
             ):
                 out.append(Jump("raise"))  # assert False: this path ends here
+
+    def _exits(self, frame: Frame, call: cst.Call) -> bool:
+        """Whether ``call`` ends the program (``exit()``, ``sys.exit(1)``): a library function
+        whose knowledge entry says ``exits``."""
+        q, qualified = self.resolve(frame, dotted_name(call.func))
+        summary = knowledge().function(q) if qualified and q else None
+        return summary is not None and summary.exits
 
     def assign_event(
         self, frame: Frame, stmt: cst.CSTNode, target: cst.BaseExpression | None, op: str,

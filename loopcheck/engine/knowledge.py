@@ -93,6 +93,7 @@ _ROLE_KEYS = frozenset({
 _ENTRY_KEYS = frozenset({
     "names", "bases", "effects", "returns", "methods", "attributes", "grad", "source", "context", "modes",
     "mode_args", "modes_none_if_zero", "parameters", "setting", "grad_off_arg", "only_before", "block_mode",
+    "exits",
 })
 #: Process-wide settings a call changes (``setting`` of a function entry; its first argument
 #: says the new value): ``overwrite_params_on_conversion``, whether ``Module.to()``/``half()``
@@ -321,6 +322,8 @@ class Summary:
             ``(mode, models)``: ``"train"`` or ``"eval"``, and the argument reference of the
             modules (``"*"``: every positional argument); ``None`` otherwise.
         source: where the knowledge comes from (documentation or code URL).
+        exits: the call ends the program (``sys.exit()``, ``exit()``: it raises
+            ``SystemExit``, or ends the process): the code after it does not run.
     """
 
     name: str
@@ -334,6 +337,7 @@ class Summary:
     only_before: tuple[tuple[int, ...], ArgRef | None] | None = None
     modes_none_if_zero: tuple[ArgRef, ...] = ()
     block_mode: tuple[str, ArgRef] | None = None
+    exits: bool = False
 
 
 @dataclass
@@ -470,7 +474,7 @@ def _summary(name: str, raw: dict, where: str) -> Summary:
     return Summary(name, effects, _returns(raw.get("returns"), where), grad, raw.get("context"), raw.get("source", ""),
                    setting, None if grad_off is None else _arg_ref(grad_off, where),
                    _only_before(raw.get("only_before"), where), tuple(_arg_ref(a, where) for a in if_zero),
-                   _block_mode(raw.get("block_mode"), where))
+                   _block_mode(raw.get("block_mode"), where), bool(raw.get("exits", False)))
 
 
 def _block_mode(raw, where: str) -> tuple[str, ArgRef] | None:
