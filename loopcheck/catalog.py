@@ -88,7 +88,6 @@ _CATALOG = (
     RuleInfo(
         "LC102", "clip-after-step", "error",
         "Gradient clipping runs after optimizer.step(): it clips gradients that were already applied.",
-        preview=True,
     ),  # gradients.py
     RuleInfo(
         "LC103", "zero-grad-between-backward-and-step", "error",
@@ -103,6 +102,7 @@ _CATALOG = (
     RuleInfo(
         "LC105", "missing-zero-grad", "error",
         "backward() and step() run every iteration with no zero_grad(): gradients pile up across steps.",
+        preview=True,
     ),  # gradients.py
     RuleInfo(
         "LC106", "clip-or-unscale-on-every-micro-step", "error",
@@ -124,7 +124,6 @@ _CATALOG = (
     RuleInfo(
         "LC202", "scheduler-step-before-optimizer-step", "warning",
         "scheduler.step() runs before optimizer.step(): the first value of the LR schedule is skipped.",
-        preview=True,
     ),  # schedulers.py
     RuleInfo(
         "LC203", "plateau-scheduler-without-metric", "error",

@@ -1,8 +1,8 @@
 """Rules in preview (``preview=True`` in the catalog): off by default, on with ``--preview`` or
 ``preview = true``, or when selected by their exact code or name; a prefix or ``ALL`` alone
 does not enable them (as ruff's preview rules). LC401 and LC101 are the rules in preview these
-tests use, LC001, LC105 and LC601 the rules out of preview (a file that does not parse; LC105 left
-preview after census 12 measured it at 9 of 9, LC601 after census 10 measured it at 5 of 5)."""
+tests use, LC001, LC102 and LC601 the rules out of preview (a file that does not parse; LC102 left
+preview after census 16 measured it at 5 of 5, LC601 after census 10 measured it at 5 of 5)."""
 
 from __future__ import annotations
 
@@ -24,10 +24,10 @@ ROOT = Path(__file__).resolve().parent.parent
 LOSS_KEPT = (ROOT / "fixtures" / "LC401_bad.py").read_text(encoding="utf-8")
 LC401_ROW = 51  # its `# expect: LC401` line
 LC101_BAD = (ROOT / "fixtures" / "LC101_bad.py").read_text(encoding="utf-8")
-LC105_BAD = (ROOT / "fixtures" / "LC105_bad.py").read_text(encoding="utf-8")
+LC102_BAD = (ROOT / "fixtures" / "LC102_bad.py").read_text(encoding="utf-8")
 #: The rules the latest census that gave them at least 5 findings measured at 95 % or more
 #: (each page's "Precision"), and the two codes the command line itself reports.
-OUT_OF_PREVIEW = {"LC001", "LC002", "LC105", "LC601", "LC901"}
+OUT_OF_PREVIEW = {"LC001", "LC002", "LC102", "LC202", "LC601", "LC901"}
 
 
 def reported(*args: str) -> list[str]:
@@ -41,7 +41,7 @@ def reported(*args: str) -> list[str]:
 def project(tmp_path: Path, monkeypatch) -> Path:
     (tmp_path / "train.py").write_text(LOSS_KEPT, encoding="utf-8")
     (tmp_path / "clip.py").write_text(LC101_BAD, encoding="utf-8")
-    (tmp_path / "accumulate.py").write_text(LC105_BAD, encoding="utf-8")
+    (tmp_path / "accumulate.py").write_text(LC102_BAD, encoding="utf-8")
     (tmp_path / "broken.py").write_text("import torch\nfor x in y:\n    loss.backward(\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     return tmp_path
@@ -49,7 +49,7 @@ def project(tmp_path: Path, monkeypatch) -> Path:
 
 def test_every_rule_not_measured_is_in_preview_and_the_catalog_says_which_rules_are():
     assert INFOS["LC401"].preview and "LC401" in PREVIEW and INFOS["LC101"].preview
-    assert INFOS["LC302"].preview and not INFOS["LC105"].preview and not INFOS["LC001"].preview
+    assert INFOS["LC302"].preview and not INFOS["LC102"].preview and not INFOS["LC001"].preview
     assert PREVIEW == {code for code, info in INFOS.items() if info.preview}
     assert set(INFOS) - PREVIEW == OUT_OF_PREVIEW
     assert default_codes() == OUT_OF_PREVIEW and default_codes(preview=True) == set(INFOS)
@@ -69,8 +69,8 @@ def test_the_library_runs_every_rule_unless_told_otherwise():
 
 
 def test_a_preview_rule_is_not_reported_by_default(project):
-    assert reported(".") == ["LC001", "LC105"]
-    assert reported("--preview", ".") == ["LC001", "LC101", "LC105", "LC401"]
+    assert reported(".") == ["LC001", "LC102"]
+    assert reported("--preview", ".") == ["LC001", "LC101", "LC102", "LC401"]
     result = CliRunner().invoke(main, ["--show-settings", "clip.py"])
     assert f"select = {json.dumps(sorted(OUT_OF_PREVIEW))}" in result.output.splitlines()
 
@@ -109,14 +109,14 @@ def test_only_an_exact_selection_reports_nothing_else(project):
 
 
 @pytest.mark.parametrize("table, codes", [
-    ("preview = true\n", ["LC001", "LC101", "LC105", "LC401"]),
-    ("preview = false\n", ["LC001", "LC105"]),
-    ('extend-select = ["LC401"]\n', ["LC001", "LC105", "LC401"]),
-    ('extend-select = ["loss-tensor-kept"]\n', ["LC001", "LC105", "LC401"]),
+    ("preview = true\n", ["LC001", "LC101", "LC102", "LC401"]),
+    ("preview = false\n", ["LC001", "LC102"]),
+    ('extend-select = ["LC401"]\n', ["LC001", "LC102", "LC401"]),
+    ('extend-select = ["loss-tensor-kept"]\n', ["LC001", "LC102", "LC401"]),
     ('select = ["LC4", "LC3", "LC0"]\n', ["LC001"]),
     ('select = ["LC4", "LC3", "LC0"]\npreview = true\n', ["LC001", "LC401"]),
-    ('select = ["LC4", "LC1", "LC0"]\npreview = true\n', ["LC001", "LC101", "LC105", "LC401"]),
-    ('select = ["ALL"]\n', ["LC001", "LC105"]),
+    ('select = ["LC4", "LC1", "LC0"]\npreview = true\n', ["LC001", "LC101", "LC102", "LC401"]),
+    ('select = ["ALL"]\n', ["LC001", "LC102"]),
 ])
 def test_the_configuration_file(project, table, codes):
     (project / "pyproject.toml").write_text("[tool.loopcheck]\n" + table, encoding="utf-8")
@@ -185,10 +185,10 @@ def test_the_cache_keeps_a_run_with_preview_apart(project, monkeypatch, tmp_path
         result = CliRunner().invoke(main, ["-j1", "--output-format", "concise", *args, "."])
         return sorted(line.split(" ")[1] for line in result.stdout.splitlines() if ": LC" in line)
 
-    assert cached() == ["LC001", "LC105"]
-    assert cached("--preview") == ["LC001", "LC101", "LC105", "LC401"]
-    assert cached() == ["LC001", "LC105"]
-    assert cached("--preview") == ["LC001", "LC101", "LC105", "LC401"]
+    assert cached() == ["LC001", "LC102"]
+    assert cached("--preview") == ["LC001", "LC101", "LC102", "LC401"]
+    assert cached() == ["LC001", "LC102"]
+    assert cached("--preview") == ["LC001", "LC101", "LC102", "LC401"]
 
 
 @pytest.mark.skipif(importlib.util.find_spec("flake8") is None, reason="needs flake8")
@@ -221,7 +221,7 @@ def test_the_flake8_plugin_reads_loopcheck_preview_from_its_configuration(tmp_pa
 @pytest.mark.skipif(importlib.util.find_spec("flake8") is None, reason="needs flake8")
 def test_the_flake8_plugin_runs_only_the_rules_out_of_preview_by_default(tmp_path):
     (tmp_path / "clip.py").write_text(LC101_BAD, encoding="utf-8")
-    (tmp_path / "accumulate.py").write_text(LC105_BAD, encoding="utf-8")
+    (tmp_path / "accumulate.py").write_text(LC102_BAD, encoding="utf-8")
 
     def codes(*args: str) -> list[str]:
         proc = subprocess.run([sys.executable, "-m", "flake8", "--select", "LC", *args, "clip.py", "accumulate.py"],
@@ -229,5 +229,5 @@ def test_the_flake8_plugin_runs_only_the_rules_out_of_preview_by_default(tmp_pat
         assert proc.returncode in (0, 1), proc.stderr
         return sorted(line.split()[1] for line in proc.stdout.splitlines())
 
-    assert codes() == ["LC105"]  # LC105 is out of preview, LC101 in it
-    assert codes("--loopcheck-preview") == ["LC101", "LC105"]
+    assert codes() == ["LC102"]  # LC102 is out of preview, LC101 in it
+    assert codes("--loopcheck-preview") == ["LC101", "LC102"]

@@ -326,17 +326,17 @@ def test_configuration_selects_the_rules(client, tmp_path):
 
 
 @pytest.mark.parametrize("config, codes", [
-    (None, ["LC105"]),  # no configuration: the default selection, without the rules in preview
-    ('[tool.loopcheck]\npreview = true\n', ["LC401", "LC105"]),
-    ('[tool.loopcheck]\nextend-select = ["loss-tensor-kept"]\n', ["LC401", "LC105"]),
-    ('[tool.loopcheck]\nselect = ["LC4", "LC1"]\n', ["LC105"]),  # a prefix alone: not a rule in preview
+    (None, ["LC102"]),  # no configuration: the default selection, without the rules in preview
+    ('[tool.loopcheck]\npreview = true\n', ["LC401", "LC102"]),
+    ('[tool.loopcheck]\nextend-select = ["loss-tensor-kept"]\n', ["LC401", "LC102"]),
+    ('[tool.loopcheck]\nselect = ["LC4", "LC1"]\n', ["LC102"]),  # a prefix alone: not a rule in preview
 ])
 def test_rules_in_preview_follow_the_configuration(client, tmp_path, config, codes):
-    """LC401 is in preview, LC105 is not."""
+    """LC401 is in preview, LC102 is not."""
     if config is not None:
         (tmp_path / "pyproject.toml").write_text(config, encoding="utf-8")
     path = tmp_path / "train.py"
-    text = read_fixture("LC401_bad.py") + read_fixture("LC105_bad.py")
+    text = read_fixture("LC401_bad.py") + read_fixture("LC102_bad.py")
     client.notify("textDocument/didOpen", {"textDocument": {
         "uri": path.as_uri(), "languageId": "python", "version": 1, "text": text}})
     assert [d["code"] for d in client.diagnostics(path.as_uri())] == codes
