@@ -611,6 +611,7 @@ class UnitBuilder:
         stack: list = [(plan, False)]
         keyed: set[str] = set()
         plain: set[str] = set()
+        members: set[tuple[str, str]] = set()
         while stack:
             p, under_key = stack.pop()
             t = type(p)
@@ -620,6 +621,10 @@ class UnitBuilder:
                     names.add(sym)
                     (keyed if under_key else plain).add(sym)
             elif t is _Keyed:
+                if type(p.plan) is str and p.key is not None:  # out["loss"]: the member "loss" of out
+                    sym, q = resolve(frame, p.plan)
+                    if sym and not q:
+                        members.add((sym, p.key))
                 stack.append((p.plan, True))
             elif t is tuple:
                 stack.extend((x, under_key) for x in p)
@@ -636,7 +641,8 @@ class UnitBuilder:
                     calls.append(raw)
                 if p.callee is not None:
                     stack.append((p.callee, under_key))
-        return Sources(frozenset(names), tuple(calls), frozenset(keyed - plain))
+        keyed -= plain
+        return Sources(frozenset(names), tuple(calls), frozenset(keyed), frozenset(m for m in members if m[0] in keyed))
 
     def held(self, frame: Frame, expr: cst.BaseExpression) -> frozenset[str] | None:
         """The symbols whose objects the value of ``expr`` may be or hold (what an optimizer
@@ -2542,9 +2548,12 @@ _STRINGS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
 
 @dataclass(frozen=True)
 class _Keyed:
-    """A plan read through a subscript by a string key: its names go to ``Sources.keyed``."""
+    """A plan read through a subscript by a string key: its names go to ``Sources.keyed``;
+    ``key``, the key when it is one string literal (``"loss"`` of ``out["loss"]``), else
+    ``None`` (``out[f"loss_{i}"]``, ``out["a", "b"]``)."""
 
     plan: object
+    key: str | None = None
 
 
 def _sources_plan(e: cst.CSTNode, kb):
@@ -2563,7 +2572,10 @@ def _sources_plan(e: cst.CSTNode, kb):
         return None  # a comparison is a boolean: it carries no graph of its operands
     if t is cst.Subscript and any(type(s.slice) is cst.Index and type(s.slice.value) in _STRINGS for s in e.slice):
         inner = _sources_plan(e.value, kb)  # out["loss"]: a member of a mapping
-        return _Keyed(inner) if inner is not None else _sources_plan(e.value, kb)
+        if inner is None:
+            return None
+        key = literal_value(e.slice[0].slice.value) if len(e.slice) == 1 and type(e.slice[0].slice) is cst.Index else NO_VALUE
+        return _Keyed(inner, key if type(key) is str else None)
     if t is cst.UnaryOperation and type(e.operator) is cst.Not:
         return None
     if t is cst.Call:

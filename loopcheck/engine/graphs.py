@@ -104,14 +104,25 @@ class _Graphs:
         self.defs: dict[str, list[RawEvent]] = {}
         self.backwards: list[tuple[str, Call]] = []
         self.frees: list[tuple[str, Call]] = []  # (symbol, a backward() that frees its graph)
+        # (symbol, key) -> the assignments that bind a name to that member: m = out["loss"]
+        self.member_reads: dict[tuple[str, str], list[Assign]] = {}
+        # symbol -> the events that may change its members: out["loss"] = v, out.pop("loss")
+        self.member_writes: dict[str, list[RawEvent]] = {}
         for e in events:
             if isinstance(e, Assign):
                 if e.target and e.op != "[]=":
                     self.defs.setdefault(e.target, []).append(e)
+                elif e.target:
+                    self.member_writes.setdefault(e.target, []).append(e)
+                member = _member_read(e)
+                if member is not None:
+                    self.member_reads.setdefault(member, []).append(e)
             else:
                 for t in e.targets:
                     if t:
                         self.defs.setdefault(t, []).append(e)
+                if e.receiver is not None and e.inner is None:
+                    self.member_writes.setdefault(e.receiver, []).append(e)
                 loss = _backward_loss(e)
                 if loss is not None:
                     self.backwards.append((loss, e))
@@ -190,6 +201,30 @@ class _Graphs:
                 return None
             name, _, attr = name.rpartition(".")
             after.append(attr)
+
+    def member_carries(self, name: str, key: str, at: RawEvent) -> bool:
+        """Whether the member ``key`` of the object of ``name`` (``out["loss"]``), read by
+        ``at``, is established to carry a graph: an assignment ``m = name[key]`` before ``at``
+        in the same iteration of ``at``'s innermost loop (or before it, outside loops) that
+        carries one (``loss = out["loss"]; loss.backward()``), reading the object ``at``
+        reads (the same definitions of ``name`` reach both), with no event between them that
+        may change the object's members (``out["loss"] = v``, a method of ``out``): the
+        same tensor. Nothing is said of any other member (``out["reward"]``)."""
+        pos = self.order.get(id(at), len(self.order))
+        loop = at.ctx.loops[-1] if at.ctx.loops else None
+        before = [
+            d for d in self.member_reads.get((name, key), ())
+            if self.order[id(d)] < pos and (loop is None or loop in d.ctx.loops) and d is not at
+        ]
+        if not before:
+            return False
+        d = max(before, key=lambda d: self.order[id(d)])
+        if id(d) not in self.yes:
+            return False
+        if [id(x) for x in self.reaching(name, d)] != [id(x) for x in self.reaching(name, at)]:
+            return False  # out was re-bound between them: another object
+        since = self.order[id(d)]
+        return not any(since < self.order[id(w)] < pos for w in self.member_writes.get(name, ()))
 
     def name_carries(self, name: str, at: RawEvent) -> bool:
         """Whether dotted ``name``, read by ``at``, holds a value with a graph (``name_class``)."""
@@ -323,6 +358,8 @@ class _Graphs:
         # computed from a value with a graph, or from a tensor that requires grad (w * x)
         if _YES in kinds or _LEAF in kinds or any(self.name_class(n, at) for n in names if n not in src.keyed):
             return _YES
+        if any(n in names and self.member_carries(n, k, at) for n, k in src.members):
+            return _YES  # out["loss"], read before as a name that carries a graph: the same tensor
         if any(self.name_class(n, at) for n in names if n in src.keyed):
             return _UNKNOWN  # out["reward"] of an output with a graph: the member may hold none
         return _NO
@@ -371,6 +408,18 @@ class _Graphs:
                 return _NO
             return _LEAF if c.method == "requires_grad_" else _KEEP
         return _UNKNOWN
+
+
+def _member_read(a: Assign) -> tuple[str, str] | None:
+    """``(symbol, key)`` when assignment ``a`` binds a name to one member of an object read by
+    a string literal and nothing else (``loss = out["loss"]``), else ``None``."""
+    src = a.sources
+    if a.op != "=" or not a.target or type(a.value) is not cst.Subscript or src is None or src.calls:
+        return None
+    if len(src.members) != 1 or len(src.names) != 1:
+        return None
+    (member,) = src.members
+    return member
 
 
 def _static_neutral(d: RawEvent) -> bool:

@@ -193,11 +193,14 @@ class Sources:
     """What a value is computed from, outside detached parts (``x.detach()``, ``x.item()``,
     ``x.data``): the symbols it reads and the calls it makes (their raw events); ``keyed``,
     those of the names read only through a subscript by a string key (``out["reward"]``: a
-    member of a mapping, which may hold anything, not the object itself)."""
+    member of a mapping, which may hold anything, not the object itself); ``members``, the
+    ``(symbol, key)`` pairs of those read directly by one string literal (``("out", "loss")``
+    of ``out["loss"]``: the same member of the same object as another read of it)."""
 
     names: frozenset[str]
     calls: tuple["Call", ...]
     keyed: frozenset[str] = frozenset()
+    members: frozenset[tuple[str, str]] = frozenset()
 
 
 RawEvent = Call | Assign
