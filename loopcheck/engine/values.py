@@ -766,8 +766,9 @@ def tensor_method(method: str | None) -> bool:
 def is_tensor(unit, sym: str | None) -> bool:
     """Whether every definition of ``sym`` in the unit gives it a tensor, and one of them makes
     a new one: a tensor factory (``torch.randn(...)``), a tensor method of a tensor
-    (``x = x.to(device)``), or a loop target unpacked from a data loader's batch (``for x, y in
-    loader``, ``for i, (x, y) in enumerate(loader)``). A name with no definition here (a
+    (``x = x.to(device)``), or a loop target unpacked from a data loader's batch where its
+    collate function makes a tensor (``for x, y in loader``, ``for i, (x, y) in
+    enumerate(loader)``: :func:`batch_tensor_items`). A name with no definition here (a
     parameter), or whose only definitions convert itself (``self.vae = self.vae.to(dtype)``: a
     module for all we know), is not known to be one."""
     return _tensor_sym(unit, sym, frozenset()) == "yes"
@@ -904,8 +905,8 @@ def collate_tensor_items(unit, build) -> frozenset[int] | None:
         summary = knowledge().function(q)
         if summary is not None:
             return None if summary.returns is not None and summary.returns.value == "collated" else frozenset()
-    if "." in d:
-        return frozenset()  # self.collate, a module's attribute: not followed
+    if "." in d and head not in index.imports.aliases:
+        return frozenset()  # self.collate, an object's attribute: not followed
     found = _project_function(index, d, q)
     if found is None:
         return frozenset()
