@@ -12,7 +12,7 @@ import pytest
 
 from loopcheck.analysis import build_units, check_source
 from loopcheck.engine.knowledge import knowledge
-from loopcheck.engine.values import is_tensor, mode_dependent, output_kind
+from loopcheck.engine.values import batch_tensor_items, is_tensor, mode_dependent, output_kind
 from loopcheck.fixes import FIXABLE, apply_fixes, attach_fixes
 from loopcheck.rules import INFOS
 
@@ -167,6 +167,62 @@ def test_tensors_are_factories_conversions_and_batch_elements():
     assert is_tensor(unit, "w") and is_tensor(unit, "x") and is_tensor(unit, "y")
     assert not is_tensor(unit, "batch") and not is_tensor(unit, "model") and not is_tensor(unit, "p")
     assert not is_tensor(unit, "g") and not is_tensor(unit, "t") and not is_tensor(unit, "a")
+
+
+def test_batch_items_a_collate_function_returns_tensors_at():
+    # the positions of the batch tuple at which every construction's collate function returns
+    # a tensor: None for torch's default collate (left out, None, or default_collate by name);
+    # for a function of the module, those where each of its returns gives a tensor
+    found = units("""
+        import dgl
+        import torch
+        from torch.utils.data import DataLoader, default_collate
+
+        def stack_pairs(samples):
+            images = torch.stack([s[0] for s in samples])
+            labels = torch.tensor([s[1] for s in samples])
+            if len(samples) == 1:
+                return images.float(), labels, [s[2] for s in samples]
+            return images, labels, torch.tensor([s[2] for s in samples])
+
+        def graphs(samples):
+            return dgl.batch([s[0] for s in samples]), torch.tensor([s[1] for s in samples])
+
+        def rebound(samples):
+            x = torch.stack(samples)
+            x += 1
+            return x, torch.stack(samples)
+
+        def generated(samples):
+            yield torch.stack(samples), torch.stack(samples)
+
+        def train(dataset, flag, make):
+            a = DataLoader(dataset, batch_size=8)
+            b = DataLoader(dataset, batch_size=8, collate_fn=None)
+            c = DataLoader(dataset, batch_size=8, collate_fn=default_collate)
+            d = DataLoader(dataset, batch_size=8, collate_fn=stack_pairs)
+            e = DataLoader(dataset, batch_size=8, collate_fn=graphs)
+            f = DataLoader(dataset, batch_size=8, collate_fn=rebound)
+            g = DataLoader(dataset, batch_size=8, collate_fn=generated)
+            h = DataLoader(dataset, batch_size=8, collate_fn=lambda s: default_collate(s))
+            i = DataLoader(dataset, batch_size=8, **flag)
+            if flag:
+                j = DataLoader(dataset, batch_size=8)
+            else:
+                j = DataLoader(dataset, batch_size=8, collate_fn=graphs)
+            for x, y in a:
+                pass
+
+        def evaluate(dataset, make):
+            stack_pairs = make()  # (a local name: not the module's function)
+            k = DataLoader(dataset, batch_size=8, collate_fn=stack_pairs)
+    """)
+    items = {sym.partition(":")[2]: batch_tensor_items(u, sym) for u in found for sym in u.roles.loader_builds}
+    assert items == {
+        "a": None, "b": None, "c": None, "d": frozenset({0, 1}), "e": frozenset({1}), "f": frozenset({1}),
+        "g": frozenset(), "h": frozenset(), "i": frozenset(), "j": frozenset({1}), "k": frozenset(),
+    }
+    assert batch_tensor_items(found[0], "dataset") == frozenset()  # not a loader built here
 
 
 def test_clip_and_unscale_per_micro_step_is_lc605_and_lc106():

@@ -239,7 +239,9 @@ class Returns:
             ``"submodules"`` for an iterable over modules of the receiver (``Module.modules()``,
             ``children()``): a mode set through a name a ``for`` takes from it is set on some
             modules of the model only; ``"loss_scale"`` for a GradScaler's current scale
-            (``scaler.get_scale()``): a threshold multiplied by it is in scaled units.
+            (``scaler.get_scale()``): a threshold multiplied by it is in scaled units;
+            ``"collated"`` for a batch the library's default collate function makes
+            (``default_collate``: the samples' structure, each item a tensor).
         details: role details: ``params`` (the argument that holds an optimizer's parameters),
             ``eager_state``, ``moves_state`` (the optimizer's ``step()`` moves each parameter's
             state to that parameter's device and dtype before using it: a model moved or

@@ -223,6 +223,30 @@ class SchedulerInfo:
         return call is self.ctor or any(call is c for c in self.others)
 
 
+@dataclass(frozen=True, eq=False)
+class LoaderBuild:
+    """One construction of a loader whose knowledge entry names the argument that replaces its
+    default collate function (``returns.collate``: the DataLoader's ``collate_fn``).
+
+    Attributes:
+        call: the constructor call (``DataLoader(ds, batch_size=8, collate_fn=pad)``).
+        collate: that argument as given (``pad``), ``None`` when it is left out.
+        hidden: whether ``*args`` or ``**kwargs`` of the call may give it instead.
+    """
+
+    call: Call
+    collate: Arg | None
+    hidden: bool = False
+
+    @property
+    def default(self) -> bool:
+        """Whether the loader keeps the library's default collate function: the argument left
+        out, or the literal ``None``, and no ``*args``/``**kwargs`` that may give it."""
+        if self.hidden:
+            return False
+        return self.collate is None or (type(self.collate.node) is cst.Name and self.collate.node.value == "None")
+
+
 @dataclass
 class Roles:
     """The roles of a unit's symbols (see module docstring).
@@ -246,9 +270,10 @@ class Roles:
         keepers: the containers of those stores.
         fresh_loaders: loaders whose knowledge entry says their iteration builds each item
             anew (``fresh_items``: a DataLoader's batches, made by its collate function).
-        collated_loaders: loaders built with the library's default collate function (knowledge
-            ``collate``: no ``collate_fn`` given): each batch holds tensors made from the
-            samples.
+        loader_builds: loader → its constructions whose knowledge names a ``collate``
+            argument (:class:`LoaderBuild`), in the order of the code; what a collate function
+            the code gives returns is judged by
+            :func:`loopcheck.engine.values.batch_tensor_items`.
         accumulation: accelerator → the gradient accumulation count its construction gives
             (knowledge ``returns.accumulation``: ``Accelerator(gradient_accumulation_steps=1)``,
             or the argument left out), ``None`` when the code does not fix it (a count read
@@ -265,7 +290,7 @@ class Roles:
     models: set[str] = field(default_factory=set)
     loaders: set[str] = field(default_factory=set)
     fresh_loaders: set[str] = field(default_factory=set)
-    collated_loaders: set[str] = field(default_factory=set)
+    loader_builds: dict[str, list[LoaderBuild]] = field(default_factory=dict)
     losses: set[str] = field(default_factory=set)
     loss_containers: set[str] = field(default_factory=set)
     criteria: set[str] = field(default_factory=set)
@@ -793,10 +818,10 @@ class _Inference:
             roles.loaders.add(target)
             if r.get("fresh_items"):
                 roles.fresh_loaders.add(target)
-            if r.get("collate") is not None and not any(a.star for a in getattr(c.node, "args", ())):  # (not in **kwargs)
-                collate = arg_at(c, r.get("collate"))
-                if collate is None or (isinstance(collate.node, cst.Name) and collate.node.value == "None"):
-                    roles.collated_loaders.add(target)
+            if r.get("collate") is not None:
+                hidden = any(a.star for a in getattr(c.node, "args", ()))  # (maybe in **kwargs)
+                # every construction (if/else arms): the batch holds a tensor where all agree
+                roles.loader_builds.setdefault(target, []).append(LoaderBuild(c, arg_at(c, r.get("collate")), hidden))
         elif role == "criterion":
             roles.criteria.add(target)
         elif role == "accelerator":

@@ -766,8 +766,9 @@ def tensor_method(method: str | None) -> bool:
 def is_tensor(unit, sym: str | None) -> bool:
     """Whether every definition of ``sym`` in the unit gives it a tensor, and one of them makes
     a new one: a tensor factory (``torch.randn(...)``), a tensor method of a tensor
-    (``x = x.to(device)``), or a loop target unpacked from a data loader's batch (``for x, y in
-    loader``, ``for i, (x, y) in enumerate(loader)``). A name with no definition here (a
+    (``x = x.to(device)``), or a loop target unpacked from a data loader's batch where its
+    collate function makes a tensor (``for x, y in loader``, ``for i, (x, y) in
+    enumerate(loader)``: :func:`batch_tensor_items`). A name with no definition here (a
     parameter), or whose only definitions convert itself (``self.vae = self.vae.to(dtype)``: a
     module for all we know), is not known to be one."""
     return _tensor_sym(unit, sym, frozenset()) == "yes"
@@ -804,14 +805,18 @@ def _tensor_sym(unit, sym: str | None, visiting: frozenset) -> str:
     return "yes" if "yes" in verdicts else "same"
 
 
+#: The ``returns.value`` of a library call that gives a tensor: a factory, a value computed
+#: from its arguments (``torch.stack``), a layer's or an activation's output.
+TENSOR_VALUES = frozenset({"tensor", "derived", PROBABILITIES, LOG_PROBABILITIES})
+
+
 def _tensor_call(unit, c: Call | None, visiting: frozenset) -> str:
     if c is None:
         return "no"
     kb = knowledge()
     if c.qualified:
         summary = kb.callable(c.func)
-        tensor = summary is not None and summary.returns is not None and summary.returns.value in (
-            "tensor", "derived", PROBABILITIES, LOG_PROBABILITIES)
+        tensor = summary is not None and summary.returns is not None and summary.returns.value in TENSOR_VALUES
         return "yes" if tensor else "no"
     if c.receiver and c.inner is None and tensor_method(c.method):
         return _tensor_sym(unit, c.receiver, visiting)
@@ -821,10 +826,11 @@ def _tensor_call(unit, c: Call | None, visiting: frozenset) -> str:
 
 
 def _batch_element(unit, loop: Loop, name: str) -> bool:
-    """``name`` is an element of a tuple unpacked from the batch of a data loader built with
-    the default collate function (``Roles.collated_loaders``), which makes tensors: a loader
-    the code does not build (a parameter), or one given its own ``collate_fn``, may yield
-    anything."""
+    """``name`` is an element of a tuple unpacked from the batch of a data loader built in the
+    code, at a position where the batch holds a tensor (:func:`batch_tensor_items`: any, for
+    the library's default collate function; those a collate function of the project returns
+    tensors at). A loader the code does not build (a parameter), or one given a collate
+    function that may return anything (``dgl.batch(graphs)``, a lambda), is not known to."""
     node = loop.info.node
     if not isinstance(node, cst.For):
         return False
@@ -838,10 +844,173 @@ def _batch_element(unit, loop: Loop, name: str) -> bool:
     loader = dotted_name(it)
     if loader is None or not isinstance(target, (cst.Tuple, cst.List)):
         return False
-    roles = unit.roles
-    if not any(roles.canon(s) in roles.collated_loaders for s in loop.info.iter_names):
+    # the position of ``name`` in the tuple (unknown after a starred target, ``*rest``, whose
+    # length depends on the batch), and whether it is one of the plain targets at all
+    position, plain = None, False
+    for i, el in enumerate(target.elements):
+        if isinstance(el, cst.StarredElement):
+            position = -1 if position is None else position
+            continue
+        if isinstance(el.value, cst.Name) and el.value.value == name:
+            plain = True
+            position = i if position is None else position
+            break
+    if not plain:
         return False
-    return any(isinstance(el.value, cst.Name) and el.value.value == name for el in target.elements)
+    roles = unit.roles
+    for s in loop.info.iter_names:
+        items = batch_tensor_items(unit, roles.canon(s))
+        if items is None or position in items:
+            return True
+    return False
+
+
+def batch_tensor_items(unit, loader: str | None) -> frozenset[int] | None:
+    """The positions of the tuple each batch of ``loader`` (a canonical symbol) holds at which
+    it holds a tensor, over every construction of the loader in the unit
+    (``Roles.loader_builds``): ``None`` for all of them (the library's default collate
+    function, which makes tensors of the samples' numbers, arrays and tensors), the positions
+    at which every construction's collate function returns a tensor otherwise
+    (:func:`collate_tensor_items`); empty for a loader the unit does not build."""
+    builds = unit.roles.loader_builds.get(loader) if loader else None
+    if not builds:
+        return frozenset()
+    out: frozenset[int] | None = None
+    for b in builds:
+        items = None if b.default else collate_tensor_items(unit, b)
+        if items is not None:  # (every item: no constraint)
+            out = items if out is None else out & items
+    return out
+
+
+def collate_tensor_items(unit, build) -> frozenset[int] | None:
+    """What the collate function given to the loader construction ``build`` (a
+    :class:`~loopcheck.engine.roles.LoaderBuild`, not the default) returns tensors at: ``None``
+    (every item) for a library function whose knowledge says it is the default collate
+    (``returns.value = "collated"``: ``torch.utils.data.default_collate``); for a function of
+    the project, the positions of the returned tuple at which each of its ``return``
+    statements gives a tensor (:func:`_returned_tensor_items`); empty for anything else (a
+    lambda, ``functools.partial(...)``, a method, ``**kwargs``, a library function without
+    that knowledge)."""
+    arg = build.collate
+    if build.hidden or arg is None:
+        return frozenset()
+    d = dotted_name(arg.node)
+    index = unit.module_of(build.call.node)
+    if d is None or index is None or (arg.sym is not None and ":" in arg.sym):
+        return frozenset()  # (a name of the function's frame, ``collate = make()``: not the module's)
+    head = d.partition(".")[0]
+    q = index.imports.qualify(d)
+    if head in index.imports.aliases and head not in index.globals:
+        summary = knowledge().function(q)
+        if summary is not None:
+            return None if summary.returns is not None and summary.returns.value == "collated" else frozenset()
+    if "." in d and head not in index.imports.aliases:
+        return frozenset()  # self.collate, an object's attribute: not followed
+    found = _project_function(index, d, q)
+    if found is None:
+        return frozenset()
+    return _returned_tensor_items(*found)
+
+
+def _returned_tensor_items(index: ModuleIndex, func: cst.FunctionDef) -> frozenset[int]:
+    """The positions of the tuple (or list) function ``func`` of module ``index`` returns at
+    which every ``return`` of it gives a tensor (:func:`_tensor_expression`): ``return
+    torch.stack(images), torch.tensor(labels)`` gives ``{0, 1}``, ``return dgl.batch(graphs),
+    torch.tensor(labels)`` gives ``{1}``. Empty for a generator, a function without a
+    ``return`` of a value, or one of whose ``return`` statements gives no literal tuple."""
+    scope = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+    returns = []
+    for node in walk(func.body, prune=scope):
+        if isinstance(node, (cst.Yield, cst.Await)):
+            return frozenset()
+        if isinstance(node, cst.Return):
+            returns.append(node.value)
+    if not returns:
+        return frozenset()
+    env = _simple_bindings(func)
+    out: frozenset[int] | None = None
+    for value in returns:
+        if not isinstance(value, (cst.Tuple, cst.List)):
+            return frozenset()
+        items = set()
+        for i, el in enumerate(value.elements):
+            if isinstance(el, cst.StarredElement):
+                break
+            if _tensor_expression(index, el.value, env, frozenset()):
+                items.add(i)
+        out = frozenset(items) if out is None else out & items
+    return out or frozenset()
+
+
+def _simple_bindings(func: cst.FunctionDef) -> dict[str, list | None]:
+    """Each name ``func`` binds → the values of its assignments (``x = value``, a plain name
+    as the target), or ``None`` when any other statement binds it as well (a parameter, an
+    unpacking, ``for``, ``with ... as``, ``+=``, ``import``, ``global``, a nested ``def``): a
+    value then not known from the assignments alone."""
+    env: dict[str, list | None] = {n: None for n in all_param_names(func)}
+
+    def other(names) -> None:
+        for n in names:
+            env[n] = None
+
+    def assigned(n: str, value) -> None:
+        if n in env and env[n] is None:
+            return
+        env.setdefault(n, []).append(value)
+
+    scope = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+    for node in walk(func.body, prune=scope):
+        t = type(node)
+        if t is cst.Assign:
+            for target in node.targets:
+                if type(target.target) is cst.Name:
+                    assigned(target.target.value, node.value)
+                elif type(target.target) in (cst.Tuple, cst.List, cst.StarredElement):
+                    other(names_in(target.target))
+        elif t is cst.AnnAssign and type(node.target) is cst.Name:
+            if node.value is not None:
+                assigned(node.target.value, node.value)
+        elif t is cst.AugAssign or t is cst.NamedExpr or t is cst.For or t is cst.CompFor:
+            other(names_in(node.target))
+        elif t is cst.AsName:  # with ... as x, except E as x, import m as x
+            other(names_in(node.name))
+        elif t is cst.ImportAlias and node.asname is None:
+            other(((dotted_name(node.name) or "").partition(".")[0],))
+        elif t is cst.Global or t is cst.Nonlocal:
+            other(n.name.value for n in node.names)
+        elif t is cst.Del:
+            other(names_in(node.target))
+        for child in children(node):
+            if type(child) is cst.FunctionDef or type(child) is cst.ClassDef:
+                other((child.name.value,))  # a nested def binds its name; its body is its own
+    return env
+
+
+def _tensor_expression(index: ModuleIndex, e: cst.BaseExpression, env: dict, visiting: frozenset) -> bool:
+    """Whether expression ``e`` of a function of module ``index`` gives a tensor: a call of a
+    library function whose knowledge says it returns one (:data:`TENSOR_VALUES`:
+    ``torch.stack(xs)``, ``torch.tensor(ys)``), a tensor method returning a new tensor of a
+    tensor (``torch.stack(xs).float()``), or a name the function binds only by assignments of
+    such values (``env``: :func:`_simple_bindings`)."""
+    if len(visiting) > MAX_DEPTH:
+        return False
+    if isinstance(e, cst.Name):
+        values = env.get(e.value)
+        if not values or e.value in visiting:
+            return False
+        return all(_tensor_expression(index, v, env, visiting | {e.value}) for v in values)
+    if not isinstance(e, cst.Call):
+        return False
+    d = dotted_name(e.func)
+    if d is not None:
+        head = d.partition(".")[0]
+        if head in index.imports.aliases and head not in index.globals and head not in env:
+            summary = knowledge().callable(index.imports.qualify(d))
+            return summary is not None and summary.returns is not None and summary.returns.value in TENSOR_VALUES
+    if isinstance(e.func, cst.Attribute) and tensor_method(e.func.attr.value):
+        return _tensor_expression(index, e.func.value, env, visiting)
+    return False
 
 
 # -- classes --------------------------------------------------------------------------------
@@ -2463,5 +2632,6 @@ __all__ = [
     "class_of_name", "raw_call",
     "classes_of", "context_of", "definitions", "discarded", "init_assignments", "is_module_class", "is_tensor",
     "loops", "mode_dependent", "output_kind", "raw_calls", "tensor_method", "value_kind", "with_items",
+    "TENSOR_VALUES", "batch_tensor_items", "collate_tensor_items",
     "LOSS_SCALE", "holds_entry_argument", "loss_scale_factor",
 ]

@@ -386,12 +386,12 @@ class TensorConversionDiscarded(Rule):
     that the knowledge lists as a ``torch.Tensor`` method returning a new tensor, on a plain name or
     attribute ``x`` without a role whose every definition in the unit gives a tensor and one makes
     one (:func:`~loopcheck.engine.values.is_tensor`: a tensor factory, a tensor method of a tensor,
-    an element of a loader's batch), and ``x`` is read after the call on some path before it is
+    an element of a loader's batch where its collate function makes a tensor,
+    :func:`~loopcheck.engine.values.batch_tensor_items`), and ``x`` is read after the call on some path before it is
     bound again (:func:`~loopcheck.engine.values.read_after`): only code that reads ``x`` computes
     with the unconverted tensor; not ``x.to(d)`` of a tensor every definition of which already
     gives it device ``d`` (:func:`_made_on_that_device`: ``to`` returns ``x`` itself). The tensor
-    test is path-insensitive. Known limit: a loader's
-    batch may be recognised by ``LOADER_NAME`` (see ``rules/LC505.md``)."""
+    test is path-insensitive (see ``rules/LC505.md``)."""
 
     info = INFOS["LC505"]
 
