@@ -168,3 +168,77 @@ def test_a_submodule_the_build_makes_is_not_decided(tmp_path: Path):
     assert failure(tmp_path, files) == ImportFailure(1, "pkg/__init__.py defines no name '_C'")
     (tmp_path / "setup.py").write_text("from setuptools import setup\nsetup(ext_modules=[])\n")
     assert failure(tmp_path, files) is None
+
+
+@pytest.mark.parametrize("before", [
+    "for epoch in range(2):\n    pass\n",  # a loop at the top level runs before the import
+    "def main():\n    pass\nmain()\n",  # a call of a function the file defines
+    "class Trainer:\n    def fit(self):\n        pass\nTrainer().fit()\n",
+    "if __name__ == '__main__':\n    for step in range(3):\n        pass\n",
+    "import sys\nsys.path.insert(0, 'lib')\n",  # the name may be found in lib/
+    "from sys import path\npath.append('lib')\n",
+    "import init_paths\n",  # a module loaded before moves sys.path
+])
+def test_an_import_after_what_may_run_a_loop_or_move_sys_path_is_not_decided(tmp_path: Path, before: str):
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/common.py": "x = 1\n",
+        "init_paths.py": "import sys\nsys.path.insert(0, 'lib')\n",
+        "train.py": "import os\n" + before + "from pkg.common import create_optimizer\n",
+    }
+    assert failure(tmp_path, files) is None
+
+
+@pytest.mark.parametrize("before", [
+    "import sys\n",  # imports, definitions and calls of libraries run no loop of the file
+    "def main():\n    for epoch in range(2):\n        pass\n",
+    "import argparse\nparser = argparse.ArgumentParser()\nargs = parser.parse_args()\n",
+    "class Trainer:\n    def fit(self):\n        for step in range(3):\n            pass\n",
+])
+def test_an_import_after_definitions_and_library_calls_is_decided(tmp_path: Path, before: str):
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/common.py": "x = 1\n",
+        "train.py": before + "from pkg.common import create_optimizer\n",
+    }
+    line = len(before.splitlines()) + 1
+    assert failure(tmp_path, files) == ImportFailure(line, "pkg/common.py defines no name 'create_optimizer'")
+
+
+def test_a_loop_before_the_failing_import_is_reported(tmp_path: Path):
+    write(tmp_path, {"pkg/__init__.py": "", "pkg/optim.py": ""})
+    text = LOOP + "from pkg.optim import create_optimizer\n"
+    assert [(f.code, f.row) for f in check_source(text, str(tmp_path / "train.py"))] == [("LC101", 9)]
+
+
+@pytest.mark.parametrize("files", [
+    # the package at the root and a module of the same name beside the script: which one
+    # Python takes depends on how the script is run
+    {"pkg/__init__.py": "", "pkg/common.py": "x = 1\n", "scripts/pkg.py": "x = 1\n"},
+    # a module and a package of one name in one directory (Python takes the package)
+    {"pkg/__init__.py": "", "pkg/common.py": "x = 1\n", "pkg/common/__init__.py": "x = 1\n"},
+])
+def test_a_name_several_files_may_be_is_not_decided(tmp_path: Path, files: dict):
+    files = {**files, "setup.py": "", "scripts/train.py": "from pkg.common import create_optimizer\n"}
+    assert failure(tmp_path, files, "scripts/train.py") is None
+
+
+def test_the_same_package_under_one_root_is_decided(tmp_path: Path):
+    files = {"pkg/__init__.py": "", "pkg/common.py": "x = 1\n", "setup.py": "",
+             "scripts/train.py": "from pkg.common import create_optimizer\n"}
+    assert failure(tmp_path, files, "scripts/train.py") == ImportFailure(
+        1, "pkg/common.py defines no name 'create_optimizer'")
+
+
+@pytest.mark.parametrize("module", [
+    "try:\n    pass\nexcept OSError as create_optimizer:\n    pass\n",
+    "match 1:\n    case create_optimizer:\n        pass\n",
+    "match {}:\n    case {**create_optimizer}:\n        pass\n",
+    "match []:\n    case [*create_optimizer]:\n        pass\n",
+])
+def test_names_bound_by_except_and_match_are_bound(tmp_path: Path, module: str):
+    assert failure(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/common.py": module,
+        "train.py": "from pkg.common import create_optimizer\n",
+    }) is None

@@ -7,15 +7,21 @@ harm can happen there. :func:`failing_import` finds such an import, and only whe
 own files prove it; anything it cannot decide counts as an import that works.
 
 An import statement counts when it is at the module's top level (not under ``if``, ``try``,
-``with``, nor in a function or class); a relative one is taken as the file's package makes it
+``with``, nor in a function or class) and, in the checked file, when no top-level statement
+before it may run a training loop or move where modules are found: a ``for``/``while`` loop, a
+call of a function or class the file defines, a use of ``sys.path`` or ``site.addsitedir``
+(nor, in any module loaded before it, a use of ``sys.path``: ``import _init_paths``); a
+relative one is taken as the file's package makes it
 (``..utils`` in ``pkg/models/train.py`` is ``pkg.utils``), and left alone in a file of no
 package. Its
 module is looked up as the engine looks up every project module
 (:meth:`~loopcheck.engine.project.Project.find_module`); a module found nowhere in the project,
 or one of a package the library knowledge names (a ``torch.py`` beside the script), is a
 library's, which is taken to import; so is a name of the standard library. Absolute names
-are looked up as the checked file runs them (from its ``sys.path``), whichever module imports.
-It fails when:
+are looked up as the checked file runs them (from its ``sys.path``), whichever module imports;
+a name that more than one of those directories holds as a module or package (``utils.py``
+beside the script and ``utils/`` at the root), or a directory holds both as ``x.py`` and
+``x/__init__.py``, depends on how the script is run and is not decided. It fails when:
 
 - a module it loads (the package ``pkg``, then ``pkg.models``) does not compile with CPython's
   parser (a ``SyntaxError``) nor parse with LibCST's (whose grammar follows newer Pythons:
@@ -39,7 +45,8 @@ from __future__ import annotations
 
 import ast
 import sys
-from dataclasses import dataclass
+from importlib.machinery import EXTENSION_SUFFIXES
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from loopcheck.engine.project import Project, absolute_module, module_name
@@ -73,6 +80,8 @@ class _Module:
     bound: frozenset[str]
     open: bool  # a star import, __getattr__, globals()... : any name may be bound
     touches_path: bool  # assigns or changes __path__ (a package that extends where it looks)
+    changes_path: bool = False  # uses sys.path or site.addsitedir: later imports may look elsewhere
+    runs_from: int | None = None  # the first top-level statement that may run a loop or move sys.path
 
 
 def failing_import(project: Project | None, source: str, path: Path | str | None) -> ImportFailure | None:
@@ -90,12 +99,25 @@ def failing_import(project: Project | None, source: str, path: Path | str | None
     mod = _read(source)
     if mod is None or not mod.compiles:
         return None  # a file that does not compile is LC001's
-    loaded: dict[Path, str | None] = {}
+    state = _Loading()
     for line, module, names in mod.imports:
-        reason = _fails(project, module, names, near, near, (near,), loaded)
+        if mod.runs_from is not None and line > mod.runs_from:
+            return None  # a loop may run before it, or sys.path may have moved: not decided
+        reason = _fails(project, module, names, near, near, (near,), state)
         if reason is not None:
             return ImportFailure(line, reason)
     return None
+
+
+@dataclass
+class _Loading:
+    """What one check has learned while following the checked file's imports, in the order
+    Python runs them: why each project module's loading fails (``None``: it is not proven to),
+    and whether a module loaded so far uses ``sys.path`` (from then on, where an absolute name
+    is found is not known)."""
+
+    reasons: dict = field(default_factory=dict)
+    path_moved: bool = False
 
 
 def _read(source: str) -> _Module | None:
@@ -105,11 +127,15 @@ def _read(source: str) -> _Module | None:
     except SyntaxError:
         if _newer_python(source):
             return None  # valid in a newer Python (``type X = ...``): not decided
-        return _Module(False, (), frozenset(), True, False)
+        return _Module(False, (), frozenset(), True, False, True)
     except (ValueError, RecursionError, MemoryError):
         return None  # a NUL byte, a text nested too deeply: not decided
     imports = []
+    runs_from = None
+    defined = {s.name for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
     for stmt in tree.body:
+        if runs_from is None and _may_run_first(stmt, defined):
+            runs_from = stmt.lineno
         if isinstance(stmt, ast.Import):
             imports.extend((stmt.lineno, alias.name, None) for alias in stmt.names)
         elif isinstance(stmt, ast.ImportFrom) and (stmt.level or stmt.module):
@@ -137,7 +163,13 @@ def _read(source: str) -> _Module | None:
                     is_open = True
                 else:
                     bound.add(alias.asname or alias.name.split(".")[0])
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)  # ``except OSError as err``
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            bound.add(node.name)  # a capture pattern of ``match``
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            bound.add(node.rest)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             bound.add(node.id)
             touches_path = touches_path or node.id == "__path__"
         elif _dynamic(node):
@@ -145,7 +177,8 @@ def _read(source: str) -> _Module | None:
         elif isinstance(node, ast.Name) and node.id == "__path__":
             touches_path = True
         stack.extend(ast.iter_child_nodes(node))
-    return _Module(True, tuple(imports), frozenset(bound), is_open, touches_path)
+    changes_path = any(_moves_sys_path(node) for node in ast.walk(tree))
+    return _Module(True, tuple(imports), frozenset(bound), is_open, touches_path, changes_path, runs_from)
 
 
 def _libraries() -> frozenset[str]:
@@ -178,6 +211,43 @@ def _dynamic(node: ast.AST) -> bool:
     return isinstance(node, ast.Attribute) and node.attr in _DYNAMIC
 
 
+def _moves_sys_path(node: ast.AST) -> bool:
+    """A use of ``sys.path`` (``sys.path.insert(0, ...)``, ``from sys import path``) or of
+    ``site.addsitedir``: imports after it may find their modules in other directories."""
+    if isinstance(node, ast.Attribute):
+        return (node.attr == "path" and isinstance(node.value, ast.Name) and node.value.id == "sys") or (
+            node.attr == "addsitedir")
+    if isinstance(node, ast.ImportFrom):
+        return (node.module == "sys" and any(a.name == "path" for a in node.names)) or (
+            node.module == "site" and any(a.name == "addsitedir" for a in node.names))
+    return False
+
+
+def _may_run_first(stmt: ast.stmt, defined: set[str]) -> bool:
+    """Whether the top-level statement ``stmt`` may run a training loop, or move where modules
+    are found, before the imports after it run: it holds a ``for``/``while`` loop, a call of a
+    function or class the module defines (``defined``: their names; ``main()``,
+    ``Trainer().fit()``), or a use of ``sys.path`` (:func:`_moves_sys_path`). Function bodies
+    are not looked into (they run when called); decorators, defaults and class bodies are."""
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return _moves_sys_path(stmt)
+    stack: list[ast.AST] = [stmt]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)) or _moves_sys_path(node):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in defined:
+            return True
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            stack.extend(node.decorator_list)
+            stack.extend(d for d in (*node.args.defaults, *node.args.kw_defaults) if d is not None)
+            continue
+        if isinstance(node, ast.Lambda):
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
 def _module_at(project: Project, path: Path) -> _Module | None:
     """:class:`_Module` of the project file ``path``, once per version of it."""
     stamp, text = project.source_of(path)
@@ -191,16 +261,18 @@ def _module_at(project: Project, path: Path) -> _Module | None:
 
 
 def _fails(project: Project, module: str, names: tuple | None, near: Path, entry: Path, stack: tuple,
-           loaded: dict) -> str | None:
+           state: _Loading) -> str | None:
     """Why ``import module`` (``names`` ``None``) or ``from module import names``, run by the
     file ``near``, fails, or ``None`` when it is not proven to. An absolute name is looked up
     from ``entry``, the checked file (Python's ``sys.path`` is the running script's, whichever
     module imports), a relative one from ``near``'s package. ``stack``: the modules being
-    loaded (a cycle counts as working); ``loaded``: :func:`_loads`'s answers so far."""
+    loaded (a cycle counts as working); ``state``: what the check learned so far."""
     if module.startswith("."):
         module = _relative(module, near)
         if not module:
             return None
+    elif state.path_moved:
+        return None  # a module loaded before uses sys.path: the name may be found elsewhere
     parts = module.split(".")
     if parts[0] in _libraries() or parts[0] in sys.stdlib_module_names:
         return None  # a file of the project named like a library: which one runs is not decided
@@ -209,6 +281,11 @@ def _fails(project: Project, module: str, names: tuple | None, near: Path, entry
     for i in range(1, len(parts) + 1):
         dotted = ".".join(parts[:i])
         path = project.find_module(dotted, entry)
+        candidates = _candidates(project, project.roots_for(entry) if i == 1 else where, parts[i - 1])
+        if path is not None and candidates != {path}:
+            return None  # several files Python may take for it (or one it would not): not decided
+        if path is None and candidates:
+            return None  # (an extension module, or a file the engine did not take)
         if path is None:
             # a namespace package (a directory without __init__.py) is looked into, unloaded
             bases = project.roots_for(entry) if i == 1 else where
@@ -219,7 +296,7 @@ def _fails(project: Project, module: str, names: tuple | None, near: Path, entry
             if i == 1:
                 return None  # not a project module: a library's
             return _missing_submodule(project, found, parts[i - 1], dotted) if found is not None else None
-        reason = _loads(project, path, entry, stack, loaded)
+        reason = _loads(project, path, entry, stack, state)
         if reason is not None:
             return reason
         found, where = path, [path.parent]
@@ -287,6 +364,22 @@ def _builds_extensions(project: Project) -> bool:
     return memo["answer"]
 
 
+def _candidates(project: Project, directories: list[Path], name: str) -> set[Path]:
+    """The files Python may load for the module ``name`` from ``directories`` (a package's,
+    or the checked file's search roots): ``name.py``, ``name/__init__.py`` and extension
+    modules ``name.<suffix>`` in each, resolved (once per directory and name in ``project``)."""
+    memo = project.memo.setdefault("import_candidates", {})
+    out: set[Path] = set()
+    for directory in directories:
+        key = (directory, name)
+        if key not in memo:
+            files = [directory / f"{name}.py", directory / name / "__init__.py"]
+            files += [directory / f"{name}{suffix}" for suffix in EXTENSION_SUFFIXES]
+            memo[key] = frozenset(f.resolve() for f in files if f.is_file())
+        out |= memo[key]
+    return out
+
+
 def _submodule_present(directory: Path, name: str) -> bool:
     """Whether ``directory`` may hold a submodule ``name``: ``name.py``, a directory
     ``name`` (a package or a namespace package), or an extension module ``name.*``."""
@@ -296,12 +389,14 @@ def _submodule_present(directory: Path, name: str) -> bool:
         return True
 
 
-def _loads(project: Project, path: Path, entry: Path, stack: tuple, loaded: dict) -> str | None:
+def _loads(project: Project, path: Path, entry: Path, stack: tuple, state: _Loading) -> str | None:
     """Why loading the project module file ``path`` fails (it does not compile, or one of its
     counted imports fails), or ``None`` (also past :data:`MAX_DEPTH`, and for a module whose
-    loading is under way: a cycle)."""
-    if path in loaded:
-        return loaded[path]
+    loading is under way: a cycle). As in Python, a module is loaded once per check: its
+    answer is kept in ``state``, and a module that uses ``sys.path`` sets
+    :attr:`_Loading.path_moved` before its imports are followed."""
+    if path in state.reasons:
+        return state.reasons[path]
     if path in stack or len(stack) > MAX_DEPTH:
         return None
     info = _module_at(project, path)
@@ -309,11 +404,12 @@ def _loads(project: Project, path: Path, entry: Path, stack: tuple, loaded: dict
     if info is not None and not info.compiles:
         reason = f"{_shown(project, path)} does not compile (SyntaxError)"
     elif info is not None:
+        state.path_moved = state.path_moved or info.changes_path
         for _line, module, names in info.imports:
-            reason = _fails(project, module, names, path, entry, (*stack, path), loaded)
+            reason = _fails(project, module, names, path, entry, (*stack, path), state)
             if reason is not None:
                 break
-    loaded[path] = reason
+    state.reasons[path] = reason
     return reason
 
 
