@@ -242,3 +242,19 @@ def test_names_bound_by_except_and_match_are_bound(tmp_path: Path, module: str):
         "pkg/common.py": module,
         "train.py": "from pkg.common import create_optimizer\n",
     }) is None
+
+
+@pytest.mark.parametrize("module", [
+    "def log(x):\n    print \"step\", x\n",  # a print statement
+    "try:\n    import cPickle\nexcept ImportError, err:\n    pass\n",
+    "MODE = 0755\n",
+])
+def test_a_module_of_python_2_is_not_decided(tmp_path: Path, module: str):
+    # the project may run on Python 2, where the module compiles (LC001 still reports it)
+    assert failure(tmp_path, {"helpers.py": module, "train.py": "from helpers import log\n"}) is None
+
+
+def test_a_merge_conflict_is_decided(tmp_path: Path):
+    module = "<<<<<<< HEAD\ndef log(x):\n    pass\n=======\n>>>>>>> branch\n"
+    assert failure(tmp_path, {"helpers.py": module, "train.py": "from helpers import log\n"}) == ImportFailure(
+        1, "helpers.py does not compile (SyntaxError)")

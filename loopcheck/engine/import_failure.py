@@ -25,7 +25,8 @@ beside the script and ``utils/`` at the root), or a directory holds both as ``x.
 
 - a module it loads (the package ``pkg``, then ``pkg.models``) does not compile with CPython's
   parser (a ``SyntaxError``) nor parse with LibCST's (whose grammar follows newer Pythons:
-  a module written for Python 3.12 is not decided), or one of that module's own counted imports fails (followed
+  a module written for Python 3.12 is not decided), for a reason that is not Python 2's
+  syntax (a ``print`` statement: the project may run on Python 2), or one of that module's own counted imports fails (followed
   :data:`MAX_DEPTH` modules deep; an import cycle counts as working);
 - ``import pkg.sub`` or ``from pkg.sub import x`` names a submodule that the package's
   directory does not hold (no ``sub.py``, ``sub/``, nor ``sub.*`` extension), in a package whose
@@ -124,9 +125,9 @@ def _read(source: str) -> _Module | None:
     """:class:`_Module` of a text (``compiles`` false when CPython's parser rejects it)."""
     try:
         tree = ast.parse(source)
-    except SyntaxError:
-        if _newer_python(source):
-            return None  # valid in a newer Python (``type X = ...``): not decided
+    except SyntaxError as err:
+        if _older_python(err) or _newer_python(source):
+            return None  # valid in Python 2 or in a newer Python (``type X = ...``): not decided
         return _Module(False, (), frozenset(), True, False, True)
     except (ValueError, RecursionError, MemoryError):
         return None  # a NUL byte, a text nested too deeply: not decided
@@ -188,6 +189,21 @@ def _libraries() -> frozenset[str]:
 
     kb = knowledge()
     return frozenset(kb.torch_packages) | frozenset(kb.other_frameworks)
+
+
+#: CPython's messages for syntax that is Python 2's (a print or exec statement,
+#: ``except E, e``, an octal ``0777``): a project of such modules may run on Python 2, where
+#: they compile.
+_PYTHON2_MESSAGES = (
+    "Missing parentheses in call to", "multiple exception types must be parenthesized",
+    "leading zeros in decimal integer literals",
+)
+
+
+def _older_python(err: SyntaxError) -> bool:
+    """Whether CPython rejected a text for syntax of Python 2 (:data:`_PYTHON2_MESSAGES`):
+    the project may run on Python 2, where the module imports."""
+    return any(message in (err.msg or "") for message in _PYTHON2_MESSAGES)
 
 
 def _newer_python(source: str) -> bool:
