@@ -258,3 +258,46 @@ def test_a_merge_conflict_is_decided(tmp_path: Path):
     module = "<<<<<<< HEAD\ndef log(x):\n    pass\n=======\n>>>>>>> branch\n"
     assert failure(tmp_path, {"helpers.py": module, "train.py": "from helpers import log\n"}) == ImportFailure(
         1, "helpers.py does not compile (SyntaxError)")
+
+
+@pytest.mark.parametrize("script, decided", [
+    # an appended directory comes after the script's own: a package beside the script still wins
+    ("import sys\nsys.path.append('lib')\nfrom pkg.common import create_optimizer\n", True),
+    ("import site\nsite.addsitedir('lib')\nfrom pkg.common import create_optimizer\n", True),
+    ("import appends\nfrom pkg.common import create_optimizer\n", True),
+    # but one found only at the project root (from PYTHONPATH) may be found in lib/ instead
+    ("import sys\nsys.path.append('lib')\nfrom top.common import create_optimizer\n", False),
+    ("import appends\nfrom top.common import create_optimizer\n", False),
+])
+def test_an_appended_directory_does_not_hide_the_scripts_own(tmp_path: Path, script: str, decided: bool):
+    files = {
+        "setup.py": "",
+        "top/__init__.py": "",
+        "top/common.py": "x = 1\n",
+        "scripts/pkg/__init__.py": "",
+        "scripts/pkg/common.py": "x = 1\n",
+        "scripts/appends.py": "import sys\nsys.path.extend(['lib'])\n",
+        "scripts/train.py": script,
+    }
+    found = failure(tmp_path, files, "scripts/train.py")
+    assert (found is not None) == decided
+
+
+@pytest.mark.parametrize("ignore, script, decided", [
+    ("*.pyc\nglobal_config.py\n", "from pkg.global_config import ROOT\n", False),  # made from a sample
+    ("/pkg/global_config.py\n", "from pkg.global_config import ROOT\n", False),
+    ("# built\n_ext\n", "import pkg._ext\n", False),  # built in place
+    ("global_config.py\n", "from pkg import global_config\n", False),
+    ("*.pyc\nbuild/\n", "from pkg.global_config import ROOT\n", True),
+    ("!global_config.py\n", "from pkg.global_config import ROOT\n", True),
+    ("", "import pkg._ext\n", True),
+])
+def test_a_module_the_repository_ignores_is_not_decided(tmp_path: Path, ignore: str, script: str, decided: bool):
+    files = {
+        ".gitignore": ignore,
+        "pkg/__init__.py": "",
+        "pkg/global_config_sample.py": "ROOT = '/data'\n",
+        "train.py": script,
+    }
+    found = failure(tmp_path, files)
+    assert (found is not None) == decided

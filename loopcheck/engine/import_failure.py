@@ -31,7 +31,8 @@ beside the script and ``utils/`` at the root), or a directory holds both as ``x.
 - ``import pkg.sub`` or ``from pkg.sub import x`` names a submodule that the package's
   directory does not hold (no ``sub.py``, ``sub/``, nor ``sub.*`` extension), in a package whose
   ``__init__`` does not touch ``__path__``, in a project whose build compiles no extension
-  modules (one that does may make ``pkg._C``);
+  modules (one that does may make ``pkg._C``), and that the repository's ``.gitignore`` does
+  not keep out (a module built in place, or made from a sample: ``global_config.py``);
 - ``from pkg.models import N`` names something the module does not bind at its top level (by
   any assignment, ``def``, ``class``, import, loop or ``with`` target, in any branch), that is
   not a submodule of a package (nor, in a project that builds extensions, may be one), in a
@@ -48,12 +49,17 @@ import ast
 import sys
 from importlib.machinery import EXTENSION_SUFFIXES
 from dataclasses import dataclass, field
+from fnmatch import fnmatch
 from pathlib import Path
 
 from loopcheck.engine.project import Project, absolute_module, module_name
 
 #: How many project modules deep an import's own imports are followed.
 MAX_DEPTH = 8
+#: How code uses ``sys.path`` (:func:`_path_move`): not at all; only to append directories
+#: (``sys.path.append``, ``.extend``, ``site.addsitedir``: they come after the script's own
+#: directory, which still wins); any other way (``sys.path.insert(0, ...)``, an assignment).
+NO_MOVE, APPENDS, MOVES = 0, 1, 2
 #: Names whose use may bind module attributes no statement names.
 _DYNAMIC = frozenset({"globals", "setattr", "exec", "vars", "__dict__", "modules", "__getattr__"})
 
@@ -81,8 +87,9 @@ class _Module:
     bound: frozenset[str]
     open: bool  # a star import, __getattr__, globals()... : any name may be bound
     touches_path: bool  # assigns or changes __path__ (a package that extends where it looks)
-    changes_path: bool = False  # uses sys.path or site.addsitedir: later imports may look elsewhere
-    runs_from: int | None = None  # the first top-level statement that may run a loop or move sys.path
+    changes_path: int = NO_MOVE  # how it uses sys.path (:func:`_path_move`): later imports may look elsewhere
+    runs_from: int | None = None  # the first top-level statement that may run a loop
+    path_moves: tuple = ()  # ((line, how), ...): its top-level statements that use sys.path
 
 
 def failing_import(project: Project | None, source: str, path: Path | str | None) -> ImportFailure | None:
@@ -103,7 +110,8 @@ def failing_import(project: Project | None, source: str, path: Path | str | None
     state = _Loading()
     for line, module, names in mod.imports:
         if mod.runs_from is not None and line > mod.runs_from:
-            return None  # a loop may run before it, or sys.path may have moved: not decided
+            return None  # a loop may run before it: not decided
+        state.path_moved = max([state.path_moved, *(how for at, how in mod.path_moves if at < line)])
         reason = _fails(project, module, names, near, near, (near,), state)
         if reason is not None:
             return ImportFailure(line, reason)
@@ -114,11 +122,12 @@ def failing_import(project: Project | None, source: str, path: Path | str | None
 class _Loading:
     """What one check has learned while following the checked file's imports, in the order
     Python runs them: why each project module's loading fails (``None``: it is not proven to),
-    and whether a module loaded so far uses ``sys.path`` (from then on, where an absolute name
-    is found is not known)."""
+    and how the code run so far uses ``sys.path`` (:func:`_path_move`: from then on, an absolute
+    name is found where the engine looks only when the script's own directory holds it, or not
+    known at all)."""
 
     reasons: dict = field(default_factory=dict)
-    path_moved: bool = False
+    path_moved: int = 0
 
 
 def _read(source: str) -> _Module | None:
@@ -128,11 +137,12 @@ def _read(source: str) -> _Module | None:
     except SyntaxError as err:
         if _older_python(err) or _newer_python(source):
             return None  # valid in Python 2 or in a newer Python (``type X = ...``): not decided
-        return _Module(False, (), frozenset(), True, False, True)
+        return _Module(False, (), frozenset(), True, False)
     except (ValueError, RecursionError, MemoryError):
         return None  # a NUL byte, a text nested too deeply: not decided
     imports = []
     runs_from = None
+    path_moves = tuple((stmt.lineno, how) for stmt in tree.body if (how := _path_move(stmt)))
     defined = {s.name for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
     for stmt in tree.body:
         if runs_from is None and _may_run_first(stmt, defined):
@@ -178,8 +188,8 @@ def _read(source: str) -> _Module | None:
         elif isinstance(node, ast.Name) and node.id == "__path__":
             touches_path = True
         stack.extend(ast.iter_child_nodes(node))
-    changes_path = any(_moves_sys_path(node) for node in ast.walk(tree))
-    return _Module(True, tuple(imports), frozenset(bound), is_open, touches_path, changes_path, runs_from)
+    return _Module(True, tuple(imports), frozenset(bound), is_open, touches_path, _path_move(tree), runs_from,
+                   path_moves)
 
 
 def _libraries() -> frozenset[str]:
@@ -227,30 +237,42 @@ def _dynamic(node: ast.AST) -> bool:
     return isinstance(node, ast.Attribute) and node.attr in _DYNAMIC
 
 
-def _moves_sys_path(node: ast.AST) -> bool:
-    """A use of ``sys.path`` (``sys.path.insert(0, ...)``, ``from sys import path``) or of
-    ``site.addsitedir``: imports after it may find their modules in other directories."""
-    if isinstance(node, ast.Attribute):
-        return (node.attr == "path" and isinstance(node.value, ast.Name) and node.value.id == "sys") or (
-            node.attr == "addsitedir")
-    if isinstance(node, ast.ImportFrom):
-        return (node.module == "sys" and any(a.name == "path" for a in node.names)) or (
-            node.module == "site" and any(a.name == "addsitedir" for a in node.names))
-    return False
+def _path_move(tree: ast.AST) -> int:
+    """How the code ``tree`` (a statement or a module, function bodies included) uses
+    ``sys.path``: :data:`NO_MOVE`, :data:`APPENDS` or :data:`MOVES`."""
+    appended: set[int] = set()
+    how = NO_MOVE
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in ("append", "extend") and _is_sys_path(node.func.value):
+                appended.add(id(node.func.value))
+            elif node.func.attr == "addsitedir":
+                how = max(how, APPENDS)
+        elif isinstance(node, ast.ImportFrom) and node.module == "sys" and any(a.name == "path" for a in node.names):
+            how = MOVES  # ``from sys import path``: its uses are not followed
+        elif _is_sys_path(node):
+            how = max(how, APPENDS if id(node) in appended else MOVES)
+    return how
+
+
+def _is_sys_path(node: ast.AST) -> bool:
+    """Whether ``node`` is the expression ``sys.path``."""
+    return (isinstance(node, ast.Attribute) and node.attr == "path" and isinstance(node.value, ast.Name)
+            and node.value.id == "sys")
 
 
 def _may_run_first(stmt: ast.stmt, defined: set[str]) -> bool:
-    """Whether the top-level statement ``stmt`` may run a training loop, or move where modules
-    are found, before the imports after it run: it holds a ``for``/``while`` loop, a call of a
+    """Whether the top-level statement ``stmt`` may run a training loop before the imports after
+    it run: it holds a ``for``/``while`` loop, a call of a
     function or class the module defines (``defined``: their names; ``main()``,
-    ``Trainer().fit()``), or a use of ``sys.path`` (:func:`_moves_sys_path`). Function bodies
+    ``Trainer().fit()``). Function bodies
     are not looked into (they run when called); decorators, defaults and class bodies are."""
     if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-        return _moves_sys_path(stmt)
+        return False
     stack: list[ast.AST] = [stmt]
     while stack:
         node = stack.pop()
-        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)) or _moves_sys_path(node):
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
             return True
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in defined:
             return True
@@ -287,8 +309,8 @@ def _fails(project: Project, module: str, names: tuple | None, near: Path, entry
         module = _relative(module, near)
         if not module:
             return None
-    elif state.path_moved:
-        return None  # a module loaded before uses sys.path: the name may be found elsewhere
+    elif state.path_moved == MOVES:
+        return None  # code run before moved sys.path: the name may be found elsewhere
     parts = module.split(".")
     if parts[0] in _libraries() or parts[0] in sys.stdlib_module_names:
         return None  # a file of the project named like a library: which one runs is not decided
@@ -300,6 +322,9 @@ def _fails(project: Project, module: str, names: tuple | None, near: Path, entry
         candidates = _candidates(project, project.roots_for(entry) if i == 1 else where, parts[i - 1])
         if path is not None and candidates != {path}:
             return None  # several files Python may take for it (or one it would not): not decided
+        if i == 1 and state.path_moved == APPENDS and (path is None or _home(path) not in (
+                entry.parent, project.roots_for(entry)[0])):
+            return None  # an appended directory may hold it: only the script's own directory wins
         if path is None and candidates:
             return None  # (an extension module, or a file the engine did not take)
         if path is None:
@@ -326,6 +351,7 @@ def _fails(project: Project, module: str, names: tuple | None, near: Path, entry
             continue
         if found.name == "__init__.py" and (
             info.touches_path or _submodule_present(found.parent, name) or _builds_extensions(project)
+            or _ignored(project, found.parent / name)
         ):
             continue  # (a submodule: ``from pkg import sub``, maybe one the build makes)
         return f"{_shown(project, found)} defines no name {name!r}"
@@ -355,6 +381,8 @@ def _missing_submodule(project: Project, parent: Path, name: str, dotted: str) -
         return None
     if _builds_extensions(project):
         return None  # ``pkg._C``: a module the build makes
+    if _ignored(project, parent.parent / name):
+        return None  # a file the repository keeps out (built, or made from a sample): it may be there
     return f"no module {dotted!r}: {_shown(project, parent.parent)} holds no {name}.py"
 
 
@@ -396,6 +424,47 @@ def _candidates(project: Project, directories: list[Path], name: str) -> set[Pat
     return out
 
 
+def _ignored(project: Project, path: Path) -> bool:
+    """Whether the repository's ``.gitignore`` (at the project root, or in the module's
+    directory) keeps a module file ``path`` (without suffix: ``layers/_ext``) or ``path.py``
+    out of version control: a module built in place (``_ext`` of a cffi build) or one its users
+    make from a sample (``global_config.py``), which the checkout lacks and their disk holds.
+    A pattern is matched with :func:`fnmatch.fnmatch` (its ``*`` also crosses ``/``: wider
+    than git's, so more modules count as possibly there); ``!`` patterns are not read."""
+    root = project.root.resolve()
+    try:
+        rel = path.relative_to(root).as_posix()
+    except ValueError:
+        return False
+    names = (rel, rel + ".py")
+    for ignore in {root / ".gitignore", path.parent / ".gitignore"}:
+        base = "" if ignore.parent == root else ignore.parent.relative_to(root).as_posix() + "/"
+        for pattern in _patterns(project, ignore):
+            anchored = "/" in pattern
+            pattern = pattern.strip("/")
+            for name in names:
+                if not name.startswith(base):
+                    continue
+                inner = name[len(base):]
+                if anchored and fnmatch(inner, pattern) or not anchored and any(
+                        fnmatch(part, pattern) for part in (inner.rsplit("/", 1)[-1], *inner.split("/")[:-1])):
+                    return True
+    return False
+
+
+def _patterns(project: Project, ignore: Path) -> tuple[str, ...]:
+    """The patterns of the ``.gitignore`` file ``ignore`` (none when it is missing), once per
+    project: no comments, blanks nor ``!`` negations."""
+    memo = project.memo.setdefault("gitignore", {})
+    if ignore not in memo:
+        try:
+            lines = ignore.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            lines = []
+        memo[ignore] = tuple(p.strip() for p in lines if p.strip() and not p.lstrip().startswith(("#", "!")))
+    return memo[ignore]
+
+
 def _submodule_present(directory: Path, name: str) -> bool:
     """Whether ``directory`` may hold a submodule ``name``: ``name.py``, a directory
     ``name`` (a package or a namespace package), or an extension module ``name.*``."""
@@ -420,13 +489,18 @@ def _loads(project: Project, path: Path, entry: Path, stack: tuple, state: _Load
     if info is not None and not info.compiles:
         reason = f"{_shown(project, path)} does not compile (SyntaxError)"
     elif info is not None:
-        state.path_moved = state.path_moved or info.changes_path
+        state.path_moved = max(state.path_moved, info.changes_path)
         for _line, module, names in info.imports:
             reason = _fails(project, module, names, path, entry, (*stack, path), state)
             if reason is not None:
                 break
     state.reasons[path] = reason
     return reason
+
+
+def _home(path: Path) -> Path:
+    """The directory a module is found from: ``a/`` for ``a/b.py`` and ``a/b/__init__.py``."""
+    return path.parent.parent if path.name == "__init__.py" else path.parent
 
 
 def _shown(project: Project, path: Path) -> str:
