@@ -46,6 +46,7 @@ The answers are computed once per version of each file (``Project.memo``).
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from importlib.machinery import EXTENSION_SUFFIXES
 from dataclasses import dataclass, field
@@ -60,6 +61,8 @@ MAX_DEPTH = 8
 #: (``sys.path.append``, ``.extend``, ``site.addsitedir``: they come after the script's own
 #: directory, which still wins); any other way (``sys.path.insert(0, ...)``, an assignment).
 NO_MOVE, APPENDS, MOVES = 0, 1, 2
+#: Words without which a text does not use ``sys.path`` (skips :func:`_path_move`'s walk).
+_PATH_WORDS = re.compile(r"\bsys\s*\.\s*path\b|addsitedir|\bfrom\s+sys\s+import\b")
 #: Names whose use may bind module attributes no statement names.
 _DYNAMIC = frozenset({"globals", "setattr", "exec", "vars", "__dict__", "modules", "__getattr__"})
 
@@ -142,7 +145,9 @@ def _read(source: str) -> _Module | None:
         return None  # a NUL byte, a text nested too deeply: not decided
     imports = []
     runs_from = None
-    path_moves = tuple((stmt.lineno, how) for stmt in tree.body if (how := _path_move(stmt)))
+    changes_path = _path_move(tree) if _PATH_WORDS.search(source) else NO_MOVE
+    path_moves = () if changes_path == NO_MOVE else tuple(
+        (stmt.lineno, how) for stmt in tree.body if (how := _path_move(stmt)))
     defined = {s.name for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
     for stmt in tree.body:
         if runs_from is None and _may_run_first(stmt, defined):
@@ -188,7 +193,7 @@ def _read(source: str) -> _Module | None:
         elif isinstance(node, ast.Name) and node.id == "__path__":
             touches_path = True
         stack.extend(ast.iter_child_nodes(node))
-    return _Module(True, tuple(imports), frozenset(bound), is_open, touches_path, _path_move(tree), runs_from,
+    return _Module(True, tuple(imports), frozenset(bound), is_open, touches_path, changes_path, runs_from,
                    path_moves)
 
 
