@@ -50,8 +50,9 @@ import re
 import sys
 from importlib.machinery import EXTENSION_SUFFIXES
 from dataclasses import dataclass, field
-from fnmatch import fnmatch
 from pathlib import Path
+
+import pathspec
 
 from loopcheck.engine.project import Project, absolute_module, module_name
 
@@ -434,8 +435,7 @@ def _ignored(project: Project, path: Path) -> bool:
     directory) keeps a module file ``path`` (without suffix: ``layers/_ext``) or ``path.py``
     out of version control: a module built in place (``_ext`` of a cffi build) or one its users
     make from a sample (``global_config.py``), which the checkout lacks and their disk holds.
-    A pattern is matched with :func:`fnmatch.fnmatch` (its ``*`` also crosses ``/``: wider
-    than git's, so more modules count as possibly there); ``!`` patterns are not read."""
+    The patterns are git's, matched by pathspec's ``GitIgnoreSpec`` (negations included)."""
     root = project.root.resolve()
     try:
         rel = path.relative_to(root).as_posix()
@@ -444,29 +444,22 @@ def _ignored(project: Project, path: Path) -> bool:
     names = (rel, rel + ".py")
     for ignore in {root / ".gitignore", path.parent / ".gitignore"}:
         base = "" if ignore.parent == root else ignore.parent.relative_to(root).as_posix() + "/"
-        for pattern in _patterns(project, ignore):
-            anchored = "/" in pattern
-            pattern = pattern.strip("/")
-            for name in names:
-                if not name.startswith(base):
-                    continue
-                inner = name[len(base):]
-                if anchored and fnmatch(inner, pattern) or not anchored and any(
-                        fnmatch(part, pattern) for part in (inner.rsplit("/", 1)[-1], *inner.split("/")[:-1])):
-                    return True
+        spec = _spec(project, ignore)
+        if spec is not None and any(n.startswith(base) and spec.match_file(n[len(base):]) for n in names):
+            return True
     return False
 
 
-def _patterns(project: Project, ignore: Path) -> tuple[str, ...]:
-    """The patterns of the ``.gitignore`` file ``ignore`` (none when it is missing), once per
-    project: no comments, blanks nor ``!`` negations."""
+def _spec(project: Project, ignore: Path) -> "pathspec.GitIgnoreSpec | None":
+    """The patterns of the ``.gitignore`` file ``ignore`` (``None`` when it is missing or does
+    not compile), once per project."""
     memo = project.memo.setdefault("gitignore", {})
     if ignore not in memo:
         try:
             lines = ignore.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            lines = []
-        memo[ignore] = tuple(p.strip() for p in lines if p.strip() and not p.lstrip().startswith(("#", "!")))
+            memo[ignore] = pathspec.GitIgnoreSpec.from_lines(lines)
+        except Exception:  # noqa: BLE001 - unreadable, or a pattern pathspec cannot compile
+            memo[ignore] = None
     return memo[ignore]
 
 
