@@ -643,11 +643,19 @@ class ZeroGradBetweenBackwardAndStep(Rule):
         )
 
 
+def _forward_before(unit: Unit, step: Event) -> bool:
+    """Whether a forward runs in ``step``'s innermost loop before it, in the same iteration: the
+    step then falls between a forward and the backward of its loss."""
+    return any(unit.order(f) < unit.order(step) for f in unit.in_loop(step.ctx.loops[-1], "forward"))
+
+
 @register
 class StepBeforeBackward(Rule):
     """LC104: ``O.step()`` in a loop runs while, on every path, ``O``'s gradients are empty or
     hold only a backward later in the loop body, and a backward that can reach ``O`` follows in
-    the same loop (see ``rules/LC104.md``)."""
+    the same loop; where they may hold that later backward (the previous iteration's), a
+    forward also runs before the step in the iteration (a step first in the iteration is
+    step-first accumulation). See ``rules/LC104.md``."""
 
     info = INFOS["LC104"]
 
@@ -665,6 +673,8 @@ class StepBeforeBackward(Rule):
             bw = next_backward(unit, ev.subject, ev)
             if bw is None or bw.ctx.loops != ev.ctx.loops:
                 continue
+            if not all(s.phase == "empty" for s in states) and not _forward_before(unit, ev):
+                continue  # a step first in the iteration applies the previous iterations' gradients
             yield Report(
                 self.info.code, ev.node,
                 lambda d, ev=ev, bw=bw: (
