@@ -9,7 +9,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from loopcheck.engine.builder import UnitBuilder, index_module, run_constants
+from loopcheck.engine.builder import UnitBuilder, index_module, literal_constants, run_constants
 from loopcheck.engine.ir import Call, If, Loop, parts
 from loopcheck.engine.project import Project
 
@@ -139,3 +139,31 @@ def _calls_in(node):
 ])
 def test_if_tests_decided_by_integer_arithmetic(source: str, arms: list[str]):
     assert _arms(source) == arms
+
+
+@pytest.mark.parametrize("source, arms", [
+    # a flag bound once to a literal decides ``if flag:`` and ``if not flag:``
+    ("use_mxnet = False\nif not use_mxnet:\n    model.eval()\n", ["always"]),
+    ("use_mxnet = False\nif use_mxnet:\n    model.eval()\n", []),
+    ("DEBUG = None\nif DEBUG:\n    model.eval()\n", []),
+    ("MODE = 'eval'\nif MODE:\n    model.eval()\n", ["always"]),
+    ("def f():\n    quick = True\n    if quick:\n        model.eval()\n\n\nf()\n", ["always"]),
+    # not decided: bound twice, under an ``if``, imported, declared global, a parameter
+    ("flag = False\nflag = True\nif flag:\n    model.eval()\n", ["if"]),
+    ("import sys\nflag = False\nif sys.argv[1:]:\n    flag = True\nif flag:\n    model.eval()\n", ["if"]),
+    ("from config import flag\nif flag:\n    model.eval()\n", ["if"]),
+    ("flag = False\n\n\ndef on():\n    global flag\n    flag = True\n\n\nif flag:\n    model.eval()\n", ["if"]),
+    ("import sys\n\n\ndef f(flag=False):\n    if flag:\n        model.eval()\n\n\nf(sys.argv[1:])\n", ["if"]),
+])
+def test_if_tests_decided_by_a_literal_flag(source: str, arms: list[str]):
+    """:meth:`UnitBuilder.run_literal`: a variable bound exactly once to a literal
+    (:func:`~loopcheck.engine.builder.literal_constants` for a module's globals)."""
+    assert _arms(source) == arms
+
+
+def test_literal_constants_of_a_module():
+    index = index_module(cst.parse_module(
+        "A = 1\nB = False\nC = 'x'\nD = None\nE = [1]\nF = 2\nF = 3\nimport G\nG = 1\n"
+    ))
+    assert literal_constants(index) == {"A": 1, "B": False, "C": "x", "D": None}
+    assert run_constants(index) == {"A": 1}

@@ -2002,6 +2002,9 @@ class UnitBuilder:
             if decided is not None:
                 return decided
         t = type(test)
+        if t is cst.Name:  # ``if not use_mxnet:`` with ``use_mxnet = False`` bound once
+            value = self.run_literal(frame, test.value)
+            return None if value is NO_VALUE else bool(value)
         if t is cst.UnaryOperation and type(test.operator) is cst.Not:
             inner = self.decide(frame, test.expression)
             return None if inner is None else not inner
@@ -2163,7 +2166,7 @@ class UnitBuilder:
         """The integer ``expr`` is on every run, ``None`` when the code alone does not fix it:
         an integer literal; a parameter given one by the call being inlined and never re-bound
         (:attr:`Frame.constants`); a local variable of the function, or a global of its module,
-        bound exactly once, by ``name = <integer>`` (:func:`_bindings`, :func:`run_constants`).
+        bound exactly once, by ``name = <integer>`` (:func:`_single_bindings`, :func:`run_constants`).
         A parameter of an entry point, a name bound twice or by anything else (a loop, an
         import, ``args.epochs``, an assignment under ``if`` or ``try``) is not a run constant."""
         t = type(expr)
@@ -2173,23 +2176,30 @@ class UnitBuilder:
             return expr.evaluated_value
         if t is not cst.Name:
             return None
-        name = expr.value
-        value = frame.constants.get(name)
+        value = self.run_literal(frame, expr.value)
+        return value if type(value) is int else None
+
+    def run_literal(self, frame: Frame, name: str):
+        """The literal (an integer, ``True``, ``False``, ``None``, a string) variable ``name``
+        holds on every run where ``frame`` reads it, :data:`NO_VALUE` when the code alone does
+        not fix it. Looked up as :meth:`run_constant` does: a parameter given a literal by the
+        call being inlined (:attr:`Frame.constants`), a local variable of the function bound
+        exactly once (:func:`_single_bindings`), a global of the module
+        (:func:`literal_constants`); a parameter of an entry point is not fixed."""
         if name in frame.constants:
-            return value if type(value) is int else None
+            return frame.constants[name]
         f: Frame | None = frame
         while f is not None:
             if name in f.subst:
-                return None
+                return NO_VALUE
             if name in f.locals:
                 if f.node is None:
                     break  # the module's own code: a global
                 if name in all_param_names(f.node):
-                    return None
-                value = self._bound_once_in(f.node).get(name)
-                return value.evaluated_value if type(value) is cst.Integer else None
+                    return NO_VALUE
+                return literal_value(self._bound_once_in(f.node).get(name))
             f = f.parent
-        return run_constants(frame.module).get(name)
+        return literal_constants(frame.module).get(name, NO_VALUE)
 
     def loop_info(self, frame: Frame, node, target, iter_expr) -> LoopInfo:
         self._place(node, frame.module)
@@ -2817,15 +2827,27 @@ def _declarations(stmts) -> set[str]:
 
 def run_constants(index) -> dict[str, int]:
     """``global name -> the integer it holds on every run``, for a module
-    (:class:`ModuleIndex` or an outlined one): its own code binds the name exactly once, by
-    ``name = <integer>`` (:func:`_bindings`), no function or method of the module declares it
-    ``global``, and it is not imported. Computed once per module."""
+    (:class:`ModuleIndex` or an outlined one): the integers of :func:`literal_constants`.
+    Computed once per module."""
     found = index.cache.get("run_constants")
     if found is None:
-        bound = _bindings(index.module_code())
+        found = index.cache["run_constants"] = {k: v for k, v in literal_constants(index).items() if type(v) is int}
+    return found
+
+
+def literal_constants(index) -> dict[str, object]:
+    """``global name -> the literal it holds on every run`` (an integer, ``True``, ``False``,
+    ``None``, a string: :func:`literal_value`), for a module (:class:`ModuleIndex` or an
+    outlined one): its own code binds the name exactly once, by ``name = <literal>``
+    (:func:`_single_bindings`), no function or method of the module declares it ``global``,
+    and it is not imported. Computed once per module."""
+    found = index.cache.get("literal_constants")
+    if found is None:
+        bound = _single_bindings(index.module_code())
         for name in set(index.imports.aliases) | _declared_global(index):
             bound[name] = None
-        found = index.cache["run_constants"] = {k: v for k, v in bound.items() if v is not None}
+        values = {k: literal_value(v) for k, v in bound.items() if v is not None}
+        found = index.cache["literal_constants"] = {k: v for k, v in values.items() if v is not NO_VALUE}
     return found
 
 

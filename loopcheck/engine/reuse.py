@@ -32,7 +32,7 @@ compares the findings of both on random edits of real training scripts).
 
 from __future__ import annotations
 
-from loopcheck.engine.builder import MAX_EVENTS_PER_UNIT, ModuleIndex, UnitBuilder, UnitRecord, run_constants
+from loopcheck.engine.builder import MAX_EVENTS_PER_UNIT, ModuleIndex, UnitBuilder, UnitRecord, literal_constants
 
 
 def module_shape(index: ModuleIndex) -> tuple:
@@ -41,7 +41,7 @@ def module_shape(index: ModuleIndex) -> tuple:
     imports = index.imports
     return (
         tuple(sorted(imports.aliases.items())), imports.package, tuple(imports.stars),
-        tuple(sorted(run_constants(index).items())),  # ``range(num_epochs)``: a loop's back edge
+        tuple(sorted(literal_constants(index).items())),  # ``range(num_epochs)``, ``if use_amp:``
         tuple(index.functions), frozenset(index.globals),
         tuple((name, tuple(info.methods), info.bases) for name, info in index.classes.items()),
         index.name, str(index.path), index.project is None,
