@@ -45,6 +45,7 @@ from loopcheck.engine.ir import (
     walk_events,
 )
 from loopcheck.engine.attr_facts import ALL, dynamic_write, expression_children, fact_subject, mode_subject, received, written_attributes
+from loopcheck.engine.binding import binds
 from loopcheck.engine.calls import ref_parts
 from loopcheck.engine.classes import is_module_class
 from loopcheck.engine.knowledge import NO_GRAPH, knowledge
@@ -163,6 +164,43 @@ class ClassRef:
             if ref is not None:
                 out.append(ref)
         return out
+
+
+def plain_class(cls: ClassRef, _seen: frozenset = frozenset()) -> bool:
+    """Whether calling project class ``cls`` runs its ``__init__`` and finds its methods as its
+    class statements read: no class of its chain is decorated, given a metaclass or other class
+    keywords, or defines ``__new__``, and each base is a class of the project with the same
+    property, ``object``, or a class of ``torch`` (a library's base may bring a metaclass that
+    builds instances its own way: ``enum.Enum``, pydantic's ``BaseModel``)."""
+    info = cls.info
+    if info is None or cls in _seen:
+        return False
+    node = info.node
+    if node.decorators or node.keywords or "__new__" in info.methods:
+        return False
+    for base in info.bases:
+        ref = cls.module.class_ref(base) or cls.module.class_ref(base, qualified=True)
+        if ref is not None:
+            if not plain_class(ref, _seen | {cls}):
+                return False
+        elif base != "object" and not base.startswith("torch."):
+            return False
+    return True
+
+
+def _defined_once(module: ModuleIndex, func: cst.FunctionDef) -> bool:
+    """Whether ``func`` is a statement of its module's top level and no other statement there
+    binds its name (a second ``def``, one under an ``if``/``try``, an assignment, a ``global``)."""
+    code = module.module_code()
+    if not any(st is func for st in code):
+        return False
+    name = func.name.value
+    for st in code:
+        if st is not func:
+            names, declared = bound_names(st)
+            if name in names or name in declared:
+                return False
+    return True
 
 
 def find_method(cls: ClassRef, name: str, _seen: frozenset = frozenset()) -> tuple[ClassRef, cst.FunctionDef] | None:
@@ -500,6 +538,8 @@ class UnitBuilder:
         # symbols bound to a nested function returned by an inlined call (closures)
         self.func_values: dict[str, tuple[cst.FunctionDef, Frame]] = {}
         self._raw_of: dict[cst.Call, Call] = {}  # the latest raw event of each call node
+        #: calls of project functions whose arguments cannot bind (:meth:`call_cannot_bind`)
+        self.unbound_calls: set[cst.Call] = set()
         self.node_module: dict[int, ModuleIndex] = {}  # id(node) -> the module it is in
         self._splits: dict[int, ContextSplit | None] = {}
         self._bound_once: dict[int, dict] = {}  # id(function) -> _single_bindings of its body (_bound_once_in)
@@ -1294,6 +1334,9 @@ class UnitBuilder:
         if callee is None:
             return None
         func = callee.func
+        if self.call_cannot_bind(callee, raw.node):
+            self.unbound_calls.add(raw.node)  # TypeError before the body runs: not inlined
+            return None
         self._not_inlined = callee  # (what a call that stays a call runs: make_call)
         generators = callee.module.cache.setdefault("generators", {})
         if func not in generators:
@@ -1318,6 +1361,26 @@ class UnitBuilder:
             return self.inline(frame, callee, raw, ctx, () if is_init else raw.targets)
         finally:
             self._module_ctors -= module_ctor
+
+    def call_cannot_bind(self, callee: Callee, call: cst.Call) -> bool:
+        """Whether ``call``'s arguments provably do not bind to the parameters of the project
+        function ``callee`` runs (:func:`~loopcheck.engine.binding.binds`), so that the call
+        raises ``TypeError`` on every run. Decided only where the signature read is the one
+        that runs: an undecorated function, defined once at the top level of its module (not
+        under an ``if``, not bound again), or a method or constructor of a class
+        (:func:`plain_class`) reached through an instance or the class itself."""
+        func = callee.func
+        if func.decorators or callee.parent is not None:
+            return False
+        if callee.cls is not None:
+            if not plain_class(callee.cls) or callee.def_class is not None and not plain_class(callee.def_class):
+                return False
+        elif callee.def_class is not None:
+            if not plain_class(callee.def_class):
+                return False
+        elif not _defined_once(callee.module, func):
+            return False
+        return not binds(func, call, bound_self=callee.cls is not None)
 
     def _is_module_class(self, cls: ClassRef) -> bool:
         """:func:`~loopcheck.engine.classes.is_module_class`, asked once per class per entry point."""
@@ -2245,14 +2308,17 @@ class UnitBuilder:
                 raw = made.get(value)
                 if raw is not None:
                     raw.discarded = True  # x.to(device) on its own line: its result is thrown away
-            if type(s.value) is cst.Call and self._exits(frame, s.value):
-                out.append(Jump("raise"))  # sys.exit(): this path ends here (SystemExit)
+            if type(s.value) is cst.Call and (self._exits(frame, s.value) or s.value in self.unbound_calls):
+                out.append(Jump("raise"))  # sys.exit(), a call that cannot bind: the path ends here
         elif type(s) is cst.Assign:
             if len(s.targets) == 1:
                 targets = self._target_syms(frame, s.targets[0].target)
             else:
                 targets = ()
             self.expr_events(frame, s.value, ctx, out, targets)
+            if s.value in self.unbound_calls:
+                out.append(Jump("raise"))  # ``learner = Learner(conf, True)`` raises TypeError
+                return
             for t in s.targets:
                 self.assign_event(frame, s, t.target, "=", s.value, ctx, out)
         elif type(s) is cst.AnnAssign:

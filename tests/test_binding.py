@@ -1,0 +1,113 @@
+"""Whether a call's arguments bind to a function's parameters (engine/binding.py), and the
+builder ending the path at a call of a project function that cannot bind."""
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+
+from loopcheck.analysis import check_source
+from loopcheck.engine.binding import binds
+
+
+def _binds(signature: str, call: str, bound_self: bool = False) -> bool:
+    func = cst.parse_statement(f"def {signature}:\n    pass\n")
+    return binds(func, cst.parse_expression(call), bound_self)
+
+
+@pytest.mark.parametrize("signature, call, bound_self, expected", [
+    ("f(a, b=1)", "f(1)", False, True),
+    ("f(a, b=1)", "f(1, 2)", False, True),
+    ("f(a, b=1)", "f(1, 2, 3)", False, False),  # too many positional arguments
+    ("f(a, b=1)", "f()", False, False),  # a missing
+    ("f(a, b=1)", "f(1, c=2)", False, False),  # no parameter c
+    ("f(a, b=1)", "f(1, a=2)", False, False),  # a given twice
+    ("f(a, *args)", "f(1, 2, 3)", False, True),
+    ("f(a, **kw)", "f(1, c=2)", False, True),
+    ("f(a, /, b)", "f(a=1, b=2)", False, False),  # a is positional-only
+    ("f(a, /, b, **kw)", "f(1, a=1, b=2)", False, True),
+    ("f(a, *, k)", "f(1)", False, False),  # keyword-only k missing
+    ("f(a, *, k=0)", "f(1, k=2)", False, True),
+    ("f(a)", "f(*xs)", False, True),  # spread: not decided
+    ("f(a)", "f(**cfg)", False, True),
+    ("__init__(self, conf)", "Learner(conf)", True, True),
+    ("__init__(self, conf)", "Learner(conf, True)", True, False),
+    ("forward(self, x)", "model(x, labels=y)", True, False),
+    ("forward(self, x, **kwargs)", "model(x, labels=y)", True, True),
+    ("__init__(*args)", "C(1)", True, True),
+    ("set_up(argv=None)", "set_up('aplip', argv)", False, False),
+])
+def test_binds(signature, call, bound_self, expected):
+    assert _binds(signature, call, bound_self) is expected
+
+
+LEARNER = """\
+import torch
+from torch import nn
+
+
+class Learner:
+    def __init__(self, conf):
+        self.model = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5), nn.Linear(8, 2))
+"""
+
+SCRIPT = """\
+import torch
+from learner import Learner
+
+learner = Learner({ARGS})
+learner.model.eval()
+for x in [torch.randn(4, 8) for _ in range(3)]:
+    print(learner.model(x))
+"""
+
+
+@pytest.mark.parametrize("args, found", [
+    ("{'lr': 0.1}", [("LC302", 7)]),
+    ("{'lr': 0.1}, True", []),  # TypeError at line 4: nothing after it runs
+])
+def test_the_path_ends_at_a_call_that_cannot_bind(tmp_path, args, found):
+    (tmp_path / "learner.py").write_text(LEARNER)
+    script = tmp_path / "verify.py"
+    source = SCRIPT.replace("{ARGS}", args)
+    script.write_text(source)
+    assert [(f.code, f.row) for f in check_source(source, str(script))] == found
+
+
+@pytest.mark.parametrize("learner", [
+    LEARNER.replace("class Learner:", "@dataclass_like\nclass Learner:"),  # a decorated class
+    LEARNER.replace("class Learner:", "class Learner(Base):").replace("import torch\n", "import torch\nfrom lib import Base\n"),
+    LEARNER.replace("    def __init__", "    def __new__(cls, *args):\n        return super().__new__(cls)\n\n    def __init__"),
+    LEARNER.replace("    def __init__", "    @staticmethod\n    def make():\n        pass\n\n    @some_decorator\n    def __init__"),
+])
+def test_a_constructor_whose_binding_is_not_read_from_its_text(tmp_path, learner):
+    (tmp_path / "learner.py").write_text(learner)
+    script = tmp_path / "verify.py"
+    source = SCRIPT.replace("{ARGS}", "{'lr': 0.1}, True")
+    script.write_text(source)
+    assert [(f.code, f.row) for f in check_source(source, str(script))] == [("LC302", 7)]
+
+
+def test_a_function_defined_twice_is_not_decided(tmp_path):
+    source = textwrap.dedent("""\
+        import sys
+        import torch
+        from torch import nn
+
+        if sys.argv[1:]:
+            def setup(argv):
+                return argv
+        else:
+            def setup():
+                return None
+
+        setup(sys.argv)
+        model = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5))
+        model.eval()
+        for x in [torch.randn(4, 8) for _ in range(3)]:
+            print(model(x))
+        """)
+    script = tmp_path / "run.py"
+    script.write_text(source)
+    assert [(f.code, f.row) for f in check_source(source, str(script))] == [("LC302", 16)]
