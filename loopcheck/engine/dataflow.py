@@ -232,16 +232,24 @@ def compound_tests(unit: Seq) -> dict[int, tuple[bool, bool, tuple]]:
     return _COMPOUND[unit]
 
 
+#: a comparison operator -> the one it negates (``x is not y`` is ``not (x is y)``)
+_NEGATED_OPERATORS = {cst.IsNot: cst.Is, cst.NotEqual: cst.Equal, cst.NotIn: cst.In}
+
+
 def test_polarity(test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:
     """``(core, negated)``: the test with its negations taken off, and whether there was an odd
     number of them. ``not x`` is ``x`` negated; ``x is not y`` is ``x is y`` negated (``if
     scaler is not None:`` and ``if scaler is None:`` are one test, each arm of one the other arm
-    of the other). Parentheses around the core are dropped. Other tests are their own core."""
+    of the other). Likewise ``x != y`` is ``x == y`` negated and ``x not in y`` is ``x in y``
+    negated (Python's defaults: ``__ne__`` inverts ``__eq__``), so that ``if (i + 1) % k == 0:``
+    in a loop and ``if (i + 1) % k != 0:`` after it are one test. Parentheses around the core
+    are dropped. Other tests are their own core."""
     negated = False
     while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
         test, negated = test.expression, not negated
-    if type(test) is cst.Comparison and len(test.comparisons) == 1 and type(test.comparisons[0].operator) is cst.IsNot:
-        test = test.with_changes(comparisons=[test.comparisons[0].with_changes(operator=cst.Is())])
+    if type(test) is cst.Comparison and len(test.comparisons) == 1 and type(test.comparisons[0].operator) in _NEGATED_OPERATORS:
+        positive = _NEGATED_OPERATORS[type(test.comparisons[0].operator)]()
+        test = test.with_changes(comparisons=[test.comparisons[0].with_changes(operator=positive)])
         negated = not negated
     if getattr(test, "lpar", None):
         test = test.with_changes(lpar=[], rpar=[])
