@@ -111,3 +111,43 @@ def test_a_function_defined_twice_is_not_decided(tmp_path):
     script = tmp_path / "run.py"
     script.write_text(source)
     assert [(f.code, f.row) for f in check_source(source, str(script))] == [("LC302", 16)]
+
+
+@pytest.mark.parametrize("define, found", [
+    ("def set_up(argv=None):\n    return argv\n", []),  # TypeError: the path ends
+    ("def set_up(name, argv=None):\n    return argv\n", [("LC302", 9)]),
+    ("def set_up(argv=None):\n    return argv\n\n\nset_up = print\n", [("LC302", 9)]),
+])
+def test_a_function_of_another_module(tmp_path, define, found):
+    (tmp_path / "settings.py").write_text(define)
+    source = textwrap.dedent("""\
+        import torch
+        from torch import nn
+        from settings import set_up
+
+        set_up("aplip", None)
+        model = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5))
+        model.eval()
+        for x in [torch.randn(4, 8) for _ in range(3)]:
+            print(model(x))
+        """)
+    script = tmp_path / "run.py"
+    script.write_text(source)
+    assert [(f.code, f.row) for f in check_source(source, str(script))] == found
+
+
+@pytest.mark.parametrize("source, once", [
+    ("def f(a):\n    pass\n", True),
+    ("def f(a):\n    pass\n\n\ndef g():\n    return f(1)\n", True),
+    ("if X:\n    def f(a):\n        pass\n", False),  # under an if
+    ("def f(a):\n    pass\n\n\ndef f(a, b):\n    pass\n", False),
+    ("def f(a):\n    pass\n\n\nf = wrap(f)\n", False),
+    ("from lib import f\n\n\ndef f(a):\n    pass\n", False),
+    ("def f(a):\n    pass\n\n\nfrom lib import g as f\n", False),
+    ("def f(a):\n    pass\n\n\ng, f = 1, 2\n", False),
+    ("def f(a):\n    pass\n\n\ndef h():\n    global f\n", False),
+])
+def test_defined_once_read_from_the_text(source, once):
+    from loopcheck.engine.builder import _defined_once_in_text  # noqa: PLC0415
+
+    assert _defined_once_in_text(source, "f") is once

@@ -188,19 +188,37 @@ def plain_class(cls: ClassRef, _seen: frozenset = frozenset()) -> bool:
     return True
 
 
-def _defined_once(module: ModuleIndex, func: cst.FunctionDef) -> bool:
+def _defined_once(module, func: cst.FunctionDef) -> bool:
     """Whether ``func`` is a statement of its module's top level and no other statement there
-    binds its name (a second ``def``, one under an ``if``/``try``, an assignment, a ``global``)."""
-    code = module.module_code()
-    if not any(st is func for st in code):
-        return False
+    binds its name (a second ``def``, one under an ``if``/``try``, an assignment, a ``global``).
+    A module read as an outline (not parsed whole) is asked through its text
+    (:func:`_defined_once_in_text`)."""
     name = func.name.value
-    for st in code:
+    source = getattr(module, "source", None)
+    if isinstance(source, str):
+        return _defined_once_in_text(source, name)
+    body = module.body
+    if not any(st is func for st in body):
+        return False
+    for st in body:
         if st is not func:
             names, declared = bound_names(st)
             if name in names or name in declared:
                 return False
     return True
+
+
+def _defined_once_in_text(source: str, name: str) -> bool:
+    """:func:`_defined_once` read from a module's text, over-approximating what binds the
+    name: one ``def name`` in the whole text, at the start of a line, and no line that may bind
+    it otherwise (``name =``, ``name:``, ``, name`` before ``=``, ``as name``, ``import name``,
+    ``global ... name``)."""
+    word = re.escape(name)
+    defs = re.findall(rf"^[ \t]*(?:async[ \t]+)?def[ \t]+{word}\b", source, re.M)
+    if len(defs) != 1 or not defs[0].startswith(("def", "async")):
+        return False
+    other = rf"^[ \t]*{word}[ \t]*[:=,]|,[ \t]*{word}[ \t]*[=,)]|\bas[ \t]+{word}\b|\bimport[ \t]+{word}\b|\b(?:global|nonlocal)[ \t][^\n]*\b{word}\b"
+    return re.search(other, source, re.M) is None
 
 
 def find_method(cls: ClassRef, name: str, _seen: frozenset = frozenset()) -> tuple[ClassRef, cst.FunctionDef] | None:
