@@ -173,10 +173,9 @@ def plain_class(cls: ClassRef, _seen: frozenset = frozenset()) -> bool:
     property, ``object``, or a class of ``torch`` (a library's base may bring a metaclass that
     builds instances its own way: ``enum.Enum``, pydantic's ``BaseModel``)."""
     info = cls.info
-    if info is None or cls in _seen:
+    if info is None or cls in _seen or "__new__" in info.methods:
         return False
-    node = info.node
-    if node.decorators or node.keywords or "__new__" in info.methods:
+    if _decorated_or_keywords(cls):
         return False
     for base in info.bases:
         ref = cls.module.class_ref(base) or cls.module.class_ref(base, qualified=True)
@@ -186,6 +185,21 @@ def plain_class(cls: ClassRef, _seen: frozenset = frozenset()) -> bool:
         elif base != "object" and not base.startswith("torch."):
             return False
     return True
+
+
+def _decorated_or_keywords(cls: ClassRef) -> bool:
+    """Whether the ``class`` statement of ``cls`` has decorators or class keywords
+    (``metaclass=``); for an outlined module, read from the lines of its header
+    (:meth:`~loopcheck.engine.outline.LazyModuleIndex.text_of`, not parsed)."""
+    text_of = getattr(cls.module, "text_of", None)
+    if text_of is None:
+        node = cls.info.node
+        return bool(node.decorators or node.keywords)
+    text = text_of(("header", cls.name))
+    if text.lstrip().startswith("@"):
+        return True
+    header = re.search(rf"\bclass\s+{re.escape(cls.name)}\s*(?:\((.*?)\))?\s*:", text, re.S)
+    return header is None or "=" in (header.group(1) or "")
 
 
 def _defined_once(module, func: cst.FunctionDef) -> bool:
