@@ -1777,14 +1777,26 @@ def run_constants(unit, node: cst.CSTNode) -> dict:
     return out
 
 
-def _argparse_defaults(index: ModuleIndex, holder: cst.CSTNode) -> dict:
-    """The option defaults :func:`run_constants` gives for the code of ``holder``."""
+#: the namespace a function returns, in :func:`_argparse_defaults`'s table
+RETURNED = "<return>"
+
+
+def _argparse_defaults(index: ModuleIndex, holder: cst.CSTNode, _depth: int = 0) -> dict:
+    """The option defaults :func:`run_constants` gives for the code of ``holder``. A namespace
+    may also come from a function of the project called without arguments (``args =
+    set_args()``, in this module or another) that returns its parser's ``parse_args()``: that
+    function's defaults, less what ``holder`` changes. What ``holder`` itself returns is keyed
+    :data:`RETURNED` (``return parser.parse_args()``, or a namespace it parsed)."""
     body = holder.body if isinstance(holder.body, (tuple, list)) else (holder.body,)
     nodes = [n for part in body for n in walk(part, prune=(cst.FunctionDef, cst.ClassDef, cst.Lambda))]
     parsers: set[str] = set()
     namespaces: dict[str, str] = {}  # args -> its parser
+    given: dict[str, dict] = {}  # args -> the defaults of the namespace a project function returned
+    returned: list = []
     binds: dict[str, int] = {}
     for n in nodes:
+        if isinstance(n, cst.Return):
+            returned.append(n.value)
         if isinstance(n, cst.Assign):
             for t in n.targets:
                 for name in names_in(t.target) if not isinstance(t.target, cst.Attribute) else ():
@@ -1797,25 +1809,34 @@ def _argparse_defaults(index: ModuleIndex, holder: cst.CSTNode) -> dict:
                 parsers.add(target)
             elif d is not None and d.endswith(".parse_args") and not n.value.args:
                 namespaces[target] = d.rpartition(".")[0]
+            elif d is not None and not n.value.args and _depth < 2:
+                found = _returned_defaults(index, d, _depth)
+                if found is not None:
+                    given[target] = found
         elif isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.Del)):
             for name in names_in(n.target):
                 binds[name] = binds.get(name, 0) + 1
+    if len(returned) == 1 and isinstance(returned[0], cst.Call) and not returned[0].args:
+        d = dotted_name(returned[0].func)
+        if d is not None and d.endswith(".parse_args"):
+            namespaces[RETURNED] = d.rpartition(".")[0]
+            binds[RETURNED] = 1
     namespaces = {a: p for a, p in namespaces.items() if p in parsers and binds.get(a) == 1 and binds.get(p) == 1}
     out: dict = {}
-    for args, parser in namespaces.items():
-        defaults: dict = {}
+    for args, parser in [*namespaces.items(), *((a, None) for a in given if binds.get(a) == 1)]:
+        defaults: dict = dict(given[args]) if parser is None else {}
         dropped: set[str] = set()
         for n in nodes:
             if isinstance(n, cst.Call):
                 d = dotted_name(n.func)
-                if d == f"{parser}.add_argument":
+                if parser is not None and d == f"{parser}.add_argument":
                     dest, value = _option_default(n)
                     if dest is None:
                         continue
                     if dest in defaults:
                         dropped.add(dest)
                     defaults[dest] = value
-                elif d == f"{parser}.set_defaults":
+                elif parser is not None and d == f"{parser}.set_defaults":
                     if any(a.star for a in n.args):
                         dropped |= set(defaults) | {"*"}
                     dropped |= {a.keyword.value for a in n.args if a.keyword is not None}
@@ -1834,7 +1855,27 @@ def _argparse_defaults(index: ModuleIndex, holder: cst.CSTNode) -> dict:
         for dest, value in defaults.items():
             if dest not in dropped and value is not NO_VALUE:
                 out[f"{args}.{dest}"] = value
+    if len(returned) == 1 and isinstance(returned[0], cst.Name) and returned[0].value in namespaces:
+        name = returned[0].value
+        out.update([(f"{RETURNED}.{k.partition('.')[2]}", v) for k, v in out.items() if k.partition(".")[0] == name])
     return out
+
+
+def _returned_defaults(index: ModuleIndex, dotted: str, depth: int) -> dict | None:
+    """``option -> default`` of the namespace that function ``dotted`` of the project returns
+    (:func:`_argparse_defaults` of its body, :data:`RETURNED`), ``None`` when ``dotted`` is not
+    such a function of this module or another module of the project."""
+    func, where = index.functions.get(dotted) if "." not in dotted else None, index
+    if func is None and index.project is not None:
+        member = index.project.lookup(index.imports.qualify(dotted), index.path)
+        if member is None or member.function is None or member.cls is not None or member.info.index is None:
+            return None
+        func, where = member.function, member.info.index
+    if func is None or func.decorators:
+        return None
+    table = _argparse_defaults(where, func, depth + 1)
+    found = {k.partition(".")[2]: v for k, v in table.items() if k.partition(".")[0] == RETURNED}
+    return found or None
 
 
 def _option_default(call: cst.Call) -> "tuple[str | None, object]":

@@ -21,6 +21,8 @@ from loopcheck.engine.ir import Assign, Call, LoopInfo
 from loopcheck.engine.names import dotted_name
 from loopcheck.engine.unit import Unit
 from loopcheck.engine.accumulation import accumulate_item, syncs_every_step
+from loopcheck.engine.builder import literal_value
+from loopcheck.engine.settings import setting_value
 from loopcheck.engine.values import definitions
 from loopcheck.engine.walk import names_in, walk
 from loopcheck.findings import Report
@@ -56,6 +58,28 @@ def accumulate_block(unit: Unit, ev: Event) -> cst.WithItem | None:
     """The ``accelerator.accumulate(model)`` item of the ``with`` block around an event (in its
     function), if any (:func:`~loopcheck.engine.accumulation.accumulate_item`)."""
     return accumulate_item(unit, ev.node)
+
+
+def every_micro_step(unit: Unit, test: cst.BaseExpression) -> bool:
+    """Whether an accumulation test ``i % k == 0`` (or ``not i % k``) holds on every micro-step:
+    ``k`` is 1 on every run (:func:`~loopcheck.engine.settings.setting_value`: a literal, an
+    argparse option left at its ``default=1``, a class attribute ``Config.k = 1``), and any
+    integer modulo 1 is 0."""
+    while getattr(test, "lpar", None):
+        test = test.with_changes(lpar=[], rpar=[])
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        modulo = test.expression
+    elif (
+        type(test) is cst.Comparison and len(test.comparisons) == 1
+        and type(test.comparisons[0].operator) is cst.Equal and literal_value(test.comparisons[0].comparator) == 0
+    ):
+        modulo = test.left
+    else:
+        return False
+    if type(modulo) is not cst.BinaryOperation or type(modulo.operator) is not cst.Modulo:
+        return False
+    count = setting_value(unit, modulo.right)
+    return type(count) is int and count == 1
 
 
 # -- LC106 ----------------------------------------------------------------------------------
@@ -111,6 +135,8 @@ class ClipOnEveryMicroStep(Rule):
         out = None
         for s in steps:
             cond = accumulation_if(s)
+            if cond is not None and every_micro_step(unit, cond.test):
+                return None  # ``(step + 1) % k == 0`` with k 1 on every run: the step follows every clip
             if cond is not None and cond not in clip.ctx.conds:
                 out = out or (s, "if")
             elif cond is None and block is not None and accumulate_block(unit, s) is block:
