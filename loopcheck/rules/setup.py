@@ -122,6 +122,17 @@ def same_place(a: Place | None, b: Place | None) -> bool:
     return a.text == b.text
 
 
+_CUDA_TEXT = re.compile(r"""^(?:cuda(?::.*)?|(?:torch\.device\(\s*)?(["'])cuda(?::\d+)?\1\s*\)?)$""")
+
+
+def both_cuda(a: Place | None, b: Place | None) -> bool:
+    """Whether two places are both CUDA devices (``cuda()``, ``cuda(k)``, ``to("cuda:0")``)
+    whose indices the analysis cannot tell apart: ``cuda()`` goes to the current device, which
+    ``torch.cuda.set_device`` may have made any index. A move between two of them is not
+    established to change the device."""
+    return a is not None and b is not None and bool(_CUDA_TEXT.match(a.text)) and bool(_CUDA_TEXT.match(b.text))
+
+
 def built_dtype(ev: Event) -> str | None:
     """The dtype of the parameters of a model a ``model_build`` makes, when established: a
     ``torch.nn`` library layer (``nn.Linear(8, 2)``, ``nn.Sequential(nn.Linear(...), ...)``)
@@ -363,9 +374,10 @@ class OptimizerModelMachine(Machine):
             if s.pending is not None and s.pending.kind != "convert":
                 return s._replace(current=where)  # the new model or submodule stays unknown to the optimizer
             # under the overwrite setting every move makes new parameters, to the same device too
-            if same_place(where, s.current) and not self.overwrite():
-                return s._replace(current=where)  # a move to where it is
-            if same_place(where, s.at_build) and s.pending is not None and not self.overwrite():
+            if (same_place(where, s.current) or both_cuda(where, s.current)) and not self.overwrite():
+                return s._replace(current=where)  # a move to where it is (or not known to be elsewhere)
+            if (same_place(where, s.at_build) or both_cuda(where, s.at_build)) and s.pending is not None \
+                    and not self.overwrite():
                 return s._replace(pending=None, current=where)  # back where it was: a round trip
             return s._replace(pending=ev, current=where, pending_state=s.has_state)
         if s.built is None:
