@@ -151,3 +151,38 @@ def test_defined_once_read_from_the_text(source, once):
     from loopcheck.engine.builder import _defined_once_in_text  # noqa: PLC0415
 
     assert _defined_once_in_text(source, "f") is once
+
+
+FORWARD = """\
+import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5), nn.Linear(8, 2))
+{CALL}
+    def forward(self, input_ids=None, attention_mask=None{EXTRA}):
+        return self.fc(input_ids)
+
+
+model = Model()
+model.eval()
+for x in [torch.randn(4, 8) for _ in range(3)]:
+    logits = model(x, None, labels=x)
+    print(logits)
+"""
+
+
+@pytest.mark.parametrize("call, extra, found", [
+    ("", "", []),  # forward takes no `labels`: TypeError, the forward never runs
+    ("", ", labels=None", [("LC302", 17)]),
+    ("", ", **kwargs", [("LC302", 17)]),
+    ("\n    def __call__(self, *args, **kwargs):\n        return self.forward(args[0])\n", "", [("LC302", 20)]),
+])
+def test_a_forward_that_cannot_bind(tmp_path, call, extra, found):
+    source = FORWARD.replace("{CALL}", call).replace("{EXTRA}", extra)
+    script = tmp_path / "run.py"
+    script.write_text(source)
+    assert [(f.code, f.row) for f in check_source(source, str(script))] == found

@@ -1364,6 +1364,8 @@ class UnitBuilder:
         """
         callee = self._callee(frame, raw)
         if callee is None:
+            if self._forward_cannot_bind(frame, raw):
+                self.unbound_calls.add(raw.node)  # ``model(x, labels=y)``: TypeError
             return None
         func = callee.func
         if self.call_cannot_bind(callee, raw.node):
@@ -1413,6 +1415,34 @@ class UnitBuilder:
         elif not _defined_once(callee.module, func):
             return False
         return not binds(func, call, bound_self=callee.cls is not None)
+
+    def _raises_at_binding(self, call: cst.Call, out: list[Node]) -> None:
+        """End the path at ``call``, whose arguments cannot bind: the function never runs, so
+        its own call event goes (the events of its arguments, evaluated first, stay), and
+        ``TypeError`` is raised."""
+        raw = self._raw_of.get(call)
+        for i in range(len(out) - 1, -1, -1):
+            if out[i] is raw:
+                del out[i]
+                break
+        out.append(Jump("raise"))
+
+    def _forward_cannot_bind(self, frame: Frame, raw: Call) -> bool:
+        """Whether ``raw`` calls an instance of an ``nn.Module`` class of the project
+        (:attr:`Frame.instances`) with arguments that provably do not bind to the parameters of
+        its ``forward`` (``nn.Module.__call__`` passes them on as they are): the class is
+        :func:`plain_class`, defines no ``__call__`` of its own, and its ``forward`` is
+        undecorated."""
+        if raw.inner is not None or raw.qualified:
+            return False
+        sym, qualified = self.resolve(frame, dotted_name(raw.node.func))
+        cls = frame.instances.get(sym) if sym is not None and not qualified else None
+        if cls is None or not plain_class(cls) or not self._is_module_class(cls) or find_method(cls, "__call__"):
+            return False
+        found = find_method(cls, "forward")
+        if found is None or found[1].decorators:
+            return False
+        return not binds(found[1], raw.node, bound_self=True)
 
     def _is_module_class(self, cls: ClassRef) -> bool:
         """:func:`~loopcheck.engine.classes.is_module_class`, asked once per class per entry point."""
@@ -2340,8 +2370,10 @@ class UnitBuilder:
                 raw = made.get(value)
                 if raw is not None:
                     raw.discarded = True  # x.to(device) on its own line: its result is thrown away
-            if type(s.value) is cst.Call and (self._exits(frame, s.value) or s.value in self.unbound_calls):
-                out.append(Jump("raise"))  # sys.exit(), a call that cannot bind: the path ends here
+            if type(s.value) is cst.Call and s.value in self.unbound_calls:
+                self._raises_at_binding(s.value, out)
+            elif type(s.value) is cst.Call and self._exits(frame, s.value):
+                out.append(Jump("raise"))  # sys.exit(): this path ends here (SystemExit)
         elif type(s) is cst.Assign:
             if len(s.targets) == 1:
                 targets = self._target_syms(frame, s.targets[0].target)
@@ -2349,7 +2381,7 @@ class UnitBuilder:
                 targets = ()
             self.expr_events(frame, s.value, ctx, out, targets)
             if s.value in self.unbound_calls:
-                out.append(Jump("raise"))  # ``learner = Learner(conf, True)`` raises TypeError
+                self._raises_at_binding(s.value, out)  # ``learner = Learner(conf, True)``
                 return
             for t in s.targets:
                 self.assign_event(frame, s, t.target, "=", s.value, ctx, out)
