@@ -32,6 +32,7 @@ from loopcheck.engine.reach import function_names, reaching
 from loopcheck.engine.reuse import UnitMemo
 from loopcheck.engine.roles import infer_roles, know_models_without_parameters
 from loopcheck.engine.unit import Unit
+from loopcheck.engine.unreferenced import never_runs
 from loopcheck.engine.values import models_without_parameters, parents
 from loopcheck.findings import Describe, Finding, Related, Report
 from loopcheck.parsing import check_nesting, parse_module
@@ -759,6 +760,9 @@ def check_parsed(
         index = index or index_module(module)
         reach = signs.entry_names(index.imports)
     reports, where = check_module(module, select, index, memo, interrupt, reach)
+    if reports and project is not None and index is not None:
+        table = parents(index)
+        reports = [rep for rep in reports if not never_runs(project, index, rep.node, table)]
     if not reports:
         return [], None, None
     reported = [n for rep in reports for n in (rep.node, *(r for r, _ in rep.related))]

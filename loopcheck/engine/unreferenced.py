@@ -1,0 +1,281 @@
+"""Functions of a program that nothing in its project refers to: their code never runs.
+
+A finding is a claim about what happens when the code runs. A function is read as an entry
+point of its own when no one in its module calls it (:func:`loopcheck.analysis.build_units`),
+which is right for a library's public function or a snippet, but a script's helper whose one
+call was commented out (``# train()``), or a private method nobody calls, never runs, and
+a finding in it names a harm that does not happen. :func:`never_runs` says so for a node of
+the checked module, when it lies in such a function (or a method or nested function of one).
+
+A function ``f`` (a module-level function, a nested one, or a method of a class all of whose
+bases are classes of the project) is taken to be unreferenced when:
+
+* its module is one whose functions only the project calls: a script (it has an
+  ``if __name__ == "__main__":`` block), or ``f``'s name is private (``_f``), or the module is
+  imported by another module of a project with no packaging metadata (``setup.py``,
+  ``setup.cfg``, ``pyproject.toml``: nothing outside the project imports it);
+* ``f`` is not decorated, not a dunder, and its class (for a method) is not decorated;
+* no Python file of the project (``.py``, under the project root, as
+  :func:`loopcheck.engine.callers.project_files` lists them) that is ``f``'s own file or
+  imports its module names it, as a name or as a string that is exactly the name
+  (``getattr(self, "evaluate")``), comments aside; the packaging files do not name it
+  (``console_scripts``); a notebook of the project does not name it;
+* neither ``f``'s module nor a file that imports it looks names up at run time
+  (``globals()``, ``vars()``, ``eval``, ``exec``, ``importlib``, ``__import__``,
+  ``fire.Fire``; ``getattr`` with a computed name, on any object for a method, on a module
+  for a function), and no file in ``f``'s folder or a folder above it that names the
+  module imports modules by computed names.
+
+What is given up: a function called only from outside the project (a user's notebook kept
+elsewhere) by a script's or a private name.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import tokenize
+from pathlib import Path
+
+import libcst as cst
+
+from loopcheck.engine.callers import SKIP_DIRS, project_files
+
+#: Files whose text may name a function to run (an entry point): any mention counts.
+_PACKAGING = ("setup.py", "setup.cfg", "pyproject.toml")
+#: Signs that a module looks names up at run time.
+_DYNAMIC = re.compile(r"(?<![.\w])(?:globals\(\)|vars\(\)|eval\(|exec\(|__import__\()|\bimportlib\b|\bFire\(")
+#: ``getattr(obj, name...``: the object, and whether the name is one string literal
+_GETATTR = re.compile(r"""(?<![.\w])getattr\(\s*([^,()]+?)\s*,\s*(?:(['"])\w*\2\s*[,)])?""")
+#: Signs that a module imports modules by computed names.
+_DYNAMIC_IMPORT = re.compile(r"\bimportlib\b|(?<![.\w])__import__\(")
+_MAIN = re.compile(r"""^if\s+__name__\s*==\s*['"]__main__['"]\s*:""", re.M)
+
+
+def never_runs(project, index, node: cst.CSTNode, table: dict) -> bool:
+    """Whether ``node`` of the checked module lies in a function that nothing in the project
+    refers to (see the module docstring).
+
+    Args:
+        project: the :class:`~loopcheck.engine.project.Project` of the checked file (``None``:
+            nothing is decided).
+        index: the checked module's index (its ``path`` is the file).
+        node: a syntax node of the checked module (a finding's).
+        table: ``node → parent`` for the checked module
+            (:func:`loopcheck.engine.values.parents`).
+    """
+    if project is None or index is None or index.path is None or str(index.path).endswith(".ipynb"):
+        return False
+    memo = project.memo.setdefault("unreferenced", {})
+    for func, cls in _enclosing_functions(node, table):
+        key = (str(index.path), id(func))
+        if key not in memo:
+            memo[key] = _unreferenced(project, index, func, cls)
+        if memo[key]:
+            return True
+    return False
+
+
+def _enclosing_functions(node, table: dict):
+    """``(function, its class or None)`` for each function around ``node``, innermost first."""
+    parent = table.get(node)
+    while parent is not None:
+        if type(parent) is cst.FunctionDef:
+            owner = table.get(table.get(parent))  # FunctionDef -> IndentedBlock -> ClassDef
+            yield parent, owner if type(owner) is cst.ClassDef else None
+        parent = table.get(parent)
+
+
+def _unreferenced(project, index, func: cst.FunctionDef, cls: cst.ClassDef | None) -> bool:
+    name = func.name.value
+    if func.decorators or (name.startswith("__") and name.endswith("__")):
+        return False
+    if cls is not None:
+        if cls.decorators or cls.keywords or not _project_bases(index, cls):
+            return False  # a library base may call any of its methods by name
+    path = Path(index.path).resolve()
+    root = Path(project.root)
+    files, notebooks = _listing(project, root)
+    if files is None:
+        return False
+    _stamp, own = project.source_of(path)
+    if own is None or _dynamic(own, cls is not None):
+        return False
+    packaged = any((root / p).exists() for p in _PACKAGING)
+    importers = _importers(project, files, path, root)
+    if importers is None:
+        return False
+    if not (_MAIN.search(own) or name.startswith("_") or (importers and not packaged)):
+        return False
+    if _named(own, name, bare=cls is None) > 1:  # its own definition names it once
+        return False
+    for file in importers:
+        text = _text(project, file)
+        if text is None or _dynamic(text, cls is not None) or _named(text, name):
+            return False
+    for p in _PACKAGING:
+        f = root / p
+        if f.exists() and re.search(rf"\b{re.escape(name)}\b", f.read_text(errors="replace")):
+            return False
+    for nb in notebooks:
+        try:
+            if re.search(rf"\b{re.escape(name)}\b", nb.read_text(errors="replace")):
+                return False
+        except OSError:
+            return False
+    return True
+
+
+def _listing(project, root: Path) -> tuple[list[Path] | None, list[Path]]:
+    """The project's ``.py`` files (:func:`~loopcheck.engine.callers.project_files`) and its
+    notebooks, listed once per project (a file created since is not seen)."""
+    memo = project.memo.setdefault("unreferenced.listing", {})
+    if root not in memo:
+        notebooks = []
+        for directory, dirs, names in os.walk(root):
+            dirs[:] = [d for d in dirs if d not in SKIP_DIRS]
+            notebooks += [Path(directory, n) for n in names if n.endswith(".ipynb")]
+        memo[root] = (project_files(root), notebooks)
+    return memo[root]
+
+
+def _dynamic(text: str, method: bool) -> bool:
+    """Whether code ``text`` may look a function or method up by a computed name: ``globals()``,
+    ``eval``, ``exec``, computed imports, ``fire.Fire``; ``getattr`` with a computed name on any
+    object (a method) or on a module (a function: an imported name or ``sys.modules[...]``)."""
+    if _DYNAMIC.search(text):
+        return True
+    for m in _GETATTR.finditer(text):
+        obj = m.group(1)
+        if m.group(2):
+            continue  # ``getattr(obj, "name")``: the name is in the text
+        if method or obj.startswith("sys.modules") or re.search(
+                rf"^[ \t]*(?:import[ \t][^\n]*\b{re.escape(obj)}\b|from[ \t][^\n]*import[^\n]*\b{re.escape(obj)}\b)",
+                text, re.M):
+            return True
+    return False
+
+
+def _project_bases(index, cls: cst.ClassDef) -> bool:
+    """Whether every base of ``cls`` is ``object`` or a class of the project."""
+    for arg in cls.bases:
+        d = _dotted(arg.value)
+        if d is None or (d != "object" and index.class_ref(d) is None
+                         and index.class_ref(index.imports.qualify(d), qualified=True) is None):
+            return False
+    return True
+
+
+def _dotted(expr) -> str | None:
+    if type(expr) is cst.Name:
+        return expr.value
+    if type(expr) is cst.Attribute:
+        head = _dotted(expr.value)
+        return f"{head}.{expr.attr.value}" if head else None
+    return None
+
+
+def _importers(project, files: list[Path], path: Path, root: Path) -> list[Path] | None:
+    """The project's ``.py`` files other than ``path`` that import its module (an ``import`` or
+    ``from`` line that the project resolves to ``path``,
+    :meth:`~loopcheck.engine.project.Project.find_module`; relative imports from the file's
+    folder), or ``None`` when one cannot be read, or one in the module's folder or a folder
+    above it that names the module's stem imports modules by computed names (``importlib``)."""
+    memo = project.memo.setdefault("unreferenced.importers", {})
+    if path in memo:
+        return memo[path]
+    stem = path.stem if path.name != "__init__.py" else path.parent.name
+    word = re.compile(rf"\b{re.escape(stem)}\b")
+    # the folders a computed import of the module would run from: its own and those above it
+    near = {path.parent, *path.parent.parents}
+    out: list[Path] | None = []
+    for file in files:
+        if file == path:
+            continue
+        text = _text(project, file)
+        if text is None:
+            out = None
+            break
+        if stem not in text or not word.search(text):
+            continue
+        if file.parent in near and _DYNAMIC_IMPORT.search(text):
+            out = None  # it may import the module by a computed name
+            break
+        if any(_is_module(project, file, target, path) for target in _imported(text)):
+            out.append(file)
+    memo[path] = out
+    return out
+
+
+def _text(project, file: Path) -> str | None:
+    """The text of a project file: as the project reads it, else its bytes decoded with the
+    undecodable ones replaced (a file in another encoding still shows what it imports);
+    ``None`` when it cannot be read at all."""
+    _stamp, text = project.source_of(file)
+    if text is not None:
+        return text
+    try:
+        return file.read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+_FROM = re.compile(r"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+\(?([^\n)]*)", re.M)
+_IMPORT = re.compile(r"^[ \t]*import[ \t]+([^\n#]+)", re.M)
+
+
+def _imported(text: str):
+    """``(dots, dotted name)`` of each module an ``import``/``from`` line of ``text`` may import:
+    ``from a.b import c`` gives ``a.b`` and ``a.b.c`` (``c`` may be a submodule)."""
+    for m in _FROM.finditer(text):
+        dots, mod, names = len(m.group(1)), m.group(2), m.group(3)
+        yield dots, mod
+        for n in names.split(","):
+            n = n.strip().split(" as ")[0].strip()
+            if n and n != "*":
+                yield dots, f"{mod}.{n}" if mod else n
+    for m in _IMPORT.finditer(text):
+        for part in m.group(1).split(","):
+            dotted = part.strip().split(" as ")[0].strip()
+            if dotted:
+                yield 0, dotted
+
+
+def _is_module(project, file: Path, target: tuple[int, str], path: Path) -> bool:
+    """Whether import ``target`` (``(dots, dotted)``) of ``file`` is the module at ``path``."""
+    dots, dotted = target
+    if dots:
+        base = file.parent
+        for _ in range(dots - 1):
+            base = base.parent
+        where = base.joinpath(*dotted.split(".")) if dotted else base
+        return where.with_suffix(".py") == path or where / "__init__.py" == path
+    try:
+        found = project.find_module(dotted, file)
+    except (OSError, ValueError, RecursionError):
+        return True
+    return found is not None and Path(found).resolve() == path
+
+
+def _named(text: str, name: str, bare: bool = False) -> int:
+    """How many times Python code ``text`` names ``name``: as a name (only where no ``.``
+    comes before it, when ``bare``: a module-level function of the same file), or as a string
+    literal whose value is exactly the name, comments aside; 2 when the text does not
+    tokenize (taken to name it)."""
+    if name not in text:
+        return 0
+    count = 0
+    previous = None
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.NAME and tok.string == name:
+                if not (bare and previous == "."):
+                    count += 1
+            elif tok.type == tokenize.STRING and tok.string.strip("rRbBuUfF").strip("'\"") == name:
+                count += 1
+            if tok.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT):
+                previous = tok.string
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return 2
+    return count

@@ -1,0 +1,105 @@
+"""Functions nothing in the project refers to never run (engine/unreferenced.py): no finding is
+made in them; what keeps them reported."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from loopcheck.analysis import check_source
+from loopcheck.engine.project import Project
+
+EVALUATE = """\
+import torch
+from torch import nn
+
+model = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5), nn.Linear(8, 2))
+
+
+def evaluate(loader):
+    model.eval()
+    for x in loader:
+        print(model(x))
+"""
+
+
+def _check(tmp_path: Path, files: dict[str, str], checked: str) -> list[tuple[str, int]]:
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    path = tmp_path / checked
+    source = path.read_text()
+    return [(f.code, f.row) for f in check_source(source, str(path), project=Project(tmp_path))]
+
+
+@pytest.mark.parametrize("main, found", [
+    ("if __name__ == '__main__':\n    # evaluate([torch.randn(2, 8)])\n    print('done')\n", []),
+    ("if __name__ == '__main__':\n    evaluate([torch.randn(2, 8)])\n", [("LC302", 10)]),
+    ("if __name__ == '__main__':\n    hooks = {'eval': evaluate}\n", [("LC302", 10)]),  # a reference
+    ("if __name__ == '__main__':\n    run = getattr(sys.modules[__name__], 'evaluate')\n", [("LC302", 10)]),
+    ("if __name__ == '__main__':\n    globals()[sys.argv[1]]([])\n", [("LC302", 10)]),
+])
+def test_a_script_function_nothing_calls(tmp_path, main, found):
+    assert _check(tmp_path, {"train.py": EVALUATE + "\n\n" + main}, "train.py") == found
+
+
+def test_a_helper_module_imported_by_a_script(tmp_path):
+    files = {"utils.py": EVALUATE, "train.py": "import utils\n\nprint(utils.model)\n"}
+    assert _check(tmp_path, files, "utils.py") == []  # nobody calls utils.evaluate
+    files["train.py"] = "import utils\n\nutils.evaluate([])\n"
+    assert _check(tmp_path, files, "utils.py") == [("LC302", 10)]
+
+
+def test_a_package_others_install_keeps_its_public_functions(tmp_path):
+    files = {"utils.py": EVALUATE, "train.py": "import utils\n\nprint(utils.model)\n", "pyproject.toml": "[project]\nname = 'x'\n"}
+    assert _check(tmp_path, files, "utils.py") == [("LC302", 10)]
+
+
+def test_a_module_nobody_imports_keeps_its_functions(tmp_path):
+    assert _check(tmp_path, {"utils.py": EVALUATE}, "utils.py") == [("LC302", 10)]  # a snippet, a library
+
+
+TRAINER = """\
+import torch
+from torch import nn
+
+
+class Trainer{BASES}:
+    def __init__(self):
+        self.model = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5), nn.Linear(8, 2))
+
+    {DECORATOR}def _evaluate_model(self, loader):
+        self.model.eval()
+        for x in loader:
+            print(self.model(x))
+
+    def fit(self):
+        {CALL}
+
+
+if __name__ == "__main__":
+    Trainer().fit()
+"""
+
+
+@pytest.mark.parametrize("bases, decorator, call, found", [
+    ("", "", "pass  # self._evaluate_model([])", []),
+    ("", "", "self._evaluate_model([])", [("LC302", 12)]),
+    ("", "", "getattr(self, '_' + 'evaluate_model')([])", [("LC302", 12)]),
+    ("(Base)", "", "pass", [("LC302", 12)]),  # a library base may call it
+    ("", "@staticmethod\n    ", "pass", [("LC302", 13)]),
+])
+def test_a_private_method_nothing_calls(tmp_path, bases, decorator, call, found):
+    source = TRAINER.replace("{BASES}", bases).replace("{DECORATOR}", decorator).replace("{CALL}", call)
+    if bases:
+        source = "from lib import Base\n" + source
+        found = [(code, row + 1) for code, row in found]
+    assert _check(tmp_path, {"trainer.py": source}, "trainer.py") == found
+
+
+def test_a_notebook_that_names_it(tmp_path):
+    files = {"train.py": EVALUATE + "\n\nif __name__ == '__main__':\n    pass\n",
+             "demo.ipynb": '{"cells": [{"source": ["from train import evaluate"]}]}'}
+    assert _check(tmp_path, files, "train.py") == [("LC302", 10)]
