@@ -103,3 +103,14 @@ def test_a_notebook_that_names_it(tmp_path):
     files = {"train.py": EVALUATE + "\n\nif __name__ == '__main__':\n    pass\n",
              "demo.ipynb": '{"cells": [{"source": ["from train import evaluate"]}]}'}
     assert _check(tmp_path, files, "train.py") == [("LC302", 10)]
+
+
+def test_a_library_base_two_classes_up(tmp_path):
+    """``class ModelTester(TestCase)`` with the project's ``TestCase(unittest.TestCase)``:
+    unittest calls its ``test_*`` methods by name."""
+    base = "import unittest\n\n\nclass TestCase(unittest.TestCase):\n    pass\n"
+    source = TRAINER.replace("{BASES}", "(TestCase)").replace("{DECORATOR}", "").replace("{CALL}", "pass")
+    files = {"common.py": base, "trainer.py": "from common import TestCase\n" + source}
+    assert _check(tmp_path, files, "trainer.py") == [("LC302", 13)]
+    files["common.py"] = "class TestCase:\n    pass\n"  # a base of the project alone: decided
+    assert _check(tmp_path, files, "trainer.py") == []

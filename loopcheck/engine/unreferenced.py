@@ -158,12 +158,25 @@ def _dynamic(text: str, method: bool) -> bool:
 
 
 def _project_bases(index, cls: cst.ClassDef) -> bool:
-    """Whether every base of ``cls`` is ``object`` or a class of the project."""
-    for arg in cls.bases:
-        d = _dotted(arg.value)
-        if d is None or (d != "object" and index.class_ref(d) is None
-                         and index.class_ref(index.imports.qualify(d), qualified=True) is None):
-            return False
+    """Whether every class ``cls`` derives from, up its whole chain, is ``object`` or a class
+    of the project (a library base, ``unittest.TestCase``, ``nn.Module``, may call any method
+    by its name: ``test_*``, ``forward``)."""
+    seen: set = set()
+    stack = [(index, [_dotted(arg.value) for arg in cls.bases])]
+    while stack:
+        where, bases = stack.pop()
+        for d in bases:
+            if d == "object":
+                continue
+            ref = where.class_ref(d) if d is not None else None
+            if ref is None and d is not None:
+                ref = where.class_ref(where.imports.qualify(d), qualified=True)
+            if ref is None or ref.info is None:
+                return False
+            if (ref.module, ref.name) in seen:
+                continue
+            seen.add((ref.module, ref.name))
+            stack.append((ref.module, list(ref.info.bases)))
     return True
 
 
