@@ -67,9 +67,11 @@ def never_runs(project, index, node: cst.CSTNode, table: dict) -> bool:
     """
     if project is None or index is None or index.path is None or str(index.path).endswith(".ipynb"):
         return False
-    memo = project.memo.setdefault("unreferenced", {})
+    # kept with the checked module's index: its functions and this check's reading of the
+    # project (another check, after an edit, reads them again)
+    memo = index.cache.setdefault("unreferenced", {})
     for func, cls in _enclosing_functions(node, table):
-        key = (str(index.path), id(func))
+        key = id(func)
         if key not in memo:
             memo[key] = _unreferenced(project, index, func, cls)
         if memo[key]:
@@ -96,14 +98,14 @@ def _unreferenced(project, index, func: cst.FunctionDef, cls: cst.ClassDef | Non
             return False  # a library base may call any of its methods by name
     path = Path(index.path).resolve()
     root = Path(project.root)
-    files, notebooks = _listing(project, root)
+    files, notebooks = _listing(index, root)
     if files is None:
         return False
     _stamp, own = project.source_of(path)
     if own is None or _dynamic(own, cls is not None):
         return False
     packaged = any((root / p).exists() for p in _PACKAGING)
-    importers = _importers(project, files, path, root)
+    importers = _importers(project, index, files, path)
     if importers is None:
         return False
     if not (_MAIN.search(own) or name.startswith("_") or (importers and not packaged)):
@@ -127,10 +129,10 @@ def _unreferenced(project, index, func: cst.FunctionDef, cls: cst.ClassDef | Non
     return True
 
 
-def _listing(project, root: Path) -> tuple[list[Path] | None, list[Path]]:
+def _listing(index, root: Path) -> tuple[list[Path] | None, list[Path]]:
     """The project's ``.py`` files (:func:`~loopcheck.engine.callers.project_files`) and its
-    notebooks, listed once per project (a file created since is not seen)."""
-    memo = project.memo.setdefault("unreferenced.listing", {})
+    notebooks, listed once per check of a module."""
+    memo = index.cache.setdefault("unreferenced.listing", {})
     if root not in memo:
         notebooks = []
         for directory, dirs, names in os.walk(root):
@@ -189,13 +191,13 @@ def _dotted(expr) -> str | None:
     return None
 
 
-def _importers(project, files: list[Path], path: Path, root: Path) -> list[Path] | None:
+def _importers(project, index, files: list[Path], path: Path) -> list[Path] | None:
     """The project's ``.py`` files other than ``path`` that import its module (an ``import`` or
     ``from`` line that the project resolves to ``path``,
     :meth:`~loopcheck.engine.project.Project.find_module`; relative imports from the file's
     folder), or ``None`` when one cannot be read, or one in the module's folder or a folder
     above it that names the module's stem imports modules by computed names (``importlib``)."""
-    memo = project.memo.setdefault("unreferenced.importers", {})
+    memo = index.cache.setdefault("unreferenced.importers", {})
     if path in memo:
         return memo[path]
     stem = path.stem if path.name != "__init__.py" else path.parent.name
