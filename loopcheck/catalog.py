@@ -124,6 +124,7 @@ _CATALOG = (
     RuleInfo(
         "LC202", "scheduler-step-before-optimizer-step", "warning",
         "scheduler.step() runs before optimizer.step(): the first value of the LR schedule is skipped.",
+        preview=True,
     ),  # schedulers.py
     RuleInfo(
         "LC203", "plateau-scheduler-without-metric", "error",
@@ -138,7 +139,6 @@ _CATALOG = (
     RuleInfo(
         "LC302", "validation-without-no-grad", "warning",
         "An evaluation forward pass runs without torch.no_grad(): autograd records a graph for every batch.",
-        preview=True,
     ),  # modes.py
     RuleInfo(
         "LC303", "validation-in-train-mode", "error",
@@ -211,7 +211,6 @@ _CATALOG = (
     RuleInfo(
         "LC701", "probabilities-to-logits-loss", "error",
         "Softmax or sigmoid outputs are passed to a loss that applies (log-)softmax or sigmoid itself.",
-        preview=True,
     ),  # losses.py
     RuleInfo(
         "LC702", "logits-to-probability-loss", "error",
