@@ -186,3 +186,18 @@ def test_a_forward_that_cannot_bind(tmp_path, call, extra, found):
     script = tmp_path / "run.py"
     script.write_text(source)
     assert [(f.code, f.row) for f in check_source(source, str(script))] == found
+
+
+@pytest.mark.parametrize("body, abstract", [
+    ('    """Return the loss."""\n    raise NotImplementedError\n', True),
+    ("    raise NotImplementedError('subclass')\n", True),
+    ("    raise NotImplementedError\n    return 0\n", False),
+    ("    raise ValueError\n", False),
+    ("    return self.model(batch)\n", False),
+])
+def test_an_abstract_method_is_one_that_only_raises_not_implemented(body, abstract):
+    """``builder._abstract``: a base class's placeholder, not inlined where called through
+    ``self`` (the subclass that runs overrides it)."""
+    from loopcheck.engine.builder import _abstract  # noqa: PLC0415
+
+    assert _abstract(cst.parse_statement(f"def compute_loss(self, batch):\n{body}")) is abstract

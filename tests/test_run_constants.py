@@ -167,3 +167,16 @@ def test_literal_constants_of_a_module():
     ))
     assert literal_constants(index) == {"A": 1, "B": False, "C": "x", "D": None}
     assert run_constants(index) == {"A": 1}
+
+
+@pytest.mark.parametrize("source, arms", [
+    ("mode = 'frozen'\nif mode == 'frozen':\n    model.eval()\n", ["always"]),
+    ("mode = 'frozen'\nif mode != 'frozen':\n    model.eval()\n", []),
+    ("mode = 'frozen'\nif (mode == 'unfrozen'):\n    model.eval()\n", []),
+    ("import sys\nmode = sys.argv[1]\nif mode == 'frozen':\n    model.eval()\n", ["if"]),
+    ("mode = 'frozen'\nmode = 'unfrozen'\nif mode == 'frozen':\n    model.eval()\n", ["if"]),
+])
+def test_if_tests_decided_by_a_literal_compared(source: str, arms: list[str]):
+    """A comparison of a variable bound once to a literal with a literal
+    (:meth:`UnitBuilder.decide`)."""
+    assert _arms(source) == arms

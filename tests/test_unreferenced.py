@@ -114,3 +114,10 @@ def test_a_library_base_two_classes_up(tmp_path):
     assert _check(tmp_path, files, "trainer.py") == [("LC302", 13)]
     files["common.py"] = "class TestCase:\n    pass\n"  # a base of the project alone: decided
     assert _check(tmp_path, files, "trainer.py") == []
+
+
+def test_a_symbolic_link_loop_in_the_project(tmp_path):
+    """A project with a symbolic link loop (``loop.py -> loop.py``) is read without an error."""
+    (tmp_path / "loop.py").symlink_to(tmp_path / "loop.py")
+    source = EVALUATE + "\n\nif __name__ == '__main__':\n    # evaluate([torch.randn(2, 8)])\n    print('done')\n"
+    assert _check(tmp_path, {"train.py": source}, "train.py") == []

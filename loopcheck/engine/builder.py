@@ -202,6 +202,21 @@ def _decorated_or_keywords(cls: ClassRef) -> bool:
     return header is None or "=" in (header.group(1) or "")
 
 
+def _abstract(func: cst.FunctionDef) -> bool:
+    """Whether method ``func`` only raises ``NotImplementedError`` (after its docstring): a
+    base class's placeholder, which the subclass whose instance it is overrides."""
+    body = func.body.body if type(func.body) is cst.IndentedBlock else func.body.body
+    statements = [s for s in body if not (type(s) is cst.SimpleStatementLine and len(s.body) == 1
+                                          and type(s.body[0]) is cst.Expr and type(s.body[0].value) in (cst.SimpleString, cst.ConcatenatedString))]
+    if len(statements) != 1 or type(statements[0]) is not cst.SimpleStatementLine or len(statements[0].body) != 1:
+        return False
+    small = statements[0].body[0]
+    if type(small) is not cst.Raise or small.exc is None:
+        return False
+    exc = small.exc.func if type(small.exc) is cst.Call else small.exc
+    return type(exc) is cst.Name and exc.value == "NotImplementedError"
+
+
 def _defined_once(module, func: cst.FunctionDef) -> bool:
     """Whether ``func`` is a statement of its module's top level and no other statement there
     binds its name (a second ``def``, one under an ``if``/``try``, an assignment, a ``global``).
@@ -1368,6 +1383,8 @@ class UnitBuilder:
                 self.unbound_calls.add(raw.node)  # ``model(x, labels=y)``: TypeError
             return None
         func = callee.func
+        if callee.cls is not None and _abstract(func):
+            return None  # ``self.compute_loss(batch)`` of a base class: a subclass's override runs
         if self.call_cannot_bind(callee, raw.node):
             self.unbound_calls.add(raw.node)  # TypeError before the body runs: not inlined
             return None
@@ -2130,6 +2147,13 @@ class UnitBuilder:
         if t is cst.Name:  # ``if not use_mxnet:`` with ``use_mxnet = False`` bound once
             value = self.run_literal(frame, test.value)
             return None if value is NO_VALUE else bool(value)
+        if t is cst.Comparison and len(test.comparisons) == 1 and type(test.left) is cst.Name:
+            # ``if mode == "frozen":`` with ``mode = "frozen"`` bound once
+            value = self.run_literal(frame, test.left.value)
+            if value is not NO_VALUE:
+                decided = decide_test(test, {test.left.value: value})
+                if decided is not None:
+                    return decided
         if t is cst.UnaryOperation and type(test.operator) is cst.Not:
             inner = self.decide(frame, test.expression)
             return None if inner is None else not inner
@@ -2718,6 +2742,12 @@ def _sources_plan(e: cst.CSTNode, kb):
         return _Keyed(inner, key if type(key) is str else None)
     if t is cst.UnaryOperation and type(e.operator) is cst.Not:
         return None
+    if t in _COMPREHENSIONS:
+        # its items are what its element makes of each item: ``[float(e > 0.5) for e in out]``
+        # holds numbers whatever ``out`` holds; otherwise the items may come from the iterable
+        made = (e.key, e.value) if t is cst.DictComp else (e.elt,)
+        if not any(_sources_plan(x, kb) for x in made):
+            return None
     if t is cst.Call:
         f = e.func
         detaches = False

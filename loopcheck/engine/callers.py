@@ -99,7 +99,10 @@ def project_files(root: Path) -> list[Path] | None:
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not os.path.isfile(os.path.join(directory, d, "pyvenv.cfg")))
         for f in sorted(files):
             if f.endswith(".py"):
-                out.append(Path(directory, f).resolve())
+                try:
+                    out.append(Path(directory, f).resolve())
+                except (OSError, RuntimeError):  # a symbolic link loop: no module there
+                    continue
                 if len(out) > MAX_FILES:
                     return None
     return out

@@ -135,10 +135,13 @@ def _listing(index, root: Path) -> tuple[list[Path] | None, list[Path]]:
     memo = index.cache.setdefault("unreferenced.listing", {})
     if root not in memo:
         notebooks = []
-        for directory, dirs, names in os.walk(root):
-            dirs[:] = [d for d in dirs if d not in SKIP_DIRS]
-            notebooks += [Path(directory, n) for n in names if n.endswith(".ipynb")]
-        memo[root] = (project_files(root), notebooks)
+        try:
+            for directory, dirs, names in os.walk(root):
+                dirs[:] = [d for d in dirs if d not in SKIP_DIRS]
+                notebooks += [Path(directory, n) for n in names if n.endswith(".ipynb")]
+            memo[root] = (project_files(root), notebooks)
+        except (OSError, RuntimeError):  # a symbolic link loop, a folder that cannot be read
+            memo[root] = (None, [])
     return memo[root]
 
 

@@ -1985,12 +1985,10 @@ def _class_mode_dependent(cls, depth: int, seen: frozenset, call: cst.Call | Non
                 if _training_argument_of_inert(func, node, cls.module, mine):
                     continue
                 return True
-            if isinstance(node, cst.Call):
-                d = dotted_name(node.func)
-                q = cls.module.imports.qualify(d) if d else None
-                if q and any(q.endswith("." + f) or q == f for f in MODE_FUNCTIONS):
-                    if not _inert_mode_call(q, node, mine):
-                        return True
+            # a functional op (``F.dropout(x, p)``, ``F.batch_norm``) follows its own ``training``
+            # argument, not the module's mode: it depends on the mode only when given
+            # ``self.training``, which the test above finds (``F.dropout(x, 0.5)`` drops in eval
+            # mode too: ``eval()`` changes nothing of it)
     return False
 
 
