@@ -545,6 +545,9 @@ def classify_assign(a: Assign, roles: Roles) -> list[Event]:
     held = _optimizer_params_set(a, roles)
     if held is not None:
         return [held]
+    read = _device_read(a, roles)
+    if read is not None:
+        return [read]
     bound = _scaled_bound(a, roles)
     if bound is not None:
         out.append(bound)
@@ -774,6 +777,34 @@ def _optimizer_params_set(a: Assign, roles: Roles) -> Event | None:
     if "params" not in keys:
         return None
     return Event("opt_params_set", opt, a.node, a, {"params": a.held if a.held is not None else a.mentions})
+
+
+def _device_read(a: Assign, roles: Roles) -> Event | None:
+    """``device = next(model.parameters()).device`` (also ``next(iter(model.parameters()))``):
+    a variable bound to the device the model's parameters are on at this point
+    (``device_read`` of the model, extra ``var``: the variable's symbol, as a move's
+    :attr:`~loopcheck.engine.ir.Arg.sym` names it). A later ``model.to(device)`` goes back
+    there (LC501). ``None`` for another value, or a target that is no plain variable."""
+    value = a.value
+    if a.op != "=" or a.target is None or not isinstance(value, cst.Attribute) or value.attr.value != "device":
+        return None
+    if not a.target.rpartition(":")[2].isidentifier():
+        return None  # an attribute (self.device): other code may re-bind it
+    call = value.value
+    if not isinstance(call, cst.Call) or dotted_name(call.func) != "next" or len(call.args) != 1:
+        return None
+    inner = call.args[0].value
+    if isinstance(inner, cst.Call) and dotted_name(inner.func) == "iter" and len(inner.args) == 1:
+        inner = inner.args[0].value
+    if not isinstance(inner, cst.Call) or inner.args:
+        return None
+    func = dotted_name(inner.func)
+    if func is None or not func.endswith(".parameters"):
+        return None
+    owner = next((parameter_owner(m) for m in a.mentions if parameter_owner(m)), None)
+    if owner is None or roles.canon(owner) not in roles.models or "next" in a.mentions or "iter" in a.mentions:
+        return None
+    return Event("device_read", roles.canon(owner), a.node, a, {"var": a.target})
 
 
 def _plain_container(a: Assign) -> Event | None:

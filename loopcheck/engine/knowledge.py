@@ -89,6 +89,7 @@ ROLES = frozenset({"optimizer", "scheduler", "scaler", "loader", "model", "crite
 _ROLE_KEYS = frozenset({
     "role", "params", "eager_state", "moves_state", "state_when", "schedule", "period", "optimizer", "same", "type", "value",
     "sampler", "items", "first_change", "constant_when", "shares", "fresh_items", "accumulation", "copies", "collate",
+    "process_fact",
 })
 _ENTRY_KEYS = frozenset({
     "names", "bases", "effects", "returns", "methods", "attributes", "grad", "source", "context", "modes",
@@ -417,7 +418,7 @@ def _returns(raw, where: str) -> Returns | None:
     for k in ("params", "period", "optimizer", "state_when", "shares", "collate"):
         if k in raw:
             details.append((k, _arg_ref(raw[k], where)))
-    for k in ("eager_state", "moves_state", "schedule", "sampler", "fresh_items", "copies"):
+    for k in ("eager_state", "moves_state", "schedule", "sampler", "fresh_items", "copies", "process_fact"):
         if k in raw:
             details.append((k, raw[k]))
     if "first_change" in raw:

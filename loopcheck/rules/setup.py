@@ -59,6 +59,10 @@ class S(NamedTuple):
     dtype: the floating point dtype of the model's parameters when known (``"float32"``: built
         from a ``torch.nn`` layer in the default dtype, or converted with ``float()`` /
         ``to(torch.float32)``); ``None`` when unknown.
+    cuda: whether the process can use a CUDA device, a fact fixed for the whole run: ``True``
+        once a move to a CUDA device returned (:func:`cuda_place`) or an arm of a test of
+        ``torch.cuda.is_available()`` or ``torch.cuda.device_count()`` said so
+        (:func:`cuda_said`); ``False`` when such an arm said not; ``None``: unknown.
     """
 
     built: Event | None
@@ -68,6 +72,7 @@ class S(NamedTuple):
     current: Place | None = None
     pending_state: bool | None = False  # whether the optimizer had state when ``pending`` ran
     dtype: str | None = None
+    cuda: bool | None = None
 
 
 class Place(NamedTuple):
@@ -131,6 +136,75 @@ def both_cuda(a: Place | None, b: Place | None) -> bool:
     ``torch.cuda.set_device`` may have made any index. A move between two of them is not
     established to change the device."""
     return a is not None and b is not None and bool(_CUDA_TEXT.match(a.text)) and bool(_CUDA_TEXT.match(b.text))
+
+
+def cuda_place(p: Place | None) -> bool:
+    """Whether a move to ``p`` goes to a CUDA device (``cuda()``, ``cuda(k)``, ``to("cuda:0")``):
+    once it returned, the process can use CUDA (``cuda()`` raises where it cannot)."""
+    return p is not None and bool(_CUDA_TEXT.match(p.text))
+
+
+_COUNT_SAYS = {  # (operator, literal) -> what the comparison ``device_count() <op> <literal>``
+    # says of CUDA when it is true and when it is false (None: nothing)
+    (cst.GreaterThan, 0): (True, False), (cst.GreaterThanEqual, 1): (True, False),
+    (cst.NotEqual, 0): (True, False), (cst.Equal, 0): (False, True),
+    (cst.LessThan, 1): (False, True), (cst.LessThanEqual, 0): (False, True),
+}
+
+
+def cuda_said(unit: Unit) -> Callable[[If, bool], bool | None]:
+    """What taking an arm of an ``if`` says of whether the process can use CUDA: ``True`` in the
+    arm where ``torch.cuda.is_available()`` is true (``not``, ``and``, ``or`` read as Python
+    does: the body of ``a and b`` says what each of them says true; the else-arm of ``a or
+    b``, what each says false), or where ``torch.cuda.device_count()`` is above 0 (``> 0``,
+    ``>= 1``, ``!= 0``, the bare call); ``False`` where the test says the opposite; ``None``:
+    nothing. The calls are recognised by the knowledge (``process_fact`` of
+    ``torch.cuda.is_available``, ``"cuda_available"``, and of ``torch.cuda.device_count``,
+    ``"cuda_device_count"``), their names qualified by the imports of the test's module. Each
+    answer is kept for the ``if``."""
+    memo: dict[tuple[int, bool], bool | None] = {}
+
+    def fact(node: cst.BaseExpression, imports) -> str | None:
+        if not isinstance(node, cst.Call) or node.args:
+            return None
+        summary = knowledge().function(imports.qualify(dotted_name(node.func)))
+        returns = summary.returns if summary is not None else None
+        return returns.get("process_fact") if returns is not None else None
+
+    def says(node: cst.BaseExpression, truth: bool, imports) -> bool | None:
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+            return says(node.expression, not truth, imports)
+        if isinstance(node, cst.BooleanOperation):
+            # ``a and b`` true: both are; ``a or b`` false: both are; otherwise either may be
+            if isinstance(node.operator, cst.And) != truth:
+                return None
+            left, right = says(node.left, truth, imports), says(node.right, truth, imports)
+            return left if left is not None else right
+        what = fact(node, imports)
+        if what is not None:  # a bare call: is_available(), or a count of 0 is false
+            return truth
+        if isinstance(node, cst.Comparison) and len(node.comparisons) == 1 \
+                and fact(node.left, imports) == "cuda_device_count":
+            target = node.comparisons[0]
+            literal = target.comparator
+            if isinstance(literal, cst.Integer):
+                said = _COUNT_SAYS.get((type(target.operator), int(literal.value)))
+                if said is not None:
+                    return said[0] if truth else said[1]
+        return None
+
+    def ask(node: If, taken: bool) -> bool | None:
+        key = (id(node), taken)
+        if key not in memo:
+            test = node.test
+            if not isinstance(node.node, cst.If) or test is None:
+                memo[key] = None
+            else:
+                imports = getattr(unit.module_of(node.node), "imports", None)
+                memo[key] = says(test, taken, imports) if imports is not None else None
+        return memo[key]
+
+    return ask
 
 
 def built_dtype(ev: Event) -> str | None:
@@ -257,14 +331,15 @@ class OptimizerModelMachine(Machine):
     its steps (:class:`S`); a change of a module that holds no parameters is none."""
 
     kinds = frozenset({'opt_build', 'opt_bind', 'step', 'opt_load_state', 'opt_state_move', 'opt_params_set', 'havoc',
-                       'convert', 'model_build', 'submodule_replace'})
+                       'convert', 'model_build', 'submodule_replace', 'device_read'})
     only_own_events = True
 
     def __init__(self, opt: str, models: set[str], names: frozenset[str],
                  has_parameters: Callable[[Event], bool] = lambda ev: True,
                  owned: dict[int, set[str] | None] | None = None, known_dtypes: bool = True,
                  home: Callable[[Event], Place | None] = lambda ev: None,
-                 overwrite: Callable[[], bool] = lambda: False) -> None:
+                 overwrite: Callable[[], bool] = lambda: False,
+                 cuda: Callable[[If, bool], bool | None] = lambda node, taken: None) -> None:
         self.opt, self.models = opt, models
         self.subjects = names  # every name of the optimizer and its models (aliases included)
         self.has_parameters = has_parameters
@@ -272,6 +347,7 @@ class OptimizerModelMachine(Machine):
         self.known_dtypes = known_dtypes  # the default dtype is PyTorch's (float32)
         self.home = home  # where a model_build puts the parameters (None: unknown)
         self.overwrite = overwrite  # whether conversions make new parameters (asked only at a move)
+        self.cuda = cuda  # what an arm of an ``if`` says of CUDA (cuda_said)
         # the inlined call whose local variable the optimizer is (``f3_1`` of ``f3_1:optimizer``)
         self.local_of = opt.partition(":")[0] if ":" in opt else None
 
@@ -284,7 +360,7 @@ class OptimizerModelMachine(Machine):
         builds it again (a path on which it does not, ``return optimizer`` raises)."""
         if call.fid != self.local_of or s.built is None:
             return s
-        return S(None, None, None, s.current, s.current, dtype=s.dtype)
+        return S(None, None, None, s.current, s.current, dtype=s.dtype, cuda=s.cuda)
 
     def branch(self, s: S, node: If, taken: bool):
         """An arm whose test says the optimizer or one of its models is not there (``if model
@@ -292,7 +368,14 @@ class OptimizerModelMachine(Machine):
         by one of their names, is not taken once the optimizer is built: it was built from
         that model's parameters, so both exist. The arm of ``if torch.is_tensor(v):`` that
         skips a state value no tensor (:func:`tensor_guarded_move`) leaves nothing on a device:
-        it ends as the move of the tensors does."""
+        it ends as the move of the tensors does. Whether the process can use CUDA is fixed for
+        the run: an arm whose test says otherwise than the path knows (:func:`cuda_said`,
+        ``if torch.cuda.is_available():`` after a ``model.cuda()`` returned) is not taken."""
+        said = self.cuda(node, taken)
+        if said is not None:
+            if s.cuda is not None and s.cuda != said:
+                return NOT_TAKEN
+            s = s._replace(cuda=said)
         if s.built is None:
             return s
         if not taken:
@@ -305,7 +388,8 @@ class OptimizerModelMachine(Machine):
         return s
 
     def branches_on(self, node: If) -> bool:
-        return any(c in self.subjects for _, c in node.given) or tensor_guarded_move(node, self.opt) is not None
+        return (any(c in self.subjects for _, c in node.given) or tensor_guarded_move(node, self.opt) is not None
+                or self.cuda(node, True) is not None or self.cuda(node, False) is not None)
 
     def transfer(self, s: S, ev: Event) -> S:
         k = ev.kind
@@ -313,7 +397,7 @@ class OptimizerModelMachine(Machine):
             if k == "opt_build":
                 # the construction on this path decides: ``if``/``elif`` arms may build SGD under one
                 # test and Adagrad, whose state exists from its constructor, under another
-                return S(ev, bool(ev.extra.get("eager")), None, s.current, s.current, dtype=s.dtype)
+                return S(ev, bool(ev.extra.get("eager")), None, s.current, s.current, dtype=s.dtype, cuda=s.cuda)
             if k == "step":
                 # an optimizer that keeps no per-parameter state (SGD without momentum) has
                 # none after its steps either; load_state_dict may still give it some
@@ -347,11 +431,17 @@ class OptimizerModelMachine(Machine):
                 # construction this path did not see; the optimizer built before is not it
                 if s.built is not None and id(s.built.raw) in ev.extra["builds"]:
                     return s
-                return S(None, None, None, s.current, s.current, dtype=s.dtype)
+                return S(None, None, None, s.current, s.current, dtype=s.dtype, cuda=s.cuda)
             if k == "havoc":
-                return S(None, None, None, s.current, s.current, dtype=s.dtype)
+                return S(None, None, None, s.current, s.current, dtype=s.dtype, cuda=s.cuda)
             return s
         if ev.subject not in self.models:
+            return s
+        if k == "device_read":
+            # ``device = next(model.parameters()).device``: the variable names where the
+            # parameters are now, so a later ``model.to(device)`` goes back there
+            if s.current is None and concerns(self.owned.get(id(s.built.raw)) if s.built else None, ev.subject):
+                return s._replace(current=Place(ev.extra["var"].rpartition(":")[2], ev.extra["var"]))
             return s
         if s.built is not None and not concerns(self.owned.get(id(s.built.raw)), ev.subject):
             return s  # a module whose parameters this construction does not hold
@@ -369,6 +459,8 @@ class OptimizerModelMachine(Machine):
             s = s._replace(dtype=to)
         if k == "convert" and ev.extra["how"] == "device":
             where = device_of(ev)
+            if cuda_place(where):
+                s = s._replace(cuda=True)  # the move returned: the process can use CUDA
             if s.built is None:
                 return s._replace(current=where)
             if s.pending is not None and s.pending.kind != "convert":
@@ -412,7 +504,7 @@ def _flows(unit: Unit):
             ("setup", opt),
             lambda opt=opt, models=models, names=names, info=info: OptimizerModelMachine(
                 opt, models, names, may_hold_parameters(unit), info.by_ctor,
-                not setting_calls(unit, "default_dtype"), built_device(unit), overwrite),
+                not setting_calls(unit, "default_dtype"), built_device(unit), overwrite, cuda_said(unit)),
         )
         for step in steps:
             yield from _pending_at(unit, flow.states(step), step)

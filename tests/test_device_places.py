@@ -1,0 +1,84 @@
+"""LC501's device places: what an ``if`` says of CUDA's availability (``rules.setup.cuda_said``),
+a move to a CUDA device (``cuda_place``), and a device read from a model's parameters
+(``device_read`` events, ``engine.events._device_read``)."""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+
+from loopcheck.analysis import build_units
+from loopcheck.engine.ir import If, parts
+from loopcheck.rules.setup import Place, cuda_place, cuda_said
+
+
+def _unit(source: str):
+    (unit,) = build_units(cst.parse_module(source))
+    return unit
+
+
+def _ifs(unit) -> list[If]:
+    out, stack = [], [unit.ir]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, If) and isinstance(node.node, cst.If):  # (not an ``a and b()`` operand)
+            out.append(node)
+        stack.extend(parts(node))
+    return out
+
+
+_MODEL = "import torch\nfrom torch import nn\nmodel = nn.Linear(2, 2)\n"
+
+
+@pytest.mark.parametrize("test, body, orelse", [
+    ("torch.cuda.is_available()", True, False),
+    ("not torch.cuda.is_available()", False, True),
+    ("torch.cuda.device_count() > 0", True, False),
+    ("torch.cuda.device_count() >= 1", True, False),
+    ("torch.cuda.device_count() != 0", True, False),
+    ("torch.cuda.device_count() == 0", False, True),
+    ("torch.cuda.device_count()", True, False),
+    ("torch.cuda.device_count() > 1", None, None),  # one GPU makes it false: nothing said
+    ("model is not None and torch.cuda.is_available()", True, None),
+    ("flag or torch.cuda.is_available()", None, False),
+    ("torch.cuda.is_initialized()", None, None),
+])
+def test_cuda_said(test, body, orelse):
+    unit = _unit(_MODEL + f"flag = len(__file__) > 3\nif {test}:\n    model.cuda()\n")
+    (node,) = _ifs(unit)
+    said = cuda_said(unit)
+    assert (said(node, True), said(node, False)) == (body, orelse)
+
+
+def test_cuda_said_qualifies_by_imports():
+    unit = _unit("from torch import nn\nimport torch.cuda as tc\nmodel = nn.Linear(2, 2)\n"
+                 "if tc.is_available():\n    model.cuda()\n")
+    (node,) = _ifs(unit)
+    assert cuda_said(unit)(node, True) is True
+    other = _unit("from torch import nn\nimport mylib as torch\nmodel = nn.Linear(2, 2)\n"
+                  "if torch.cuda.is_available():\n    model.cuda()\n")
+    (node,) = _ifs(other)
+    assert cuda_said(other)(node, True) is None
+
+
+def test_cuda_place():
+    assert cuda_place(Place("cuda")) and cuda_place(Place("cuda:gpu_ids[0]")) and cuda_place(Place("cuda:0"))
+    assert not cuda_place(Place("cpu")) and not cuda_place(Place("device", "device")) and not cuda_place(None)
+
+
+def _device_reads(source: str):
+    units = build_units(cst.parse_module(source))
+    return [(ev.subject, ev.extra["var"]) for unit in units for ev in unit.events if ev.kind == "device_read"]
+
+
+def test_device_read_of_model_parameters():
+    body = ("def fit(model):\n    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+            "    {line}\n    opt.step()\n")
+    reads = _device_reads(_MODEL + body.format(line="device = next(model.parameters()).device"))
+    assert [var.rpartition(":")[2] for _, var in reads] == ["device"]
+    assert reads[0][0].rpartition(":")[2] == "model"
+    assert len(_device_reads(_MODEL + body.format(line="device = next(iter(model.parameters())).device"))) == 1
+    # not the device of the parameters, or not kept in a plain variable: no event
+    assert _device_reads(_MODEL + body.format(line="device = next(model.parameters()).dtype")) == []
+    assert _device_reads(_MODEL + body.format(line="model.dev = next(model.parameters()).device")) == []
+    assert _device_reads(_MODEL + body.format(line="device = next(other.parameters()).device")) == []
