@@ -139,6 +139,7 @@ _CATALOG = (
     RuleInfo(
         "LC302", "validation-without-no-grad", "warning",
         "An evaluation forward pass runs without torch.no_grad(): autograd records a graph for every batch.",
+        preview=True,
     ),  # modes.py
     RuleInfo(
         "LC303", "validation-in-train-mode", "error",

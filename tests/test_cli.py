@@ -195,7 +195,7 @@ def test_rules_lists_every_rule_with_its_fix():
     assert rows["LC301"] == ["LC301", "eval-mode-not-reset", "error", "unsafe", "yes"]
     assert rows["LC203"] == ["LC203", "plateau-scheduler-without-metric", "error", "-", "yes"]
     assert rows["LC202"] == ["LC202", "scheduler-step-before-optimizer-step", "warning", "-", "yes"]  # back in (census 17)
-    assert rows["LC302"] == ["LC302", "validation-without-no-grad", "warning", "safe", "-"]  # out of preview (census 17)
+    assert rows["LC302"] == ["LC302", "validation-without-no-grad", "warning", "safe", "yes"]  # in preview (census 17: 139 of 172)
     assert rows["LC105"] == ["LC105", "missing-zero-grad", "error", "-", "yes"]  # back in preview (census 16)
     assert rows["LC901"] == ["LC901", "distributed-sampler-without-set-epoch", "warning", "-", "-"]  # (census 13)
     assert rows["LC601"] == ["LC601", "clip-without-unscale", "error", "safe", "-"]  # out of preview (census 10)
