@@ -6,12 +6,17 @@ as a class attribute) or a dict built from either (``conf["gradient_accumulation
 :func:`setting_value` gives the value when the program as written fixes it:
 
 * a literal;
+* a variable bound once to a literal: a local of the reading function (``accum = 1``), or a
+  global of its module that the function does not bind;
 * an option of a namespace the code parses from the command line, at its ``default=``, when
   nothing else in the program sets it (:func:`loopcheck.engine.values.run_constants`, which
   also follows ``args = set_args()`` into a function of the project that returns
   ``parser.parse_args()``): the value of a run that does not pass the option;
 * a class attribute of a class of the project, bound once in the class body to a literal, when
   no assignment to an attribute of that name appears in the class or in the module reading it;
+  read on the class (``Config.x``) or on an instance bound once (``config = Config()``, then
+  ``config.x``) of a class with no decorator, metaclass or base but ``object``, whose
+  ``__init__`` therefore cannot set ``x`` on the instance unless the class's own code does;
 * an entry of a dict literal the reading function binds once and never writes into, read with
   a literal key: the value of the entry's expression, by the same rules.
 
@@ -22,9 +27,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from loopcheck.engine.builder import NO_VALUE, ClassRef, literal_value
+from loopcheck.engine.builder import (
+    NO_VALUE, ClassRef, _single_bindings, all_param_names, bound_names, literal_constants, literal_value,
+)
 from loopcheck.engine.names import dotted_name
-from loopcheck.engine.values import parents, run_constants
+from loopcheck.engine.values import class_of_name, parents, run_constants
 from loopcheck.engine.walk import walk
 
 
@@ -46,6 +53,9 @@ def setting_value(unit, expr: cst.BaseExpression, _depth: int = 0):
             return table[d]
         if t is cst.Attribute and type(expr.value) is cst.Name:
             return _class_attribute(unit, expr)
+        if t is cst.Name:
+            found = _holder(unit, expr)
+            return _name_literal(found[0], found[1], expr.value) if found is not None else NO_VALUE
         return NO_VALUE
     if t is cst.Subscript and type(expr.value) is cst.Name and len(expr.slice) == 1:
         index = expr.slice[0].slice
@@ -68,13 +78,18 @@ def _holder(unit, node: cst.CSTNode):
 
 
 def _class_attribute(unit, expr: cst.Attribute):
-    """``Config.x``: the literal class ``Config`` of the project binds ``x`` to in its body."""
+    """``Config.x``: the literal class ``Config`` of the project binds ``x`` to in its body; also
+    ``config.x`` for ``config = Config()`` bound once (:func:`_instance_class`)."""
     found = _holder(unit, expr)
     if found is None:
         return NO_VALUE
-    index, _holder_node = found
+    index, holder = found
     head, attr = expr.value.value, expr.attr.value
     cls = index.class_ref(head) or index.class_ref(index.imports.qualify(head), qualified=True)
+    if cls is None:  # ``config = Config()`` then ``config.x``: the class attribute, unless set on the instance
+        cls = _instance_class(index, holder, head)
+        if cls is None or cls.info is None or not _plain_class(cls.info.node):
+            return NO_VALUE
     if not isinstance(cls, ClassRef) or cls.info is None:
         return NO_VALUE
     node = cls.info.node
@@ -89,6 +104,107 @@ def _class_attribute(unit, expr: cst.Attribute):
         if where is not None and _assigns_attribute(where, attr):
             return NO_VALUE  # ``self.x = ...`` in a method, ``Config.x = ...`` in the reading module
     return values[0]
+
+
+def _name_literal(index, holder: cst.CSTNode, name: str):
+    """The literal ``name`` holds on every run where ``holder`` (a function or the module) reads
+    it: a local bound once by ``name = <literal>`` at the function's own level
+    (:func:`~loopcheck.engine.builder._single_bindings`), or, when the function neither binds it
+    nor takes it as a parameter, a global of the module bound so
+    (:func:`~loopcheck.engine.builder.literal_constants`); else ``NO_VALUE``."""
+    if type(holder) is cst.FunctionDef:
+        if name in all_param_names(holder):
+            return NO_VALUE
+        names, declared = bound_names(holder.body)
+        if name in declared:
+            return NO_VALUE
+        if name in names:
+            value = _single_bindings(holder.body.body).get(name)
+            return literal_value(value) if value is not None else NO_VALUE
+        if _enclosing_function(index, holder) is not None:
+            return NO_VALUE  # a closure's name: the enclosing function may bind it
+    return literal_constants(index).get(name, NO_VALUE)
+
+
+def _enclosing_function(index, node: cst.CSTNode) -> cst.FunctionDef | None:
+    """The function whose body holds ``node`` (a function or class definition), if any."""
+    table = parents(index)
+    up = table.get(node)
+    while up is not None and type(up) is not cst.FunctionDef:
+        up = table.get(up)
+    return up
+
+
+def _instance_class(index, holder: cst.CSTNode, name: str) -> ClassRef | None:
+    """The class of the project whose instance ``name`` holds where ``holder`` (a function or
+    the module) reads it: ``name`` is bound once, ``name = Config(...)``, in ``holder`` or, when
+    a function neither binds it nor takes it as a parameter, at the top level of its module,
+    which no function rebinds (``global name``). ``None`` otherwise."""
+    scopes = [holder]
+    if type(holder) is cst.FunctionDef:
+        if name in all_param_names(holder) or name in bound_names(holder.body)[1]:
+            return None
+        if not _bindings(holder, name):
+            if _enclosing_function(index, holder) is not None:
+                return None  # a closure's name: the enclosing function may bind it
+            scopes = [index.tree]
+    for scope in scopes:
+        if scope is None:
+            return None
+        found = _bindings(scope, name)
+        if len(found) != 1 or type(found[0]) is not cst.Call:
+            return None
+        if type(scope) is cst.Module and any(
+                type(n) is cst.Global and any(g.name.value == name for g in n.names) for n in walk(scope)):
+            return None  # a function may rebind the module's name
+        cls = class_of_name(index, dotted_name(found[0].func))
+        return cls if isinstance(cls, ClassRef) else None
+    return None
+
+
+def _bindings(scope: cst.CSTNode, name: str) -> list:
+    """What each binding of ``name`` in the code of ``scope`` (a function or module, without
+    nested functions and classes) binds: the value of a plain ``name = value``, ``None`` for any
+    other binding (a tuple target, ``for``, ``with ... as``, ``+=``, ``import``, ``del``, ...)."""
+    body = scope.body if isinstance(scope.body, (tuple, list)) else (scope.body,)
+    out: list = []
+    for part in body:
+        for n in walk(part, prune=(cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            t = type(n)
+            if t is cst.Assign:
+                for target in n.targets:
+                    if type(target.target) is cst.Name and target.target.value == name:
+                        out.append(n.value)
+                    elif _binds_name(target.target, name):
+                        out.append(None)
+            elif t in (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.AsName, cst.Del):
+                if _binds_name(n.name if t is cst.AsName else n.target, name):
+                    out.append(None)
+            elif t is cst.ImportAlias and n.asname is None and dotted_name(n.name) == name:
+                out.append(None)
+    return out
+
+
+def _binds_name(target: cst.CSTNode, name: str) -> bool:
+    """Whether the target ``target`` binds the plain name ``name`` (itself, or an element of a
+    tuple or list target; not an attribute or item, which binds nothing)."""
+    t = type(target)
+    if t is cst.Name:
+        return target.value == name
+    if t is cst.Tuple or t is cst.List:
+        return any(_binds_name(e.value, name) for e in target.elements)
+    if t is cst.StarredElement:
+        return _binds_name(target.value, name)
+    return False
+
+
+def _plain_class(node: cst.ClassDef) -> bool:
+    """Whether an instance of class ``node`` reads a class attribute its own body binds, unless
+    an assignment sets it on the instance: no decorator (``@dataclass`` makes ``__init__`` set
+    the fields), no metaclass or keyword, no base but ``object`` (a base's ``__init__`` could
+    set the attribute on the instance)."""
+    return not node.decorators and not node.keywords and all(
+        a.keyword is None and dotted_name(a.value) in ("object", "builtins.object") for a in node.bases)
 
 
 def _bound_in_class_statement(st: cst.CSTNode) -> set[str]:

@@ -17,7 +17,7 @@ from typing import Iterable
 import libcst as cst
 
 from loopcheck.engine.events import Event
-from loopcheck.engine.ir import Assign, Call, LoopInfo
+from loopcheck.engine.ir import Assign, Call, If, LoopInfo, parts, walk_events
 from loopcheck.engine.names import dotted_name
 from loopcheck.engine.unit import Unit
 from loopcheck.engine.accumulation import accumulate_item, syncs_every_step
@@ -60,26 +60,77 @@ def accumulate_block(unit: Unit, ev: Event) -> cst.WithItem | None:
     return accumulate_item(unit, ev.node)
 
 
-def every_micro_step(unit: Unit, test: cst.BaseExpression) -> bool:
-    """Whether an accumulation test ``i % k == 0`` (or ``not i % k``) holds on every micro-step:
+def every_micro_step(unit: Unit, test: cst.BaseExpression, arm: bool = True) -> bool:
+    """Whether the arm ``arm`` (``True``: the body, ``False``: the ``else``) of an accumulation
+    ``if`` on ``test`` runs on every micro-step: the test is fixed on every run
+    (:func:`modulo_one_truth`) and selects that arm."""
+    return modulo_one_truth(unit, test) is arm
+
+
+def modulo_one_truth(unit: Unit, test: cst.BaseExpression) -> bool | None:
+    """The truth of an accumulation test on every run, when it compares ``i % k`` with 0 and
     ``k`` is 1 on every run (:func:`~loopcheck.engine.settings.setting_value`: a literal, an
-    argparse option left at its ``default=1``, a class attribute ``Config.k = 1``), and any
-    integer modulo 1 is 0."""
-    while getattr(test, "lpar", None):
-        test = test.with_changes(lpar=[], rpar=[])
-    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
-        modulo = test.expression
-    elif (
-        type(test) is cst.Comparison and len(test.comparisons) == 1
-        and type(test.comparisons[0].operator) is cst.Equal and literal_value(test.comparisons[0].comparator) == 0
-    ):
-        modulo = test.left
+    argparse option left at its ``default=1``, a class attribute ``Config.k = 1`` read on the
+    class or an instance, a dict entry built from one): any integer modulo 1 is 0, so
+    ``i % k == 0`` and ``not i % k`` are ``True``, ``i % k != 0`` and ``i % k`` are ``False``.
+    ``None`` when the test is of another form or ``k`` is not known to be 1.
+
+    Args:
+        unit: the :class:`~loopcheck.engine.unit.Unit` whose code holds ``test``.
+        test: the test of an ``if``.
+    """
+    negated = False
+    while True:
+        while getattr(test, "lpar", None):
+            test = test.with_changes(lpar=[], rpar=[])
+        if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+            negated, test = not negated, test.expression
+        else:
+            break
+    truth: bool
+    if type(test) is cst.Comparison and len(test.comparisons) == 1 \
+            and type(test.comparisons[0].operator) in (cst.Equal, cst.NotEqual):
+        left, right = test.left, test.comparisons[0].comparator
+        if literal_value(right) == 0:
+            modulo = left
+        elif literal_value(left) == 0:
+            modulo = right
+        else:
+            return None
+        truth = type(test.comparisons[0].operator) is cst.Equal  # 0 == 0; 0 != 0 is False
     else:
-        return False
+        modulo, truth = test, False  # ``i % k`` alone: 0, false
+    while getattr(modulo, "lpar", None):
+        modulo = modulo.with_changes(lpar=[], rpar=[])
     if type(modulo) is not cst.BinaryOperation or type(modulo.operator) is not cst.Modulo:
-        return False
+        return None
     count = setting_value(unit, modulo.right)
-    return type(count) is int and count == 1
+    if type(count) is not int or count != 1:
+        return None
+    return truth is not negated
+
+
+def arm_of(unit: Unit, cond: cst.CSTNode, ev: Event) -> bool | None:
+    """Which arm of the ``if`` statement ``cond`` holds ``ev`` in the unit's IR: ``True`` its
+    body, ``False`` its ``else`` (or an ``elif`` under it), ``None`` when neither (the IR has no
+    ``If`` of ``cond`` around the event's call). Read from the IR, not the text, so that an
+    event of a function called in an arm is in that arm."""
+    table = unit.cached("accumulation_arms", lambda: _arms(unit.ir))
+    return table.get((id(cond), id(ev.raw)))
+
+
+def _arms(ir) -> dict:
+    """``(id(cst If), id(raw event)) -> arm`` for every event under an ``If`` of the IR."""
+    out: dict = {}
+    stack = [ir]
+    while stack:
+        node = stack.pop()
+        if type(node) is If:
+            for arm, part in ((True, node.body), (False, node.orelse)):
+                for raw in walk_events(part):
+                    out.setdefault((id(node.node), id(raw)), arm)
+        stack.extend(parts(node))
+    return out
 
 
 # -- LC106 ----------------------------------------------------------------------------------
@@ -135,7 +186,8 @@ class ClipOnEveryMicroStep(Rule):
         out = None
         for s in steps:
             cond = accumulation_if(s)
-            if cond is not None and every_micro_step(unit, cond.test):
+            arm = arm_of(unit, cond, s) if cond is not None else None
+            if arm is not None and every_micro_step(unit, cond.test, arm):
                 return None  # ``(step + 1) % k == 0`` with k 1 on every run: the step follows every clip
             if cond is not None and cond not in clip.ctx.conds:
                 out = out or (s, "if")
