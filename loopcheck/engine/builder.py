@@ -2359,8 +2359,39 @@ class UnitBuilder:
             q for q in (self.resolve(frame, dotted_name(c.func))[0] for c in calls_in_order(iter_expr)) if q
         )
         drawn = tuple(self._drawn(frame, target, iter_expr)) if target is not None and iter_expr is not None else ()
-        return LoopInfo(node, tuple(sorted(names)), tuple(sorted(self.mentions(frame, iter_expr))), calls, frame.name,
-                        drawn=drawn)
+        mentions = set(self.mentions(frame, iter_expr))
+        if type(iter_expr) is cst.Name:
+            # ``params = model.parameters()`` then ``for p in params:``: the loop goes over the
+            # value of a variable bound once, so it reads what that value reads
+            value = self.value_bound_once(frame, iter_expr.value)
+            if value is not None:
+                mentions.update(self.mentions(frame, value))
+        return LoopInfo(node, tuple(sorted(names)), tuple(sorted(mentions)), calls, frame.name, drawn=drawn)
+
+    def value_bound_once(self, frame: Frame, name: str) -> cst.BaseExpression | None:
+        """The expression variable ``name`` is bound to where ``frame`` reads it, when the code
+        binds it exactly once by a plain assignment (a local of the function,
+        :func:`_single_bindings`, or a global of the module, not declared ``global`` anywhere
+        nor imported); ``None`` otherwise (a parameter, a name bound twice, in a loop, an ``if``)."""
+        f: Frame | None = frame
+        while f is not None:
+            if name in f.subst:
+                return None
+            if name in f.locals:
+                if f.node is None:
+                    break  # the module's own code: a global
+                if name in all_param_names(f.node):
+                    return None
+                return self._bound_once_in(f.node).get(name)
+            f = f.parent
+        index = frame.module
+        bound = index.cache.get("single_bindings")
+        if bound is None:
+            bound = _single_bindings(index.module_code())
+            for n in set(index.imports.aliases) | _declared_global(index):
+                bound[n] = None
+            index.cache["single_bindings"] = bound
+        return bound.get(name)
 
     def _drawn(self, frame: Frame, target: cst.BaseExpression, iterable: cst.BaseExpression):
         """``(name, symbols)`` for each name of a ``for`` target whose elements come from one
