@@ -1784,7 +1784,8 @@ def mode_dependent(unit, model: str, at=None) -> bool:
     ``at``: an event that uses the model (a forward); the model is then the one its
     constructions reaching ``at`` build (a notebook that re-binds ``model = nn.Sequential(...)``
     in later cells validates each model in turn), when one reaches it on every path; otherwise
-    any construction of the unit."""
+    any construction of the unit. A construction may go through a classmethod of the class
+    (``Transformer.from_args(args)`` returning ``cls(...)``, :func:`classmethod_construction`)."""
     reaching = None
     if at is not None and unit.built_on_every_path(at, model, "model_build"):
         reaching = {id(ev) for ev in unit.builds_reaching(at, model, "model_build")}
