@@ -483,6 +483,10 @@ class Frame:
     node: cst.FunctionDef | None = None  # the function (None: module level)
     def_class: ClassRef | None = None  # the class defining the function (for super())
     self_sym: str | None = None
+    # a ``@classmethod``'s first parameter -> the class Python binds it to (the class the call
+    # goes through, or the instance's class), while the method never re-binds it: ``cls(...)``
+    # constructs that class
+    class_params: dict = field(default_factory=dict)
     resolved: dict = field(default_factory=dict)  # dotted name -> UnitBuilder.resolve's answer
     # parameter -> the caller's symbol it was given (a plain name), while the function has not
     # re-bound it on the way to the statement being built (see UnitBuilder.stmt)
@@ -919,6 +923,8 @@ class UnitBuilder:
             local = dotted_name(func_expr)
             if local is not None and func is not None:
                 raw.cls = frame.module.class_ref(local) if not qualified else frame.module.class_ref(func, True)
+                if raw.cls is None and not qualified:
+                    raw.cls = _class_param(frame, local)  # cls(...) in a classmethod
         self.n_events += 1
         self._not_inlined = None
         inlined = self.try_inline(frame, raw, ctx)
@@ -1298,6 +1304,8 @@ class UnitBuilder:
                     return Callee(f.defs[head], f.module, parent=f)
                 if head in f.locals and f.fid == "" and head in f.module.classes:
                     return self._constructor(ClassRef(f.module, head), _one(raw.targets))  # a class of the module
+                if head in f.class_params:  # cls(...) in a classmethod
+                    return self._constructor(f.class_params[head], _one(raw.targets))
                 if head in f.locals or head in f.subst:
                     return None
                 f = f.parent
@@ -1490,7 +1498,15 @@ class UnitBuilder:
         subst: dict[str, str] = {}
         bound: dict[str, Arg] = {}  # parameters given an expression (model.parameters())
         positional = [a for a in raw.args if a.keyword is None]
-        if self_sym is not None and params and not _is_static(func):
+        class_params: dict[str, ClassRef] = {}
+        if params and _is_classmethod(func):
+            # ``Net.from_config(cfg)``, also through an instance: Python binds ``cls`` to the
+            # class (the instance's), and the first argument goes to the next parameter
+            klass = callee_info.cls or callee_info.def_class
+            if klass is not None:
+                class_params[params[0]] = klass
+            params = params[1:]
+        elif self_sym is not None and params and not _is_static(func):
             subst[params[0]] = self_sym
             params = params[1:]
         if any(type(a.node) is cst.StarredElement for a in positional):
@@ -1526,7 +1542,9 @@ class UnitBuilder:
         for name, sym in subst.items():  # a constant passed on by name: build_model(..., phase)
             if sym in outer and name not in self._locals[key][0]:
                 callee.constants[name] = outer[sym]
-        callee.forwarded = _extra_args(func, raw.args, self_sym is not None and not _is_static(func))
+        callee.class_params = {name: k for name, k in class_params.items() if name not in assigned}
+        callee.forwarded = _extra_args(func, raw.args, self_sym is not None and not _is_static(func)
+                                       or _is_classmethod(func))
         callee.given = {name: sym for name, sym in subst.items() if sym != self_sym}
         callee.given.update((name, arg.sym) for name, arg in bound.items() if arg.sym is not None and name in callee.locals)
         fresh = self._fresh_rebinds(callee, func, bound)
@@ -3177,6 +3195,24 @@ def _only_iterated(func: cst.FunctionDef, name: str) -> bool:
 
 def _is_static(func: cst.FunctionDef) -> bool:
     return any(dotted_name(d.decorator) == "staticmethod" for d in func.decorators)
+
+
+def _class_param(frame: Frame, name: str) -> ClassRef | None:
+    """The class ``name`` is bound to as the first parameter of a ``@classmethod`` being built
+    in ``frame`` or a frame enclosing it (:attr:`Frame.class_params`), else ``None``."""
+    f: Frame | None = frame
+    while f is not None:
+        if name in f.class_params:
+            return f.class_params[name]
+        if name in f.locals or name in f.subst:
+            return None
+        f = f.parent
+    return None
+
+
+def _is_classmethod(func: cst.FunctionDef) -> bool:
+    """Whether ``func`` is decorated ``@classmethod``: its first parameter is the class."""
+    return any(dotted_name(d.decorator) == "classmethod" for d in func.decorators)
 
 
 def _has_jump(node: Node) -> bool:

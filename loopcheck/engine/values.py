@@ -1037,9 +1037,69 @@ def construction_of(unit, c: Call) -> "tuple[ClassRef | str, cst.Call] | None":
             found = class_of_name(index, dotted_name(c.node.func))
             if found is not None:
                 return found, c.node
-            return None
+            return classmethod_construction(index, dotted_name(c.node.func))
         c = c.inner
     return None
+
+
+def classmethod_construction(index: ModuleIndex | None, dotted: str | None) -> "tuple[ClassRef, cst.Call] | None":
+    """``(class, constructor call)`` for ``Cls.method`` (``dotted``, a name in module ``index``):
+    a ``@classmethod`` of the project class ``Cls`` (or of a base of it in the project) that
+    returns an instance it builds with its class parameter, ``return cls(...)`` or ``model =
+    cls(...); ...; return model`` (``Transformer.from_args(args)``). The class is ``Cls``, the
+    class the call goes through (Python binds ``cls`` to it); the call is the ``cls(...)``
+    inside the method, whose arguments fill ``Cls.__init__``'s parameters. ``None`` when
+    ``dotted`` is not such a method, or when a ``return`` of it may give anything else (a
+    tuple display is no module and is passed over: ``return model, tokenizer`` under a flag)
+    or its returns give different constructions."""
+    if index is None or dotted is None or "." not in dotted:
+        return None
+    owner, _, method = dotted.rpartition(".")
+    cls = class_of_name(index, owner)
+    if not isinstance(cls, ClassRef):
+        return None
+    found = find_method(cls, method)
+    if found is None:
+        return None
+    func = found[1]
+    params = [*func.params.posonly_params, *func.params.params]
+    if not params or not any(dotted_name(d.decorator) == "classmethod" for d in func.decorators):
+        return None
+    me = params[0].name.value
+    nodes = list(walk(func.body, prune=(cst.FunctionDef, cst.ClassDef, cst.Lambda)))
+    built: dict[str, list] = {}  # name -> the values bound to it
+    for n in nodes:
+        if isinstance(n, cst.Assign):
+            for t in n.targets:
+                for name in names_in(t.target) if not isinstance(t.target, cst.Attribute) else ():
+                    built.setdefault(name, []).append(n.value if isinstance(t.target, cst.Name) else None)
+        elif isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.Del)):
+            for name in names_in(n.target):
+                built.setdefault(name, []).append(None)
+        elif isinstance(n, cst.WithItem) and n.asname is not None:
+            for name in names_in(n.asname.name):
+                built.setdefault(name, []).append(None)
+
+    def construction(value) -> "cst.Call | None":
+        if isinstance(value, cst.Name) and len(built.get(value.value, ())) == 1:
+            value = built[value.value][0]
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == me \
+                and me not in built:
+            return value
+        return None
+
+    out: set = set()
+    for n in nodes:
+        if isinstance(n, cst.Return):
+            if isinstance(n.value, cst.Tuple):
+                continue  # ``return model, tokenizer``: not the module a single name receives
+            call = construction(n.value)
+            if call is None:
+                return None
+            out.add(call)
+    if len(out) != 1:
+        return None
+    return cls, out.pop()
 
 
 def class_of_name(index: ModuleIndex | None, dotted: str | None) -> "ClassRef | str | None":
@@ -1724,7 +1784,8 @@ def mode_dependent(unit, model: str, at=None) -> bool:
     ``at``: an event that uses the model (a forward); the model is then the one its
     constructions reaching ``at`` build (a notebook that re-binds ``model = nn.Sequential(...)``
     in later cells validates each model in turn), when one reaches it on every path; otherwise
-    any construction of the unit."""
+    any construction of the unit. A construction may go through a classmethod of the class
+    (``Transformer.from_args(args)`` returning ``cls(...)``, :func:`classmethod_construction`)."""
     reaching = None
     if at is not None and unit.built_on_every_path(at, model, "model_build"):
         reaching = {id(ev) for ev in unit.builds_reaching(at, model, "model_build")}
