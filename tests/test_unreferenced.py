@@ -114,3 +114,25 @@ def test_a_library_base_two_classes_up(tmp_path):
     assert _check(tmp_path, files, "trainer.py") == [("LC302", 13)]
     files["common.py"] = "class TestCase:\n    pass\n"  # a base of the project alone: decided
     assert _check(tmp_path, files, "trainer.py") == []
+
+
+SCRIPT = EVALUATE + "\n\nif __name__ == '__main__':\n    pass\n"
+
+
+@pytest.mark.parametrize("name, text, found", [
+    ("conf/eval.yaml", "_target_: train.evaluate\n", [("LC302", 10)]),  # Hydra instantiates it
+    ("run.sh", 'python -c "from train import evaluate; evaluate([])"\n', [("LC302", 10)]),
+    ("scripts/cli.sh", "python -m fire train evaluate\n", [("LC302", 10)]),
+    ("README.md", "Run `evaluate()` after training.\n", [("LC302", 10)]),
+    ("conf/eval.yaml", "evaluation: {every: 2}\n", []),  # another word
+    ("data/vocab.txt", "evaluate\n" * (1 << 18), []),  # over MAX_TEXT_BYTES: data, not read
+])
+def test_a_text_file_that_names_it(tmp_path, name, text, found):
+    """A shell script, a configuration or a document of the project naming the function may run
+    it (or show a user how to); a file too large to be one is not read."""
+    assert _check(tmp_path, {"train.py": SCRIPT, name: text}, "train.py") == found
+
+
+def test_locals_looks_names_up(tmp_path):
+    main = "if __name__ == '__main__':\n    locals()[sys.argv[1]]([])\n"
+    assert _check(tmp_path, {"train.py": EVALUATE + "\n\n" + main}, "train.py") == [("LC302", 10)]

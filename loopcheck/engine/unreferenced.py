@@ -19,15 +19,19 @@ bases are classes of the project) is taken to be unreferenced when:
   :func:`loopcheck.engine.callers.project_files` lists them) that is ``f``'s own file or
   imports its module names it, as a name or as a string that is exactly the name
   (``getattr(self, "evaluate")``), comments aside; the packaging files do not name it
-  (``console_scripts``); a notebook of the project does not name it;
+  (``console_scripts``); no notebook, shell script, configuration or text file of the project
+  (:data:`TEXT_SUFFIXES`: a Hydra ``_target_``, ``python -c "from train import f; f()"``,
+  ``python -m fire train f``, a README's usage) has its name as a word;
 * neither ``f``'s module nor a file that imports it looks names up at run time
-  (``globals()``, ``vars()``, ``eval``, ``exec``, ``importlib``, ``__import__``,
+  (``globals()``, ``locals()``, ``vars()``, ``eval``, ``exec``, ``importlib``, ``__import__``,
   ``fire.Fire``; ``getattr`` with a computed name, on any object for a method, on a module
   for a function), and no file in ``f``'s folder or a folder above it that names the
   module imports modules by computed names.
 
 What is given up: a function called only from outside the project (a user's notebook kept
-elsewhere) by a script's or a private name.
+elsewhere) by a script's or a private name. A text file larger than :data:`MAX_TEXT_BYTES`
+(a data set's annotations, a vocabulary) is not read; more than
+:data:`~loopcheck.engine.callers.MAX_FILES` text files, and nothing is decided.
 """
 
 from __future__ import annotations
@@ -40,12 +44,17 @@ from pathlib import Path
 
 import libcst as cst
 
-from loopcheck.engine.callers import SKIP_DIRS, project_files
+from loopcheck.engine.callers import MAX_FILES, SKIP_DIRS, project_files
 
 #: Files whose text may name a function to run (an entry point): any mention counts.
 _PACKAGING = ("setup.py", "setup.cfg", "pyproject.toml")
+#: Files other than Python whose text may name a function to run: notebooks, shell scripts,
+#: configurations (Hydra's ``_target_``, ``tox.ini``-like ``.cfg``), documentation of usage.
+TEXT_SUFFIXES = (".ipynb", ".sh", ".yaml", ".yml", ".json", ".cfg", ".toml", ".txt", ".md", ".rst")
+#: Text files larger than this many bytes are not read (data, not a configuration).
+MAX_TEXT_BYTES = 1 << 20
 #: Signs that a module looks names up at run time.
-_DYNAMIC = re.compile(r"(?<![.\w])(?:globals\(\)|vars\(\)|eval\(|exec\(|__import__\()|\bimportlib\b|\bFire\(")
+_DYNAMIC = re.compile(r"(?<![.\w])(?:globals\(\)|locals\(\)|vars\(\)|eval\(|exec\(|__import__\()|\bimportlib\b|\bFire\(")
 #: ``getattr(obj, name...``: the object, and whether the name is one string literal
 _GETATTR = re.compile(r"""(?<![.\w])getattr\(\s*([^,()]+?)\s*,\s*(?:(['"])\w*\2\s*[,)])?""")
 #: Signs that a module imports modules by computed names.
@@ -98,8 +107,8 @@ def _unreferenced(project, index, func: cst.FunctionDef, cls: cst.ClassDef | Non
             return False  # a library base may call any of its methods by name
     path = Path(index.path).resolve()
     root = Path(project.root)
-    files, notebooks = _listing(index, root)
-    if files is None:
+    files, texts = _listing(index, root)
+    if files is None or texts is None:
         return False
     _stamp, own = project.source_of(path)
     if own is None or _dynamic(own, cls is not None):
@@ -120,25 +129,32 @@ def _unreferenced(project, index, func: cst.FunctionDef, cls: cst.ClassDef | Non
         f = root / p
         if f.exists() and re.search(rf"\b{re.escape(name)}\b", f.read_text(errors="replace")):
             return False
-    for nb in notebooks:
+    word = re.compile(rf"\b{re.escape(name)}\b")
+    for file in texts:
         try:
-            if re.search(rf"\b{re.escape(name)}\b", nb.read_text(errors="replace")):
+            if file.stat().st_size > MAX_TEXT_BYTES:
+                continue
+            if word.search(file.read_bytes().decode("utf-8", "replace")):
                 return False
         except OSError:
             return False
     return True
 
 
-def _listing(index, root: Path) -> tuple[list[Path] | None, list[Path]]:
+def _listing(index, root: Path) -> tuple[list[Path] | None, list[Path] | None]:
     """The project's ``.py`` files (:func:`~loopcheck.engine.callers.project_files`) and its
-    notebooks, listed once per check of a module."""
+    other text files (:data:`TEXT_SUFFIXES`; ``None`` when there are more than
+    :data:`~loopcheck.engine.callers.MAX_FILES`), listed once per check of a module."""
     memo = index.cache.setdefault("unreferenced.listing", {})
     if root not in memo:
-        notebooks = []
+        texts: list[Path] | None = []
         for directory, dirs, names in os.walk(root):
-            dirs[:] = [d for d in dirs if d not in SKIP_DIRS]
-            notebooks += [Path(directory, n) for n in names if n.endswith(".ipynb")]
-        memo[root] = (project_files(root), notebooks)
+            dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not os.path.isfile(os.path.join(directory, d, "pyvenv.cfg"))]
+            texts += [Path(directory, n) for n in names if n.endswith(TEXT_SUFFIXES)]
+            if len(texts) > MAX_FILES:
+                texts = None
+                break
+        memo[root] = (project_files(root), texts)
     return memo[root]
 
 
