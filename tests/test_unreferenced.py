@@ -121,3 +121,48 @@ def test_a_symbolic_link_loop_in_the_project(tmp_path):
     (tmp_path / "loop.py").symlink_to(tmp_path / "loop.py")
     source = EVALUATE + "\n\nif __name__ == '__main__':\n    # evaluate([torch.randn(2, 8)])\n    print('done')\n"
     assert _check(tmp_path, {"train.py": source}, "train.py") == []
+
+
+SCRIPT = EVALUATE + "\n\nif __name__ == '__main__':\n    pass\n"
+
+
+@pytest.mark.parametrize("name, text, found", [
+    ("conf/eval.yaml", "_target_: train.evaluate\n", [("LC302", 10)]),  # Hydra instantiates it
+    ("run.sh", 'python -c "from train import evaluate; evaluate([])"\n', [("LC302", 10)]),
+    ("scripts/cli.sh", "python -m fire train evaluate\n", [("LC302", 10)]),
+    ("README.md", "```python\nfrom train import evaluate\n```\n", [("LC302", 10)]),
+    ("conf/eval.yaml", "model: {_target_: pkg.train.evaluate}\n", [("LC302", 10)]),
+    ("README.md", "Run `evaluate()` after training.\n", []),  # not through its module
+    ("run.sh", "python train.py --mode evaluate\n", []),
+    ("conf/eval.yaml", "evaluation: {every: 2}\n", []),  # another word
+    ("data/vocab.txt", "train.evaluate\n" * (1 << 17), []),  # over MAX_TEXT_BYTES: data, not read
+])
+def test_a_text_file_that_names_it(tmp_path, name, text, found):
+    """A line of a shell script, a configuration or a document of the project that names the
+    function through its module may run it (or show a user how to); a file too large to be
+    one is not read."""
+    assert _check(tmp_path, {"train.py": SCRIPT, name: text}, "train.py") == found
+
+
+def test_locals_looks_names_up(tmp_path):
+    main = "if __name__ == '__main__':\n    locals()[sys.argv[1]]([])\n"
+    assert _check(tmp_path, {"train.py": EVALUATE + "\n\n" + main}, "train.py") == [("LC302", 10)]
+
+
+@pytest.mark.parametrize("text, found", [
+    ("python -c 'import train; train.train([])'\n", [("LC302", 10)]),
+    ("python train.py --data data/train.txt\ntrain\n", []),  # the script run, a word
+])
+def test_a_function_named_as_its_module(tmp_path, text, found):
+    """``train()`` of ``train.py``: a line names it through its module only as ``train.train``,
+    an import of ``train`` before ``train``, or ``fire``."""
+    script = SCRIPT.replace("def evaluate(", "def train(")
+    assert _check(tmp_path, {"train.py": script, "run.sh": text}, "train.py") == found
+
+
+def test_a_method_named_through_its_class(tmp_path):
+    source = TRAINER.replace("{BASES}", "").replace("{DECORATOR}", "").replace("{CALL}", "pass")
+    files = {"trainer.py": source, "run.sh": "python -m fire trainer Trainer _evaluate_model\n"}
+    assert _check(tmp_path, files, "trainer.py") == [("LC302", 12)]
+    files["run.sh"] = "python trainer.py  # then _evaluate_model by hand\n"
+    assert _check(tmp_path, files, "trainer.py") == []

@@ -19,15 +19,22 @@ bases are classes of the project) is taken to be unreferenced when:
   :func:`loopcheck.engine.callers.project_files` lists them) that is ``f``'s own file or
   imports its module names it, as a name or as a string that is exactly the name
   (``getattr(self, "evaluate")``), comments aside; the packaging files do not name it
-  (``console_scripts``); a notebook of the project does not name it;
+  (``console_scripts``); a notebook of the project does not name it; no line of a shell
+  script, configuration or document of the project (:data:`TEXT_SUFFIXES`) names it through
+  its module (:func:`_names_through_module`: a Hydra ``_target_: train.f``, ``python -c "from
+  train import f; f()"``, ``python -m fire train f``, a README's ``from utils import f``). Such
+  a file can run ``f`` only through its module: a line that names ``f`` alone (``--mode
+  train``, a vocabulary's ``train``, a sibling folder's ``python train.py``) does not;
 * neither ``f``'s module nor a file that imports it looks names up at run time
-  (``globals()``, ``vars()``, ``eval``, ``exec``, ``importlib``, ``__import__``,
+  (``globals()``, ``locals()``, ``vars()``, ``eval``, ``exec``, ``importlib``, ``__import__``,
   ``fire.Fire``; ``getattr`` with a computed name, on any object for a method, on a module
   for a function), and no file in ``f``'s folder or a folder above it that names the
   module imports modules by computed names.
 
 What is given up: a function called only from outside the project (a user's notebook kept
-elsewhere) by a script's or a private name.
+elsewhere) by a script's or a private name. A text file larger than :data:`MAX_TEXT_BYTES`
+(a data set's annotations, a vocabulary) is not read; more than
+:data:`~loopcheck.engine.callers.MAX_FILES` text files, and nothing is decided.
 """
 
 from __future__ import annotations
@@ -40,12 +47,17 @@ from pathlib import Path
 
 import libcst as cst
 
-from loopcheck.engine.callers import SKIP_DIRS, project_files
+from loopcheck.engine.callers import MAX_FILES, SKIP_DIRS, project_files
 
 #: Files whose text may name a function to run (an entry point): any mention counts.
 _PACKAGING = ("setup.py", "setup.cfg", "pyproject.toml")
+#: Files other than Python whose text may name a function to run: notebooks, shell scripts,
+#: configurations (Hydra's ``_target_``, ``tox.ini``-like ``.cfg``), documentation of usage.
+TEXT_SUFFIXES = (".sh", ".yaml", ".yml", ".json", ".cfg", ".toml", ".txt", ".md", ".rst")
+#: Text files larger than this many bytes are not read (data, not a configuration).
+MAX_TEXT_BYTES = 1 << 20
 #: Signs that a module looks names up at run time.
-_DYNAMIC = re.compile(r"(?<![.\w])(?:globals\(\)|vars\(\)|eval\(|exec\(|__import__\()|\bimportlib\b|\bFire\(")
+_DYNAMIC = re.compile(r"(?<![.\w])(?:globals\(\)|locals\(\)|vars\(\)|eval\(|exec\(|__import__\()|\bimportlib\b|\bFire\(")
 #: ``getattr(obj, name...``: the object, and whether the name is one string literal
 _GETATTR = re.compile(r"""(?<![.\w])getattr\(\s*([^,()]+?)\s*,\s*(?:(['"])\w*\2\s*[,)])?""")
 #: Signs that a module imports modules by computed names.
@@ -98,8 +110,8 @@ def _unreferenced(project, index, func: cst.FunctionDef, cls: cst.ClassDef | Non
             return False  # a library base may call any of its methods by name
     path = Path(index.path).resolve()
     root = Path(project.root)
-    files, notebooks = _listing(index, root)
-    if files is None:
+    files, notebooks, texts = _listing(index, root)
+    if files is None or texts is None:
         return False
     _stamp, own = project.source_of(path)
     if own is None or _dynamic(own, cls is not None):
@@ -120,28 +132,62 @@ def _unreferenced(project, index, func: cst.FunctionDef, cls: cst.ClassDef | Non
         f = root / p
         if f.exists() and re.search(rf"\b{re.escape(name)}\b", f.read_text(errors="replace")):
             return False
-    for nb in notebooks:
+    for nb in notebooks:  # a cell may ``%run`` the script and another call ``f``
         try:
             if re.search(rf"\b{re.escape(name)}\b", nb.read_text(errors="replace")):
+                return False
+        except OSError:
+            return False
+    owners = (path.stem if path.name != "__init__.py" else path.parent.name,) + ((cls.name.value,) if cls is not None else ())
+    for file in texts:
+        try:
+            if file.stat().st_size > MAX_TEXT_BYTES:
+                continue
+            if _names_through_module(file.read_bytes().decode("utf-8", "replace"), name, owners):
                 return False
         except OSError:
             return False
     return True
 
 
-def _listing(index, root: Path) -> tuple[list[Path] | None, list[Path]]:
-    """The project's ``.py`` files (:func:`~loopcheck.engine.callers.project_files`) and its
-    notebooks, listed once per check of a module."""
+def _names_through_module(text: str, name: str, owners: tuple[str, ...]) -> bool:
+    """Whether a line of ``text`` (a shell script, a configuration, a document) names function
+    ``name`` through one of ``owners`` (its module's name first, then its class's for a method):
+    ``owner.name`` or ``owner:name`` (a Hydra ``_target_``, an entry point, ``python -c``),
+    ``name`` after an import of the module on the line (``from pkg.train import f``,
+    ``import train; train.f()``), or ``owner name`` on a line that runs ``fire``
+    (``python -m fire train.py f``)."""
+    if name not in text:
+        return False
+    f = rf"\b{re.escape(name)}\b"
+    module = re.escape(owners[0])
+    either = "|".join(re.escape(o) for o in owners)
+    qualified = re.compile(rf"\b(?:{either})\s*[.:]\s*{f}")
+    imported = re.compile(rf"(?:\bfrom\s+[\w.]*\b{module}\s+import\b|\bimport\s+[\w.]*\b{module}\b)[^\n]*?{f}")
+    fire = re.compile(rf"\bfire\b[^\n]*\b(?:{module}(?:\.py)?|{either})\s+{f}")
+    return any(p.search(text) for p in (qualified, imported, fire))
+
+
+def _listing(index, root: Path) -> tuple[list[Path] | None, list[Path], list[Path] | None]:
+    """The project's ``.py`` files (:func:`~loopcheck.engine.callers.project_files`), its
+    notebooks, and its other text files (:data:`TEXT_SUFFIXES`; ``None`` when there are more
+    than :data:`~loopcheck.engine.callers.MAX_FILES` of them), listed once per check of a
+    module."""
     memo = index.cache.setdefault("unreferenced.listing", {})
     if root not in memo:
-        notebooks = []
+        notebooks: list[Path] = []
+        texts: list[Path] | None = []
         try:
             for directory, dirs, names in os.walk(root):
-                dirs[:] = [d for d in dirs if d not in SKIP_DIRS]
+                dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not os.path.isfile(os.path.join(directory, d, "pyvenv.cfg"))]
                 notebooks += [Path(directory, n) for n in names if n.endswith(".ipynb")]
-            memo[root] = (project_files(root), notebooks)
+                if texts is not None:
+                    texts += [Path(directory, n) for n in names if n.endswith(TEXT_SUFFIXES)]
+                    if len(texts) > MAX_FILES:
+                        texts = None
+            memo[root] = (project_files(root), notebooks, texts)
         except (OSError, RuntimeError):  # a symbolic link loop, a folder that cannot be read
-            memo[root] = (None, [])
+            memo[root] = (None, [], None)
     return memo[root]
 
 
