@@ -71,6 +71,8 @@ NO_RUNTIME_SYMPTOM = {
     "LC401_bad_outputs_kept_every_fifth_step.py": "the tracer watches the tensors backward() runs on, not the "
                                                   "model outputs a list keeps (their graphs are kept all the same)",
     "LC105_bad_optimizer_parameter.py": "it only defines train_one_epoch(); nothing calls it",
+    "LC401_bad_comprehension_of_outputs_kept.py": "the tracer watches the tensors backward() runs on, not the "
+                                                  "model outputs a list keeps (their graphs are kept all the same)",
     "LC104_bad_step_first_after_the_forward.py": "its first step updates the weights the forward saved, and "
                                                  "backward() raises RuntimeError (modified by an inplace "
                                                  "operation) before the tracer sees the backward after it",
