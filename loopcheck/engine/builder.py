@@ -2351,22 +2351,11 @@ class UnitBuilder:
         holds on every run where ``frame`` reads it, :data:`NO_VALUE` when the code alone does
         not fix it. Looked up as :meth:`run_constant` does: a parameter given a literal by the
         call being inlined (:attr:`Frame.constants`), a local variable of the function bound
-        exactly once (:func:`_single_bindings`), a global of the module
-        (:func:`literal_constants`); a parameter of an entry point is not fixed."""
+        exactly once or a global of the module (:meth:`value_bound_once`); a parameter of an
+        entry point is not fixed."""
         if name in frame.constants:
             return frame.constants[name]
-        f: Frame | None = frame
-        while f is not None:
-            if name in f.subst:
-                return NO_VALUE
-            if name in f.locals:
-                if f.node is None:
-                    break  # the module's own code: a global
-                if name in all_param_names(f.node):
-                    return NO_VALUE
-                return literal_value(self._bound_once_in(f.node).get(name))
-            f = f.parent
-        return literal_constants(frame.module).get(name, NO_VALUE)
+        return literal_value(self.value_bound_once(frame, name))
 
     def loop_info(self, frame: Frame, node, target, iter_expr) -> LoopInfo:
         self._place(node, frame.module)
