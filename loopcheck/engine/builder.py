@@ -2391,14 +2391,7 @@ class UnitBuilder:
                     return None
                 return self._bound_once_in(f.node).get(name)
             f = f.parent
-        index = frame.module
-        bound = index.cache.get("single_bindings")
-        if bound is None:
-            bound = _single_bindings(index.module_code())
-            for n in set(index.imports.aliases) | _declared_global(index):
-                bound[n] = None
-            index.cache["single_bindings"] = bound
-        return bound.get(name)
+        return module_bindings(frame.module).get(name)
 
     def _drawn(self, frame: Frame, target: cst.BaseExpression, iterable: cst.BaseExpression):
         """``(name, symbols)`` for each name of a ``for`` target whose elements come from one
@@ -3041,12 +3034,22 @@ def literal_constants(index) -> dict[str, object]:
     and it is not imported. Computed once per module."""
     found = index.cache.get("literal_constants")
     if found is None:
+        values = {k: literal_value(v) for k, v in module_bindings(index).items() if v is not None}
+        found = index.cache["literal_constants"] = {k: v for k, v in values.items() if v is not NO_VALUE}
+    return found
+
+
+def module_bindings(index) -> dict[str, cst.BaseExpression | None]:
+    """``global name -> the expression it is bound to, or None`` for a module's own code
+    (:func:`_single_bindings`), a name imported or declared ``global`` by a function of the
+    module being ``None`` (not bound once). Computed once per module."""
+    bound = index.cache.get("single_bindings")
+    if bound is None:
         bound = _single_bindings(index.module_code())
         for name in set(index.imports.aliases) | _declared_global(index):
             bound[name] = None
-        values = {k: literal_value(v) for k, v in bound.items() if v is not None}
-        found = index.cache["literal_constants"] = {k: v for k, v in values.items() if v is not NO_VALUE}
-    return found
+        index.cache["single_bindings"] = bound
+    return bound
 
 
 _GLOBAL = re.compile(r"\bglobal[ \t]+([\w \t,]+)")
