@@ -383,7 +383,7 @@ class ValidationWithoutNoGrad(Rule):
     def check(self, unit: Unit) -> Iterable[Report]:
         firsts: dict[int, tuple[Event, Event | None]] = {}
         for fwd in unit.of_kind("forward"):
-            if fwd.ctx.grad != "enabled" or not _batch_loops(fwd):
+            if fwd.ctx.grad != "enabled" or not _batch_loops(unit, fwd):
                 continue  # a single forward outside any loop (a test, an export) costs one graph
             if unit.in_module_forward:
                 continue  # inside a module's forward: its callers decide whether a backward follows
@@ -592,11 +592,50 @@ def _loss_module(unit: Unit, sym: str | None) -> bool:
     return sym in unit.roles.criteria or bool(CRITERION_NAME.search(last(sym)))
 
 
-def _batch_loops(fwd: Event) -> list[LoopInfo]:
-    """The loops around a forward, less those over models (``[net(x) for net in nets]`` is one
-    forward per model, not one per batch)."""
+def _batch_loops(unit: Unit, fwd: Event) -> list[LoopInfo]:
+    """The loops around a forward, less those over models: a loop whose target is the model
+    (``[net(x) for net in nets]`` is one forward per model, not one per batch), and a loop
+    whose every iteration builds the model anew before the forward (:func:`_built_per_iteration`:
+    a unit test that checks a fresh random block in each of 100 configurations)."""
     func = fwd.raw.func or ""
-    return [loop for loop in fwd.ctx.loops if func.split(".")[0] not in loop.targets]
+    return [
+        loop for loop in fwd.ctx.loops
+        if func.split(".")[0] not in loop.targets and not _built_per_iteration(unit, fwd, loop)
+    ]
+
+
+def _built_per_iteration(unit: Unit, fwd: Event, loop: LoopInfo) -> bool:
+    """Whether model ``fwd.subject`` is bound to a new object in each iteration of ``loop``
+    before forward ``fwd``: an assignment to the model's symbol (or to a model holding it:
+    ``block`` of ``block.head(x)``) directly in ``loop`` or in a loop inside it that holds the
+    forward too (under no ``if`` of that loop's body), earlier in program order, whose value
+    is a call's result (``block = Block(width)``, ``block, params = self.random_block()``,
+    ``net = copy.deepcopy(base)``) computed from nothing the model's symbol names (not
+    ``model = model.to(device)``) and not a method of a model the roles know (``net =
+    self.net.eval()`` is the same object every time). Each iteration then runs its forwards on
+    a model of its own, as a loop over models does."""
+    model = fwd.subject
+    if not model:
+        return False
+    for raw in unit.raws():
+        if raw is fwd.raw:
+            return False
+        target = raw.target if isinstance(raw, Assign) and raw.op == "=" else None
+        if not target or not (model == target or model.startswith(target + ".")):
+            continue  # (a binding of the model or of a model holding it: `block` of `block.head(x)`)
+        if not raw.ctx.loops or loop not in raw.ctx.loops or raw.ctx.loops[-1] not in fwd.ctx.loops or raw.ctx.conds:
+            continue  # (in each iteration of a loop inside `loop` that holds the forward too: fresh in `loop`'s)
+        if type(raw.value) is not cst.Call or raw.value_kind not in ("call", "part"):
+            continue
+        if any(m == target or m.startswith(target + ".") for m in raw.mentions):
+            continue
+        method = raw.value.func
+        if type(method) is cst.Attribute:
+            receiver = next((c.receiver for c in (raw.sources.calls if raw.sources else ()) if c.node is raw.value), None)
+            if receiver is not None and unit.roles.role(unit.roles.canon(receiver)) == "model":
+                continue
+        return True
+    return False
 
 
 def _trains_in(unit: Unit, loop: LoopInfo) -> bool:
