@@ -327,14 +327,19 @@ class _Typer:
                 self.ev("step", opt, scaler=self.sym("self") if scaler_step else None,
                         closure=closure is not None and arg_at(c, closure) is not None)
         elif k == "zero_grad":
+            none = self.set_to_none(eff.get("set_to_none"))
             if eff.get("optimizer") is not None:
                 opt = self.sym(eff.get("optimizer"))
                 if opt is not None:
-                    self.ev("zero_grad", opt)
+                    self.ev("zero_grad", opt, set_to_none=none)
             else:
                 model = self.sym(eff.get("params"))
                 if model is not None:
-                    self.ev("zero_grad_model", model)
+                    self.ev("zero_grad_model", model, set_to_none=none)
+        elif k == "grad_write":
+            owner = grad_owner(c.receiver) if eff.get("tensor") == "self" else None
+            if owner is not None:  # p.grad.copy_(g): a gradient written by hand, in place
+                self.ev("grad_set", owner, inplace=True)
         elif k == "opt_load_state":
             self.ev("opt_load_state", self.sym(eff.get("optimizer")))
         elif k == "sched_step":
@@ -385,6 +390,21 @@ class _Typer:
             for s in dict.fromkeys(syms):
                 if roles.tracked(s):
                     self.ev("havoc", s, aspects=aspects)
+
+    def set_to_none(self, ref) -> bool | str | None:
+        """What a ``zero_grad`` leaves in each ``.grad``, by its argument ``ref`` (the
+        knowledge's reference to ``set_to_none``): ``True`` (None) or ``False`` (zeros) when
+        the call gives it as a literal, ``"default"`` when it leaves it out (None from PyTorch
+        2.0, zeros before: ``[since] zero_grad_set_to_none``, decided with the project's pins
+        by the rules), ``None`` when unknown (a variable, or an entry that names no such
+        argument)."""
+        if ref is None:
+            return None
+        arg = arg_at(self.c, ref)
+        if arg is None:
+            node = self.c.node  # (``*args``/``**kwargs`` may give it)
+            return None if isinstance(node, cst.Call) and any(a.star for a in node.args) else "default"
+        return _literal_bool(arg.node)
 
     def data_effect(self, eff: Effect) -> None:
         """Events about the values and objects a call hands around rather than the training
@@ -481,6 +501,13 @@ class _Typer:
                 # decided by what their parameters are known to be (``touches``)
                 self.apply(module)
                 return
+        if c.inner is None and grad_owner(c.receiver) is not None:
+            # a method of a parameter's .grad (.grad.data): a tensor, whose methods the
+            # torch.Tensor entry describes (p.grad.copy_(g) writes a gradient by hand)
+            summary = knowledge().method("torch.Tensor", method or "")
+            if summary is not None:
+                self.apply(summary)
+                return
         if method in ("zero_", "zero") and c.receiver and (c.receiver.endswith(".grad") or c.receiver.endswith(".grad.data")):
             self.ev("zero_grad_all", None)
             return
@@ -521,10 +548,16 @@ def classify_assign(a: Assign, roles: Roles) -> list[Event]:
     if target is None:
         return out
     if target.endswith(".grad") and a.op == "=":
-        if _clears(a.value):
-            out.append(Event("zero_grad_all", None, a.node, a))
+        if _clears(a.value):  # (None: p.grad = None; zeros: p.grad = torch.zeros_like(p))
+            out.append(Event("zero_grad_all", None, a.node, a, {"set_to_none": _is_none(a.value)}))
         else:  # w.grad = g: gradients written by hand
             out.append(Event("grad_set", target[: -len(".grad")], a.node, a))
+        return out
+    if target.endswith(".grad.data") and a.op == "=" and not _is_none(a.value):
+        if _clears(a.value):  # p.grad.data = torch.zeros_like(p): zeros in the tensor .grad holds
+            out.append(Event("zero_grad_all", None, a.node, a, {"set_to_none": False}))
+        else:  # p.grad.data = g: a gradient written by hand, into the tensor .grad holds
+            out.append(Event("grad_set", grad_owner(target), a.node, a, {"inplace": True}))
         return out
     if target.endswith(".requires_grad") and a.op == "=" and _literal_bool(a.value) is not None and a.ctx.loops:
         # for p in model.parameters(): p.requires_grad = False
@@ -819,6 +852,21 @@ def _plain_container(a: Assign) -> Event | None:
     if not (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)):
         return None  # x.attr = [...]: the rules check that x is the method's self
     return Event("plain_container", a.target, a.node, a)
+
+
+def grad_owner(sym: str | None) -> str | None:
+    """The tensor whose gradient ``sym`` names: ``p`` of ``p.grad`` and of ``p.grad.data``
+    (a view of the same tensor), else ``None``."""
+    if sym is None:
+        return None
+    for suffix in (".grad", ".grad.data"):
+        if sym.endswith(suffix) and len(sym) > len(suffix):
+            return sym[: -len(suffix)]
+    return None
+
+
+def _is_none(value: cst.BaseExpression | None) -> bool:
+    return isinstance(value, cst.Name) and value.value == "None"
 
 
 def _clears(value: cst.BaseExpression | None) -> bool:

@@ -54,7 +54,12 @@ EVENTS: dict[str, frozenset[str]] = {
     "backward": frozenset({"loss", "gradient", "managed"}),
     "clip": frozenset({"params", "max_norm", "managed", "measure_only"}),
     "step": frozenset({"optimizer", "closure"}),
-    "zero_grad": frozenset({"optimizer", "params"}),
+    # set_to_none: the argument that says whether it sets each ``.grad`` to None (the default
+    # from PyTorch 2.0, ``[since] zero_grad_set_to_none``) or fills it with zeros
+    "zero_grad": frozenset({"optimizer", "params", "set_to_none"}),
+    # the call writes values into the tensor ``tensor`` in place (``Tensor.copy_``): into a
+    # parameter's ``.grad``, a gradient written by hand, when ``.grad`` holds a tensor
+    "grad_write": frozenset({"tensor"}),
     "opt_load_state": frozenset({"optimizer"}),
     "sched_step": frozenset({"scheduler", "metric"}),
     "train": frozenset({"model", "mode"}),
@@ -108,8 +113,11 @@ SETTINGS = frozenset({"overwrite_params_on_conversion", "default_dtype", "defaul
 #: ``[since]`` table gives it): ``scheduler_step_after_optimizer``, from PyTorch 1.1 a scheduler
 #: is stepped after ``optimizer.step()`` and a ``scheduler.step()`` before it skips the first value
 #: of the schedule (LC202; before 1.1 the constructor did not step, and the documented order was
-#: ``scheduler.step()`` at the top of the epoch).
-BEHAVIOURS = frozenset({"scheduler_step_after_optimizer"})
+#: ``scheduler.step()`` at the top of the epoch); ``zero_grad_set_to_none``, from PyTorch 2.0
+#: ``Optimizer.zero_grad()`` and ``Module.zero_grad()`` set each ``.grad`` to None unless given
+#: ``set_to_none=False`` (before 2.0 they filled it with zeros by default): a gradient then
+#: written into ``.grad`` in place (``p.grad.copy_(g)``) finds no tensor to write into.
+BEHAVIOURS = frozenset({"scheduler_step_after_optimizer", "zero_grad_set_to_none"})
 #: What a ``[packages]`` table may list: ``torch``, the top-level packages that are PyTorch or
 #: are built on it (a file that imports none of them is not checked for training rules).
 _PACKAGE_KEYS = frozenset({"torch", "other", "no_modules"})
@@ -375,7 +383,7 @@ def _arg_ref(value, where: str) -> ArgRef:
 
 
 _REF_KEYS = frozenset({"loss", "gradient", "params", "max_norm", "optimizer", "scheduler", "metric", "model", "scaler",
-                       "value", "container", "arg", "mode", "input", "state", "sampler"})
+                       "value", "container", "arg", "mode", "input", "state", "sampler", "set_to_none", "tensor"})
 
 
 def _effect(raw: dict, where: str) -> Effect:

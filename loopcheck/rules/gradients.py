@@ -32,8 +32,11 @@ import libcst as cst
 from loopcheck.engine.dataflow import NOT_TAKEN, Machine
 from loopcheck.engine.events import Event
 from loopcheck.engine.ir import Assign, Call, If, Loop, walk_events
+from loopcheck.engine.knowledge import knowledge
+from loopcheck.engine.names import dotted_name
+from loopcheck.engine.pins import pinned_before
 from loopcheck.engine.unit import Unit
-from loopcheck.engine.values import definitions, loops as all_loops
+from loopcheck.engine.values import definitions, loops as all_loops, written_before
 from loopcheck.findings import Report
 from loopcheck.catalog import INFOS
 from loopcheck.rules.base import Rule, register
@@ -61,6 +64,11 @@ class G(NamedTuple):
     counted: while ``filled``, the counters (:func:`pure_counters`) incremented since the
         gradients were filled: each is positive on this path, so a test that the counter is
         zero is false (``if accum_count > 0:`` before a step that flushes what is left).
+    none: while ``empty`` or ``wiped``, what the clear left in each ``.grad``: ``True`` None
+        (``zero_grad()`` from PyTorch 2.0, ``set_to_none=True``, ``p.grad = None``), ``False``
+        a tensor of zeros (``set_to_none=False``, ``zero_grad()`` before 2.0), ``None`` unknown.
+        A gradient written into ``.grad`` in place (``p.grad.copy_(g)``) fills the gradients
+        only where a tensor is there to write into.
     """
 
     phase: str
@@ -75,6 +83,7 @@ class G(NamedTuple):
     built: Event | None = None  # the construction of the optimizer on this path, when seen
     partial: bool = False
     counted: frozenset = frozenset()
+    none: bool | None = None
 
 
 UNKNOWN = G("unknown", stale=None)
@@ -345,9 +354,10 @@ class GradientMachine(Machine):
             # clear its gradients or other ones (a second optimizer over prompt embeddings)
             return G("unknown", stale=None, stepped=s.stepped, built=s.built)
         if (k in ("zero_grad", "zero_grad_model") and touches(self.unit, self.opt, ev, s.built)) or k == "zero_grad_all":
+            none = self._sets_none(ev)
             if s.phase == "filled" and not s.spent and not s.partial:
-                return G("wiped", bw=s.bw, zg=ev, stepped=s.stepped, skip=s.skip, built=s.built)
-            return G("empty", stepped=s.stepped, built=s.built)
+                return G("wiped", bw=s.bw, zg=ev, stepped=s.stepped, skip=s.skip, built=s.built, none=none)
+            return G("empty", stepped=s.stepped, built=s.built, none=none)
         if k in ("zero_grad", "zero_grad_model"):
             part = cleared_part(self.unit, self.opt, ev, s.built)
             if part:
@@ -355,8 +365,25 @@ class GradientMachine(Machine):
         if k == "havoc" and ev.may_change("grads") and touches(self.unit, self.opt, ev):
             return UNKNOWN
         if k == "grad_set" and touches(self.unit, self.opt, ev):
+            if ev.extra.get("inplace") and s.phase in ("empty", "wiped"):
+                # p.grad.copy_(g) writes into the tensor .grad holds: after a clear that set
+                # .grad to None there is none (the write raises, or an ``if p.grad is not
+                # None`` around it skips it), and the step still finds no gradient
+                if s.none is True:
+                    return s
+                if s.none is None:
+                    return G("unknown", stale=None, stepped=s.stepped, built=s.built)
             return G("filled", bw=ev, stale=False, stepped=s.stepped, built=s.built)  # written by hand
         return s
+
+    def _sets_none(self, ev: Event) -> bool | None:
+        """What the clear ``ev`` leaves in each ``.grad`` (:attr:`G.none`): its
+        ``set_to_none`` (:meth:`loopcheck.engine.events._Typer.set_to_none`), the default
+        read as the PyTorch the code is written for gives it (:func:`zero_grad_sets_none`)."""
+        none = ev.extra.get("set_to_none")
+        if none == "default":
+            return self.unit.cached("zero_grad sets None", lambda: zero_grad_sets_none(self.unit))
+        return none
 
     def _params_known(self, built: Event | None) -> bool:
         """Whether some of the optimizer's parameters are known to be a model's (all of them,
@@ -406,6 +433,11 @@ class GradientMachine(Machine):
         return self._counters
 
     def branch(self, s: G, node: If, taken: bool) -> G:
+        if s.phase == "wiped" and s.none is False and _absent_grad_arm(node) is taken:
+            # ``if p.grad is not None: p.grad.copy_(g)`` after a clear that left zeros: every
+            # gradient the backward filled is still a tensor, so the arm where it is None skips
+            # only parameters the backward gave none (nothing of theirs was wiped)
+            return NOT_TAKEN
         if s.phase != "filled":
             return s
         if s.counted:
@@ -427,6 +459,49 @@ class GradientMachine(Machine):
         if other is not None and mine is None and not other_bw:
             return s._replace(skip=other)
         return s
+
+
+def zero_grad_sets_none(unit: Unit) -> bool:
+    """Whether ``zero_grad()`` without ``set_to_none`` sets each ``.grad`` to None in the
+    unit's code: from PyTorch 2.0 (``[since] zero_grad_set_to_none``, ``knowledge/torch.toml``)
+    it does, before it filled them with zeros; ``False`` when the code is established to be
+    written for an older PyTorch (the project pins one, :func:`~loopcheck.engine.pins.pinned_before`,
+    or it makes a call that only means something before that version,
+    :func:`~loopcheck.engine.values.written_before`)."""
+    since = knowledge().since.get("zero_grad_set_to_none")
+    if since is None:
+        return True
+    dated = written_before(unit)
+    if dated is not None and dated[0] <= since:
+        return False
+    return not pinned_before(getattr(unit.module, "project", None), since)
+
+
+def _absent_grad_arm(node: If) -> bool | None:
+    """For an ``if`` that tests whether a tensor's ``.grad`` is None (``p.grad is not None``,
+    ``p.grad is None``) and, in the arm where it is not, writes that ``.grad`` in place
+    (``p.grad.copy_(g)``, a ``grad_set`` event of ``p`` with ``inplace``): whether the arm
+    where ``.grad`` is None is the body (``True``) or the else arm (``False``); else ``None``."""
+    test = node.test
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    comp = test.comparisons[0]
+    op = type(comp.operator)
+    if op not in (cst.Is, cst.IsNot) or not (isinstance(comp.comparator, cst.Name) and comp.comparator.value == "None"):
+        return None
+    left = test.left
+    if not (isinstance(left, cst.Attribute) and left.attr.value == "grad"):
+        return None
+    owner = dotted_name(left.value)
+    if owner is None:
+        return None
+    present = node.body if op is cst.IsNot else node.orelse
+    written = any(
+        ev.kind == "grad_set" and ev.extra.get("inplace") and ev.subject is not None
+        and (ev.subject == owner or ev.subject.endswith(":" + owner))
+        for raw in walk_events(present) for ev in raw.typed
+    )
+    return (op is cst.Is) if written else None
 
 
 def pure_counters(unit: Unit) -> frozenset[str]:
