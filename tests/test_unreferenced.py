@@ -116,6 +116,32 @@ def test_a_library_base_two_classes_up(tmp_path):
     assert _check(tmp_path, files, "trainer.py") == []
 
 
+def test_an_override_the_base_class_calls_through_self(tmp_path):
+    """A private method overriding one that a base class of another module calls through
+    ``self`` (``self._evaluate_model(...)`` in the base's ``fit()``) runs: the base's module
+    names it, although it does not import the subclass's module."""
+    base = ("class BaseTrainer:\n    def _evaluate_model(self, loader):\n        pass\n\n"
+            "    def fit(self):\n        self._evaluate_model([])\n")
+    source = TRAINER.replace("{BASES}", "(BaseTrainer)").replace("{DECORATOR}", "").replace("{CALL}", "pass")
+    files = {"base.py": base, "trainer.py": "from base import BaseTrainer\n" + source}
+    assert _check(tmp_path, files, "trainer.py") == [("LC302", 13)]
+    files["base.py"] = "class BaseTrainer:\n    def fit(self):\n        pass\n"  # nothing calls it
+    assert _check(tmp_path, files, "trainer.py") == []
+
+
+def test_a_method_a_subclass_two_modules_down_calls(tmp_path):
+    """A method of a helper module's class, called through ``self`` by a subclass defined in a
+    module that imports the module only through another one (``from mid import *``), runs."""
+    base = TRAINER.replace("{BASES}", "").replace("{DECORATOR}", "").replace("{CALL}", "pass")
+    base = base.replace("_evaluate_model", "evaluate_model").split('if __name__')[0]
+    files = {"base.py": base, "mid.py": "from base import Trainer\n\n\nclass Mid(Trainer):\n    pass\n",
+             "train.py": "from mid import *\n\n\nclass Run(Mid):\n    def go(self):\n        self.evaluate_model([])\n\n\n"
+                         "if __name__ == '__main__':\n    Run().go()\n"}
+    assert _check(tmp_path, files, "base.py") == [("LC302", 12)]
+    files["train.py"] = files["train.py"].replace("self.evaluate_model([])", "pass")  # nobody calls it
+    assert _check(tmp_path, files, "base.py") == []
+
+
 def test_a_symbolic_link_loop_in_the_project(tmp_path):
     """A project with a symbolic link loop (``loop.py -> loop.py``) is read without an error."""
     (tmp_path / "loop.py").symlink_to(tmp_path / "loop.py")

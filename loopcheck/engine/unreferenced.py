@@ -16,8 +16,11 @@ bases are classes of the project) is taken to be unreferenced when:
   ``setup.cfg``, ``pyproject.toml``: nothing outside the project imports it);
 * ``f`` is not decorated, not a dunder, and its class (for a method) is not decorated;
 * no Python file of the project (``.py``, under the project root, as
-  :func:`loopcheck.engine.callers.project_files` lists them) that is ``f``'s own file or
-  imports its module names it, as a name or as a string that is exactly the name
+  :func:`loopcheck.engine.callers.project_files` lists them) that is ``f``'s own file, imports
+  its module, or (for a method) holds a class the method's class derives from (whose methods
+  call it through ``self``: an override of ``_epoch_test`` that the base's ``train()`` runs),
+  or imports, through a chain of modules, one that imports its module (where a subclass
+  may call a method through ``self``) names it, as a name or as a string that is exactly the name
   (``getattr(self, "evaluate")``), comments aside; the packaging files do not name it
   (``console_scripts``); a notebook of the project does not name it; no line of a shell
   script, configuration or document of the project (:data:`TEXT_SUFFIXES`) names it through
@@ -105,8 +108,10 @@ def _unreferenced(project, index, func: cst.FunctionDef, cls: cst.ClassDef | Non
     name = func.name.value
     if func.decorators or (name.startswith("__") and name.endswith("__")):
         return False
+    bases: list = []
     if cls is not None:
-        if cls.decorators or cls.keywords or not _project_bases(index, cls):
+        bases = _project_bases(index, cls)
+        if cls.decorators or cls.keywords or bases is None:
             return False  # a library base may call any of its methods by name
     path = Path(index.path).resolve()
     root = Path(project.root)
@@ -120,11 +125,20 @@ def _unreferenced(project, index, func: cst.FunctionDef, cls: cst.ClassDef | Non
     importers = _importers(project, index, files, path)
     if importers is None:
         return False
+    if cls is not None:
+        # a subclass in a module that imports an importer (``from engine.adv_train import *``
+        # for a class deriving from one of ``base_trainer.py``) calls it through ``self`` too
+        importers = _importers_closure(project, index, files, path, importers)
+        if importers is None:
+            return False
     if not (_MAIN.search(own) or name.startswith("_") or (importers and not packaged)):
         return False
     if _named(own, name, bare=cls is None) > 1:  # its own definition names it once
         return False
-    for file in importers:
+    # the files that import the module, and for a method those of the classes it derives
+    # from, whose methods call it through ``self`` (a base's ``self._epoch_test(...)`` runs
+    # the override): what the module imports does not import it back
+    for file in dict.fromkeys([*importers, *(b for b in bases if b != path)]):
         text = _text(project, file)
         if text is None or _dynamic(text, cls is not None) or _named(text, name):
             return False
@@ -208,11 +222,13 @@ def _dynamic(text: str, method: bool) -> bool:
     return False
 
 
-def _project_bases(index, cls: cst.ClassDef) -> bool:
-    """Whether every class ``cls`` derives from, up its whole chain, is ``object`` or a class
-    of the project (a library base, ``unittest.TestCase``, ``nn.Module``, may call any method
-    by its name: ``test_*``, ``forward``)."""
+def _project_bases(index, cls: cst.ClassDef) -> list[Path] | None:
+    """The files of the classes ``cls`` derives from, up its whole chain, when every one is
+    ``object`` or a class of the project; ``None`` when one is not (a library base,
+    ``unittest.TestCase``, ``nn.Module``, may call any method by its name: ``test_*``,
+    ``forward``)."""
     seen: set = set()
+    files: list[Path] = []
     stack = [(index, [_dotted(arg.value) for arg in cls.bases])]
     while stack:
         where, bases = stack.pop()
@@ -223,12 +239,14 @@ def _project_bases(index, cls: cst.ClassDef) -> bool:
             if ref is None and d is not None:
                 ref = where.class_ref(where.imports.qualify(d), qualified=True)
             if ref is None or ref.info is None:
-                return False
+                return None
             if (ref.module, ref.name) in seen:
                 continue
             seen.add((ref.module, ref.name))
+            if ref.module.path is not None:
+                files.append(Path(ref.module.path).resolve())
             stack.append((ref.module, list(ref.info.bases)))
-    return True
+    return files
 
 
 def _dotted(expr) -> str | None:
@@ -270,6 +288,33 @@ def _importers(project, index, files: list[Path], path: Path) -> list[Path] | No
             out.append(file)
     memo[path] = out
     return out
+
+
+#: At most this many modules are followed back through their importers for a method;
+#: beyond it nothing is decided.
+MAX_IMPORT_CHAIN = 64
+
+
+def _importers_closure(project, index, files: list[Path], path: Path, first: list[Path]) -> list[Path] | None:
+    """The files that import the module at ``path`` (``first``), those that import one of
+    them, and so on (where a subclass of a class of ``path`` may be defined), or ``None``
+    when one cannot be read or more than :data:`MAX_IMPORT_CHAIN` modules are met."""
+    seen = dict.fromkeys(first)
+    frontier = list(first)
+    while frontier:
+        nxt = []
+        for module in frontier:
+            found = _importers(project, index, files, module)
+            if found is None:
+                return None
+            for f in found:
+                if f != path and f not in seen:
+                    seen[f] = None
+                    nxt.append(f)
+        if len(seen) > MAX_IMPORT_CHAIN:
+            return None
+        frontier = nxt
+    return list(seen)
 
 
 def _text(project, file: Path) -> str | None:
