@@ -160,8 +160,9 @@ def synced_at(unit, raw: Call, program: tuple[dict[int, int], dict[str, list[int
     ``scheduler = accelerator.prepare(scheduler)``): a call that wraps it runs on every path
     to ``raw`` (before it in program order, under no ``if`` of its own, in no loop ``raw`` is
     not in), the only assignment of the scheduler's names between them in program order is
-    its own (not ``scheduler = ExponentialLR(...)`` again), and its accelerator is not one a construction
-    makes step its schedulers on every call (:attr:`~loopcheck.engine.roles.Roles.unsynced`).
+    its own (not ``scheduler = ExponentialLR(...)`` again), and its accelerator is not one a
+    construction makes step its schedulers on every call
+    (:attr:`~loopcheck.engine.roles.Roles.unsynced`).
     ``program``: :func:`_program_order` of the unit. A scheduler that no such call wraps steps
     on every micro-step."""
     roles = unit.roles
