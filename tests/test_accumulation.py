@@ -152,3 +152,71 @@ def test_a_reused_ir_is_lowered_by_the_count_of_the_new_check():
     assert reparser.tables["units"].taken >= 1  # and back
     fresh = analyze("python", edited, str(FIXTURES / "edited.py"), None, True, (), None)
     assert [(f.code, f.row) for f in fresh.findings] == [("LC401", 19)]
+
+
+SUBSTEPS = """
+for x in loader:
+    with accelerator.accumulate(model):
+        accelerator.backward(model(x).sum())
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad()
+"""
+
+
+def _scheduled(ctor: str, prepared: str, between: str = "") -> str:
+    return (
+        "import torch\nfrom accelerate import Accelerator\n"
+        f"accelerator = {ctor}\n"
+        "model = torch.nn.Linear(4, 4)\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=0.9)\n"
+        f"{prepared} = accelerator.prepare({prepared})\n{between}" + SUBSTEPS
+    )
+
+
+def test_a_prepared_scheduler_steps_under_the_flag_with_its_optimizer():
+    unit = _unit(_scheduled("Accelerator(gradient_accumulation_steps=4)", "model, optimizer, scheduler"))
+    assert _shape(_body(unit)) == [
+        ("=", "accelerator.sync_gradients"),
+        "model", ".sum", "accelerator.backward",
+        ("if", "accelerator.sync_gradients", ["optimizer.step"]),
+        ("if", "accelerator.sync_gradients", ["scheduler.step"]),
+        ("if", "accelerator.sync_gradients", ["optimizer.zero_grad"]),
+    ]
+    # the flag is read once per micro-step: where the scheduler steps, the optimizer has stepped
+    from loopcheck.rules.schedulers import _SteppedMachine
+    opt = next(ev.subject for ev in unit.events if ev.kind == "step")
+    flow = unit.flow(("stepped", opt), lambda: _SteppedMachine(opt, unit.roles.names_of(opt)))
+    (sched,) = unit.of_kind("sched_step")
+    assert flow.states(sched) == {True}
+
+
+@pytest.mark.parametrize("ctor, prepared, between", [
+    # not passed through prepare(): a plain scheduler steps on every micro-step
+    ("Accelerator(gradient_accumulation_steps=4)", "model, optimizer", ""),
+    # the accelerator does not tie its schedulers to the optimizer's steps
+    ("Accelerator(gradient_accumulation_steps=4, step_scheduler_with_optimizer=False)", "model, optimizer, scheduler", ""),
+    ("Accelerator(gradient_accumulation_steps=4, step_scheduler_with_optimizer=args.tie)", "model, optimizer, scheduler", ""),
+    # bound anew to a scheduler that was not prepared
+    ("Accelerator(gradient_accumulation_steps=4)", "model, optimizer, scheduler",
+     "scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=0.9)\n"),
+])
+def test_a_scheduler_not_established_prepared_steps_on_every_micro_step(ctor, prepared, between):
+    unit = _unit(_scheduled(ctor, prepared, between))
+    shape = _shape(_body(unit))
+    assert "scheduler.step" in shape  # unconditional, beside the gated optimizer steps
+    assert ("if", "accelerator.sync_gradients", ["optimizer.step"]) in shape
+
+
+def test_step_scheduler_with_optimizer_true_keeps_the_scheduler_synced():
+    unit = _unit(_scheduled("Accelerator(gradient_accumulation_steps=4, step_scheduler_with_optimizer=True)",
+                            "model, optimizer, scheduler"))
+    assert ("if", "accelerator.sync_gradients", ["scheduler.step"]) in _shape(_body(unit))
+
+
+def test_a_prepare_under_an_if_does_not_establish_the_wrapper():
+    source = _scheduled("Accelerator(gradient_accumulation_steps=4)", "model, optimizer").replace(
+        "model, optimizer = accelerator.prepare(model, optimizer)\n",
+        "model, optimizer = accelerator.prepare(model, optimizer)\n"
+        "if wrap:\n    scheduler = accelerator.prepare(scheduler)\n")
+    assert "scheduler.step" in _shape(_body(_unit(source)))

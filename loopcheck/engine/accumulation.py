@@ -4,7 +4,12 @@ Knowledge (``loopcheck/knowledge/accelerate.toml``): entering the block sets the
 ``sync_gradients`` (an ``accumulation_flag`` attribute), true on every N-th micro-step, N the
 count its construction gives (``Accelerator(gradient_accumulation_steps=N)``, 1 when left out);
 inside the block the prepared optimizer's ``step()`` and ``zero_grad()`` do nothing unless it is
-true (``AcceleratedOptimizer.step``: https://huggingface.co/docs/accelerate/usage_guides/gradient_accumulation).
+true (``AcceleratedOptimizer.step``: https://huggingface.co/docs/accelerate/usage_guides/gradient_accumulation),
+and so does the ``step()`` of a scheduler the accelerator prepared (``returns.synced``: an
+``AcceleratedScheduler`` returns at once ``if not self.gradient_state.sync_gradients``, and when
+an optimizer's step was skipped; https://github.com/huggingface/accelerate/blob/main/src/accelerate/scheduler.py),
+unless the accelerator was built with ``step_scheduler_with_optimizer=False`` (knowledge
+``accumulation.unsynced``): it steps exactly when the prepared optimizer steps.
 
 :func:`lower_accumulate_blocks` writes that into a unit's IR, where the dataflow sees it: each
 such ``step()``/``zero_grad()`` goes under ``if accelerator.sync_gradients:``, and the block's
@@ -32,6 +37,8 @@ from loopcheck.engine.values import context_of, parents, with_items
 FLAG = "accumulation_flag"
 #: The events a block's accumulation gates, of a prepared optimizer.
 GATED = frozenset({"step", "zero_grad"})
+#: The event a block's accumulation gates, of a scheduler the accelerator prepared.
+SCHEDULER_GATED = "sched_step"
 
 
 def accumulate_item(unit, node: cst.CSTNode) -> cst.WithItem | None:
@@ -133,10 +140,56 @@ def _anchor(node: Node) -> cst.CSTNode | None:
     return None
 
 
+def _program_order(unit) -> tuple[dict[int, int], dict[str, list[int]]]:
+    """``(order, bindings)`` of ``unit``'s IR: ``id(raw event) →`` its position in program
+    order, and name → the positions of the assignments that bind it (the builder follows a
+    call that binds names, ``a, b = f(...)``, with an assignment of each)."""
+    order: dict[int, int] = {}
+    bindings: dict[str, list[int]] = {}
+    for i, raw in enumerate(walk_events(unit.ir)):
+        order[id(raw)] = i
+        if type(raw) is Assign and raw.target:
+            bindings.setdefault(raw.target, []).append(i)
+    return order, bindings
+
+
+def synced_at(unit, raw: Call, program: tuple[dict[int, int], dict[str, list[int]]]) -> bool:
+    """Whether the scheduler of the raw ``scheduler.step()`` ``raw`` (every typed event of it a
+    ``sched_step`` without argument) is, where it runs, one an accelerator wrapped to step only
+    when its accumulation flag is true (:attr:`~loopcheck.engine.roles.Roles.synced`:
+    ``scheduler = accelerator.prepare(scheduler)``): a call that wraps it runs on every path
+    to ``raw`` (before it in program order, under no ``if`` of its own, in no loop ``raw`` is
+    not in), the only assignment of the scheduler's names between them in program order is
+    its own (not ``scheduler = ExponentialLR(...)`` again), and its accelerator is not one a
+    construction makes step its schedulers on every call
+    (:attr:`~loopcheck.engine.roles.Roles.unsynced`).
+    ``program``: :func:`_program_order` of the unit. A scheduler that no such call wraps steps
+    on every micro-step."""
+    roles = unit.roles
+    order, bindings = program
+    at = order.get(id(raw))
+    if not raw.typed or at is None:
+        return False
+    for ev in raw.typed:
+        if ev.kind != SCHEDULER_GATED or ev.extra.get("nargs"):
+            return False
+        sym = roles.canon(ev.subject)
+        bound = [i for name in roles.names_of(sym) for i in bindings.get(name, ()) if i < at]
+        if not any(
+                order.get(id(c), at) < at and sum(1 for i in bound if i > order[id(c)]) == 1
+                and not c.ctx.conds
+                and all(any(li is mine for mine in raw.ctx.loops) for li in c.ctx.loops)
+                and roles.canon(c.receiver) not in roles.unsynced
+                for c in roles.synced.get(sym, ())):
+            return False
+    return True
+
+
 def lower_accumulate_blocks(unit) -> bool:
     """Lower the steps of ``accumulate()`` blocks in ``unit``'s IR (see the module docstring):
     each raw ``optimizer.step()``/``optimizer.zero_grad()`` (every event of it a ``step`` or
-    ``zero_grad`` of an optimizer, not inlined) whose innermost accumulation ``with`` item
+    ``zero_grad`` of an optimizer, not inlined), and each raw ``scheduler.step()`` of a
+    scheduler the accelerator prepared (:func:`synced_at`), whose innermost accumulation ``with`` item
     (:func:`accumulate_item`) belongs to an accelerator not established to sync on every
     micro-step goes under an ``If`` on ``<accelerator>.<flag>`` (``accelerator.sync_gradients``);
     an ``Assign`` to that attribute (no value, no event) goes before the first item of each
@@ -148,11 +201,21 @@ def lower_accumulate_blocks(unit) -> bool:
     gates: dict[int, tuple[cst.WithItem, cst.Attribute]] = {}  # id(raw) -> (item, test)
     blocks: dict[int, tuple[cst.WithItem, cst.Attribute, cst.CSTNode]] = {}  # id(block) -> (item, test, block)
     table = None
+    order = None
     for ev in unit.events:
         raw = ev.raw
-        if ev.kind not in GATED or id(raw) in gates or type(raw) is not Call or raw.inlined:
+        if ev.kind not in GATED and ev.kind != SCHEDULER_GATED:
             continue
-        if not all(e.kind in GATED and roles.role(roles.canon(e.subject)) == "optimizer" for e in raw.typed):
+        if id(raw) in gates or type(raw) is not Call or raw.inlined:
+            continue
+        if ev.kind == SCHEDULER_GATED:
+            if not roles.synced:
+                continue
+            if order is None:
+                order = _program_order(unit)
+            if not synced_at(unit, raw, order):
+                continue
+        elif not all(e.kind in GATED and roles.role(roles.canon(e.subject)) == "optimizer" for e in raw.typed):
             continue
         item = accumulate_item(unit, raw.node)
         if item is None or syncs_every_step(unit, item):

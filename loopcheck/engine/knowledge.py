@@ -94,7 +94,7 @@ ROLES = frozenset({"optimizer", "scheduler", "scaler", "loader", "model", "crite
 _ROLE_KEYS = frozenset({
     "role", "params", "eager_state", "moves_state", "state_when", "schedule", "period", "optimizer", "same", "type", "value",
     "sampler", "items", "first_change", "constant_when", "shares", "fresh_items", "accumulation", "copies", "collate",
-    "process_fact",
+    "process_fact", "synced",
 })
 _ENTRY_KEYS = frozenset({
     "names", "bases", "effects", "returns", "methods", "attributes", "grad", "source", "context", "modes",
@@ -219,12 +219,17 @@ class Accumulation:
             a DeepSpeed plugin whose configuration gives its own): the count is then unknown.
         attribute: the attribute of the instance whose assignment changes the count
             (``accelerator.gradient_accumulation_steps = 4``): one assigned makes it unknown.
+        unsynced: arguments that, given a value other than the literal ``True``, make the
+            schedulers the instance wraps (a method's ``returns.synced``) step on every call
+            instead of only when the flag says the micro-step syncs (Accelerate's
+            ``step_scheduler_with_optimizer=False``).
     """
 
     arg: ArgRef
     default: int
     unless: tuple = ()
     attribute: str | None = None
+    unsynced: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -274,7 +279,11 @@ class Returns:
             left out, or ``None``, each batch holds tensors the default collate made from the
             samples; given, the batch is whatever that function returns),
             ``accumulation`` (:class:`Accumulation`: for an accelerator, the construction
-            argument that gives its gradient accumulation count).
+            argument that gives its gradient accumulation count), ``synced`` (for a method of
+            an accelerator: the role, ``"scheduler"``, of the returned objects that it wraps so
+            that their ``step()`` does nothing on a micro-step where the receiver's
+            ``accumulation_flag`` is false: ``accelerator.prepare(...)`` returns an
+            ``AcceleratedScheduler``, which steps only when the prepared optimizer steps).
         items: for a returned tuple, what each element is (``deepspeed.initialize``).
     """
 
@@ -429,6 +438,10 @@ def _returns(raw, where: str) -> Returns | None:
     for k in ("eager_state", "moves_state", "schedule", "sampler", "fresh_items", "copies", "process_fact"):
         if k in raw:
             details.append((k, raw[k]))
+    if "synced" in raw:
+        if raw["synced"] not in ROLES:
+            raise KnowledgeError(f"{where}: 'synced' is a role")
+        details.append(("synced", raw["synced"]))
     if "first_change" in raw:
         details.append(("first_change", _first_change(raw["first_change"], where)))
     if "constant_when" in raw:
@@ -450,13 +463,15 @@ def _first_change(raw, where: str) -> FirstChange:
 
 def _accumulation(raw, where: str) -> Accumulation:
     if not isinstance(raw, dict) or "arg" not in raw or "default" not in raw or set(raw) - {
-            "arg", "default", "unless", "attribute"}:
-        raise KnowledgeError(f"{where}: 'accumulation' is a table with 'arg', 'default' and optional 'unless', 'attribute'")
+            "arg", "default", "unless", "attribute", "unsynced"}:
+        raise KnowledgeError(
+            f"{where}: 'accumulation' is a table with 'arg', 'default' and optional 'unless', 'attribute', 'unsynced'")
     default = raw["default"]
     if isinstance(default, bool) or not isinstance(default, int):
         raise KnowledgeError(f"{where}: 'accumulation' default is an integer")
     unless = tuple(_arg_ref(u, where) for u in raw.get("unless", ()))
-    return Accumulation(_arg_ref(raw["arg"], where), default, unless, raw.get("attribute"))
+    unsynced = tuple(_arg_ref(u, where) for u in raw.get("unsynced", ()))
+    return Accumulation(_arg_ref(raw["arg"], where), default, unless, raw.get("attribute"), unsynced)
 
 
 def _constant_when(raw, where: str) -> ConstantWhen:

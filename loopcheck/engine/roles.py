@@ -279,6 +279,14 @@ class Roles:
             or the argument left out), ``None`` when the code does not fix it (a count read
             from the command line, a plugin that gives its own, constructions that disagree,
             the attribute assigned later); an accelerator the unit does not construct is absent.
+        synced: scheduler → the calls that return it wrapped so that its ``step()`` runs only
+            on a micro-step where the accelerator's accumulation flag is true (knowledge
+            ``returns.synced = "scheduler"``: ``accelerator.prepare(..., scheduler)``, which
+            returns an ``AcceleratedScheduler``), in the order of the code.
+        unsynced: accelerators some construction of which makes the schedulers they wrap step
+            on every call (knowledge ``accumulation.unsynced``:
+            ``Accelerator(step_scheduler_with_optimizer=False)``, or any value but a literal
+            ``True``).
         parameterless: models established to hold no parameters
             (:func:`loopcheck.engine.values.models_without_parameters`): their forward passes
             make no graph of their own (set by :func:`know_models_without_parameters`).
@@ -307,6 +315,8 @@ class Roles:
     keepers: frozenset[str] = frozenset()
     parameterless: frozenset[str] = frozenset()
     accumulation: dict[str, int | None] = field(default_factory=dict)
+    synced: dict[str, list[Call]] = field(default_factory=dict)
+    unsynced: set[str] = field(default_factory=set)
 
     def canon(self, sym: str | None) -> str | None:
         """The representative of a symbol's alias class; ``model.module`` → ``model``."""
@@ -505,6 +515,19 @@ def accumulation_count(call: Call, acc) -> int | None:
         return None
     arg = arg_at(call, acc.arg)
     return acc.default if arg is None else arg.constant
+
+
+def steps_schedulers_on_sync(call: Call, acc) -> bool:
+    """Whether the accelerator construction ``call`` leaves the schedulers it wraps stepping
+    only when its accumulation flag is true (``acc``: the entry's
+    :class:`~loopcheck.engine.knowledge.Accumulation`): no argument of ``acc.unsynced`` is
+    given, or each is the literal ``True`` (``Accelerator(step_scheduler_with_optimizer=True)``,
+    the default). ``**kwargs`` that could give one establish nothing against it."""
+    for ref in acc.unsynced:
+        arg = arg_at(call, ref)
+        if arg is not None and not (type(arg.node) is cst.Name and arg.node.value == "True"):
+            return False
+    return True
 
 
 def keeps_no_state(call: Call, r) -> bool:
@@ -833,6 +856,8 @@ class _Inference:
                 if roles.accumulation.get(target, count) != count:
                     count = None  # built twice (if/else arms) with different counts
                 roles.accumulation[target] = count
+                if not steps_schedulers_on_sync(c, acc):
+                    roles.unsynced.add(target)
         elif role == "model":
             roles.models.add(target)
         elif role == "loss":
@@ -1090,11 +1115,32 @@ class _Inference:
             if isinstance(e, Assign) and e.op == "=" and e.target and id(e.value) in roles.scaled_calls:
                 roles.scaled[e.target] = roles.scaled_calls[id(e.value)]
 
-    def _same(self, c: Call, tracked: set[str]):
-        """``(target, argument)`` pairs a call returns unchanged (its summary's ``same``)."""
+    def _summary(self, c: Call):
+        """The summary of ``c`` (:func:`summary_of`), or, for a method of an untyped receiver
+        named like an accelerator (``self.accelerator.prepare``), Accelerate's method's."""
         summary = summary_of(c, self.roles)
         if summary is None and c.receiver and ACCELERATOR_NAME.search(last(c.receiver)):
             summary = self.kb.method("accelerate.Accelerator", c.method or "")
+        return summary
+
+    def synced(self) -> None:
+        """:attr:`Roles.synced`: the schedulers a call returns wrapped to step only when the
+        accelerator's flag says the micro-step syncs (knowledge ``returns.synced``)."""
+        roles = self.roles
+        for c in self.calls:
+            if not c.targets:
+                continue
+            summary = self._summary(c)
+            if summary is None or summary.returns is None or summary.returns.get("synced") != "scheduler":
+                continue
+            for t in c.targets:
+                sym = roles.canon(t) if t else None
+                if sym in roles.schedulers:
+                    roles.synced.setdefault(sym, []).append(c)
+
+    def _same(self, c: Call, tracked: set[str]):
+        """``(target, argument)`` pairs a call returns unchanged (its summary's ``same``)."""
+        summary = self._summary(c)
         # an argument that is itself a call returning its receiver or argument names that
         # object: DDP(model.cuda()) returns model
         positional = [same_sym(a, self.roles) for a in c.args if a.keyword is None]
@@ -1212,6 +1258,7 @@ class _Inference:
         self.usage()
         self.factories()
         self.aliases()
+        self.synced()
         self.losses()
         self.param_variables()
         for loss in self.roles.losses:

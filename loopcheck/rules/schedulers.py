@@ -256,6 +256,10 @@ class SchedulerBeforeOptimizerStep(Rule):
     was built in this unit and has not stepped since (:class:`_SteppedMachine`; unknown before a
     construction and after ``O``'s ``load_state_dict()``, an unknown method of ``O`` or an opaque call
     given ``O``), and a step of ``O`` follows in program order inside the call's innermost loop.
+    Inside an ``accelerator.accumulate()`` block the prepared optimizer's step, and the step of a
+    scheduler the accelerator prepared, run only on a micro-step that syncs (lowered under ``if
+    accelerator.sync_gradients:`` by :func:`~loopcheck.engine.accumulation.lower_accumulate_blocks`;
+    knowledge ``returns.synced``): such a scheduler steps exactly when its optimizer does.
     Silent when ``O`` is not built in the unit, for a scheduler of the project whose ``get_lr()``
     gives positions 0 and 1 the same value (``SchedulerInfo.same_first``: its position clamped
     with ``max(self.last_epoch, 1)``, so nothing is skipped), and for code established to be written for a
