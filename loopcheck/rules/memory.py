@@ -116,7 +116,10 @@ class LossTensorKept(Rule):
     of a ``for`` whose target binds it from a loader that builds each item anew) since: the
     graphs of earlier steps are still referenced when the next step's is added; except an
     entry of a literal key whose graph a ``backward()`` frees in every iteration that stores it
-    (``freed``: one step's scalar and emptied nodes, no saved tensor). Or the store
+    (``freed``: one step's scalar and emptied nodes, no saved tensor), and except an append
+    whose value is so freed in a loop over a list or tuple display that the block holding the
+    loop starts with an empty container (:func:`_freed_in_fixed_run`: one emptied graph per
+    item the code names). Or the store
     (not an entry of a literal key: it keeps the last graph only)
     reaches itself again in a loop that runs a model's forward (not only of the module the
     loop's target binds: a stage of one pass) but no backward, no step and no gradient query
@@ -124,7 +127,9 @@ class LossTensorKept(Rule):
     or computed from it (the losses of an unrolled inner loop, differentiated with
     ``create_graph=True`` for the meta-gradient), and nothing computed from the container is
     backpropagated (by ``backward()`` or a gradient query) or returned by the entry function
-    (whose unseen caller may backpropagate it: a forward's output), and the pile-up is not let
+    (whose unseen caller may backpropagate it: a forward's output) or by the inlined call the
+    container is a local of (:func:`_returned_by_owner`), the store does not run a fixed number
+    of times in a unit with no optimizer step (:func:`_fixed_size_computation`), and the pile-up is not let
     go in each iteration of an enclosing loop that trains (an optimizer step runs in it, and no
     step before the store in program order, one of a later iteration, is reached while the
     container still holds those graphs: a rollout buffer re-bound or cleared after the update
