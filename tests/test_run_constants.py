@@ -57,6 +57,21 @@ def test_loops_over_at_most_one_item(source: str, once: list[bool]):
     assert _once(source) == once
 
 
+@pytest.mark.parametrize("source, counts", [
+    ("for e in range(90):\n    pass\n", [(90, False)]),
+    ("SEQ = 16\nfor t in range(SEQ):\n    pass\n", [(16, False)]),
+    ("for x in [a, b]:\n    pass\nfor x in (a, b, c):\n    pass\n", [(2, True), (3, True)]),
+    ("for x in [*xs, b]:\n    pass\n", [(None, False)]),  # a starred element: not known
+    ("for x in loader:\n    pass\nfor e in range(args.epochs):\n    pass\n", [(None, False), (None, False)]),
+])
+def test_loop_counts_and_displays(source: str, counts: list):
+    """``LoopInfo.count`` (a range over run constants, a display's length) and
+    ``LoopInfo.display`` (the iterable is a list or tuple display)."""
+    index = index_module(cst.parse_module(textwrap.dedent(source)))
+    loops = _nodes(UnitBuilder(index).module_unit(), Loop, [])
+    assert [(loop.info.count, loop.info.display) for loop in loops] == counts
+
+
 def test_a_local_variable_and_a_parameter():
     source = """
     def main(epochs, steps=1):

@@ -1801,7 +1801,8 @@ class UnitBuilder:
             finally:
                 frame.counters, frame.counter_loops, frame.choices = outer_counters, outer_loops, outer_choices
             orelse = self.block(frame, stmt.orelse.body, ctx) if stmt.orelse else Seq()
-            info.count = self.range_length(frame, stmt.iter)
+            info.count = self.iteration_count(frame, stmt.iter)
+            info.display = info.count is not None and self.range_length(frame, stmt.iter) is None
             out.append(Loop(info, body, orelse, once=self.at_most_one(frame, stmt.iter)))
         elif type(stmt) is cst.While:
             info = self.loop_info(frame, stmt, None, stmt.test)
@@ -2134,6 +2135,20 @@ class UnitBuilder:
             return len(iterable.elements) <= 1 and all(type(e) is cst.Element for e in iterable.elements)
         count = self.range_length(frame, iterable)
         return count is not None and count <= 1
+
+    def iteration_count(self, frame: Frame, iterable: cst.BaseExpression) -> int | None:
+        """The number of iterations of a ``for`` loop over ``iterable`` when the code alone fixes
+        it (:attr:`LoopInfo.count`): a ``range`` over run constants (:meth:`range_length`), or a
+        list or tuple display without a starred element (``for opt in [opt_d, opt_g]:``: two
+        passes), written in the loop or given by the inlined call to a parameter the function
+        never re-binds (:attr:`Frame.displays`); ``None`` otherwise."""
+        if type(iterable) is cst.Name and iterable.value in frame.displays:
+            iterable = frame.displays[iterable.value]
+        t = type(iterable)
+        if t is cst.List or t is cst.Tuple:
+            elements = iterable.elements
+            return len(elements) if all(type(e) is cst.Element for e in elements) else None
+        return self.range_length(frame, iterable)
 
     def range_length(self, frame: Frame, iterable: cst.BaseExpression) -> int | None:
         """The number of items of a ``for`` loop's iterable when it is the builtin ``range``
@@ -2714,6 +2729,17 @@ class _CallPlan:
     callee: object
 
 
+def _holds_nothing(plan) -> bool:
+    """Whether a value planned by :func:`_sources_plan` is computed from nothing: no plan, a
+    call that detaches its receiver and takes no argument (``l.item()``, ``o.detach()``), or a
+    tuple of such parts."""
+    if plan is None:
+        return True
+    if type(plan) is tuple:
+        return all(_holds_nothing(p) for p in plan)
+    return type(plan) is _CallPlan and plan.detaches and not plan.args
+
+
 def _inlined_returns(nodes: list) -> frozenset[str]:
     """The symbols the functions inlined among ``nodes`` (the IR of one ``return``
     statement's expression, ``a() if c else b()`` included) return values computed from: the
@@ -2775,9 +2801,10 @@ def _sources_plan(e: cst.CSTNode, kb):
         return None
     if t in _COMPREHENSIONS:
         # its items are what its element makes of each item: ``[float(e > 0.5) for e in out]``
-        # holds numbers whatever ``out`` holds; otherwise the items may come from the iterable
+        # holds numbers whatever ``out`` holds, and so does ``[l.item() for l in losses]``;
+        # otherwise the items may come from the iterable
         made = (e.key, e.value) if t is cst.DictComp else (e.elt,)
-        if not any(_sources_plan(x, kb) for x in made):
+        if all(_holds_nothing(_sources_plan(x, kb)) for x in made):
             return None
     if t is cst.Call:
         f = e.func

@@ -628,8 +628,8 @@ def graph_events(raw: RawEvent, roles: Roles) -> list[Event]:
     """``graph_store`` for an event that keeps a value with an autograd graph in a container
     (:func:`loopcheck.engine.graphs.graph_stores`; extra ``value``: the stored symbol or
     ``None``, ``how``: ``append``/``total``/``entry``, ``fixed``: an entry of a literal key,
-    ``freed``: such an entry whose graph a ``backward()`` frees in the iteration that stores
-    it), and ``graph_release`` for one that
+    ``freed``: such an entry, or an appended element, whose graph a ``backward()`` frees in
+    the iteration that stores it), and ``graph_release`` for one that
     empties such a container: the container re-bound to another value (``total = 0``,
     ``history = []``, the object that holds it re-bound) or cleared (``history.clear()``)."""
     store = roles.graph_stores.get(id(raw))

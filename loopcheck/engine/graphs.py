@@ -70,10 +70,11 @@ class GraphStore:
         fixed: an entry of a literal key (``d["loss"] = v``): every run of the store replaces
             the same entry (else a key that changes, ``d[step] = v``, may keep one per run).
         freed: for an entry of a fixed key (``d["loss"] = loss``, replaced by each run of the
-            store), a ``backward()`` without ``retain_graph`` runs on the stored value in every
-            iteration that stores it: the graph's saved tensors are freed, so the slot keeps
-            one step's scalar and the emptied nodes of its graph, nothing more, and nothing
-            grows.
+            store) or an appended element (``losses.append(loss)``), a ``backward()`` without
+            ``retain_graph`` runs on the stored value in every iteration that stores it: the
+            graph's saved tensors are freed, so each slot or element keeps one step's scalar
+            and the emptied nodes of its graph, nothing more (a fixed entry: nothing grows; a
+            list still grows by one element per store, which the rule weighs).
     """
 
     raw: RawEvent
@@ -237,14 +238,14 @@ class _Graphs:
         tensor methods and arithmetic (``d["score"] = pred.mean()``, ``pred`` a term of the
         backpropagated loss: no forward pass of its own)."""
         if store.value_sym is not None:
-            return self._freed(store.value_sym, store)
+            return self.freed_with(store.value_sym, store)
         src = store.sources
         if src is None or any(self.call_kind(c) not in (_KEEP, _NO) for c in src.calls):
             return False
         names = [n for n in src.names if self.name_class(n, store) is not None]
-        return bool(names) and all(self._freed(n, store) for n in names)
+        return bool(names) and all(self.freed_with(n, store) for n in names)
 
-    def _freed(self, name: str, at: RawEvent) -> bool:
+    def freed_with(self, name: str, at: RawEvent) -> bool:
         """Whether a ``backward()`` that frees the graph runs whenever ``at`` runs (in the same
         iteration of the same innermost loop, or both outside loops, under no ``if`` that
         ``at`` is not under) on a value computed from the value of ``name`` read by ``at``
@@ -577,7 +578,7 @@ def graph_stores(
             continue  # optimizer.add_param_group(...), writer.add(...): not a container
         a = e.args[-1]
         if a.sym is not None and g.name_carries(a.sym, e):
-            out.append(GraphStore(e, e.receiver, a.sym, "append"))
+            out.append(GraphStore(e, e.receiver, a.sym, "append", g.freed_with(a.sym, e)))
     return carriers, out
 
 

@@ -29,7 +29,11 @@ class LoopInfo:
             (``train_loader``, ``range``, ``args.epochs``, ...).
         iter_calls: qualified names of the calls in the iterable (``enumerate``, ``range``).
         count: how many iterations the loop runs, when run constants alone fix it (``range(90)``,
-            ``range(num_epochs)`` with ``num_epochs = 90`` bound once); ``None`` otherwise.
+            ``range(num_epochs)`` with ``num_epochs = 90`` bound once, a display ``[opt_d,
+            opt_g]``: :meth:`~loopcheck.engine.builder.UnitBuilder.iteration_count`); ``None``
+            otherwise.
+        display: the iterable is a list or tuple display (``[opt_d, opt_g]``): one pass per
+            item the code names, :attr:`count` of them.
         drawn: ``(target name, symbols)`` for each name of the ``for`` target whose elements
             are known to come from one part of the iterable: the symbols that part reads
             (``for p in model.parameters()``: ``p`` from ``model.parameters``; ``for t, s in
@@ -43,6 +47,7 @@ class LoopInfo:
     iter_calls: tuple[str, ...] = ()
     function: str | None = None  # the name of the function whose body holds the loop
     count: int | None = None
+    display: bool = False
     drawn: tuple[tuple[str, frozenset[str]], ...] = ()
 
 

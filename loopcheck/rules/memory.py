@@ -18,7 +18,7 @@ from loopcheck.engine.dataflow import Machine
 from loopcheck.engine.events import Event
 from loopcheck.engine.forwards import forward_returns_no_graph
 from loopcheck.engine.graphs import graph_stores
-from loopcheck.engine.ir import Assign, Call, Inline, Jump, Loop, parts, walk_events
+from loopcheck.engine.ir import Assign, Call, Inline, Jump, Loop, LoopInfo, Seq, parts, walk_events
 from loopcheck.engine.unit import Unit
 from loopcheck.engine.values import binds_each_iteration, yields_fresh_items
 from loopcheck.findings import Report
@@ -73,7 +73,7 @@ class KeptGraphMachine(Machine):
 
     def transfer(self, state, ev: Event):
         if ev.kind == "graph_store" and ev.subject == self.container:
-            if ev.extra.get("freed"):
+            if ev.extra.get("freed") and ev.extra.get("fixed"):
                 return state  # the entry keeps a graph whose saved tensors backward() freed
             if state in (EMPTY, GONE):
                 return ("held", frozenset({ev}))
@@ -116,7 +116,10 @@ class LossTensorKept(Rule):
     of a ``for`` whose target binds it from a loader that builds each item anew) since: the
     graphs of earlier steps are still referenced when the next step's is added; except an
     entry of a literal key whose graph a ``backward()`` frees in every iteration that stores it
-    (``freed``: one step's scalar and emptied nodes, no saved tensor). Or the store
+    (``freed``: one step's scalar and emptied nodes, no saved tensor), and except an append
+    whose value is so freed in a loop over a list or tuple display that the block holding the
+    loop starts with an empty container (:func:`_freed_in_fixed_run`: one emptied graph per
+    item the code names). Or the store
     (not an entry of a literal key: it keeps the last graph only)
     reaches itself again in a loop that runs a model's forward (not only of the module the
     loop's target binds: a stage of one pass) but no backward, no step and no gradient query
@@ -124,7 +127,9 @@ class LossTensorKept(Rule):
     or computed from it (the losses of an unrolled inner loop, differentiated with
     ``create_graph=True`` for the meta-gradient), and nothing computed from the container is
     backpropagated (by ``backward()`` or a gradient query) or returned by the entry function
-    (whose unseen caller may backpropagate it: a forward's output), and the pile-up is not let
+    (whose unseen caller may backpropagate it: a forward's output) or by the inlined call the
+    container is a local of (:func:`_returned_by_owner`), the store does not run a fixed number
+    of times in a unit with no optimizer step (:func:`_fixed_size_computation`), and the pile-up is not let
     go in each iteration of an enclosing loop that trains (an optimizer step runs in it, and no
     step before the store in program order, one of a later iteration, is reached while the
     container still holds those graphs: a rollout buffer re-bound or cleared after the update
@@ -145,16 +150,17 @@ class LossTensorKept(Rule):
         for container in dict.fromkeys(ev.subject for ev in stores):
             flow = unit.flow(("graph_keep", container), lambda c=container: KeptGraphMachine(c, unit.roles))
             for ev in stores:
-                if ev.subject != container or ev.extra.get("freed"):
+                if ev.subject != container or (ev.extra.get("freed") and ev.extra.get("fixed")):
                     continue
                 # the same store reached again: its earlier graphs are still held
                 states = [s for s in flow.states(ev) if isinstance(s, tuple) and ev in s[-1]]
                 steps = [s[1] for s in states if s[0] == "past"]
                 again = any(s[0] == "held" for s in states)
                 if steps:
-                    if _kept_by_mode(unit, ev):
+                    if not _freed_in_fixed_run(unit, ev) and _kept_by_mode(unit, ev):
                         yield self._report(unit, ev, min(steps, key=unit.order))
                 elif (again and not ev.extra.get("fixed") and _forward_only(unit, ev)
+                        and not _fixed_size_computation(unit, ev) and not _returned_by_owner(unit, ev)
                         and not _let_go_each_training_iteration(unit, flow, ev) and _kept_by_mode(unit, ev)):
                     # (an entry of a fixed key keeps the last iteration's graph only: none pile up)
                     yield self._report(unit, ev, None)
@@ -186,6 +192,105 @@ class LossTensorKept(Rule):
             note=lambda d: f"{effect}. Store loss.item() (or loss.detach()).",
             at=ev if node is ev.node else None,
         )
+
+
+def _freed_in_fixed_run(unit: Unit, ev: Event) -> bool:
+    """Whether append ``ev`` keeps at most one emptied graph per item the code names: a
+    ``backward()`` without ``retain_graph`` frees the graph of what it appends in every
+    iteration that appends it (``freed``), its innermost loop goes over a list or tuple display
+    (:attr:`~loopcheck.engine.ir.LoopInfo.display`: ``for x_in in [x_real, x_fake]:``, one pass
+    per item written there), and the block that holds that loop re-binds or clears the
+    container before it (:func:`_emptied_before`), so every run of the loop starts from an
+    empty container. The list then holds at most that many scalars and emptied graph nodes (no
+    saved tensor), let go at the next run: the losses of a two-critic update, each
+    backpropagated as it is stored. Appended in a loop over steps (``range(n)``, a loader), or
+    into a list the loop does not start empty, it grows with the steps: reported."""
+    if ev.extra.get("how") != "append" or not ev.extra.get("freed") or not ev.ctx.loops:
+        return False
+    loop = ev.ctx.loops[-1]
+    return loop.display and _emptied_before(unit, loop, ev.subject)
+
+
+def _emptied_before(unit: Unit, loop: LoopInfo, container: str) -> bool:
+    """Whether a statement of the block that holds ``loop`` (not nested in an ``if``, a loop or
+    a ``try`` of it) re-binds or clears ``container`` (``graph_release``) before the loop: every
+    path into the loop passes it."""
+    block = unit.cached("LC401 loop blocks", lambda: dict(_loop_blocks(unit.ir)))
+    found = block.get(id(loop))
+    if found is None:
+        return False
+    seq, index = found
+    return any(
+        e.kind == "graph_release" and e.subject == container
+        for raw in _plain_raws(seq.items[:index]) for e in raw.typed
+    )
+
+
+def _loop_blocks(node) -> Iterator[tuple[int, tuple[Seq, int]]]:
+    """``(id of a loop's LoopInfo, (the Seq that holds the loop, its index there))`` for each
+    loop of the IR ``node``."""
+    if type(node) is Seq:
+        for i, item in enumerate(node.items):
+            if type(item) is Loop:
+                yield id(item.info), (node, i)
+    if isinstance(node, (Assign, Call)):
+        return
+    for part in parts(node):
+        yield from _loop_blocks(part)
+
+
+def _plain_raws(items) -> Iterator:
+    """The raw events among ``items`` that run whenever the block does: the raws themselves and
+    those of plain nested blocks, not of an ``if``, a loop, a ``try`` or an inlined call."""
+    for item in items:
+        if isinstance(item, (Assign, Call)):
+            yield item
+        elif type(item) is Seq:
+            yield from _plain_raws(item.items)
+
+
+def _fixed_size_computation(unit: Unit, ev: Event) -> bool:
+    """Whether store ``ev`` runs a number of times the code fixes in a unit that steps no
+    optimizer: every loop around it has a fixed count (:attr:`~loopcheck.engine.ir.LoopInfo.count`:
+    ``for _ in range(50):``, ``range(SEQ)`` with ``SEQ = 16`` bound once). What it keeps is
+    then one computation of a fixed size, like the forward of a recurrent network over a fixed
+    number of time steps (a unit test that unrolls a cell), freed when the unit's function
+    returns; graphs pile up with the steps of a run only across a loop over data or a loop of
+    unknown length (``range(steps)``, a loader): reported."""
+    if unit.of_kind("step", "scaler_step"):
+        return False
+    return all(loop.count is not None for loop in ev.ctx.loops)
+
+
+def _returned_by_owner(unit: Unit, ev: Event) -> bool:
+    """Whether the container of store ``ev`` is a local variable of an inlined call (its symbol
+    carries the call's prefix, ``f3_1:res``: a new one on each call, gone when the call returns)
+    from which a value that call returns is computed (outside ``.item()``, ``float()``,
+    ``.detach()``: :class:`~loopcheck.engine.ir.Sources`): ``res.append(out)`` over the
+    sentences of one document, then ``return torch.stack(res)``. The graphs the container keeps
+    are then the graph of the call's result, held by the caller as long as it keeps that
+    result: what the caller does with it is judged at the caller's own stores (and LC302 judges
+    a forward in eval mode with gradients on). The entry function's own returns are
+    :func:`_backpropagated`'s; a sum returned as ``float(total)`` keeps nothing the result
+    needs: reported."""
+    fid, sep, _name = ev.subject.partition(":")
+    if not sep:
+        return False
+    inline = next((n for n in _inlines(unit.ir) if n.fid == fid), None)
+    if inline is None:
+        return False
+    defs = unit.cached("LC401 definitions", lambda: _definitions(unit))
+    return ev.subject in _flows_from(defs, set(_returned(inline.body)))
+
+
+def _inlines(node) -> Iterator[Inline]:
+    """Every inlined call of the IR ``node``."""
+    if isinstance(node, (Assign, Call)):
+        return
+    if type(node) is Inline:
+        yield node
+    for part in parts(node):
+        yield from _inlines(part)
 
 
 def _kept_by_mode(unit: Unit, ev: Event) -> bool:
