@@ -66,7 +66,8 @@ class G(NamedTuple):
         zero is false (``if accum_count > 0:`` before a step that flushes what is left).
     none: while ``empty`` or ``wiped``, what the clear left in each ``.grad``: ``True`` None
         (``zero_grad()`` from PyTorch 2.0, ``set_to_none=True``, ``p.grad = None``), ``False``
-        a tensor of zeros (``set_to_none=False``, ``zero_grad()`` before 2.0), ``None`` unknown.
+        a tensor of zeros (``set_to_none=False``, ``zero_grad()`` before 2.0), ``None`` unknown,
+        ``"default"`` a ``zero_grad()`` without ``set_to_none`` (decided where it matters).
         A gradient written into ``.grad`` in place (``p.grad.copy_(g)``) fills the gradients
         only where a tensor is there to write into.
     """
@@ -83,7 +84,7 @@ class G(NamedTuple):
     built: Event | None = None  # the construction of the optimizer on this path, when seen
     partial: bool = False
     counted: frozenset = frozenset()
-    none: bool | None = None
+    none: bool | str | None = None
 
 
 UNKNOWN = G("unknown", stale=None)
@@ -354,7 +355,7 @@ class GradientMachine(Machine):
             # clear its gradients or other ones (a second optimizer over prompt embeddings)
             return G("unknown", stale=None, stepped=s.stepped, built=s.built)
         if (k in ("zero_grad", "zero_grad_model") and touches(self.unit, self.opt, ev, s.built)) or k == "zero_grad_all":
-            none = self._sets_none(ev)
+            none = ev.extra.get("set_to_none")  # ("default": read at an in-place write, _sets_none)
             if s.phase == "filled" and not s.spent and not s.partial:
                 return G("wiped", bw=s.bw, zg=ev, stepped=s.stepped, skip=s.skip, built=s.built, none=none)
             return G("empty", stepped=s.stepped, built=s.built, none=none)
@@ -369,18 +370,20 @@ class GradientMachine(Machine):
                 # p.grad.copy_(g) writes into the tensor .grad holds: after a clear that set
                 # .grad to None there is none (the write raises, or an ``if p.grad is not
                 # None`` around it skips it), and the step still finds no gradient
-                if s.none is True:
+                none = self._sets_none(s.none)
+                if none is True:
                     return s
-                if s.none is None:
+                if none is None:
                     return G("unknown", stale=None, stepped=s.stepped, built=s.built)
             return G("filled", bw=ev, stale=False, stepped=s.stepped, built=s.built)  # written by hand
         return s
 
-    def _sets_none(self, ev: Event) -> bool | None:
-        """What the clear ``ev`` leaves in each ``.grad`` (:attr:`G.none`): its
-        ``set_to_none`` (:meth:`loopcheck.engine.events._Typer.set_to_none`), the default
-        read as the PyTorch the code is written for gives it (:func:`zero_grad_sets_none`)."""
-        none = ev.extra.get("set_to_none")
+    def _sets_none(self, none) -> bool | None:
+        """What a clear left in each ``.grad``, from :attr:`G.none` (a clear's ``set_to_none``,
+        :meth:`loopcheck.engine.events._Typer.set_to_none`): ``"default"`` is read as the
+        PyTorch the code is written for gives it (:func:`zero_grad_sets_none`), only here, at
+        an in-place write after the clear (it reads the project's pins, which the cache then
+        records as read)."""
         if none == "default":
             return self.unit.cached("zero_grad sets None", lambda: zero_grad_sets_none(self.unit))
         return none
@@ -433,7 +436,7 @@ class GradientMachine(Machine):
         return self._counters
 
     def branch(self, s: G, node: If, taken: bool) -> G:
-        if s.phase == "wiped" and s.none is False and _absent_grad_arm(node) is taken:
+        if s.phase == "wiped" and _absent_grad_arm(node) is taken and self._sets_none(s.none) is False:
             # ``if p.grad is not None: p.grad.copy_(g)`` after a clear that left zeros: every
             # gradient the backward filled is still a tensor, so the arm where it is None skips
             # only parameters the backward gave none (nothing of theirs was wiped)
