@@ -2538,10 +2538,12 @@ class UnitBuilder:
         if "." in target_sym and literal_value(value) is not NO_VALUE:
             self._literal_attrs.add(target_sym)  # (a fact the dataflow may follow: _settle_facts)
         self._place(stmt, frame.module)
+        # the value's call was evaluated just before (expr_events): its latest raw event is this frame's
+        call = self._raw_of.get(value) if type(value) is cst.Call else None
         out.append(
             Assign(stmt, target_sym, op, value, None if vq else vsym, value_kind(frame.module.imports, value),
                    self.mentions(frame, value), ctx, operands=self.operands(frame, value),
-                   sources=self.sources(frame, value), slot=slot, held=self.held(frame, value))
+                   sources=self.sources(frame, value), slot=slot, held=self.held(frame, value), call=call)
         )
         self.n_events += 1
         if type(value) is cst.Call:

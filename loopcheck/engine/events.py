@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from loopcheck.engine.classes import is_module_class
 from loopcheck.engine.ir import Assign, Call, RawEvent
 from loopcheck.engine.knowledge import ASPECTS, Effect, Summary, knowledge
 from loopcheck.engine.names import dotted_name
@@ -207,7 +208,7 @@ class _Typer:
             summary = knowledge().method("torch.nn.Module", c.method or "") if c.inner is not None else None
             for eff in summary.effects if summary is not None else ():
                 if eff.event == "convert":
-                    self.convert(t, eff.get("how"), eff.get("dtype"))
+                    self.convert(t, eff.get("how"), eff.get("dtype"), eff.get("layout") or ())
             return True
         return False
 
@@ -374,7 +375,7 @@ class _Typer:
             if on is not None:
                 self.ev("unfreeze" if on else "freeze", self.sym(eff.get("model")))
         elif k == "convert":
-            self.convert(self.sym(eff.get("model")), eff.get("how"), eff.get("dtype"))
+            self.convert(self.sym(eff.get("model")), eff.get("how"), eff.get("dtype"), eff.get("layout") or ())
         elif k in ("unscale", "scaler_step"):
             self.ev(k, self.sym(eff.get("scaler")), optimizer=self.sym(eff.get("optimizer")))
         elif k == "scaler_update":
@@ -433,10 +434,15 @@ class _Typer:
             if arg is not None:
                 self.ev("save", None, arg=arg)
 
-    def convert(self, model: str | None, how: str | None, dtype: str | None = None) -> None:
+    def convert(self, model: str | None, how: str | None, dtype: str | None = None,
+                layout: tuple[str, ...] = ()) -> None:
         """A ``convert`` of ``model``: ``how`` (``"device"``, ``"dtype"``, ``"auto"``: from the
         arguments), ``dtype``: the floating point dtype it gives the parameters, when the entry
-        says it (``half()``) or an argument names it (``to(torch.float32)``, ``extra["dtype"]``)."""
+        says it (``half()``) or an argument names it (``to(torch.float32)``, ``extra["dtype"]``).
+        ``layout``: the entry's keywords that neither move nor cast (``memory_format``,
+        ``non_blocking`` of ``Module.to``); an ``"auto"`` call given only those is
+        ``how = "layout"`` (``model.to(memory_format=torch.channels_last)``: the parameters keep
+        their device and dtype)."""
         c = self.c
         if model is None:
             return
@@ -444,6 +450,10 @@ class _Typer:
         if c.method == "float" and inner is not None and inner.method in ("half", "bfloat16", "double"):
             self.ev("convert", model, how="restore", dtype=dtype)  # model.half().float(): back to float32
             return
+        args = getattr(c.node, "args", ())
+        if how == "auto" and args and layout and all(
+                a.keyword is not None and a.keyword.value in layout for a in args):  # (``**kw`` has none)
+            how = "layout"
         if how == "auto":
             text = " ".join(cst.Module([]).code_for_node(a.node) for a in c.args)
             how = "dtype" if DTYPE_WORDS.search(text) else "device"
@@ -597,7 +607,7 @@ def classify_assign(a: Assign, roles: Roles) -> list[Event]:
     canon_prefix = roles.canon(prefix) if prefix else None
     if (
         a.op == "=" and canon_prefix in roles.models and isinstance(a.value, cst.Call)
-        and a.value_kind == "call" and _builds_module(a.value)
+        and a.value_kind == "call" and constructs_module(a.call)
         and roles.role(roles.canon(target)) in (None, "model")  # self.optimizer = Adam(...) is no layer
     ):
         out.append(Event("submodule_replace", canon_prefix, a.node, a, {"attr": attr}))
@@ -881,17 +891,29 @@ def _clears(value: cst.BaseExpression | None) -> bool:
     return isinstance(value, cst.Integer) and value.value == "0"
 
 
-def _builds_module(call: cst.Call) -> bool:
-    """``nn.Linear(...)``, ``Head(...).to(device)``: a call that builds a module (a class name)."""
-    name = call.func
-    while isinstance(name, (cst.Attribute, cst.Call)):
-        if isinstance(name, cst.Call):
-            name = name.func
-            continue
-        if name.attr.value[:1].isupper():
-            return True
-        name = name.value
-    return isinstance(name, cst.Name) and name.value[:1].isupper()
+def constructs_module(call: Call | None) -> bool:
+    """Whether raw call ``call`` (the value of an assignment, :attr:`~loopcheck.engine.ir.Assign.call`)
+    builds a new module or parameter: its innermost callee resolves to a class that is an
+    ``nn.Module`` (:func:`~loopcheck.engine.classes.is_module_class`: a class of the project
+    deriving from one, :attr:`~loopcheck.engine.ir.Call.cls`, or a library class the knowledge
+    says builds a model or derives from ``torch.nn.Module``, a container or ``nn.Parameter``),
+    and every method called on the result returns its receiver (the knowledge's ``same =
+    "self"`` of ``torch.nn.Module``'s ``to``, ``cuda``, ``train``...: ``Head(...).to(device)``).
+    A call of an object the program holds (``self.criterion(out, y)``, ``model(x)``: a
+    forward), of a function, or of a callee the analysis cannot resolve (a library the
+    knowledge does not describe, a class handed in as an argument) is not established to
+    build one: ``False``."""
+    if call is None:
+        return False
+    kb = knowledge()
+    while call.inner is not None:
+        summary = kb.method("torch.nn.Module", call.method or "")
+        if summary is None or summary.returns is None or "self" not in summary.returns.same:
+            return False
+        call = call.inner
+    if call.cls is not None:
+        return is_module_class(call.cls)
+    return call.qualified and is_module_class(call.func)
 
 
 def classify(raw: RawEvent, roles: Roles) -> list[Event]:

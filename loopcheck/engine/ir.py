@@ -176,6 +176,8 @@ class Assign:
             ``mentions`` (``w = torch.zeros(x.shape)`` holds nothing of ``x``); a called chain
             is given as ``sym()``, the call's result (``g.style()`` of ``g.style(z)``: the
             output of a forward, not the model); ``None``: ``mentions``.
+        call: when the value is a call, its raw event in the same inlined call (what the callee
+            resolves to: ``cls``, ``qualified``, the chain of ``inner`` calls); else ``None``.
     """
 
     node: cst.CSTNode
@@ -191,6 +193,7 @@ class Assign:
     sources: "Sources | None" = None
     slot: cst.Subscript | None = None
     held: frozenset[str] | None = None
+    call: Call | None = None
 
 
 @dataclass(eq=False)
