@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from loopcheck.engine.classes import is_module_class
 from loopcheck.engine.ir import Assign, Call, RawEvent
 from loopcheck.engine.knowledge import ASPECTS, Effect, Summary, knowledge
 from loopcheck.engine.names import dotted_name
@@ -607,7 +606,7 @@ def classify_assign(a: Assign, roles: Roles) -> list[Event]:
     canon_prefix = roles.canon(prefix) if prefix else None
     if (
         a.op == "=" and canon_prefix in roles.models and isinstance(a.value, cst.Call)
-        and a.value_kind == "call" and constructs_module(a.call)
+        and a.value_kind == "call" and a.module_class is not None  # a new module, not a forward
         and roles.role(roles.canon(target)) in (None, "model")  # self.optimizer = Adam(...) is no layer
     ):
         out.append(Event("submodule_replace", canon_prefix, a.node, a, {"attr": attr}))
@@ -889,31 +888,6 @@ def _clears(value: cst.BaseExpression | None) -> bool:
         name = value.func.attr.value if isinstance(value.func, cst.Attribute) else getattr(value.func, "value", "")
         return name in ("zeros_like", "zeros")
     return isinstance(value, cst.Integer) and value.value == "0"
-
-
-def constructs_module(call: Call | None) -> bool:
-    """Whether raw call ``call`` (the value of an assignment, :attr:`~loopcheck.engine.ir.Assign.call`)
-    builds a new module or parameter: its innermost callee resolves to a class that is an
-    ``nn.Module`` (:func:`~loopcheck.engine.classes.is_module_class`: a class of the project
-    deriving from one, :attr:`~loopcheck.engine.ir.Call.cls`, or a library class the knowledge
-    says builds a model or derives from ``torch.nn.Module``, a container or ``nn.Parameter``),
-    and every method called on the result returns its receiver (the knowledge's ``same =
-    "self"`` of ``torch.nn.Module``'s ``to``, ``cuda``, ``train``...: ``Head(...).to(device)``).
-    A call of an object the program holds (``self.criterion(out, y)``, ``model(x)``: a
-    forward), of a function, or of a callee the analysis cannot resolve (a library the
-    knowledge does not describe, a class handed in as an argument) is not established to
-    build one: ``False``."""
-    if call is None:
-        return False
-    kb = knowledge()
-    while call.inner is not None:
-        summary = kb.method("torch.nn.Module", call.method or "")
-        if summary is None or summary.returns is None or "self" not in summary.returns.same:
-            return False
-        call = call.inner
-    if call.cls is not None:
-        return is_module_class(call.cls)
-    return call.qualified and is_module_class(call.func)
 
 
 def classify(raw: RawEvent, roles: Roles) -> list[Event]:

@@ -586,7 +586,11 @@ class ModelConvertedAfterOptimizer(Rule):
     every tensor of the optimizer's state to the same place (``opt_state_move``). Whether the
     optimizer has state at its construction is that construction's (Adagrad's ``eager``), not
     another ``if`` arm's. A replaced submodule or parameter stored into the optimizer's
-    ``param_groups`` (``opt_params_set``) is held by it."""
+    ``param_groups`` (``opt_params_set``) is held by it. A memory format conversion
+    (``to(memory_format=...)`` alone, ``how = "layout"``) keeps the device, the dtype and the
+    ``Parameter`` objects: reported only under the overwrite setting, which makes new ones. A
+    move to a CUDA device on a path that knows the process cannot use CUDA raises: the path ends
+    there (``NOT_TAKEN``)."""
 
     info = INFOS["LC501"]
 
