@@ -197,3 +197,55 @@ def test_parameterless_forward_records_through_its_inputs_only(value, lines):
     source = AFTER_FORWARD.replace("{value}", value)
     found = [f.row for f in check_source(source, "snippet.py") if f.code == "LC302"]
     assert found == lines
+
+
+CONSTRUCTIONS = '''
+import torch
+import torch.nn as nn
+from unknownlib import Block
+
+
+class Head(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.fc = nn.Linear(n, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+def main(batches, device, x0):
+    model = nn.Linear(4, 2)
+    model.Crit = nn.MSELoss()
+    model.Proj = nn.Linear(4, 4)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model.extra = {value}
+    for x, y in batches:
+        optimizer.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+'''
+
+
+@pytest.mark.parametrize("value, reported", [
+    # a construction of a module class: of the project, of torch.nn, through methods that
+    # return their receiver, or a new nn.Parameter
+    ("Head(4)", True),
+    ("Head(4).to(device)", True),
+    ("nn.Linear(4, 4).to(device).train()", True),
+    ("nn.Parameter(torch.ones(4))", True),
+    # a call of a module the model holds is a forward: its result is a tensor
+    ("model.Proj(x0)", False),
+    ("model.Crit(x0, x0)", False),
+    # a method that does not return its receiver, a class the analysis cannot resolve
+    ("Head(4).state_dict()", False),
+    ("Block(4)", False),
+])
+def test_only_a_construction_of_a_module_replaces_one(value, reported):
+    """A submodule is replaced when the assigned call constructs a module
+    (``Assign.module_class``, from ``UnitBuilder._module_constructed``): its callee resolves to
+    an ``nn.Module`` class, not by the spelling of its name."""
+    source = CONSTRUCTIONS.replace("{value}", value)
+    codes = [f.code for f in check_source(source, "snippet.py") if f.code == "LC501"]
+    assert codes == (["LC501"] if reported else [])

@@ -2538,16 +2538,36 @@ class UnitBuilder:
         if "." in target_sym and literal_value(value) is not NO_VALUE:
             self._literal_attrs.add(target_sym)  # (a fact the dataflow may follow: _settle_facts)
         self._place(stmt, frame.module)
+        ref = self._instance_class(frame, value) if type(value) is cst.Call else None
         out.append(
             Assign(stmt, target_sym, op, value, None if vq else vsym, value_kind(frame.module.imports, value),
                    self.mentions(frame, value), ctx, operands=self.operands(frame, value),
-                   sources=self.sources(frame, value), slot=slot, held=self.held(frame, value))
+                   sources=self.sources(frame, value), slot=slot, held=self.held(frame, value),
+                   module_class=self._module_constructed(frame, value, ref) if type(value) is cst.Call else None)
         )
         self.n_events += 1
-        if type(value) is cst.Call:
-            ref = self._instance_class(frame, value)
-            if ref is not None:
-                frame.instances[target_sym] = ref
+        if ref is not None:
+            frame.instances[target_sym] = ref
+
+    def _module_constructed(self, frame: Frame, value: cst.Call, ref: ClassRef | None) -> ClassRef | str | None:
+        """The class of the ``nn.Module`` (or ``Parameter``) that call ``value`` constructs
+        (:func:`~loopcheck.engine.classes.is_module_class`): ``ref``, the class of the project
+        whose instance it is (:meth:`_instance_class`), or a library class the knowledge says is
+        one, called directly or through ``torch.nn.Module`` methods that return their receiver
+        (``nn.Linear(4, 2).to(device)``: the knowledge's ``same = "self"``); ``None`` for any
+        other call: a function, a module the program holds (``self.criterion(out, y)`` is its
+        forward), a callee the analysis cannot resolve."""
+        if ref is not None:
+            return ref if self._is_module_class(ref) else None
+        kb = knowledge()
+        call = value
+        while type(call.func) is cst.Attribute and type(call.func.value) is cst.Call:
+            summary = kb.method("torch.nn.Module", call.func.attr.value)
+            if summary is None or summary.returns is None or "self" not in summary.returns.same:
+                return None
+            call = call.func.value
+        fname, qualified = self.resolve(frame, dotted_name(call.func))
+        return fname if qualified and fname and is_module_class(fname) else None
 
     def _instance_class(self, frame: Frame, value: cst.Call) -> ClassRef | None:
         """The project class whose instance ``value`` is: ``Net(...)``, also through methods

@@ -59,7 +59,10 @@ class Machine:
         return None
 
     def transfer(self, state: State, event: Event) -> State:
-        """The state after ``event`` runs in ``state``."""
+        """The state after ``event`` runs in ``state``; :data:`NOT_TAKEN` when the state says
+        the event raises there (``model.cuda()`` on a path that knows the process cannot use
+        CUDA): the path ends at it, and goes on only to the handlers of an enclosing ``try``
+        (:meth:`raised`)."""
         return state
 
     def raised(self, state: State, event: Event) -> State:
@@ -1032,7 +1035,9 @@ class _Interpreter:
             if raised is not None:
                 raised |= {(on_raise(ms, ev), conds) for ms, conds in states}
             self.flow.at.setdefault(ev, set()).update(ms for ms, _ in states)
-            states = {(self.m.transfer(ms, ev), conds) for ms, conds in states}
+            # (NOT_TAKEN: the machine knows the event raises on that path, which ends there)
+            states = {(after, conds) for ms, conds in states
+                      if (after := self.m.transfer(ms, ev)) is not NOT_TAKEN}
         names = self._rebinds(raw)
         if names:
             states = self._forget(states, names)

@@ -207,7 +207,7 @@ class _Typer:
             summary = knowledge().method("torch.nn.Module", c.method or "") if c.inner is not None else None
             for eff in summary.effects if summary is not None else ():
                 if eff.event == "convert":
-                    self.convert(t, eff.get("how"), eff.get("dtype"))
+                    self.convert(t, eff.get("how"), eff.get("dtype"), eff.get("layout") or ())
             return True
         return False
 
@@ -374,7 +374,7 @@ class _Typer:
             if on is not None:
                 self.ev("unfreeze" if on else "freeze", self.sym(eff.get("model")))
         elif k == "convert":
-            self.convert(self.sym(eff.get("model")), eff.get("how"), eff.get("dtype"))
+            self.convert(self.sym(eff.get("model")), eff.get("how"), eff.get("dtype"), eff.get("layout") or ())
         elif k in ("unscale", "scaler_step"):
             self.ev(k, self.sym(eff.get("scaler")), optimizer=self.sym(eff.get("optimizer")))
         elif k == "scaler_update":
@@ -433,10 +433,15 @@ class _Typer:
             if arg is not None:
                 self.ev("save", None, arg=arg)
 
-    def convert(self, model: str | None, how: str | None, dtype: str | None = None) -> None:
+    def convert(self, model: str | None, how: str | None, dtype: str | None = None,
+                layout: tuple[str, ...] = ()) -> None:
         """A ``convert`` of ``model``: ``how`` (``"device"``, ``"dtype"``, ``"auto"``: from the
         arguments), ``dtype``: the floating point dtype it gives the parameters, when the entry
-        says it (``half()``) or an argument names it (``to(torch.float32)``, ``extra["dtype"]``)."""
+        says it (``half()``) or an argument names it (``to(torch.float32)``, ``extra["dtype"]``).
+        ``layout``: the entry's keywords that neither move nor cast (``memory_format``,
+        ``non_blocking`` of ``Module.to``); an ``"auto"`` call given only those is
+        ``how = "layout"`` (``model.to(memory_format=torch.channels_last)``: the parameters keep
+        their device and dtype)."""
         c = self.c
         if model is None:
             return
@@ -444,6 +449,10 @@ class _Typer:
         if c.method == "float" and inner is not None and inner.method in ("half", "bfloat16", "double"):
             self.ev("convert", model, how="restore", dtype=dtype)  # model.half().float(): back to float32
             return
+        args = getattr(c.node, "args", ())
+        if how == "auto" and args and layout and all(
+                a.keyword is not None and a.keyword.value in layout for a in args):  # (``**kw`` has none)
+            how = "layout"
         if how == "auto":
             text = " ".join(cst.Module([]).code_for_node(a.node) for a in c.args)
             how = "dtype" if DTYPE_WORDS.search(text) else "device"
@@ -597,7 +606,7 @@ def classify_assign(a: Assign, roles: Roles) -> list[Event]:
     canon_prefix = roles.canon(prefix) if prefix else None
     if (
         a.op == "=" and canon_prefix in roles.models and isinstance(a.value, cst.Call)
-        and a.value_kind == "call" and _builds_module(a.value)
+        and a.value_kind == "call" and a.module_class is not None  # a new module, not a forward
         and roles.role(roles.canon(target)) in (None, "model")  # self.optimizer = Adam(...) is no layer
     ):
         out.append(Event("submodule_replace", canon_prefix, a.node, a, {"attr": attr}))
@@ -879,19 +888,6 @@ def _clears(value: cst.BaseExpression | None) -> bool:
         name = value.func.attr.value if isinstance(value.func, cst.Attribute) else getattr(value.func, "value", "")
         return name in ("zeros_like", "zeros")
     return isinstance(value, cst.Integer) and value.value == "0"
-
-
-def _builds_module(call: cst.Call) -> bool:
-    """``nn.Linear(...)``, ``Head(...).to(device)``: a call that builds a module (a class name)."""
-    name = call.func
-    while isinstance(name, (cst.Attribute, cst.Call)):
-        if isinstance(name, cst.Call):
-            name = name.func
-            continue
-        if name.attr.value[:1].isupper():
-            return True
-        name = name.value
-    return isinstance(name, cst.Name) and name.value[:1].isupper()
 
 
 def classify(raw: RawEvent, roles: Roles) -> list[Event]:

@@ -176,6 +176,10 @@ class Assign:
             ``mentions`` (``w = torch.zeros(x.shape)`` holds nothing of ``x``); a called chain
             is given as ``sym()``, the call's result (``g.style()`` of ``g.style(z)``: the
             output of a forward, not the model); ``None``: ``mentions``.
+        module_class: when the value constructs an ``nn.Module`` (or a ``Parameter``): its class,
+            a class of the project (a ``builder.ClassRef``) or a library class's qualified name,
+            through methods that return their receiver (``Head(n).to(device)``); else ``None``
+            (a call of a module the program holds is a forward, not a construction).
     """
 
     node: cst.CSTNode
@@ -191,6 +195,7 @@ class Assign:
     sources: "Sources | None" = None
     slot: cst.Subscript | None = None
     held: frozenset[str] | None = None
+    module_class: object = None
 
 
 @dataclass(eq=False)

@@ -65,7 +65,7 @@ EVENTS: dict[str, frozenset[str]] = {
     "train": frozenset({"model", "mode"}),
     "eval": frozenset({"model"}),
     "forward": frozenset({"model"}),
-    "convert": frozenset({"model", "how", "dtype"}),
+    "convert": frozenset({"model", "how", "dtype", "layout"}),
     "unscale": frozenset({"scaler", "optimizer"}),
     "scaler_step": frozenset({"scaler", "optimizer"}),
     "scaler_update": frozenset({"scaler"}),
@@ -411,6 +411,10 @@ def _effect(raw: dict, where: str) -> Effect:
             bad = set(v) - ASPECTS
             if bad:
                 raise KnowledgeError(f"{where}: unknown aspects {sorted(bad)}")
+            v = tuple(v)
+        elif k == "layout":  # keyword names: a list of identifiers
+            if not isinstance(v, list) or not all(isinstance(n, str) and n.isidentifier() for n in v):
+                raise KnowledgeError(f"{where}: 'layout' is a list of keyword names")
             v = tuple(v)
         elif k in _REF_KEYS:
             v = _arg_ref(v, where)

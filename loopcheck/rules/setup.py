@@ -447,6 +447,10 @@ class OptimizerModelMachine(Machine):
             return s  # a module whose parameters this construction does not hold
         if k in ("convert", "model_build", "submodule_replace") and s.built is not None and not self.has_parameters(ev):
             return s  # nothing of it is in the optimizer, nothing to orphan or leave behind
+        if k == "convert" and ev.extra["how"] == "layout" and not self.overwrite():
+            # to(memory_format=...): the same Parameter objects, on the same device, in the same
+            # dtype (converted in place); the optimizer's state keeps stepping them
+            return s
         if k == "model_build":
             # a new model: its dtype and device are its construction's, not the old model's
             s = s._replace(dtype=built_dtype(ev) if self.known_dtypes else None, current=self.home(ev))
@@ -460,6 +464,10 @@ class OptimizerModelMachine(Machine):
         if k == "convert" and ev.extra["how"] == "device":
             where = device_of(ev)
             if cuda_place(where):
+                if s.cuda is False:
+                    # a move to a CUDA device raises where the process cannot use CUDA (an arm of
+                    # ``if torch.cuda.is_available():`` said so): this path never reaches a step
+                    return NOT_TAKEN
                 s = s._replace(cuda=True)  # the move returned: the process can use CUDA
             if s.built is None:
                 return s._replace(current=where)
@@ -534,7 +542,7 @@ def _state_follows(s: S) -> bool:
     every step), or a library class whose knowledge says its ``step()`` moves the state
     (``moves_state``: fairseq's and transformers' ``Adafactor`` call ``state[...].to(grad)``
     first). A broken next step is not established."""
-    return (s.pending.kind == "convert" and s.pending_state is not False
+    return (s.pending.kind == "convert" and s.pending.extra["how"] != "layout" and s.pending_state is not False
             and bool(s.built.extra.get("own_step") or s.built.extra.get("moves_state")))
 
 
@@ -578,7 +586,11 @@ class ModelConvertedAfterOptimizer(Rule):
     every tensor of the optimizer's state to the same place (``opt_state_move``). Whether the
     optimizer has state at its construction is that construction's (Adagrad's ``eager``), not
     another ``if`` arm's. A replaced submodule or parameter stored into the optimizer's
-    ``param_groups`` (``opt_params_set``) is held by it."""
+    ``param_groups`` (``opt_params_set``) is held by it. A memory format conversion
+    (``to(memory_format=...)`` alone, ``how = "layout"``) keeps the device, the dtype and the
+    ``Parameter`` objects: reported only under the overwrite setting, which makes new ones. A
+    move to a CUDA device on a path that knows the process cannot use CUDA raises: the path ends
+    there (``NOT_TAKEN``)."""
 
     info = INFOS["LC501"]
 
@@ -609,17 +621,17 @@ class ModelConvertedAfterOptimizer(Rule):
             what = ("The optimizer's state stays on the old device"
                     + (" (it builds its state in its constructor)" if built.extra.get("eager") else "")
                     + ", so the next step() raises a device mismatch error on a GPU.")
-        elif s.pending_state:
+        elif s.pending_state and ev.extra["how"] != "layout":
             short = "changes the model's dtype after the optimizer at line {n} has state: the next step() fails"
             what = ("Adam's state keeps the old dtype (measured, CPU, torch 2.13: RuntimeError 'expected dtype "
                     "float ... but got dtype double' at the next step).")
-        else:  # no state yet, under the overwrite setting (_converted_in_place)
+        else:  # no state yet, or a memory format conversion, under the overwrite setting (_converted_in_place)
             short = "makes new parameters after the optimizer at line {n} was built from the old ones"
             what = ("set_overwrite_module_params_on_conversion(True) makes the conversion build new Parameter objects, "
                     "so the optimizer updates orphaned copies and the model never trains (measured, CPU, torch 2.13: "
                     "6/6 parameters orphaned, 0/32 steps moved the model).")
         related = [(built.node, "the optimizer, built from the old parameters"), (step.node, "the step that follows")]
-        if overwrite is not None and k == "convert" and not s.pending_state:
+        if overwrite is not None and k == "convert" and (not s.pending_state or ev.extra["how"] == "layout"):
             related.append((overwrite, "the setting that makes conversions build new parameters"))
         return Report(
             self.info.code, ev.node,
