@@ -197,3 +197,60 @@ def test_parameterless_forward_records_through_its_inputs_only(value, lines):
     source = AFTER_FORWARD.replace("{value}", value)
     found = [f.row for f in check_source(source, "snippet.py") if f.code == "LC302"]
     assert found == lines
+
+
+PLAIN_SET = '''
+import torch
+import torch.nn as nn
+
+
+class Encoder(nn.Module):
+    def __init__(self, num_class):
+        super().__init__()
+        self.num_class = num_class
+        {encoder}
+
+    def forward(self, boxes):
+        return boxes * self.num_class
+
+
+class Detector(nn.Module):
+    def __init__(self, classes, hook):
+        super().__init__()
+        {count}
+        self.head = nn.Linear(4, 4)
+        self.encoders = {Encoder({arg})}
+
+    def forward(self, x):
+        (encoder,) = self.encoders
+        return encoder(self.head(x))
+
+
+model = Detector(["a", "b"], print)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(3):
+    loss = model(torch.randn(2, 4)).sum()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+'''
+
+
+@pytest.mark.parametrize("encoder, count, arg, reported", [
+    ("pass", "self.num_class = len(classes)", "self.num_class", False),
+    ("pass", "n = len(classes)", "n", False),  # the call len() and its assignment: one binding
+    ("self.scale = nn.Dropout(0.0)", "n = len(classes)", "n", False),  # nn.Dropout(p=0): no mode
+    ("self.register_buffer('scale', torch.ones(4))", "n = len(classes)", "n", True),  # to() misses it
+    ("self.drop = nn.Dropout(0.1)", "n = len(classes)", "n", True),  # eval() misses it
+    ("self.fc = nn.Linear(4, 4)", "n = len(classes)", "n", True),  # parameters() misses it
+    ("pass", "self.num_class = len(classes); hook(self)", "self.num_class", True),  # may bind it again
+    ("pass", "self.num_class = len(classes)", "self.head", True),  # kept: a module with parameters
+])
+def test_plain_container_of_modules_without_state(encoder, count, arg, reported):
+    """LC504 stays silent on a plain container of project modules that hold no parameter, no
+    buffer and compute the same in train and eval mode (``values.construction_without_state``),
+    given arguments established to be numbers (``values._number_attribute``: an attribute every
+    binding of which assigns ``len(...)`` and no call that is not inlined receives its object)."""
+    source = PLAIN_SET.replace("{encoder}", encoder).replace("{count}", count).replace("{arg}", arg)
+    codes = [f.code for f in check_source(source, "snippet.py")]
+    assert codes == (["LC504"] if reported else [])
