@@ -254,3 +254,46 @@ def test_plain_container_of_modules_without_state(encoder, count, arg, reported)
     source = PLAIN_SET.replace("{encoder}", encoder).replace("{count}", count).replace("{arg}", arg)
     codes = [f.code for f in check_source(source, "snippet.py")]
     assert codes == (["LC504"] if reported else [])
+
+
+SCRATCH_DICT = '''
+import torch
+import torch.nn as nn
+
+
+class Extractor(nn.Module):
+    def __init__(self, flag=True):
+        super().__init__()
+        self._blocks = {}
+        self._blocks[0] = nn.Linear(4, 4)
+        self.body = nn.Sequential(self._blocks[0])
+        {end}
+
+    def forward(self, x):
+        return self.body(x)
+
+
+model = Extractor()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(3):
+    loss = model(torch.randn(2, 4)).sum()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+'''
+
+
+@pytest.mark.parametrize("end, reported", [
+    ("del self._blocks", False),
+    ("del (self.body_name, self._blocks)", False),
+    ("pass", True),  # kept on the module
+    ("if flag:\n            del self._blocks", True),  # not on every path
+    ("if not flag:\n            return\n        del self._blocks", True),  # a return skips it
+    ("del self.body", True),  # another attribute
+])
+def test_plain_container_deleted_by_the_method_that_builds_it(end, reported):
+    """LC504 stays silent on a plain container that the method assigning it deletes, at its
+    body's top level with no ``return`` before, once done (``rules.modules._deleted_after``)."""
+    source = SCRATCH_DICT.replace("{end}", end)
+    codes = [f.code for f in check_source(source, "snippet.py")]
+    assert codes == (["LC504"] if reported else [])
