@@ -2005,7 +2005,8 @@ class UnitBuilder:
             frame.choices = outer
         self._place(stmt, frame.module)
         out.append(If(stmt, body, orelse, absent, given=given, fact=self._fact_of(frame, stmt.test),
-                      mode_of=self._mode_of(frame, stmt.test), counts=self._counts(frame, stmt.test)))
+                      mode_of=self._mode_of(frame, stmt.test), counts=self._counts(frame, stmt.test),
+                      not_instance=self.not_instance(frame, stmt.test)))
         if out[-1].fact is not None:
             self._fact_ifs.append(out[-1])
 
@@ -2092,6 +2093,34 @@ class UnitBuilder:
             if x is not None:
                 out.append((x, False))
         return tuple(out)
+
+    def not_instance(self, frame: Frame, test: cst.BaseExpression) -> tuple[tuple[str, bool, tuple[str, ...]], ...]:
+        """Where an ``if`` test says an object is an instance of none of some classes:
+        ``isinstance(x, C)`` or ``isinstance(x, (C, D))`` in the else-arm, ``not
+        isinstance(...)`` in the body (see :attr:`If.not_instance`). The object is a dotted
+        name the frame resolves to a symbol; the classes are qualified through the imports
+        (a name the frame does not import is kept as written)."""
+        arm = False
+        while type(test) is cst.UnaryOperation and isinstance(test.operator, cst.Not):
+            test, arm = test.expression, not arm
+        if type(test) is not cst.Call or dotted_name(test.func) != "isinstance" or len(test.args) != 2 \
+                or any(a.keyword is not None or a.star for a in test.args):
+            return ()
+        if "isinstance" in frame.module.globals:
+            return ()  # a function of the module that shadows the builtin
+        x, qualified = self.resolve(frame, dotted_name(test.args[0].value))
+        if x is None or qualified:
+            return ()
+        given = test.args[1].value
+        parts = [e.value for e in given.elements] if type(given) is cst.Tuple else [given]
+        classes = []
+        for part in parts:
+            d = dotted_name(part)
+            if d is None:
+                return ()  # a class computed at run time: what it excludes is not known
+            q, qual = self.resolve(frame, d)
+            classes.append(q if qual and q else d)
+        return ((x, arm, tuple(classes)),)
 
     def with_grad(self, frame: Frame, item: cst.BaseExpression, grad: str) -> str:
         """The grad mode inside ``with item:`` (or a function decorated with ``@item``),

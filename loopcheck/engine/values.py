@@ -1405,15 +1405,56 @@ def _number_attribute(unit, index: ModuleIndex, expr: cst.Attribute, names) -> b
     defs = definitions(unit).get(syms[0])
     if not defs or not all(_number_definition(index, d) for d in _bindings_of(defs)):
         return False
-    obj = syms[0].rpartition(".")[0]
-    for raw in unit.raws():
-        if not isinstance(raw, Call) or raw.inlined or raw.func in _READING_BUILTINS and raw.func not in index.globals:
-            continue  # super(Net, self), isinstance(self, ...): read the object, bind nothing in it
+    return not may_bind_attribute(unit, syms[0])
+
+
+def may_bind_attribute(unit, sym: str, after: int = 0) -> bool:
+    """Whether a call of the unit that stays a call (not inlined), from position ``after`` of
+    :meth:`~loopcheck.engine.unit.Unit.raws` on, receives the object of attribute symbol ``sym``
+    (``self.reset()``, ``init(self)``): its code, which the unit does not show, could bind the
+    attribute. Not a builtin that only reads what it is given (``super(Net, self)``,
+    ``isinstance(self, C)``), nor a method of ``torch.nn.Module`` the knowledge describes on an
+    object built from project classes that do not define it (``model.parameters()``).
+    ``False`` for a plain name (no call binds a caller's variable)."""
+    if "." not in sym:
+        return False
+    obj = sym.rpartition(".")[0]
+    raws = unit.raws()
+    for raw in raws[after:]:
+        if not isinstance(raw, Call) or raw.inlined:
+            continue
+        if raw.func in _READING_BUILTINS:
+            index = unit.module_of(raw.node)
+            if index is not None and raw.func not in index.globals:
+                continue  # super(Net, self), isinstance(self, ...): read the object, bind nothing in it
         if raw.receiver == obj and _module_method(unit, obj, raw.method):
             continue  # model.parameters(), model.to(device): nn.Module's own, binds no attribute of ours
         if raw.receiver == obj or any(a.sym == obj or obj in a.mentions for a in raw.args):
-            return False
-    return True
+            return True
+    return False
+
+
+def narrowing_tests(unit, chosen) -> list:
+    """The raw ``isinstance(...)`` calls of the tests of the ``if`` statements of the unit that
+    say an object is an instance of none of some classes (:attr:`~loopcheck.engine.ir.If.not_instance`)
+    and for which ``chosen(if_node)`` holds."""
+    out: list = []
+    nodes: list = []
+
+    def visit(node) -> None:
+        if isinstance(node, If) and node.not_instance and chosen(node):
+            test = node.test
+            while isinstance(test, cst.UnaryOperation):
+                test = test.expression
+            nodes.append(test)
+        for part in parts(node):
+            visit(part)
+
+    visit(unit.ir)
+    if not nodes:
+        return out
+    wanted = {id(n) for n in nodes}
+    return [raw for raw in unit.raws() if isinstance(raw, Call) and id(raw.node) in wanted]
 
 
 def _module_method(unit, obj: str, method: str | None) -> bool:
