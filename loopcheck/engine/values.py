@@ -2154,8 +2154,9 @@ def _class_mode_dependent(cls, depth: int, seen: frozenset, call: cst.Call | Non
         if entry is not None and entry.modes == "none":
             return bool(entry.mode_args) and (call is None or not _mode_args_inert(entry.mode_args, call, scope))
         if entry is not None and entry.modes_none_if_zero and call is not None \
-                and _mode_args_zero(entry.modes_none_if_zero, call, scope):
-            return False  # nn.Dropout(p=0.0)
+                and _mode_args_zero(entry.modes_none_if_zero, call, scope) \
+                and _mode_args_inert(entry.mode_args, call, scope):
+            return False  # nn.Dropout(p=0.0); allennlp's Elmo(..., dropout=0) given no biLM module of its own
         return not is_criterion_class(cls)
     if depth > MAX_DEPTH or cls in seen:
         return True
