@@ -2552,10 +2552,16 @@ class UnitBuilder:
         if "." in target_sym and literal_value(value) is not NO_VALUE:
             self._literal_attrs.add(target_sym)  # (a fact the dataflow may follow: _settle_facts)
         self._place(stmt, frame.module)
+        constant = ()
+        if type(value) is cst.Name and value.value not in ("True", "False", "None"):
+            fixed = self.run_literal(frame, value.value)  # a parameter left at its literal default
+            if fixed is not NO_VALUE:
+                constant = (fixed,)
         out.append(
             Assign(stmt, target_sym, op, value, None if vq else vsym, value_kind(frame.module.imports, value),
                    self.mentions(frame, value), ctx, operands=self.operands(frame, value),
-                   sources=self.sources(frame, value), slot=slot, held=self.held(frame, value))
+                   sources=self.sources(frame, value), slot=slot, held=self.held(frame, value),
+                   constant=constant)
         )
         self.n_events += 1
         if type(value) is cst.Call:

@@ -171,6 +171,11 @@ class Assign:
             ``mentions`` (``w = torch.zeros(x.shape)`` holds nothing of ``x``); a called chain
             is given as ``sym()``, the call's result (``g.style()`` of ``g.style(z)``: the
             output of a forward, not the model); ``None``: ``mentions``.
+        constant: for a value that is a plain variable, ``(literal,)`` when the code fixes the
+            literal it holds on every run here (a parameter of the inlined call given a literal
+            or left at a literal default and never re-bound, a variable bound once to one:
+            ``param.requires_grad = requires_grad`` with ``requires_grad=False`` left out);
+            ``()`` otherwise.
     """
 
     node: cst.CSTNode
@@ -186,6 +191,7 @@ class Assign:
     sources: "Sources | None" = None
     slot: cst.Subscript | None = None
     held: frozenset[str] | None = None
+    constant: tuple = ()
 
 
 @dataclass(eq=False)
