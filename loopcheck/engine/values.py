@@ -1468,8 +1468,12 @@ def _module_method(unit, obj: str, method: str | None) -> bool:
 
 
 #: Builtins that may be handed an object without binding any attribute of it (``setattr``,
-#: ``delattr``, ``vars``, ``exec`` and ``eval`` may).
-_READING_BUILTINS = frozenset(BUILTINS - {"setattr", "delattr", "vars", "exec", "eval", "__import__"})
+#: ``delattr``, ``vars``, ``exec`` and ``eval`` may, and those that call a function they are
+#: given: ``map``, ``filter``, ``sorted``/``min``/``max`` with a ``key``, ``iter`` with a callable).
+_READING_BUILTINS = frozenset(BUILTINS - {
+    "setattr", "delattr", "vars", "exec", "eval", "compile", "__import__", "__build_class__",
+    "map", "filter", "sorted", "min", "max", "iter",
+})
 
 
 def _number_definition(index: ModuleIndex, d) -> bool:
