@@ -368,12 +368,13 @@ class _NotPlateauMachine(Machine):
 
 
 def _bound_before(unit: Unit, sched: str, tests: list) -> bool:
-    """Whether every binding of scheduler ``sched`` (a canonical symbol, and each alias of it) in the unit (:func:`~loopcheck.engine.values.definitions`)
-    comes, in program order, before each of the raw calls ``tests`` (the ``isinstance`` calls
-    of the tests that narrow it), and, for an attribute, no call that stays a call after the
-    first of them receives the attribute's object (:func:`~loopcheck.engine.values.may_bind_attribute`):
-    no path then binds the scheduler again between a test and a step it reaches. Bindings
-    before the test in program order run, on any path, before the test runs again."""
+    """Whether every binding in the unit (:func:`~loopcheck.engine.values.definitions`) of
+    scheduler ``sched`` (a canonical symbol) and of each alias of it comes, in program order,
+    before the first of the raw calls ``tests`` (the ``isinstance`` calls of the tests that
+    narrow it), and, for an attribute, no call that stays a call from there on receives the
+    attribute's object (:func:`~loopcheck.engine.values.may_bind_attribute`): no path then
+    binds the scheduler again after a test, and the object a test found no
+    ``ReduceLROnPlateau`` is the one every later step is called on."""
     raws = unit.raws()
     order = {id(r): i for i, r in enumerate(raws)}
     first = min((order.get(id(t), -1) for t in tests), default=-1)
