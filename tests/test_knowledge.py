@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -74,6 +75,38 @@ def test_dropout_is_mode_free_only_with_p_zero():
     assert entry.modes is None and entry.modes_none_if_zero == ((0, "p"),)
 
 
+def test_elmo_is_mode_free_with_dropout_zero_and_its_own_bilm():
+    entry = knowledge().cls("allennlp.modules.elmo.Elmo")
+    assert entry.modes is None and entry.modes_none_if_zero == ("dropout",)
+    assert entry.mode_args == ((9, "module"),)
+    assert knowledge().cls("allennlp.modules.Elmo") is not None
+
+
+#: A validation loop that calls Elmo without elmo.eval() (the valid fixture), its Elmo built
+#: with ``{args}``.
+ELMO = (Path(__file__).resolve().parent.parent / "fixtures" / "valid"
+        / "elmo_without_dropout_validated_in_train_mode.py").read_text(encoding="utf-8").replace(
+    ', 1, requires_grad=True, dropout=0)', ', 1{args})')
+
+
+@pytest.mark.parametrize("args, reported", [
+    (", requires_grad=True, dropout=0", False),
+    (", True, dropout=0.0, module=None", False),
+    (", requires_grad=True", True),  # the default dropout=0.5
+    (", requires_grad=True, dropout=0.1", True),
+    (", requires_grad=True, dropout=0, module=bilm", True),  # a biLM of the caller's: its modes are not known
+    (", True, False, 0", True),  # dropout given by position: its place differs across releases
+])
+def test_elmo_validated_in_train_mode(args, reported):
+    """LC303 on allennlp's Elmo follows its knowledge entry: mode-free only with ``dropout``
+    given 0 by keyword and ``module`` left out or ``None``."""
+    from loopcheck.analysis import check_source
+
+    source = ELMO.replace("{args}", args)
+    codes = [f.code for f in check_source(source, "snippet.py") if f.code == "LC303"]
+    assert codes == (["LC303"] if reported else [])
+
+
 def test_grad_contexts():
     kb = knowledge()
     assert kb.callable("torch.no_grad").grad == "disabled"
@@ -91,6 +124,7 @@ def test_grad_contexts():
     ('[[function]]\nnames = ["x.f"]\neffects = [{event = "havoc", arg = 0, aspects = ["moods"]}]', "unknown aspects"),
     ('[[class]]\nnames = ["x.C"]\nmodes = "train"', "'modes' can only be"),
     ('[[class]]\nnames = ["x.C"]\nmodes = "none"\nmodes_none_if_zero = [[0, "p"]]', "'modes_none_if_zero' is a list"),
+    ('[[class]]\nnames = ["x.C"]\nmode_args = [[0, "p"]]', "'mode_args' is a list of argument references"),
     ('[[function]]\nnames = ["x.f"]\nreturns = {role = "scheduler", first_change = 1}', "'first_change' is a table"),
     ('[[function]]\nnames = ["x.f"]\nreturns = {role = "scheduler", first_change = {arg = 1, default = "5"}}',
      "'first_change' default is an integer"),

@@ -249,3 +249,103 @@ def test_only_a_construction_of_a_module_replaces_one(value, reported):
     source = CONSTRUCTIONS.replace("{value}", value)
     codes = [f.code for f in check_source(source, "snippet.py") if f.code == "LC501"]
     assert codes == (["LC501"] if reported else [])
+
+
+PLAIN_SET = '''
+import torch
+import torch.nn as nn
+
+
+class Encoder(nn.Module):
+    def __init__(self, num_class):
+        super().__init__()
+        self.num_class = num_class
+        {encoder}
+
+    def forward(self, boxes):
+        return boxes * self.num_class
+
+
+class Detector(nn.Module):
+    def __init__(self, classes, hook):
+        super().__init__()
+        {count}
+        self.head = nn.Linear(4, 4)
+        self.encoders = {Encoder({arg})}
+
+    def forward(self, x):
+        (encoder,) = self.encoders
+        return encoder(self.head(x))
+
+
+model = Detector(["a", "b"], print)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(3):
+    loss = model(torch.randn(2, 4)).sum()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+'''
+
+
+@pytest.mark.parametrize("encoder, count, arg, reported", [
+    ("pass", "self.num_class = len(classes)", "self.num_class", False),
+    ("pass", "n = len(classes)", "n", False),  # the call len() and its assignment: one binding
+    ("self.scale = nn.Dropout(0.0)", "n = len(classes)", "n", False),  # nn.Dropout(p=0): no mode
+    ("self.register_buffer('scale', torch.ones(4))", "n = len(classes)", "n", True),  # to() misses it
+    ("self.drop = nn.Dropout(0.1)", "n = len(classes)", "n", True),  # eval() misses it
+    ("self.fc = nn.Linear(4, 4)", "n = len(classes)", "n", True),  # parameters() misses it
+    ("pass", "self.num_class = len(classes); hook(self)", "self.num_class", True),  # may bind it again
+    ("pass", "self.num_class = len(classes)", "self.head", True),  # kept: a module with parameters
+])
+def test_plain_container_of_modules_without_state(encoder, count, arg, reported):
+    """LC504 stays silent on a plain container of project modules that hold no parameter, no
+    buffer and compute the same in train and eval mode (``values.construction_without_state``),
+    given arguments established to be numbers (``values._number_attribute``: an attribute every
+    binding of which assigns ``len(...)`` and no call that is not inlined receives its object)."""
+    source = PLAIN_SET.replace("{encoder}", encoder).replace("{count}", count).replace("{arg}", arg)
+    codes = [f.code for f in check_source(source, "snippet.py")]
+    assert codes == (["LC504"] if reported else [])
+
+
+SCRATCH_DICT = '''
+import torch
+import torch.nn as nn
+
+
+class Extractor(nn.Module):
+    def __init__(self, flag=True):
+        super().__init__()
+        self._blocks = {}
+        self._blocks[0] = nn.Linear(4, 4)
+        self.body = nn.Sequential(self._blocks[0])
+        {end}
+
+    def forward(self, x):
+        return self.body(x)
+
+
+model = Extractor()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(3):
+    loss = model(torch.randn(2, 4)).sum()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+'''
+
+
+@pytest.mark.parametrize("end, reported", [
+    ("del self._blocks", False),
+    ("del (self.body_name, self._blocks)", False),
+    ("pass", True),  # kept on the module
+    ("if flag:\n            del self._blocks", True),  # not on every path
+    ("if not flag:\n            return\n        del self._blocks", True),  # a return skips it
+    ("del self.body", True),  # another attribute
+])
+def test_plain_container_deleted_by_the_method_that_builds_it(end, reported):
+    """LC504 stays silent on a plain container that the method assigning it deletes, at its
+    body's top level with no ``return`` before, once done (``rules.modules._deleted_after``)."""
+    source = SCRATCH_DICT.replace("{end}", end)
+    codes = [f.code for f in check_source(source, "snippet.py")]
+    assert codes == (["LC504"] if reported else [])

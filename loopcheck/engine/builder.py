@@ -2006,7 +2006,8 @@ class UnitBuilder:
             frame.choices = outer
         self._place(stmt, frame.module)
         out.append(If(stmt, body, orelse, absent, given=given, fact=self._fact_of(frame, stmt.test),
-                      mode_of=self._mode_of(frame, stmt.test), counts=self._counts(frame, stmt.test)))
+                      mode_of=self._mode_of(frame, stmt.test), counts=self._counts(frame, stmt.test),
+                      not_instance=self.not_instance(frame, stmt.test)))
         if out[-1].fact is not None:
             self._fact_ifs.append(out[-1])
 
@@ -2093,6 +2094,34 @@ class UnitBuilder:
             if x is not None:
                 out.append((x, False))
         return tuple(out)
+
+    def not_instance(self, frame: Frame, test: cst.BaseExpression) -> tuple[tuple[str, bool, tuple[str, ...]], ...]:
+        """Where an ``if`` test says an object is an instance of none of some classes:
+        ``isinstance(x, C)`` or ``isinstance(x, (C, D))`` in the else-arm, ``not
+        isinstance(...)`` in the body (see :attr:`If.not_instance`). The object is a dotted
+        name the frame resolves to a symbol; the classes are qualified through the imports
+        (a name the frame does not import is kept as written)."""
+        arm = False
+        while type(test) is cst.UnaryOperation and isinstance(test.operator, cst.Not):
+            test, arm = test.expression, not arm
+        if type(test) is not cst.Call or dotted_name(test.func) != "isinstance" or len(test.args) != 2 \
+                or any(a.keyword is not None or a.star for a in test.args):
+            return ()
+        if "isinstance" in frame.module.globals:
+            return ()  # a function of the module that shadows the builtin
+        x, qualified = self.resolve(frame, dotted_name(test.args[0].value))
+        if x is None or qualified:
+            return ()
+        given = test.args[1].value
+        parts = [e.value for e in given.elements] if type(given) is cst.Tuple else [given]
+        classes = []
+        for part in parts:
+            d = dotted_name(part)
+            if d is None:
+                return ()  # a class computed at run time: what it excludes is not known
+            q, qual = self.resolve(frame, d)
+            classes.append(q if qual and q else d)
+        return ((x, arm, tuple(classes)),)
 
     def with_grad(self, frame: Frame, item: cst.BaseExpression, grad: str) -> str:
         """The grad mode inside ``with item:`` (or a function decorated with ``@item``),
@@ -2539,11 +2568,17 @@ class UnitBuilder:
             self._literal_attrs.add(target_sym)  # (a fact the dataflow may follow: _settle_facts)
         self._place(stmt, frame.module)
         ref = self._instance_class(frame, value) if type(value) is cst.Call else None
+        constant = ()
+        if type(value) is cst.Name and value.value not in ("True", "False", "None"):
+            fixed = self.run_literal(frame, value.value)  # a parameter left at its literal default
+            if fixed is not NO_VALUE:
+                constant = (fixed,)
         out.append(
             Assign(stmt, target_sym, op, value, None if vq else vsym, value_kind(frame.module.imports, value),
                    self.mentions(frame, value), ctx, operands=self.operands(frame, value),
                    sources=self.sources(frame, value), slot=slot, held=self.held(frame, value),
-                   module_class=self._module_constructed(frame, value, ref) if type(value) is cst.Call else None)
+                   module_class=self._module_constructed(frame, value, ref) if type(value) is cst.Call else None,
+                   constant=constant)
         )
         self.n_events += 1
         if ref is not None:

@@ -568,14 +568,17 @@ def classify_assign(a: Assign, roles: Roles) -> list[Event]:
         else:  # p.grad.data = g: a gradient written by hand, into the tensor .grad holds
             out.append(Event("grad_set", grad_owner(target), a.node, a, {"inplace": True}))
         return out
-    if target.endswith(".requires_grad") and a.op == "=" and _literal_bool(a.value) is not None and a.ctx.loops:
+    flag = _literal_bool(a.value)
+    if flag is None and a.constant and type(a.constant[0]) is bool:
+        flag = a.constant[0]  # requires_grad = requires_grad, a parameter left at its default False
+    if target.endswith(".requires_grad") and a.op == "=" and flag is not None and a.ctx.loops:
         # for p in model.parameters(): p.requires_grad = False
         # (extra ``part``: the ``if``s inside the loop whose tests read its targets, ``if "fc"
         # not in name:``: they select some of the parameters, which the analysis cannot tell)
         loop = a.ctx.loops[-1]
         owner = next((parameter_owner(n) for n in loop.iter_names if parameter_owner(n)), None)
         if owner is not None and roles.canon(owner) in roles.models:
-            kind = "unfreeze" if _literal_bool(a.value) else "freeze"
+            kind = "unfreeze" if flag else "freeze"
             part = tuple(c for c in a.ctx.conds if _selects_per_iteration(c, loop.targets))
             return [Event(kind, roles.canon(owner), a.node, a, {"part": part} if part else {})]
     rebound = _optimizer_rebound(a, roles) or _optimizer_bound(a, roles)

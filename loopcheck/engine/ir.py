@@ -180,6 +180,11 @@ class Assign:
             a class of the project (a ``builder.ClassRef``) or a library class's qualified name,
             through methods that return their receiver (``Head(n).to(device)``); else ``None``
             (a call of a module the program holds is a forward, not a construction).
+        constant: for a value that is a plain variable, ``(literal,)`` when the code fixes the
+            literal it holds on every run here (a parameter of the inlined call given a literal
+            or left at a literal default and never re-bound, a variable bound once to one:
+            ``param.requires_grad = requires_grad`` with ``requires_grad=False`` left out);
+            ``()`` otherwise.
     """
 
     node: cst.CSTNode
@@ -196,6 +201,7 @@ class Assign:
     slot: cst.Subscript | None = None
     held: frozenset[str] | None = None
     module_class: object = None
+    constant: tuple = ()
 
 
 @dataclass(eq=False)
@@ -247,6 +253,11 @@ class If:
             :func:`~loopcheck.engine.attr_facts.mode_subject`): the module's symbol and the
             attribute's dotted name in the test; a machine that knows the module's mode on a
             path (``eval()``: ``training`` is ``False``) takes the arm it decides.
+        not_instance: ``(symbol, arm, classes)`` triples: in the arm, the test says the
+            symbol's object is an instance of none of ``classes`` (qualified names, or the
+            names of project classes as written): ``if isinstance(s, ReduceLROnPlateau):`` has
+            ``(s, False, ("torch.optim.lr_scheduler.ReduceLROnPlateau",))``, ``if not
+            isinstance(...)`` the same with ``True``.
         counts: the ``cst.For`` statement whose counter the test compares with an integer
             literal (``if step == 0:`` in ``for step in range(n):``, the counter taking another
             integer on each pass, its body never re-binding it): true on one pass of a run of
@@ -263,6 +274,7 @@ class If:
     fact: tuple[str, str] | None = None
     mode_of: tuple[str, str] | None = None
     counts: cst.CSTNode | None = None
+    not_instance: tuple[tuple[str, bool, tuple[str, ...]], ...] = ()
 
     def __post_init__(self) -> None:
         if self.test is None:

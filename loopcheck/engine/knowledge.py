@@ -371,7 +371,9 @@ class ClassEntry:
     bases: tuple[str, ...] = ()
     modes: str | None = None  # "none": train()/eval() change nothing in this module
     # with ``modes``: the arguments (a dropout rate, a normalization) that keep it true only
-    # while each is left out or given as the literal 0, 0.0, None or False
+    # while each is left out or given as the literal 0, 0.0, None or False; with
+    # ``modes_none_if_zero``, the arguments that must also be left out or given such a value
+    # (allennlp's ``Elmo(module=...)``, a biLM of the caller's in place of its own)
     mode_args: tuple[ArgRef, ...] = ()
     # without ``modes``: the arguments (a dropout rate whose default is not 0) that make
     # train()/eval() change nothing when the construction gives each the value 0
@@ -594,8 +596,10 @@ class Knowledge:
                 if raw.get("modes") not in (None, "none"):
                     raise KnowledgeError(f"{where}: 'modes' can only be \"none\"")
                 mode_args = raw.get("mode_args", [])
-                if not isinstance(mode_args, list) or (mode_args and raw.get("modes") != "none"):
-                    raise KnowledgeError(f"{where}: 'mode_args' is a list of argument references, with modes = \"none\"")
+                if not isinstance(mode_args, list) or (
+                        mode_args and raw.get("modes") != "none" and not raw.get("modes_none_if_zero")):
+                    raise KnowledgeError(f"{where}: 'mode_args' is a list of argument references, with modes = \"none\""
+                                         " or with 'modes_none_if_zero'")
                 if_zero = raw.get("modes_none_if_zero", [])
                 if not isinstance(if_zero, list) or (if_zero and raw.get("modes") is not None):
                     raise KnowledgeError(f"{where}: 'modes_none_if_zero' is a list of argument references, without 'modes'")

@@ -1240,6 +1240,64 @@ def construction_without_parameters(unit, node: cst.CSTNode | None, near=None) -
         harmless = None  # noqa: F841 - it refers to itself: break the cycle, free the tree at once
 
 
+def construction_without_state(unit, node: cst.CSTNode | None, near=None) -> bool:
+    """Whether the module a construction call of a project class builds (``node``: the call,
+    ``Encoder(num_class)``, also through ``.to(device)``; ``near``: as :func:`raw_call`) is
+    established to give its owner nothing to register: it holds no parameter
+    (:func:`construction_without_parameters`), registers no buffer (:func:`_may_register_buffers`)
+    and computes the same in train and eval mode (:func:`_class_mode_dependent`, with the
+    construction's arguments). ``model.parameters()``, ``to()``, ``state_dict()`` and ``eval()``
+    then have nothing of it to reach. ``False`` for a library class (its knowledge entry says
+    it) and when any of it is unknown."""
+    if not isinstance(node, cst.Call):
+        return False
+    index = unit.module_of(node)
+    call = _constructor(node)
+    cls = class_of_name(index, dotted_name(call.func)) if index is not None else None
+    if not isinstance(cls, ClassRef) or not construction_without_parameters(unit, node, near):
+        return False
+    if _may_register_buffers(cls, 0, frozenset()):
+        return False
+    return not _class_mode_dependent(cls, 0, frozenset(), call, run_constants(unit, call))
+
+
+def _may_register_buffers(cls: ClassRef, depth: int, seen: frozenset) -> bool:
+    """Whether an instance of project class ``cls`` may hold a buffer: a method of it or of a
+    base of the project calls ``register_buffer`` (on any receiver), or builds a project class
+    that may (read the same way). Library classes it builds are not read (a class
+    :func:`construction_without_parameters` accepts is one whose entry says ``parameters =
+    false``). ``True`` when a class cannot be read."""
+    info = cls.info
+    if info is None or depth > MAX_DEPTH:
+        return True
+    if cls in seen:
+        return False
+    seen = seen | {cls}
+    for base in info.bases:
+        ref = cls.module.class_ref(base) or cls.module.class_ref(base, qualified=True)
+        if ref is not None and _may_register_buffers(ref, depth + 1, seen):
+            return True
+    methods = info.methods
+    for name in (methods.names() if hasattr(methods, "names") else list(methods)):
+        func = methods.get(name)
+        if func is None:
+            return True  # a method that does not parse: not read
+        for n in walk(func):
+            if not isinstance(n, cst.Call):
+                continue
+            d = dotted_name(n.func)
+            if d is None:
+                if isinstance(n.func, cst.Attribute) and n.func.attr.value == "register_buffer":
+                    return True
+                continue
+            if d.rpartition(".")[2] == "register_buffer":
+                return True
+            ref = class_of_name(cls.module, d)
+            if isinstance(ref, ClassRef) and _may_register_buffers(ref, depth + 1, seen):
+                return True
+    return False
+
+
 def _names_no_module(unit, index: ModuleIndex, value: cst.BaseExpression, arg) -> bool:
     """Whether argument ``value`` (raw argument ``arg``) names an object that is no module: a
     function of the module or of the project, or one the library knowledge describes, handed
@@ -1301,6 +1359,8 @@ def _literal_data(unit, index: ModuleIndex, expr: cst.BaseExpression, names, dep
     base = expr
     while isinstance(base, cst.Subscript):
         base = base.value
+    if isinstance(base, cst.Attribute) and base is expr:
+        return _number_attribute(unit, index, base, names)
     if not isinstance(base, cst.Name):
         return False
     syms = [n for n in names if last(n) == base.value]
@@ -1309,7 +1369,7 @@ def _literal_data(unit, index: ModuleIndex, expr: cst.BaseExpression, names, dep
     defs = definitions(unit).get(syms[0])
     if not defs:
         return False
-    if all(_number_definition(index, d) for d in defs):
+    if all(_number_definition(index, d) for d in _bindings_of(defs)):
         return True  # numbers: handing them on changes nothing in them
     if syms[0] in _handed_on(unit):
         return False
@@ -1323,6 +1383,97 @@ def _literal_data(unit, index: ModuleIndex, expr: cst.BaseExpression, names, dep
         if not _literal_data(unit, index, value, mentions, depth + 1):
             return False
     return True
+
+
+def _bindings_of(defs: list) -> list:
+    """The definitions ``defs`` of a symbol (:func:`definitions`) less the calls whose result
+    an assignment among them binds: ``n = len(xs)`` is one binding, which the assignment
+    shows."""
+    assigned = {id(d.value) for d in defs if isinstance(d, Assign)}
+    return [d for d in defs if not (isinstance(d, Call) and id(d.node) in assigned)]
+
+
+def _number_attribute(unit, index: ModuleIndex, expr: cst.Attribute, names) -> bool:
+    """Whether attribute ``expr`` (``self.num_class``, whose symbol is among ``names``) holds
+    a number: each binding of its symbol in the unit assigns a :func:`_number_call`'s result
+    (``self.num_class = len(classes)``), and no call that stays a call (not inlined) receives
+    its object (``self.reset()``, ``init(self)``), which could bind it where the unit does
+    not show it."""
+    syms = [n for n in names if "." in n and last(n) == expr.attr.value]
+    if len(syms) != 1:
+        return False
+    defs = definitions(unit).get(syms[0])
+    if not defs or not all(_number_definition(index, d) for d in _bindings_of(defs)):
+        return False
+    return not may_bind_attribute(unit, syms[0])
+
+
+def may_bind_attribute(unit, sym: str, after: int = 0) -> bool:
+    """Whether a call of the unit that stays a call (not inlined), from position ``after`` of
+    :meth:`~loopcheck.engine.unit.Unit.raws` on, receives the object of attribute symbol ``sym``
+    (``self.reset()``, ``init(self)``): its code, which the unit does not show, could bind the
+    attribute. Not a builtin that only reads what it is given (``super(Net, self)``,
+    ``isinstance(self, C)``), nor a method of ``torch.nn.Module`` the knowledge describes on an
+    object built from project classes that do not define it (``model.parameters()``).
+    ``False`` for a plain name (no call binds a caller's variable)."""
+    if "." not in sym:
+        return False
+    obj = sym.rpartition(".")[0]
+    raws = unit.raws()
+    for raw in raws[after:]:
+        if not isinstance(raw, Call) or raw.inlined:
+            continue
+        if raw.func in _READING_BUILTINS:
+            index = unit.module_of(raw.node)
+            if index is not None and raw.func not in index.globals:
+                continue  # super(Net, self), isinstance(self, ...): read the object, bind nothing in it
+        if raw.receiver == obj and _module_method(unit, obj, raw.method):
+            continue  # model.parameters(), model.to(device): nn.Module's own, binds no attribute of ours
+        if raw.receiver == obj or any(a.sym == obj or obj in a.mentions for a in raw.args):
+            return True
+    return False
+
+
+def narrowing_tests(unit, chosen) -> list:
+    """The raw ``isinstance(...)`` calls of the tests of the ``if`` statements of the unit that
+    say an object is an instance of none of some classes (:attr:`~loopcheck.engine.ir.If.not_instance`)
+    and for which ``chosen(if_node)`` holds."""
+    out: list = []
+    nodes: list = []
+
+    def visit(node) -> None:
+        if isinstance(node, If) and node.not_instance and chosen(node):
+            test = node.test
+            while isinstance(test, cst.UnaryOperation):
+                test = test.expression
+            nodes.append(test)
+        for part in parts(node):
+            visit(part)
+
+    visit(unit.ir)
+    if not nodes:
+        return out
+    wanted = {id(n) for n in nodes}
+    return [raw for raw in unit.raws() if isinstance(raw, Call) and id(raw.node) in wanted]
+
+
+def _module_method(unit, obj: str, method: str | None) -> bool:
+    """Whether ``obj.method(...)`` runs a method of ``torch.nn.Module`` the knowledge describes
+    (``parameters``, ``to``, ``train``): ``obj`` is built in the unit from project classes only,
+    none of which defines or inherits ``method`` from the project."""
+    if not method or knowledge().method("torch.nn.Module", method) is None:
+        return False
+    classes = classes_of(unit, obj)
+    return bool(classes) and all(isinstance(c, ClassRef) and find_method(c, method) is None for c in classes)
+
+
+#: Builtins that may be handed an object without binding any attribute of it (``setattr``,
+#: ``delattr``, ``vars``, ``exec`` and ``eval`` may, and those that call a function they are
+#: given: ``map``, ``filter``, ``sorted``/``min``/``max`` with a ``key``, ``iter`` with a callable).
+_READING_BUILTINS = frozenset(BUILTINS - {
+    "setattr", "delattr", "vars", "exec", "eval", "compile", "__import__", "__build_class__",
+    "map", "filter", "sorted", "min", "max", "iter",
+})
 
 
 def _number_definition(index: ModuleIndex, d) -> bool:
@@ -2007,8 +2158,9 @@ def _class_mode_dependent(cls, depth: int, seen: frozenset, call: cst.Call | Non
         if entry is not None and entry.modes == "none":
             return bool(entry.mode_args) and (call is None or not _mode_args_inert(entry.mode_args, call, scope))
         if entry is not None and entry.modes_none_if_zero and call is not None \
-                and _mode_args_zero(entry.modes_none_if_zero, call, scope):
-            return False  # nn.Dropout(p=0.0)
+                and _mode_args_zero(entry.modes_none_if_zero, call, scope) \
+                and _mode_args_inert(entry.mode_args, call, scope):
+            return False  # nn.Dropout(p=0.0); allennlp's Elmo(..., dropout=0) given no biLM module of its own
         return not is_criterion_class(cls)
     if depth > MAX_DEPTH or cls in seen:
         return True

@@ -30,7 +30,7 @@ from loopcheck.engine.names import dotted_name
 from loopcheck.engine.roles import last
 from loopcheck.engine.unit import Unit
 from loopcheck.engine.values import (
-    ClassRef, all_calls, class_of_call, classes_of, definitions, is_criterion_class, is_module_class, is_tensor,
+    ClassRef, all_calls, class_of_call, classes_of, construction_without_state, definitions, is_criterion_class, is_module_class, is_tensor,
     discarded, parents,
     raw_call, read_after,
     tensor_method,
@@ -161,6 +161,8 @@ def _builds(unit: Unit, node: cst.BaseExpression, near) -> _Built | None:
     entry = knowledge().cls(cls) if isinstance(cls, str) else None
     if entry is not None and entry.parameters is False and entry.modes == "none":
         return None  # nn.Identity(): nothing to register, move, save or switch to eval mode
+    if isinstance(cls, ClassRef) and construction_without_state(unit, node, near):
+        return None  # a project module without parameters, buffers or a mode: nothing is lost either
     kind = "parameter" if isinstance(cls, str) and cls.rpartition(".")[2] == "Parameter" else "module"
     return _Built(kind, node)
 
@@ -203,6 +205,44 @@ def _registered(unit: Unit, cls_node: cst.ClassDef, index, attr: str) -> bool:
             if d is not None and d.count(".") == 1 and d.endswith("." + attr):
                 return True
     return False
+
+
+def _deleted_after(unit: Unit, node: cst.Assign, attr: str) -> bool:
+    """Whether the method that runs assignment ``node`` (``self.attr = {}``) deletes the
+    attribute before it ends, on every path that ends it normally: a statement ``del
+    self.attr`` of its body's top level follows the top-level statement that holds ``node``,
+    and no ``return`` (nor ``yield``) lies between them. The container is then scratch space
+    of that method: once it has run, the module holds it no more, so ``parameters()``,
+    ``to()``, ``state_dict()`` and ``eval()`` have nothing of it to miss (the modules it held
+    are registered some other way or are gone)."""
+    index = unit.module_of(node)
+    table = parents(index)
+    cur = table.get(node)
+    while cur is not None and not isinstance(cur, cst.FunctionDef):
+        cur = table.get(cur)
+    if cur is None or not isinstance(cur.body, cst.IndentedBlock) or not cur.params.params:
+        return False
+    me = cur.params.params[0].name.value
+    body = list(cur.body.body)
+    top = node  # the statement of the body's top level that holds the assignment
+    while table.get(top) is not cur.body:
+        top = table.get(top)
+    for later in body[body.index(top) + 1:]:
+        if any(isinstance(n, (cst.Return, cst.Yield)) for n in walk(later)):
+            return False
+        if isinstance(later, cst.SimpleStatementLine):
+            for small in later.body:
+                if isinstance(small, cst.Del) and _deletes(small.target, me, attr):
+                    return True
+    return False
+
+
+def _deletes(target: cst.BaseExpression, me: str, attr: str) -> bool:
+    """Whether a ``del`` target (``self.attr``, ``(self.a, self.attr)``) names ``<me>.attr``."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return any(_deletes(el.value, me, attr) for el in target.elements)
+    return (isinstance(target, cst.Attribute) and target.attr.value == attr
+            and isinstance(target.value, cst.Name) and target.value.value == me)
 
 
 #: Methods that put elements into a list: a read of the container to fill it.
@@ -248,10 +288,14 @@ class SubmodulesInPlainContainer(Rule):
     Reported when (syntax, not paths): ``self.attr = <list/tuple/set/dict display or
     comprehension>`` in a method of a project ``nn.Module`` class holds calls that build modules or
     ``nn.Parameter`` objects (not a module whose entry says it holds no parameters and does the
-    same in both modes: ``nn.Identity()`` loses nothing unregistered), or, empty, is filled by ``self.attr.append/extend/insert(...)`` or
-    ``self.attr[k] = ...`` with one in the unit; unless the file calls ``add_module``,
-    ``register_module``, ``register_parameter`` or ``setattr``, or hands ``<name>.attr`` to a call
-    that is not a builtin reader (:func:`_registered`), or reads ``.attr`` only to count it
+    same in both modes: ``nn.Identity()`` loses nothing unregistered; nor a project module
+    established to hold no parameter or buffer and to do the same in both modes,
+    :func:`~loopcheck.engine.values.construction_without_state`), or, empty, is filled by
+    ``self.attr.append/extend/insert(...)`` or ``self.attr[k] = ...`` with one in the unit;
+    unless the method deletes it before it ends (:func:`_deleted_after`: scratch space of the
+    construction), or the file calls ``add_module``, ``register_module``,
+    ``register_parameter`` or ``setattr``, or hands ``<name>.attr`` to a call that is not a
+    builtin reader (:func:`_registered`), or reads ``.attr`` only to count it
     (:func:`_only_counted`: every ``.attr`` of the file is a target, a receiver of ``append``/
     ``extend``/``insert`` or the argument of ``len()``: the elements reach no computation, so
     nothing used is missed). Known limit: both escapes are by spelling,
@@ -300,6 +344,8 @@ class SubmodulesInPlainContainer(Rule):
                 continue
             if _only_counted(index, attr):
                 continue  # the held objects reach no computation: nothing is missed
+            if _deleted_after(unit, raw.node, attr):
+                continue  # scratch space of the method that builds it: the module no longer holds it
             yield self._report(raw, attr, value, built, adds, self._optimizer(unit, cls_node.name.value))
 
     @staticmethod

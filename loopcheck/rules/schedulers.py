@@ -23,7 +23,7 @@ from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.pins import pinned_before
 from loopcheck.engine.roles import LOADER_NAME, ScheduleStart, SchedulerInfo, last
 from loopcheck.engine.unit import Unit
-from loopcheck.engine.values import loops as all_loops, written_before
+from loopcheck.engine.values import definitions, loops as all_loops, may_bind_attribute, narrowing_tests, written_before
 from loopcheck.findings import Report
 from loopcheck.catalog import INFOS
 from loopcheck.rules.base import Rule, register
@@ -327,15 +327,79 @@ class SchedulerBeforeOptimizerStep(Rule):
         return pinned_before(getattr(unit.module, "project", None), since)
 
 
+def _plateau_class(name: str) -> bool:
+    """Whether the knowledge types class ``name`` (qualified) as a scheduler stepped with the
+    value it monitors (``schedule = "plateau"``: ``ReduceLROnPlateau``)."""
+    entry = knowledge().cls(name)
+    returns = entry.ctor.returns if entry is not None else None
+    return returns is not None and returns.get("schedule") == "plateau"
+
+
+class _NotPlateauMachine(Machine):
+    """For one scheduler: has the path found it to be no ``ReduceLROnPlateau``? ``True`` in
+    the arm of an ``if`` whose test says it is an instance of none of some classes one of which
+    the knowledge types ``schedule = "plateau"`` (``if isinstance(s, ReduceLROnPlateau):
+    return ...``, then the rest of the function: :attr:`~loopcheck.engine.ir.If.not_instance`);
+    ``False`` in the other arm of such a test (it is one), at the start, and after a
+    construction of the scheduler (``sched_build``)."""
+
+    kinds = frozenset({"sched_build", "sched_step"})
+
+    def __init__(self, unit: Unit, sched: str) -> None:
+        self.unit, self.sched = unit, sched
+
+    def initial(self) -> bool:
+        return False
+
+    def transfer(self, s: bool, ev: Event) -> bool:
+        return False if ev.kind == "sched_build" and ev.subject == self.sched else s
+
+    def _tests(self, node) -> list[bool]:
+        canon = self.unit.roles.canon
+        return [arm for sym, arm, classes in node.not_instance
+                if canon(sym) == self.sched and any(_plateau_class(c) for c in classes)]
+
+    def branches_on(self, node) -> bool:
+        return bool(node.not_instance) and bool(self._tests(node))
+
+    def branch(self, s: bool, node, taken: bool) -> bool:
+        arms = self._tests(node)
+        return s if not arms else arms[0] is taken
+
+
+def _bound_before(unit: Unit, sched: str, tests: list) -> bool:
+    """Whether every binding in the unit (:func:`~loopcheck.engine.values.definitions`) of
+    scheduler ``sched`` (a canonical symbol) and of each alias of it comes, in program order,
+    before the first of the raw calls ``tests`` (the ``isinstance`` calls of the tests that
+    narrow it), and, for an attribute, no call that stays a call from there on receives the
+    attribute's object (:func:`~loopcheck.engine.values.may_bind_attribute`): no path then
+    binds the scheduler again after a test, and the object a test found no
+    ``ReduceLROnPlateau`` is the one every later step is called on."""
+    raws = unit.raws()
+    order = {id(r): i for i, r in enumerate(raws)}
+    first = min((order.get(id(t), -1) for t in tests), default=-1)
+    if first < 0:
+        return False
+    table = definitions(unit)
+    for name in unit.roles.names_of(sched):  # (``self.after_scheduler`` and the parameter it was given by)
+        for d in table.get(name, ()):
+            if d is None or order.get(id(d), len(raws)) >= first:
+                return False
+        if may_bind_attribute(unit, name, after=first):
+            return False
+    return True
+
+
 @register
 class PlateauWithoutMetric(Rule):
     """LC203 plateau-scheduler-without-metric.
 
     Reported when: a ``step()`` with no argument at all runs on a scheduler whose constructions the
     knowledge types ``schedule = "plateau"`` (``ReduceLROnPlateau``), wherever it sits: the call
-    itself is the fault, no path analysis. Silent for a scheduler known only by its use (kind
-    unknown), for ``if``/``elif`` constructions of different kinds, and for any argument (see
-    ``rules/LC203.md``)."""
+    itself is the fault. Silent for a scheduler known only by its use (kind unknown), for
+    ``if``/``elif`` constructions of different kinds, for any argument, and where every path to
+    the step found the scheduler no ``ReduceLROnPlateau`` by an ``isinstance`` test with no
+    binding of it between (:meth:`_not_plateau_here`; see ``rules/LC203.md``)."""
 
     info = INFOS["LC203"]
 
@@ -344,6 +408,8 @@ class PlateauWithoutMetric(Rule):
             info = unit.roles.schedulers.get(ev.subject)
             if info is None or info.kind != "plateau" or ev.extra.get("nargs"):
                 continue
+            if self._not_plateau_here(unit, ev):
+                continue  # an isinstance test found it no ReduceLROnPlateau on every path here
             ctor = info.ctor
             yield Report(
                 self.info.code, ev.node,
@@ -356,3 +422,18 @@ class PlateauWithoutMetric(Rule):
                 note=lambda d: "The call raises TypeError when it runs. Pass the metric: scheduler.step(val_loss).",
                 at=ev,
             )
+
+    @staticmethod
+    def _not_plateau_here(unit: Unit, ev: Event) -> bool:
+        """Whether every path to step ``ev`` tested its scheduler with ``isinstance`` against
+        ``ReduceLROnPlateau`` and found it is not one (:class:`_NotPlateauMachine`), and no
+        binding of the scheduler can run between such a test and the step (:func:`_bound_before`)."""
+        sched = ev.subject
+        tests = narrowing_tests(unit, lambda node: any(
+            unit.roles.canon(sym) == sched and any(_plateau_class(c) for c in classes)
+            for sym, _, classes in node.not_instance))
+        if not tests:
+            return False
+        flow = unit.flow(("not_plateau", sched), lambda: _NotPlateauMachine(unit, sched))
+        states = flow.states(ev)
+        return bool(states) and all(states) and _bound_before(unit, sched, tests)
