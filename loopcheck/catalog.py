@@ -234,6 +234,7 @@ _CATALOG = (
         "LC901", "distributed-sampler-without-set-epoch", "warning",
         "A DistributedSampler is iterated over several epochs without set_epoch(): every epoch sees "
         "the same order.",
+        preview=True,
     ),  # data.py
 )
 
