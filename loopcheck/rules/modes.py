@@ -377,8 +377,10 @@ class ValidationWithoutNoGrad(Rule):
     or construction (or in the next iteration of the forward's innermost loop, on a value computed
     from the forward's output). Silent for
     ``M`` frozen on every path (``requires_grad_(False)`` or ``p.requires_grad = False`` over its
-    ``parameters()``, on ``M`` or a model containing it, not unfrozen since on ``M``, a part of
-    it or a model containing it), for ``M`` established to hold no
+    ``parameters()``, on ``M`` or a model containing it, or built holding no parameter that
+    requires grad: :func:`~loopcheck.engine.values.construction_without_trainable_parameters`;
+    not unfrozen since on ``M``, a part of it or a model containing it) called on inputs not
+    established to require grad (as below), for ``M`` established to hold no
     parameters (:func:`~loopcheck.engine.values.model_without_parameters`) called on inputs not
     established to require grad other than through the parameters of a model whose forward
     computed them (:func:`~loopcheck.engine.values.inputs_require_grad`: ``softmax(model(x))``
