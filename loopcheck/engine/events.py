@@ -510,6 +510,14 @@ class _Typer:
                 # decided by what their parameters are known to be (``touches``)
                 self.apply(module)
                 return
+            if role is None and any(recv.startswith(m + ".") for m in roles.models):
+                # a method of an attribute of a model that is no module of known role (a
+                # parameter: model.weight.requires_grad_()): the torch.Tensor entry describes
+                # what it does to the model's requires_grad, and only that is taken from it
+                summary = knowledge().method("torch.Tensor", method or "")
+                if summary is not None and summary.effects and all(e.event == "requires_grad" for e in summary.effects):
+                    self.apply(summary)
+                    return
         if c.inner is None and grad_owner(c.receiver) is not None:
             # a method of a parameter's .grad (.grad.data): a tensor, whose methods the
             # torch.Tensor entry describes (p.grad.copy_(g) writes a gradient by hand)
@@ -581,6 +589,12 @@ def classify_assign(a: Assign, roles: Roles) -> list[Event]:
             kind = "unfreeze" if flag else "freeze"
             part = tuple(c for c in a.ctx.conds if _selects_per_iteration(c, loop.targets))
             return [Event(kind, roles.canon(owner), a.node, a, {"part": part} if part else {})]
+    if target.endswith(".requires_grad") and a.op == "=" and flag is not None:
+        # model.weight.requires_grad = True: a parameter of the model (a part of it) requires
+        # grad again (False: it is frozen)
+        tensor = roles.canon(target[: -len(".requires_grad")])
+        if any(tensor.startswith(m + ".") for m in roles.models):
+            return [Event("unfreeze" if flag else "freeze", tensor, a.node, a)]
     rebound = _optimizer_rebound(a, roles) or _optimizer_bound(a, roles)
     if rebound is not None:
         return [rebound]

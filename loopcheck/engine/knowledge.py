@@ -99,7 +99,7 @@ _ROLE_KEYS = frozenset({
 _ENTRY_KEYS = frozenset({
     "names", "bases", "effects", "returns", "methods", "attributes", "grad", "source", "context", "modes",
     "mode_args", "modes_none_if_zero", "parameters", "setting", "grad_off_arg", "only_before", "block_mode",
-    "exits",
+    "exits", "requires_grad_arg",
 })
 #: Process-wide settings a call changes (``setting`` of a function entry; its first argument
 #: says the new value): ``overwrite_params_on_conversion``, whether ``Module.to()``/``half()``
@@ -381,6 +381,10 @@ class ClassEntry:
     # False: an instance holds no parameters, of its own or in submodules (not inherited: a
     # subclass may build some); None: not said
     parameters: bool | None = None
+    # a class whose instance is a parameter (``torch.nn.Parameter``): the argument that says
+    # whether it requires grad (``[1, "requires_grad"]``, default True); given the literal
+    # False, the parameter is made frozen. None: not said
+    requires_grad_arg: ArgRef | None = None
 
 
 def _arg_ref(value, where: str) -> ArgRef:
@@ -591,7 +595,7 @@ class Knowledge:
             for name in raw["names"]:
                 ctor = _summary(name, {k: v for k, v in raw.items()
                                        if k not in ("methods", "attributes", "bases", "modes", "mode_args",
-                                                    "modes_none_if_zero", "parameters")}, where)
+                                                    "modes_none_if_zero", "parameters", "requires_grad_arg")}, where)
                 methods = {m: _method(name, m, v, source, where) for m, v in raw.get("methods", {}).items()}
                 if raw.get("modes") not in (None, "none"):
                     raise KnowledgeError(f"{where}: 'modes' can only be \"none\"")
@@ -607,7 +611,8 @@ class Knowledge:
                     raise KnowledgeError(f"{where}: 'parameters' can only be false")
                 entry = ClassEntry(name, ctor, methods, dict(raw.get("attributes", {})), tuple(raw.get("bases", ())),
                                    raw.get("modes"), tuple(_arg_ref(a, where) for a in mode_args),
-                                   tuple(_arg_ref(a, where) for a in if_zero), raw.get("parameters"))
+                                   tuple(_arg_ref(a, where) for a in if_zero), raw.get("parameters"),
+                                   None if "requires_grad_arg" not in raw else _arg_ref(raw["requires_grad_arg"], where))
                 self._add(name, entry, self.classes, self._class_patterns)
         packages = data.get("packages", {})
         if not isinstance(packages, dict) or set(packages) - _PACKAGE_KEYS or not all(

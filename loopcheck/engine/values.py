@@ -1212,6 +1212,32 @@ def construction_without_parameters(unit, node: cst.CSTNode | None, near=None) -
 
     ``False`` when any of it is unknown (a factory, a module given as an argument, a class the
     knowledge does not describe)."""
+    return _construction_without(unit, node, near, frozen=False)
+
+
+def construction_without_trainable_parameters(unit, node: cst.CSTNode | None, near=None) -> bool:
+    """Whether the module a construction call builds (``node``: the call, ``SpikingLinear(784,
+    16)``, also through ``.to(device)``; ``near``: as :func:`raw_call`) is established to hold
+    no parameter that requires grad when it is built: as :func:`construction_without_parameters`,
+    except that a parameter made frozen counts as none (``nn.Parameter(t,
+    requires_grad=False)``, also given to ``self.register_parameter``: a class whose knowledge
+    entry names its ``requires_grad_arg``, given the literal ``False``), provided that no method
+    of the class, of its bases of the project or of the project classes it builds may make a
+    parameter that requires grad or set ``requires_grad`` again (``self.weight.requires_grad =
+    flag``, ``requires_grad_()``, :func:`_may_unfreeze`), and that no argument of the
+    construction is established to require grad (:func:`inputs_require_grad`: a tensor it
+    keeps would take part in its forward's graph). A module without parameters holds none
+    either. What is done to the module after it is built (``model.requires_grad_()``) is the
+    caller's to follow (the ``unfreeze`` events)."""
+    if not _construction_without(unit, node, near, frozen=True):
+        return False
+    raw = raw_call(unit, node, near)
+    return raw is None or not inputs_require_grad(unit, raw)
+
+
+def _construction_without(unit, node: cst.CSTNode | None, near, frozen: bool) -> bool:
+    """:func:`construction_without_parameters` (``frozen``: of
+    :func:`construction_without_trainable_parameters`, a parameter made frozen counting as none)."""
     if not isinstance(node, cst.Call):
         return False
     index = unit.module_of(node)
@@ -1231,11 +1257,13 @@ def construction_without_parameters(unit, node: cst.CSTNode | None, near=None) -
             return True
         if a is not None and (_names_no_module(unit, index, value, a) or _literal_data(unit, index, value, a.mentions, 0)):
             return True
+        if a is not None and _tensor_sequence(unit, a.sym):
+            return True
         return isinstance(value, cst.Call) and (
-            _tensor_factory(index, value) or _builds_no_parameters(index, value, 1, harmless))
+            _tensor_factory(index, value) or _builds_no_parameters(index, value, 1, harmless, frozen))
 
     try:
-        return _builds_no_parameters(index, node, 0, harmless)
+        return _builds_no_parameters(index, node, 0, harmless, frozen)
     finally:
         harmless = None  # noqa: F841 - it refers to itself: break the cycle, free the tree at once
 
@@ -1383,6 +1411,30 @@ def _literal_data(unit, index: ModuleIndex, expr: cst.BaseExpression, names, dep
         if not _literal_data(unit, index, value, mentions, depth + 1):
             return False
     return True
+
+
+def _tensor_sequence(unit, sym: str | None) -> bool:
+    """Whether variable ``sym`` holds a plain sequence of new tensors: each of its definitions
+    in the unit assigns a list or tuple display each element of which is a call that gives a
+    new tensor (``self.lr = [torch.tensor([0.004]).to(device), torch.tensor([-0.003])]``:
+    :func:`_tensor_call`), and no call of the unit has it as receiver (``lr.append(m)``) nor
+    does an item assignment change it. Such a value is neither a module nor holds one, and
+    its tensors require no grad."""
+    if sym is None:
+        return False
+    defs = definitions(unit).get(sym)
+    if not defs:
+        return False
+    for d in defs:
+        if not (isinstance(d, Assign) and d.op == "=" and isinstance(d.value, (cst.List, cst.Tuple))
+                and d.value.elements):
+            return False
+        for el in d.value.elements:
+            if not (isinstance(el, cst.Element) and isinstance(el.value, cst.Call)
+                    and _tensor_call(unit, raw_call(unit, el.value, d), frozenset()) == "yes"):
+                return False
+    return not any(isinstance(raw, Call) and raw.receiver == sym
+                   or isinstance(raw, Assign) and raw.op == "[]=" and raw.target == sym for raw in unit.raws())
 
 
 def _bindings_of(defs: list) -> list:
@@ -1616,9 +1668,10 @@ def _constructor(node: cst.Call) -> cst.Call:
     return node
 
 
-def _builds_no_parameters(index: ModuleIndex, node: cst.Call, depth: int, harmless) -> bool:
+def _builds_no_parameters(index: ModuleIndex, node: cst.Call, depth: int, harmless, frozen: bool = False) -> bool:
     """:func:`construction_without_parameters` of a call in module ``index``; ``harmless``
-    tells an argument that cannot hold a module."""
+    tells an argument that cannot hold a module; ``frozen``: a parameter made frozen counts as
+    none (:func:`construction_without_trainable_parameters`)."""
     node = _constructor(node)
     cls = class_of_name(index, dotted_name(node.func))
     if cls is None or depth > MAX_DEPTH:
@@ -1627,23 +1680,27 @@ def _builds_no_parameters(index: ModuleIndex, node: cst.Call, depth: int, harmle
         if cls == SEQUENTIAL:
             return all(
                 not a.keyword and not a.star and isinstance(a.value, cst.Call)
-                and _builds_no_parameters(index, a.value, depth + 1, harmless)
+                and _builds_no_parameters(index, a.value, depth + 1, harmless, frozen)
                 for a in node.args
             )
         entry = knowledge().cls(cls)
         return entry is not None and entry.parameters is False
     if not is_module_class(cls):
         return False
-    keeps = _keeps_arguments_if_parameterless(cls, depth, frozenset())
+    keeps = _keeps_arguments_if_parameterless(cls, depth, frozenset(), frozen)
     return keeps is not None and (not keeps or all(harmless(a) for a in node.args))
 
 
-def _keeps_arguments_if_parameterless(cls: ClassRef, depth: int, seen: frozenset) -> bool | None:
+def _keeps_arguments_if_parameterless(cls: ClassRef, depth: int, seen: frozenset, frozen: bool = False) -> bool | None:
     """``None`` when class ``cls`` may build parameters (its ``__init__``, its bases', the
-    methods they call on ``self``); else whether it keeps its constructor's arguments (stores
-    one on ``self`` or hands one to its base's ``__init__``)."""
+    methods they call on ``self``; with ``frozen``, parameters that require grad, or a method
+    of it may make one or set ``requires_grad``: :func:`_may_unfreeze`); else whether it keeps
+    its constructor's arguments (stores one on ``self`` or hands one to its base's
+    ``__init__``)."""
     info = cls.info
     if info is None or depth > MAX_DEPTH or cls in seen:
+        return None
+    if frozen and _may_unfreeze(cls):
         return None
     seen = seen | {cls}
     kb = knowledge()
@@ -1651,7 +1708,7 @@ def _keeps_arguments_if_parameterless(cls: ClassRef, depth: int, seen: frozenset
     for base in info.bases:
         ref = cls.module.class_ref(base) or cls.module.class_ref(base, qualified=True)
         if ref is not None:
-            verdict = _keeps_arguments_if_parameterless(ref, depth + 1, seen)
+            verdict = _keeps_arguments_if_parameterless(ref, depth + 1, seen, frozen)
             if verdict is None:
                 return None
             keeps = keeps or verdict
@@ -1662,17 +1719,21 @@ def _keeps_arguments_if_parameterless(cls: ClassRef, depth: int, seen: frozenset
     init = info.methods.get("__init__")
     if init is None:
         return keeps  # the arguments go to the base's __init__
-    if _may_build_parameters(cls, init, depth, seen):
+    if _may_build_parameters(cls, init, depth, seen, frozen):
         return None
     kept = _kept(cls.module, init)
     return None if kept is None else keeps or kept
 
 
-def _may_build_parameters(cls: ClassRef, init: cst.FunctionDef, depth: int, seen: frozenset) -> bool:
+def _may_build_parameters(cls: ClassRef, init: cst.FunctionDef, depth: int, seen: frozenset,
+                          frozen: bool = False) -> bool:
     """Whether ``__init__`` of ``cls``, or a method of the class it calls on ``self``, may build
     a parameter: a call of ``nn.Parameter``, ``self.register_parameter``, a module class that may
     hold parameters, a function of the project or of a PyTorch library (a factory), a callable
-    held in a variable, or a call the engine cannot name (``getattr(nn, name)()``)."""
+    held in a variable, or a call the engine cannot name (``getattr(nn, name)()``). With
+    ``frozen``, a parameter that requires grad: ``nn.Parameter(t, requires_grad=False)``, and
+    ``self.register_parameter(name, p)`` of such a call or of ``None``, build none
+    (:func:`_makes_frozen_parameter`)."""
     todo: list[tuple[ModuleIndex, cst.FunctionDef]] = [(cls.module, init)]
     done: set = set()
     while todo:
@@ -1695,6 +1756,8 @@ def _may_build_parameters(cls: ClassRef, init: cst.FunctionDef, depth: int, seen
             head, _, rest = d.partition(".")
             if head == me:
                 if rest == "register_parameter":
+                    if frozen and _registers_frozen(index, node):
+                        continue  # the frozen Parameter it is given is read as a call of its own
                     return True
                 found = find_method(cls, rest) if rest and "." not in rest else None
                 if found is not None:
@@ -1702,11 +1765,11 @@ def _may_build_parameters(cls: ClassRef, init: cst.FunctionDef, depth: int, seen
                 continue  # nn.Module's own methods (register_buffer, apply), a submodule's method
             chosen = _local_choice(func, d)
             if chosen is not None:  # window_fn(...) with window_fn = windows.get(name, None)
-                if any(_call_may_build(index, node, c, c.partition(".")[0], depth, seen) for c in chosen) \
+                if any(_call_may_build(index, node, c, c.partition(".")[0], depth, seen, frozen) for c in chosen) \
                         and not _result_stays_local(index, func, me, node):
                     return True
                 continue
-            if _call_may_build(index, node, d, head, depth, seen) and not _result_stays_local(index, func, me, node):
+            if _call_may_build(index, node, d, head, depth, seen, frozen) and not _result_stays_local(index, func, me, node):
                 return True
     return False
 
@@ -1807,11 +1870,14 @@ def _on_super(func: cst.BaseExpression) -> bool:
     return isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call) and dotted_name(func.value.func) == "super"
 
 
-def _call_may_build(index: ModuleIndex, node: cst.Call, d: str, head: str, depth: int, seen: frozenset) -> bool:
+def _call_may_build(index: ModuleIndex, node: cst.Call, d: str, head: str, depth: int, seen: frozenset,
+                    frozen: bool = False) -> bool:
     """Whether a call ``d(...)`` in a method of a class of module ``index`` may build a
-    parameter (see :func:`_may_build_parameters`)."""
+    parameter (see :func:`_may_build_parameters`; ``frozen``: one that requires grad)."""
     kb = knowledge()
     cls = class_of_name(index, d)
+    if frozen and _makes_frozen_parameter(index, node):
+        return False
     if isinstance(cls, str):
         if cls in CONTAINERS:
             return cls not in (SEQUENTIAL, "torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.Identity")
@@ -1820,7 +1886,7 @@ def _call_may_build(index: ModuleIndex, node: cst.Call, d: str, head: str, depth
             return False
         return is_module_class(cls)  # nn.Linear; a library class that is no module builds none
     if cls is not None:
-        return is_module_class(cls) and _keeps_arguments_if_parameterless(cls, depth + 1, seen) is None
+        return is_module_class(cls) and _keeps_arguments_if_parameterless(cls, depth + 1, seen, frozen) is None
     if head in index.imports.aliases and head not in index.globals:
         q = index.imports.qualify(d)
         summary = kb.callable(q)
@@ -1835,6 +1901,76 @@ def _call_may_build(index: ModuleIndex, node: cst.Call, d: str, head: str, depth
     if head in BUILTINS and head not in index.globals:
         return False
     return "." not in d  # a callable in a variable; not a method of a value (x.view(...))
+
+
+def _makes_frozen_parameter(index: ModuleIndex, node: cst.Call) -> bool:
+    """Whether call ``node`` (in module ``index``) makes a parameter that does not require
+    grad: a library class whose knowledge entry names its ``requires_grad_arg``
+    (``torch.nn.Parameter``'s ``[1, "requires_grad"]``), given the literal ``False`` there
+    (``nn.Parameter(torch.rand(4, 2), requires_grad=False)``)."""
+    cls = class_of_name(index, dotted_name(node.func))
+    entry = knowledge().cls(cls) if isinstance(cls, str) else None
+    if entry is None or entry.requires_grad_arg is None:
+        return False
+    value = _cst_arg(node, entry.requires_grad_arg)
+    return isinstance(value, cst.Name) and value.value == "False"
+
+
+def _registers_frozen(index: ModuleIndex, node: cst.Call) -> bool:
+    """Whether ``self.register_parameter(name, param)`` (``node``) registers ``None`` or a
+    parameter made frozen by the call it is given (:func:`_makes_frozen_parameter`)."""
+    value = _cst_arg(node, (1, "param"))
+    if isinstance(value, cst.Name) and value.value == "None":
+        return True
+    return isinstance(value, cst.Call) and _makes_frozen_parameter(index, value)
+
+
+def _may_unfreeze(cls: ClassRef) -> bool:
+    """Whether a method of project class ``cls`` (any of them, not only those ``__init__``
+    calls: the code outside may call it) may make a parameter that requires grad or let one
+    require grad again: it assigns a ``requires_grad`` attribute a value other than the literal
+    ``False`` (``self.weight.requires_grad = True``, also through ``setattr``), calls
+    ``requires_grad_`` with anything but ``False``, makes a parameter that is not made frozen
+    (:func:`_makes_frozen_parameter`) or registers one. ``True`` when a method does not parse.
+    Its bases are read on their own (:func:`_keeps_arguments_if_parameterless` follows them)."""
+    info = cls.info
+    if info is None:
+        return True
+    methods = info.methods
+    kb = knowledge()
+    for name in (methods.names() if hasattr(methods, "names") else list(methods)):
+        func = methods.get(name)
+        if func is None:
+            return True  # a method that does not parse: not read
+        for n in walk(func):
+            if isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+                targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
+                value = n.value
+                for t in targets:
+                    for x in walk(t):
+                        if isinstance(x, cst.Attribute) and x.attr.value == "requires_grad" and not (
+                                isinstance(n, cst.Assign) and isinstance(value, cst.Name) and value.value == "False"):
+                            return True
+            if not isinstance(n, cst.Call):
+                continue
+            func_name = n.func.attr.value if isinstance(n.func, cst.Attribute) else dotted_name(n.func)
+            if func_name == "requires_grad_":
+                flag = _cst_arg(n, (0, "requires_grad"))
+                if not (isinstance(flag, cst.Name) and flag.value == "False"):
+                    return True
+            elif func_name == "register_parameter":
+                if not _registers_frozen(cls.module, n):
+                    return True
+            elif func_name == "setattr":
+                attr = _cst_arg(n, 1)
+                if not isinstance(attr, cst.SimpleString) or "requires_grad" in attr.value:
+                    return True  # setattr(p, "requires_grad", flag), or a name computed at run time
+            else:
+                ref = class_of_name(cls.module, dotted_name(n.func)) if dotted_name(n.func) else None
+                entry = kb.cls(ref) if isinstance(ref, str) else None
+                if entry is not None and entry.requires_grad_arg is not None and not _makes_frozen_parameter(cls.module, n):
+                    return True
+    return False
 
 
 def _kept(index: ModuleIndex, init: cst.FunctionDef) -> bool | None:

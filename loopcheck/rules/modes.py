@@ -18,10 +18,13 @@ from loopcheck.engine.callers import entry_grad_off
 from loopcheck.engine.dataflow import NOT_TAKEN, Machine
 from loopcheck.engine.events import Event, part_mode
 from loopcheck.engine.forwards import forward_computes_gradients, forward_graph_free
-from loopcheck.engine.ir import Assign, LoopInfo
+from loopcheck.engine.ir import Assign, Call, LoopInfo
 from loopcheck.engine.roles import last
 from loopcheck.engine.unit import Unit
-from loopcheck.engine.values import grad_off_inputs, inputs_require_grad, mode_dependent, model_without_parameters
+from loopcheck.engine.values import (
+    construction_without_trainable_parameters, grad_off_inputs, inputs_require_grad, mode_dependent,
+    model_without_parameters,
+)
 from loopcheck.findings import Report
 from loopcheck.catalog import INFOS
 from loopcheck.rules.base import Rule, register
@@ -50,6 +53,7 @@ class M(NamedTuple):
 
 UNKNOWN = M("unknown")
 TRAIN = M("train")
+TRAIN_FROZEN = M("train", frozen=True)  # built holding no parameter that requires grad
 ABSENT = M("absent")  # a path on which the model does not exist (``if model is not None``)
 #: Names of loss functions held as modules: ``loss_fct``, ``loss_fn``, ``criterion``, ``focal_loss``.
 CRITERION_NAME = re.compile(r"(^|_)(loss|criterion|crit)(_|$)|^loss_f", re.I)
@@ -74,7 +78,11 @@ class ModeMachine(Machine):
     attribute, ``if model.training:`` (:attr:`~loopcheck.engine.ir.If.mode_of`).
     Freezing (``requires_grad``) the model or a model containing it sets ``frozen``, unfreezing
     it clears it; freezing or unfreezing a part of it, or some of its parameters chosen by a test
-    of a loop's item, marks it partly frozen (:attr:`M.part`).
+    of a loop's item, marks it partly frozen (:attr:`M.part`). A construction that holds no
+    parameter requiring grad (a class of the project whose only parameters are made with
+    ``nn.Parameter(t, requires_grad=False)``, or that has none:
+    :func:`~loopcheck.engine.values.construction_without_trainable_parameters`) starts it
+    frozen, in train mode.
     """
 
     kinds = frozenset({'model_build', 'train', 'eval', 'mode_unknown', 'havoc', 'step', 'forward', 'freeze', 'unfreeze',
@@ -86,6 +94,16 @@ class ModeMachine(Machine):
         self.unit = unit
         self._saved: frozenset[str] | None = None
         self._selecting: frozenset[int] | None = None
+        self._built_frozen: dict[int, bool] = {}
+
+    def _frozen_when_built(self, ev: Event) -> bool:
+        """Whether ``model_build`` event ``ev`` builds a module holding no parameter that
+        requires grad (read once per event)."""
+        found = self._built_frozen.get(id(ev))
+        if found is None:
+            found = self._built_frozen[id(ev)] = isinstance(ev.raw, Call) and \
+                construction_without_trainable_parameters(self.unit, ev.raw.node, ev.raw)
+        return found
 
     def initial(self):
         return UNKNOWN
@@ -117,7 +135,7 @@ class ModeMachine(Machine):
         if not self._mine(ev.subject):
             return s
         if k == "model_build" and ev.subject == self.model:
-            return TRAIN
+            return TRAIN_FROZEN if self._frozen_when_built(ev) else TRAIN
         if s.kind == "absent":
             return s
         if k == "train":
@@ -359,8 +377,10 @@ class ValidationWithoutNoGrad(Rule):
     or construction (or in the next iteration of the forward's innermost loop, on a value computed
     from the forward's output). Silent for
     ``M`` frozen on every path (``requires_grad_(False)`` or ``p.requires_grad = False`` over its
-    ``parameters()``, on ``M`` or a model containing it, not unfrozen since on ``M``, a part of
-    it or a model containing it), for ``M`` established to hold no
+    ``parameters()``, on ``M`` or a model containing it, or built holding no parameter that
+    requires grad: :func:`~loopcheck.engine.values.construction_without_trainable_parameters`;
+    not unfrozen since on ``M``, a part of it or a model containing it) called on inputs not
+    established to require grad (as below), for ``M`` established to hold no
     parameters (:func:`~loopcheck.engine.values.model_without_parameters`) called on inputs not
     established to require grad other than through the parameters of a model whose forward
     computed them (:func:`~loopcheck.engine.values.inputs_require_grad`: ``softmax(model(x))``
@@ -400,8 +420,9 @@ class ValidationWithoutNoGrad(Rule):
             if not reached:
                 continue  # no path runs it: the arm of `if M.training:` that M's eval() rules out
             states = {x for x in reached if x.kind != "absent"}
-            if states and all(x.frozen for x in states):
-                continue  # requires_grad_(False) on every path: its forward records no graph
+            if states and all(x.frozen for x in states) and not inputs_require_grad(unit, fwd.raw):
+                continue  # requires_grad_(False) on every path, or built with frozen parameters only, given
+                # inputs that need no grad beyond the parameters of the model that computed them: no graph
             in_eval = bool(states) and all(x.kind == "eval" for x in states)
             if not in_eval and not self._evaluation_pass(unit, fwd, states):
                 continue
