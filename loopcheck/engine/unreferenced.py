@@ -175,11 +175,11 @@ def _named_outside_code(root: Path, notebooks: list[Path], texts: list[Path], na
 def calling_files(project, index, func: cst.FunctionDef) -> list[Path] | None:
     """The Python files of the project that may call module-level function ``func`` of the
     module ``index`` (its own file first, then those that import its module), when no other
-    code can: the module is a script (an ``if __name__ == "__main__":`` block) or the name is
-    private (``_f``); ``func`` is not decorated nor a dunder; neither the module nor an
-    importer looks names up at run time (:func:`_dynamic`); no packaging file, notebook, shell
-    script, configuration or document of the project names it (:func:`_named_outside_code`).
-    ``None`` otherwise (a library's public function: its callers are not all in the project).
+    Python code can: the module is a script (an ``if __name__ == "__main__":`` block) or the
+    name is private (``_f``); ``func`` is not decorated nor a dunder; neither the module nor an
+    importer looks names up at run time (:func:`_dynamic`). ``None`` otherwise (a library's
+    public function: its callers are not all in the project). The project's other files, which
+    may run it too, are :func:`named_outside_code`'s.
 
     Args:
         project: the :class:`~loopcheck.engine.project.Project` of the module (``None``:
@@ -206,10 +206,24 @@ def calling_files(project, index, func: cst.FunctionDef) -> list[Path] | None:
         text = _text(project, file)
         if text is None or _dynamic(text, False):
             return None
-    owners = (path.stem if path.name != "__init__.py" else path.parent.name,)
-    if _named_outside_code(root, notebooks, texts, name, owners):
-        return None
     return [path, *importers]
+
+
+def named_outside_code(project, index, func: cst.FunctionDef) -> bool:
+    """Whether a file of the project other than its Python modules may run module-level
+    function ``func`` of the module ``index``: a packaging file or a notebook names it, or a
+    shell script, configuration or document names it through its module (``python -c "from
+    train import f; f()"``, a Hydra ``_target_: train.f``); also when they cannot be listed or
+    read, or the module has no file in a project."""
+    if project is None or index is None or index.path is None:
+        return True
+    path = Path(index.path).resolve()
+    root = Path(project.root)
+    _files, notebooks, texts = _listing(index, root)
+    if texts is None:
+        return True
+    owners = (path.stem if path.name != "__init__.py" else path.parent.name,)
+    return _named_outside_code(root, notebooks, texts, func.name.value, owners)
 
 
 def _names_through_module(text: str, name: str, owners: tuple[str, ...]) -> bool:

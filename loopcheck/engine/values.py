@@ -40,7 +40,7 @@ from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.names import dotted_name
 from loopcheck.engine.calls import arg_at
 from loopcheck.engine.roles import ACCELERATOR_NAME, ROLE_TYPES, last
-from loopcheck.engine.unreferenced import calling_files
+from loopcheck.engine.unreferenced import calling_files, named_outside_code
 from loopcheck.engine.walk import children, names_in, walk
 
 #: Kinds of values a loss input can be.
@@ -2121,7 +2121,8 @@ def handed_defaults(index: ModuleIndex, func: cst.FunctionDef, _depth: int = 0) 
 
     Decided when ``func`` is a module-level function of ``index`` that only the project's code
     can call (:func:`~loopcheck.engine.unreferenced.calling_files`: a script's, or a private
-    one), every mention of it there is a plain call
+    one; :func:`~loopcheck.engine.unreferenced.named_outside_code`: no shell script, notebook
+    or document runs it), every mention of it there is a plain call
     (:func:`~loopcheck.engine.callers.call_sites`: none passes it as a value, none calls it
     with ``*args``/``**kwargs``), at least one call is found, and each hands ``p`` a name (by
     position or keyword) whose options the calling code fixes (:func:`_caller_options`: its
@@ -2193,6 +2194,8 @@ def _handed(index: ModuleIndex, func: cst.FunctionDef, depth: int) -> dict:
         written = _namespace_writes(index, func, param)
         if options and "*" not in written:
             out.update((f"{param}.{x}", v) for x, v in options.items() if x not in written)
+    if out and named_outside_code(project, index, func):
+        return {}  # a shell script or a document may run it with a namespace of its own
     return out
 
 
