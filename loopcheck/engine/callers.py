@@ -45,6 +45,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from loopcheck.engine.knowledge import knowledge
@@ -274,3 +275,113 @@ class _Scan:
             if isinstance(n, ast.Name) and n.id == self.name or isinstance(n, ast.Attribute) and n.attr == self.name:
                 self.out.append((n, mode, where))
             stack.extend(ast.iter_child_nodes(n))
+
+
+#: In :attr:`CallSite.positional`, an argument unpacked with ``*``.
+STARRED = "*"
+
+
+@dataclass(frozen=True)
+class CallSite:
+    """One call of a module-level function, as a file of the project writes it.
+
+    Attributes:
+        file: the file (resolved) that holds the call.
+        where: ``("function", f)`` for a call in module-level function ``f`` of ``file``,
+            :data:`_MODULE` (``("module",)``) for one in the module's own code.
+        positional: the dotted name of each positional argument (``"args"``), ``None`` for
+            one that is not a name (``get_args()``), :data:`STARRED` for ``*xs``.
+        keywords: ``(keyword, dotted name of the value or None)`` for each keyword argument,
+            the keyword ``None`` for ``**kwargs``.
+    """
+
+    file: Path
+    where: tuple
+    positional: tuple
+    keywords: tuple
+
+
+def call_sites(project, files: list[Path], path: Path, name: str) -> list[CallSite] | None:
+    """Every call that ``files`` make of module-level function ``name`` of file ``path``.
+
+    ``files`` are the files that may name the function (its own and those importing its
+    module: :func:`loopcheck.engine.unreferenced.calling_files`), read with :mod:`ast`. Each
+    mention of the name is resolved through the file's imports
+    (:meth:`Project.member <loopcheck.engine.project.Project.member>`): a bare name, or a
+    dotted one whose head the file imports (``run.train``), that is another definition is not
+    the function; an attribute of anything else (``model.train()``, ``self.train()``) is an
+    attribute of an object, not a module's function. ``None`` when one mention is the function
+    and is not the callee of a call (``callback=train``, ``partial(train)``: called from where
+    it is not known), lies in a method, a nested function, a lambda or a class body, or cannot
+    be resolved (a bare name the file does not bind to a definition), or a file cannot be read
+    or parsed. What is given up: a module reached through a variable (``m = run; m.train()``).
+    """
+    path = Path(path).resolve()
+    word = re.compile(rf"\b{re.escape(name)}\b")
+    out: list[CallSite] = []
+    for file in files:
+        stamp, text = project.source_of(file)
+        if text is None:
+            return None
+        if not word.search(text):
+            continue
+        info = project.load(file)
+        if info is None or info.index is None:
+            return None
+        found = _call_mentions(project, file, stamp, text, name, info.index.imports)
+        if found is None:
+            return None
+        aliases = info.index.imports.aliases
+        for dotted, call, where in found:
+            if dotted is None:
+                continue  # ``make().train``: an attribute of an object
+            head = dotted.split(".")[0]
+            if "." in dotted and head not in aliases:
+                continue  # ``model.train()``: an attribute of an object, not a module's function
+            try:
+                member = project.member(info, dotted.split("."))
+            except (RecursionError, AttributeError, KeyError):
+                return None
+            if member is None:
+                if head in aliases and head not in info.index.functions:
+                    continue  # an import of a module the project does not hold: a library's
+                return None  # a local name, a star import's: unknown
+            if member.function is None or member.cls is not None or Path(member.info.path).resolve() != path \
+                    or member.function.name.value != name:
+                continue  # another definition of the same name
+            if call is None or where[0] not in ("function", "module"):
+                return None
+            out.append(CallSite(Path(file).resolve(), where, *call))
+    return out
+
+
+def _call_mentions(project, file: Path, stamp: tuple, text: str, name: str, imports) -> list | None:
+    """The mentions of ``name`` in ``file``'s text: ``(dotted name or None, (positional,
+    keywords) of the call it is the callee of or None, where)`` each (see :class:`CallSite`);
+    ``None`` when the text does not parse. Kept in the project's memo by file, stamp and name."""
+    memo = project.memo.setdefault("callers.calls", {})
+    key = (file, stamp, name)
+    if key in memo:
+        return memo[key]
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        found = None
+    else:
+        nodes: list[tuple[ast.AST, str, tuple]] = []
+        _Scan(name, imports, nodes).body(tree.body, "enabled", _MODULE)
+        calls = {id(node.func): node for node in ast.walk(tree) if isinstance(node, ast.Call)} if nodes else {}
+        found = []
+        for node, _mode, where in nodes:
+            call = calls.get(id(node))
+            shape = None
+            if call is not None:
+                shape = (
+                    tuple(STARRED if isinstance(a, ast.Starred) else ast_dotted_name(a) for a in call.args),
+                    tuple((k.arg, ast_dotted_name(k.value)) for k in call.keywords),
+                )
+            found.append((ast_dotted_name(node), shape, where))
+    if len(memo) >= MAX_MEMO:
+        memo.clear()
+    memo[key] = found
+    return found

@@ -20,7 +20,13 @@ as a class attribute) or a dict built from either (``conf["gradient_accumulation
 * an entry of a dict literal the reading function binds once and never writes into, read with
   a literal key: the value of the entry's expression, by the same rules.
 
-Anything else is :data:`~loopcheck.engine.builder.NO_VALUE`.
+Anything else is :data:`~loopcheck.engine.builder.NO_VALUE`. An option read through a
+parameter (``train(args)``) counts when every call of the function hands it such a namespace
+(:func:`loopcheck.engine.values.handed_defaults`).
+
+:func:`setting_truth` gives the truth of a test over such values on every run
+(``args.local_rank == -1``), and :func:`ruled_out` whether a node lies in an arm of a
+conditional expression or an ``if`` that such a test never takes.
 """
 
 from __future__ import annotations
@@ -315,4 +321,97 @@ def _written_item(body, name: str) -> bool:
             for target in targets:
                 if any(type(w) is cst.Subscript and dotted_name(w.value) == name for w in walk(target)):
                     return True
+    return False
+
+
+def _operand(unit, expr: cst.BaseExpression):
+    """The value of an operand of a test on every run: :func:`setting_value`, a float literal,
+    or a sign applied to a number of them (``-1``); ``NO_VALUE`` otherwise."""
+    t = type(expr)
+    if t is cst.Float:
+        return expr.evaluated_value
+    if t is cst.UnaryOperation and type(expr.operator) in (cst.Minus, cst.Plus):
+        inner = _operand(unit, expr.expression)
+        if type(inner) in (int, float):
+            return -inner if type(expr.operator) is cst.Minus else inner
+        return NO_VALUE
+    if t is cst.List or t is cst.Tuple or t is cst.Set:
+        values = [_operand(unit, e.value) if type(e) is cst.Element else NO_VALUE for e in expr.elements]
+        return NO_VALUE if any(v is NO_VALUE for v in values) else tuple(values)
+    return setting_value(unit, expr)
+
+
+_COMPARE = {
+    cst.LessThan: lambda a, b: a < b, cst.LessThanEqual: lambda a, b: a <= b,
+    cst.GreaterThan: lambda a, b: a > b, cst.GreaterThanEqual: lambda a, b: a >= b,
+    cst.Equal: lambda a, b: a == b, cst.NotEqual: lambda a, b: a != b,
+    cst.Is: lambda a, b: a is b, cst.IsNot: lambda a, b: a is not b,
+    cst.In: lambda a, b: a in b, cst.NotIn: lambda a, b: a not in b,
+}
+
+
+def setting_truth(unit, test: cst.BaseExpression) -> bool | None:
+    """Whether ``test`` is true on every run (``True``), false on every run (``False``), or
+    ``None`` when the code alone does not fix it: ``not``, ``and``/``or`` (a false operand of
+    ``and``, a true one of ``or``, decides alone: the operands call nothing), comparisons
+    (``<``, ``==``, ``is``, ``in`` a display of values...) of values :func:`setting_value` knows
+    (``args.local_rank == -1`` with ``--local_rank`` left at its ``default=-1``), and the truth of
+    one such value.
+
+    Args:
+        unit: the :class:`~loopcheck.engine.unit.Unit` whose code holds ``test``.
+        test: an expression of one of the unit's modules.
+    """
+    t = type(test)
+    if t is cst.UnaryOperation and type(test.operator) is cst.Not:
+        inner = setting_truth(unit, test.expression)
+        return None if inner is None else not inner
+    if t is cst.BooleanOperation:
+        left, right = setting_truth(unit, test.left), setting_truth(unit, test.right)
+        decisive = type(test.operator) is cst.Or  # True decides ``or``, False decides ``and``
+        if left is decisive or right is decisive:
+            return decisive
+        return None if left is None or right is None else not decisive
+    if t is cst.Comparison:
+        left = _operand(unit, test.left)
+        for comp in test.comparisons:
+            right = _operand(unit, comp.comparator)
+            compare = _COMPARE.get(type(comp.operator))
+            if left is NO_VALUE or right is NO_VALUE or compare is None:
+                return None
+            if type(comp.operator) in (cst.In, cst.NotIn) and type(right) is not tuple:
+                return None  # ``x in name``: a string's or a container's membership, not fixed here
+            try:
+                if not compare(left, right):
+                    return False
+            except TypeError:  # ``None > 0``: raises when run
+                return None
+            left = right
+        return True
+    value = _operand(unit, test)
+    return None if value is NO_VALUE or type(value) is tuple else bool(value)
+
+
+def ruled_out(unit, node: cst.CSTNode) -> bool:
+    """Whether ``node`` never runs because it lies in an arm that a test fixed on every run
+    (:func:`setting_truth`) never takes: the body of a conditional expression (``a if test
+    else b``) or of an ``if`` whose test is false, or the ``else`` arm (an ``elif`` among them)
+    whose test is true. Read up to the enclosing function (its callers are not read).
+
+    Args:
+        unit: the :class:`~loopcheck.engine.unit.Unit` whose code holds ``node``.
+        node: a node of one of the unit's modules.
+    """
+    index = unit.module_of(node)
+    if index is None:
+        return False
+    table = parents(index)
+    child, up = node, table.get(node)
+    while up is not None and type(up) is not cst.FunctionDef and type(up) is not cst.Module:
+        t = type(up)
+        if t is cst.IfExp or t is cst.If:
+            arm = True if child is up.body else False if child is up.orelse else None
+            if arm is not None and setting_truth(unit, up.test) is (not arm):
+                return True
+        child, up = up, table.get(up)
     return False

@@ -142,26 +142,88 @@ def _unreferenced(project, index, func: cst.FunctionDef, cls: cst.ClassDef | Non
         text = _text(project, file)
         if text is None or _dynamic(text, cls is not None) or _named(text, name):
             return False
+    owners = (path.stem if path.name != "__init__.py" else path.parent.name,) + ((cls.name.value,) if cls is not None else ())
+    return not _named_outside_code(root, notebooks, texts, name, owners)
+
+
+def _named_outside_code(root: Path, notebooks: list[Path], texts: list[Path], name: str, owners: tuple[str, ...]) -> bool:
+    """Whether a file of the project other than its Python modules may run function ``name``
+    (of the module and class ``owners`` name, :func:`_names_through_module`): a packaging file
+    or a notebook names it, or a shell script, configuration or document names it through its
+    module; also when one of them cannot be read."""
     for p in _PACKAGING:
         f = root / p
         if f.exists() and re.search(rf"\b{re.escape(name)}\b", f.read_text(errors="replace")):
-            return False
+            return True
     for nb in notebooks:  # a cell may ``%run`` the script and another call ``f``
         try:
             if re.search(rf"\b{re.escape(name)}\b", nb.read_text(errors="replace")):
-                return False
+                return True
         except OSError:
-            return False
-    owners = (path.stem if path.name != "__init__.py" else path.parent.name,) + ((cls.name.value,) if cls is not None else ())
+            return True
     for file in texts:
         try:
             if file.stat().st_size > MAX_TEXT_BYTES:
                 continue
             if _names_through_module(file.read_bytes().decode("utf-8", "replace"), name, owners):
-                return False
+                return True
         except OSError:
-            return False
-    return True
+            return True
+    return False
+
+
+def calling_files(project, index, func: cst.FunctionDef) -> list[Path] | None:
+    """The Python files of the project that may call module-level function ``func`` of the
+    module ``index`` (its own file first, then those that import its module), when no other
+    Python code can: the module is a script (an ``if __name__ == "__main__":`` block) or the
+    name is private (``_f``); ``func`` is not decorated nor a dunder; neither the module nor an
+    importer looks names up at run time (:func:`_dynamic`). ``None`` otherwise (a library's
+    public function: its callers are not all in the project). The project's other files, which
+    may run it too, are :func:`named_outside_code`'s.
+
+    Args:
+        project: the :class:`~loopcheck.engine.project.Project` of the module (``None``:
+            nothing is decided).
+        index: the module's index (its ``path`` is the file).
+        func: a top-level ``def`` of that module.
+    """
+    name = func.name.value
+    if project is None or index is None or index.path is None or str(index.path).endswith(".ipynb") \
+            or func.decorators or (name.startswith("__") and name.endswith("__")):
+        return None
+    path = Path(index.path).resolve()
+    root = Path(project.root)
+    files, notebooks, texts = _listing(index, root)
+    if files is None or texts is None:
+        return None
+    _stamp, own = project.source_of(path)
+    if own is None or _dynamic(own, False) or not (_MAIN.search(own) or name.startswith("_")):
+        return None
+    importers = _importers(project, index, files, path)
+    if importers is None:
+        return None
+    for file in importers:
+        text = _text(project, file)
+        if text is None or _dynamic(text, False):
+            return None
+    return [path, *importers]
+
+
+def named_outside_code(project, index, func: cst.FunctionDef) -> bool:
+    """Whether a file of the project other than its Python modules may run module-level
+    function ``func`` of the module ``index``: a packaging file or a notebook names it, or a
+    shell script, configuration or document names it through its module (``python -c "from
+    train import f; f()"``, a Hydra ``_target_: train.f``); also when they cannot be listed or
+    read, or the module has no file in a project."""
+    if project is None or index is None or index.path is None:
+        return True
+    path = Path(index.path).resolve()
+    root = Path(project.root)
+    _files, notebooks, texts = _listing(index, root)
+    if texts is None:
+        return True
+    owners = (path.stem if path.name != "__init__.py" else path.parent.name,)
+    return _named_outside_code(root, notebooks, texts, func.name.value, owners)
 
 
 def _names_through_module(text: str, name: str, owners: tuple[str, ...]) -> bool:

@@ -26,11 +26,13 @@ from __future__ import annotations
 import builtins
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterator
 
 import libcst as cst
 
 from loopcheck.engine.builder import NO_VALUE, ClassRef, ModuleIndex, all_param_names, bound_names, find_method
+from loopcheck.engine.callers import STARRED, CallSite, call_sites
 from loopcheck.engine.classes import CONTAINERS, is_module_class
 from loopcheck.engine.ir import Arg, Assign, Call, If, Inline, Jump, Loop, LoopInfo, Node, Seq, Try, parts, walk_events
 from loopcheck.engine.graphs import GradInputs, is_true
@@ -38,6 +40,7 @@ from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.names import dotted_name
 from loopcheck.engine.calls import arg_at
 from loopcheck.engine.roles import ACCELERATOR_NAME, ROLE_TYPES, last
+from loopcheck.engine.unreferenced import calling_files, named_outside_code
 from loopcheck.engine.walk import children, names_in, walk
 
 #: Kinds of values a loss input can be.
@@ -2108,7 +2111,9 @@ def run_constants(unit, node: cst.CSTNode) -> dict:
     program as written: ``parser.add_argument("--dropout", type=float, default=0.0)`` gives
     ``args.dropout`` the value ``0.0``. An option added twice, one ``set_defaults`` names, one
     the code assigns (``args.dropout = ...``), or all of them when the code hands the namespace
-    to ``setattr``/``vars``/``__dict__``, or binds ``args`` again, is not known."""
+    to ``setattr``/``vars``/``__dict__``, or binds ``args`` again, is not known. In a function
+    whose parameter is handed such a namespace at every call the project makes of it, the
+    options that every call's namespace fixes alike (:func:`handed_defaults`)."""
     index = unit.module_of(node)
     if index is None:
         return {}
@@ -2121,7 +2126,12 @@ def run_constants(unit, node: cst.CSTNode) -> dict:
     key = ("run_constants", id(holder))
     if key in index.cache:
         return index.cache[key]
-    out = index.cache[key] = _argparse_defaults(index, holder)
+    out = _argparse_defaults(index, holder)
+    if type(holder) is cst.FunctionDef:
+        handed = handed_defaults(index, holder)
+        if handed:
+            out = {**handed, **out}
+    index.cache[key] = out
     return out
 
 
@@ -2224,6 +2234,203 @@ def _returned_defaults(index: ModuleIndex, dotted: str, depth: int) -> dict | No
     table = _argparse_defaults(where, func, depth + 1)
     found = {k.partition(".")[2]: v for k, v in table.items() if k.partition(".")[0] == RETURNED}
     return found or None
+
+
+#: How many callers deep :func:`handed_defaults` follows a namespace handed down
+#: (``main`` parses, ``run(args)`` calls ``train(args)``).
+HANDED_DEPTH = 3
+
+
+class _ModuleCode:
+    """A module's own code (its top-level statements other than ``def`` and ``class``), as the
+    holder :func:`_argparse_defaults` reads: its ``body``."""
+
+    def __init__(self, body: list) -> None:
+        self.body = body
+
+
+def handed_defaults(index: ModuleIndex, func: cst.FunctionDef, _depth: int = 0) -> dict:
+    """``"p.x" -> value`` for the options of the ``argparse`` namespaces that parameter ``p``
+    of ``func`` is handed at every call the project makes of ``func``: ``main()`` parses
+    ``args = parser.parse_args()`` and calls ``train(args, model)``, so ``args.accum`` in
+    ``train`` holds the ``default=1`` of ``--accum`` on a run that does not pass the option.
+
+    Decided when ``func`` is a module-level function of ``index`` that only the project's code
+    can call (:func:`~loopcheck.engine.unreferenced.calling_files`: a script's, or a private
+    one; :func:`~loopcheck.engine.unreferenced.named_outside_code`: no shell script, notebook
+    or document runs it), every mention of it there is a plain call
+    (:func:`~loopcheck.engine.callers.call_sites`: none passes it as a value, none calls it
+    with ``*args``/``**kwargs``), at least one call is found, and each hands ``p`` a name (by
+    position or keyword) whose options the calling code fixes (:func:`_caller_options`: its
+    :func:`_argparse_defaults`, or those handed to it in turn, up to :data:`HANDED_DEPTH`
+    callers, less what it and the functions it hands the namespace to assign). An option is
+    kept when every call's namespace gives it the same value (a recursive call handing ``p``
+    on gives nothing new), and ``func`` neither binds ``p`` again nor writes the option
+    (:func:`_namespace_writes`: ``p.x = ...``, ``setattr(p, ...)``, ``vars(p)``, or a function
+    of the project it hands ``p`` to doing so). Anything else is left out: ``{}`` when nothing
+    is known.
+
+    Args:
+        index: the module that defines ``func`` (with its ``path`` and ``project``).
+        func: a function of that module.
+    """
+    key = ("handed_defaults", id(func), _depth)
+    if key in index.cache:
+        return index.cache[key]
+    index.cache[key] = {}  # a cycle of callers ends here, unknown
+    out = index.cache[key] = _handed(index, func, _depth)
+    return out
+
+
+def _handed(index: ModuleIndex, func: cst.FunctionDef, depth: int) -> dict:
+    project, path, name = index.project, index.path, func.name.value
+    if depth > HANDED_DEPTH or project is None or path is None or index.functions.get(name) is not func:
+        return {}
+    p = func.params
+    positional = [x.name.value for x in (*p.posonly_params, *p.params)]
+    by_keyword = {x.name.value for x in (*p.params, *p.kwonly_params)}
+    # the parameters the function never binds again; asked for its own reads (not as a caller
+    # handing a namespace on), those it reads as namespaces (``args.accum``)
+    params = set(positional) | by_keyword
+    if depth == 0:
+        params &= {n.value.value for n in walk(func.body) if type(n) is cst.Attribute and type(n.value) is cst.Name}
+    rebound, declared = bound_names(func.body)
+    nonlocal_ = {x.name.value for n in walk(func.body) if type(n) is cst.Nonlocal for x in n.names}
+    params -= rebound | declared | nonlocal_
+    if not params:
+        return {}
+    files = calling_files(project, index, func)
+    sites = call_sites(project, files, Path(path), name) if files is not None else None
+    if not sites:
+        return {}
+    own = Path(path).resolve()
+    known: dict[str, dict | None] = dict.fromkeys(sorted(params))  # None: no call has given one yet
+    for site in sites:
+        if STARRED in site.positional or any(k is None for k, _v in site.keywords):
+            return {}  # ``train(*xs)``, ``train(**kw)``: what lands in each parameter is not known
+        given = dict(site.keywords)
+        for param in list(known):
+            at = positional.index(param) if param in positional else None
+            if at is not None and at < len(site.positional):
+                arg = site.positional[at]
+            else:
+                arg = given.get(param) if param in by_keyword else None
+            if arg == param and site.file == own and site.where == ("function", name):
+                continue  # a recursive call hands the namespace on
+            options = _caller_options(project, site, arg, depth) if arg is not None and "." not in arg else {}
+            before = known[param]
+            known[param] = options if before is None else {
+                x: v for x, v in before.items() if x in options and type(options[x]) is type(v) and options[x] == v}
+            if not known[param]:
+                del known[param]
+        if not known:
+            return {}
+    out: dict = {}
+    for param, options in known.items():
+        written = _namespace_writes(index, func, param)
+        if options and "*" not in written:
+            out.update((f"{param}.{x}", v) for x, v in options.items() if x not in written)
+    if out and named_outside_code(project, index, func):
+        return {}  # a shell script or a document may run it with a namespace of its own
+    return out
+
+
+def _caller_options(project, site: CallSite, name: str, depth: int) -> dict:
+    """``option -> value`` of namespace ``name`` where ``site`` calls: the
+    :func:`_argparse_defaults` of the calling function (or module code), with those handed to
+    the calling function in turn (:func:`handed_defaults`), less what the caller hands to a
+    function of the project that writes it (:func:`_namespace_writes`)."""
+    info = project.load(site.file)
+    where = info.index if info is not None else None
+    if where is None:
+        return {}
+    key = ("caller_options", site.where, depth)
+    table = where.cache.get(key)
+    if table is None:
+        if site.where[0] == "function":
+            holder = where.functions.get(site.where[1])
+            table = {}
+            if holder is not None:
+                table = {**handed_defaults(where, holder, depth + 1), **_argparse_defaults(where, holder)}
+        else:
+            holder = _ModuleCode(where.module_code())
+            table = _argparse_defaults(where, holder)
+        where.cache[key] = table = (holder, table)
+    holder, table = table
+    options = {k.partition(".")[2]: v for k, v in table.items() if k.partition(".")[0] == name}
+    if not options:
+        return {}
+    written = _namespace_writes(where, holder, name)
+    return {} if "*" in written else {x: v for x, v in options.items() if x not in written}
+
+
+def _namespace_writes(index: ModuleIndex, holder, name: str, follow: bool = True) -> set[str]:
+    """The options of namespace ``name`` that the code of ``holder`` (a function, or
+    :class:`_ModuleCode`), nested functions included, may write: ``name.x = ...`` (also
+    augmented, annotated, ``del``), ``"*"`` for all of them when it hands the namespace to
+    ``setattr``/``delattr``/``vars`` or reads its ``__dict__``; with ``follow``, also what a
+    function of the project it hands ``name`` to (by position or keyword) writes through the
+    parameter that receives it, one call deep."""
+    body = holder.body if isinstance(holder.body, (tuple, list)) else (holder.body,)
+    out: set[str] = set()
+    for part in body:
+        for n in walk(part):
+            t = type(n)
+            if t is cst.Assign or t is cst.AugAssign or t is cst.AnnAssign or t is cst.Del:
+                targets = [x.target for x in n.targets] if t is cst.Assign else [n.target]
+                for target in targets:
+                    for w in walk(target):
+                        if type(w) is cst.Attribute and type(w.value) is cst.Name and w.value.value == name:
+                            out.add(w.attr.value)
+            elif t is cst.Attribute and n.attr.value == "__dict__" and type(n.value) is cst.Name \
+                    and n.value.value == name:
+                out.add("*")
+            elif t is cst.Call:
+                handed = [(j, a.keyword.value if a.keyword is not None else None) for j, a in enumerate(n.args)
+                          if not a.star and type(a.value) is cst.Name and a.value.value == name]
+                if not handed:
+                    continue
+                d = dotted_name(n.func)
+                if d in ("setattr", "delattr", "vars"):
+                    out.add("*")
+                elif follow and d is not None:
+                    out |= _writes_through(index, d, handed, n)
+    return out
+
+
+def _writes_through(index: ModuleIndex, dotted: str, handed: list, call: cst.Call) -> set[str]:
+    """What function ``dotted`` of the project (a module-level one) writes through the
+    parameters that ``call`` hands the namespace to (``handed``: ``(argument position,
+    keyword or None)``); nothing for a callee that is not such a function (a library's, a
+    class, a method)."""
+    func, where = (index.functions.get(dotted), index) if "." not in dotted else (None, index)
+    if func is None and index.project is not None:
+        try:
+            member = index.project.lookup(index.imports.qualify(dotted), index.path)
+        except (RecursionError, AttributeError, KeyError):
+            member = None
+        if member is not None and member.function is not None and member.cls is None and member.info.index is not None:
+            func, where = member.function, member.info.index
+    if func is None:
+        return set()
+    p = func.params
+    positional = [x.name.value for x in (*p.posonly_params, *p.params)]
+    out: set[str] = set()
+    for j, keyword in handed:
+        if keyword is not None:
+            if keyword not in (*positional, *(x.name.value for x in p.kwonly_params)):
+                return {"*"} if type(p.star_kwarg) is cst.Param else set()
+            param = keyword
+        elif any(a.star for a in call.args[:j]):
+            return {"*"}  # after ``*xs``: which parameter receives it is not known
+        elif j < len(positional):
+            param = positional[j]
+        elif type(p.star_arg) is cst.Param:
+            return {"*"}  # into ``*args``: the function may write it through any element
+        else:
+            continue
+        out |= _namespace_writes(where, func, param, follow=False)
+    return out
 
 
 def _option_default(call: cst.Call) -> "tuple[str | None, object]":

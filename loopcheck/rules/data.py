@@ -16,22 +16,28 @@ from loopcheck.engine.ir import Assign, Call, walk_events
 from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.calls import arg_at, summary_of
 from loopcheck.engine.roles import ACCELERATOR_NAME, ROLE_TYPES, last
+from loopcheck.engine.settings import ruled_out
 from loopcheck.engine.unit import Unit
 from loopcheck.engine.values import all_calls, loops, raw_call
 from loopcheck.findings import Report
 from loopcheck.catalog import INFOS
 from loopcheck.rules.base import Rule, register
 
-def _distributed(c: Call | None) -> bool:
+def _distributed(unit: Unit, c: Call | None) -> bool:
     """A call that builds a ``DistributedSampler`` (per the knowledge's ``sampler`` return) that
-    shuffles (``shuffle=False`` gives the same order every epoch by design)."""
+    shuffles (``shuffle=False`` gives the same order every epoch by design), and that runs: not
+    in an arm a test fixed on every run never takes
+    (:func:`~loopcheck.engine.settings.ruled_out`: ``RandomSampler(d) if args.local_rank == -1
+    else DistributedSampler(d)`` with ``--local_rank`` left at its ``default=-1``)."""
     if c is None or not c.qualified:
         return False
     summary = knowledge().callable(c.func)
     if summary is None or summary.returns is None or summary.returns.get("sampler") != "distributed":
         return False
     shuffle = arg_at(c, (3, "shuffle"))
-    return not (shuffle is not None and isinstance(shuffle.node, cst.Name) and shuffle.node.value == "False")
+    if shuffle is not None and isinstance(shuffle.node, cst.Name) and shuffle.node.value == "False":
+        return False
+    return not ruled_out(unit, c.node)
 
 
 def _holders(unit: Unit, sym: str) -> set[str]:
@@ -73,7 +79,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         roles = unit.roles
         samplers: dict[str, Call] = {}
         for c in all_calls(unit):
-            if len(c.targets) == 1 and c.targets[0] and _distributed(c):
+            if len(c.targets) == 1 and c.targets[0] and _distributed(unit, c):
                 samplers[roles.canon(c.targets[0])] = c
         loaders: dict[str, tuple[Call, str | None]] = {}  # loader -> (its sampler's construction, sampler symbol)
         for c in all_calls(unit):
@@ -84,7 +90,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
                 if a is None:
                     continue
                 inline = raw_call(unit, a.node, c)
-                if _distributed(inline):
+                if _distributed(unit, inline):
                     loaders[roles.canon(c.targets[0])] = (inline, None)
                     break
                 hit = next((roles.canon(m) for m in a.mentions if roles.canon(m) in samplers), None)
