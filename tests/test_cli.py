@@ -197,7 +197,7 @@ def test_rules_lists_every_rule_with_its_fix():
     assert rows["LC202"] == ["LC202", "scheduler-step-before-optimizer-step", "warning", "-", "yes"]  # back in (census 17)
     assert rows["LC302"] == ["LC302", "validation-without-no-grad", "warning", "safe", "yes"]  # in preview (census 17: 139 of 172)
     assert rows["LC105"] == ["LC105", "missing-zero-grad", "error", "-", "yes"]  # back in preview (census 16)
-    assert rows["LC901"] == ["LC901", "distributed-sampler-without-set-epoch", "warning", "-", "-"]  # (census 13)
+    assert rows["LC901"] == ["LC901", "distributed-sampler-without-set-epoch", "warning", "-", "yes"]  # back in (census 18: 0 of 6)
     assert rows["LC601"] == ["LC601", "clip-without-unscale", "error", "safe", "-"]  # out of preview (census 10)
     assert rows["LC001"][4] == "-"
     assert rows["LC002"] == ["LC002", "unused-noqa", "warning", "safe", "-"]
