@@ -178,7 +178,18 @@ def _mentions(project, file: Path, stamp: tuple, text: str, name: str, imports) 
     callee of a call, grad mode, where)`` each; ``None`` when the text does not parse. Kept in
     the project's memo by file, stamp and name (checks of several files ask for the same
     names, ``evaluate``, ``validate``)."""
-    memo = project.memo.setdefault("callers.mentions", {})
+    def read(tree: ast.AST, nodes: list) -> list:
+        callees = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)} if nodes else set()
+        return [(ast_dotted_name(node), id(node) in callees, mode, where) for node, mode, where in nodes]
+
+    return _scanned(project, "callers.mentions", file, stamp, text, name, imports, read)
+
+
+def _scanned(project, kind: str, file: Path, stamp: tuple, text: str, name: str, imports, read) -> list | None:
+    """``read(tree, mentions)`` for the module ``text`` of ``file``, its mentions of ``name``
+    collected by :class:`_Scan` (``(node, mode, where)`` each), kept in the project's memo
+    ``kind`` by file, stamp and name; ``None`` when the text does not parse."""
+    memo = project.memo.setdefault(kind, {})
     key = (file, stamp, name)
     if key in memo:
         return memo[key]
@@ -189,8 +200,7 @@ def _mentions(project, file: Path, stamp: tuple, text: str, name: str, imports) 
     else:
         nodes: list[tuple[ast.AST, str, tuple]] = []
         _Scan(name, imports, nodes).body(tree.body, "enabled", _MODULE)
-        callees = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)} if nodes else set()
-        found = [(ast_dotted_name(node), id(node) in callees, mode, where) for node, mode, where in nodes]
+        found = read(tree, nodes)
     if len(memo) >= MAX_MEMO:
         memo.clear()
     memo[key] = found
@@ -359,17 +369,7 @@ def _call_mentions(project, file: Path, stamp: tuple, text: str, name: str, impo
     """The mentions of ``name`` in ``file``'s text: ``(dotted name or None, (positional,
     keywords) of the call it is the callee of or None, where)`` each (see :class:`CallSite`);
     ``None`` when the text does not parse. Kept in the project's memo by file, stamp and name."""
-    memo = project.memo.setdefault("callers.calls", {})
-    key = (file, stamp, name)
-    if key in memo:
-        return memo[key]
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        found = None
-    else:
-        nodes: list[tuple[ast.AST, str, tuple]] = []
-        _Scan(name, imports, nodes).body(tree.body, "enabled", _MODULE)
+    def read(tree: ast.AST, nodes: list) -> list:
         calls = {id(node.func): node for node in ast.walk(tree) if isinstance(node, ast.Call)} if nodes else {}
         found = []
         for node, _mode, where in nodes:
@@ -381,7 +381,6 @@ def _call_mentions(project, file: Path, stamp: tuple, text: str, name: str, impo
                     tuple((k.arg, ast_dotted_name(k.value)) for k in call.keywords),
                 )
             found.append((ast_dotted_name(node), shape, where))
-    if len(memo) >= MAX_MEMO:
-        memo.clear()
-    memo[key] = found
-    return found
+        return found
+
+    return _scanned(project, "callers.calls", file, stamp, text, name, imports, read)
