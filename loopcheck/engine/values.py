@@ -38,6 +38,7 @@ from loopcheck.engine.ir import Arg, Assign, Call, If, Inline, Jump, Loop, LoopI
 from loopcheck.engine.graphs import GradInputs, is_true
 from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.names import dotted_name
+from loopcheck.engine.pins import pinned_before
 from loopcheck.engine.calls import arg_at
 from loopcheck.engine.roles import ACCELERATOR_NAME, ROLE_TYPES, last
 from loopcheck.engine.unreferenced import calling_files, named_outside_code
@@ -373,6 +374,22 @@ def written_before(unit) -> tuple[tuple[int, ...], cst.Call] | None:
         return found
 
     return _cached(unit, ("values", "written_before"), compute)
+
+
+def written_for_before(unit, behaviour: str) -> bool | None:
+    """Whether the unit's code is established to be written for a PyTorch older than the one
+    where ``behaviour`` began (its version in ``[since]`` of ``knowledge/torch.toml``:
+    ``scheduler_step_after_optimizer``, ``zero_grad_set_to_none``): a call it makes only means
+    something before that version (:func:`written_before`), or the project pins an older
+    PyTorch (:func:`~loopcheck.engine.pins.pinned_before`). ``None`` when the knowledge gives
+    the behaviour no version."""
+    since = knowledge().since.get(behaviour)
+    if since is None:
+        return None
+    dated = written_before(unit)
+    if dated is not None and dated[0] <= since:
+        return True
+    return pinned_before(getattr(unit.module, "project", None), since)
 
 
 def _cst_arg(call: cst.Call, ref) -> cst.BaseExpression | None:

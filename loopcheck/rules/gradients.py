@@ -32,11 +32,9 @@ import libcst as cst
 from loopcheck.engine.dataflow import NOT_TAKEN, Machine
 from loopcheck.engine.events import Event
 from loopcheck.engine.ir import Assign, Call, If, Loop, walk_events
-from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.names import dotted_name
-from loopcheck.engine.pins import pinned_before
 from loopcheck.engine.unit import Unit
-from loopcheck.engine.values import definitions, loops as all_loops, written_before
+from loopcheck.engine.values import definitions, loops as all_loops, written_for_before
 from loopcheck.findings import Report
 from loopcheck.catalog import INFOS
 from loopcheck.rules.base import Rule, register
@@ -471,13 +469,7 @@ def zero_grad_sets_none(unit: Unit) -> bool:
     written for an older PyTorch (the project pins one, :func:`~loopcheck.engine.pins.pinned_before`,
     or it makes a call that only means something before that version,
     :func:`~loopcheck.engine.values.written_before`)."""
-    since = knowledge().since.get("zero_grad_set_to_none")
-    if since is None:
-        return True
-    dated = written_before(unit)
-    if dated is not None and dated[0] <= since:
-        return False
-    return not pinned_before(getattr(unit.module, "project", None), since)
+    return written_for_before(unit, "zero_grad_set_to_none") is not True
 
 
 def _absent_grad_arm(node: If) -> bool | None:

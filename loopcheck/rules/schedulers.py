@@ -20,10 +20,9 @@ from loopcheck.engine.dataflow import Machine
 from loopcheck.engine.events import Event
 from loopcheck.engine.ir import LoopInfo
 from loopcheck.engine.knowledge import knowledge
-from loopcheck.engine.pins import pinned_before
 from loopcheck.engine.roles import LOADER_NAME, ScheduleStart, SchedulerInfo, last
 from loopcheck.engine.unit import Unit
-from loopcheck.engine.values import definitions, loops as all_loops, may_bind_attribute, narrowing_tests, written_before
+from loopcheck.engine.values import definitions, loops as all_loops, may_bind_attribute, narrowing_tests, written_for_before
 from loopcheck.findings import Report
 from loopcheck.catalog import INFOS
 from loopcheck.rules.base import Rule, register
@@ -318,13 +317,7 @@ class SchedulerBeforeOptimizerStep(Rule):
     def _older_pytorch(unit: Unit) -> bool:
         """Whether the unit's code is established to be written for a PyTorch before the one
         where ``scheduler.step()`` began to belong after ``optimizer.step()``."""
-        since = knowledge().since.get("scheduler_step_after_optimizer")
-        if since is None:
-            return False
-        dated = written_before(unit)
-        if dated is not None and dated[0] <= since:
-            return True
-        return pinned_before(getattr(unit.module, "project", None), since)
+        return written_for_before(unit, "scheduler_step_after_optimizer") is True
 
 
 def _plateau_class(name: str) -> bool:
