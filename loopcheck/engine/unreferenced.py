@@ -113,13 +113,11 @@ def _unreferenced(project, index, func: cst.FunctionDef, cls: cst.ClassDef | Non
         bases = _project_bases(index, cls)
         if cls.decorators or cls.keywords or bases is None:
             return False  # a library base may call any of its methods by name
-    path = Path(index.path).resolve()
-    root = Path(project.root)
-    files, notebooks, texts = _listing(index, root)
-    if files is None or texts is None:
+    read = _reading(project, index)
+    if read is None:
         return False
-    _stamp, own = project.source_of(path)
-    if own is None or _dynamic(own, cls is not None):
+    path, root, files, notebooks, own, texts = read
+    if _dynamic(own, cls is not None):
         return False
     packaged = any((root / p).exists() for p in _PACKAGING)
     importers = _importers(project, index, files, path)
@@ -191,13 +189,11 @@ def calling_files(project, index, func: cst.FunctionDef) -> list[Path] | None:
     if project is None or index is None or index.path is None or str(index.path).endswith(".ipynb") \
             or func.decorators or (name.startswith("__") and name.endswith("__")):
         return None
-    path = Path(index.path).resolve()
-    root = Path(project.root)
-    files, notebooks, texts = _listing(index, root)
-    if files is None or texts is None:
+    read = _reading(project, index)
+    if read is None:
         return None
-    _stamp, own = project.source_of(path)
-    if own is None or _dynamic(own, False) or not (_MAIN.search(own) or name.startswith("_")):
+    path, _root, files, _notebooks, own, _texts = read
+    if _dynamic(own, False) or not (_MAIN.search(own) or name.startswith("_")):
         return None
     importers = _importers(project, index, files, path)
     if importers is None:
@@ -242,6 +238,21 @@ def _names_through_module(text: str, name: str, owners: tuple[str, ...]) -> bool
     imported = re.compile(rf"(?:\bfrom\s+[\w.]*\b{module}\s+import\b|\bimport\s+[\w.]*\b{module}\b)[^\n]*?{f}")
     fire = re.compile(rf"\bfire\b[^\n]*\b(?:{module}(?:\.py)?|{either})\s+{f}")
     return any(p.search(text) for p in (qualified, imported, fire))
+
+
+def _reading(project, index) -> tuple[Path, Path, list[Path], list[Path], str, list[Path]] | None:
+    """``(the module's file, the project root, its .py files, its notebooks, the module's text,
+    its other text files)`` (:func:`_listing`), or ``None`` when a listing or the module's text
+    cannot be had (nothing is decided)."""
+    path = Path(index.path).resolve()
+    root = Path(project.root)
+    files, notebooks, texts = _listing(index, root)
+    if files is None or texts is None:
+        return None
+    _stamp, own = project.source_of(path)
+    if own is None:
+        return None
+    return path, root, files, notebooks, own, texts
 
 
 def _listing(index, root: Path) -> tuple[list[Path] | None, list[Path], list[Path] | None]:
