@@ -285,6 +285,10 @@ def test_a_module_is_read_again_when_its_star_module_changes(tmp_path: Path):
     ("environment.yml", "dependencies:\n  - pytorch=1\n", False),  # conda: 1.*, which allows 1.13
     ("requirements.txt", "torch==1.*\n", False),
     ("requirements.txt", "torch==1.0.*\n", True),
+    # a README states the environment the code was written for
+    ("README.md", "# Relations\n## Requirements\npython==3.6 pytorch==0.4.0\n", True),
+    ("README.md", "Tested with pytorch==0.4.1 and torch==2.1.0\n", False),  # one pin allows 2.1
+    ("README.md", "pip install torch>=0.4\n", False),
 ])
 def test_a_pinned_older_pytorch_decides_lc202(tmp_path: Path, name: str, text: str, silent: bool):
     """The scheduler stepped first is LC202 unless the project pins a PyTorch before 1.1."""

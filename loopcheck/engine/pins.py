@@ -5,7 +5,9 @@ Some rules depend on a behaviour that began with a PyTorch version (``[since]`` 
 project that pins an older PyTorch was written for the old behaviour, as ruff reads the Python
 version a project supports from its ``requires-python``. :func:`torch_versions` reads the pins
 in the dependency files at the project root (:data:`PIN_FILES`: ``requirements.txt``,
-conda's ``environment.yml``, ``Dockerfile``, ``setup.py``, ``setup.cfg``, ``pyproject.toml``),
+conda's ``environment.yml``, ``Dockerfile``, ``setup.py``, ``setup.cfg``, ``pyproject.toml``,
+and the README, where a project states the environment it was written for:
+``python==3.6 pytorch==0.4.0``),
 through the project, which records them for the cache as it does imported modules; a pin is
 ``torch==X``, ``torch<=X``, ``torch<X`` or conda's ``pytorch=X`` (a lower bound alone,
 ``torch>=1.0``, allows every later version and says nothing).
@@ -17,7 +19,7 @@ import re
 
 #: The dependency files read, at the project root.
 PIN_FILES = ("requirements.txt", "environment.yml", "environment.yaml", "Dockerfile", "setup.py", "setup.cfg",
-             "pyproject.toml")
+             "pyproject.toml", "README.md", "README.rst", "README.txt", "README")
 #: ``torch==0.4.1``, ``pytorch=0.4.1``, ``torch<1.0``: the package (not ``torchvision`` nor another
 #: ``torch-*`` package), an operator that bounds the version from above, the version.
 _PIN = re.compile(r"(?<![\w.-])(?:py)?torch(?![\w-])\s*(==|<=|<|=(?!=))\s*v?(\d+(?:\.\d+)*)", re.I)
