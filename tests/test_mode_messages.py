@@ -34,6 +34,14 @@ def test_eval_without_arguments_keeps_its_short_name():
     ]
 
 
+def test_lc301_names_the_step_of_the_loop_that_holds_the_eval():
+    """After an evaluation inside the second phase's epoch loop, the next step a run meets is
+    that loop's own (line 35), not the first phase's (line 29), which comes first in the file."""
+    assert _messages("LC301_bad_eval_in_second_phase_names_its_step.py", "LC301") == [
+        "model.eval() is still in effect when optimizer.step() at line 35 trains the model"
+    ]
+
+
 def test_lc302_names_the_first_eval_in_program_order_whatever_the_set_order():
     """Two eval() calls reach the forward (one per arm): the message names the first one written,
     on every run (the machine's states are a set, ordered by memory address)."""

@@ -292,6 +292,33 @@ def trained_models(unit: Unit, guess: bool = True) -> dict[str, list[Event]]:
     return out
 
 
+def _nearest_step(unit: Unit, ev: Event, steps: list[Event]) -> Event:
+    """Of the optimizer steps an ``eval()`` event ``ev`` stays in effect at, the one a finding
+    names: the next step a run meets, read from the loops (a step in the innermost loop that
+    also holds ``ev`` comes before one that a path reaches only by leaving it: after an
+    evaluation inside a phase's batch loop, the same loop's step, not the step of another
+    phase's loop the outer loop may enter next), then the first in program order after ``ev``,
+    then the first before it (the next iteration's).
+
+    Args:
+        unit: the unit of ``ev`` and ``steps``.
+        ev: an ``eval()`` event (inlined from a callee or not).
+        steps: the ``step`` events of ``unit`` it reaches, at least one.
+    """
+    loops = ev.ctx.loops
+
+    def shared(step: Event) -> int:
+        n = 0
+        for a, b in zip(loops, step.ctx.loops):
+            if a is not b:
+                break
+            n += 1
+        return n
+
+    after = unit.order(ev)
+    return min(steps, key=lambda s: (-shared(s), unit.order(s) < after, unit.order(s)))
+
+
 @register
 class EvalModeNotReset(Rule):
     """LC301 eval-mode-not-reset.
@@ -331,6 +358,8 @@ class EvalModeNotReset(Rule):
             )
             # built here, the model started in train mode: an eval() is then a switch away from it
             built = bool(unit.of_subject(model, "model_build"))
+            # each eval() still in effect → the steps it reaches, in the order found
+            reaches: dict[int, tuple[Event, list[Event]]] = {}
             for step in steps:
                 states = {x for x in flow.states(step) if x.kind != "absent"}
                 # train mode is wanted: train() is called, the step runs in it on some path, or
@@ -344,21 +373,26 @@ class EvalModeNotReset(Rule):
                     # layer) is not known; without a forward since eval() that can be trained
                     # through, the step trains nothing that ran in eval mode
                     if kind == "eval" and not frozen and not part and fwd and id(ev) not in reported:
-                        reported.add(id(ev))
-                        yield Report(
-                            self.info.code, ev.node,
-                            lambda d, ev=ev, step=step: (
-                                f"{d.call(ev.node, args=True)} is still in effect when {d.call(step.node)} at line "
-                                f"{d.line(step.node)} trains the model"
-                            ),
-                            [(step.node, "the training step that runs in eval mode")],
-                            note=lambda d: (
-                                "No train() call comes in between, so Dropout stays off and BatchNorm stops updating "
-                                "its statistics (measured, CPU, torch 2.13: 24/32 backward passes went through "
-                                "eval-mode forwards). Call model.train() before the next training step."
-                            ),
-                            at=ev, related_at=(step,),
-                        )
+                        reaches.setdefault(id(ev), (ev, []))[1].append(step)
+            for ev, reached in reaches.values():
+                if id(ev) in reported:
+                    continue
+                reported.add(id(ev))
+                step = _nearest_step(unit, ev, reached)
+                yield Report(
+                    self.info.code, ev.node,
+                    lambda d, ev=ev, step=step: (
+                        f"{d.call(ev.node, args=True)} is still in effect when {d.call(step.node)} at line "
+                        f"{d.line(step.node)} trains the model"
+                    ),
+                    [(step.node, "the training step that runs in eval mode")],
+                    note=lambda d: (
+                        "No train() call comes in between, so Dropout stays off and BatchNorm stops updating "
+                        "its statistics (measured, CPU, torch 2.13: 24/32 backward passes went through "
+                        "eval-mode forwards). Call model.train() before the next training step."
+                    ),
+                    at=ev, related_at=(step,),
+                )
 
 
 @register
