@@ -58,3 +58,15 @@ def test_appended_value_freed(body: str, freed: bool):
     _carriers, stores = graph_stores(unit.raws(), unit.roles)
     (store,) = [s for s in stores if s.how == "append"]
     assert store.freed is freed
+
+
+def test_a_member_flows_from_each_object_of_its_dotted_name():
+    """``memory._flows_from``: a returned ``probs.squeeze`` (of ``return probs.squeeze()``) is
+    computed from ``probs`` and from what was stored into it; ``self@M.buf.view`` from
+    ``self@M.buf`` and ``self@M``; nothing flows from an object to its other members."""
+    from loopcheck.rules.memory import _flows_from
+
+    defs = {"f:probs": {"f:p"}, "f:p": {"self@M.actor"}, "self@M.buf": {"f:h"}}
+    assert _flows_from(defs, {"f:probs.squeeze"}) == {"f:probs.squeeze", "f:probs", "f:p", "self@M.actor", "self@M"}
+    assert _flows_from(defs, {"self@M.buf.view"}) == {"self@M.buf.view", "self@M.buf", "f:h", "self@M"}
+    assert _flows_from(defs, {"f:x"}) == {"f:x"}

@@ -40,6 +40,10 @@ FRAMEWORK = sorted(DATA.glob("lightning_*.py")) + sorted(DATA.glob("hf_trainer_*
 #: Bad fixtures whose bug cannot show when they run on a CPU, or that the tracer does not watch
 #: (their static finding is then marked "not observed"), and why.
 NO_RUNTIME_SYMPTOM = {
+    "LC401_bad_forward_fills_steps_kept_on_module.py": "the tracer marks the graph node of the loss backward() "
+                                                       "runs on, which dies; the tensor the module keeps holds "
+                                                       "the forward's step outputs (upstream nodes, about 90 more "
+                                                       "per step), which no backward() reaches",
     "LC105_bad_shadow_params_grad_added.py": "the shadow tensors' gradients pile up through `copy.grad += "
                                              "param.grad`, a write by hand: the tracer follows the gradients "
                                              "backward() fills, and no backward reaches the shadow tensors",

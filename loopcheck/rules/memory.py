@@ -469,8 +469,11 @@ def _definitions(unit: Unit) -> dict[str, set[str]]:
 
 
 def _flows_from(defs: dict[str, set[str]], roots) -> set[str]:
-    """``roots`` and every symbol their values are computed from, through ``defs`` (an
-    attribute's object included: ``model.out`` from ``model``)."""
+    """``roots`` and every symbol their values are computed from, through ``defs`` (a symbol
+    to the symbols its values are computed from, :func:`_definitions`). A member is computed
+    from the object it is read from, at every level of its dotted name: ``probs.squeeze`` (the
+    ``probs.squeeze()`` a forward returns) from ``probs`` and what was stored into it,
+    ``self@M.buf.view`` from ``self@M.buf`` and from ``self@M``."""
     todo = list(roots)
     out: set[str] = set()
     while todo:
@@ -479,7 +482,9 @@ def _flows_from(defs: dict[str, set[str]], roots) -> set[str]:
             continue
         out.add(sym)
         todo.extend(defs.get(sym, ()))
-        todo.extend(defs.get(sym.partition(".")[0], ()))
+        dot = sym.rfind(".")
+        if dot > 0:
+            todo.append(sym[:dot])  # the object the member is read from, then its own object
     return out
 
 
