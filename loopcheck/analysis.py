@@ -706,7 +706,9 @@ def check_parsed(
     is not PyTorch code (:func:`uses_torch`) is parsed for ``LC001`` only, by CPython's parser
     (about ten times faster than LibCST's, in a fraction of its memory); a text one of whose
     top-level imports the project's files prove to fail
-    (:func:`~loopcheck.engine.import_failure.failing_import`) gives no finding; a text with a
+    (:func:`~loopcheck.engine.import_failure.failing_import`) gives no finding; nor does code
+    that a top-level statement raising ``NameError`` keeps from running
+    (:func:`~loopcheck.engine.import_raises.raising_statement`); a text with a
     NUL byte is ``LC001`` (CPython refuses it) without being parsed. ``parse``
     replaces :func:`~loopcheck.parsing.parse_module` (the language server's
     :meth:`Reparser.parse <loopcheck.server.reparse.Reparser.parse>`, which raises as it does).

@@ -18,7 +18,7 @@ A statement raises ``NameError`` when:
   annotation (``from __future__ import annotations`` defers it), an ``assert`` (``python -O``
   removes it);
 * the name is bound nowhere in the module's own scope, by any statement in any branch,
-  before or after it: an import, an assignment or augmented or annotated one, a ``for``,
+  before or after it: an import, an assignment or annotated one, a ``for``,
   ``with`` or ``except`` target, a ``def`` or ``class``, a ``match`` capture, a ``type``
   alias; nor by a walrus anywhere (one in a comprehension binds the module's name), nor by
   ``global`` in a function (which may assign it);
@@ -109,8 +109,10 @@ def raising_statement(module: cst.Module) -> ModuleRaise | None:
     Args:
         module: a parsed module (LibCST).
     """
+    if not any(_is_main_block(stmt) for stmt in module.body):
+        return None
     bound, has_import, open_ = _module_bindings(module)
-    if not has_import or open_ or not any(_is_main_block(stmt) for stmt in module.body):
+    if not has_import or open_:
         return None
     for position, stmt in enumerate(module.body):
         if type(stmt) is not cst.SimpleStatementLine:
@@ -202,7 +204,7 @@ def _module_bindings(module: cst.Module) -> tuple[set[str], bool, bool]:
                 if s is cst.Assign:
                     for target in small.targets:
                         _target_names(target.target, bound)
-                elif s is cst.AnnAssign or s is cst.AugAssign:
+                elif s is cst.AnnAssign:  # not ``x += 1``: it reads ``x`` first
                     _target_names(small.target, bound)
                 elif s is cst.Import:
                     has_import = True
@@ -384,4 +386,6 @@ def _names_run(node: cst.CSTNode, out: set[str]) -> None:
         out.add(node.value)
         return
     for child in children(node):
+        if type(node) is cst.ClassDef and child is node.name:
+            continue  # defining a class names it, and runs nothing of it but its body
         _names_run(child, out)
