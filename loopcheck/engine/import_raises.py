@@ -30,11 +30,13 @@ A statement raises ``NameError`` when:
 * the module is a program, not a snippet: it has an import statement of its own in its top
   scope, and an ``if __name__ == "__main__":`` block at its top level (it is meant to be run
   as a whole). A snippet in a README or a fixture reads ``model``, ``Net`` or ``dataset`` from
-  the reader's context, often below ``import torch``, and is checked as it always was; and
-  nothing in the module may bind names unseen: no
-  ``from x import *``, no ``globals()``, ``locals()``, ``vars()``, ``exec``, ``execfile``, no use
-  of ``builtins``, ``__builtin__``, ``__builtins__``, ``__main__`` or ``sys.modules``. A
-  notebook is not decided (its cells run in any order, its kernel binds names).
+  the reader's context, often below ``import torch``, and is checked as it always was;
+* nothing in the module may bind names unseen: no ``from x import *``, no ``globals()``,
+  ``locals()``, ``vars()``, ``exec``, ``execfile``, no use of ``builtins``, ``__builtin__``,
+  ``__builtins__``, ``__main__`` or ``sys.modules``.
+
+A notebook is not asked about (:func:`loopcheck.analysis.check_parsed`): its cells run in any
+order, and its kernel binds names.
 
 Then (:func:`never_reached`) code of a top-level statement after it never runs, and neither
 does a function or class of the module, wherever it is defined, unless code that runs before
