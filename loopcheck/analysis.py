@@ -24,6 +24,7 @@ from loopcheck.engine.dataflow import forget
 from loopcheck.engine.drivers import driver_unit
 from loopcheck.engine.events import classify, retype_graph_events
 from loopcheck.engine.import_failure import failing_import
+from loopcheck.engine.import_raises import never_reached, raising_statement
 from loopcheck.engine.ir import release, walk_events
 from loopcheck.engine.positions import Positions
 from loopcheck.engine.project import Project, absolute_module, project_for
@@ -34,6 +35,7 @@ from loopcheck.engine.roles import infer_roles, know_models_without_parameters
 from loopcheck.engine.unit import Unit
 from loopcheck.engine.unreferenced import never_runs
 from loopcheck.engine.values import models_without_parameters, parents
+from loopcheck.engine.walk import parent_table
 from loopcheck.findings import Describe, Finding, Related, Report
 from loopcheck.parsing import check_nesting, parse_module
 from loopcheck.rules import REGISTRY, SYNTAX_ERROR
@@ -704,7 +706,9 @@ def check_parsed(
     is not PyTorch code (:func:`uses_torch`) is parsed for ``LC001`` only, by CPython's parser
     (about ten times faster than LibCST's, in a fraction of its memory); a text one of whose
     top-level imports the project's files prove to fail
-    (:func:`~loopcheck.engine.import_failure.failing_import`) gives no finding; a text with a
+    (:func:`~loopcheck.engine.import_failure.failing_import`) gives no finding; nor does code
+    that a top-level statement raising ``NameError`` keeps from running
+    (:func:`~loopcheck.engine.import_raises.raising_statement`); a text with a
     NUL byte is ``LC001`` (CPython refuses it) without being parsed. ``parse``
     replaces :func:`~loopcheck.parsing.parse_module` (the language server's
     :meth:`Reparser.parse <loopcheck.server.reparse.Reparser.parse>`, which raises as it does).
@@ -763,6 +767,13 @@ def check_parsed(
     if reports and project is not None and index is not None:
         table = parents(index)
         reports = [rep for rep in reports if not never_runs(project, index, rep.node, table)]
+    if reports and not filename.endswith(".ipynb"):
+        # a top-level statement that raises NameError: the code after it, and the functions
+        # nothing before it names, never run
+        raised = raising_statement(module)
+        if raised is not None:
+            table = parents(index) if index is not None else parent_table(module)
+            reports = [rep for rep in reports if not never_reached(raised, module, rep.node, table)]
     if not reports:
         return [], None, None
     reported = [n for rep in reports for n in (rep.node, *(r for r, _ in rep.related))]
