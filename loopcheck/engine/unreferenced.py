@@ -34,6 +34,26 @@ bases are classes of the project) is taken to be unreferenced when:
   for a function), and no file in ``f``'s folder or a folder above it that names the
   module imports modules by computed names.
 
+A Python file of the project that CPython cannot compile, for a reason that is not an older
+or newer Python's syntax (:func:`_compiles`), runs nothing: its namings do not count, and
+nothing imports through it (a module that imports it fails at that import).
+
+A module-level class ``C`` is taken to be unreferenced, and then none of its methods
+(instance, class or static) runs, since no instance of it exists and nothing holds the class,
+on the same conditions applied to its name (:func:`_class_unreferenced`): its module is a
+script, ``C`` is private, or the module is imported in a project without packaging metadata;
+``C`` has no decorator, no metaclass, and a body that hands none of its functions out (a
+method decorated but by ``staticmethod``, ``classmethod`` or ``property``, a statement that
+names one); each base is ``object``, a class of the project (up its chain), or a library
+class that loopcheck's knowledge describes (``[[class]]``: ``torch.nn.Module``) and no
+``[[driver]]`` runs (an unknown base, ``unittest.TestCase``, may find its subclasses by
+itself); its own file names it nowhere outside its own body (``super(C, self)`` runs only once
+it exists); no file that imports the module, directly or through a chain of modules (a
+subclass, an instance, a re-export), names it, as a name, a string, or an attribute of one
+of those modules (``pdf.C``, ``mid.C``; another object's attribute, ``model.fc``, is not the
+class), and none looks names up at run time; no packaging file, notebook or text names it as
+for a function.
+
 What is given up: a function called only from outside the project (a user's notebook kept
 elsewhere) by a script's or a private name. A text file larger than :data:`MAX_TEXT_BYTES`
 (a data set's annotations, a vocabulary) is not read; more than
