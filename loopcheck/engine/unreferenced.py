@@ -202,24 +202,33 @@ def _class_unreferenced(project, index, cls: cst.ClassDef) -> bool:
     if span is None or _named(own, name, bare=True, outside=span) > 0:
         return False  # its methods (``super(fc, self)``) name it only once it exists
     # a subclass, an instance or a re-export in a module that imports the module, directly or
-    # through another (``from mid import *``)
-    importers = _importers_closure(project, index, files, path, importers)
-    if importers is None:
+    # through another (``from mid import *``): the direct importers first, whose reading is
+    # had already and which name most classes used
+    if _names_class(project, path, importers, importers, name):
         return False
+    closure = _importers_closure(project, index, files, path, importers)
+    if closure is None or _names_class(project, path, closure, closure, name):
+        return False
+    owners = (path.stem if path.name != "__init__.py" else path.parent.name,)
+    return not _named_outside_code(root, notebooks, texts, name, owners)
+
+
+def _names_class(project, path: Path, importers: list[Path], files: list[Path], name: str) -> bool:
+    """Whether one of ``files`` (some of the modules ``importers`` that import the module at
+    ``path``, directly or through another) may name class ``name`` of it, or looks names up at
+    run time, or cannot be read; a file Python cannot compile names nothing."""
     # the names a module that may hold the class is known by (``pdf.fc()``, ``mid.fc()``
     # after ``mid`` imports it): another object's attribute (``model.fc``) is not the class
     modules = {f.stem if f.name != "__init__.py" else f.parent.name for f in (path, *importers)}
-    for file in importers:
+    for file in files:
         text = _text(project, file)
         if text is None:
-            return False
+            return True
         if not _compiles(project, file):
             continue  # a file Python cannot compile runs nothing
-        aliases = modules | _aliases(text)
-        if _dynamic(text, False) or _named(text, name, bare=True, through=aliases):
-            return False
-    owners = (path.stem if path.name != "__init__.py" else path.parent.name,)
-    return not _named_outside_code(root, notebooks, texts, name, owners)
+        if _dynamic(text, False) or _named(text, name, bare=True, through=modules | _aliases(text)):
+            return True
+    return False
 
 
 #: Decorators of a method that only wrap it, registering it nowhere (Python's builtins).
