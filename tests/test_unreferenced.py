@@ -192,3 +192,95 @@ def test_a_method_named_through_its_class(tmp_path):
     assert _check(tmp_path, files, "trainer.py") == [("LC302", 12)]
     files["run.sh"] = "python trainer.py  # then _evaluate_model by hand\n"
     assert _check(tmp_path, files, "trainer.py") == []
+
+
+SCORER = """\
+import torch
+from torch import nn
+{IMPORTS}
+
+{DECORATOR}class Scorer{BASES}:
+    def __init__(self):
+        self.model = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5), nn.Linear(8, 2))
+{BODY}
+    def score(self, loader):
+        self.model.eval()
+        for x in loader:
+            print(self.model(x))
+
+
+def show(scorer, loader):  # names ``score``: the method alone cannot be decided
+    scorer.score(loader)
+
+
+if __name__ == "__main__":
+    {MAIN}
+"""
+
+
+def _scorer(bases="", decorator="", main="pass", imports="", body=""):
+    return (SCORER.replace("{BASES}", bases).replace("{DECORATOR}", decorator).replace("{MAIN}", main)
+            .replace("{IMPORTS}", imports).replace("{BODY}", body))
+
+
+@pytest.mark.parametrize("bases, decorator, main, imports, body, found", [
+    ("", "", "pass  # Scorer().score([])", "", "", []),  # no instance ever exists
+    ("(nn.Module)", "", "pass", "", "", []),  # a library base known not to find its subclasses
+    ("(object)", "", "Scorer().score([])", "", "", [("LC302", 12)]),
+    ("", "", "for make in [Scorer]:\n        make().score([])", "", "", [("LC302", 12)]),  # the class is held
+    ("", "", "pass", "", "    run = staticmethod(print)\n    hooks = [score]\n", [("LC302", 14)]),  # its body hands one out
+    ("", "@register\n", "pass", "from registry import register", "", [("LC302", 13)]),
+    ("(unittest.TestCase)", "", "unittest.main()", "import unittest", "", [("LC302", 12)]),  # a test loader finds it
+    ("(metaclass=Registry)", "", "pass", "from registry import Registry", "", [("LC302", 12)]),
+    ("", "", "globals()['Sco' + 'rer']().score([])", "", "", [("LC302", 12)]),
+])
+def test_a_class_nothing_instantiates(tmp_path, bases, decorator, main, imports, body, found):
+    """No method of a script's class runs when nothing in the project names the class, outside
+    its own body (``super(Scorer, self)``)."""
+    source = _scorer(bases, decorator, main, imports, body)
+    assert _check(tmp_path, {"scorer.py": source}, "scorer.py") == found
+
+
+@pytest.mark.parametrize("train, found", [
+    ("import scorer\n\nprint(scorer.__name__)\n", []),
+    ("import scorer as sc\n\nsc.Scorer().score([])\n", [("LC302", 12)]),
+    ("from scorer import *\n\n\nclass Mine(Scorer):\n    pass\n\n\nMine().score([])\n", [("LC302", 12)]),  # a subclass
+    ("import scorer\nfrom torch import nn\n\nmodel = nn.Module()\nprint(scorer.__name__, model.Scorer)\n", []),  # another object's attribute
+])
+def test_a_helper_module_class_its_importers_name(tmp_path, train, found):
+    helper = _scorer().split("if __name__")[0]
+    files = {"scorer.py": helper, "train.py": train}
+    assert _check(tmp_path, files, "scorer.py") == found
+
+
+def test_a_class_named_through_a_module_that_imports_it(tmp_path):
+    """``mid.Scorer()`` after ``mid`` imports the class: the name before the dot is a module
+    that holds it."""
+    helper = _scorer().split("if __name__")[0]
+    files = {"scorer.py": helper, "mid.py": "from scorer import Scorer\n", "train.py": "import mid\n\nmid.Scorer().score([])\n"}
+    assert _check(tmp_path, files, "scorer.py") == [("LC302", 12)]
+
+
+@pytest.mark.parametrize("caller, found", [
+    ("import trainer\n\ndef broken(:\n    pass\n\ntrainer.evaluate([])\n", []),  # does not compile: runs nothing
+    ("import trainer\n\ntrainer.evaluate([])\n", [("LC302", 10)]),
+    ("import trainer\n\nprint 'evaluating'\ntrainer.evaluate([])\n", [("LC302", 10)]),  # Python 2: it may run there
+])
+def test_a_caller_that_does_not_compile(tmp_path, caller, found):
+    files = {"trainer.py": EVALUATE, "run.py": caller}
+    assert _check(tmp_path, files, "trainer.py") == found
+
+
+def test_a_method_called_only_from_a_file_that_does_not_compile_and_its_importers(tmp_path):
+    """``report.py`` names ``Network.evaluate`` but does not compile; ``test.py`` imports from
+    it (``from report import main``): importing it fails, so no subclass lies behind it."""
+    network = ("from torch import nn\n\n\nclass Network:\n    def __init__(self):\n"
+               "        self.model = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5))\n\n"
+               "    def evaluate(self, loader):\n        self.model.eval()\n        for x in loader:\n"
+               "            print(self.model(x))\n")
+    files = {"network.py": network, "train.py": "from network import Network\n\nNetwork()\n",
+             "report.py": "from network import Network\n\ndef main(:\n    Network().evaluate([])\n",
+             "test.py": "from report import main\n\nclass T:\n    def evaluate(self):\n        pass\n"}
+    assert _check(tmp_path, files, "network.py") == []
+    files["report.py"] = "from network import Network\n\ndef main():\n    Network().evaluate([])\n"
+    assert _check(tmp_path, files, "network.py") == [("LC302", 11)]

@@ -34,6 +34,26 @@ bases are classes of the project) is taken to be unreferenced when:
   for a function), and no file in ``f``'s folder or a folder above it that names the
   module imports modules by computed names.
 
+A Python file of the project that CPython cannot compile, for a reason that is not an older
+or newer Python's syntax (:func:`_compiles`), runs nothing: its namings do not count, and
+nothing imports through it (a module that imports it fails at that import).
+
+A module-level class ``C`` is taken to be unreferenced, and then none of its methods
+(instance, class or static) runs, since no instance of it exists and nothing holds the class,
+on the same conditions applied to its name (:func:`_class_unreferenced`): its module is a
+script, ``C`` is private, or the module is imported in a project without packaging metadata;
+``C`` has no decorator, no metaclass, and a body that hands none of its functions out (a
+method decorated but by ``staticmethod``, ``classmethod`` or ``property``, a statement that
+names one); each base is ``object``, a class of the project (up its chain), or a library
+class that loopcheck's knowledge describes (``[[class]]``: ``torch.nn.Module``) and no
+``[[driver]]`` runs (an unknown base, ``unittest.TestCase``, may find its subclasses by
+itself); its own file names it nowhere outside its own body (``super(C, self)`` runs only once
+it exists); no file that imports the module, directly or through a chain of modules (a
+subclass, an instance, a re-export), names it, as a name, a string, or an attribute of one
+of those modules (``pdf.C``, ``mid.C``; another object's attribute, ``model.fc``, is not the
+class), and none looks names up at run time; no packaging file, notebook or text names it as
+for a function.
+
 What is given up: a function called only from outside the project (a user's notebook kept
 elsewhere) by a script's or a private name. A text file larger than :data:`MAX_TEXT_BYTES`
 (a data set's annotations, a vocabulary) is not read; more than
@@ -42,6 +62,7 @@ elsewhere) by a script's or a private name. A text file larger than :data:`MAX_T
 
 from __future__ import annotations
 
+import ast
 import io
 import os
 import re
@@ -91,6 +112,14 @@ def never_runs(project, index, node: cst.CSTNode, table: dict) -> bool:
             memo[key] = _unreferenced(project, index, func, cls)
         if memo[key]:
             return True
+        # a method of a module-level class that nothing instantiates nor names: no instance
+        # of it exists and nothing holds the class, so none of its methods runs
+        if cls is not None and type(table.get(cls)) is cst.Module:
+            key = id(cls)
+            if key not in memo:
+                memo[key] = _class_unreferenced(project, index, cls)
+            if memo[key]:
+                return True
     return False
 
 
@@ -138,10 +167,165 @@ def _unreferenced(project, index, func: cst.FunctionDef, cls: cst.ClassDef | Non
     # the override): what the module imports does not import it back
     for file in dict.fromkeys([*importers, *(b for b in bases if b != path)]):
         text = _text(project, file)
-        if text is None or _dynamic(text, cls is not None) or _named(text, name):
+        if text is None:
+            return False
+        if not _compiles(project, file):
+            continue  # a file Python cannot compile runs nothing
+        if _dynamic(text, cls is not None) or _named(text, name):
             return False
     owners = (path.stem if path.name != "__init__.py" else path.parent.name,) + ((cls.name.value,) if cls is not None else ())
     return not _named_outside_code(root, notebooks, texts, name, owners)
+
+
+def _class_unreferenced(project, index, cls: cst.ClassDef) -> bool:
+    """Whether module-level class ``cls`` of the checked module is one nothing in the project
+    names (see the module docstring): no instance of it exists and nothing holds the class, so
+    none of its methods (instance, class or static) runs."""
+    name = cls.name.value
+    if cls.decorators or cls.keywords or not _quiet_body(cls):
+        return False  # a decorator, a metaclass or the body's own code may hand it out
+    if _class_bases(index, cls) is None:
+        return False  # a library base may find its subclasses without their names
+    read = _reading(project, index)
+    if read is None:
+        return False
+    path, root, files, notebooks, own, texts = read
+    if _dynamic(own, False):
+        return False
+    packaged = any((root / p).exists() for p in _PACKAGING)
+    importers = _importers(project, index, files, path)
+    if importers is None:
+        return False
+    if not (_MAIN.search(own) or name.startswith("_") or (importers and not packaged)):
+        return False
+    span = _class_span(own, name)
+    if span is None or _named(own, name, bare=True, outside=span) > 0:
+        return False  # its methods (``super(fc, self)``) name it only once it exists
+    # a subclass, an instance or a re-export in a module that imports the module, directly or
+    # through another (``from mid import *``): the direct importers first, whose reading is
+    # had already and which name most classes used
+    if _names_class(project, path, importers, importers, name):
+        return False
+    closure = _importers_closure(project, index, files, path, importers)
+    if closure is None or _names_class(project, path, closure, closure, name):
+        return False
+    owners = (path.stem if path.name != "__init__.py" else path.parent.name,)
+    return not _named_outside_code(root, notebooks, texts, name, owners)
+
+
+def _names_class(project, path: Path, importers: list[Path], files: list[Path], name: str) -> bool:
+    """Whether one of ``files`` (some of the modules ``importers`` that import the module at
+    ``path``, directly or through another) may name class ``name`` of it, or looks names up at
+    run time, or cannot be read; a file Python cannot compile names nothing."""
+    # the names a module that may hold the class is known by (``pdf.fc()``, ``mid.fc()``
+    # after ``mid`` imports it): another object's attribute (``model.fc``) is not the class
+    modules = {f.stem if f.name != "__init__.py" else f.parent.name for f in (path, *importers)}
+    for file in files:
+        text = _text(project, file)
+        if text is None:
+            return True
+        if not _compiles(project, file):
+            continue  # a file Python cannot compile runs nothing
+        if _dynamic(text, False) or _named(text, name, bare=True, through=modules | _aliases(text)):
+            return True
+    return False
+
+
+#: Decorators of a method that only wrap it, registering it nowhere (Python's builtins).
+_WRAPPERS = ("staticmethod", "classmethod", "property")
+
+
+def _quiet_body(cls: cst.ClassDef) -> bool:
+    """Whether the body of class ``cls``, which runs when the class is defined, hands none of
+    its functions out: no method is decorated but by a builtin wrapper (``staticmethod``,
+    ``classmethod``, ``property`` and its ``.setter``), and no statement other than a ``def``
+    names one of the body's functions (``atexit.register(cleanup)``, ``hooks = [train]``)."""
+    defs = {s.name.value for s in cls.body.body if type(s) is cst.FunctionDef}
+    for stmt in cls.body.body:
+        if type(stmt) is cst.FunctionDef:
+            for d in stmt.decorators:
+                dotted = _dotted(d.decorator)
+                if dotted is None or not (dotted in _WRAPPERS or dotted.endswith((".setter", ".getter", ".deleter"))):
+                    return False
+            continue
+        if type(stmt) is cst.ClassDef:
+            return False  # a nested class: not followed
+        for n in _names_in(stmt):
+            if n in defs:
+                return False
+    return True
+
+
+def _names_in(node: cst.CSTNode):
+    """Every ``Name`` of a syntax tree, by its value."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if type(n) is cst.Name:
+            yield n.value
+        stack.extend(n.children)
+
+
+def _class_bases(index, cls: cst.ClassDef) -> list[Path] | None:
+    """The files of the project classes ``cls`` derives from, up its whole chain, when every
+    base is ``object``, a class of the project, or a library class that loopcheck's knowledge
+    describes (``[[class]]`` of ``loopcheck/knowledge/*.toml``: ``torch.nn.Module``) and that
+    no framework of it runs (``[[driver]]``); ``None`` otherwise (an unknown library base,
+    ``unittest.TestCase``, may find its subclasses by itself, as test loaders do)."""
+    from loopcheck.engine.knowledge import knowledge
+
+    kb = knowledge()
+    seen: set = set()
+    files: list[Path] = []
+    stack = [(index, [_dotted(arg.value) for arg in cls.bases])]
+    while stack:
+        where, bases = stack.pop()
+        for d in bases:
+            if d == "object":
+                continue
+            if d is None:
+                return None
+            ref = where.class_ref(d)
+            if ref is None:
+                ref = where.class_ref(where.imports.qualify(d), qualified=True)
+            if ref is None:
+                qualified = where.imports.qualify(d)
+                if kb.cls(qualified) is None or kb.driver(qualified) is not None:
+                    return None
+                continue
+            if ref.info is None:
+                return None
+            if (ref.module, ref.name) in seen:
+                continue
+            seen.add((ref.module, ref.name))
+            if ref.module.path is not None:
+                files.append(Path(ref.module.path).resolve())
+            stack.append((ref.module, list(ref.info.bases)))
+    return files
+
+
+def _class_span(text: str, name: str) -> tuple[int, int] | None:
+    """The first and last line of the one top-level ``class name`` of code ``text``; ``None``
+    when there is not exactly one, or the text does not parse."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    found = [s for s in tree.body if isinstance(s, ast.ClassDef) and s.name == name]
+    if len(found) != 1 or any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == name for s in tree.body):
+        return None
+    return found[0].lineno, found[0].end_lineno
+
+
+def _compiles(project, file: Path) -> bool:
+    """Whether Python may compile the project file ``file``: false only when CPython's parser
+    rejects it for a reason that is not an older or newer Python's syntax
+    (:mod:`loopcheck.engine.import_failure`); such a file runs nothing, and its namings do not
+    count."""
+    from loopcheck.engine.import_failure import _module_at
+
+    mod = _module_at(project, file)
+    return mod is None or mod.compiles
 
 
 def _named_outside_code(root: Path, notebooks: list[Path], texts: list[Path], name: str, owners: tuple[str, ...]) -> bool:
@@ -377,6 +561,8 @@ def _importers_closure(project, index, files: list[Path], path: Path, first: lis
     while frontier:
         nxt = []
         for module in frontier:
+            if module != path and not _compiles(project, module):
+                continue  # importing it fails: nothing imports through it
             found = _importers(project, index, files, module)
             if found is None:
                 return None
@@ -405,6 +591,14 @@ def _text(project, file: Path) -> str | None:
 
 _FROM = re.compile(r"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+\(?([^\n)]*)", re.M)
 _IMPORT = re.compile(r"^[ \t]*import[ \t]+([^\n#]+)", re.M)
+#: An ``import``/``from`` line that renames what it imports (``import a.b as m``).
+_IMPORT_LINE = re.compile(r"^[ \t]*(?:from|import)[ \t][^\n#]*\bas\b[^\n#]*", re.M)
+_AS = re.compile(r"\bas[ \t]+(\w+)")
+
+
+def _aliases(text: str) -> set[str]:
+    """The names the ``import``/``from`` lines of ``text`` bind with ``as``."""
+    return {a for line in _IMPORT_LINE.findall(text) for a in _AS.findall(line)}
 
 
 def _imported(text: str):
@@ -440,24 +634,30 @@ def _is_module(project, file: Path, target: tuple[int, str], path: Path) -> bool
     return found is not None and Path(found).resolve() == path
 
 
-def _named(text: str, name: str, bare: bool = False) -> int:
+def _named(text: str, name: str, bare: bool = False, outside: tuple[int, int] | None = None,
+           through: set[str] | frozenset[str] = frozenset()) -> int:
     """How many times Python code ``text`` names ``name``: as a name (only where no ``.``
-    comes before it, when ``bare``: a module-level function of the same file), or as a string
-    literal whose value is exactly the name, comments aside; 2 when the text does not
-    tokenize (taken to name it)."""
+    comes before it, when ``bare``: a module-level function of the same file; or, after a
+    ``.``, only where the name before it is one of ``through``, or not a plain name: a module's
+    attribute, ``pdf.fc``, ``sys.modules[m].fc``), or as a string literal whose value is
+    exactly the name, comments aside, on lines outside ``outside`` (``(first, last)``) when
+    given; 2 when the text does not tokenize (taken to name it)."""
     if name not in text:
         return 0
     count = 0
-    previous = None
+    previous = before = None  # the last two tokens that are not layout or comments
     try:
         for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-            if tok.type == tokenize.NAME and tok.string == name:
-                if not (bare and previous == "."):
+            if outside is not None and outside[0] <= tok.start[0] <= outside[1]:
+                pass
+            elif tok.type == tokenize.NAME and tok.string == name:
+                if not (bare and previous == "." and not (through and (
+                        before in through or not (before or "").isidentifier()))):
                     count += 1
             elif tok.type == tokenize.STRING and tok.string.strip("rRbBuUfF").strip("'\"") == name:
                 count += 1
             if tok.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT):
-                previous = tok.string
+                before, previous = previous, tok.string
     except (tokenize.TokenError, SyntaxError, IndentationError):
         return 2
     return count
