@@ -284,3 +284,28 @@ def test_a_method_called_only_from_a_file_that_does_not_compile_and_its_importer
     assert _check(tmp_path, files, "network.py") == []
     files["report.py"] = "from network import Network\n\ndef main():\n    Network().evaluate([])\n"
     assert _check(tmp_path, files, "network.py") == [("LC302", 11)]
+
+
+@pytest.mark.parametrize("name, found", [
+    ("train.py", []),  # a script's function nothing calls
+    ("test_train.py", [("LC302", 10)]),  # pytest collects it and calls its functions by name
+    ("train_test.py", [("LC302", 10)]),
+    ("conftest.py", [("LC302", 10)]),
+])
+def test_a_module_pytest_collects_is_not_decided(tmp_path, name, found):
+    main = "if __name__ == '__main__':\n    print('done')\n"
+    assert _check(tmp_path, {name: EVALUATE + "\n\n" + main}, name) == found
+
+
+@pytest.mark.parametrize("body, found", [
+    # ``train`` indented into ``__init__``: a local nothing calls, and ``evaluate`` with it
+    ("        def train(self):\n            evaluate([])\n", []),
+    ("        def train(self):\n            evaluate([])\n        train(self)\n", [("LC302", 10)]),
+    ("        def train(self):\n            evaluate([])\n        self.train = train\n", [("LC302", 10)]),
+    ("        def train(self):\n            evaluate([])\n        print(locals())\n", [("LC302", 10)]),
+    ("        @register\n        def train(self):\n            evaluate([])\n", [("LC302", 10)]),
+])
+def test_a_function_called_only_from_a_nested_function_nothing_calls(tmp_path, body, found):
+    trainer = "\n\nclass Trainer:\n    def __init__(self):\n        self.model = model\n\n" + body
+    main = "\n\nif __name__ == '__main__':\n    Trainer()\n"
+    assert _check(tmp_path, {"train.py": EVALUATE + trainer + main}, "train.py") == found

@@ -54,6 +54,12 @@ of those modules (``pdf.C``, ``mid.C``; another object's attribute, ``model.fc``
 class), and none looks names up at run time; no packaging file, notebook or text names it as
 for a function.
 
+A function defined in another function's body runs only when that body names it (calls it,
+returns it, stores it): one it never names (a ``def train`` indented into ``__init__`` by
+mistake) never runs, decided from the checked file alone (:func:`_nested_never_called`), and
+the namings inside it do not count for the module's other functions. A module pytest collects
+(:data:`_PYTEST_FILES`) is not decided: the test runner calls its functions by name.
+
 What is given up: a function called only from outside the project (a user's notebook kept
 elsewhere) by a script's or a private name. A text file larger than :data:`MAX_TEXT_BYTES`
 (a data set's annotations, a vocabulary) is not read; more than
@@ -86,6 +92,9 @@ _DYNAMIC = re.compile(r"(?<![.\w])(?:globals\(\)|locals\(\)|vars\(\)|eval\(|exec
 _GETATTR = re.compile(r"""(?<![.\w])getattr\(\s*([^,()]+?)\s*,\s*(?:(['"])\w*\2\s*[,)])?""")
 #: Signs that a module imports modules by computed names.
 _DYNAMIC_IMPORT = re.compile(r"\bimportlib\b|(?<![.\w])__import__\(")
+#: Files pytest collects by default (``python_files = test_*.py *_test.py``) and its
+#: ``conftest.py``, whose fixtures and hooks it calls by name.
+_PYTEST_FILES = re.compile(r"test_.*\.py|.*_test\.py|conftest\.py")
 _MAIN = re.compile(r"""^if\s+__name__\s*==\s*['"]__main__['"]\s*:""", re.M)
 
 
@@ -101,6 +110,9 @@ def never_runs(project, index, node: cst.CSTNode, table: dict) -> bool:
         table: ``node → parent`` for the checked module
             (:func:`loopcheck.engine.values.parents`).
     """
+    for func, _cls in _enclosing_functions(node, table):
+        if _nested_never_called(func, table):
+            return True
     if project is None or index is None or index.path is None or str(index.path).endswith(".ipynb"):
         return False
     # kept with the checked module's index: its functions and this check's reading of the
@@ -109,7 +121,7 @@ def never_runs(project, index, node: cst.CSTNode, table: dict) -> bool:
     for func, cls in _enclosing_functions(node, table):
         key = id(func)
         if key not in memo:
-            memo[key] = _unreferenced(project, index, func, cls)
+            memo[key] = _unreferenced(project, index, func, cls, table)
         if memo[key]:
             return True
         # a method of a module-level class that nothing instantiates nor names: no instance
@@ -123,6 +135,72 @@ def never_runs(project, index, node: cst.CSTNode, table: dict) -> bool:
     return False
 
 
+class _NameCount(cst.CSTVisitor):
+    """Counts the ``Name`` nodes spelling one name (other than one node left out), and the
+    string literals whose value is exactly the name; with ``bare``, not a name after a ``.``
+    (as :func:`_named` counts them)."""
+
+    def __init__(self, name: str, skip: cst.Name | None, bare: bool = False) -> None:
+        self.name, self.skip, self.bare, self.count = name, skip, bare, 0
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        if self.bare:
+            node.value.visit(self)
+            return False  # the member's name is not the bare name
+        return True
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == self.name and node is not self.skip:
+            self.count += 1
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if node.value.strip("rRbBuUfF").strip("'\"") == self.name:
+            self.count += 1
+
+
+def _names_in_dead_nested(index, table: dict, name: str, bare: bool) -> int:
+    """How many times the checked module names ``name`` inside functions that
+    :func:`_nested_never_called` finds never run (counted as :func:`_named` counts): a call
+    from there does not run."""
+    memo = index.cache.setdefault("unreferenced_dead_nested", {})
+    dead = memo.get("functions")
+    if dead is None:
+        dead = memo["functions"] = [n for n in table if type(n) is cst.FunctionDef and _nested_never_called(n, table)]
+    count = 0
+    for func in dead:
+        counter = _NameCount(name, None, bare)
+        func.visit(counter)
+        count += counter.count
+    return count
+
+
+def _nested_never_called(func: cst.FunctionDef, table: dict) -> bool:
+    """Whether ``func`` is defined in another function's body that never names it: its name is
+    a local variable of that function alone, so nothing can call it (a ``def train`` indented
+    into ``__init__`` by mistake is not the class's method, and ``obj.train()`` calls something
+    else). Decided without the project: not for a decorated ``func`` (a decorator may register
+    it), nor when the enclosing function looks names up at run time (``locals()``, ``eval``).
+
+    Args:
+        func: a function definition of the checked module.
+        table: ``node → parent`` for the checked module.
+    """
+    block = table.get(func)
+    outer = table.get(block)
+    if type(outer) is not cst.FunctionDef or func.decorators:
+        return False
+    # the local is read by its bare name only (``self.model.train()`` is another object's)
+    counter = _NameCount(func.name.value, func.name, bare=True)
+    outer.body.visit(counter)
+    if counter.count:
+        return False
+    dynamic = _NameCount("", func.name, bare=True)
+    for name in ("locals", "vars", "eval", "exec"):
+        dynamic.name = name
+        outer.body.visit(dynamic)
+    return dynamic.count == 0
+
+
 def _enclosing_functions(node, table: dict):
     """``(function, its class or None)`` for each function around ``node``, innermost first."""
     parent = table.get(node)
@@ -133,7 +211,7 @@ def _enclosing_functions(node, table: dict):
         parent = table.get(parent)
 
 
-def _unreferenced(project, index, func: cst.FunctionDef, cls: cst.ClassDef | None) -> bool:
+def _unreferenced(project, index, func: cst.FunctionDef, cls: cst.ClassDef | None, table: dict) -> bool:
     name = func.name.value
     if func.decorators or (name.startswith("__") and name.endswith("__")):
         return False
@@ -160,7 +238,10 @@ def _unreferenced(project, index, func: cst.FunctionDef, cls: cst.ClassDef | Non
             return False
     if not (_MAIN.search(own) or name.startswith("_") or (importers and not packaged)):
         return False
-    if _named(own, name, bare=cls is None) > 1:  # its own definition names it once
+    # its own definition names it once; namings inside a nested function that never runs do
+    # not call it (a module function called only from a ``def`` indented into ``__init__``)
+    named = _named(own, name, bare=cls is None)
+    if named > 1 and named - _names_in_dead_nested(index, table, name, cls is None) > 1:
         return False
     # the files that import the module, and for a method those of the classes it derives
     # from, whose methods call it through ``self`` (a base's ``self._epoch_test(...)`` runs
@@ -427,8 +508,11 @@ def _names_through_module(text: str, name: str, owners: tuple[str, ...]) -> bool
 def _reading(project, index) -> tuple[Path, Path, list[Path], list[Path], str, list[Path]] | None:
     """``(the module's file, the project root, its .py files, its notebooks, the module's text,
     its other text files)`` (:func:`_listing`), or ``None`` when a listing or the module's text
-    cannot be had (nothing is decided)."""
+    cannot be had (nothing is decided), nor for a module pytest collects (:data:`_PYTEST_FILES`:
+    a test runner calls its ``test_*`` functions and ``Test*`` classes by name)."""
     path = Path(index.path).resolve()
+    if _PYTEST_FILES.fullmatch(path.name):
+        return None
     root = Path(project.root)
     files, notebooks, texts = _listing(index, root)
     if files is None or texts is None:
