@@ -51,7 +51,7 @@ from loopcheck.engine.classes import is_module_class
 from loopcheck.engine.knowledge import NO_GRAPH, knowledge
 from loopcheck.engine.names import STR_TRANSFORMS, ImportMap, dotted_name
 from loopcheck.engine.summaries import ContextSplit, decorator_grad, is_context_manager, split_context_manager
-from loopcheck.engine.walk import calls_in_order, children, dotted_chains, small_statements, walk
+from loopcheck.engine.walk import calls_in_order, children, dotted_chains, names_in, small_statements, walk
 
 # The node classes this module tests for are final (no subclasses in LibCST), so it tests
 # ``type(node) is cst.X``: ``isinstance`` against LibCST's classes, which derive from ``abc.ABC``,
@@ -474,6 +474,9 @@ class Frame:
     # every pass (its body never re-binds them): :meth:`UnitBuilder.integral`
     counters: frozenset = frozenset()
     counter_loops: dict = field(default_factory=dict)  # each name of ``counters`` -> its ``cst.For``
+    # each name of ``counters`` -> the integer it is bound to on the first pass of its loop
+    # (:meth:`UnitBuilder.counter_start`), for those the code fixes
+    counter_starts: dict = field(default_factory=dict)
     # name -> the literal values an enclosing ``for name in [1, 0]:`` binds it to, one per pass
     # (its body never re-binds it), narrowed in the arms of the ``if``s it decides there:
     # :meth:`UnitBuilder.choice_split`
@@ -1790,16 +1793,21 @@ class UnitBuilder:
             info = self.loop_info(frame, stmt, stmt.target, stmt.iter)
             inner = replace(ctx, loops=ctx.loops + (info,), conds=())
             outer_counters, outer_loops, outer_choices = frame.counters, frame.counter_loops, frame.choices
+            outer_starts = frame.counter_starts
             own = self.loop_counters(frame, stmt)
             frame.counters = outer_counters | own
             if own:
                 frame.counter_loops = {**outer_loops, **dict.fromkeys(own, stmt)}
+                start = self.counter_start(frame, stmt)
+                if start is not None:
+                    frame.counter_starts = {**outer_starts, **dict.fromkeys(own, start)}
             frame.choices = {k: v for k, v in outer_choices.items() if k not in bound_names(stmt)[0]}
             frame.choices.update(self.loop_choices(frame, stmt))
             try:
                 body = self.block(frame, stmt.body, inner)
             finally:
                 frame.counters, frame.counter_loops, frame.choices = outer_counters, outer_loops, outer_choices
+                frame.counter_starts = outer_starts
             orelse = self.block(frame, stmt.orelse.body, ctx) if stmt.orelse else Seq()
             info.count = self.iteration_count(frame, stmt.iter)
             info.display = info.count is not None and self.range_length(frame, stmt.iter) is None
@@ -2007,7 +2015,7 @@ class UnitBuilder:
         self._place(stmt, frame.module)
         out.append(If(stmt, body, orelse, absent, given=given, fact=self._fact_of(frame, stmt.test),
                       mode_of=self._mode_of(frame, stmt.test), counts=self._counts(frame, stmt.test),
-                      not_instance=self.not_instance(frame, stmt.test)))
+                      not_instance=self.not_instance(frame, stmt.test), first_pass=self.first_pass(frame, stmt.test)))
         if out[-1].fact is not None:
             self._fact_ifs.append(out[-1])
 
@@ -2026,6 +2034,53 @@ class UnitBuilder:
         if type(left) is not cst.Name or type(right) is not cst.Integer:
             return None
         return frame.counter_loops.get(left.value)
+
+    def first_pass(self, frame: Frame, test: cst.BaseExpression) -> tuple[cst.For, bool] | None:
+        """:attr:`If.first_pass` of an ``if`` on ``test``: ``(loop, outcome)`` where ``test``
+        reads the counter of an enclosing ``for`` of the function being built whose first value
+        the code fixes (:attr:`Frame.counter_starts`: ``range(n)``, ``range(1, n)``,
+        ``enumerate(xs, start=1)``), and :meth:`decide` gives ``test`` the value ``outcome``
+        with the counter bound to that first value (``epoch != 0``, ``epoch > 0``, ``0 < epoch``,
+        ``epoch >= 0 + 1``, ``not epoch == 0``, ``epoch``, ``epoch % 2 == 1``: all false at 0);
+        ``None`` otherwise (the first value unknown, ``range(args.start_epoch, n)``, or a test
+        that other unknown values decide, ``epoch > 0 and flag``). The innermost such loop
+        whose first value decides the test is given."""
+        if not frame.counter_starts:
+            return None
+        names = names_in(test)
+        outer = frame.constants
+        try:
+            for name in reversed(frame.counter_starts):
+                if name not in names or name in outer:
+                    continue
+                frame.constants = {**outer, name: frame.counter_starts[name]}
+                outcome = self.decide(frame, test)
+                if outcome is not None:
+                    return frame.counter_loops[name], outcome
+        finally:
+            frame.constants = outer
+        return None
+
+    def counter_start(self, frame: Frame, stmt: cst.For) -> int | None:
+        """The integer the counter of ``stmt`` (:meth:`loop_counters`, not empty) is bound to on
+        the loop's first pass, where the code fixes it: ``0`` for ``range(n)`` and
+        ``enumerate(xs)``, ``a`` for ``range(a, n)`` and ``range(a, n, s)`` and ``k`` for
+        ``enumerate(xs, k)`` or ``enumerate(xs, start=k)`` when :meth:`run_constant` knows
+        ``a`` or ``k`` (a literal, a name bound once to one); ``None`` otherwise
+        (``range(args.start_epoch, n)``, a starred argument). A loop whose iterable is empty
+        has no pass: the value is that of the first pass, if any."""
+        it = stmt.iter
+        args = it.args
+        if any(a.star for a in args):
+            return None
+        if it.func.value == "range":
+            if any(a.keyword is not None for a in args) or not 1 <= len(args) <= 3:
+                return None
+            return 0 if len(args) == 1 else self.run_constant(frame, args[0].value)
+        start = [a.value for a in args[1:] if a.keyword is None or a.keyword.value == "start"]
+        if not args or args[0].keyword is not None or len(start) != len(args) - 1 or len(start) > 1:
+            return None
+        return self.run_constant(frame, start[0]) if start else 0
 
     def _fact_of(self, frame: Frame, test: cst.BaseExpression) -> tuple[str, str] | None:
         """:attr:`If.fact` of an ``if`` on ``test``: the symbol and dotted name of the one

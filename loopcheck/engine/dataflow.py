@@ -5,7 +5,9 @@ optionally, a hook for the arms of an ``if``. :func:`run` interprets the structu
 with sets of states: ``if`` joins its arms, a loop iterates its body until the states at
 its head stop changing (so the last iteration flows back into the first; a loop is taken
 to run at least once; a loop that binds the machine's object anew on each iteration runs its
-body once, see :meth:`Machine.rebinds`), ``break``,
+body once, see :meth:`Machine.rebinds`; a path on the first pass of a counted loop takes only
+the arm its counter's first value gives an ``if`` of that counter, :attr:`If.first_pass`, and a
+machine may tell the states that go round a loop from the others, :meth:`Machine.goes_round`), ``break``,
 ``continue`` and ``return`` carry their states to where they land, and an inlined
 function's ``return`` ends only that function. The result gives, for every typed event,
 the set of states in which it can run; rules decide from that set.
@@ -95,6 +97,13 @@ class Machine:
         """The state at the start of each iteration of ``loop``, once its ``for`` target is
         bound to the next element (default: unchanged). A machine that follows an object by a
         name the target binds says there what the new element is."""
+        return state
+
+    def goes_round(self, state: State, loop: Loop) -> State:
+        """The state of a path that has ended a pass of ``loop`` (its body's end, or a
+        ``continue``) and goes round to the next one (default: unchanged); the paths that leave
+        the loop keep theirs. A machine that tells a state reached on a later pass from one
+        reached on the first says so here."""
         return state
 
     def branches_on(self, node: If) -> bool:
@@ -816,6 +825,9 @@ class _Interpreter:
         # after the facts: bit ``pass_base + 2 * n`` says test ``n`` of a loop's counter was
         # true on an earlier pass of the run of that loop the path is in (_next_pass)
         self._pass_base = (self._fact_base + self._fact_keep.bit_length() + 1) & ~1
+        # after those: bit ``first_base + 2 * k`` says the path is on the first pass of the run
+        # of the k-th loop of _first_bits it is in (If.first_pass)
+        self._first_bits = self._first_pass_loops(unit, self._pass_base + 2 * len(numbers))
         self._fact_nodes = self._facts.nodes if self._fact_arms else frozenset()
         self._fact_masks: dict[int, tuple[int, int]] = {}  # id(raw event) -> (bits it ends, bit it makes)
         shared = _LIVE.setdefault(unit, {})
@@ -850,6 +862,31 @@ class _Interpreter:
         for j in followed:
             self._fact_keep |= 1 << 2 * j
         return out
+
+    def _first_pass_loops(self, unit: Seq, base: int) -> dict[int, int]:
+        """``id(cst.For) →`` its bit of the conditions (from bit ``base`` on), for the loops
+        whose first pass decides the test of an ``if`` (:attr:`~loopcheck.engine.ir.If.first_pass`)
+        whose arms can leave different states for this machine (events of its kinds, a jump, a
+        test it decides): a path that enters such a loop has the bit on its first pass, and
+        loses it when the loop goes round or is left (:meth:`_exec`); in the arm that the first
+        pass cannot take, the paths with the bit end (:meth:`_arm`)."""
+        kinds, m = self.m.kinds, self.m
+        branches = type(m).branch is not Machine.branch
+        bits: dict[int, int] = {}
+        for node, _ in _ifs_by_call(unit):
+            if node.first_pass is None or id(node.first_pass[0]) in bits:
+                continue
+            sm = self._summaries[id(node)]
+            if sm.jumps or (sm.kinds if kinds is None else sm.kinds & kinds) or (branches and m.branches_on(node)):
+                bits[id(node.first_pass[0])] = 1 << (base + 2 * len(bits))
+        return bits
+
+    @staticmethod
+    def _without(states: set, bit: int) -> set:
+        """``states`` without condition bit ``bit``."""
+        if not any(conds & bit for _, conds in states):
+            return states
+        return {(ms, conds & ~bit) for ms, conds in states}
 
     def _killed(self, states: set, node_id: int) -> set:
         """``states`` past a part of the IR not run: without the facts its events end."""
@@ -1062,6 +1099,12 @@ class _Interpreter:
 
     def _arm(self, node: If, states: set, taken: bool) -> set:
         number = self._number.get(id(node))
+        if node.first_pass is not None and self._first_bits:
+            # the arm the loop's first pass cannot take: no path on that pass enters it
+            loop, outcome = node.first_pass
+            first = self._first_bits.get(id(loop), 0)
+            if first and taken is not outcome and any(conds & first for _, conds in states):
+                states = {(ms, conds) for ms, conds in states if not conds & first}
         gone = node.absent_in and any(arm is taken and sym in self.m.subjects for sym, arm in node.absent_in)
         absent = self.m.absent() if gone else None
         if absent is not None:
@@ -1220,9 +1263,16 @@ class _Interpreter:
             advance = self._advance.get(id(node.info.node), 0)
             if advance:
                 head = self._new_run(head, advance)
+            rebinds = self.m.rebinds(node)
+            # a run of the loop starts: its first pass (not for a loop run once per object, whose
+            # one pass stands for every pass)
+            first = self._first_bits.get(id(node.info.node), 0) if self._first_bits and not rebinds else 0
+            if first:
+                head = {(ms, conds | first) for ms, conds in head}
             back: set = set()  # the states that go round (a counter test known true: _next_pass)
             raised: set = set()  # (the head only grows: the last pass's are the most, but not always)
-            for _ in range(1 if node.once or self.m.rebinds(node) else MAX_LOOP_ITERATIONS):
+            passed: set = set()  # the states at the end of a pass (the first pass over, if it was)
+            for _ in range(1 if node.once or rebinds else MAX_LOOP_ITERATIONS):
                 start = self._forget(head, targets) if targets else head
                 if advance and back:
                     start = start | self._next_pass(back, advance & ~self._forgotten, targets)
@@ -1234,24 +1284,34 @@ class _Interpreter:
                     start = {(self.m.loop_entry(ms, node), conds) for ms, conds in start}
                 body = self.exec(node.body, start)
                 raised |= body.raised
+                passed = body.normal | body.cont  # (a pass is over: not the first any more)
+                if first:
+                    passed = self._without(passed, first)
+                again = passed
+                if type(self.m).goes_round is not Machine.goes_round:
+                    again = {(self.m.goes_round(ms, node), conds) for ms, conds in passed}
                 if advance:
-                    new_back, self._forgotten = _bound(back | body.normal | body.cont, self._forgotten)
+                    new_back, self._forgotten = _bound(back | again, self._forgotten)
                     if new_back == back:
                         break
                     back = new_back
                     continue
-                new_head, self._forgotten = _bound(head | body.normal | body.cont, self._forgotten)
+                new_head, self._forgotten = _bound(head | again, self._forgotten)
                 if new_head == head:
                     break
                 head = new_head
             # Loops are taken to run at least once: a training loop over an empty loader is
             # not a path worth reporting, and the zero-trip path invents states that no run has.
-            exits = set() if node.infinite else body.normal | body.cont
+            exits = set() if node.infinite else passed
             if advance:
                 exits = self._new_run(exits, advance)
             after = self.exec(node.orelse, exits) if node.orelse.items else _Out(exits)
             broken = self._new_run(body.brk, advance) if advance else body.brk
-            return _Out(after.normal | broken, after.brk, after.cont, after.ret | body.ret, after.exc | body.exc,
+            ret, exc = body.ret, body.exc
+            if first:  # (the run is over: the paths that leave it are on no pass of it)
+                broken, ret, exc = self._without(broken, first), self._without(ret, first), self._without(exc, first)
+                raised = self._without(raised, first)
+            return _Out(after.normal | broken, after.brk, after.cont, after.ret | ret, after.exc | exc,
                         raised | after.raised)
         if isinstance(node, Jump):
             if node.kind == "break":

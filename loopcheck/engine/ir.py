@@ -263,6 +263,12 @@ class If:
             integer on each pass, its body never re-binding it): true on one pass of a run of
             that loop at most, so a path that found it true is on another pass once the loop
             goes round (:class:`~loopcheck.engine.dataflow._Interpreter`).
+        first_pass: ``(loop, outcome)``: the test reads the counter of the ``cst.For`` statement
+            ``loop`` of the same function, whose first value the code fixes, and has the value
+            ``outcome`` on the first pass of each run of that loop (``if epoch != 0:`` in ``for
+            epoch in range(n):`` is false there;
+            :meth:`~loopcheck.engine.builder.UnitBuilder.first_pass`): a path on that first
+            pass takes the arm ``outcome`` only (:class:`~loopcheck.engine.dataflow._Interpreter`).
     """
 
     node: cst.CSTNode
@@ -275,6 +281,7 @@ class If:
     mode_of: tuple[str, str] | None = None
     counts: cst.CSTNode | None = None
     not_instance: tuple[tuple[str, bool, tuple[str, ...]], ...] = ()
+    first_pass: tuple[cst.CSTNode, bool] | None = None
 
     def __post_init__(self) -> None:
         if self.test is None:

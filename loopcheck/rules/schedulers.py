@@ -169,18 +169,32 @@ class EpochSchedulerPerBatch(Rule):
         return any(s.ctx.conds == ev.ctx.conds and s.ctx.loops == ev.ctx.loops for s in unit.of_kind("step"))
 
 
+#: :class:`_SteppedMachine`'s state where the optimizer has not stepped since it was built and
+#: a pass of the loop it watches has ended since.
+IDLE = "idle"
+
+
 class _SteppedMachine(Machine):
-    """Whether an optimizer has stepped since it was built (True/False/None unknown)."""
+    """Whether an optimizer has stepped since it was built: ``True``, ``False``, ``None``
+    (unknown), or :data:`IDLE` where it has not and, since it was built, a pass of ``loop``
+    (the innermost loop of a ``scheduler.step()``) has ended: the whole pass stepped it on no
+    path (every batch of the epoch left by a ``continue`` before ``optimizer.step()``), so a
+    ``scheduler.step()`` at that pass's end, where LC202's fix puts it, would have come before
+    the optimizer's first step as well."""
 
     kinds = frozenset({'opt_build', 'step', 'havoc', 'opt_load_state', 'sched_step'})
     only_own_events = True
 
-    def __init__(self, opt: str, names: frozenset[str]) -> None:
+    def __init__(self, opt: str, names: frozenset[str], loop: LoopInfo | None = None) -> None:
         self.opt = opt
         self.subjects = names  # the optimizer's names (aliases included)
+        self.loop = loop
 
     def initial(self):
         return None
+
+    def goes_round(self, s, loop):
+        return IDLE if s is False and loop.info is self.loop else s
 
     def transfer(self, s, ev: Event):
         if ev.subject != self.opt:
@@ -255,7 +269,10 @@ class SchedulerBeforeOptimizerStep(Rule):
     was built in this unit and has not stepped since (:class:`_SteppedMachine`; unknown before a
     construction and after ``O``'s ``load_state_dict()``, an unknown method of ``O`` or an opaque call
     given ``O``), and a step of ``O`` follows in program order inside the call's innermost loop.
-    Inside an ``accelerator.accumulate()`` block the prepared optimizer's step, and the step of a
+    A path on which a pass of that loop ended without stepping ``O`` since its construction
+    (:data:`IDLE`) does not count: a step at the pass's end would have come first too. The paths
+    follow the loop's first pass (:attr:`~loopcheck.engine.ir.If.first_pass`: ``if epoch != 0:``
+    in ``for epoch in range(n):`` is not entered on it). Inside an ``accelerator.accumulate()`` block the prepared optimizer's step, and the step of a
     scheduler the accelerator prepared, run only on a micro-step that syncs (lowered under ``if
     accelerator.sync_gradients:`` by :func:`~loopcheck.engine.accumulation.lower_accumulate_blocks`;
     knowledge ``returns.synced``): such a scheduler steps exactly when its optimizer does.
@@ -288,7 +305,11 @@ class SchedulerBeforeOptimizerStep(Rule):
             opt = unit.roles.canon(info.optimizer) if info.optimizer else None
             if opt is None:
                 continue
-            flow = unit.flow(("stepped", opt), lambda opt=opt: _SteppedMachine(opt, unit.roles.names_of(opt)))
+            # (IDLE, not reported: a pass of the call's loop ended since the optimizer was built
+            # without stepping it, which a step at the pass's end would not have fixed)
+            loop = ev.ctx.loops[-1]
+            flow = unit.flow(("stepped", opt, id(loop)),
+                             lambda opt=opt, loop=loop: _SteppedMachine(opt, unit.roles.names_of(opt), loop))
             if False not in flow.states(ev):
                 continue
             step = next(
