@@ -82,3 +82,19 @@ def test_device_read_of_model_parameters():
     assert _device_reads(_MODEL + body.format(line="device = next(model.parameters()).dtype")) == []
     assert _device_reads(_MODEL + body.format(line="model.dev = next(model.parameters()).device")) == []
     assert _device_reads(_MODEL + body.format(line="device = next(other.parameters()).device")) == []
+
+
+def test_device_read_names_the_known_place():
+    """``S.read``: a variable read from the parameters while the path knows where the model is
+    names that place (``S.resolve``); unknown, the variable itself is where the model is."""
+    from loopcheck.rules.setup import S
+    here = Place("device", "f0_1:args.device")
+    s = S(None, current=here, at_build=here).read("f2_3:device")
+    assert s.current == here and s.reads == frozenset({("f2_3:device", here)})
+    assert s.resolve(Place("device", "f2_3:device")) == here
+    assert s.resolve(Place("cpu")) == Place("cpu")  # a literal device names no variable
+    assert s.resolve(Place("device", "f2_4:device")) == Place("device", "f2_4:device")  # another variable
+    moved = s._replace(current=Place("cpu")).read("f2_3:device")  # read again once on the CPU
+    assert moved.reads == frozenset({("f2_3:device", Place("cpu"))})
+    unknown = S(None).read("f2_3:device")
+    assert unknown.current == Place("device", "f2_3:device") and unknown.reads == frozenset()

@@ -63,6 +63,10 @@ class S(NamedTuple):
         once a move to a CUDA device returned (:func:`cuda_place`) or an arm of a test of
         ``torch.cuda.is_available()`` or ``torch.cuda.device_count()`` said so
         (:func:`cuda_said`); ``False`` when such an arm said not; ``None``: unknown.
+    reads: ``(variable, place)`` pairs: a variable bound to the device of the model's parameters
+        (``device = next(model.parameters()).device``, a ``device_read``) while the path knew
+        where the model was: the variable names that place (:meth:`S.resolve`), so a later
+        ``model.to(device)`` goes there.
     """
 
     built: Event | None
@@ -73,6 +77,24 @@ class S(NamedTuple):
     pending_state: bool | None = False  # whether the optimizer had state when ``pending`` ran
     dtype: str | None = None
     cuda: bool | None = None
+    reads: frozenset = frozenset()
+
+    def resolve(self, where: "Place") -> "Place":
+        """Where a move to ``where`` goes: the place the model was at when the variable
+        ``where`` names was read from its parameters (:attr:`reads`), else ``where`` itself."""
+        if where.var is not None:
+            for var, place in self.reads:
+                if var == where.var:
+                    return place
+        return where
+
+    def read(self, var: str) -> "S":
+        """This state once ``var`` is bound to the device of the model's parameters: the place
+        the path knows the model is at (``current``), or, unknown, the variable itself."""
+        if self.current is None:
+            return self._replace(current=Place(var.rpartition(":")[2], var))
+        return self._replace(reads=frozenset(
+            {(v, p) for v, p in self.reads if v != var} | {(var, self.current)}))
 
 
 class Place(NamedTuple):
@@ -360,7 +382,7 @@ class OptimizerModelMachine(Machine):
         builds it again (a path on which it does not, ``return optimizer`` raises)."""
         if call.fid != self.local_of or s.built is None:
             return s
-        return S(None, None, None, s.current, s.current, dtype=s.dtype, cuda=s.cuda)
+        return S(None, None, None, s.current, s.current, dtype=s.dtype, cuda=s.cuda, reads=s.reads)
 
     def branch(self, s: S, node: If, taken: bool):
         """An arm whose test says the optimizer or one of its models is not there (``if model
@@ -397,7 +419,8 @@ class OptimizerModelMachine(Machine):
             if k == "opt_build":
                 # the construction on this path decides: ``if``/``elif`` arms may build SGD under one
                 # test and Adagrad, whose state exists from its constructor, under another
-                return S(ev, bool(ev.extra.get("eager")), None, s.current, s.current, dtype=s.dtype, cuda=s.cuda)
+                return S(ev, bool(ev.extra.get("eager")), None, s.current, s.current, dtype=s.dtype, cuda=s.cuda,
+                         reads=s.reads)
             if k == "step":
                 # an optimizer that keeps no per-parameter state (SGD without momentum) has
                 # none after its steps either; load_state_dict may still give it some
@@ -412,7 +435,7 @@ class OptimizerModelMachine(Machine):
             if k == "opt_state_move":
                 # every state tensor copied to a device: where the parameters were moved, the
                 # state follows them and the pending move breaks nothing
-                where = device_of(ev)
+                where = s.resolve(device_of(ev))
                 if (s.pending is not None and s.pending.kind == "convert" and s.pending.extra["how"] == "device"
                         and same_place(where, s.current)):
                     return s._replace(pending=None, at_build=where)
@@ -431,17 +454,18 @@ class OptimizerModelMachine(Machine):
                 # construction this path did not see; the optimizer built before is not it
                 if s.built is not None and id(s.built.raw) in ev.extra["builds"]:
                     return s
-                return S(None, None, None, s.current, s.current, dtype=s.dtype, cuda=s.cuda)
+                return S(None, None, None, s.current, s.current, dtype=s.dtype, cuda=s.cuda, reads=s.reads)
             if k == "havoc":
-                return S(None, None, None, s.current, s.current, dtype=s.dtype, cuda=s.cuda)
+                return S(None, None, None, s.current, s.current, dtype=s.dtype, cuda=s.cuda, reads=s.reads)
             return s
         if ev.subject not in self.models:
             return s
         if k == "device_read":
             # ``device = next(model.parameters()).device``: the variable names where the
-            # parameters are now, so a later ``model.to(device)`` goes back there
-            if s.current is None and concerns(self.owned.get(id(s.built.raw)) if s.built else None, ev.subject):
-                return s._replace(current=Place(ev.extra["var"].rpartition(":")[2], ev.extra["var"]))
+            # parameters are now (where the path knows they are, else the variable itself), so
+            # a later ``model.to(device)`` goes back there
+            if concerns(self.owned.get(id(s.built.raw)) if s.built else None, ev.subject):
+                return s.read(ev.extra["var"])
             return s
         if s.built is not None and not concerns(self.owned.get(id(s.built.raw)), ev.subject):
             return s  # a module whose parameters this construction does not hold
@@ -462,7 +486,7 @@ class OptimizerModelMachine(Machine):
                 return s  # to the dtype it already has: nothing changes
             s = s._replace(dtype=to)
         if k == "convert" and ev.extra["how"] == "device":
-            where = device_of(ev)
+            where = s.resolve(device_of(ev))
             if cuda_place(where):
                 if s.cuda is False:
                     # a move to a CUDA device raises where the process cannot use CUDA (an arm of
