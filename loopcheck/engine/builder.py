@@ -50,7 +50,9 @@ from loopcheck.engine.calls import ref_parts
 from loopcheck.engine.classes import is_module_class
 from loopcheck.engine.knowledge import NO_GRAPH, knowledge
 from loopcheck.engine.names import STR_TRANSFORMS, ImportMap, dotted_name
-from loopcheck.engine.summaries import ContextSplit, decorator_grad, is_context_manager, split_context_manager
+from loopcheck.engine.summaries import (
+    ContextSplit, decorator_grad, forward_clears, is_context_manager, split_context_manager,
+)
 from loopcheck.engine.walk import calls_in_order, children, dotted_chains, names_in, small_statements, walk
 
 # The node classes this module tests for are final (no subclasses in LibCST), so it tests
@@ -913,6 +915,7 @@ class UnitBuilder:
                     made.get(a.value) if type(a.value) is cst.Call else None,
                     # (a library's construction argument: Accelerator(gradient_accumulation_steps=n))
                     self.run_constant(frame, a.value) if qualified and not a.star else None,
+                    _flag(frame, a),
                 )
             )
         raw = Call(call, func, args, ctx, targets, inner, qualified, operands=operands)
@@ -1288,6 +1291,7 @@ class UnitBuilder:
                 found = find_method(base, node_func.attr.value)
                 if found:
                     return Callee(found[1], found[0].module, frame.self_sym, frame.self_class, found[0])
+            self._super_library_method(frame, raw, node_func.attr.value)
             return None
         if raw.inner is not None:
             return None
@@ -1345,6 +1349,20 @@ class UnitBuilder:
             return None
         return Callee(found[1], found[0].module, recv_sym, cls, found[0])
 
+    def _super_library_method(self, frame: Frame, raw: Call, method: str) -> None:
+        """``super().m(...)`` in a method of a class none of whose project bases defines ``m``:
+        the library base's ``m`` runs, on the method's instance. Where that method's entry
+        says an override is read from its body (``override_body``: ``super().train(mode)`` in
+        a model's own ``train``), the call is given the library base (:attr:`Call.base_class`)
+        and the instance's symbol (:attr:`Call.bound_self`), so that it has the entry's
+        effects on the instance; other ``super()`` calls stay as they are."""
+        if frame.self_sym is None or frame.def_class is None:
+            return
+        base = library_base(frame.def_class)
+        summary = knowledge().method(base, method) if base is not None else None
+        if summary is not None and summary.override_body:
+            raw.base_class, raw.bound_self = base, frame.self_sym
+
     def _constructor(self, cls: ClassRef, target: str | None = None) -> Callee | None:
         """``Cls(...)``: its ``__init__``, with ``self`` bound to the variable the instance goes
         to (so ``model = GPT(cfg)`` then ``model.configure_optimizers()`` share their
@@ -1390,8 +1408,13 @@ class UnitBuilder:
         """
         callee = self._callee(frame, raw)
         if callee is None:
-            if self._forward_cannot_bind(frame, raw):
-                self.unbound_calls.add(raw.node)  # ``model(x, labels=y)``: TypeError
+            found = self._instance_forward(frame, raw)
+            if found is not None:
+                cls, (owner, forward) = found
+                if plain_class(cls) and self._is_module_class(cls) and not binds(forward, raw.node, bound_self=True):
+                    self.unbound_calls.add(raw.node)  # ``model(x, labels=y)``: TypeError
+                else:
+                    raw.forward_clears = self._forward_clears(forward, owner.module)
             return None
         func = callee.func
         if callee.cls is not None and _abstract(func):
@@ -1419,6 +1442,9 @@ class UnitBuilder:
         if self.record is not None:
             self.record.called.append(func)
         self._module_ctors += module_ctor
+        # a method of a class of the project on an instance of one: it overrides any library
+        # method of the same name (:func:`~loopcheck.engine.calls.summary_of`)
+        raw.project_method = not is_init and callee.cls is not None and callee.def_class is not None
         try:
             return self.inline(frame, callee, raw, ctx, () if is_init else raw.targets)
         finally:
@@ -1455,22 +1481,37 @@ class UnitBuilder:
                 break
         out.append(Jump("raise"))
 
-    def _forward_cannot_bind(self, frame: Frame, raw: Call) -> bool:
-        """Whether ``raw`` calls an instance of an ``nn.Module`` class of the project
-        (:attr:`Frame.instances`) with arguments that provably do not bind to the parameters of
-        its ``forward`` (``nn.Module.__call__`` passes them on as they are): the class is
-        :func:`plain_class`, defines no ``__call__`` of its own, and its ``forward`` is
-        undecorated."""
+    def _instance_forward(
+        self, frame: Frame, raw: Call,
+    ) -> tuple[ClassRef, tuple[ClassRef, cst.FunctionDef]] | None:
+        """``(class, (defining class, forward))`` when ``raw`` calls an instance of a class of
+        the project (:attr:`Frame.instances`) that defines no ``__call__`` (nor does a base of
+        the project) and has an undecorated ``forward``: for an ``nn.Module``, the call runs that
+        ``forward`` with the arguments as they are (``nn.Module.__call__``); else ``None``.
+
+        Read from it: whether the arguments bind to its parameters (``model(x, labels=y)``:
+        ``TypeError``), decided only for a :func:`plain_class` the analysis knows to be an
+        ``nn.Module``; and what it clears (:attr:`Call.forward_clears
+        <loopcheck.engine.ir.Call.forward_clears>`), which the events take only for a call of a
+        model (:mod:`loopcheck.engine.events`: the roles establish it is a module where its
+        bases do not, ``nn`` bound by a chain of star imports the project does not hold)."""
         if raw.inner is not None or raw.qualified:
-            return False
+            return None
         sym, qualified = self.resolve(frame, dotted_name(raw.node.func))
         cls = frame.instances.get(sym) if sym is not None and not qualified else None
-        if cls is None or not plain_class(cls) or not self._is_module_class(cls) or find_method(cls, "__call__"):
-            return False
+        if cls is None or find_method(cls, "__call__"):
+            return None
         found = find_method(cls, "forward")
         if found is None or found[1].decorators:
-            return False
-        return not binds(found[1], raw.node, bound_self=True)
+            return None
+        return cls, found
+
+    def _forward_clears(self, func: cst.FunctionDef, module: ModuleIndex) -> tuple:
+        """:func:`~loopcheck.engine.summaries.forward_clears` of ``func``, read once per function."""
+        table = module.cache.setdefault("forward_clears", {})
+        if func not in table:
+            table[func] = forward_clears(func)
+        return table[func]
 
     def _is_module_class(self, cls: ClassRef) -> bool:
         """:func:`~loopcheck.engine.classes.is_module_class`, asked once per class per entry point."""
@@ -3215,6 +3256,16 @@ def _extra_args(func: cst.FunctionDef, args: list[Arg], method: bool) -> dict[st
     if type(p.star_kwarg) is cst.Param:
         out[p.star_kwarg.name.value] = [a for a in args if a.keyword is not None and a.keyword not in names]
     return out
+
+
+def _flag(frame: Frame, a: cst.Arg) -> bool | None:
+    """:attr:`Arg.flag <loopcheck.engine.ir.Arg.flag>` of argument ``a`` of a call in ``frame``:
+    the ``True``/``False`` its plain name holds as a constant parameter of the inlined call
+    (:attr:`Frame.constants`), else ``None``."""
+    if a.star or type(a.value) is not cst.Name or not frame.constants:
+        return None
+    value = frame.constants.get(a.value.value)
+    return value if type(value) is bool else None
 
 
 def _constants(func: cst.FunctionDef, bound: dict, subst: dict, assigned: set[str]) -> dict:

@@ -49,9 +49,12 @@ def arg_at(call: Call, ref) -> Arg | None:
 
 def receiver_of(call: Call) -> str | None:
     """The receiver symbol of a method call, through calls that return their receiver
-    (``model.to(device).train()`` → ``model``)."""
+    (``model.to(device).train()`` → ``model``), or the instance a ``super()`` call acts on
+    (:attr:`Call.bound_self`)."""
     if call.receiver:
         return call.receiver
+    if call.bound_self is not None:
+        return call.bound_self
     inner = call.inner
     while inner is not None:
         if inner.receiver:
@@ -68,7 +71,11 @@ def summary_of(call: Call, roles: Roles) -> Summary | None:
     class, a method of an object whose library class is known (``writer.add_graph``,
     ``accelerator.prepare``), a method a project class inherits from a library base
     (``self.backward(loss)`` in a subclass of a library's engine: :attr:`Call.base_class`), or
-    calling such an object (``loss_scaler(loss, optimizer)``)."""
+    calling such an object (``loss_scaler(loss, optimizer)``). A method that a class of the
+    project defines, run on an instance of it with its body inlined (:attr:`Call.project_method`),
+    is not described by the entry of the method it overrides when that entry says so
+    (``override_body``: ``gan.train(False, 5)`` runs the GAN's own training loop, no mode switch):
+    its body's events say what it does."""
     kb = knowledge()
     if call.qualified:
         return kb.callable(call.func)
@@ -76,6 +83,17 @@ def summary_of(call: Call, roles: Roles) -> Summary | None:
         return None
     if call.base_class is not None:
         return kb.method(call.base_class, call.method or "")
+    if call.project_method and call.inlined:
+        summary = _receiver_summary(call, roles)
+        return None if summary is not None and summary.override_body else summary
+    return _receiver_summary(call, roles)
+
+
+def _receiver_summary(call: Call, roles: Roles) -> Summary | None:
+    """:func:`summary_of` for a call that is no qualified name, no method of an expression and
+    no method of a library base: a method of its receiver's library class, or calling an object
+    of a known library class."""
+    kb = knowledge()
     if call.inner is not None:  # model.to(device).train(): a method of what the inner call returned
         recv = receiver_of(call)
         return kb.method(roles.type_of(recv), call.method or "") if recv else None

@@ -171,6 +171,7 @@ class _Typer:
             return self.out
         f = roles.canon(c.func) if c.func and not c.qualified and c.inner is None and not c.operands else None
         if f in roles.models and not c.inlined:
+            self.forward_clears(f)
             self.ev("forward", f)  # model(x), self.model(x)
             return self.out
         summary = summary_of(c, roles)
@@ -181,6 +182,21 @@ class _Typer:
             return self.out  # the callee's body follows in the IR
         self.fallback()
         return self.out
+
+    def forward_clears(self, model: str) -> None:
+        """The clears the ``forward`` of a model of the project makes on every call
+        (:attr:`Call.forward_clears <loopcheck.engine.ir.Call.forward_clears>`: ``self.zero_grad()``
+        at the top of a seq2seq model's ``forward``), as the events ``model.zero_grad()`` (or
+        ``model.enc.zero_grad()``, ``model.opt.zero_grad()`` for an optimizer the model holds)
+        would make at the call; the clear runs when the ``forward`` does, before any backward of
+        what it returns."""
+        for path, none in self.c.forward_clears:
+            sym = self.roles.canon(model + path)
+            role = self.roles.role(sym)
+            if role == "optimizer":
+                self.ev("zero_grad", sym, set_to_none=none)
+            elif role in (None, "model"):
+                self.ev("zero_grad_model", sym, set_to_none=none)
 
     def construction(self) -> bool:
         """``opt_build``/``sched_build``/``scaler_build``/``model_build`` for the call that
@@ -349,7 +365,9 @@ class _Typer:
         elif k == "train":
             model = self.sym(eff.get("model"))
             arg = arg_at(c, eff.get("mode")) if eff.get("mode") is not None else None
-            mode = True if arg is None else _literal_bool(arg.node)
+            # a literal, or a parameter the inlined call fixed (super().train(mode) in a model's
+            # own train(), called as model.train(False))
+            mode = True if arg is None else arg.flag if arg.flag is not None else _literal_bool(arg.node)
             owner = self.submodules_owner(model)
             if owner is not None:  # for m in model.modules(): m.train()
                 self.ev("mode_part", owner, mode="train" if mode else "eval" if mode is False else "unknown")

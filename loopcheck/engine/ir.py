@@ -92,7 +92,10 @@ class Arg:
     ``constant``, for an argument of a call of a library (``Call.qualified``), the integer it is
     on every run when the code alone fixes it (a literal, or a name bound once to one:
     :meth:`~loopcheck.engine.builder.UnitBuilder.run_constant`; Accelerate's
-    ``gradient_accumulation_steps``), else ``None``."""
+    ``gradient_accumulation_steps``), else ``None``; ``flag``, for a parameter of the function
+    being inlined that the call gave ``True`` or ``False`` (or left at such a default) and the
+    function never re-binds (``super().train(mode)`` in a model's own ``train``, called as
+    ``model.train(False)``), that value, else ``None``."""
 
     keyword: str | None
     node: cst.BaseExpression
@@ -101,6 +104,7 @@ class Arg:
     literal: bool = False  # only numbers, or parameters left at a numeric default
     call: "Call | None" = None
     constant: int | None = None
+    flag: bool | None = None
 
 
 @dataclass(eq=False)
@@ -130,6 +134,21 @@ class Call:
     #: subclass of a library's training engine) that neither the class nor its project bases define: the
     #: qualified name of the library base class, with a knowledge entry, the method comes from
     base_class: str | None = None
+    #: for ``super().m(...)`` in a method whose project bases do not define ``m``, when the
+    #: library base's entry for ``m`` is one an override is read by (``override_body``:
+    #: ``super().train(mode)`` in a model's own ``train``): the symbol of the instance (the
+    #: method's ``self``), the object the library's method then acts on
+    bound_self: str | None = None
+    #: the call runs a method that a class of the project defines, on an instance of a class of
+    #: the project (``gan.train(False, 5)`` for ``class GAN(nn.Module)`` with its own ``def
+    #: train``), its body inlined: a library entry for a method of that name describes the
+    #: method this one overrides
+    project_method: bool = False
+    #: for a call of an instance of an ``nn.Module`` class of the project (its ``forward``,
+    #: not inlined), the gradients that ``forward`` clears on every call:
+    #: ``(path, set_to_none)`` per ``self<path>.zero_grad()``
+    #: (:func:`~loopcheck.engine.summaries.forward_clears`)
+    forward_clears: tuple = ()
     discarded: bool = False  # the whole of an expression statement: its result is thrown away
     #: what the call may change attributes of, for the facts of attribute values
     #: (:mod:`loopcheck.engine.attr_facts`): object symbols (``args``: every ``args.<attr>``),

@@ -344,6 +344,12 @@ class Summary:
         source: where the knowledge comes from (documentation or code URL).
         exits: the call ends the program (``sys.exit()``, ``exit()``: it raises
             ``SystemExit``, or ends the process): the code after it does not run.
+        override_body: for a method whose effects only the library's own method makes, on
+            state the library object keeps (``Module.train``/``eval``: the ``training`` flag of
+            each module), a method of the same name that a class of the project defines is not
+            described by this entry: a call that runs it has the effects its body has, the
+            entry's where the body hands over to the library's method (``super().train(mode)``;
+            ``override_body = true`` in the entry).
     """
 
     name: str
@@ -358,6 +364,7 @@ class Summary:
     modes_none_if_zero: tuple[ArgRef, ...] = ()
     block_mode: tuple[str, ArgRef] | None = None
     exits: bool = False
+    override_body: bool = False
 
 
 @dataclass
@@ -510,7 +517,8 @@ def _summary(name: str, raw: dict, where: str) -> Summary:
     return Summary(name, effects, _returns(raw.get("returns"), where), grad, raw.get("context"), raw.get("source", ""),
                    setting, None if grad_off is None else _arg_ref(grad_off, where),
                    _only_before(raw.get("only_before"), where), tuple(_arg_ref(a, where) for a in if_zero),
-                   _block_mode(raw.get("block_mode"), where), bool(raw.get("exits", False)))
+                   _block_mode(raw.get("block_mode"), where), bool(raw.get("exits", False)),
+                   bool(raw.get("override_body", False)))
 
 
 def _block_mode(raw, where: str) -> tuple[str, ArgRef] | None:

@@ -15,6 +15,10 @@ function act on code they do not call directly, so inlining cannot show what the
   without grad. :func:`split_context_manager` cuts the generator there.
 
 Both return ``None`` when the shape is not one of these: the engine then knows nothing more.
+
+A module's ``forward`` is not inlined at its call (``model(x)`` is a ``forward`` event), but
+what it does to the gradients is read from it: :func:`forward_clears` finds the
+``self.zero_grad()`` it makes on every call.
 """
 
 from __future__ import annotations
@@ -176,3 +180,78 @@ def split_context_manager(func: cst.FunctionDef, imports) -> ContextSplit | None
                                  decorators=())
 
     return ContextSplit(part(before), part(after), grad)
+
+
+#: What a clear leaves in ``.grad`` when the call leaves ``set_to_none`` out (decided by the
+#: rules with the PyTorch the project pins: :meth:`loopcheck.engine.events._Typer.set_to_none`).
+DEFAULT = "default"
+
+
+def _leaves(node: cst.CSTNode) -> bool:
+    """Whether statement ``node`` may leave its function, other than by an exception of a call:
+    it holds a ``return``, ``raise``, ``yield`` or ``await`` (not in a nested function, class or
+    lambda)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (cst.Return, cst.Raise, cst.Yield, cst.Await)):
+            return True
+        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        stack.extend(n.children)
+    return False
+
+
+def _set_to_none(call: cst.Call) -> bool | str | None:
+    """What ``zero_grad(...)`` leaves in each ``.grad``: its literal ``set_to_none`` (keyword or
+    first positional argument), :data:`DEFAULT` when the call leaves it out, ``None`` when a
+    variable or ``*args``/``**kwargs`` gives it."""
+    if any(a.star for a in call.args):
+        return None
+    given = [a for a in call.args if a.keyword is None or a.keyword.value == "set_to_none"]
+    if not given:
+        return DEFAULT
+    value = given[0].value
+    if isinstance(value, cst.Name) and value.value in ("True", "False"):
+        return value.value == "True"
+    return None
+
+
+def forward_clears(func: cst.FunctionDef) -> tuple[tuple[str, bool | str | None], ...]:
+    """The gradients method ``func`` (a module's ``forward``) clears on every call that returns:
+    ``(path, set_to_none)`` for each statement ``self.zero_grad()`` (``path`` ``""``) or
+    ``self.enc.zero_grad()`` (``path`` ``".enc"``, a submodule) at the top level of its body,
+    before any statement that may leave it (:func:`_leaves`: a ``return``, ``raise`` or
+    ``yield``, also inside an ``if`` or a loop). ``nn.Module.zero_grad()`` clears the ``.grad``
+    of every parameter of the module it is called on (PyTorch's ``Module.zero_grad``); a
+    ``zero_grad()`` under an ``if``, in a loop or after an early ``return`` runs on some calls
+    only and is not counted. ``set_to_none``: :func:`_set_to_none`. ``self`` is the name of the
+    method's first parameter.
+
+    Args:
+        func: the ``forward`` of a class of the project.
+
+    Returns:
+        the clears in the order the body makes them; empty when none is established.
+    """
+    params = func.params.params
+    if not params or not isinstance(func.body, cst.IndentedBlock):
+        return ()
+    me = params[0].name.value
+    out = []
+    for stmt in func.body.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, (cst.Return, cst.Raise)):
+                    return tuple(out)
+                call = small.value if isinstance(small, cst.Expr) else None
+                if (
+                    isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+                    and call.func.attr.value == "zero_grad"
+                ):
+                    receiver = dotted_name(call.func.value)
+                    if receiver == me or receiver is not None and receiver.startswith(me + "."):
+                        out.append((receiver[len(me):], _set_to_none(call)))
+        if _leaves(stmt):
+            break
+    return tuple(out)

@@ -178,10 +178,13 @@ def clip_after_step(ctx: FixContext, f: Finding) -> Fix | None:
 def zero_grad_between(ctx: FixContext, f: Finding) -> Fix | None:
     """Move ``zero_grad()`` to just after the step it wiped the gradients of (after
     ``scaler.update()`` when one follows the step). A step under a gradient-accumulation ``if``
-    of the same block: moved into that ``if``, after the step (unsafe)."""
+    of the same block: moved into that ``if``, after the step (unsafe). Only a ``zero_grad()``
+    statement is moved: a model's call whose ``forward`` clears the gradients
+    (``self.zero_grad()`` in it) computes something too, and where it belongs is the author's
+    choice."""
     zg = flagged(ctx, f)
     stmt = ctx.call_statement(zg) if zg is not None else None
-    if stmt is None or ctx.expr_call(stmt) is not zg:
+    if stmt is None or ctx.expr_call(stmt) is not zg or not ctx.is_method_stmt(stmt, "zero_grad"):
         return None
     where = ctx.block_of(stmt)
     if where is None:
