@@ -40,6 +40,16 @@ FRAMEWORK = sorted(DATA.glob("lightning_*.py")) + sorted(DATA.glob("hf_trainer_*
 #: Bad fixtures whose bug cannot show when they run on a CPU, or that the tracer does not watch
 #: (their static finding is then marked "not observed"), and why.
 NO_RUNTIME_SYMPTOM = {
+    "LC501_bad_checkpoint_inline_back_to_other_device.py": "without CUDA every device is the CPU: the moves "
+                                                           "change nothing",
+    "LC501_bad_trainer_save_back_to_other_device.py": "without CUDA every device is the CPU: the moves change nothing",
+    "LC501_bad_trainer_save_leaves_model_on_cpu.py": "without CUDA the model was never moved off the CPU: "
+                                                     "model.to('cpu') changes nothing",
+    "LC501_bad_trainer_save_reads_device_after_cpu.py": "without CUDA the model was never moved off the CPU: "
+                                                        "model.to('cpu') changes nothing",
+    "LC302_bad_class_instantiated_in_main.py": "the tracer watches the models an optimizer trains; the scorer's "
+                                               "network is never trained, so its graph-recording eval forward "
+                                               "is not watched",
     "LC401_bad_forward_fills_steps_kept_on_module.py": "the tracer marks the graph node of the loss backward() "
                                                        "runs on, which dies; the tensor the module keeps holds "
                                                        "the forward's step outputs (upstream nodes, about 90 more "
@@ -150,6 +160,15 @@ STATIC_FRAMEWORK = {"lightning_clip_in_training_step.py"}
 #: Bad fixtures whose bug the tracer observes at another line than the static finding, and why:
 #: name -> (the runtime's (code, line) pairs, why).
 RUNTIME_ELSEWHERE = {
+    "LC103_bad_forward_zero_grad_between_backward_and_step.py": ({("LC103", 17)}, "the tracer sees the "
+                                                                 "zero_grad() inside forward, not the forward "
+                                                                 "call that runs it"),
+    "LC105_bad_forward_without_zero_grad.py": ({("LC105", 29), ("LC105", 30)}, "the tracer reports each "
+                                               "optimizer's step; the finding names the loop's first"),
+    "LC301_bad_own_train_method_absent.py": ({("LC301", 26)}, "the tracer sees train(False) as a mode change "
+                                             "it cannot name and reports the eval-mode forward"),
+    "LC301_bad_own_train_method_calls_super.py": ({("LC301", 34)}, "the tracer sees train(False) as a mode "
+                                                  "change it cannot name and reports the eval-mode forward"),
     "LC401_bad_history_dict.py": ({("LC302", 30)}, "the tracer watches the tensors backward() runs on, not the "
                                   "held-out loss the dict keeps; it sees that loss's forward pass run with grad "
                                   "enabled and never backpropagated"),
