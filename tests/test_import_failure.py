@@ -75,6 +75,11 @@ def test_a_submodule_the_package_does_not_hold(tmp_path: Path):
     "from .layers import *\n",  # a star import binds names, never a submodule
     "def __getattr__(name):\n    return 0\n",  # nor does a module __getattr__
     "def count(model):\n    return len(list(model.modules()))\n",  # a call .modules() is no sys.modules
+    "import sys as _sys\nsetattr(_sys.modules[__name__], 'x', 1)\n",  # reads sys.modules
+    "import sys\nHAS_APEX = 'apex' in sys.modules or sys.modules.get('amp') is not None\n",
+    "class Config:\n    def update(self, **kw):\n        self.__dict__.update(kw)\n        vars(self)\n",
+    # registers another name than pkg.data
+    "import sys\nfrom . import layers\nsys.modules['pkg.Layers'] = layers\n",
 ])
 def test_a_submodule_missing_from_a_package_that_binds_names_unseen(tmp_path: Path, init: str):
     found = failure(tmp_path, {
@@ -89,6 +94,8 @@ def test_a_submodule_missing_from_a_package_that_binds_names_unseen(tmp_path: Pa
     {"pkg/__init__.py": "import sys\nsys.modules[__name__ + '.data'] = sys.modules[__name__]\n"},
     {"pkg/__init__.py": "import sys\nfrom .finder import Finder\nsys.meta_path.append(Finder())\n"},
     {"pkg/__init__.py": "from sys import modules\n"},
+    {"pkg/__init__.py": "import sys\nfrom . import layers\nsys.modules['pkg.data'] = layers\n"},
+    {"pkg/__init__.py": "import sys as _s\n_s.modules.setdefault('pkg.data', _s.modules[__name__])\n"},
     {"pkg/__init__.py": "exec(open('plugins.py').read())\n"},
     # a module the package imports (star-imported or not) registers it
     {"pkg/__init__.py": "from .layers import *\n",

@@ -75,7 +75,9 @@ _DYNAMIC = frozenset({"globals", "setattr", "exec", "vars", "__dict__", "modules
 #: (``sys.modules["pkg.sub"] = m``, a finder put on ``sys.meta_path`` or ``sys.path_hooks``).
 _REGISTRIES = frozenset({"modules", "meta_path", "path_hooks"})
 #: Words without which a text does not register modules (skips :func:`_registers`' walk).
-_REGISTRY_WORDS = re.compile(r"modules|meta_path|path_hooks|exec|vars|__dict__")
+_REGISTRY_WORDS = re.compile(r"\bsys\b|\bexec\b")
+#: Methods of ``sys.modules`` that only read it.
+_READS_MODULES = frozenset({"get", "keys", "values", "items", "copy", "__contains__", "__getitem__"})
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,7 @@ class _Module:
     path_moves: tuple = ()  # ((line, how), ...): its top-level statements that use sys.path
     registers: bool = False  # may make a module importable that no file holds (:func:`_registers`)
     registers_at: tuple = ()  # the lines of its top-level statements (no ``def``) that may register
+    registered: frozenset = frozenset()  # the module names it puts in ``sys.modules`` by name
 
 
 def failing_import(project: Project | None, source: str, path: Path | str | None) -> ImportFailure | None:
@@ -146,6 +149,7 @@ class _Loading:
     reasons: dict = field(default_factory=dict)
     path_moved: int = 0
     registers: bool = False  # a module run so far may make a module importable that no file holds
+    registered: set = field(default_factory=set)  # ... and the names modules run so far register
 
 
 def _read(source: str) -> _Module | None:
@@ -172,8 +176,9 @@ def _read(source: str) -> _Module | None:
         elif isinstance(stmt, ast.ImportFrom) and (stmt.level or stmt.module):
             written = "." * stmt.level + (stmt.module or "")
             imports.append((stmt.lineno, written, tuple(a.name for a in stmt.names)))
-    registers = bool(_REGISTRY_WORDS.search(source)) and _registers(tree)
-    registers_at = () if not registers else tuple(
+    registered: set[str] = set()
+    registers = bool(_REGISTRY_WORDS.search(source)) and _registers(tree, registered)
+    registers_at = () if not (registers or registered) else tuple(
         stmt.lineno for stmt in tree.body
         if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and _registers(stmt))
     bound: set[str] = set()
@@ -213,7 +218,7 @@ def _read(source: str) -> _Module | None:
             touches_path = True
         stack.extend(ast.iter_child_nodes(node))
     return _Module(True, tuple(imports), frozenset(bound), is_open, touches_path, changes_path, runs_from,
-                   path_moves, registers, registers_at)
+                   path_moves, registers, registers_at, frozenset(registered))
 
 
 def _libraries() -> frozenset[str]:
@@ -261,23 +266,48 @@ def _dynamic(node: ast.AST) -> bool:
     return isinstance(node, ast.Attribute) and node.attr in _DYNAMIC
 
 
-def _registers(tree: ast.AST) -> bool:
-    """Whether the code ``tree`` (a module, function bodies included) may make a module
-    importable that no file holds: it uses ``sys.modules``, ``sys.meta_path`` or
-    ``sys.path_hooks`` (:data:`_REGISTRIES`, whatever name ``sys`` has; a call such as
-    ``model.modules()`` is not one), imports one of them (``from sys import modules``), or uses
-    ``exec``, ``vars`` or ``__dict__`` (through which any of them may be reached). A star
+def _registers(tree: ast.AST, named: set[str] | None = None) -> bool:
+    """Whether the code ``tree`` (a module or a statement, function bodies included) may make any
+    module importable that no file holds: it changes ``sys.modules`` (but for an assignment to
+    a written name, ``sys.modules["pkg.Optim"] = m``, which is added to the set ``named``
+    instead when one is given), or uses ``sys.meta_path``
+    or ``sys.path_hooks`` (:data:`_REGISTRIES`; ``sys`` under any name ``import sys as s``
+    gives it), imports one of them (``from sys import modules``), or calls ``exec``. Reading
+    ``sys.modules`` (``sys.modules[__name__]``, ``sys.modules.get(name)``, ``name in
+    sys.modules``) registers nothing; nor do ``model.modules()`` or ``self.__dict__``. A star
     import, a module ``__getattr__`` or ``globals()`` only bind names in the module's namespace:
     ``import pkg.sub`` looks in ``sys.modules`` and the finders, never at ``pkg``'s attributes."""
-    called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    names = {"sys"}
+    parents: dict[int, ast.AST] = {}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id in ("exec", "vars"):
-            return True
-        if isinstance(node, ast.Attribute) and (
-                node.attr == "__dict__" or (node.attr in _REGISTRIES and id(node) not in called)):
-            return True
-        if isinstance(node, ast.ImportFrom) and node.module == "sys" and any(
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+        if isinstance(node, ast.Import):
+            names.update(a.asname for a in node.names if a.name == "sys" and a.asname)
+        elif isinstance(node, ast.ImportFrom) and node.module == "sys" and any(
                 a.name in _REGISTRIES or a.name == "*" for a in node.names):
+            return True
+        elif isinstance(node, ast.Name) and node.id == "exec":
+            return True
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Attribute) and node.attr in _REGISTRIES
+                and isinstance(node.value, ast.Name) and node.value.id in names):
+            continue
+        if node.attr != "modules":
+            return True
+        parent = parents.get(id(node))
+        if (isinstance(parent, ast.Subscript) and parent.value is node and isinstance(parent.ctx, ast.Store)
+                and isinstance(parent.slice, ast.Constant) and isinstance(parent.slice.value, str)):
+            if named is not None:
+                named.add(parent.slice.value)  # ``sys.modules["pkg.Optim"] = m``: that name only
+                continue
+            return True
+        reads = (
+            (isinstance(parent, ast.Subscript) and parent.value is node and isinstance(parent.ctx, ast.Load))
+            or (isinstance(parent, ast.Attribute) and parent.attr in _READS_MODULES)
+            or (isinstance(parent, ast.Compare) and node is not parent.left)
+        )
+        if not reads:
             return True
     return False
 
@@ -381,7 +411,7 @@ def _fails(project: Project, module: str, names: tuple | None, near: Path, entry
                 continue
             if i == 1:
                 return None  # not a project module: a library's
-            if found is None or state.registers:
+            if found is None or state.registers or dotted in state.registered:
                 return None  # (a module run so far may have put it in ``sys.modules``)
             return _missing_submodule(project, found, parts[i - 1], dotted)
         reason = _loads(project, path, entry, stack, state)
@@ -426,7 +456,8 @@ def _missing_submodule(project: Project, parent: Path, name: str, dotted: str) -
     if parent.name != "__init__.py":
         return None
     info = _module_at(project, parent)
-    if info is None or info.touches_path or info.registers or _submodule_present(parent.parent, name):
+    if info is None or info.touches_path or info.registers or dotted in info.registered or _submodule_present(
+            parent.parent, name):
         return None
     if _builds_extensions(project):
         return None  # ``pkg._C``: a module the build makes
@@ -533,6 +564,7 @@ def _loads(project: Project, path: Path, entry: Path, stack: tuple, state: _Load
     elif info is not None:
         state.path_moved = max(state.path_moved, info.changes_path)
         state.registers = state.registers or info.registers
+        state.registered.update(info.registered)
         for _line, module, names in info.imports:
             reason = _fails(project, module, names, path, entry, (*stack, path), state)
             if reason is not None:
