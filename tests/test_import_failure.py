@@ -70,6 +70,49 @@ def test_a_submodule_the_package_does_not_hold(tmp_path: Path):
     assert found == ImportFailure(1, "no module 'pkg.utils.logs': pkg/utils holds no logs.py")
 
 
+
+@pytest.mark.parametrize("init", [
+    "from .layers import *\n",  # a star import binds names, never a submodule
+    "def __getattr__(name):\n    return 0\n",  # nor does a module __getattr__
+    "def count(model):\n    return len(list(model.modules()))\n",  # a call .modules() is no sys.modules
+    "import sys as _sys\nsetattr(_sys.modules[__name__], 'x', 1)\n",  # reads sys.modules
+    "import sys\nHAS_APEX = 'apex' in sys.modules or sys.modules.get('amp') is not None\n",
+    "class Config:\n    def update(self, **kw):\n        self.__dict__.update(kw)\n        vars(self)\n",
+    # registers another name than pkg.data
+    "import sys\nfrom . import layers\nsys.modules['pkg.Layers'] = layers\n",
+])
+def test_a_submodule_missing_from_a_package_that_binds_names_unseen(tmp_path: Path, init: str):
+    found = failure(tmp_path, {
+        "pkg/__init__.py": init,
+        "pkg/layers.py": "class Head:\n    pass\n",
+        "train.py": "from pkg.data import Loader\n",
+    })
+    assert found == ImportFailure(1, "no module 'pkg.data': pkg holds no data.py")
+
+
+@pytest.mark.parametrize("files", [
+    {"pkg/__init__.py": "import sys\nsys.modules[__name__ + '.data'] = sys.modules[__name__]\n"},
+    {"pkg/__init__.py": "import sys\nfrom .finder import Finder\nsys.meta_path.append(Finder())\n"},
+    {"pkg/__init__.py": "from sys import modules\n"},
+    {"pkg/__init__.py": "import sys\nfrom . import layers\nsys.modules['pkg.data'] = layers\n"},
+    {"pkg/__init__.py": "import sys as _s\n_s.modules.setdefault('pkg.data', _s.modules[__name__])\n"},
+    {"pkg/__init__.py": "exec(open('plugins.py').read())\n"},
+    # a module the package imports (star-imported or not) registers it
+    {"pkg/__init__.py": "from .layers import *\n",
+     "pkg/layers.py": "import sys, types\nsys.modules['pkg.data'] = types.ModuleType('pkg.data')\n"},
+    # the script itself registers it before the import
+    {"train.py": "import sys, types\nsys.modules['pkg.data'] = types.ModuleType('pkg.data')\n"
+                 "from pkg.data import Loader\n"},
+])
+def test_a_submodule_that_code_run_before_may_register_is_not_decided(tmp_path: Path, files: dict):
+    assert failure(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/finder.py": "class Finder:\n    pass\n",
+        "pkg/layers.py": "class Head:\n    pass\n",
+        "train.py": "from pkg.data import Loader\n",
+        **files,
+    }) is None
+
 def test_a_relative_import_of_a_module_the_package_does_not_hold(tmp_path: Path):
     found = failure(tmp_path, {
         "asr/__init__.py": "",

@@ -30,9 +30,14 @@ beside the script and ``utils/`` at the root), or a directory holds both as ``x.
   :data:`MAX_DEPTH` modules deep; an import cycle counts as working);
 - ``import pkg.sub`` or ``from pkg.sub import x`` names a submodule that the package's
   directory does not hold (no ``sub.py``, ``sub/``, nor ``sub.*`` extension), in a package whose
-  ``__init__`` does not touch ``__path__``, in a project whose build compiles no extension
-  modules (one that does may make ``pkg._C``), and that the repository's ``.gitignore`` does
-  not keep out (a module built in place, or made from a sample: ``global_config.py``);
+  ``__init__`` does not touch ``__path__``, when no module run before it (the package's
+  ``__init__``, the project modules loaded so far, the checked file's statements before the
+  import) may register modules (``sys.modules``, ``sys.meta_path``, ``sys.path_hooks``,
+  ``exec``: :func:`_registers`; a star import or a module ``__getattr__`` binds names, never a
+  submodule, and does not keep this from being decided), in a project whose build compiles no
+  extension modules (one that does may make ``pkg._C``), and that the repository's
+  ``.gitignore`` does not keep out (a module built in place, or made from a sample:
+  ``global_config.py``);
 - ``from pkg.models import N`` names something the module does not bind at its top level (by
   any assignment, ``def``, ``class``, import, loop or ``with`` target, in any branch), that is
   not a submodule of a package (nor, in a project that builds extensions, may be one), in a
@@ -66,6 +71,13 @@ NO_MOVE, APPENDS, MOVES = 0, 1, 2
 _PATH_WORDS = re.compile(r"\bsys\s*\.\s*path\b|addsitedir|\bfrom\s+sys\s+import\b")
 #: Names whose use may bind module attributes no statement names.
 _DYNAMIC = frozenset({"globals", "setattr", "exec", "vars", "__dict__", "modules", "__getattr__"})
+#: Attributes of ``sys`` through which code makes a module importable that no file holds
+#: (``sys.modules["pkg.sub"] = m``, a finder put on ``sys.meta_path`` or ``sys.path_hooks``).
+_REGISTRIES = frozenset({"modules", "meta_path", "path_hooks"})
+#: Words without which a text does not register modules (skips :func:`_registers`' walk).
+_REGISTRY_WORDS = re.compile(r"\bsys\b|\bexec\b")
+#: Methods of ``sys.modules`` that only read it.
+_READS_MODULES = frozenset({"get", "keys", "values", "items", "copy", "__contains__", "__getitem__"})
 
 
 @dataclass(frozen=True)
@@ -94,6 +106,9 @@ class _Module:
     changes_path: int = NO_MOVE  # how it uses sys.path (:func:`_path_move`): later imports may look elsewhere
     runs_from: int | None = None  # the first top-level statement that may run a loop
     path_moves: tuple = ()  # ((line, how), ...): its top-level statements that use sys.path
+    registers: bool = False  # may make a module importable that no file holds (:func:`_registers`)
+    registers_at: tuple = ()  # the lines of its top-level statements (no ``def``) that may register
+    registered: frozenset = frozenset()  # the module names it puts in ``sys.modules`` by name
 
 
 def failing_import(project: Project | None, source: str, path: Path | str | None) -> ImportFailure | None:
@@ -116,6 +131,7 @@ def failing_import(project: Project | None, source: str, path: Path | str | None
         if mod.runs_from is not None and line > mod.runs_from:
             return None  # a loop may run before it: not decided
         state.path_moved = max([state.path_moved, *(how for at, how in mod.path_moves if at < line)])
+        state.registers = state.registers or any(at < line for at in mod.registers_at)
         reason = _fails(project, module, names, near, near, (near,), state)
         if reason is not None:
             return ImportFailure(line, reason)
@@ -132,6 +148,8 @@ class _Loading:
 
     reasons: dict = field(default_factory=dict)
     path_moved: int = 0
+    registers: bool = False  # a module run so far may make a module importable that no file holds
+    registered: set = field(default_factory=set)  # ... and the names modules run so far register
 
 
 def _read(source: str) -> _Module | None:
@@ -158,6 +176,11 @@ def _read(source: str) -> _Module | None:
         elif isinstance(stmt, ast.ImportFrom) and (stmt.level or stmt.module):
             written = "." * stmt.level + (stmt.module or "")
             imports.append((stmt.lineno, written, tuple(a.name for a in stmt.names)))
+    registered: set[str] = set()
+    registers = bool(_REGISTRY_WORDS.search(source)) and _registers(tree, registered)
+    registers_at = () if not (registers or registered) else tuple(
+        stmt.lineno for stmt in tree.body
+        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and _registers(stmt))
     bound: set[str] = set()
     is_open = touches_path = False
     stack: list[ast.AST] = list(tree.body)
@@ -195,7 +218,7 @@ def _read(source: str) -> _Module | None:
             touches_path = True
         stack.extend(ast.iter_child_nodes(node))
     return _Module(True, tuple(imports), frozenset(bound), is_open, touches_path, changes_path, runs_from,
-                   path_moves)
+                   path_moves, registers, registers_at, frozenset(registered))
 
 
 def _libraries() -> frozenset[str]:
@@ -241,6 +264,52 @@ def _dynamic(node: ast.AST) -> bool:
     if isinstance(node, ast.Name):
         return node.id in _DYNAMIC
     return isinstance(node, ast.Attribute) and node.attr in _DYNAMIC
+
+
+def _registers(tree: ast.AST, named: set[str] | None = None) -> bool:
+    """Whether the code ``tree`` (a module or a statement, function bodies included) may make any
+    module importable that no file holds: it changes ``sys.modules`` (but for an assignment to
+    a written name, ``sys.modules["pkg.Optim"] = m``, which is added to the set ``named``
+    instead when one is given), or uses ``sys.meta_path``
+    or ``sys.path_hooks`` (:data:`_REGISTRIES`; ``sys`` under any name ``import sys as s``
+    gives it), imports one of them (``from sys import modules``), or calls ``exec``. Reading
+    ``sys.modules`` (``sys.modules[__name__]``, ``sys.modules.get(name)``, ``name in
+    sys.modules``) registers nothing; nor do ``model.modules()`` or ``self.__dict__``. A star
+    import, a module ``__getattr__`` or ``globals()`` only bind names in the module's namespace:
+    ``import pkg.sub`` looks in ``sys.modules`` and the finders, never at ``pkg``'s attributes."""
+    names = {"sys"}
+    parents: dict[int, ast.AST] = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+        if isinstance(node, ast.Import):
+            names.update(a.asname for a in node.names if a.name == "sys" and a.asname)
+        elif isinstance(node, ast.ImportFrom) and node.module == "sys" and any(
+                a.name in _REGISTRIES or a.name == "*" for a in node.names):
+            return True
+        elif isinstance(node, ast.Name) and node.id == "exec":
+            return True
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Attribute) and node.attr in _REGISTRIES
+                and isinstance(node.value, ast.Name) and node.value.id in names):
+            continue
+        if node.attr != "modules":
+            return True
+        parent = parents.get(id(node))
+        if (isinstance(parent, ast.Subscript) and parent.value is node and isinstance(parent.ctx, ast.Store)
+                and isinstance(parent.slice, ast.Constant) and isinstance(parent.slice.value, str)):
+            if named is not None:
+                named.add(parent.slice.value)  # ``sys.modules["pkg.Optim"] = m``: that name only
+                continue
+            return True
+        reads = (
+            (isinstance(parent, ast.Subscript) and parent.value is node and isinstance(parent.ctx, ast.Load))
+            or (isinstance(parent, ast.Attribute) and parent.attr in _READS_MODULES)
+            or (isinstance(parent, ast.Compare) and node is not parent.left)
+        )
+        if not reads:
+            return True
+    return False
 
 
 def _path_move(tree: ast.AST) -> int:
@@ -342,7 +411,9 @@ def _fails(project: Project, module: str, names: tuple | None, near: Path, entry
                 continue
             if i == 1:
                 return None  # not a project module: a library's
-            return _missing_submodule(project, found, parts[i - 1], dotted) if found is not None else None
+            if found is None or state.registers or dotted in state.registered:
+                return None  # (a module run so far may have put it in ``sys.modules``)
+            return _missing_submodule(project, found, parts[i - 1], dotted)
         reason = _loads(project, path, entry, stack, state)
         if reason is not None:
             return reason
@@ -378,12 +449,15 @@ def _relative(written: str, near: Path) -> str:
 
 def _missing_submodule(project: Project, parent: Path, name: str, dotted: str) -> str | None:
     """Why submodule ``name`` of the project module ``parent`` (its file) is missing, or
-    ``None`` when it may be there (a package that extends ``__path__``, a directory or an
-    extension module of that name, a module that is no package: not decided)."""
+    ``None`` when it may be there (a package that extends ``__path__`` or may register modules,
+    :func:`_registers`; a directory or an extension module of that name; a module that is no
+    package: not decided). A star import or a module ``__getattr__`` in the package binds
+    names, never a submodule: they do not keep it from being decided."""
     if parent.name != "__init__.py":
         return None
     info = _module_at(project, parent)
-    if info is None or info.touches_path or info.open or _submodule_present(parent.parent, name):
+    if info is None or info.touches_path or info.registers or dotted in info.registered or _submodule_present(
+            parent.parent, name):
         return None
     if _builds_extensions(project):
         return None  # ``pkg._C``: a module the build makes
@@ -477,7 +551,8 @@ def _loads(project: Project, path: Path, entry: Path, stack: tuple, state: _Load
     counted imports fails), or ``None`` (also past :data:`MAX_DEPTH`, and for a module whose
     loading is under way: a cycle). As in Python, a module is loaded once per check: its
     answer is kept in ``state``, and a module that uses ``sys.path`` sets
-    :attr:`_Loading.path_moved` before its imports are followed."""
+    :attr:`_Loading.path_moved` before its imports are followed (one that may register modules,
+    :attr:`_Loading.registers`)."""
     if path in state.reasons:
         return state.reasons[path]
     if path in stack or len(stack) > MAX_DEPTH:
@@ -488,6 +563,8 @@ def _loads(project: Project, path: Path, entry: Path, stack: tuple, state: _Load
         reason = f"{_shown(project, path)} does not compile (SyntaxError)"
     elif info is not None:
         state.path_moved = max(state.path_moved, info.changes_path)
+        state.registers = state.registers or info.registers
+        state.registered.update(info.registered)
         for _line, module, names in info.imports:
             reason = _fails(project, module, names, path, entry, (*stack, path), state)
             if reason is not None:
