@@ -43,6 +43,7 @@ NO_RUNTIME_SYMPTOM = {
     "LC501_bad_checkpoint_inline_back_to_other_device.py": "without CUDA every device is the CPU: the moves "
                                                            "change nothing",
     "LC501_bad_trainer_save_back_to_other_device.py": "without CUDA every device is the CPU: the moves change nothing",
+    "LC501_bad_trainer_save_device_bound_again.py": "without CUDA every device is the CPU: the moves change nothing",
     "LC501_bad_trainer_save_leaves_model_on_cpu.py": "without CUDA the model was never moved off the CPU: "
                                                      "model.to('cpu') changes nothing",
     "LC501_bad_trainer_save_reads_device_after_cpu.py": "without CUDA the model was never moved off the CPU: "
@@ -165,6 +166,8 @@ RUNTIME_ELSEWHERE = {
                                                                  "call that runs it"),
     "LC105_bad_forward_without_zero_grad.py": ({("LC105", 29), ("LC105", 30)}, "the tracer reports each "
                                                "optimizer's step; the finding names the loop's first"),
+    "LC105_bad_forward_calls_own_zero_grad.py": ({("LC105", 36), ("LC105", 37)}, "the tracer reports each "
+                                                 "optimizer's step; the finding names the loop's first"),
     "LC301_bad_own_train_method_absent.py": ({("LC301", 26)}, "the tracer sees train(False) as a mode change "
                                              "it cannot name and reports the eval-mode forward"),
     "LC301_bad_own_train_method_calls_super.py": ({("LC301", 34)}, "the tracer sees train(False) as a mode "

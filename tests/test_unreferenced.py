@@ -304,8 +304,12 @@ def test_a_module_pytest_collects_is_not_decided(tmp_path, name, found):
     ("        def train(self):\n            evaluate([])\n        self.train = train\n", [("LC302", 10)]),
     ("        def train(self):\n            evaluate([])\n        print(locals())\n", [("LC302", 10)]),
     ("        @register\n        def train(self):\n            evaluate([])\n", [("LC302", 10)]),
+    # a dead function inside a dead one: its call is not subtracted twice from a live one's
+    ("        def train(self):\n            def inner():\n                evaluate([])\n", [("LC302", 10)]),
 ])
 def test_a_function_called_only_from_a_nested_function_nothing_calls(tmp_path, body, found):
     trainer = "\n\nclass Trainer:\n    def __init__(self):\n        self.model = model\n\n" + body
     main = "\n\nif __name__ == '__main__':\n    Trainer()\n"
+    if "inner" in body:
+        main += "    evaluate([])\n"
     assert _check(tmp_path, {"train.py": EVALUATE + trainer + main}, "train.py") == found

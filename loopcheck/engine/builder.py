@@ -1413,7 +1413,9 @@ class UnitBuilder:
                 cls, (owner, forward) = found
                 if plain_class(cls) and self._is_module_class(cls) and not binds(forward, raw.node, bound_self=True):
                     self.unbound_calls.add(raw.node)  # ``model(x, labels=y)``: TypeError
-                else:
+                elif not find_method(cls, "zero_grad"):
+                    # a class of the project with its own ``zero_grad`` may clear nothing:
+                    # ``self.zero_grad()`` in its forward runs that method, not nn.Module's
                     raw.forward_clears = self._forward_clears(forward, owner.module)
             return None
         func = callee.func

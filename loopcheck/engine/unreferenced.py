@@ -110,8 +110,12 @@ def never_runs(project, index, node: cst.CSTNode, table: dict) -> bool:
         table: ``node → parent`` for the checked module
             (:func:`loopcheck.engine.values.parents`).
     """
+    dead_memo = index.cache.setdefault("unreferenced_nested", {}) if index is not None else {}
     for func, _cls in _enclosing_functions(node, table):
-        if _nested_never_called(func, table):
+        key = id(func)
+        if key not in dead_memo:
+            dead_memo[key] = _nested_never_called(func, table)
+        if dead_memo[key]:
             return True
     if project is None or index is None or index.path is None or str(index.path).endswith(".ipynb"):
         return False
@@ -165,7 +169,11 @@ def _names_in_dead_nested(index, table: dict, name: str, bare: bool) -> int:
     memo = index.cache.setdefault("unreferenced_dead_nested", {})
     dead = memo.get("functions")
     if dead is None:
-        dead = memo["functions"] = [n for n in table if type(n) is cst.FunctionDef and _nested_never_called(n, table)]
+        found = [n for n in table if type(n) is cst.FunctionDef and _nested_never_called(n, table)]
+        # the outermost ones only: a dead function inside another is visited with it, and its
+        # names must not be counted twice
+        ids = {id(f) for f in found}
+        dead = memo["functions"] = [f for f in found if not any(id(g) in ids for g, _ in _enclosing_functions(f, table))]
     count = 0
     for func in dead:
         counter = _NameCount(name, None, bare)

@@ -31,7 +31,7 @@ import libcst as cst
 
 from loopcheck.engine.dataflow import NOT_TAKEN, Machine
 from loopcheck.engine.events import DTYPE_WORDS, TORCH_DTYPES, Event
-from loopcheck.engine.ir import Call, If
+from loopcheck.engine.ir import Assign, Call, If
 from loopcheck.engine.names import dotted_name
 from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.unit import Unit
@@ -361,8 +361,10 @@ class OptimizerModelMachine(Machine):
                  owned: dict[int, set[str] | None] | None = None, known_dtypes: bool = True,
                  home: Callable[[Event], Place | None] = lambda ev: None,
                  overwrite: Callable[[], bool] = lambda: False,
-                 cuda: Callable[[If, bool], bool | None] = lambda node, taken: None) -> None:
+                 cuda: Callable[[If, bool], bool | None] = lambda node, taken: None,
+                 bound_once: Callable[[str], bool] = lambda var: True) -> None:
         self.opt, self.models = opt, models
+        self.bound_once = bound_once  # whether a variable has one binding in the unit
         self.subjects = names  # every name of the optimizer and its models (aliases included)
         self.has_parameters = has_parameters
         self.owned = owned or {}  # id(construction) -> the models whose parameters it takes
@@ -464,7 +466,10 @@ class OptimizerModelMachine(Machine):
             # ``device = next(model.parameters()).device``: the variable names where the
             # parameters are now (where the path knows they are, else the variable itself), so
             # a later ``model.to(device)`` goes back there
-            if concerns(self.owned.get(id(s.built.raw)) if s.built else None, ev.subject):
+            # (a variable bound again elsewhere may hold another device by the move: only its
+            # single binding tells where the move goes)
+            if concerns(self.owned.get(id(s.built.raw)) if s.built else None, ev.subject) and (
+                    s.current is None or self.bound_once(ev.extra["var"])):
                 return s.read(ev.extra["var"])
             return s
         if s.built is not None and not concerns(self.owned.get(id(s.built.raw)), ev.subject):
@@ -536,10 +541,29 @@ def _flows(unit: Unit):
             ("setup", opt),
             lambda opt=opt, models=models, names=names, info=info: OptimizerModelMachine(
                 opt, models, names, may_hold_parameters(unit), info.by_ctor,
-                not setting_calls(unit, "default_dtype"), built_device(unit), overwrite, cuda_said(unit)),
+                not setting_calls(unit, "default_dtype"), built_device(unit), overwrite, cuda_said(unit),
+                _bound_once(unit)),
         )
         for step in steps:
             yield from _pending_at(unit, flow.states(step), step)
+
+
+def _bound_once(unit: Unit) -> Callable[[str], bool]:
+    """Whether a variable's symbol (``f5_45:device``) is the target of exactly one assignment
+    among the unit's raw events (its inlined calls included)."""
+    def once(var: str) -> bool:
+        counts = unit.cached("setup_assign_counts", lambda: _assign_counts(unit))
+        return counts.get(var, 0) == 1
+    return once
+
+
+def _assign_counts(unit: Unit) -> dict[str, int]:
+    """How many raw assignment events of ``unit`` bind each symbol."""
+    counts: dict[str, int] = {}
+    for raw in unit.raws():
+        if isinstance(raw, Assign) and raw.target is not None:
+            counts[raw.target] = counts.get(raw.target, 0) + 1
+    return counts
 
 
 _STATE_RANK = {True: 0, None: 1, False: 2}  # the optimizer had state / may have / had none
