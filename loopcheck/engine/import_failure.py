@@ -107,7 +107,9 @@ class _Module:
     runs_from: int | None = None  # the first top-level statement that may run a loop
     path_moves: tuple = ()  # ((line, how), ...): its top-level statements that use sys.path
     registers: bool = False  # may make a module importable that no file holds (:func:`_registers`)
-    registers_at: tuple = ()  # the lines of its top-level statements (no ``def``) that may register
+    # the lines of its top-level statements (no ``def``) that may register: read for the checked
+    # file, where a written name (``sys.modules["x"] = m``) counts as registering any module
+    registers_at: tuple = ()
     registered: frozenset = frozenset()  # the module names it puts in ``sys.modules`` by name
 
 

@@ -273,7 +273,7 @@ def _class_unreferenced(project, index, cls: cst.ClassDef) -> bool:
     name = cls.name.value
     if cls.decorators or cls.keywords or not _quiet_body(cls):
         return False  # a decorator, a metaclass or the body's own code may hand it out
-    if _class_bases(index, cls) is None:
+    if _project_bases(index, cls, known_library=True) is None:
         return False  # a library base may find its subclasses without their names
     read = _reading(project, index)
     if read is None:
@@ -353,44 +353,6 @@ def _names_in(node: cst.CSTNode):
         if type(n) is cst.Name:
             yield n.value
         stack.extend(n.children)
-
-
-def _class_bases(index, cls: cst.ClassDef) -> list[Path] | None:
-    """The files of the project classes ``cls`` derives from, up its whole chain, when every
-    base is ``object``, a class of the project, or a library class that loopcheck's knowledge
-    describes (``[[class]]`` of ``loopcheck/knowledge/*.toml``: ``torch.nn.Module``) and that
-    no framework of it runs (``[[driver]]``); ``None`` otherwise (an unknown library base,
-    ``unittest.TestCase``, may find its subclasses by itself, as test loaders do)."""
-    from loopcheck.engine.knowledge import knowledge
-
-    kb = knowledge()
-    seen: set = set()
-    files: list[Path] = []
-    stack = [(index, [_dotted(arg.value) for arg in cls.bases])]
-    while stack:
-        where, bases = stack.pop()
-        for d in bases:
-            if d == "object":
-                continue
-            if d is None:
-                return None
-            ref = where.class_ref(d)
-            if ref is None:
-                ref = where.class_ref(where.imports.qualify(d), qualified=True)
-            if ref is None:
-                qualified = where.imports.qualify(d)
-                if kb.cls(qualified) is None or kb.driver(qualified) is not None:
-                    return None
-                continue
-            if ref.info is None:
-                return None
-            if (ref.module, ref.name) in seen:
-                continue
-            seen.add((ref.module, ref.name))
-            if ref.module.path is not None:
-                files.append(Path(ref.module.path).resolve())
-            stack.append((ref.module, list(ref.info.bases)))
-    return files
 
 
 def _class_span(text: str, name: str) -> tuple[int, int] | None:
@@ -571,11 +533,16 @@ def _dynamic(text: str, method: bool) -> bool:
     return False
 
 
-def _project_bases(index, cls: cst.ClassDef) -> list[Path] | None:
+def _project_bases(index, cls: cst.ClassDef, known_library: bool = False) -> list[Path] | None:
     """The files of the classes ``cls`` derives from, up its whole chain, when every one is
     ``object`` or a class of the project; ``None`` when one is not (a library base,
     ``unittest.TestCase``, ``nn.Module``, may call any method by its name: ``test_*``,
-    ``forward``)."""
+    ``forward``). With ``known_library``, a library class that loopcheck's knowledge describes
+    (``[[class]]`` of ``loopcheck/knowledge/*.toml``: ``torch.nn.Module``) and that no framework
+    of it runs (``[[driver]]``) is allowed too, as a base that creates no instance by itself (an
+    unknown library base, ``unittest.TestCase``, may find its subclasses, as test loaders do)."""
+    from loopcheck.engine.knowledge import knowledge
+
     seen: set = set()
     files: list[Path] = []
     stack = [(index, [_dotted(arg.value) for arg in cls.bases])]
@@ -584,9 +551,15 @@ def _project_bases(index, cls: cst.ClassDef) -> list[Path] | None:
         for d in bases:
             if d == "object":
                 continue
-            ref = where.class_ref(d) if d is not None else None
-            if ref is None and d is not None:
-                ref = where.class_ref(where.imports.qualify(d), qualified=True)
+            if d is None:
+                return None
+            ref = where.class_ref(d) or where.class_ref(where.imports.qualify(d), qualified=True)
+            if ref is None and known_library:
+                qualified = where.imports.qualify(d)
+                kb = knowledge()
+                if kb.cls(qualified) is None or kb.driver(qualified) is not None:
+                    return None
+                continue
             if ref is None or ref.info is None:
                 return None
             if (ref.module, ref.name) in seen:
