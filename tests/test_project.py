@@ -314,3 +314,33 @@ def test_without_markers_the_current_directory_is_the_root(tmp_path: Path, monke
     (tmp_path / "scripts" / "setup.cfg").write_text("")  # a marker wins
     monkeypatch.chdir(tmp_path)
     assert find_root(script) == script.parent
+
+
+def test_a_class_bound_by_a_star_import_is_the_project_class(tmp_path: Path):
+    """``from averaging import *`` then ``WeightAverage(...)``: the construction is of the
+    project's class (:func:`loopcheck.engine.builder._star_class`), so its instance takes the
+    class's role: none for a class of no library base (its ``step()`` is its own, read where it
+    is called), an optimizer for a subclass of ``torch.optim.SGD``, whatever the variable is
+    called. A name the module binds itself is not the star import's."""
+    from loopcheck.analysis import build_units
+
+    (tmp_path / "averaging.py").write_text(
+        "import torch\n\n\nclass WeightAverage:\n    def __init__(self, params):\n        self.params = list(params)\n\n"
+        "    def step(self):\n        pass\n\n    def zero_grad(self):\n        pass\n\n\n"
+        "class TeacherSGD(torch.optim.SGD):\n    pass\n"
+    )
+    train = tmp_path / "train.py"
+    train.write_text(
+        "import torch\nfrom averaging import *\n\n\ndef main(model):\n"
+        "    optimizer2 = WeightAverage(model.parameters())\n    updater = TeacherSGD(model.parameters(), lr=0.1)\n"
+        "    optimizer2.zero_grad()\n    optimizer2.step()\n    updater.step()\n"
+    )
+    index = Project(tmp_path).load(train).index
+    unit = build_units(index.tree, index)[0]
+    names = {sym.rpartition(":")[2] for sym in unit.roles.optimizers}
+    assert names == {"updater"}
+    shadowed = train.read_text().replace("def main", "WeightAverage = object\n\n\ndef main")
+    train.write_text(shadowed)
+    index = Project(tmp_path).load(train).index
+    unit = build_units(index.tree, index)[0]
+    assert {sym.rpartition(":")[2] for sym in unit.roles.optimizers} == {"optimizer2", "updater"}

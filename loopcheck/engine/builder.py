@@ -931,6 +931,8 @@ class UnitBuilder:
                 raw.cls = frame.module.class_ref(local) if not qualified else frame.module.class_ref(func, True)
                 if raw.cls is None and not qualified:
                     raw.cls = _class_param(frame, local)  # cls(...) in a classmethod
+                if raw.cls is None and not qualified:
+                    raw.cls = _star_class(frame, local)  # from .ema import *; WeightEMA(...)
         self.n_events += 1
         self._not_inlined = None
         inlined = self.try_inline(frame, raw, ctx)
@@ -3071,6 +3073,23 @@ def _bound_only_by_star(frame: "Frame", dotted: str | None) -> bool:
         f = f.parent
     return not (head in module.imports.aliases or head in module.globals or head in module.functions
                 or head in module.classes or hasattr(builtins, head))
+
+
+def _star_class(frame: "Frame", name: str) -> ClassRef | None:
+    """The class of the project a plain name is bound to by a star import of the module
+    (``from .optimizer import *`` then ``WeightEMA(...)``), else ``None``: ``name`` is one name
+    bound by nothing else (:func:`_bound_only_by_star`), and the star imports are read as
+    Python binds them, the last one that defines a class ``name`` winning. The same classes
+    :meth:`UnitBuilder._find_callee` inlines the constructor of; a star import of a module not
+    in the project gives nothing."""
+    if "." in name or not _bound_only_by_star(frame, name):
+        return None
+    module = frame.module
+    for star in reversed(module.imports.stars):
+        ref = module.class_ref(f"{star}.{name}", qualified=True)
+        if ref is not None:
+            return ref
+    return None
 
 
 def _bindings(body) -> dict[str, int | None]:
