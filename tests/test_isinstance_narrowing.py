@@ -25,7 +25,7 @@ def _not_instance(test: str) -> tuple:
     found = []
 
     def visit(node):
-        if isinstance(node, If):
+        if isinstance(node, If) and isinstance(node.node, cst.If):  # (not an ``and`` operand's)
             found.append(node.not_instance)
         for part in parts(node):
             visit(part)
@@ -46,6 +46,16 @@ P = "torch.optim.lr_scheduler.ReduceLROnPlateau"
     ("isinstance(s, kinds[0])", ()),  # a class computed at run time
     ("isinstance(s, ReduceLROnPlateau) and s.patience > 1", ()),  # false: either conjunct
     ("s is None", ()),
+    # compound tests: the arm where every operand has a known value
+    ("s and not isinstance(s, ReduceLROnPlateau)", (("s", True, (P,)),)),
+    ("(\n            s is not None\n            and not isinstance(\n                s, ReduceLROnPlateau\n"
+     "            )\n        )", (("s", True, (P,)),)),  # (indented for the dedent of the module)
+    ("s and s.patience > 1 and not isinstance(s, ReduceLROnPlateau)", (("s", True, (P,)),)),
+    ("s is None or isinstance(s, ReduceLROnPlateau)", (("s", False, (P,)),)),
+    ("not (s and not isinstance(s, ReduceLROnPlateau))", (("s", False, (P,)),)),
+    ("not (s is None or isinstance(s, ReduceLROnPlateau))", (("s", True, (P,)),)),
+    ("s or not isinstance(s, ReduceLROnPlateau)", ()),  # true: either disjunct
+    ("s is None or not isinstance(s, ReduceLROnPlateau)", ()),
 ])
 def test_if_records_the_classes_a_test_excludes(test, expected):
     assert _not_instance(test) == expected
@@ -60,6 +70,7 @@ from torch.optim.lr_scheduler import ReduceLROnPlateau
 class Wrapper:
     def __init__(self, after):
         self.after = after
+        self.net = nn.Linear(4, 1)
 
     def step(self, metric):
 {body}
@@ -94,6 +105,15 @@ for _ in range(3):
     ("        if not isinstance(self.after, ReduceLROnPlateau):\n            print(1)\n"
      "            hook(self)\n            self.after.step()", True),
     ("        self.after.step()", True),
+    # a compound test, true only when the scheduler is no ReduceLROnPlateau
+    ("        if self.after and not isinstance(self.after, ReduceLROnPlateau):\n            self.after.step()", False),
+    ("        if self.after or not isinstance(self.after, ReduceLROnPlateau):\n            self.after.step()", True),
+    # the forward of a model the wrapper holds receives that model, not the wrapper; a model
+    # given the wrapper may bind its attribute
+    ("        if not isinstance(self.after, ReduceLROnPlateau):\n            self.net(torch.randn(2, 4))\n"
+     "            self.after.step()", False),
+    ("        if not isinstance(self.after, ReduceLROnPlateau):\n            self.net(self)\n"
+     "            self.after.step()", True),
 ])
 def test_plateau_step_on_a_path_that_found_it_is_none(body, reported):
     source = WRAPPER.replace("{body}", body).replace("def step(self, metric):", "def step(self, metric, hook=print):")

@@ -2200,10 +2200,21 @@ class UnitBuilder:
         ``isinstance(x, C)`` or ``isinstance(x, (C, D))`` in the else-arm, ``not
         isinstance(...)`` in the body (see :attr:`If.not_instance`). The object is a dotted
         name the frame resolves to a symbol; the classes are qualified through the imports
-        (a name the frame does not import is kept as written)."""
+        (a name the frame does not import is kept as written).
+
+        A compound test narrows in the arm where each of its operands has a known value: the
+        body of ``if s and not isinstance(s, C):`` (both operands true there), the else-arm of
+        ``if s is None or isinstance(s, C):`` (both false there); ``not`` around either swaps
+        the arms. The other arm says nothing of the object (one operand or another failed)."""
         arm = False
         while type(test) is cst.UnaryOperation and isinstance(test.operator, cst.Not):
             test, arm = test.expression, not arm
+        if type(test) is cst.BooleanOperation:
+            # ``and`` is true only where both operands are: what an operand says where it is
+            # true holds in the arm where the whole is; ``or`` likewise where both are false
+            both = type(test.operator) is cst.And
+            out = tuple(t for side in (test.left, test.right) for t in self.not_instance(frame, side) if t[1] is both)
+            return tuple((x, t_arm is not arm, classes) for x, t_arm, classes in out)
         if type(test) is not cst.Call or dotted_name(test.func) != "isinstance" or len(test.args) != 2 \
                 or any(a.keyword is not None or a.star for a in test.args):
             return ()

@@ -1486,7 +1486,9 @@ def may_bind_attribute(unit, sym: str, after: int = 0) -> bool:
     (``self.reset()``, ``init(self)``): its code, which the unit does not show, could bind the
     attribute. Not a builtin that only reads what it is given (``super(Net, self)``,
     ``isinstance(self, C)``), nor a method of ``torch.nn.Module`` the knowledge describes on an
-    object built from project classes that do not define it (``model.parameters()``).
+    object built from project classes that do not define it (``model.parameters()``), nor the
+    call of an attribute of the object that the roles know as a model (``self.model(x)``: its
+    forward receives the module the attribute holds and the arguments, not the object).
     ``False`` for a plain name (no call binds a caller's variable)."""
     if "." not in sym:
         return False
@@ -1501,6 +1503,9 @@ def may_bind_attribute(unit, sym: str, after: int = 0) -> bool:
                 continue  # super(Net, self), isinstance(self, ...): read the object, bind nothing in it
         if raw.receiver == obj and _module_method(unit, obj, raw.method):
             continue  # model.parameters(), model.to(device): nn.Module's own, binds no attribute of ours
+        if raw.receiver == obj and unit.roles.canon(raw.func) in unit.roles.models \
+                and not any(a.sym == obj or obj in a.mentions for a in raw.args):
+            continue  # self.model(x): the forward of the module the attribute holds receives that module
         if raw.receiver == obj or any(a.sym == obj or obj in a.mentions for a in raw.args):
             return True
     return False
@@ -1515,10 +1520,7 @@ def narrowing_tests(unit, chosen) -> list:
 
     def visit(node) -> None:
         if isinstance(node, If) and node.not_instance and chosen(node):
-            test = node.test
-            while isinstance(test, cst.UnaryOperation):
-                test = test.expression
-            nodes.append(test)
+            nodes.extend(_isinstance_calls(node.test))
         for part in parts(node):
             visit(part)
 
@@ -1527,6 +1529,19 @@ def narrowing_tests(unit, chosen) -> list:
         return out
     wanted = {id(n) for n in nodes}
     return [raw for raw in unit.raws() if isinstance(raw, Call) and id(raw.node) in wanted]
+
+
+def _isinstance_calls(test: cst.BaseExpression) -> list[cst.Call]:
+    """The ``isinstance(...)`` calls an ``if`` test is made of, through ``not``, ``and`` and
+    ``or`` (:meth:`UnitBuilder.not_instance <loopcheck.engine.builder.UnitBuilder.not_instance>`
+    reads the same forms); an operand of another form holds none of them here."""
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test = test.expression
+    if isinstance(test, cst.BooleanOperation):
+        return _isinstance_calls(test.left) + _isinstance_calls(test.right)
+    if isinstance(test, cst.Call) and dotted_name(test.func) == "isinstance":
+        return [test]
+    return []
 
 
 def _module_method(unit, obj: str, method: str | None) -> bool:
