@@ -918,6 +918,9 @@ class UnitBuilder:
                     _flag(frame, a),
                 )
             )
+        if func and func.rpartition(".")[2] in knowledge().methods_with("each_module"):
+            for arg in args:  # model.apply(fn): the function it runs on each module
+                arg.function = self._function_arg(frame, arg.node)
         raw = Call(call, func, args, ctx, targets, inner, qualified, operands=operands)
         made[call] = raw
         self._raw_of[call] = raw
@@ -1375,6 +1378,41 @@ class UnitBuilder:
         if found is None:
             return None
         return Callee(found[1], found[0].module, target or f"self@{cls.name}", cls, found[0], ctor=True)
+
+    def _function_arg(self, frame: Frame, node: cst.BaseExpression) -> cst.FunctionDef | cst.Lambda | None:
+        """The function of the project an argument expression names, for :attr:`Arg.function
+        <loopcheck.engine.ir.Arg.function>`: a ``lambda`` itself, a ``def`` of the function
+        being built or of one enclosing it, a function of the module, or one of another module
+        of the project reached through its imports (a star import included), as a call of the
+        name would find it (:meth:`_find_callee`); ``None`` for anything else (a variable, a
+        library's function, a class, a method)."""
+        if type(node) is cst.Lambda:
+            return node
+        dotted = dotted_name(node)
+        if dotted is None:
+            return None
+        m = frame.module
+        if "." not in dotted:
+            f: Frame | None = frame
+            while f is not None:
+                if dotted in f.defs:
+                    return f.defs[dotted]
+                if dotted in f.locals or dotted in f.subst:
+                    return None
+                f = f.parent
+            if dotted in m.functions:
+                return m.functions[dotted]
+        sym, qualified = self.resolve(frame, dotted)
+        if qualified:
+            callee = self._project_callee(m, sym)
+        elif "." not in dotted and _bound_only_by_star(frame, dotted):
+            callee = next((c for c in (self._project_callee(m, f"{star}.{dotted}") for star in m.imports.stars)
+                           if c is not None), None)
+        else:
+            callee = None
+        if callee is None or callee.ctor or callee.def_class is not None:
+            return None
+        return callee.func
 
     def _project_callee(self, m: ModuleIndex, qualname: str | None, target: str | None = None) -> Callee | None:
         """A function or class of another module of the project, by qualified name. A name the

@@ -29,6 +29,7 @@ from loopcheck.engine.roles import (
     ACCELERATOR_NAME, LOSS_NAME, Roles, arg_at, last, looks_up, parameter_owner, receiver_of, same_sym,
     summary_of,
 )
+from loopcheck.engine.summaries import module_mode
 from loopcheck.engine.values import binds_each_iteration
 from loopcheck.engine.walk import names_in
 
@@ -382,6 +383,13 @@ class _Typer:
                 self.ev("mode_part", owner, mode="eval")
             else:
                 self.ev("eval", model)
+        elif k == "each_module":
+            # model.apply(fn): fn's mode change reaches the modules it picks (module_mode); a
+            # function the engine does not find may change any of them
+            arg = arg_at(c, eff.get("fn"))
+            mode = module_mode(arg.function) if arg is not None and arg.function is not None else "unknown"
+            if mode is not None:
+                self.ev("mode_part", self.sym(eff.get("model")), mode=mode)
         elif k == "forward":
             self.ev(k, self.sym(eff.get("model")))
         elif k == "grad_query":

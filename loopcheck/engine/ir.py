@@ -95,7 +95,10 @@ class Arg:
     ``gradient_accumulation_steps``), else ``None``; ``flag``, for a parameter of the function
     being inlined that the call gave ``True`` or ``False`` (or left at such a default) and the
     function never re-binds (``super().train(mode)`` in a model's own ``train``, called as
-    ``model.train(False)``), that value, else ``None``."""
+    ``model.train(False)``), that value, else ``None``; ``function``, for an argument of a call
+    of a method the knowledge says calls a function it is given (``model.apply(fn)``, an
+    ``each_module`` effect), the function of the project the argument names (a
+    ``cst.FunctionDef``, or the ``cst.Lambda`` it is), else ``None``."""
 
     keyword: str | None
     node: cst.BaseExpression
@@ -105,6 +108,7 @@ class Arg:
     call: "Call | None" = None
     constant: int | None = None
     flag: bool | None = None
+    function: "cst.FunctionDef | cst.Lambda | None" = None
 
 
 @dataclass(eq=False)

@@ -82,6 +82,10 @@ EVENTS: dict[str, frozenset[str]] = {
     "state_ref": frozenset({"model", "optimizer", "scheduler"}),
     "load_state": frozenset({"model", "scheduler", "state"}),
     "save": frozenset({"value"}),
+    # the call runs the function ``fn`` on every submodule of ``model`` and on ``model`` itself
+    # (``nn.Module.apply``): what that function does to the module it is given, it does to
+    # each of them (:func:`loopcheck.engine.summaries.module_mode`)
+    "each_module": frozenset({"model", "fn"}),
 }
 #: What a havoc can make unknown: a model's train/eval mode, gradients (of a model or an
 #: optimizer), a scheduler's position, a GradScaler's state, a model's parameters.
@@ -405,7 +409,8 @@ def _arg_ref(value, where: str) -> ArgRef:
 
 
 _REF_KEYS = frozenset({"loss", "gradient", "params", "max_norm", "optimizer", "scheduler", "metric", "model", "scaler",
-                       "value", "container", "arg", "mode", "input", "state", "sampler", "set_to_none", "tensor"})
+                       "value", "container", "arg", "mode", "input", "state", "sampler", "set_to_none", "tensor",
+                       "fn"})
 
 
 def _effect(raw: dict, where: str) -> Effect:
@@ -582,6 +587,7 @@ class Knowledge:
         # the pattern each name matched first (or None), per kind of lookup: the builder asks
         # for the same names at every call site, and each miss tried every pattern
         self._matched: dict[tuple[str, str], Summary | ClassEntry | None] = {}
+        self._methods_with: dict[str, frozenset[str]] = {}  # (:meth:`methods_with`)
 
     def load(self, text: str, origin: str) -> None:
         """Add the entries of one TOML document.
@@ -700,6 +706,17 @@ class Knowledge:
         if entry is not None:
             return entry.ctor
         return self._match("function", qualname)
+
+    def methods_with(self, event: str) -> frozenset[str]:
+        """The names of the library methods some entry gives an effect ``event``
+        (``"each_module"``: ``{"apply"}``); the builder reads the arguments of calls of these
+        names more closely (:attr:`loopcheck.engine.ir.Arg.function`)."""
+        found = self._methods_with.get(event)
+        if found is None:
+            found = self._methods_with[event] = frozenset(
+                name for entry in self.classes.values() for name, summary in entry.methods.items()
+                if any(e.event == event for e in summary.effects))
+        return found
 
     def method(self, cls: str | None, name: str, _seen: frozenset = frozenset()) -> Summary | None:
         """The summary of method ``name`` of library class ``cls``, looked up through the

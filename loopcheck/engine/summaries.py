@@ -255,3 +255,80 @@ def forward_clears(func: cst.FunctionDef) -> tuple[tuple[str, bool | str | None]
         if _leaves(stmt):
             break
     return tuple(out)
+
+
+#: Builtins that read the module they are given and change none of its state.
+_READING = frozenset({"isinstance", "type", "hasattr", "getattr", "id", "len", "print", "str", "repr", "vars", "dir"})
+
+
+def _mode_value(node: cst.BaseExpression | None) -> str:
+    """The mode ``train(node)`` or ``training = node`` sets: ``"train"`` for ``True`` (and
+    for a ``train()`` given nothing: ``node`` ``None``), ``"eval"`` for ``False``,
+    ``"unknown"`` for any other expression."""
+    if node is None:
+        return "train"
+    if isinstance(node, cst.Name) and node.value in ("True", "False"):
+        return "train" if node.value == "True" else "eval"
+    return "unknown"
+
+
+def module_mode(func: cst.FunctionDef | cst.Lambda) -> str | None:
+    """The mode function ``func`` sets on the module given as its first parameter, when it is
+    called on each module of a model (``model.apply(func)``, PyTorch's ``Module.apply``).
+
+    Read from its body, nested blocks and conditions included (``if isinstance(m,
+    nn.BatchNorm2d): m.eval()`` sets the mode of the modules the test picks): ``m.eval()``,
+    ``m.train(False)`` give ``"eval"``; ``m.train()``, ``m.train(True)`` give ``"train"``;
+    ``m.training = <literal>`` likewise; ``m.train(flag)``, ``m.training = flag``,
+    ``setattr(m, "training", ...)``, ``m.apply(other)``, ``m`` handed whole to any call other
+    than a builtin that reads it (``isinstance(m, ...)``), or two different modes, give
+    ``"unknown"``. Calls on what the module holds (``nn.init.normal_(m.weight)``,
+    ``m.bias.data.zero_()``, ``m.reset_parameters()``) change no mode. A nested function or
+    class is not read (it runs only if called, and then through the module it is handed).
+
+    Args:
+        func: a ``def`` (its first positional parameter is the module) or a ``lambda``.
+
+    Returns:
+        ``"train"``, ``"eval"`` or ``"unknown"``; ``None`` when the body sets no mode (a
+        function that only initialises weights), also for a function without parameters.
+    """
+    params = func.params.posonly_params or func.params.params
+    if not params:
+        return None
+    me = params[0].name.value
+    modes: set[str] = set()
+    stack: list[cst.CSTNode] = [func.body]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(n, cst.Call):
+            f = n.func
+            if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value == me:
+                method = f.attr.value
+                if method == "eval":
+                    modes.add("eval")
+                elif method == "train":
+                    given = [a for a in n.args if a.keyword is None or a.keyword.value == "mode"]
+                    modes.add("unknown" if any(a.star for a in n.args) else _mode_value(given[0].value if given else None))
+                elif method == "apply":
+                    modes.add("unknown")
+            elif any(isinstance(a.value, cst.Name) and a.value.value == me for a in n.args):
+                name = dotted_name(f)
+                if name == "setattr":
+                    attr = n.args[1].value if len(n.args) > 1 else None
+                    if not isinstance(attr, cst.SimpleString) or attr.evaluated_value == "training":
+                        modes.add("unknown")
+                elif name not in _READING:
+                    modes.add("unknown")  # the module handed to code not read here
+        elif isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+            targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
+            for t in targets:
+                if isinstance(t, cst.Attribute) and t.attr.value == "training" \
+                        and isinstance(t.value, cst.Name) and t.value.value == me:
+                    modes.add(_mode_value(n.value) if isinstance(n, cst.Assign) else "unknown")
+        stack.extend(n.children)
+    if not modes:
+        return None
+    return modes.pop() if len(modes) == 1 else "unknown"
