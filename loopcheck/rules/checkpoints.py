@@ -359,7 +359,11 @@ class ResumeWithoutOptimizerState(Rule):
     fine-tuning from a pretrained encoder does, and a fresh optimizer may be intended there); and
     that checkpoint also holds the ``state_dict()`` of an optimizer of ``M`` (or of unknown
     models) that steps after the load, or of a scheduler stepped after the load, with no
-    ``load_state_dict()`` of it and no opaque call given it anywhere in the unit (see
+    ``load_state_dict()`` of it and no opaque call given it anywhere in the unit; and the object
+    that steps after the load is the one every writer of the checkpoints the load may read saved
+    under that entry (:func:`_saved_steps`: the same creation sites, the candidate checkpoints of
+    the unit and every save at the same node in the module's other entry points): a checkpoint
+    saved from another optimizer followed by a newly built one is a new stage's warm start (see
     ``rules/LC802.md``)."""
 
     info = INFOS["LC802"]
