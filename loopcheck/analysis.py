@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Collection, Mapping
@@ -519,6 +520,9 @@ def build_units(
             for raw in raws:
                 retype_graph_events(raw, roles)
             units = make_units()
+    peers = tuple(weakref.ref(unit) for unit in units)
+    for unit in units:
+        unit.peers = peers
     for unit in units:
         # the steps of an ``accelerator.accumulate()`` block run when its flag says the
         # micro-step syncs: lowered under ``if accelerator.sync_gradients:``

@@ -45,6 +45,10 @@ class Unit:
             other modules of the project are inlined).
         entry: the function the unit reads on its own (no one in its module calls it), ``None``
             for the module's code and for the loops a framework runs.
+        peers: weak references to every unit of the same checked module, this one included
+            (set by :func:`loopcheck.analysis.build_units`; weak, so that units and their list
+            make no reference cycle): what other entry points of the module do at a node that
+            this one reaches too (:meth:`peer_units`).
     """
 
     ir: Seq
@@ -53,6 +57,7 @@ class Unit:
     module: object = None
     node_module: dict = field(default_factory=dict)
     entry: object = None
+    peers: tuple = ()
     _flows: dict = field(default_factory=dict)
     _order: dict = field(default_factory=dict)
     _chains: dict = field(default_factory=dict)
@@ -158,6 +163,29 @@ class Unit:
         )
         states = flow.states(event)
         return bool(states) and frozenset() not in states
+
+    def objects_at(self, event: Event, sym: str, kind: str = "opt_build") -> frozenset:
+        """The objects ``sym`` may name at ``event`` (an event of this unit), by where each was
+        created: ``("built", id(node))`` for each construction of ``sym`` (an event of
+        ``kind``: ``opt_build``, ``sched_build``) that reaches ``event``, the node being its
+        constructor call (``torch.optim.Adam(...)``: one creation site, whichever inlined call
+        of its function runs it); and ``("given", id(self), sym)`` where some path reaches
+        ``event`` with none of the unit's constructions (the object the entry point is given:
+        a parameter, a global bound elsewhere; the same binding of this unit only). Empty when
+        no path reaches ``event``."""
+        flow = self.flow(
+            ("builds", sym, kind, event.kind), lambda: _Builds(sym, kind, event.kind, self.roles.names_of(sym))
+        )
+        out: set = set()
+        for states in flow.states(event):
+            out |= {("built", id(b.node)) for b in states} if states else {("given", id(self), sym)}
+        return frozenset(out)
+
+    def peer_units(self) -> list["Unit"]:
+        """The units of the same checked module (:attr:`peers`) still alive, this one
+        included; ``[self]`` when none were set."""
+        found = [u for u in (ref() for ref in self.peers) if u is not None]
+        return found or [self]
 
     def _of_kinds(self, kinds: tuple[str, ...]) -> tuple[list[Event], list[int]]:
         """The events of ``kinds`` in program order and their program-order indexes, computed

@@ -309,6 +309,43 @@ def _receiver(d, node: cst.CSTNode) -> str:
     return d.code(func.value, 30) if isinstance(func, cst.Attribute) else "the model"
 
 
+def _writers(unit: Unit, candidates: list[Saved], key: str, of: str) -> list[tuple[Unit, Event]]:
+    """Every ``x.state_dict()`` of an ``of`` (``"optimizer"``, ``"scheduler"``) that the
+    checkpoints a load may read hold under ``key``, with the unit it is an event of: the
+    entry of each candidate checkpoint of ``unit``, and the entry of every save, in any unit of
+    the same checked module (:meth:`~loopcheck.engine.unit.Unit.peer_units`), at the node of a
+    candidate (a ``save_checkpoint(path, model, optimizer)`` helper that another entry point
+    calls with an optimizer of its own writes the same checkpoint)."""
+    out: list[tuple[Unit, Event]] = []
+    nodes = {id(c.save.node) for c in candidates}
+    for peer in unit.peer_units():
+        if peer is unit:
+            chosen = {id(c.save) for c in candidates}
+            saves = candidates + [s for s in saved_checkpoints(unit) if id(s.save.node) in nodes and id(s.save) not in chosen]
+        else:
+            saves = [s for s in peer.cached("lc802_saves", lambda p=peer: saved_checkpoints(p)) if id(s.save.node) in nodes]
+        for s in saves:
+            ref = s.entries.get(key)
+            if ref is not None and ref.extra.get("of") == of:
+                out.append((peer, ref))
+    return out
+
+
+def _saved_steps(unit: Unit, candidates: list[Saved], key: str, of: str, steps: list[Event], build: str) -> bool:
+    """Whether the ``of`` that ``steps`` (events of ``unit`` after a load) step is the object whose
+    state the checkpoints the load may read hold under ``key`` (:func:`_writers`): the same
+    creation sites (:meth:`~loopcheck.engine.unit.Unit.objects_at`, constructions of kind
+    ``build``) at every entry saved as at the steps. A checkpoint written from another
+    optimizer (built in another function or stage, or given to another entry point), followed
+    by an optimizer built anew that steps, is a warm start of a new stage: that its state is
+    "not restored" cannot be established."""
+    stepping = frozenset().union(*(unit.objects_at(s, s.subject, build) for s in steps))
+    if not stepping:
+        return False
+    writers = _writers(unit, candidates, key, of)
+    return bool(writers) and all(peer.objects_at(ref, ref.subject, build) == stepping for peer, ref in writers)
+
+
 @register
 class ResumeWithoutOptimizerState(Rule):
     """LC802 resume-without-optimizer-state.
@@ -322,7 +359,11 @@ class ResumeWithoutOptimizerState(Rule):
     fine-tuning from a pretrained encoder does, and a fresh optimizer may be intended there); and
     that checkpoint also holds the ``state_dict()`` of an optimizer of ``M`` (or of unknown
     models) that steps after the load, or of a scheduler stepped after the load, with no
-    ``load_state_dict()`` of it and no opaque call given it anywhere in the unit (see
+    ``load_state_dict()`` of it and no opaque call given it anywhere in the unit; and the object
+    that steps after the load is the one every writer of the checkpoints the load may read saved
+    under that entry (:func:`_saved_steps`: the same creation sites, the candidate checkpoints of
+    the unit and every save at the same node in the module's other entry points): a checkpoint
+    saved from another optimizer followed by a newly built one is a new stage's warm start (see
     ``rules/LC802.md``)."""
 
     info = INFOS["LC802"]
@@ -336,16 +377,15 @@ class ResumeWithoutOptimizerState(Rule):
         restored = _restored_entries(unit) | {(ev.subject, _loaded_key(ev)) for ev in loads}
         for load in loads:
             key = _loaded_key(load)
-            ckpt = next(
-                (
-                    s for s in saves
-                    if key in s.entries and s.entries[key].subject == load.subject
-                    and s.modules <= restored
-                ),
-                None,
-            )
-            if ckpt is None:
+            # the checkpoints of the unit that hold the loaded model under the loaded key, each a
+            # resume of that checkpoint (every model it holds given its entry)
+            candidates = [
+                s for s in saves
+                if key in s.entries and s.entries[key].subject == load.subject and s.modules <= restored
+            ]
+            if not candidates:
                 continue
+            ckpt = candidates[0]
             later_steps = [s for s in unit.of_kind("step") if unit.order(s) > unit.order(load)]
             missing = []
             for k, ref in ckpt.entries.items():
@@ -354,14 +394,20 @@ class ResumeWithoutOptimizerState(Rule):
                     info = roles.optimizers.get(obj)
                     if info is None or (info.models and load.subject not in info.models):
                         continue
-                    if not any(s.subject == obj for s in later_steps) or self._restored(unit, obj, "optimizer"):
+                    steps = [s for s in later_steps if s.subject == obj]
+                    if not steps or self._restored(unit, obj, "optimizer"):
+                        continue
+                    if not _saved_steps(unit, candidates, k, of, steps, "opt_build"):
                         continue
                     missing.append((k, ref))
                 elif of == "scheduler":
-                    stepped = [e for e in unit.of_kind("sched_step") if e.subject == obj]
-                    if not any(unit.order(e) > unit.order(load) for e in stepped):
+                    steps = [
+                        e for e in unit.of_kind("sched_step")
+                        if e.subject == obj and unit.order(e) > unit.order(load)
+                    ]
+                    if not steps or self._restored(unit, obj, "scheduler"):
                         continue
-                    if self._restored(unit, obj, "scheduler"):
+                    if not _saved_steps(unit, candidates, k, of, steps, "sched_build"):
                         continue
                     missing.append((k, ref))
             if missing:
