@@ -296,3 +296,46 @@ def test_the_path_ends_after_an_inlined_call_that_raises(tmp_path, args, found):
     source = HELPER_SCRIPT.replace("{ARGS}", args)
     script.write_text(source)
     assert [(f.code, f.row) for f in check_source(source, str(script))] == found
+
+
+SAMPLER = """\
+import torch
+from torch import nn
+{IMPORT}
+
+class Sampler{BASES}:
+    def __init__(self, net):
+        self.net = net
+{DECORATOR}
+    def __call__(self, {PARAMS}):
+        return self.net(z)
+
+
+net = nn.Sequential(nn.Linear(2, 8), nn.Dropout(0.5))
+sample = {MAKE}
+net.eval()
+for z in [torch.randn(4, 2) for _ in range(3)]:
+    out = sample(x=z)
+    print(net(z))
+"""
+
+
+@pytest.mark.parametrize("params, bases, decorator, make, runs", [
+    ("z=None, n=None", "", "", "Sampler(net)", False),  # no parameter takes x: TypeError
+    ("x=None, n=None", "", "", "Sampler(net)", True),
+    ("z=None, **options", "", "", "Sampler(net)", True),
+    ("*args, z=None", "", "", "Sampler(net)", False),  # x is not a keyword-only parameter either
+    ("z=None, n=None", "(Base)", "", "Sampler(net)", True),  # a base outside the project
+    ("z=None, n=None", "", "    @wraps_call\n", "Sampler(net)", True),  # decorated
+    ("z=None, n=None", "", "", "torch.load('sampler.pt')", True),  # its class unknown
+])
+def test_an_instance_call_that_cannot_bind(tmp_path, params, bases, decorator, make, runs):
+    """``UnitBuilder.instance_call_cannot_bind``: calling an instance runs its class's
+    ``__call__``; arguments that do not bind to it raise ``TypeError``, decided only for an
+    instance of an established, plain class whose ``__call__`` is not decorated."""
+    source = (SAMPLER.replace("{PARAMS}", params).replace("{BASES}", bases).replace("{DECORATOR}", decorator)
+              .replace("{MAKE}", make).replace("{IMPORT}", "from lib import Base, wraps_call\n"))
+    script = tmp_path / "sample.py"
+    script.write_text(source)
+    row = source.splitlines().index("    print(net(z))") + 1
+    assert [(f.code, f.row) for f in check_source(source, str(script))] == ([("LC302", row)] if runs else [])
