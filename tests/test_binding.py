@@ -201,3 +201,141 @@ def test_an_abstract_method_is_one_that_only_raises_not_implemented(body, abstra
     from loopcheck.engine.builder import _abstract  # noqa: PLC0415
 
     assert _abstract(cst.parse_statement(f"def compute_loss(self, batch):\n{body}")) is abstract
+
+
+def _seq(*items):
+    from loopcheck.engine.ir import Seq  # noqa: PLC0415
+
+    return Seq(list(items))
+
+
+def _ways_of(node):
+    """The ways out of ``node`` that ``dataflow.summaries`` records (``node`` inside a unit)."""
+    from loopcheck.engine.dataflow import summaries  # noqa: PLC0415
+
+    return set(summaries(_seq(node))[id(node)].ways)
+
+
+def test_ways_out_of_each_kind_of_node():
+    """``dataflow._ways``: how a path may leave a part of the IR, whatever its tests decide."""
+    from loopcheck.engine.ir import If, Inline, Jump, Loop, LoopInfo, Try  # noqa: PLC0415
+
+    def raise_():
+        return Jump("raise")
+
+    def loop(body, orelse=(), infinite=False):
+        return Loop(LoopInfo(cst.Pass()), _seq(*body), _seq(*orelse), infinite=infinite)
+
+    assert _ways_of(_seq()) == {"normal"}
+    assert _ways_of(_seq(raise_(), Jump("return"))) == {"raise"}  # (the return is never reached)
+    assert _ways_of(_seq(If(cst.Pass(), _seq(Jump("return")), _seq()), raise_())) == {"return", "raise"}
+    assert _ways_of(If(cst.Pass(), _seq(raise_()), _seq(raise_()))) == {"raise"}
+    assert _ways_of(If(cst.Pass(), _seq(raise_()), _seq())) == {"raise", "normal"}
+    # an inlined call: its return goes on in the caller; a call whose every path raises does not
+    assert _ways_of(Inline(cst.Pass(), _seq(raise_()))) == {"raise"}
+    assert _ways_of(Inline(cst.Pass(), _seq(If(cst.Pass(), _seq(Jump("return")), _seq()), raise_()))) == {"normal", "raise"}
+    # a loop runs its body at least once (as the interpreter takes it); a break goes on after it
+    assert _ways_of(loop([raise_()])) == {"raise"}
+    assert _ways_of(loop([If(cst.Pass(), _seq(Jump("break")), _seq()), raise_()])) == {"normal", "raise"}
+    assert _ways_of(loop([If(cst.Pass(), _seq(Jump("continue")), _seq()), raise_()])) == {"normal", "raise"}
+    assert _ways_of(loop([], [raise_()])) == {"raise"}  # its else block runs when it ends
+    assert _ways_of(loop([], infinite=True)) == set()  # ``while True:`` without a break
+    # a handler catches what the body raises; a finally block that raises replaces the rest
+    assert _ways_of(Try(_seq(raise_()), [_seq()], _seq(), _seq())) == {"normal"}
+    assert _ways_of(Try(_seq(raise_()), [], _seq(), _seq())) == {"raise"}
+    assert _ways_of(Try(_seq(), [], _seq(raise_()), _seq())) == {"raise"}  # the else block
+    assert _ways_of(Try(_seq(Jump("return")), [], _seq(), _seq(raise_()))) == {"raise"}
+
+
+HELPER_MODULE = """\
+import torch
+from torch.utils.data import TensorDataset
+
+
+def make_eval_set(root, gray=False):
+    return TensorDataset(torch.randn(8, 8))
+"""
+
+HELPER_SCRIPT = """\
+import torch
+from torch import nn
+from torch.utils.data import DataLoader
+from sets import make_eval_set
+
+
+class Run:
+    def loader(self):
+        pairs = make_eval_set("data", {ARGS})
+        return DataLoader(pairs, batch_size=2)
+
+    def evaluate(self):
+        loader = self.loader()
+        model = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5))
+        model.eval()
+        total = 0.0
+        for (x,) in loader:
+            out = model(x)
+            total += float(out.sum())
+        return total
+
+
+print(Run().evaluate())
+"""
+
+
+@pytest.mark.parametrize("args, found", [
+    ("gray=True", [("LC302", 18)]),
+    ("gray=True, normalize=False", []),  # TypeError inside the helper: evaluate stops there
+    ("True, False", []),  # one positional argument too many
+])
+def test_the_path_ends_after_an_inlined_call_that_raises(tmp_path, args, found):
+    """A call that cannot bind inside an inlined helper ends the caller's path too: the
+    dataflow does not pass over that call as one that goes on (``_Summary.ways``)."""
+    (tmp_path / "sets.py").write_text(HELPER_MODULE)
+    script = tmp_path / "evaluate.py"
+    source = HELPER_SCRIPT.replace("{ARGS}", args)
+    script.write_text(source)
+    assert [(f.code, f.row) for f in check_source(source, str(script))] == found
+
+
+SAMPLER = """\
+import torch
+from torch import nn
+{IMPORT}
+
+class Sampler{BASES}:
+    def __init__(self, net):
+        self.net = net
+{DECORATOR}
+    def __call__(self, {PARAMS}):
+        return self.net(z)
+
+
+net = nn.Sequential(nn.Linear(2, 8), nn.Dropout(0.5))
+sample = {MAKE}
+net.eval()
+for z in [torch.randn(4, 2) for _ in range(3)]:
+    out = sample(x=z)
+    print(net(z))
+"""
+
+
+@pytest.mark.parametrize("params, bases, decorator, make, runs", [
+    ("z=None, n=None", "", "", "Sampler(net)", False),  # no parameter takes x: TypeError
+    ("x=None, n=None", "", "", "Sampler(net)", True),
+    ("z=None, **options", "", "", "Sampler(net)", True),
+    ("*args, z=None", "", "", "Sampler(net)", False),  # x is not a keyword-only parameter either
+    ("z=None, n=None", "(Base)", "", "Sampler(net)", True),  # a base outside the project
+    ("z=None, n=None", "", "    @wraps_call\n", "Sampler(net)", True),  # decorated
+    ("z=None, n=None", "", "", "torch.load('sampler.pt')", True),  # its class unknown
+])
+def test_an_instance_call_that_cannot_bind(tmp_path, params, bases, decorator, make, runs):
+    """``UnitBuilder.instance_call_cannot_bind``: calling an instance runs its class's
+    ``__call__``; arguments that do not bind to it raise ``TypeError``, decided only for an
+    instance of an established, plain class whose ``__call__`` is not decorated."""
+    source = (SAMPLER.replace("{PARAMS}", params).replace("{BASES}", bases).replace("{DECORATOR}", decorator)
+              .replace("{MAKE}", make).replace("{IMPORT}", "from lib import Base, wraps_call\n"))
+    script = tmp_path / "sample.py"
+    script.write_text(source)
+    row = source.splitlines().index("    print(net(z))") + 1
+    assert [(f.code, f.row) for f in check_source(source, str(script))] == ([("LC302", row)] if runs else [])

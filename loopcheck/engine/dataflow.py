@@ -414,6 +414,9 @@ class _Summary:
     jumps: bool = False  # break/continue/return inside (that leave it)
     names: set = field(default_factory=set)  # plain names assigned inside
     fids: set = field(default_factory=set)  # the inlined calls inside (``Inline.fid``), its own included
+    #: the ways a path through it may leave it (:func:`_ways`): ``"normal"`` (on to what
+    #: follows), ``"break"``, ``"continue"``, ``"return"``, ``"raise"``
+    ways: frozenset = frozenset({"normal"})
 
 
 _SUMMARIES: "weakref.WeakKeyDictionary[Seq, dict[int, _Summary]]" = weakref.WeakKeyDictionary()
@@ -451,22 +454,85 @@ def _summarize(node: Node, table: dict[int, _Summary]) -> _Summary:
         return sm
     if isinstance(node, Jump):
         sm.jumps = True
+        sm.ways = frozenset({node.kind})
         return sm
     if isinstance(node, Loop):
         sm.names.update(node.info.targets)
+    subs = []
     for part in parts(node):
         sub = _summarize(part, table)
+        subs.append(sub)
         sm.kinds |= sub.kinds
         sm.names |= sub.names
         sm.jumps = sm.jumps or sub.jumps
         sm.fids |= sub.fids
+    sm.ways = _ways(node, [sub.ways for sub in subs])
     if isinstance(node, Loop):
-        sm.jumps = _returns(node)
+        sm.jumps = _returns(node) or "normal" not in sm.ways
     elif isinstance(node, Inline):
-        sm.jumps = False
+        # its ``return`` ends only the call; a call whose every path raises (a call inside it
+        # whose arguments cannot bind: ``TypeError``) leaves it by the exception, and what
+        # follows it in the caller never runs
+        sm.jumps = "normal" not in sm.ways
         sm.fids.add(node.fid)
     table[id(node)] = sm
     return sm
+
+
+_NORMAL = frozenset({"normal"})
+
+
+def _ways(node: Node, inner: list[frozenset]) -> frozenset:
+    """The ways a path through the compound ``node`` may leave it (``"normal"``: on to what
+    follows it; ``"break"``, ``"continue"``, ``"return"``, ``"raise"``: by that jump), from
+    the ways of its parts (``inner``, in :func:`~loopcheck.engine.ir.parts` order), whatever
+    its tests decide. A call or an assignment goes on (an exception a call may raise is not
+    a path the analysis follows, unless the builder ended the path there with a ``raise``:
+    :meth:`~loopcheck.engine.builder.UnitBuilder.call_cannot_bind`).
+
+    A block goes on when each of its items does; an ``if`` leaves as either arm; a loop, taken
+    to run its body at least once as :class:`_Interpreter` takes it, goes on after a pass that
+    goes on or breaks (not past ``while True`` but by a ``break``), and leaves as a
+    ``return`` or ``raise`` in its body; a ``try`` with handlers goes on through them (any call of its body may raise), and its
+    ``finally`` block's own jumps replace the others when that block never goes on; an
+    inlined call goes on where its body does or returns (a ``break`` cannot leave a function).
+    ``"normal" not in`` the result: no path goes past ``node``."""
+    if isinstance(node, Seq):
+        out: set = set()
+        for ways in inner:
+            out |= ways - _NORMAL
+            if "normal" not in ways:
+                return frozenset(out)
+        return frozenset(out | _NORMAL)
+    if isinstance(node, If):
+        return inner[0] | inner[1]
+    if isinstance(node, Loop):
+        body, orelse = inner
+        out = set(body & {"return", "raise"})
+        if "break" in body:
+            out.add("normal")
+        if body & {"normal", "continue"} and not node.infinite:
+            out |= orelse  # the loop ends when its iterable does, and its ``else`` block runs
+        return frozenset(out)
+    if isinstance(node, Try):
+        body, handlers, orelse, final = inner[0], inner[1:-2], inner[-2], inner[-1]
+        out = set(body - _NORMAL)
+        if handlers:
+            out.discard("raise")
+            for ways in handlers:
+                out |= ways
+        if "normal" in body:
+            out |= orelse
+        if "normal" not in final:
+            return final
+        return frozenset(out | (final - _NORMAL))
+    if isinstance(node, Inline):
+        body = inner[0]
+        out = set(body - {"return", "break", "continue"})
+        if "return" in body:
+            out.add("normal")
+        return frozenset(out)
+    return _NORMAL
 
 
 @dataclass
@@ -1164,7 +1230,7 @@ class _Interpreter:
                 return _Out(self._killed(states, id(node)) if self._fact_nodes else states,
                             raised=set(states) if self._catching else set())
             if (
-                self._local_of and not self._inside and (plain or isinstance(node, Inline))
+                self._local_of and not self._inside and (plain or isinstance(node, Inline) and not sm.jumps)
                 and self._local_of.isdisjoint(sm.fids) and id(node) not in self._fact_nodes
                 and (self._idle is None or all(ms in self._idle for ms, _ in states))
             ):
