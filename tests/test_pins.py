@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -72,3 +74,19 @@ def test_a_project_is_dated_by_all_its_files(tmp_path: Path):
     (tmp_path / "requirements.txt").write_text("torch==1.0.0\n")  # a pin that allows 1.0: not before 0.4
     assert pinned_before(project, (0, 4)) is False
     assert pinned_before(project, (1, 1)) is True
+
+
+def test_a_file_made_in_the_project_is_read_at_the_next_question(tmp_path: Path):
+    """The listing of the project's files is kept while no directory of it changes."""
+    (tmp_path / "setup.cfg").write_text("[metadata]\nname = x\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "data.py").write_text("from torch.autograd import Variable\nv = Variable(t, volatile=True)\n")
+    past = time.time_ns() - 60 * 10**9  # (a directory's time is coarse: the listing must be older)
+    for d in (tmp_path, tmp_path / "pkg"):
+        os.utime(d, ns=(past, past))
+    project = Project(tmp_path)
+    assert code_versions(project) == ((0, 4), None)
+    (tmp_path / "pkg" / "predict.py").write_text("import torch\ndevice = torch.device('cpu')\n")
+    assert code_versions(project) == (None, (0, 4))
+    (tmp_path / "pkg" / "predict.py").unlink()
+    assert code_versions(project) == ((0, 4), None)

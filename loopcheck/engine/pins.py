@@ -32,10 +32,11 @@ dated from itself (:func:`text_versions`).
 from __future__ import annotations
 
 import ast
+import os
 import re
 from pathlib import Path
 
-from loopcheck.engine.callers import project_files
+from loopcheck.engine.callers import SKIP_DIRS, project_files
 from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.names import ImportMap
 from loopcheck.engine.outline import _add_import, ast_dotted_name
@@ -209,7 +210,7 @@ def code_versions(project) -> tuple[tuple[int, ...] | None, tuple[int, ...] | No
     (``None``: none). Each file is read through the project (recorded for the cache) and
     scanned once per version of it; a project of more files than
     :data:`~loopcheck.engine.callers.MAX_FILES` is not dated."""
-    files = project_files(Path(project.root))
+    files = _files(project)
     if files is None:
         return None, None
     memo = project.memo.setdefault("pins.code", {})
@@ -223,6 +224,32 @@ def code_versions(project) -> tuple[tuple[int, ...] | None, tuple[int, ...] | No
             memo[key] = scan_text(text)
         scans.append(memo[key])
     return _combine(scans), max((n for _, n in scans if n is not None), default=None)
+
+
+def _files(project) -> list[Path] | None:
+    """:func:`~loopcheck.engine.callers.project_files` of ``project``'s root, listed again only
+    when a directory listed has changed (its modification time: a file made, removed or
+    renamed in it) or is gone: each check of a file of the project asks, and listing a tree
+    resolves every path in it."""
+    memo = project.memo.get("pins.files")
+    if memo is not None:
+        files, stamps = memo
+        try:
+            if all(os.stat(d).st_mtime_ns == t for d, t in stamps):
+                return files
+        except OSError:
+            pass
+    root = Path(project.root)
+    files = project_files(root)
+    stamps = []
+    for directory, dirs, _names in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not os.path.isfile(os.path.join(directory, d, "pyvenv.cfg"))]
+        try:
+            stamps.append((directory, os.stat(directory).st_mtime_ns))
+        except OSError:
+            continue
+    project.memo["pins.files"] = (files, tuple(stamps))
+    return files
 
 
 def text_versions(text: str) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
