@@ -580,3 +580,24 @@ def test_a_pin_of_pytorch_created_or_changed_invalidates_the_files_it_dates(proj
     (project / "requirements.txt").write_text("torch==2.1.0\n")
     assert codes(cli("--output-format", "concise", "sched.py")[1]) == ["sched.py:LC202"]
     assert checks.take() == ["sched.py"]
+
+
+def test_a_file_of_the_project_that_changes_its_era_invalidates_the_files_it_dates(tmp_path, monkeypatch):
+    """LC302 is silent on a project written for PyTorch < 0.4 (engine/pins.py dates it by the
+    code of all its files, read through the project): when another file of it starts using
+    ``torch.no_grad()``, the file is checked again and reported."""
+    monkeypatch.delenv("LOOPCHECK_CACHE_DIR", raising=False)
+    (tmp_path / "setup.cfg").write_text("[metadata]\nname = old\n")
+    for name in ("batches.py", "train.py"):
+        shutil.copy(FIXTURES / "project_pytorch03_volatile_dataset" / name, tmp_path / name)
+    (tmp_path / "predict.py").write_text("def predict(model, x):\n    return model(x)\n")
+    monkeypatch.chdir(tmp_path)
+    checks = Checks(monkeypatch)
+    assert codes(cli("--output-format", "concise", "train.py")[1]) == []
+    assert checks.take() == ["train.py"]
+    assert codes(cli("--output-format", "concise", "train.py")[1]) == []
+    assert checks.take() == []
+    (tmp_path / "predict.py").write_text("import torch\n\n\ndef predict(model, x):\n"
+                                         "    with torch.no_grad():\n        return model(x)\n")
+    assert codes(cli("--output-format", "concise", "train.py")[1]) == ["train.py:LC302"]
+    assert checks.take() == ["train.py"]

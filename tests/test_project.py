@@ -289,6 +289,11 @@ def test_a_module_is_read_again_when_its_star_module_changes(tmp_path: Path):
     ("README.md", "# Relations\n## Requirements\npython==3.6 pytorch==0.4.0\n", True),
     ("README.md", "Tested with pytorch==0.4.1 and torch==2.1.0\n", False),  # one pin allows 2.1
     ("README.md", "pip install torch>=0.4\n", False),
+    # a README pins from its commands and requirement lines only, not from its prose
+    ("README.md", "Tested with torch<=1.0 at first; newer releases work too.\n", False),
+    ("README.md", "## Changelog\n- the scheduler moved (was written for pytorch==0.4.1)\n", False),
+    ("README.md", "## Install\n```\npip install torch==0.4.1\n```\n", True),
+    ("README.md", "Install it with conda install pytorch=0.4.1 -c pytorch\n", True),
 ])
 def test_a_pinned_older_pytorch_decides_lc202(tmp_path: Path, name: str, text: str, silent: bool):
     """The scheduler stepped first is LC202 unless the project pins a PyTorch before 1.1."""

@@ -120,11 +120,35 @@ SETTINGS = frozenset({"overwrite_params_on_conversion", "default_dtype", "defaul
 #: ``scheduler.step()`` at the top of the epoch); ``zero_grad_set_to_none``, from PyTorch 2.0
 #: ``Optimizer.zero_grad()`` and ``Module.zero_grad()`` set each ``.grad`` to None unless given
 #: ``set_to_none=False`` (before 2.0 they filled it with zeros by default): a gradient then
-#: written into ``.grad`` in place (``p.grad.copy_(g)``) finds no tensor to write into.
-BEHAVIOURS = frozenset({"scheduler_step_after_optimizer", "zero_grad_set_to_none"})
+#: written into ``.grad`` in place (``p.grad.copy_(g)``) finds no tensor to write into;
+#: ``grad_mode``, from PyTorch 0.4 whether a computation records a graph is a mode of the thread
+#: (``torch.no_grad()``, ``torch.set_grad_enabled()``; LC302's advice), where before 0.4 the
+#: inputs decided it (a ``volatile`` ``Variable`` recorded none).
+BEHAVIOURS = frozenset({"scheduler_step_after_optimizer", "zero_grad_set_to_none", "grad_mode"})
 #: What a ``[packages]`` table may list: ``torch``, the top-level packages that are PyTorch or
 #: are built on it (a file that imports none of them is not checked for training rules).
 _PACKAGE_KEYS = frozenset({"torch", "other", "no_modules"})
+
+
+@dataclass(frozen=True)
+class ApiSince:
+    """An ``[[api_since]]`` entry: APIs that began with a PyTorch version, so that code using
+    one is written for that version or a later one
+    (:func:`loopcheck.engine.pins.code_versions`).
+
+    Attributes:
+        version: the PyTorch version that added them (``(0, 4)``).
+        names: functions, classes and constants by qualified name (``torch.no_grad``,
+            ``torch.device``), used in any way: called, entered, decorating, read.
+        methods: tensor methods by name (``item``), called on any value (a receiver's type is
+            not known from the text alone).
+        source: where the version is documented.
+    """
+
+    version: tuple[int, ...]
+    names: frozenset[str]
+    methods: frozenset[str]
+    source: str
 
 
 def glob(pattern: str) -> re.Pattern:
@@ -582,6 +606,8 @@ class Knowledge:
         self.drivers: list[Driver] = []
         #: The PyTorch version each behaviour of :data:`BEHAVIOURS` began with (``[since]``).
         self.since: dict[str, tuple[int, ...]] = {}
+        #: APIs that began with a PyTorch version (``[[api_since]]``), oldest first.
+        self.api_since: list[ApiSince] = []
         self._function_patterns: list[tuple[re.Pattern, Summary]] = []
         self._class_patterns: list[tuple[re.Pattern, ClassEntry]] = []
         # the pattern each name matched first (or None), per kind of lookup: the builder asks
@@ -647,7 +673,17 @@ class Knowledge:
             raise KnowledgeError(f"{origin}: [since] maps behaviours {sorted(BEHAVIOURS)} to versions")
         for behaviour, text in since.items():
             self.since[behaviour] = version(text, f"{origin}: [since] {behaviour}")
-        unknown = set(data) - {"function", "class", "packages", "driver", "since"}
+        for i, raw in enumerate(data.get("api_since", [])):
+            where = f"{origin}: api_since #{i + 1}"
+            if not isinstance(raw, dict) or set(raw) - {"version", "names", "methods", "source"} or not raw.get("source"):
+                raise KnowledgeError(f"{where}: a table with 'version', 'names', 'methods' and 'source'")
+            names, methods = raw.get("names", []), raw.get("methods", [])
+            if not all(isinstance(x, list) and all(isinstance(n, str) for n in x) for x in (names, methods)):
+                raise KnowledgeError(f"{where}: 'names' and 'methods' are lists of strings")
+            self.api_since.append(ApiSince(version(raw.get("version", ""), where), frozenset(names),
+                                           frozenset(methods), raw["source"]))
+        self.api_since.sort(key=lambda e: e.version)
+        unknown = set(data) - {"function", "class", "packages", "driver", "since", "api_since"}
         if unknown:
             raise KnowledgeError(f"{origin}: unknown top-level keys {sorted(unknown)}")
 

@@ -1,55 +1,277 @@
-"""The PyTorch versions a project's dependency files allow.
+"""The PyTorch versions a project allows: its dependency files' pins, and the era of its code.
 
 Some rules depend on a behaviour that began with a PyTorch version (``[since]`` in
-``knowledge/torch.toml``: ``scheduler.step()`` belongs after ``optimizer.step()`` from 1.1). A
-project that pins an older PyTorch was written for the old behaviour, as ruff reads the Python
-version a project supports from its ``requires-python``. :func:`torch_versions` reads the pins
-in the dependency files at the project root (:data:`PIN_FILES`: ``requirements.txt``,
-conda's ``environment.yml``, ``Dockerfile``, ``setup.py``, ``setup.cfg``, ``pyproject.toml``,
-and the README, where a project states the environment it was written for:
-``python==3.6 pytorch==0.4.0``),
-through the project, which records them for the cache as it does imported modules; a pin is
-``torch==X``, ``torch<=X``, ``torch<X`` or conda's ``pytorch=X`` (a lower bound alone,
-``torch>=1.0``, allows every later version and says nothing).
+``knowledge/torch.toml``: ``scheduler.step()`` belongs after ``optimizer.step()`` from 1.1,
+``torch.no_grad()`` exists from 0.4). A project that pins an older PyTorch was written for the
+old behaviour, as ruff reads the Python version a project supports from its ``requires-python``.
+
+:func:`torch_versions` reads the pins in the dependency files at the project root
+(:data:`PIN_FILES`: ``requirements.txt``, conda's ``environment.yml``, ``Dockerfile``,
+``setup.py``, ``setup.cfg``, ``pyproject.toml``, and the README, where a project states the
+environment it was written for), through the project, which records them for the cache as it
+does imported modules; a pin is ``torch==X``, ``torch<=X``, ``torch<X`` or conda's
+``pytorch=X`` (a lower bound alone, ``torch>=1.0``, allows every later version and says
+nothing). A README is read only where it gives commands or requirements, not where it talks
+(:func:`readme_pin_lines`): the lines of a fenced or indented code block, the lines that
+install (``pip install``, ``conda install``, ``conda create``), and the lines made of
+requirement specifiers alone (``python==3.6 pytorch==0.4.0``, a bulleted ``- torch==0.4.1``).
+Prose (``tested with torch<=1.4 and newer``, a changelog's ``fixed for torch<1.0``) pins
+nothing.
+
+:func:`code_versions` dates a project by its code: a call whose knowledge entry says it only
+means something before a version (``only_before``: ``Variable(x, volatile=True)``, before 0.4)
+dates the code before that version, unless the code also uses an API that began with that
+version or a later one (``[[api_since]]``: ``torch.no_grad``, ``torch.device``, ``.item()``,
+from 0.4): mixed code runs on the newer PyTorch. Such a project reads as a pin ``torch<V``
+does (:func:`pinned_before`). The project's code is its ``.py`` files under the root
+(:func:`loopcheck.engine.callers.project_files`), each read through the project (recorded for
+the cache) and scanned once per version of the file; a text checked alone (no project) is
+dated from itself (:func:`text_versions`).
 """
 
 from __future__ import annotations
 
+import ast
+import os
 import re
+from pathlib import Path
+
+from loopcheck.engine.callers import SKIP_DIRS, project_files
+from loopcheck.engine.knowledge import knowledge
+from loopcheck.engine.names import ImportMap
+from loopcheck.engine.outline import _add_import, ast_dotted_name
 
 #: The dependency files read, at the project root.
 PIN_FILES = ("requirements.txt", "environment.yml", "environment.yaml", "Dockerfile", "setup.py", "setup.cfg",
              "pyproject.toml", "README.md", "README.rst", "README.txt", "README")
+#: Those of :data:`PIN_FILES` that are prose around commands: read by :func:`readme_pin_lines`.
+README_FILES = frozenset({"README.md", "README.rst", "README.txt", "README"})
 #: ``torch==0.4.1``, ``pytorch=0.4.1``, ``torch<1.0``: the package (not ``torchvision`` nor another
 #: ``torch-*`` package), an operator that bounds the version from above, the version.
 _PIN = re.compile(r"(?<![\w.-])(?:py)?torch(?![\w-])\s*(==|<=|<|=(?!=))\s*v?(\d+(?:\.\d+)*)", re.I)
-
+#: A line that installs packages.
+_INSTALL = re.compile(r"\b(?:pip3?\s+install|conda\s+(?:install|create))\b", re.I)
+#: A requirement specifier (``pytorch==0.4.0``, ``python>=3.6``, ``torch=0.4.1``), alone as a word.
+_SPECIFIER = re.compile(r"[A-Za-z][\w.\-]*(?:\[[\w,.\-]*\])?\s*(?:==|<=|>=|~=|!=|<|>|=)\s*v?\d[\w.*+\-]*,?")
+#: A fence of a Markdown code block.
+_FENCE = re.compile(r"\s*(```|~~~)")
+#: A list bullet or quote before a line's content.
+_BULLET = re.compile(r"\s*(?:[-*+>]|\d+[.)])\s+")
 
 _ANY = 1 << 30  # a version component a pin leaves out
 
 
+def readme_pin_lines(text: str) -> str:
+    """The lines of a README's ``text`` that may pin (joined with newlines): the lines inside a
+    fenced code block (```` ``` ```` or ``~~~``), the lines of an indented code block (four
+    spaces or a tab, after a blank line or another such line), the lines that install
+    (``pip install``, ``conda install``, ``conda create``), and the lines that hold nothing but
+    requirement specifiers (``python==3.6 pytorch==0.4.0``; after a list bullet, ``- torch==0.4.1``,
+    and with Markdown's emphasis or code marks around them). Other lines are prose."""
+    out: list[str] = []
+    fence: str | None = None
+    indented_ok = True  # an indented line here starts or continues a code block
+    for line in text.splitlines():
+        m = _FENCE.match(line)
+        if fence is not None:
+            if m is not None and m.group(1) == fence:
+                fence = None
+            else:
+                out.append(line)
+            indented_ok = False
+            continue
+        if m is not None:
+            fence = m.group(1)
+            indented_ok = False
+            continue
+        blank = not line.strip()
+        code = not blank and indented_ok and (line.startswith("    ") or line.startswith("\t"))
+        if code or _INSTALL.search(line) or _specifiers_only(line):
+            out.append(line)
+        indented_ok = blank or code
+    return "\n".join(out)
+
+
+def _specifiers_only(line: str) -> bool:
+    """Whether ``line``, less a list bullet and Markdown marks, is requirement specifiers alone."""
+    body = _BULLET.sub("", line, count=1).strip().strip("`*_")
+    if not body:
+        return False
+    return all(_SPECIFIER.fullmatch(word.strip("`*_")) for word in re.split(r"\s*,\s*|\s+", body) if word.strip("`*_"))
+
+
 def torch_versions(project) -> list[tuple[str, tuple[int, ...]]]:
     """``(operator, version)`` for each pin of PyTorch in the dependency files at the root of
-    ``project`` (a :class:`~loopcheck.engine.project.Project`), in :data:`PIN_FILES` order; a
-    file that is missing, too large or cannot be read pins nothing."""
+    ``project`` (a :class:`~loopcheck.engine.project.Project`), in :data:`PIN_FILES` order (a
+    README's only in the lines :func:`readme_pin_lines` keeps); a file that is missing, too
+    large or cannot be read pins nothing."""
     out = []
     root = project.root.resolve()
     for name in PIN_FILES:
         _stamp, text = project.source_of(root / name)
         if text is None:
             continue
+        if name in README_FILES:
+            text = readme_pin_lines(text)
         for m in _PIN.finditer(text):
             out.append((m.group(1), tuple(int(p) for p in m.group(2).split("."))))
     return out
 
 
-def pinned_before(project, since: tuple[int, ...]) -> bool:
-    """Whether ``project`` (``None``: a text checked alone) pins PyTorch, and every pin allows
-    only versions older than ``since`` (``torch==0.4.1`` for 1.1; ``torch<1.1`` too;
-    ``torch<1.2`` does not). ``False`` without a project or a pin."""
-    if project is None:
+def scan_text(text: str) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
+    """``(dated, newest)`` for one module's ``text``: ``dated``, the oldest version that a call
+    of it only means something before (a knowledge entry's ``only_before``, its argument given
+    and not ``False``/``None``/``0``: ``Variable(x, volatile=True)`` gives ``(0, 4)``);
+    ``newest``, the newest version that began an API it uses (``[[api_since]]``). Names are
+    qualified through the module's imports (anywhere in it). ``(None, None)`` for a text that
+    does not parse or has neither."""
+    k = knowledge()
+    if not any(word in text for word in _dating_words(k)) and not any(_mentions(text, e) for e in k.api_since):
+        return None, None  # most texts stop here, unparsed
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None, None
+    imports = ImportMap(None)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            _add_import(imports, node)
+    dated = newest = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute):
+                for e in k.api_since:
+                    if func.attr in e.methods and (newest is None or e.version > newest):
+                        newest = e.version
+            summary = k.function(imports.qualify(ast_dotted_name(func)) or "")
+            if summary is not None and summary.only_before is not None:
+                before, ref = summary.only_before
+                if (ref is None or _given(node, ref)) and (dated is None or before < dated):
+                    dated = before
+        elif isinstance(node, (ast.Name, ast.Attribute)):
+            qualified = imports.qualify(ast_dotted_name(node))
+            if qualified is not None:
+                for e in k.api_since:
+                    if qualified in e.names and (newest is None or e.version > newest):
+                        newest = e.version
+    return dated, newest
+
+
+_WORDS: dict[int, frozenset[str]] = {}
+
+
+def _dating_words(k) -> frozenset[str]:
+    """The last parts of the names of the knowledge's functions that date code
+    (``only_before``: ``Variable``), for the knowledge ``k``."""
+    words = _WORDS.get(id(k))
+    if words is None:
+        words = _WORDS[id(k)] = frozenset(
+            name.rpartition(".")[2] for name, summary in k.functions.items() if summary.only_before is not None)
+    return words
+
+
+def _mentions(text: str, entry) -> bool:
+    """Whether ``text`` holds the last part of a name or a method of ``entry`` at all."""
+    return any(n.rpartition(".")[2] in text for n in entry.names) or any(f".{m}(" in text for m in entry.methods)
+
+
+def _given(call: ast.Call, ref) -> bool:
+    """Whether ``call`` gives the argument ``ref`` (a knowledge argument reference: ``2``,
+    ``"volatile"``, ``(2, "volatile")``) a value that is not ``False``/``None``/``0``."""
+    index, keyword = ref if isinstance(ref, tuple) else (ref, None) if isinstance(ref, int) else (None, ref)
+    value = None
+    for kw in call.keywords:
+        if keyword is not None and kw.arg == keyword:
+            value = kw.value
+    positional = call.args
+    if value is None and index is not None and index < len(positional) and not any(
+            isinstance(a, ast.Starred) for a in positional[:index + 1]):
+        value = positional[index]
+    if value is None:
         return False
-    pins = torch_versions(project)
+    return not (isinstance(value, ast.Constant) and value.value in (None, False, 0))
+
+
+def _combine(scans) -> tuple[int, ...] | None:
+    """The version the code is written before, from ``(dated, newest)`` scans of its modules:
+    the oldest dating, when no module uses an API that began with it or later."""
+    dated = min((d for d, _ in scans if d is not None), default=None)
+    newest = max((n for _, n in scans if n is not None), default=None)
+    if dated is None or (newest is not None and newest >= dated):
+        return None
+    return dated
+
+
+def code_versions(project) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
+    """``(before, newest)`` for the code of ``project``: ``before``, the version its code is
+    written before (see the module docstring; ``None`` when no call dates it or an API of that
+    version or later is used), ``newest`` the newest version that began an API its code uses
+    (``None``: none). Each file is read through the project (recorded for the cache) and
+    scanned once per version of it; a project of more files than
+    :data:`~loopcheck.engine.callers.MAX_FILES` is not dated."""
+    files = _files(project)
+    if files is None:
+        return None, None
+    memo = project.memo.setdefault("pins.code", {})
+    scans = []
+    for file in files:
+        stamp, text = project.source_of(file)
+        if text is None:
+            continue
+        key = (file, stamp)
+        if key not in memo:
+            memo[key] = scan_text(text)
+        scans.append(memo[key])
+    return _combine(scans), max((n for _, n in scans if n is not None), default=None)
+
+
+def _files(project) -> list[Path] | None:
+    """:func:`~loopcheck.engine.callers.project_files` of ``project``'s root, listed again only
+    when a directory listed has changed (its modification time: a file made, removed or
+    renamed in it) or is gone: each check of a file of the project asks, and listing a tree
+    resolves every path in it."""
+    memo = project.memo.get("pins.files")
+    if memo is not None:
+        files, stamps = memo
+        try:
+            if all(os.stat(d).st_mtime_ns == t for d, t in stamps):
+                return files
+        except OSError:
+            pass
+    root = Path(project.root)
+    files = project_files(root)
+    stamps = []
+    for directory, dirs, _names in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not os.path.isfile(os.path.join(directory, d, "pyvenv.cfg"))]
+        try:
+            stamps.append((directory, os.stat(directory).st_mtime_ns))
+        except OSError:
+            continue
+    project.memo["pins.files"] = (files, tuple(stamps))
+    return files
+
+
+def text_versions(text: str) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
+    """:func:`code_versions` for one module's ``text`` checked alone."""
+    scan = scan_text(text)
+    return _combine([scan]), scan[1]
+
+
+def pinned_before(project, since: tuple[int, ...], text: str | None = None) -> bool:
+    """Whether ``project`` (``None``: a text checked alone, ``text``, dated from itself) allows
+    only versions of PyTorch older than ``since``: it pins PyTorch or its code is dated
+    (:func:`code_versions`: ``Variable(x, volatile=True)`` and no API of 0.4 reads as
+    ``torch<0.4``), and every pin allows only older versions (``torch==0.4.1`` for 1.1;
+    ``torch<1.1`` too; ``torch<1.2`` does not). ``False`` without a pin."""
+    if project is None:
+        pins = []
+        before = text_versions(text)[0] if text is not None else None
+    else:
+        pins = torch_versions(project)
+        before = code_versions(project)[0]
+    if before is not None:
+        pins.append(("<", before))
     return bool(pins) and all(_older(op, version, since) for op, version in pins)
 
 

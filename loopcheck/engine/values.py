@@ -27,7 +27,7 @@ import builtins
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Literal
 
 import libcst as cst
 
@@ -38,7 +38,7 @@ from loopcheck.engine.ir import Arg, Assign, Call, If, Inline, Jump, Loop, LoopI
 from loopcheck.engine.graphs import GradInputs, is_true
 from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.names import dotted_name
-from loopcheck.engine.pins import pinned_before
+from loopcheck.engine.pins import pinned_before, text_versions
 from loopcheck.engine.calls import arg_at
 from loopcheck.engine.roles import ACCELERATOR_NAME, ROLE_TYPES, last
 from loopcheck.engine.unreferenced import calling_files, named_outside_code
@@ -286,7 +286,7 @@ def _enters_device(index: ModuleIndex) -> bool:
     return index.cache["enters_device"]
 
 
-def grad_off_inputs(unit, fwd) -> Call | None:
+def grad_off_inputs(unit, fwd) -> Call | Literal[True] | None:
     """A call that, before forward ``fwd`` (a typed event), makes values that turn the graph
     off for what is computed from them, in ``fwd``'s function or a function it calls, or in a
     function on the inlined call chain that leads to ``fwd`` (a caller, before the call that
@@ -295,7 +295,11 @@ def grad_off_inputs(unit, fwd) -> Call | None:
     ``False``/``None``/``0`` (``Variable(x, volatile=True)``,
     ``Variable(x, volatile=evaluation)``). Code written so is
     for PyTorch <= 0.3, where volatile inputs were how evaluation ran without a graph (from 0.4
-    on the argument is ignored): whether ``fwd`` records a graph is not established."""
+    on the argument is ignored): whether ``fwd`` records a graph is not established. ``True``
+    when no such call is found but the unit's code is written for a PyTorch before
+    ``[since] grad_mode`` (0.4: :func:`written_for_before`, the project's pins or the era of its
+    code), where there was no grad mode to turn off and the inputs decided, whichever code made
+    them (a dataset object that wraps its batches in volatile Variables); ``None`` otherwise."""
     def off(c: Call) -> bool:
         summary = knowledge().function(c.func) if c.qualified else None
         if summary is None or summary.grad_off_arg is None:
@@ -321,7 +325,8 @@ def grad_off_inputs(unit, fwd) -> Call | None:
         # call that leads to fwd
         if calls[:len(frame)] == frame or frame[:len(calls)] == calls:
             return c
-    return None
+    # before 0.4 (no torch.no_grad): the inputs decided, whichever code made them volatile
+    return True if written_for_before(unit, "grad_mode") is True else None
 
 
 def written_before(unit) -> tuple[tuple[int, ...], cst.Call] | None:
@@ -379,17 +384,41 @@ def written_before(unit) -> tuple[tuple[int, ...], cst.Call] | None:
 def written_for_before(unit, behaviour: str) -> bool | None:
     """Whether the unit's code is established to be written for a PyTorch older than the one
     where ``behaviour`` began (its version in ``[since]`` of ``knowledge/torch.toml``:
-    ``scheduler_step_after_optimizer``, ``zero_grad_set_to_none``): a call it makes only means
-    something before that version (:func:`written_before`), or the project pins an older
-    PyTorch (:func:`~loopcheck.engine.pins.pinned_before`). ``None`` when the knowledge gives
-    the behaviour no version."""
+    ``scheduler_step_after_optimizer``, ``zero_grad_set_to_none``, ``grad_mode``): a call it
+    makes only means something before that version (:func:`written_before`) and the checked
+    module uses no API that began with that call's version or later (``[[api_since]]``:
+    ``torch.no_grad``, ``.item()``: a file is dated by its own code, whatever era other files
+    of the project are of), or the project allows only an older PyTorch, by its pins or by the
+    era of all its code (:func:`~loopcheck.engine.pins.pinned_before`; a text checked alone by
+    its own code). ``None`` when the knowledge gives the behaviour no version. The answers that
+    do not depend on the unit are kept in the checked module's cache (the project's files are
+    read once per check)."""
     since = knowledge().since.get(behaviour)
     if since is None:
         return None
+    module = unit.module
+    cache = getattr(module, "cache", None)
+    if cache is None:
+        cache = {}
     dated = written_before(unit)
     if dated is not None and dated[0] <= since:
-        return True
-    return pinned_before(getattr(unit.module, "project", None), since)
+        if "own_era" not in cache:
+            text = _module_text(module)
+            cache["own_era"] = text_versions(text) if text is not None else (None, None)
+        newest = cache["own_era"][1]
+        if newest is None or newest < dated[0]:
+            return True
+    key = ("pinned_before", since)
+    if key not in cache:
+        project = getattr(module, "project", None)
+        cache[key] = pinned_before(project, since, _module_text(module) if project is None else None)
+    return cache[key]
+
+
+def _module_text(module) -> str | None:
+    """The text of a module checked alone (``None`` when it has no tree)."""
+    tree = getattr(module, "tree", None)
+    return tree.code if tree is not None else None
 
 
 def _cst_arg(call: cst.Call, ref) -> cst.BaseExpression | None:
