@@ -39,10 +39,15 @@ A notebook is not asked about (:func:`loopcheck.analysis.check_parsed`): its cel
 order, and its kernel binds names.
 
 Then (:func:`never_reached`) code of a top-level statement after it never runs, and neither
-does a function or class of the module, wherever it is defined, unless code that runs before
-the raise (the top-level statements up to and including the raising one, outside function
-bodies) names it, directly or through the functions and classes it names: the module's own
-calls come after the raise, and every import of the module fails.
+does the body of a function of the module, wherever it is defined, unless code that runs
+before the raise (the top-level statements up to and including the raising one, outside
+function bodies) names its outermost function or class, directly or through the functions and
+classes it names: the module's own calls come after the raise, and every import of the module
+fails. What a statement before the raise runs as it defines runs all the same: a class body
+(its methods' bodies excepted), a ``def``'s decorators, defaults and annotations; and a
+function or class that such code is handed may run too: one under a decorator (the decorator
+may call it, or keep it to call later: ``atexit.register``), a class whose body calls one of
+its own functions or decorates one.
 
 What is given up: a script run by another program that defines its free names first
 (``exec(open(path).read(), namespace)``, ``runpy.run_path(path, init_globals)``, IPython's
@@ -93,8 +98,8 @@ class ModuleRaise:
         position: its index in ``Module.body``.
         name: the name it reads that nothing binds (the first in the statement's text).
         may_run: the names of the module's functions and classes that code running before
-            the raise (the top-level statements up to the raising one) names, directly or
-            through what they name: their code may run.
+            the raise (the top-level statements up to the raising one) names or is handed (a
+            decorated one), directly or through what they name: their code may run.
     """
 
     statement: cst.SimpleStatementLine
@@ -130,9 +135,11 @@ def raising_statement(module: cst.Module) -> ModuleRaise | None:
 
 def never_reached(raised: ModuleRaise, module: cst.Module, node: cst.CSTNode, table: dict) -> bool:
     """Whether ``node`` of ``module`` lies in code that never runs because the statement
-    ``raised`` raises: a top-level statement after it, or a function or class of the module
-    that no code before the raise names (``ModuleRaise.may_run``). ``False`` for a node that
-    is not in ``module``.
+    ``raised`` raises: a top-level statement after it, or the body of a function of a
+    statement before it whose outermost function or class no code before the raise names
+    (``ModuleRaise.may_run``). ``False`` for a node that is not in ``module``, and for code
+    that a statement before the raise runs as it defines (a class body, not its methods'
+    bodies; a ``def``'s decorators, defaults and annotations): it runs before the raise.
 
     Args:
         raised: :func:`raising_statement`'s answer for ``module``.
@@ -141,11 +148,14 @@ def never_reached(raised: ModuleRaise, module: cst.Module, node: cst.CSTNode, ta
         table: ``node → parent`` for ``module`` (:func:`loopcheck.engine.values.parents`).
     """
     outermost = None  # the outermost function or class around the node
+    in_body = False  # whether the node is in a function's body (it runs when called)
     top = node
     parent = table.get(top)
     while parent is not None and parent is not module:
         if type(parent) in (cst.FunctionDef, cst.ClassDef):
             outermost = parent
+            if type(parent) is cst.FunctionDef and top is parent.body:
+                in_body = True
         top = parent
         parent = table.get(top)
     if parent is not module:
@@ -157,7 +167,7 @@ def never_reached(raised: ModuleRaise, module: cst.Module, node: cst.CSTNode, ta
         return False
     if position > raised.position:
         return True
-    return outermost is not None and outermost.name.value not in raised.may_run
+    return in_body and outermost is not None and outermost.name.value not in raised.may_run
 
 
 def _is_main_block(stmt: cst.CSTNode) -> bool:
@@ -354,7 +364,8 @@ def _reads(node: cst.CSTNode, out: list[str]) -> None:
 
 def _may_run(module: cst.Module, position: int) -> frozenset[str]:
     """The names of functions and classes of ``module`` that code running before the
-    statement at ``position`` (it included) names, and what those name in turn."""
+    statement at ``position`` (it included) names or is handed (:func:`_handed_over`), and
+    what those name in turn."""
     named: set[str] = set()
     for stmt in module.body[: position + 1]:
         _names_run(stmt, named)
@@ -362,6 +373,8 @@ def _may_run(module: cst.Module, position: int) -> frozenset[str]:
     for stmt in _scope_statements(module.body[:position]):
         if type(stmt) in (cst.FunctionDef, cst.ClassDef):
             defs.setdefault(stmt.name.value, []).append(stmt)
+            if _handed_over(stmt):
+                named.add(stmt.name.value)
     reached: set[str] = set()
     todo = [n for n in named if n in defs]
     while todo:
@@ -374,6 +387,30 @@ def _may_run(module: cst.Module, position: int) -> frozenset[str]:
                 if type(n) is cst.Name and n.value in defs and n.value not in reached:
                     todo.append(n.value)
     return frozenset(reached)
+
+
+def _handed_over(definition: cst.FunctionDef | cst.ClassDef) -> bool:
+    """Whether defining ``definition`` (a statement that runs before the raise) hands one of
+    its functions to code that may call it: a decorator receives what it decorates, and may
+    call it then (``@run_now``) or keep it to be called later (``@atexit.register`` runs it at
+    exit, after the ``NameError`` too); a class body that names one of its own functions
+    outside function bodies (``history = fit()`` under ``def fit():``) calls it, and a
+    decorator of a method receives the method. The code of the function, and for a class of
+    the whole class, may then run."""
+    if definition.decorators:
+        return True
+    if type(definition) is not cst.ClassDef or type(definition.body) is not cst.IndentedBlock:
+        return False
+    own: set[str] = set()  # the class's functions, in its body's own scope
+    for stmt in _scope_statements(definition.body.body):
+        if type(stmt) is cst.FunctionDef:
+            if stmt.decorators:
+                return True
+            own.add(stmt.name.value)
+    run: set[str] = set()  # what the class body names as it runs
+    for stmt in definition.body.body:
+        _names_run(stmt, run)
+    return not own.isdisjoint(run)
 
 
 def _names_run(node: cst.CSTNode, out: set[str]) -> None:
