@@ -209,3 +209,12 @@ def test_code_run_as_defined_before_the_raise_is_reached():
 ])
 def test_handed_to_code_before_the_raise(text, may_run):
     assert _raise("import atexit\n" + text + "sys.path.append(1)\n" + MAIN)[2] == may_run
+
+
+def test_names_tools_install_come_from_the_knowledge():
+    from loopcheck.engine.import_raises import PYTHON_NAMES, known_names
+    from loopcheck.engine.knowledge import knowledge
+
+    assert "spark" not in PYTHON_NAMES and "len" in PYTHON_NAMES and "__file__" in PYTHON_NAMES
+    assert known_names() == PYTHON_NAMES | knowledge().installed_builtins
+    assert _raise("import os\ndisplay(spark.table('t'), dbutils)\n" + MAIN) is None

@@ -22,11 +22,11 @@ A statement raises ``NameError`` when:
   ``with`` or ``except`` target, a ``def`` or ``class``, a ``match`` capture, a ``type``
   alias; nor by a walrus anywhere (one in a comprehension binds the module's name), nor by
   ``global`` in a function (which may assign it);
-* the name is not a builtin (:data:`KNOWN_NAMES`: the running Python's ``builtins``, those
+* the name is not a builtin (:func:`known_names`: the running Python's ``builtins``, those
   of other Python versions, 2 included, and of Windows; a module's own attributes such as
-  ``__file__``; names that tools install as builtins: ``_`` of ``gettext.install``,
-  ``profile`` of ``kernprof``; and those of notebook kernels: ``display``, ``get_ipython``,
-  ``spark``, ``dbutils``);
+  ``__file__``; and, from the knowledge's ``[[builtin]]`` entries, the names that tools
+  install as builtins: ``_`` of ``gettext.install``, ``profile`` of ``kernprof``; and those
+  of notebook kernels: ``display``, ``get_ipython``, ``spark``, ``dbutils``);
 * the module is a program, not a snippet: it has an import statement of its own in its top
   scope, and an ``if __name__ == "__main__":`` block at its top level (it is meant to be run
   as a whole). A snippet in a README or a fixture reads ``model``, ``Net`` or ``dataset`` from
@@ -52,20 +52,25 @@ its own functions or decorates one.
 What is given up: a script run by another program that defines its free names first
 (``exec(open(path).read(), namespace)``, ``runpy.run_path(path, init_globals)``, IPython's
 ``%run -i``), and one whose imports install the name as a builtin otherwise than
-:data:`KNOWN_NAMES` knows.
+:func:`known_names` knows.
 """
 
 from __future__ import annotations
 
 import builtins
 from dataclasses import dataclass
+from functools import lru_cache
 
 import libcst as cst
 
+from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.walk import children, walk
 
-#: Names a module reads without binding them, that do not raise ``NameError``.
-KNOWN_NAMES = frozenset(dir(builtins)) | frozenset({
+#: Names a module reads without binding them, that do not raise ``NameError``, by the
+#: language: the running Python's builtins, and those of other versions, platforms and of
+#: ``site``. Those tools and notebook kernels install are library knowledge
+#: (``[[builtin]]`` in ``loopcheck/knowledge/builtins.toml``; :func:`known_names` adds them).
+PYTHON_NAMES = frozenset(dir(builtins)) | frozenset({
     # builtins of other Python 3 versions (the checked code may run on another)
     "aiter", "anext", "EncodingWarning", "ExceptionGroup", "BaseExceptionGroup",
     "PythonFinalizationError", "_IncompleteInputError",
@@ -77,12 +82,18 @@ KNOWN_NAMES = frozenset(dir(builtins)) | frozenset({
     # a module's own attributes
     "__name__", "__file__", "__doc__", "__package__", "__spec__", "__loader__", "__builtins__",
     "__cached__", "__annotations__", "__path__", "__debug__",
-    # installed as builtins by tools: gettext.install(), kernprof and memory_profiler,
-    # icecream.install()
-    "_", "profile", "ic",
-    # bound by notebook kernels (IPython, Databricks) for code exported as a script
-    "display", "get_ipython", "In", "Out", "spark", "sc", "dbutils",
 })
+
+
+@lru_cache(maxsize=1)
+def known_names() -> frozenset[str]:
+    """Every name a module may read without binding it and without ``NameError``:
+    :data:`PYTHON_NAMES`, and the names tools and notebook kernels install as builtins
+    (``_`` of ``gettext.install()``, ``profile`` of kernprof, ``display`` and ``spark`` of
+    notebook kernels), read from the knowledge's ``[[builtin]]`` entries
+    (:attr:`loopcheck.engine.knowledge.Knowledge.installed_builtins`)."""
+    return PYTHON_NAMES | knowledge().installed_builtins
+
 
 #: Names whose use may bind the module's names unseen (or make a builtin of any name).
 _OPEN_NAMES = frozenset({"globals", "locals", "vars", "exec", "execfile", "builtins", "__builtin__", "__builtins__", "__main__"})
@@ -121,13 +132,14 @@ def raising_statement(module: cst.Module) -> ModuleRaise | None:
     bound, has_import, open_ = _module_bindings(module)
     if not has_import or open_:
         return None
+    known = known_names()
     for position, stmt in enumerate(module.body):
         if type(stmt) is not cst.SimpleStatementLine:
             continue
         for small in stmt.body:
             names: list[str] = []
             _statement_reads(small, names)
-            free = next((n for n in names if n not in bound and n not in KNOWN_NAMES), None)
+            free = next((n for n in names if n not in bound and n not in known), None)
             if free is not None:
                 return ModuleRaise(stmt, position, free, _may_run(module, position))
     return None
