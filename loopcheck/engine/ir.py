@@ -95,7 +95,10 @@ class Arg:
     ``gradient_accumulation_steps``), else ``None``; ``flag``, for a parameter of the function
     being inlined that the call gave ``True`` or ``False`` (or left at such a default) and the
     function never re-binds (``super().train(mode)`` in a model's own ``train``, called as
-    ``model.train(False)``), that value, else ``None``."""
+    ``model.train(False)``), that value, else ``None``; ``flag_call``, for such a flag that a
+    call's literal argument gave (not a default), that call (``model.train(False)``, in the
+    code that called the function; the outermost, for a flag passed on by name through
+    several calls), else ``None``."""
 
     keyword: str | None
     node: cst.BaseExpression
@@ -105,6 +108,7 @@ class Arg:
     call: "Call | None" = None
     constant: int | None = None
     flag: bool | None = None
+    flag_call: cst.Call | None = None
 
 
 @dataclass(eq=False)
