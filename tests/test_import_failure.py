@@ -353,7 +353,10 @@ def test_a_module_the_repository_ignores_is_not_decided(tmp_path: Path, ignore: 
     # it registers pkg.data after the import, which fails first
     ("import sys, types\nfrom pkg.data import Loader\nsys.modules['pkg.data'] = types.ModuleType('pkg.data')\n",
      ImportFailure(2, "no module 'pkg.data': pkg holds no data.py")),
-    # it registers pkg.data before: the import gets that module
+    # it registers pkg.data before: the import gets that module (also through an alias of sys)
+    ("import sys as _s, types\n_s.modules['pkg.data'] = types.ModuleType('pkg.data')\nfrom pkg.data import Loader\n",
+     None),
+    ("import sys as _s\nimport types\n_s.modules.setdefault('pkg.data', types)\nfrom pkg.data import Loader\n", None),
     ("import sys, types\nsys.modules['pkg.data'] = types.ModuleType('pkg.data')\nfrom pkg.data import Loader\n",
      None),
     # a name the project's file holds: the registered module, not pkg/layers.py, is imported

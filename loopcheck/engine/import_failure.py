@@ -190,11 +190,13 @@ def _read(source: str) -> _Module | None:
     registers = bool(_REGISTRY_WORDS.search(source)) and _registers(tree, registered)
     registers_at, registered_at = [], []
     if registers or registered:
+        aliases = frozenset(a.asname for node in ast.walk(tree) if isinstance(node, ast.Import)
+                            for a in node.names if a.name == "sys" and a.asname)
         for stmt in tree.body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue  # (runs when called: a call before an import keeps it from being decided)
             names: set[str] = set()
-            if _registers(stmt, names):
+            if _registers(stmt, names, aliases):
                 registers_at.append(stmt.lineno)
             if names:
                 registered_at.append((stmt.lineno, frozenset(names)))
@@ -283,7 +285,7 @@ def _dynamic(node: ast.AST) -> bool:
     return isinstance(node, ast.Attribute) and node.attr in _DYNAMIC
 
 
-def _registers(tree: ast.AST, named: set[str] | None = None) -> bool:
+def _registers(tree: ast.AST, named: set[str] | None = None, sys_names: frozenset[str] = frozenset()) -> bool:
     """Whether the code ``tree`` (a module or a statement, function bodies included) may make any
     module importable that no file holds: it changes ``sys.modules`` (but for an assignment to
     a written name, ``sys.modules["pkg.Optim"] = m``, which is added to the set ``named``
@@ -293,8 +295,10 @@ def _registers(tree: ast.AST, named: set[str] | None = None) -> bool:
     ``sys.modules`` (``sys.modules[__name__]``, ``sys.modules.get(name)``, ``name in
     sys.modules``) registers nothing; nor do ``model.modules()`` or ``self.__dict__``. A star
     import, a module ``__getattr__`` or ``globals()`` only bind names in the module's namespace:
-    ``import pkg.sub`` looks in ``sys.modules`` and the finders, never at ``pkg``'s attributes."""
-    names = {"sys"}
+    ``import pkg.sub`` looks in ``sys.modules`` and the finders, never at ``pkg``'s attributes.
+    ``sys_names``: other names bound to ``sys`` outside ``tree`` (a statement of a module
+    whose ``import sys as _s`` is another statement)."""
+    names = {"sys", *sys_names}
     parents: dict[int, ast.AST] = {}
     for node in ast.walk(tree):
         for child in ast.iter_child_nodes(node):
