@@ -344,3 +344,38 @@ def test_a_module_the_repository_ignores_is_not_decided(tmp_path: Path, ignore: 
     }
     found = failure(tmp_path, files)
     assert (found is not None) == decided
+
+
+@pytest.mark.parametrize("script, expected", [
+    # the script registers another name before the import: pkg.data stays missing
+    ("import sys, types\nsys.modules['pkg.Layers'] = types.ModuleType('pkg.Layers')\nfrom pkg.data import Loader\n",
+     ImportFailure(3, "no module 'pkg.data': pkg holds no data.py")),
+    # it registers pkg.data after the import, which fails first
+    ("import sys, types\nfrom pkg.data import Loader\nsys.modules['pkg.data'] = types.ModuleType('pkg.data')\n",
+     ImportFailure(2, "no module 'pkg.data': pkg holds no data.py")),
+    # it registers pkg.data before: the import gets that module (also through an alias of sys)
+    ("import sys as _s, types\n_s.modules['pkg.data'] = types.ModuleType('pkg.data')\nfrom pkg.data import Loader\n",
+     None),
+    ("import sys as _s\nimport types\n_s.modules.setdefault('pkg.data', types)\nfrom pkg.data import Loader\n", None),
+    ("import sys, types\nsys.modules['pkg.data'] = types.ModuleType('pkg.data')\nfrom pkg.data import Loader\n",
+     None),
+    # a name the project's file holds: the registered module, not pkg/layers.py, is imported
+    ("import sys, types\nsys.modules['pkg.layers'] = types.ModuleType('pkg.layers')\nfrom pkg.layers import Loader\n",
+     None),
+    # ... and a module under it
+    ("import sys, types\nsys.modules['pkg'] = types.ModuleType('pkg')\nfrom pkg.data import Loader\n", None),
+])
+def test_the_checked_file_registers_only_the_name_it_writes(tmp_path: Path, script: str, expected):
+    assert failure(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/layers.py": "class Head:\n    pass\n",
+        "train.py": script,
+    }) == expected
+
+
+def test_a_loaded_module_registering_a_name_the_project_holds_is_not_decided(tmp_path: Path):
+    assert failure(tmp_path, {
+        "pkg/__init__.py": "import sys, types\nsys.modules['pkg.layers'] = types.ModuleType('pkg.layers')\n",
+        "pkg/layers.py": "class Head:\n    pass\n",
+        "train.py": "from pkg.layers import Loader\n",
+    }) is None

@@ -155,3 +155,66 @@ def test_never_reached():
     call = next(n for n in walk(module.body[5]) if type(n) is cst.Call)  # the raising statement
     assert never_reached(raised, module, call, table) is False
     assert never_reached(raised, module, cst.Name("elsewhere"), table) is False
+
+
+def test_code_run_as_defined_before_the_raise_is_reached():
+    text = """\
+        import os
+
+        def register(fn):
+            return fn
+
+        class Config:
+            lr = 1
+            def fit(self):
+                return 2
+
+        @register(3)
+        def train(epochs=4):
+            return 5
+
+        class Runner:
+            def fit():
+                return 6
+            history = fit()
+
+        def unused(epochs=7):
+            return 8
+
+        sys.path.append(os.getcwd())
+
+        @register(9)
+        def late():
+            return 10
+        """
+    module = cst.parse_module(textwrap.dedent(text) + MAIN)
+    raised = raising_statement(module)
+    assert sorted(raised.may_run) == ["Runner", "register", "train"]
+    table = parent_table(module)
+    ints = {int(n.value): n for n in walk(module) if type(n) is cst.Integer}
+    reached = {value: never_reached(raised, module, node, table) for value, node in ints.items()}
+    # the class body (1) runs as Config is defined, its method (2) only if called: nothing
+    # names Config; a decorator (3) and a default (4, 7) run as the def runs, and train (5),
+    # handed to its decorator, may run; Runner's body calls fit (6); unused's body (8) never
+    # runs; after the raise nothing runs (9, 10)
+    assert reached == {1: False, 2: True, 3: False, 4: False, 5: False, 6: False, 7: False, 8: True,
+                       9: True, 10: True}
+
+
+@pytest.mark.parametrize("text, may_run", [
+    ("@atexit.register\ndef report():\n    pass\n", ["report"]),
+    ("class Model:\n    @property\n    def size(self):\n        pass\n", ["Model"]),
+    ("class Model:\n    def size(self):\n        pass\n", []),
+    ("def outer():\n    @wrap\n    def inner():\n        pass\n", []),
+])
+def test_handed_to_code_before_the_raise(text, may_run):
+    assert _raise("import atexit\n" + text + "sys.path.append(1)\n" + MAIN)[2] == may_run
+
+
+def test_names_tools_install_come_from_the_knowledge():
+    from loopcheck.engine.import_raises import PYTHON_NAMES, known_names
+    from loopcheck.engine.knowledge import knowledge
+
+    assert "spark" not in PYTHON_NAMES and "len" in PYTHON_NAMES and "__file__" in PYTHON_NAMES
+    assert known_names() == PYTHON_NAMES | knowledge().installed_builtins
+    assert _raise("import os\ndisplay(spark.table('t'), dbutils)\n" + MAIN) is None

@@ -130,6 +130,9 @@ def test_grad_contexts():
      "'first_change' default is an integer"),
     ('[[function]]\nnames = ["x.f"]\nreturns = {role = "scheduler", constant_when = {arg = 2}}',
      "'constant_when' is a table with 'arg' and 'value'"),
+    ('[[builtin]]\nnames = ["spark"]\ninstalled_by = "Databricks"', "'installed_by' and 'source' are required"),
+    ('[[builtin]]\nnames = ["a.b"]\ninstalled_by = "x"\nsource = "https://x"', "'names' (identifiers)"),
+    ('[[builtin]]\nnames = ["x"]\ninstalled_by = "x"\nsource = "https://x"\nkind = 1', "and only they"),
 ])
 def test_a_bad_entry_is_an_error_that_names_it(text, message):
     with pytest.raises(KnowledgeError, match=re.escape(message)):
@@ -147,3 +150,11 @@ def test_new_memory_says_which_results_share_no_memory_with_their_arguments(name
     returns = knowledge().function(name).returns
     assert (returns is not None and returns.new_memory) is new
     assert (returns.get("shares") if returns is not None else None) == shares
+
+
+def test_installed_builtins_are_knowledge():
+    kb = knowledge()
+    assert kb.installed_builtins == {"_", "profile", "ic", "display", "get_ipython", "In", "Out", "spark", "sc", "dbutils"}
+    one = Knowledge()
+    one.load('[[builtin]]\nnames = ["show"]\ninstalled_by = "a kernel"\nsource = "https://x"', "test.toml")
+    assert one.installed_builtins == {"show"}

@@ -469,6 +469,9 @@ class Frame:
     instances: dict[str, ClassRef] = field(default_factory=dict)  # symbol -> its class
     literal_params: set[str] = field(default_factory=set)  # unbound parameters with a numeric default
     constants: dict = field(default_factory=dict)  # parameter -> the constant it was given (phase="train")
+    # parameter of ``constants`` -> the call whose literal argument gave it (``model.train(False)``
+    # for ``mode`` in a model's own ``train``; the outermost, for a constant passed on by name)
+    constant_calls: dict = field(default_factory=dict)
     # parameter -> the list or tuple display the call gave it, for a parameter the function
     # never re-binds (``fit([(x, y)])``): what a ``for`` over the parameter iterates
     displays: dict = field(default_factory=dict)
@@ -916,6 +919,7 @@ class UnitBuilder:
                     # (a library's construction argument: Accelerator(gradient_accumulation_steps=n))
                     self.run_constant(frame, a.value) if qualified and not a.star else None,
                     _flag(frame, a),
+                    _flag_call(frame, a),
                 )
             )
         if func and func.rpartition(".")[2] in knowledge().methods_with("each_module"):
@@ -1647,14 +1651,18 @@ class UnitBuilder:
             if x.name.value not in subst and x.default is not None and _is_literal(x.default, set())
         }
         callee.constants = _constants(func, bound, subst, self._locals[key][0])
+        callee.constant_calls = {name: raw.node for name in callee.constants if name in bound}
         callee.displays = {
             name: arg.node for name, arg in bound.items()
             if name not in assigned and type(arg.node) in (cst.List, cst.Tuple) and _only_iterated(func, name)
         }
         outer = {f"{frame.fid}:{k}" if frame.fid else k: v for k, v in frame.constants.items()}
+        outer_calls = {f"{frame.fid}:{k}" if frame.fid else k: v for k, v in frame.constant_calls.items()}
         for name, sym in subst.items():  # a constant passed on by name: build_model(..., phase)
             if sym in outer and name not in self._locals[key][0]:
                 callee.constants[name] = outer[sym]
+                if sym in outer_calls:
+                    callee.constant_calls[name] = outer_calls[sym]
         callee.class_params = {name: k for name, k in class_params.items() if name not in assigned}
         callee.forwarded = _extra_args(func, raw.args, self_sym is not None and not _is_static(func)
                                        or _is_classmethod(func))
@@ -3363,6 +3371,16 @@ def _flag(frame: Frame, a: cst.Arg) -> bool | None:
         return None
     value = frame.constants.get(a.value.value)
     return value if type(value) is bool else None
+
+
+def _flag_call(frame: Frame, a: cst.Arg) -> cst.Call | None:
+    """:attr:`Arg.flag_call <loopcheck.engine.ir.Arg.flag_call>` of argument ``a`` of a call
+    in ``frame``: the call whose literal argument gave the parameter ``a`` names its
+    ``True``/``False`` (:attr:`Frame.constant_calls`), else ``None`` (no flag, or one left at
+    its default)."""
+    if _flag(frame, a) is None:
+        return None
+    return frame.constant_calls.get(a.value.value)
 
 
 def _constants(func: cst.FunctionDef, bound: dict, subst: dict, assigned: set[str]) -> dict:

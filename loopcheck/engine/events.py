@@ -109,6 +109,35 @@ def part_mode(model: str, ev: Event) -> str | None:
 
 
 @functools.cache
+def mode_call(ev: Event, holder: tuple[cst.Call, ...] = ()) -> cst.Call | None:
+    """The call of the training code that chose the mode a ``train``/``eval`` event sets, when
+    the event's call reads it from a parameter that call's literal argument fixed:
+    ``model.train(False)`` for the ``super().train(mode)`` of a model's own ``train(self,
+    mode=True)``, ``set_mode(model, False)`` for ``m.train(training)`` in a helper. The line
+    inside the function is right for every mode; the call chose eval. ``None`` when the mode is
+    the event's own (a literal, ``model.eval()``, or a parameter left at its default).
+
+    Args:
+        ev: a ``train`` or ``eval`` event.
+        holder: the calls (``Context.calls``, outermost first) that lead to the frame the
+            finding belongs to (the one that holds the step it is reported with): a literal
+            given further out than that frame is passed on by the call of that frame that
+            leads to the event, which is returned instead.
+    """
+    source = ev.extra.get("mode_call")
+    if source is None:
+        return None
+    calls = ev.ctx.calls
+    given = next((i for i, c in enumerate(calls) if c is source), None)
+    if given is None:
+        return None
+    shared = 0
+    while shared < min(len(calls), len(holder)) and calls[shared] is holder[shared]:
+        shared += 1
+    at = max(given, shared)
+    return calls[at] if at < len(calls) else None
+
+
 def tensor_gradient():
     """Where ``Tensor.backward`` takes its gradient argument, from the knowledge's entry (its
     ``gradient`` reference): the engine types ``t.backward(...)`` itself, since the receiver it
@@ -374,6 +403,11 @@ class _Typer:
                 self.ev("mode_part", owner, mode="train" if mode else "eval" if mode is False else "unknown")
             elif mode is None and isinstance(arg.node, cst.Name):  # model.train(was_training)
                 self.ev("mode_restore", model, var=arg.node.value)
+            elif arg is not None and arg.flag is not None and arg.flag_call is not None:
+                # the mode is the argument of a call of the training code (model.train(False)
+                # running the model's own train(), which hands over to nn.Module's): that call
+                # chose it (:func:`mode_call`)
+                self.ev("train" if mode else "eval", model, mode_call=arg.flag_call)
             else:
                 self.ev("train" if mode else "eval" if mode is False else "mode_unknown", model)
         elif k == "eval":

@@ -21,7 +21,11 @@ library's, which is taken to import; so is a name of the standard library. Absol
 are looked up as the checked file runs them (from its ``sys.path``), whichever module imports;
 a name that more than one of those directories holds as a module or package (``utils.py``
 beside the script and ``utils/`` at the root), or a directory holds both as ``x.py`` and
-``x/__init__.py``, depends on how the script is run and is not decided. It fails when:
+``x/__init__.py``, depends on how the script is run and is not decided; so is a name that code
+run before the import (a module loaded so far, the checked file's statements before it) puts
+in ``sys.modules`` by name (``sys.modules["pkg.data"] = m``), or a module under that name: the
+import gets that object. Such a registration makes only that name importable: another name is
+decided as if it were not there. It fails when:
 
 - a module it loads (the package ``pkg``, then ``pkg.models``) does not compile with CPython's
   parser (a ``SyntaxError``) nor parse with LibCST's (whose grammar follows newer Pythons:
@@ -107,10 +111,13 @@ class _Module:
     runs_from: int | None = None  # the first top-level statement that may run a loop
     path_moves: tuple = ()  # ((line, how), ...): its top-level statements that use sys.path
     registers: bool = False  # may make a module importable that no file holds (:func:`_registers`)
-    # the lines of its top-level statements (no ``def``) that may register: read for the checked
-    # file, where a written name (``sys.modules["x"] = m``) counts as registering any module
+    # the lines of its top-level statements (no ``def``) that may register any module: read for
+    # the checked file, whose statements after an import have not run when it runs
     registers_at: tuple = ()
     registered: frozenset = frozenset()  # the module names it puts in ``sys.modules`` by name
+    # ((line, names), ...): the module names each top-level statement (no ``def``) puts in
+    # ``sys.modules`` by name (``sys.modules["x"] = m``: only ``x``), read for the checked file
+    registered_at: tuple = ()
 
 
 def failing_import(project: Project | None, source: str, path: Path | str | None) -> ImportFailure | None:
@@ -134,6 +141,7 @@ def failing_import(project: Project | None, source: str, path: Path | str | None
             return None  # a loop may run before it: not decided
         state.path_moved = max([state.path_moved, *(how for at, how in mod.path_moves if at < line)])
         state.registers = state.registers or any(at < line for at in mod.registers_at)
+        state.registered.update(name for at, names in mod.registered_at if at < line for name in names)
         reason = _fails(project, module, names, near, near, (near,), state)
         if reason is not None:
             return ImportFailure(line, reason)
@@ -180,9 +188,18 @@ def _read(source: str) -> _Module | None:
             imports.append((stmt.lineno, written, tuple(a.name for a in stmt.names)))
     registered: set[str] = set()
     registers = bool(_REGISTRY_WORDS.search(source)) and _registers(tree, registered)
-    registers_at = () if not (registers or registered) else tuple(
-        stmt.lineno for stmt in tree.body
-        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and _registers(stmt))
+    registers_at, registered_at = [], []
+    if registers or registered:
+        aliases = frozenset(a.asname for node in ast.walk(tree) if isinstance(node, ast.Import)
+                            for a in node.names if a.name == "sys" and a.asname)
+        for stmt in tree.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue  # (runs when called: a call before an import keeps it from being decided)
+            names: set[str] = set()
+            if _registers(stmt, names, aliases):
+                registers_at.append(stmt.lineno)
+            if names:
+                registered_at.append((stmt.lineno, frozenset(names)))
     bound: set[str] = set()
     is_open = touches_path = False
     stack: list[ast.AST] = list(tree.body)
@@ -220,7 +237,7 @@ def _read(source: str) -> _Module | None:
             touches_path = True
         stack.extend(ast.iter_child_nodes(node))
     return _Module(True, tuple(imports), frozenset(bound), is_open, touches_path, changes_path, runs_from,
-                   path_moves, registers, registers_at, frozenset(registered))
+                   path_moves, registers, tuple(registers_at), frozenset(registered), tuple(registered_at))
 
 
 def _libraries() -> frozenset[str]:
@@ -268,7 +285,7 @@ def _dynamic(node: ast.AST) -> bool:
     return isinstance(node, ast.Attribute) and node.attr in _DYNAMIC
 
 
-def _registers(tree: ast.AST, named: set[str] | None = None) -> bool:
+def _registers(tree: ast.AST, named: set[str] | None = None, sys_names: frozenset[str] = frozenset()) -> bool:
     """Whether the code ``tree`` (a module or a statement, function bodies included) may make any
     module importable that no file holds: it changes ``sys.modules`` (but for an assignment to
     a written name, ``sys.modules["pkg.Optim"] = m``, which is added to the set ``named``
@@ -278,8 +295,10 @@ def _registers(tree: ast.AST, named: set[str] | None = None) -> bool:
     ``sys.modules`` (``sys.modules[__name__]``, ``sys.modules.get(name)``, ``name in
     sys.modules``) registers nothing; nor do ``model.modules()`` or ``self.__dict__``. A star
     import, a module ``__getattr__`` or ``globals()`` only bind names in the module's namespace:
-    ``import pkg.sub`` looks in ``sys.modules`` and the finders, never at ``pkg``'s attributes."""
-    names = {"sys"}
+    ``import pkg.sub`` looks in ``sys.modules`` and the finders, never at ``pkg``'s attributes.
+    ``sys_names``: other names bound to ``sys`` outside ``tree`` (a statement of a module
+    whose ``import sys as _s`` is another statement)."""
+    names = {"sys", *sys_names}
     parents: dict[int, ast.AST] = {}
     for node in ast.walk(tree):
         for child in ast.iter_child_nodes(node):
@@ -395,6 +414,8 @@ def _fails(project: Project, module: str, names: tuple | None, near: Path, entry
     where: list[Path] = []  # the directories of the last package
     for i in range(1, len(parts) + 1):
         dotted = ".".join(parts[:i])
+        if dotted in state.registered:
+            return None  # code run before put a module in ``sys.modules`` by that name: the import gets it
         path = project.find_module(dotted, entry)
         candidates = _candidates(project, project.roots_for(entry) if i == 1 else where, parts[i - 1])
         if path is not None and candidates != {path}:

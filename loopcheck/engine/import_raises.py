@@ -22,11 +22,11 @@ A statement raises ``NameError`` when:
   ``with`` or ``except`` target, a ``def`` or ``class``, a ``match`` capture, a ``type``
   alias; nor by a walrus anywhere (one in a comprehension binds the module's name), nor by
   ``global`` in a function (which may assign it);
-* the name is not a builtin (:data:`KNOWN_NAMES`: the running Python's ``builtins``, those
+* the name is not a builtin (:func:`known_names`: the running Python's ``builtins``, those
   of other Python versions, 2 included, and of Windows; a module's own attributes such as
-  ``__file__``; names that tools install as builtins: ``_`` of ``gettext.install``,
-  ``profile`` of ``kernprof``; and those of notebook kernels: ``display``, ``get_ipython``,
-  ``spark``, ``dbutils``);
+  ``__file__``; and, from the knowledge's ``[[builtin]]`` entries, the names that tools
+  install as builtins: ``_`` of ``gettext.install``, ``profile`` of ``kernprof``; and those
+  of notebook kernels: ``display``, ``get_ipython``, ``spark``, ``dbutils``);
 * the module is a program, not a snippet: it has an import statement of its own in its top
   scope, and an ``if __name__ == "__main__":`` block at its top level (it is meant to be run
   as a whole). A snippet in a README or a fixture reads ``model``, ``Net`` or ``dataset`` from
@@ -39,28 +39,38 @@ A notebook is not asked about (:func:`loopcheck.analysis.check_parsed`): its cel
 order, and its kernel binds names.
 
 Then (:func:`never_reached`) code of a top-level statement after it never runs, and neither
-does a function or class of the module, wherever it is defined, unless code that runs before
-the raise (the top-level statements up to and including the raising one, outside function
-bodies) names it, directly or through the functions and classes it names: the module's own
-calls come after the raise, and every import of the module fails.
+does the body of a function of the module, wherever it is defined, unless code that runs
+before the raise (the top-level statements up to and including the raising one, outside
+function bodies) names its outermost function or class, directly or through the functions and
+classes it names: the module's own calls come after the raise, and every import of the module
+fails. What a statement before the raise runs as it defines runs all the same: a class body
+(its methods' bodies excepted), a ``def``'s decorators, defaults and annotations; and a
+function or class that such code is handed may run too: one under a decorator (the decorator
+may call it, or keep it to call later: ``atexit.register``), a class whose body calls one of
+its own functions or decorates one.
 
 What is given up: a script run by another program that defines its free names first
 (``exec(open(path).read(), namespace)``, ``runpy.run_path(path, init_globals)``, IPython's
 ``%run -i``), and one whose imports install the name as a builtin otherwise than
-:data:`KNOWN_NAMES` knows.
+:func:`known_names` knows.
 """
 
 from __future__ import annotations
 
 import builtins
 from dataclasses import dataclass
+from functools import lru_cache
 
 import libcst as cst
 
+from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.walk import children, walk
 
-#: Names a module reads without binding them, that do not raise ``NameError``.
-KNOWN_NAMES = frozenset(dir(builtins)) | frozenset({
+#: Names a module reads without binding them, that do not raise ``NameError``, by the
+#: language: the running Python's builtins, and those of other versions, platforms and of
+#: ``site``. Those tools and notebook kernels install are library knowledge
+#: (``[[builtin]]`` in ``loopcheck/knowledge/builtins.toml``; :func:`known_names` adds them).
+PYTHON_NAMES = frozenset(dir(builtins)) | frozenset({
     # builtins of other Python 3 versions (the checked code may run on another)
     "aiter", "anext", "EncodingWarning", "ExceptionGroup", "BaseExceptionGroup",
     "PythonFinalizationError", "_IncompleteInputError",
@@ -72,12 +82,18 @@ KNOWN_NAMES = frozenset(dir(builtins)) | frozenset({
     # a module's own attributes
     "__name__", "__file__", "__doc__", "__package__", "__spec__", "__loader__", "__builtins__",
     "__cached__", "__annotations__", "__path__", "__debug__",
-    # installed as builtins by tools: gettext.install(), kernprof and memory_profiler,
-    # icecream.install()
-    "_", "profile", "ic",
-    # bound by notebook kernels (IPython, Databricks) for code exported as a script
-    "display", "get_ipython", "In", "Out", "spark", "sc", "dbutils",
 })
+
+
+@lru_cache(maxsize=1)
+def known_names() -> frozenset[str]:
+    """Every name a module may read without binding it and without ``NameError``:
+    :data:`PYTHON_NAMES`, and the names tools and notebook kernels install as builtins
+    (``_`` of ``gettext.install()``, ``profile`` of kernprof, ``display`` and ``spark`` of
+    notebook kernels), read from the knowledge's ``[[builtin]]`` entries
+    (:attr:`loopcheck.engine.knowledge.Knowledge.installed_builtins`)."""
+    return PYTHON_NAMES | knowledge().installed_builtins
+
 
 #: Names whose use may bind the module's names unseen (or make a builtin of any name).
 _OPEN_NAMES = frozenset({"globals", "locals", "vars", "exec", "execfile", "builtins", "__builtin__", "__builtins__", "__main__"})
@@ -93,8 +109,8 @@ class ModuleRaise:
         position: its index in ``Module.body``.
         name: the name it reads that nothing binds (the first in the statement's text).
         may_run: the names of the module's functions and classes that code running before
-            the raise (the top-level statements up to the raising one) names, directly or
-            through what they name: their code may run.
+            the raise (the top-level statements up to the raising one) names or is handed (a
+            decorated one), directly or through what they name: their code may run.
     """
 
     statement: cst.SimpleStatementLine
@@ -116,13 +132,14 @@ def raising_statement(module: cst.Module) -> ModuleRaise | None:
     bound, has_import, open_ = _module_bindings(module)
     if not has_import or open_:
         return None
+    known = known_names()
     for position, stmt in enumerate(module.body):
         if type(stmt) is not cst.SimpleStatementLine:
             continue
         for small in stmt.body:
             names: list[str] = []
             _statement_reads(small, names)
-            free = next((n for n in names if n not in bound and n not in KNOWN_NAMES), None)
+            free = next((n for n in names if n not in bound and n not in known), None)
             if free is not None:
                 return ModuleRaise(stmt, position, free, _may_run(module, position))
     return None
@@ -130,9 +147,11 @@ def raising_statement(module: cst.Module) -> ModuleRaise | None:
 
 def never_reached(raised: ModuleRaise, module: cst.Module, node: cst.CSTNode, table: dict) -> bool:
     """Whether ``node`` of ``module`` lies in code that never runs because the statement
-    ``raised`` raises: a top-level statement after it, or a function or class of the module
-    that no code before the raise names (``ModuleRaise.may_run``). ``False`` for a node that
-    is not in ``module``.
+    ``raised`` raises: a top-level statement after it, or the body of a function of a
+    statement before it whose outermost function or class no code before the raise names
+    (``ModuleRaise.may_run``). ``False`` for a node that is not in ``module``, and for code
+    that a statement before the raise runs as it defines (a class body, not its methods'
+    bodies; a ``def``'s decorators, defaults and annotations): it runs before the raise.
 
     Args:
         raised: :func:`raising_statement`'s answer for ``module``.
@@ -141,11 +160,14 @@ def never_reached(raised: ModuleRaise, module: cst.Module, node: cst.CSTNode, ta
         table: ``node → parent`` for ``module`` (:func:`loopcheck.engine.values.parents`).
     """
     outermost = None  # the outermost function or class around the node
+    in_body = False  # whether the node is in a function's body (it runs when called)
     top = node
     parent = table.get(top)
     while parent is not None and parent is not module:
         if type(parent) in (cst.FunctionDef, cst.ClassDef):
             outermost = parent
+            if type(parent) is cst.FunctionDef and top is parent.body:
+                in_body = True
         top = parent
         parent = table.get(top)
     if parent is not module:
@@ -157,7 +179,7 @@ def never_reached(raised: ModuleRaise, module: cst.Module, node: cst.CSTNode, ta
         return False
     if position > raised.position:
         return True
-    return outermost is not None and outermost.name.value not in raised.may_run
+    return in_body and outermost is not None and outermost.name.value not in raised.may_run
 
 
 def _is_main_block(stmt: cst.CSTNode) -> bool:
@@ -354,7 +376,8 @@ def _reads(node: cst.CSTNode, out: list[str]) -> None:
 
 def _may_run(module: cst.Module, position: int) -> frozenset[str]:
     """The names of functions and classes of ``module`` that code running before the
-    statement at ``position`` (it included) names, and what those name in turn."""
+    statement at ``position`` (it included) names or is handed (:func:`_handed_over`), and
+    what those name in turn."""
     named: set[str] = set()
     for stmt in module.body[: position + 1]:
         _names_run(stmt, named)
@@ -362,6 +385,8 @@ def _may_run(module: cst.Module, position: int) -> frozenset[str]:
     for stmt in _scope_statements(module.body[:position]):
         if type(stmt) in (cst.FunctionDef, cst.ClassDef):
             defs.setdefault(stmt.name.value, []).append(stmt)
+            if _handed_over(stmt):
+                named.add(stmt.name.value)
     reached: set[str] = set()
     todo = [n for n in named if n in defs]
     while todo:
@@ -374,6 +399,30 @@ def _may_run(module: cst.Module, position: int) -> frozenset[str]:
                 if type(n) is cst.Name and n.value in defs and n.value not in reached:
                     todo.append(n.value)
     return frozenset(reached)
+
+
+def _handed_over(definition: cst.FunctionDef | cst.ClassDef) -> bool:
+    """Whether defining ``definition`` (a statement that runs before the raise) hands one of
+    its functions to code that may call it: a decorator receives what it decorates, and may
+    call it then (``@run_now``) or keep it to be called later (``@atexit.register`` runs it at
+    exit, after the ``NameError`` too); a class body that names one of its own functions
+    outside function bodies (``history = fit()`` under ``def fit():``) calls it, and a
+    decorator of a method receives the method. The code of the function, and for a class of
+    the whole class, may then run."""
+    if definition.decorators:
+        return True
+    if type(definition) is not cst.ClassDef or type(definition.body) is not cst.IndentedBlock:
+        return False
+    own: set[str] = set()  # the class's functions, in its body's own scope
+    for stmt in _scope_statements(definition.body.body):
+        if type(stmt) is cst.FunctionDef:
+            if stmt.decorators:
+                return True
+            own.add(stmt.name.value)
+    run: set[str] = set()  # what the class body names as it runs
+    for stmt in definition.body.body:
+        _names_run(stmt, run)
+    return not own.isdisjoint(run)
 
 
 def _names_run(node: cst.CSTNode, out: set[str]) -> None:

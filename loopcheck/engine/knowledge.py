@@ -128,6 +128,8 @@ BEHAVIOURS = frozenset({"scheduler_step_after_optimizer", "zero_grad_set_to_none
 #: What a ``[packages]`` table may list: ``torch``, the top-level packages that are PyTorch or
 #: are built on it (a file that imports none of them is not checked for training rules).
 _PACKAGE_KEYS = frozenset({"torch", "other", "no_modules"})
+#: What a ``[[builtin]]`` entry holds: the names, what installs them, and the source.
+_BUILTIN_KEYS = frozenset({"names", "installed_by", "source"})
 
 
 @dataclass(frozen=True)
@@ -604,6 +606,10 @@ class Knowledge:
         self.no_module_packages: frozenset[str] = frozenset()
         #: Frameworks that run the user's subclasses of their classes (``[[driver]]``).
         self.drivers: list[Driver] = []
+        #: Names that tools and notebook kernels install as builtins (``[[builtin]]``): a
+        #: module reads them without binding them and raises no ``NameError``
+        #: (:mod:`loopcheck.engine.import_raises`).
+        self.installed_builtins: frozenset[str] = frozenset()
         #: The PyTorch version each behaviour of :data:`BEHAVIOURS` began with (``[since]``).
         self.since: dict[str, tuple[int, ...]] = {}
         #: APIs that began with a PyTorch version (``[[api_since]]``), oldest first.
@@ -668,11 +674,20 @@ class Knowledge:
             if not raw.get("source"):
                 raise KnowledgeError(f"{where}: 'source' is required")
             self.drivers.append(_driver(raw, where))
+        for i, raw in enumerate(data.get("builtin", [])):
+            where = f"{origin}: builtin #{i + 1}"
+            names = raw.get("names") if isinstance(raw, dict) else None
+            if (not isinstance(names, list) or not names or not all(isinstance(n, str) and n.isidentifier() for n in names)
+                    or set(raw) - _BUILTIN_KEYS or not raw.get("source") or not raw.get("installed_by")):
+                raise KnowledgeError(f"{where}: 'names' (identifiers), 'installed_by' and 'source' are required,"
+                                     f" and only they")
+            self.installed_builtins |= frozenset(names)
         since = data.get("since", {})
         if not isinstance(since, dict) or set(since) - BEHAVIOURS:
             raise KnowledgeError(f"{origin}: [since] maps behaviours {sorted(BEHAVIOURS)} to versions")
         for behaviour, text in since.items():
             self.since[behaviour] = version(text, f"{origin}: [since] {behaviour}")
+<<<<<<< HEAD
         for i, raw in enumerate(data.get("api_since", [])):
             where = f"{origin}: api_since #{i + 1}"
             if not isinstance(raw, dict) or set(raw) - {"version", "names", "methods", "source"} or not raw.get("source"):
@@ -684,6 +699,9 @@ class Knowledge:
                                            frozenset(methods), raw["source"]))
         self.api_since.sort(key=lambda e: e.version)
         unknown = set(data) - {"function", "class", "packages", "driver", "since", "api_since"}
+=======
+        unknown = set(data) - {"function", "class", "packages", "driver", "builtin", "since"}
+>>>>>>> helper-h5
         if unknown:
             raise KnowledgeError(f"{origin}: unknown top-level keys {sorted(unknown)}")
 

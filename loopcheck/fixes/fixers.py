@@ -238,9 +238,11 @@ def eval_mode_not_reset(ctx: FixContext, f: Finding) -> Fix | None:
     """Insert ``model.train()`` as the first statement of the training loop (unsafe: where the
     mode should switch back is the author's choice)."""
     ev = flagged(ctx, f)
-    if ev is None or not isinstance(ev.func, cst.Attribute):
+    if ev is None:
         return None
-    model = ctx.expr_code(ev.func.value)
+    # the receiver of model.eval(); for a helper that chose the mode (set_mode(model, False)),
+    # the model the step trains
+    model = ctx.expr_code(ev.func.value) if isinstance(ev.func, cst.Attribute) else None
     step = first(related_calls(ctx, f, "step"))
     if step is None:
         return None
@@ -250,8 +252,8 @@ def eval_mode_not_reset(ctx: FixContext, f: Finding) -> Fix | None:
     same_scope = ctx.scope_of(ev) is ctx.scope_of(step)
     target = next((loop for loop in reversed(loops) if ctx.contains(loop, ev)), None) if same_scope else None
     target = target or loops[0]
-    if not same_scope:
-        model = _trained_model(ctx, step) or (model if _same_class(ctx, ev, step, model) else None)
+    if not same_scope or model is None:
+        model = _trained_model(ctx, step) or (model if model and _same_class(ctx, ev, step, model) else None)
     body = ctx.body_block(target)
     if not model or body is None or not body.body or not ctx.valid_at(model, step):
         return None

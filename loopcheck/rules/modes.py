@@ -16,7 +16,7 @@ import libcst as cst
 from loopcheck.engine.builder import decide_test
 from loopcheck.engine.callers import entry_grad_off
 from loopcheck.engine.dataflow import NOT_TAKEN, Machine
-from loopcheck.engine.events import Event, part_mode
+from loopcheck.engine.events import Event, mode_call, part_mode
 from loopcheck.engine.forwards import forward_computes_gradients, forward_graph_free
 from loopcheck.engine.ir import Assign, Call, LoopInfo
 from loopcheck.engine.roles import last
@@ -379,19 +379,27 @@ class EvalModeNotReset(Rule):
                     continue
                 reported.add(id(ev))
                 step = _nearest_step(unit, ev, reached)
+                # the call that chose eval, where the event's own line reads the mode from it
+                # (model.train(False) running the model's own train(), whose super().train(mode)
+                # is right for both modes): the finding is there, the line inside related
+                chosen = mode_call(ev, step.ctx.calls)
+                node = chosen if chosen is not None else ev.node
+                related = [(step.node, "the training step that runs in eval mode")]
+                if chosen is not None:
+                    related.append((ev.node, "sets the mode this call passes"))
                 yield Report(
-                    self.info.code, ev.node,
-                    lambda d, ev=ev, step=step: (
-                        f"{d.call(ev.node, args=True)} is still in effect when {d.call(step.node)} at line "
+                    self.info.code, node,
+                    lambda d, node=node, step=step: (
+                        f"{d.call(node, args=True)} is still in effect when {d.call(step.node)} at line "
                         f"{d.line(step.node)} trains the model"
                     ),
-                    [(step.node, "the training step that runs in eval mode")],
+                    related,
                     note=lambda d: (
                         "No train() call comes in between, so Dropout stays off and BatchNorm stops updating "
                         "its statistics (measured, CPU, torch 2.13: 24/32 backward passes went through "
                         "eval-mode forwards). Call model.train() before the next training step."
                     ),
-                    at=ev, related_at=(step,),
+                    at=ev, related_at=(step, ev) if chosen is not None else (step,),
                 )
 
 
