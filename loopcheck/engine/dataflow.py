@@ -374,8 +374,9 @@ MAX_STATES = 32
 
 
 def _bound(states: set, forgotten: int = 0) -> tuple[set, int]:
-    """Forget remembered conditions while they multiply the states past ``MAX_STATES``; returns
-    the states and the bits of the tests forgotten, ``forgotten`` included.
+    """Forget remembered conditions while they multiply the states past ``MAX_STATES``, or past
+    twice the machine's own states when those alone are more; returns the states and the bits
+    of the tests forgotten, ``forgotten`` included.
 
     First the tests of ``forgotten`` (forgotten once, a test stays forgotten for the rest of
     the machine's run: the states cannot multiply again through it, and a loop head's states
@@ -389,7 +390,15 @@ def _bound(states: set, forgotten: int = 0) -> tuple[set, int]:
     if forgotten and any(conds & forgotten for _, conds in states):
         keep = ~forgotten
         states = {(ms, conds & keep) for ms, conds in states}
-    while len(states) > MAX_STATES:
+    if len(states) <= MAX_STATES:
+        return states, forgotten
+    # the conditions may double the machine's own states: a machine with more states than
+    # MAX_STATES alone (an optimizer built in one of seven ``elif`` arms, on one of two devices,
+    # in one of two dtypes) keeps the tests that tell its states apart (``if args.half:`` on each
+    # pass of the epoch loop), where forgetting them all made paths that take both arms of one
+    # run constant
+    limit = max(MAX_STATES, 2 * len({ms for ms, _ in states}))
+    while len(states) > limit:
         present = 0
         for _, conds in states:
             present |= conds

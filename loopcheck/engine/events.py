@@ -855,22 +855,29 @@ def _optimizer_state_moved(a: Assign, roles: Roles) -> Event | None:
     An ``opt_state_move`` of the optimizer; ``call`` is the copy (``v.to(device)``) and
     ``target`` its arguments' text, as a ``convert``'s. The state dict written must be the one
     the outer loop takes from the optimizer's ``state``, and the stored value a copy of a value
-    the inner loop takes from that same dict's ``items()``."""
+    the inner loop takes from that same dict's ``items()``. A loop's targets are the names the
+    code spells (``state``), the store's the symbols of its frame (``f0_1:state`` inside an
+    inlined function, ``state`` at module level): a name is compared with the symbol's last
+    part, both symbols of one frame, and both loops in the same function."""
     if a.op != "[]=" or a.target is None or not isinstance(a.value, cst.Call) or a.sources is None:
         return None
     call = next((c for c in a.sources.calls if c.node is a.value), None)
     if call is None or call.method not in _DEVICE_COPIES or not call.func:
         return None
-    receiver = call.func.rpartition(".")[0]  # ``v`` of ``v.to``
+    receiver = call.func.rpartition(".")[0]  # ``v`` of ``v.to`` (``f0_1:v`` in an inlined frame)
+    frame, _, name = a.target.rpartition(":")
+    if receiver.rpartition(":")[0] != frame:
+        return None
     loops = a.ctx.loops
-    outer = next((i for i, lp in enumerate(loops) if lp.targets and a.target == lp.targets[-1]), None)
+    outer = next((i for i, lp in enumerate(loops) if lp.targets and name == lp.targets[-1]), None)
     if outer is None:
         return None
     opt = next((roles.canon(n.rpartition(".state.")[0]) for n in loops[outer].iter_calls
                 if n.endswith((".state.values", ".state.items"))), None)
     if opt is None or opt not in roles.optimizers:
         return None
-    if not any(f"{a.target}.items" in lp.iter_calls and len(lp.targets) == 2 and receiver == lp.targets[1]
+    if not any(f"{a.target}.items" in lp.iter_calls and len(lp.targets) == 2
+               and receiver.rpartition(":")[2] == lp.targets[1] and lp.function == loops[outer].function
                for lp in loops[outer + 1:]):
         return None
     target = " ".join(cst.Module([]).code_for_node(arg.node) for arg in call.args)

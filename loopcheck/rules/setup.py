@@ -67,6 +67,11 @@ class S(NamedTuple):
         (``device = next(model.parameters()).device``, a ``device_read``) while the path knew
         where the model was: the variable names that place (:meth:`S.resolve`), so a later
         ``model.to(device)`` goes there.
+    state_at: the device every tensor of the optimizer's state was copied to (an
+        ``opt_state_move``, ``state[k] = v.to(device)`` for each value of each parameter's state)
+        since it last got its state by a ``step()`` or ``load_state_dict()``; ``None``: not
+        copied, the state is where :attr:`at_build` says. A move of the model to that device
+        puts the parameters where their state is.
     """
 
     built: Event | None
@@ -78,6 +83,7 @@ class S(NamedTuple):
     dtype: str | None = None
     cuda: bool | None = None
     reads: frozenset = frozenset()
+    state_at: Place | None = None
 
     def resolve(self, where: "Place") -> "Place":
         """Where a move to ``where`` goes: the place the model was at when the variable
@@ -431,17 +437,21 @@ class OptimizerModelMachine(Machine):
                 # away and back before the next step is a round trip
                 moved = s.pending is not None and s.has_state is not False  # a move that breaks it: reported
                 home = s.current if s.current is not None and not moved else s.at_build
-                return s._replace(has_state=s.has_state if stateless else True, pending=None, at_build=home)
+                return s._replace(has_state=s.has_state if stateless else True, pending=None, at_build=home,
+                                  state_at=None)
             if k == "opt_load_state":
-                return s._replace(has_state=True)
+                # a new state (``load_state_dict`` casts it to the parameters' device): no copy
+                # of the old one tells where it is
+                return s._replace(has_state=True, state_at=None)
             if k == "opt_state_move":
                 # every state tensor copied to a device: where the parameters were moved, the
-                # state follows them and the pending move breaks nothing
+                # state follows them and the pending move breaks nothing; before the model's
+                # move, the state waits there for the parameters (``state_at``)
                 where = s.resolve(device_of(ev))
                 if (s.pending is not None and s.pending.kind == "convert" and s.pending.extra["how"] == "device"
                         and same_place(where, s.current)):
-                    return s._replace(pending=None, at_build=where)
-                return s
+                    return s._replace(pending=None, at_build=where, state_at=where)
+                return s._replace(state_at=where)
             if k == "opt_params_set":
                 # the replaced submodule stored into the optimizer's parameter group: it holds
                 # and steps the new parameters, nothing is left out of it
@@ -508,6 +518,12 @@ class OptimizerModelMachine(Machine):
             if (same_place(where, s.at_build) or both_cuda(where, s.at_build)) and s.pending is not None \
                     and not self.overwrite():
                 return s._replace(pending=None, current=where)  # back where it was: a round trip
+            if ((same_place(where, s.state_at) or both_cuda(where, s.state_at)) and not self.overwrite()
+                    and (s.pending is None or s.pending.extra["how"] == "device")):
+                # to where every tensor of the optimizer's state was copied: the parameters join
+                # their state, which now lives there (a resumed optimizer's state moved to
+                # ``device`` before ``model.to(device)``)
+                return s._replace(pending=None, current=where, at_build=where)
             return s._replace(pending=ev, current=where, pending_state=s.has_state)
         if s.built is None:
             return s
