@@ -95,17 +95,13 @@ class Arg:
     ``gradient_accumulation_steps``), else ``None``; ``flag``, for a parameter of the function
     being inlined that the call gave ``True`` or ``False`` (or left at such a default) and the
     function never re-binds (``super().train(mode)`` in a model's own ``train``, called as
-<<<<<<< HEAD
-    ``model.train(False)``), that value, else ``None``; ``function``, for an argument of a call
-    of a method the knowledge says calls a function it is given (``model.apply(fn)``, an
-    ``each_module`` effect), the function of the project the argument names (a
-    ``cst.FunctionDef``, or the ``cst.Lambda`` it is), else ``None``."""
-=======
     ``model.train(False)``), that value, else ``None``; ``flag_call``, for such a flag that a
     call's literal argument gave (not a default), that call (``model.train(False)``, in the
     code that called the function; the outermost, for a flag passed on by name through
-    several calls), else ``None``."""
->>>>>>> helper-h5
+    several calls), else ``None``; ``function``, for an argument of a call of a method the
+    knowledge says calls a function it is given (``model.apply(fn)``, an ``each_module``
+    effect), the function of the project the argument names (a ``cst.FunctionDef``, or the
+    ``cst.Lambda`` it is), else ``None``."""
 
     keyword: str | None
     node: cst.BaseExpression
@@ -115,11 +111,8 @@ class Arg:
     call: "Call | None" = None
     constant: int | None = None
     flag: bool | None = None
-<<<<<<< HEAD
     function: "cst.FunctionDef | cst.Lambda | None" = None
-=======
     flag_call: cst.Call | None = None
->>>>>>> helper-h5
 
 
 @dataclass(eq=False)

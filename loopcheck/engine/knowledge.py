@@ -687,7 +687,6 @@ class Knowledge:
             raise KnowledgeError(f"{origin}: [since] maps behaviours {sorted(BEHAVIOURS)} to versions")
         for behaviour, text in since.items():
             self.since[behaviour] = version(text, f"{origin}: [since] {behaviour}")
-<<<<<<< HEAD
         for i, raw in enumerate(data.get("api_since", [])):
             where = f"{origin}: api_since #{i + 1}"
             if not isinstance(raw, dict) or set(raw) - {"version", "names", "methods", "source"} or not raw.get("source"):
@@ -698,10 +697,7 @@ class Knowledge:
             self.api_since.append(ApiSince(version(raw.get("version", ""), where), frozenset(names),
                                            frozenset(methods), raw["source"]))
         self.api_since.sort(key=lambda e: e.version)
-        unknown = set(data) - {"function", "class", "packages", "driver", "since", "api_since"}
-=======
-        unknown = set(data) - {"function", "class", "packages", "driver", "builtin", "since"}
->>>>>>> helper-h5
+        unknown = set(data) - {"function", "class", "packages", "driver", "builtin", "since", "api_since"}
         if unknown:
             raise KnowledgeError(f"{origin}: unknown top-level keys {sorted(unknown)}")
 
