@@ -111,8 +111,8 @@ class Arg:
     call: "Call | None" = None
     constant: int | None = None
     flag: bool | None = None
-    function: "cst.FunctionDef | cst.Lambda | None" = None
     flag_call: cst.Call | None = None
+    function: "cst.FunctionDef | cst.Lambda | None" = None
 
 
 @dataclass(eq=False)
