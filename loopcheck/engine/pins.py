@@ -203,6 +203,12 @@ def _combine(scans) -> tuple[int, ...] | None:
     return dated
 
 
+#: :func:`scan_text` of each file by ``(path, stamp)``, shared by the projects of one process
+#: (a file as it was is scanned once); at most :data:`_SCANS_MAX` entries, the oldest dropped.
+_SCANS: dict[tuple, tuple] = {}
+_SCANS_MAX = 20_000
+
+
 def code_versions(project) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
     """``(before, newest)`` for the code of ``project``: ``before``, the version its code is
     written before (see the module docstring; ``None`` when no call dates it or an API of that
@@ -213,7 +219,7 @@ def code_versions(project) -> tuple[tuple[int, ...] | None, tuple[int, ...] | No
     files = _files(project)
     if files is None:
         return None, None
-    memo = project.memo.setdefault("pins.code", {})
+    memo = _SCANS
     scans = []
     for file in files:
         stamp, text = project.source_of(file)
@@ -221,6 +227,8 @@ def code_versions(project) -> tuple[tuple[int, ...] | None, tuple[int, ...] | No
             continue
         key = (file, stamp)
         if key not in memo:
+            if len(memo) >= _SCANS_MAX:
+                del memo[next(iter(memo))]
             memo[key] = scan_text(text)
         scans.append(memo[key])
     return _combine(scans), max((n for _, n in scans if n is not None), default=None)

@@ -44,6 +44,11 @@ from loopcheck.parsing import parse_tree
 
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 MAX_MODULE_BYTES = 2_000_000  # larger modules are not read for their definitions
+#: Texts read by :meth:`Project.source_of`, by ``(path, stamp)``, shared by the projects of one
+#: process (a test run makes a project per check, a server one per root): a file as it was is
+#: read from disk once. At most :data:`_SHARED_TEXTS_MAX` entries, the oldest dropped first.
+_SHARED_TEXTS: dict[tuple[Path, tuple], str | None] = {}
+_SHARED_TEXTS_MAX = 20_000
 MAX_REEXPORT_DEPTH = 8
 #: Source text of the modules a project keeps between checks (:meth:`Project.trim`).
 MAX_KEPT_BYTES = 3_000_000
@@ -330,6 +335,9 @@ class Project:
             text = info.source
         elif known is not None and known[0] == stamp:
             text = known[1]
+        elif (path, stamp) in _SHARED_TEXTS:
+            text = _SHARED_TEXTS[path, stamp]
+            self._texts[path] = (stamp, text)
         else:
             text = None
             if st.st_size <= MAX_MODULE_BYTES:
@@ -338,6 +346,9 @@ class Project:
                 except (OSError, UnicodeDecodeError, SyntaxError):
                     pass
             self._texts[path] = (stamp, text)
+            if len(_SHARED_TEXTS) >= _SHARED_TEXTS_MAX:
+                del _SHARED_TEXTS[next(iter(_SHARED_TEXTS))]
+            _SHARED_TEXTS[path, stamp] = text
         if self._reads is not None:
             self._reads.texts.setdefault(path, text)
         return stamp, text

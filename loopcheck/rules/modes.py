@@ -451,8 +451,6 @@ class ValidationWithoutNoGrad(Rule):
                 continue  # inside a module's forward: its callers decide whether a backward follows
             if fwd.ctx.grad_asked:
                 continue  # under `with torch.enable_grad():`: the code asks for this graph, no_grad would undo it
-            if grad_off_inputs(unit, fwd) is not None:
-                continue  # PyTorch <= 0.3 code: volatile inputs decide whether it records a graph
             if model_without_parameters(unit, fwd.subject) and not inputs_require_grad(unit, fwd.raw):
                 continue  # no parameters (a class whose __init__ builds none), inputs that need no grad beyond
                 # the parameters of the model forward that computed them: no graph of its own
@@ -479,6 +477,8 @@ class ValidationWithoutNoGrad(Rule):
                 continue  # the model's own forward backpropagates through its graph: it needs grad on
             if entry_grad_off(unit, fwd):
                 continue  # every call of its function in the project runs it under no_grad (reads the project)
+            if grad_off_inputs(unit, fwd) is not None:
+                continue  # PyTorch <= 0.3 code: volatile inputs decide whether it records a graph (reads the project)
             # in program order (`states` is a set): the eval() a message names must not change from run to run
             evals = list(dict.fromkeys(x.ev for x in unit.in_order(states, "ev") if x.ev is not None)) if in_eval else []
             for ev in evals or [None]:
