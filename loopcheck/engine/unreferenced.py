@@ -58,7 +58,7 @@ A function defined in another function's body runs only when that body names it 
 returns it, stores it): one it never names (a ``def train`` indented into ``__init__`` by
 mistake) never runs, decided from the checked file alone (:func:`_nested_never_called`), and
 the namings inside it do not count for the module's other functions. A module pytest collects
-(:data:`_PYTEST_FILES`) is not decided: the test runner calls its functions by name.
+(:func:`_pytest_collects`: by the project's pytest configuration, ``python_files``) is not decided: the test runner calls its functions by name.
 
 What is given up: a function called only from outside the project (a user's notebook kept
 elsewhere) by a script's or a private name. A text file larger than :data:`MAX_TEXT_BYTES`
@@ -69,6 +69,8 @@ elsewhere) by a script's or a private name. A text file larger than :data:`MAX_T
 from __future__ import annotations
 
 import ast
+import configparser
+import fnmatch
 import io
 import os
 import re
@@ -76,6 +78,11 @@ import tokenize
 from pathlib import Path
 
 import libcst as cst
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
 
 from loopcheck.engine.callers import MAX_FILES, SKIP_DIRS, project_files
 
@@ -99,9 +106,9 @@ _DYNAMIC_IMPORT = re.compile(r"\bimportlib\b|(?<![.\w])__import__\(")
 _RUNS_MODULES = re.compile(
     r"\bimportlib\b|(?<![.\w])__import__\(|\brunpy\b|\bpkgutil\b|\bimp\.load_source\b"
     r"|(?<![.\w])(?<!def )exec(?:file)?\(")
-#: Files pytest collects by default (``python_files = test_*.py *_test.py``) and its
-#: ``conftest.py``, whose fixtures and hooks it calls by name.
-_PYTEST_FILES = re.compile(r"test_.*\.py|.*_test\.py|conftest\.py")
+#: The files pytest collects when the project's configuration does not say
+#: (``python_files = test_*.py *_test.py``): :func:`_pytest_collects`.
+PYTEST_DEFAULT_FILES = ("test_*.py", "*_test.py")
 _MAIN = re.compile(r"""^if\s+__name__\s*==\s*['"]__main__['"]\s*:""", re.M)
 
 
@@ -625,12 +632,12 @@ def _names_through_module(text: str, name: str, owners: tuple[str, ...]) -> bool
 def _reading(project, index) -> tuple[Path, Path, list[Path], list[Path], str, list[Path]] | None:
     """``(the module's file, the project root, its .py files, its notebooks, the module's text,
     its other text files)`` (:func:`_listing`), or ``None`` when a listing or the module's text
-    cannot be had (nothing is decided), nor for a module pytest collects (:data:`_PYTEST_FILES`:
+    cannot be had (nothing is decided), nor for a module pytest collects (:func:`_pytest_collects`:
     a test runner calls its ``test_*`` functions and ``Test*`` classes by name)."""
     path = Path(index.path).resolve()
-    if _PYTEST_FILES.fullmatch(path.name):
-        return None
     root = Path(project.root)
+    if _pytest_collects(index, path, root):
+        return None
     files, notebooks, texts = _listing(index, root)
     if files is None or texts is None:
         return None
@@ -638,6 +645,66 @@ def _reading(project, index) -> tuple[Path, Path, list[Path], list[Path], str, l
     if own is None:
         return None
     return path, root, files, notebooks, own, texts
+
+
+def _pytest_collects(index, path: Path, root: Path) -> bool:
+    """Whether pytest, run in the project, collects the module at ``path`` (and then calls
+    its ``test_*`` functions, ``Test*`` classes, fixtures and hooks by name): ``conftest.py``,
+    or a file whose name matches the ``python_files`` patterns (shell globs, :mod:`fnmatch`)
+    of the project's pytest configuration, else pytest's default
+    (:data:`PYTEST_DEFAULT_FILES`). The configuration is the first pytest finds, from the
+    module's folder up to the project root: ``pytest.ini``, ``pyproject.toml``'s
+    ``[tool.pytest.ini_options]``, ``tox.ini``'s ``[pytest]``, ``setup.cfg``'s
+    ``[tool:pytest]``."""
+    if path.name == "conftest.py":
+        return True
+    memo = index.cache.setdefault("unreferenced.pytest", {})
+    if path.parent not in memo:
+        memo[path.parent] = _python_files(path.parent, root)
+    return any(fnmatch.fnmatch(path.name, p) for p in memo[path.parent])
+
+
+def _python_files(folder: Path, root: Path) -> tuple[str, ...]:
+    """The ``python_files`` patterns of the pytest configuration that governs ``folder``
+    (see :func:`_pytest_collects`): the first configuration file from ``folder`` up to
+    ``root`` that holds a pytest section; pytest's default when none does, or it does not
+    set them, or it cannot be read."""
+    for d in (folder, *folder.parents):
+        found = _pytest_section(d)
+        if found is not None:
+            return found or PYTEST_DEFAULT_FILES
+        if d == root or root not in d.parents:
+            break
+    return PYTEST_DEFAULT_FILES
+
+
+def _pytest_section(d: Path) -> tuple[str, ...] | None:
+    """The ``python_files`` patterns a pytest configuration file of folder ``d`` sets (empty
+    when its pytest section sets none), or ``None`` when no file there is pytest's
+    configuration (a ``pytest.ini`` always is, the others with their pytest section)."""
+    for name, section in (("pytest.ini", "pytest"), ("pyproject.toml", None), ("tox.ini", "pytest"),
+                          ("setup.cfg", "tool:pytest")):
+        f = d / name
+        try:
+            if not f.is_file():
+                continue
+            if section is None:
+                with open(f, "rb") as fh:
+                    table = tomllib.load(fh).get("tool", {}).get("pytest", {}).get("ini_options")
+                if not isinstance(table, dict):
+                    continue
+                value = table.get("python_files", ())
+                return tuple(value.split() if isinstance(value, str) else (str(v) for v in value))
+            parser = configparser.ConfigParser(interpolation=None)
+            parser.read(f, encoding="utf-8")
+            if not parser.has_section(section):
+                if name == "pytest.ini":
+                    return ()
+                continue
+            return tuple(parser.get(section, "python_files", fallback="").split())
+        except (OSError, ValueError, UnicodeDecodeError, configparser.Error, tomllib.TOMLDecodeError):
+            return ()
+    return None
 
 
 def _listing(index, root: Path) -> tuple[list[Path] | None, list[Path], list[Path] | None]:
