@@ -13,7 +13,8 @@ bases are classes of the project) is taken to be unreferenced when:
 * its module is one whose functions only the project calls: a script (it has an
   ``if __name__ == "__main__":`` block), or ``f``'s name is private (``_f``), or the module is
   imported by another module of a project with no packaging metadata (``setup.py``,
-  ``setup.cfg``, ``pyproject.toml``: nothing outside the project imports it);
+  ``setup.cfg``, ``pyproject.toml``: nothing outside the project imports it), or the module
+  is one nothing in the project runs (:func:`_nothing_runs`, below);
 * ``f`` is not decorated, not a dunder, and its class (for a method) is not decorated;
 * no Python file of the project (``.py``, under the project root, as
   :func:`loopcheck.engine.callers.project_files` lists them) that is ``f``'s own file, imports
@@ -29,10 +30,33 @@ bases are classes of the project) is taken to be unreferenced when:
   a file can run ``f`` only through its module: a line that names ``f`` alone (``--mode
   train``, a vocabulary's ``train``, a sibling folder's ``python train.py``) does not;
 * neither ``f``'s module nor a file that imports it looks names up at run time
-  (``globals()``, ``locals()``, ``vars()``, ``eval``, ``exec``, ``importlib``, ``__import__``,
+  (``globals()``, ``locals()``, ``vars()``, ``eval``, ``exec`` called, not a method defined
+  by that name: ``def eval(self):``, ``importlib``, ``__import__``,
   ``fire.Fire``; ``getattr`` with a computed name, on any object for a method, on a module
   for a function), and no file in ``f``'s folder or a folder above it that names the
   module imports modules by computed names.
+
+A module nothing in the project runs (:func:`_nothing_runs`) is one of a project of scripts
+(another of its Python files has a main block) without packaging metadata, that has no main
+block itself, that is not a package's ``__init__.py``, and that no file of the project may
+import or run (:func:`_module_named`): no Python file imports it (directly, by a relative
+import, ``from pkg import mod``, ``import pkg.mod``, a star import of a package whose
+``__init__.py`` names it); none imports a module of its name that the project resolves
+nowhere, or resolves elsewhere while a file moves ``sys.path`` or a text sets
+``PYTHONPATH`` (a folder added to the search path may hold it: ``from trainer import
+Trainer`` in ``StackGAN/main.py`` is ``StackGAN/trainer.py``, not ``VGAN/trainer.py``); none
+in its folder or a folder above it, nor any that names it, runs modules by computed names or
+by their files (``importlib``, ``runpy``, ``pkgutil``, ``exec``); its package's
+``__init__.py`` does not name it; no Python file, notebook, shell script, configuration or
+document names its file (``python VGAN/trainer.py``, ``%run trainer.py``) or its module
+(``python -m VGAN.trainer``, ``from trainer import Trainer``, a Hydra ``_target_``)
+(:func:`_names_module`); and its name is not one unittest's discovery collects
+(``test*.py``). Its functions and classes then run only when its own top level names them
+(counted as for any module) or when something outside the project imports it, which is
+given up: a project of scripts runs its modules from its scripts. A project without a script
+(a library, a folder of snippets) is run from outside, and its modules nothing imports keep
+their findings. Packaging metadata, framework lookups by name (entry points, Hydra's
+``_target_``), pytest's modules and decorated code are not decided, as for any module.
 
 A Python file of the project that CPython cannot compile, for a reason that is not an older
 or newer Python's syntax (:func:`_compiles`), runs nothing: its namings do not count, and
@@ -41,14 +65,15 @@ nothing imports through it (a module that imports it fails at that import).
 A module-level class ``C`` is taken to be unreferenced, and then none of its methods
 (instance, class or static) runs, since no instance of it exists and nothing holds the class,
 on the same conditions applied to its name (:func:`_class_unreferenced`): its module is a
-script, ``C`` is private, or the module is imported in a project without packaging metadata;
-``C`` has no decorator, no metaclass, and a body that hands none of its functions out (a
+script, ``C`` is private, the module is imported in a project without packaging metadata,
+or nothing in the project runs it; ``C`` has no decorator, no metaclass, and a body that hands none of its functions out (a
 method decorated but by ``staticmethod``, ``classmethod`` or ``property``, a statement that
 names one); each base is ``object``, a class of the project (up its chain), or a library
 class that loopcheck's knowledge describes (``[[class]]``: ``torch.nn.Module``) and no
 ``[[driver]]`` runs (an unknown base, ``unittest.TestCase``, may find its subclasses by
 itself); its own file names it nowhere outside its own body (``super(C, self)`` runs only once
-it exists); no file that imports the module, directly or through a chain of modules (a
+it exists; a ``from M import C as B`` of another module ``M`` reads ``M.C`` and names no class
+of this file, :func:`_named`'s ``own``); no file that imports the module, directly or through a chain of modules (a
 subclass, an instance, a re-export), names it, as a name, a string, or an attribute of one
 of those modules (``pdf.C``, ``mid.C``; another object's attribute, ``model.fc``, is not the
 class), and none looks names up at run time; no packaging file, notebook or text names it as
@@ -300,7 +325,8 @@ def _nothing_runs(project, index, read, importers: list[Path]) -> bool:
 
 def _has_script(project, index, files: list[Path], path: Path) -> bool:
     """Whether a project Python file other than ``path`` is a script (an ``if __name__ ==
-    "__main__":`` block): the project is a program, run from its scripts. A project with
+    "__main__":`` block, whether or not it compiles: it shows how the project is run): the
+    project is a program, run from its scripts. A project with
     none (a library, a folder of snippets) is run from outside it: a module nothing in it
     imports may be imported there."""
     memo = index.cache.setdefault("unreferenced.scripts", {})
@@ -309,7 +335,7 @@ def _has_script(project, index, files: list[Path], path: Path) -> bool:
         scripts = []
         for file in files:
             text = _text(project, file)
-            if text is not None and _MAIN.search(text) and _compiles(project, file):
+            if text is not None and _MAIN.search(text):
                 scripts.append(file)
         memo[key] = scripts
     return any(f != path for f in memo[key])
