@@ -335,7 +335,7 @@ def _has_script(project, index, files: list[Path], path: Path) -> bool:
         scripts = []
         for file in files:
             text = _text(project, file)
-            if text is not None and _MAIN.search(text):
+            if text is not None and "__main__" in text and _MAIN.search(text):
                 scripts.append(file)
         memo[key] = scripts
     return any(f != path for f in memo[key])
@@ -377,7 +377,7 @@ def _module_named(project, index, read) -> bool:
         if text is None:
             return True
         readings.append((file, text))
-        if file.parent in near and _RUNS_MODULES.search(text):
+        if file.parent in near and _runs_modules(project, file, text):
             return True
     moved = any("sys.path" in text for _f, text in readings)
     for file in texts:
@@ -390,7 +390,7 @@ def _module_named(project, index, read) -> bool:
     for file, text in readings:
         if stem not in text or not word.search(text):
             continue
-        if file == init or _RUNS_MODULES.search(text) or _names_module(text, path, root, code=True):
+        if file == init or _runs_modules(project, file, text) or _names_module(text, path, root, code=True):
             return True
         if not _compiles(project, file):
             continue  # a file Python cannot compile imports nothing
@@ -416,6 +416,25 @@ def _module_named(project, index, read) -> bool:
         except OSError:
             return True
     return False
+
+
+#: Words without which :data:`_RUNS_MODULES` cannot match (a quicker test first).
+_RUNS_WORDS = ("importlib", "__import__", "runpy", "pkgutil", "load_source", "exec")
+
+
+def _runs_modules(project, file: Path, text: str) -> bool:
+    """Whether Python file ``file`` (its ``text``) may run modules by computed names or by their
+    files (:data:`_RUNS_MODULES`), once per version of the file."""
+    if not any(w in text for w in _RUNS_WORDS):
+        return False
+    stamp, _text_read = project.source_of(file)
+    if not stamp:
+        return _RUNS_MODULES.search(text) is not None
+    memo = project.memo.setdefault("unreferenced.runs_modules", {})
+    key = (file, stamp)
+    if key not in memo:
+        memo[key] = _RUNS_MODULES.search(text) is not None
+    return memo[key]
 
 
 def _names_module(text: str, path: Path, root: Path, code: bool = False) -> bool:
