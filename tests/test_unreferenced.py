@@ -233,6 +233,9 @@ def _scorer(bases="", decorator="", main="pass", imports="", body=""):
     ("(unittest.TestCase)", "", "unittest.main()", "import unittest", "", [("LC302", 12)]),  # a test loader finds it
     ("(metaclass=Registry)", "", "pass", "from registry import Registry", "", [("LC302", 12)]),
     ("", "", "globals()['Sco' + 'rer']().score([])", "", "", [("LC302", 12)]),
+    # a method named ``eval`` is no call of the builtin: nothing looks the class up
+    ("", "", "pass", "", "    def eval(self):\n        return self\n", []),
+    ("", "", "eval('Sco' + 'rer')().score([])", "", "    def eval(self):\n        return self\n", [("LC302", 14)]),
 ])
 def test_a_class_nothing_instantiates(tmp_path, bases, decorator, main, imports, body, found):
     """No method of a script's class runs when nothing in the project names the class, outside
@@ -313,3 +316,108 @@ def test_a_function_called_only_from_a_nested_function_nothing_calls(tmp_path, b
     if "inner" in body:
         main += "    evaluate([])\n"
     assert _check(tmp_path, {"train.py": EVALUATE + trainer + main}, "train.py") == found
+
+
+@pytest.mark.parametrize("config, name, found", [
+    ({}, "check_train.py", []),  # pytest's default does not collect it: a script's function
+    ({"pytest.ini": "[pytest]\npython_files = check_*.py\n"}, "check_train.py", [("LC302", 10)]),
+    ({"pytest.ini": "[pytest]\npython_files = check_*.py\n"}, "test_train.py", []),  # not collected there
+    ({"pytest.ini": "# empty: pytest's default\n"}, "test_train.py", [("LC302", 10)]),
+    ({"tox.ini": "[pytest]\npython_files = *_check.py\n"}, "train_check.py", [("LC302", 10)]),
+    ({"tox.ini": "[tox]\nenvlist = py310\n"}, "train_check.py", []),  # no pytest section
+    ({"setup.cfg": "[tool:pytest]\npython_files = check_*.py test_*.py\n"}, "check_train.py", [("LC302", 10)]),
+    ({"pyproject.toml": "[tool.pytest.ini_options]\npython_files = ['check_*.py']\n"}, "check_train.py", [("LC302", 10)]),
+    ({"pyproject.toml": "[tool.pytest.ini_options]\npython_files = 'check_*.py'\n"}, "check_train.py", [("LC302", 10)]),
+    ({"pyproject.toml": "[tool.pytest.ini_options]\npython_files = ['check_*.py']\n"}, "test_train.py", []),
+    ({"pyproject.toml": "[tool.ruff]\nline-length = 99\n"}, "test_train.py", [("LC302", 10)]),
+    ({"pytest.ini": "[pytest]\npython_files = check_*.py\n"}, "conftest.py", [("LC302", 10)]),  # always
+])
+def test_a_module_the_projects_pytest_configuration_collects(tmp_path, config, name, found):
+    """The modules pytest collects are those its configuration's ``python_files`` patterns
+    match (pytest's default ``test_*.py *_test.py`` when it sets none): pytest calls their
+    functions by name, so they are not decided."""
+    main = "if __name__ == '__main__':\n    print('done')\n"
+    assert _check(tmp_path, {name: EVALUATE + "\n\n" + main, **config}, name) == found
+
+
+#: A project of scripts: ``main.py`` is run, and imports ``models.py``.
+PROGRAM = {
+    "main.py": "from models import Net\n\nif __name__ == '__main__':\n    print(Net())\n",
+    "models.py": "from torch import nn\n\n\nclass Net(nn.Linear):\n    pass\n",
+}
+#: A trainer module, without a main block.
+TRAINER_MODULE = """\
+import torch
+from torch import nn
+
+
+class Trainer:
+    def __init__(self):
+        self.model = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5), nn.Linear(8, 2))
+
+    def evaluate(self, loader):
+        self.model.eval()
+        for x in loader:
+            print(self.model(x))
+"""
+
+
+@pytest.mark.parametrize("extra, found", [
+    ({}, []),  # nothing in the project imports, runs or names old/trainer.py
+    ({"main.py": "from old.trainer import Trainer\n\nif __name__ == '__main__':\n    Trainer().evaluate([])\n"}, [("LC302", 12)]),
+    ({"run.py": "from old import trainer\n\nif __name__ == '__main__':\n    trainer.Trainer().evaluate([])\n"}, [("LC302", 12)]),
+    ({"old/__init__.py": "from .trainer import *\n", "run.py": "from old import *\n\nTrainer().evaluate([])\n"}, [("LC302", 12)]),
+    ({"old/__init__.py": "__all__ = ['trainer']\n"}, [("LC302", 12)]),  # a star import of the package imports it
+    ({"old/main.py": "from trainer import Trainer\n\nif __name__ == '__main__':\n    Trainer().evaluate([])\n"}, [("LC302", 12)]),
+    # another folder's own trainer.py, which its script imports: not this module
+    ({"new/trainer.py": "class Trainer:\n    pass\n", "new/main.py": "from trainer import Trainer\n\nif __name__ == '__main__':\n    Trainer()\n"}, []),
+    # ... unless a file moves sys.path, or the import resolves nowhere in the project
+    ({"new/trainer.py": "class Trainer:\n    pass\n", "new/main.py": "import sys\nsys.path.insert(0, 'old')\nfrom trainer import Trainer\n"}, [("LC302", 12)]),
+    ({"new/main.py": "from trainer import Trainer\n\nif __name__ == '__main__':\n    Trainer()\n"}, [("LC302", 12)]),
+    ({"new/trainer.py": "class Trainer:\n    pass\n", "new/main.py": "from trainer import Trainer\n\nif __name__ == '__main__':\n    Trainer()\n",
+      "run.sh": "PYTHONPATH=old python new/main.py\n"}, [("LC302", 12)]),
+    ({"select.py": "import importlib\n\nmod = importlib.import_module(input())\n"}, [("LC302", 12)]),  # a computed import above it
+    ({"old/run.py": "import runpy\n\nrunpy.run_path('trainer.py')\n"}, [("LC302", 12)]),
+    ({"README.md": "python -m old.trainer\n"}, [("LC302", 12)]),
+    ({"README.md": "Run `python old/trainer.py` first.\n"}, [("LC302", 12)]),
+    ({"README.md": "Run `python new/trainer.py` first.\n"}, []),  # another folder's file
+    ({"conf/train.yaml": "trainer: {_target_: old.trainer.Trainer}\n"}, [("LC302", 12)]),
+    ({"demo.ipynb": '{"cells": [{"source": ["%run old/trainer.py"]}]}'}, [("LC302", 12)]),
+    ({"pyproject.toml": "[project]\nname = 'x'\n"}, [("LC302", 12)]),  # installed: others import it
+    ({"main.py": "print('no main block')\n"}, [("LC302", 12)]),  # no script: a library, run from outside
+])
+def test_a_module_nothing_runs(tmp_path, extra, found):
+    """A module of a project of scripts that no file of the project imports, runs or names,
+    and that has no main block, runs only if something outside the project imports it: read
+    as never run."""
+    files = {**PROGRAM, "old/trainer.py": TRAINER_MODULE, **extra}
+    assert _check(tmp_path, files, "old/trainer.py") == found
+
+
+def test_a_module_nothing_runs_but_its_own_top_level(tmp_path):
+    """Its own top level may call it: that runs when anything imports or runs the module."""
+    files = {**PROGRAM, "old/trainer.py": TRAINER_MODULE + "\n\nTrainer().evaluate([])\n"}
+    assert _check(tmp_path, files, "old/trainer.py") == [("LC302", 12)]
+    files["old/trainer.py"] = TRAINER_MODULE + "\n\nif __name__ == '__main__':\n    Trainer().evaluate([])\n"
+    assert _check(tmp_path, files, "old/trainer.py") == [("LC302", 12)]
+    files["old/trainer.py"] = TRAINER_MODULE + "\n\nif __name__ == '__main__':\n    print(Trainer)\n"
+    assert _check(tmp_path, files, "old/trainer.py") == []  # a script's method nothing calls
+
+
+@pytest.mark.parametrize("main, found", [
+    ("print(Base())", []),  # builds another class: Model, imported as B, is the base's name
+    ("Model().fit()", [("LC302", 12)]),
+    ("from base import Model\n    Model().fit()", [("LC302", 12)]),  # rebinds it: a naming still
+])
+def test_a_from_import_of_another_module_does_not_name_the_class(tmp_path, main, found):
+    """``from base import Model as B`` in ``variant.py`` reads ``base.Model``: it does not name
+    the ``Model`` that ``variant.py`` defines."""
+    variant = ("from torch import nn\nfrom base import Model as B\n\n\nclass Model(B):\n"
+               "    def __init__(self):\n        self.model = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5))\n\n"
+               "    def evaluate(self, loader):\n        self.model.eval()\n        for x in loader:\n"
+               "            print(self.model(x))\n\n"
+               "    def fit(self):\n        self.evaluate([])\n\n"
+               "    def eval(self):  # a method named eval: no call of the builtin eval\n        self.model.eval()\n\n\n"
+               f"if __name__ == '__main__':\n    {main}\n")
+    files = {"base.py": "class Model:\n    pass\n\n\nclass Base(Model):\n    pass\n", "variant.py": variant}
+    assert _check(tmp_path, files, "variant.py") == found

@@ -13,7 +13,8 @@ bases are classes of the project) is taken to be unreferenced when:
 * its module is one whose functions only the project calls: a script (it has an
   ``if __name__ == "__main__":`` block), or ``f``'s name is private (``_f``), or the module is
   imported by another module of a project with no packaging metadata (``setup.py``,
-  ``setup.cfg``, ``pyproject.toml``: nothing outside the project imports it);
+  ``setup.cfg``, ``pyproject.toml``: nothing outside the project imports it), or the module
+  is one nothing in the project runs (:func:`_nothing_runs`, below);
 * ``f`` is not decorated, not a dunder, and its class (for a method) is not decorated;
 * no Python file of the project (``.py``, under the project root, as
   :func:`loopcheck.engine.callers.project_files` lists them) that is ``f``'s own file, imports
@@ -29,10 +30,33 @@ bases are classes of the project) is taken to be unreferenced when:
   a file can run ``f`` only through its module: a line that names ``f`` alone (``--mode
   train``, a vocabulary's ``train``, a sibling folder's ``python train.py``) does not;
 * neither ``f``'s module nor a file that imports it looks names up at run time
-  (``globals()``, ``locals()``, ``vars()``, ``eval``, ``exec``, ``importlib``, ``__import__``,
+  (``globals()``, ``locals()``, ``vars()``, ``eval``, ``exec`` called, not a method defined
+  by that name: ``def eval(self):``, ``importlib``, ``__import__``,
   ``fire.Fire``; ``getattr`` with a computed name, on any object for a method, on a module
   for a function), and no file in ``f``'s folder or a folder above it that names the
   module imports modules by computed names.
+
+A module nothing in the project runs (:func:`_nothing_runs`) is one of a project of scripts
+(another of its Python files has a main block) without packaging metadata, that has no main
+block itself, that is not a package's ``__init__.py``, and that no file of the project may
+import or run (:func:`_module_named`): no Python file imports it (directly, by a relative
+import, ``from pkg import mod``, ``import pkg.mod``, a star import of a package whose
+``__init__.py`` names it); none imports a module of its name that the project resolves
+nowhere, or resolves elsewhere while a file moves ``sys.path`` or a text sets
+``PYTHONPATH`` (a folder added to the search path may hold it: ``from trainer import
+Trainer`` in ``StackGAN/main.py`` is ``StackGAN/trainer.py``, not ``VGAN/trainer.py``); none
+in its folder or a folder above it, nor any that names it, runs modules by computed names or
+by their files (``importlib``, ``runpy``, ``pkgutil``, ``exec``); its package's
+``__init__.py`` does not name it; no Python file, notebook, shell script, configuration or
+document names its file (``python VGAN/trainer.py``, ``%run trainer.py``) or its module
+(``python -m VGAN.trainer``, ``from trainer import Trainer``, a Hydra ``_target_``)
+(:func:`_names_module`); and its name is not one unittest's discovery collects
+(``test*.py``). Its functions and classes then run only when its own top level names them
+(counted as for any module) or when something outside the project imports it, which is
+given up: a project of scripts runs its modules from its scripts. A project without a script
+(a library, a folder of snippets) is run from outside, and its modules nothing imports keep
+their findings. Packaging metadata, framework lookups by name (entry points, Hydra's
+``_target_``), pytest's modules and decorated code are not decided, as for any module.
 
 A Python file of the project that CPython cannot compile, for a reason that is not an older
 or newer Python's syntax (:func:`_compiles`), runs nothing: its namings do not count, and
@@ -41,14 +65,15 @@ nothing imports through it (a module that imports it fails at that import).
 A module-level class ``C`` is taken to be unreferenced, and then none of its methods
 (instance, class or static) runs, since no instance of it exists and nothing holds the class,
 on the same conditions applied to its name (:func:`_class_unreferenced`): its module is a
-script, ``C`` is private, or the module is imported in a project without packaging metadata;
-``C`` has no decorator, no metaclass, and a body that hands none of its functions out (a
+script, ``C`` is private, the module is imported in a project without packaging metadata,
+or nothing in the project runs it; ``C`` has no decorator, no metaclass, and a body that hands none of its functions out (a
 method decorated but by ``staticmethod``, ``classmethod`` or ``property``, a statement that
 names one); each base is ``object``, a class of the project (up its chain), or a library
 class that loopcheck's knowledge describes (``[[class]]``: ``torch.nn.Module``) and no
 ``[[driver]]`` runs (an unknown base, ``unittest.TestCase``, may find its subclasses by
 itself); its own file names it nowhere outside its own body (``super(C, self)`` runs only once
-it exists); no file that imports the module, directly or through a chain of modules (a
+it exists; a ``from M import C as B`` of another module ``M`` reads ``M.C`` and names no class
+of this file, :func:`_named`'s ``own``); no file that imports the module, directly or through a chain of modules (a
 subclass, an instance, a re-export), names it, as a name, a string, or an attribute of one
 of those modules (``pdf.C``, ``mid.C``; another object's attribute, ``model.fc``, is not the
 class), and none looks names up at run time; no packaging file, notebook or text names it as
@@ -58,7 +83,7 @@ A function defined in another function's body runs only when that body names it 
 returns it, stores it): one it never names (a ``def train`` indented into ``__init__`` by
 mistake) never runs, decided from the checked file alone (:func:`_nested_never_called`), and
 the namings inside it do not count for the module's other functions. A module pytest collects
-(:data:`_PYTEST_FILES`) is not decided: the test runner calls its functions by name.
+(:func:`_pytest_collects`: by the project's pytest configuration, ``python_files``) is not decided: the test runner calls its functions by name.
 
 What is given up: a function called only from outside the project (a user's notebook kept
 elsewhere) by a script's or a private name. A text file larger than :data:`MAX_TEXT_BYTES`
@@ -69,6 +94,8 @@ elsewhere) by a script's or a private name. A text file larger than :data:`MAX_T
 from __future__ import annotations
 
 import ast
+import configparser
+import fnmatch
 import io
 import os
 import re
@@ -76,6 +103,11 @@ import tokenize
 from pathlib import Path
 
 import libcst as cst
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
 
 from loopcheck.engine.callers import MAX_FILES, SKIP_DIRS, project_files
 
@@ -86,15 +118,22 @@ _PACKAGING = ("setup.py", "setup.cfg", "pyproject.toml")
 TEXT_SUFFIXES = (".sh", ".yaml", ".yml", ".json", ".cfg", ".toml", ".txt", ".md", ".rst")
 #: Text files larger than this many bytes are not read (data, not a configuration).
 MAX_TEXT_BYTES = 1 << 20
-#: Signs that a module looks names up at run time.
-_DYNAMIC = re.compile(r"(?<![.\w])(?:globals\(\)|locals\(\)|vars\(\)|eval\(|exec\(|__import__\()|\bimportlib\b|\bFire\(")
+#: Signs that a module looks names up at run time (a call, not a method's definition:
+#: ``def eval(self):`` of a model calls no builtin ``eval``).
+_DYNAMIC = re.compile(r"(?<![.\w])(?<!def )(?:globals\(\)|locals\(\)|vars\(\)|eval\(|exec\(|__import__\()|\bimportlib\b|\bFire\(")
 #: ``getattr(obj, name...``: the object, and whether the name is one string literal
 _GETATTR = re.compile(r"""(?<![.\w])getattr\(\s*([^,()]+?)\s*,\s*(?:(['"])\w*\2\s*[,)])?""")
 #: Signs that a module imports modules by computed names.
 _DYNAMIC_IMPORT = re.compile(r"\bimportlib\b|(?<![.\w])__import__\(")
-#: Files pytest collects by default (``python_files = test_*.py *_test.py``) and its
-#: ``conftest.py``, whose fixtures and hooks it calls by name.
-_PYTEST_FILES = re.compile(r"test_.*\.py|.*_test\.py|conftest\.py")
+#: Signs that a Python file runs or imports other modules' code by computed names or by
+#: their files' paths: computed imports, ``runpy``, ``pkgutil``'s walks, ``exec``/``execfile``
+#: (of a file read), ``imp.load_source``.
+_RUNS_MODULES = re.compile(
+    r"\bimportlib\b|(?<![.\w])__import__\(|\brunpy\b|\bpkgutil\b|\bimp\.load_source\b"
+    r"|(?<![.\w])(?<!def )exec(?:file)?\(")
+#: The files pytest collects when the project's configuration does not say
+#: (``python_files = test_*.py *_test.py``): :func:`_pytest_collects`.
+PYTEST_DEFAULT_FILES = ("test_*.py", "*_test.py")
 _MAIN = re.compile(r"""^if\s+__name__\s*==\s*['"]__main__['"]\s*:""", re.M)
 
 
@@ -244,11 +283,12 @@ def _unreferenced(project, index, func: cst.FunctionDef, cls: cst.ClassDef | Non
         importers = _importers_closure(project, index, files, path, importers)
         if importers is None:
             return False
-    if not (_MAIN.search(own) or name.startswith("_") or (importers and not packaged)):
+    if not (_MAIN.search(own) or name.startswith("_") or (importers and not packaged)
+            or _nothing_runs(project, index, read, importers)):
         return False
     # its own definition names it once; namings inside a nested function that never runs do
     # not call it (a module function called only from a ``def`` indented into ``__init__``)
-    named = _named(own, name, bare=cls is None)
+    named = _named(own, name, bare=cls is None, own=_stem(path))
     if named > 1 and named - _names_in_dead_nested(index, table, name, cls is None) > 1:
         return False
     # the files that import the module, and for a method those of the classes it derives
@@ -262,8 +302,166 @@ def _unreferenced(project, index, func: cst.FunctionDef, cls: cst.ClassDef | Non
             continue  # a file Python cannot compile runs nothing
         if _dynamic(text, cls is not None) or _named(text, name):
             return False
-    owners = (path.stem if path.name != "__init__.py" else path.parent.name,) + ((cls.name.value,) if cls is not None else ())
+    owners = (_stem(path),) + ((cls.name.value,) if cls is not None else ())
     return not _named_outside_code(root, notebooks, texts, name, owners)
+
+
+def _nothing_runs(project, index, read, importers: list[Path]) -> bool:
+    """Whether nothing in the project runs the module ``read`` describes (a tuple of
+    :func:`_reading`) but its own top-level code: no packaging metadata, no other project file
+    imports it (``importers``, empty), it has no ``if __name__ == "__main__":`` block, and no
+    file of the project may import or run it another way (:func:`_module_named`). Its
+    functions and classes then run only when its own top level names them, or when something
+    outside the project imports it (given up: read as never run)."""
+    path, root, files, notebooks, own, texts = read
+    if importers or path.name == "__init__.py" or _MAIN.search(own) \
+            or any((root / p).exists() for p in _PACKAGING):
+        return False
+    memo = index.cache.setdefault("unreferenced.nothing_runs", {})
+    if path not in memo:
+        memo[path] = _has_script(project, index, files, path) and not _module_named(project, index, read)
+    return memo[path]
+
+
+def _has_script(project, index, files: list[Path], path: Path) -> bool:
+    """Whether a project Python file other than ``path`` is a script (an ``if __name__ ==
+    "__main__":`` block, whether or not it compiles: it shows how the project is run): the
+    project is a program, run from its scripts. A project with
+    none (a library, a folder of snippets) is run from outside it: a module nothing in it
+    imports may be imported there."""
+    memo = index.cache.setdefault("unreferenced.scripts", {})
+    key = tuple(files)
+    if key not in memo:
+        scripts = []
+        for file in files:
+            text = _text(project, file)
+            if text is not None and "__main__" in text and _MAIN.search(text):
+                scripts.append(file)
+        memo[key] = scripts
+    return any(f != path for f in memo[key])
+
+
+def _module_named(project, index, read) -> bool:
+    """Whether a file of the project may import or run the module at ``read[0]`` although no
+    import of it resolves there (:func:`_importers`), or nothing can be said:
+
+    * a Python file that imports a module of the same name (a dotted name with the module's
+      name as one of its parts) which the project does not resolve (a folder added to
+      ``sys.path``, ``_init_paths.py``), or resolves elsewhere while some Python file of the
+      project changes ``sys.path`` or a text sets ``PYTHONPATH``;
+    * a Python file that runs modules by computed names or by their files
+      (:data:`_RUNS_MODULES`: ``importlib``, ``runpy``, ``exec(open(...))``) in the module's
+      folder or a folder above it, or anywhere when it names the module's name;
+    * the package's ``__init__.py`` naming the module (``__all__ = ["trainer"]``: a star
+      import of the package imports it);
+    * a Python file, notebook, shell script, configuration or document that names the
+      module's file (``python VGAN/trainer.py``, ``%run trainer.py``,
+      ``subprocess.run(["python", "trainer.py"])``) or the module by its name
+      (``python -m VGAN.trainer``, ``from trainer import Trainer``, ``_target_:
+      trainer.Trainer``) (:func:`_names_module`);
+    * a module whose name unittest's discovery collects (``test*.py``);
+    * a file that cannot be read.
+    """
+    path, root, files, notebooks, own, texts = read
+    stem = _stem(path)
+    if stem.startswith("test"):
+        return True
+    word = re.compile(rf"\b{re.escape(stem)}\b")
+    near = {path.parent, *path.parent.parents}
+    init = path.parent / "__init__.py"
+    readings: list[tuple[Path, str]] = []
+    for file in files:
+        if file == path:
+            continue
+        text = _text(project, file)
+        if text is None:
+            return True
+        readings.append((file, text))
+        if file.parent in near and _runs_modules(project, file, text):
+            return True
+    moved = any("sys.path" in text for _f, text in readings)
+    for file in texts:
+        try:
+            if file.stat().st_size <= MAX_TEXT_BYTES and "PYTHONPATH" in file.read_bytes().decode("utf-8", "replace"):
+                moved = True
+                break
+        except OSError:
+            return True
+    for file, text in readings:
+        if stem not in text or not word.search(text):
+            continue
+        if file == init or _runs_modules(project, file, text) or _names_module(text, path, root, code=True):
+            return True
+        if not _compiles(project, file):
+            continue  # a file Python cannot compile imports nothing
+        for target in _imported(text):
+            parts = target[1].split(".")
+            if target[0] or stem not in parts:
+                continue  # a relative import finds its module whatever sys.path holds
+            # the module of that name the import may load (``trainer`` of ``from trainer
+            # import Trainer``, which also gives ``trainer.Trainer``)
+            dotted = ".".join(parts[:parts.index(stem) + 1])
+            try:
+                found = project.find_module(dotted, file)
+            except (OSError, ValueError, RecursionError):
+                return True
+            if found is None or moved:
+                return True
+    for file in [*notebooks, *texts]:
+        try:
+            if file.stat().st_size > MAX_TEXT_BYTES and file.suffix != ".ipynb":
+                continue
+            if _names_module(file.read_bytes().decode("utf-8", "replace"), path, root):
+                return True
+        except OSError:
+            return True
+    return False
+
+
+#: Words without which :data:`_RUNS_MODULES` cannot match (a quicker test first).
+_RUNS_WORDS = ("importlib", "__import__", "runpy", "pkgutil", "load_source", "exec")
+
+
+def _runs_modules(project, file: Path, text: str) -> bool:
+    """Whether Python file ``file`` (its ``text``) may run modules by computed names or by their
+    files (:data:`_RUNS_MODULES`), once per version of the file."""
+    if not any(w in text for w in _RUNS_WORDS):
+        return False
+    stamp, _text_read = project.source_of(file)
+    if not stamp:
+        return _RUNS_MODULES.search(text) is not None
+    memo = project.memo.setdefault("unreferenced.runs_modules", {})
+    key = (file, stamp)
+    if key not in memo:
+        memo[key] = _RUNS_MODULES.search(text) is not None
+    return memo[key]
+
+
+def _names_module(text: str, path: Path, root: Path, code: bool = False) -> bool:
+    """Whether ``text`` names the module at ``path`` (under project root ``root``): its file
+    (``trainer.py``, ``VGAN/trainer.py``, ``../VGAN/trainer.py``: a path whose folders and the
+    module's own, from the root, end alike), or its name after ``import``, ``from`` or ``-m``
+    (``python -m VGAN.trainer``, ``from trainer import Trainer``; not for Python ``code``,
+    whose imports the project resolves), or qualified by its package (``VGAN.trainer``) or on
+    a Hydra ``_target_`` line (``_target_: trainer.Trainer``)."""
+    stem = _stem(path)
+    if stem not in text:
+        return False
+    s = re.escape(stem)
+    try:
+        folders = path.parent.relative_to(root).parts
+    except ValueError:
+        folders = path.parent.parts
+    for m in re.finditer(rf"((?:[\w.-]+[/\\])*){s}\.py\b", text):
+        prefix = [p for p in re.split(r"[/\\]", m.group(1)) if p and p not in (".", "..")]
+        n = min(len(prefix), len(folders))
+        if tuple(prefix[len(prefix) - n:]) == folders[len(folders) - n:]:
+            return True
+    if not code and re.search(rf"(?:\bimport|\bfrom|(?<!\w)-m)\s+[\w.]*\b{s}\b", text):
+        return True
+    if path.parent != root and re.search(rf"\b{re.escape(path.parent.name)}\.{s}\b", text):
+        return True
+    return bool(re.search(rf"_target_[^\n]*\b{s}\.\w", text))
 
 
 def _class_unreferenced(project, index, cls: cst.ClassDef) -> bool:
@@ -285,10 +483,11 @@ def _class_unreferenced(project, index, cls: cst.ClassDef) -> bool:
     importers = _importers(project, index, files, path)
     if importers is None:
         return False
-    if not (_MAIN.search(own) or name.startswith("_") or (importers and not packaged)):
+    if not (_MAIN.search(own) or name.startswith("_") or (importers and not packaged)
+            or _nothing_runs(project, index, read, importers)):
         return False
     span = _class_span(own, name)
-    if span is None or _named(own, name, bare=True, outside=span) > 0:
+    if span is None or _named(own, name, bare=True, outside=span, own=_stem(path)) > 0:
         return False  # its methods (``super(fc, self)``) name it only once it exists
     # a subclass, an instance or a re-export in a module that imports the module, directly or
     # through another (``from mid import *``): the direct importers first, whose reading is
@@ -298,7 +497,7 @@ def _class_unreferenced(project, index, cls: cst.ClassDef) -> bool:
     closure = _importers_closure(project, index, files, path, importers)
     if closure is None or _names_class(project, path, closure, closure, name):
         return False
-    owners = (path.stem if path.name != "__init__.py" else path.parent.name,)
+    owners = (_stem(path),)
     return not _named_outside_code(root, notebooks, texts, name, owners)
 
 
@@ -453,7 +652,7 @@ def named_outside_code(project, index, func: cst.FunctionDef) -> bool:
     _files, notebooks, texts = _listing(index, root)
     if texts is None:
         return True
-    owners = (path.stem if path.name != "__init__.py" else path.parent.name,)
+    owners = (_stem(path),)
     return _named_outside_code(root, notebooks, texts, func.name.value, owners)
 
 
@@ -478,12 +677,12 @@ def _names_through_module(text: str, name: str, owners: tuple[str, ...]) -> bool
 def _reading(project, index) -> tuple[Path, Path, list[Path], list[Path], str, list[Path]] | None:
     """``(the module's file, the project root, its .py files, its notebooks, the module's text,
     its other text files)`` (:func:`_listing`), or ``None`` when a listing or the module's text
-    cannot be had (nothing is decided), nor for a module pytest collects (:data:`_PYTEST_FILES`:
+    cannot be had (nothing is decided), nor for a module pytest collects (:func:`_pytest_collects`:
     a test runner calls its ``test_*`` functions and ``Test*`` classes by name)."""
     path = Path(index.path).resolve()
-    if _PYTEST_FILES.fullmatch(path.name):
-        return None
     root = Path(project.root)
+    if _pytest_collects(index, path, root):
+        return None
     files, notebooks, texts = _listing(index, root)
     if files is None or texts is None:
         return None
@@ -491,6 +690,66 @@ def _reading(project, index) -> tuple[Path, Path, list[Path], list[Path], str, l
     if own is None:
         return None
     return path, root, files, notebooks, own, texts
+
+
+def _pytest_collects(index, path: Path, root: Path) -> bool:
+    """Whether pytest, run in the project, collects the module at ``path`` (and then calls
+    its ``test_*`` functions, ``Test*`` classes, fixtures and hooks by name): ``conftest.py``,
+    or a file whose name matches the ``python_files`` patterns (shell globs, :mod:`fnmatch`)
+    of the project's pytest configuration, else pytest's default
+    (:data:`PYTEST_DEFAULT_FILES`). The configuration is the first pytest finds, from the
+    module's folder up to the project root: ``pytest.ini``, ``pyproject.toml``'s
+    ``[tool.pytest.ini_options]``, ``tox.ini``'s ``[pytest]``, ``setup.cfg``'s
+    ``[tool:pytest]``."""
+    if path.name == "conftest.py":
+        return True
+    memo = index.cache.setdefault("unreferenced.pytest", {})
+    if path.parent not in memo:
+        memo[path.parent] = _python_files(path.parent, root)
+    return any(fnmatch.fnmatch(path.name, p) for p in memo[path.parent])
+
+
+def _python_files(folder: Path, root: Path) -> tuple[str, ...]:
+    """The ``python_files`` patterns of the pytest configuration that governs ``folder``
+    (see :func:`_pytest_collects`): the first configuration file from ``folder`` up to
+    ``root`` that holds a pytest section; pytest's default when none does, or it does not
+    set them, or it cannot be read."""
+    for d in (folder, *folder.parents):
+        found = _pytest_section(d)
+        if found is not None:
+            return found or PYTEST_DEFAULT_FILES
+        if d == root or root not in d.parents:
+            break
+    return PYTEST_DEFAULT_FILES
+
+
+def _pytest_section(d: Path) -> tuple[str, ...] | None:
+    """The ``python_files`` patterns a pytest configuration file of folder ``d`` sets (empty
+    when its pytest section sets none), or ``None`` when no file there is pytest's
+    configuration (a ``pytest.ini`` always is, the others with their pytest section)."""
+    for name, section in (("pytest.ini", "pytest"), ("pyproject.toml", None), ("tox.ini", "pytest"),
+                          ("setup.cfg", "tool:pytest")):
+        f = d / name
+        try:
+            if not f.is_file():
+                continue
+            if section is None:
+                with open(f, "rb") as fh:
+                    table = tomllib.load(fh).get("tool", {}).get("pytest", {}).get("ini_options")
+                if not isinstance(table, dict):
+                    continue
+                value = table.get("python_files", ())
+                return tuple(value.split() if isinstance(value, str) else (str(v) for v in value))
+            parser = configparser.ConfigParser(interpolation=None)
+            parser.read(f, encoding="utf-8")
+            if not parser.has_section(section):
+                if name == "pytest.ini":
+                    return ()
+                continue
+            return tuple(parser.get(section, "python_files", fallback="").split())
+        except (OSError, ValueError, UnicodeDecodeError, configparser.Error, tomllib.TOMLDecodeError):
+            return ()
+    return None
 
 
 def _listing(index, root: Path) -> tuple[list[Path] | None, list[Path], list[Path] | None]:
@@ -589,7 +848,7 @@ def _importers(project, index, files: list[Path], path: Path) -> list[Path] | No
     memo = index.cache.setdefault("unreferenced.importers", {})
     if path in memo:
         return memo[path]
-    stem = path.stem if path.name != "__init__.py" else path.parent.name
+    stem = _stem(path)
     word = re.compile(rf"\b{re.escape(stem)}\b")
     # the folders a computed import of the module would run from: its own and those above it
     near = {path.parent, *path.parent.parents}
@@ -639,6 +898,12 @@ def _importers_closure(project, index, files: list[Path], path: Path, first: lis
             return None
         frontier = nxt
     return list(seen)
+
+
+def _stem(path: Path) -> str:
+    """The name a module file is imported by, last part: ``train`` for ``pkg/train.py``,
+    ``pkg`` for ``pkg/__init__.py``."""
+    return path.stem if path.name != "__init__.py" else path.parent.name
 
 
 def _text(project, file: Path) -> str | None:
@@ -700,21 +965,47 @@ def _is_module(project, file: Path, target: tuple[int, str], path: Path) -> bool
 
 
 def _named(text: str, name: str, bare: bool = False, outside: tuple[int, int] | None = None,
-           through: set[str] | frozenset[str] = frozenset()) -> int:
+           through: set[str] | frozenset[str] = frozenset(), own: str | None = None) -> int:
     """How many times Python code ``text`` names ``name``: as a name (only where no ``.``
     comes before it, when ``bare``: a module-level function of the same file; or, after a
     ``.``, only where the name before it is one of ``through``, or not a plain name: a module's
     attribute, ``pdf.fc``, ``sys.modules[m].fc``), or as a string literal whose value is
     exactly the name, comments aside, on lines outside ``outside`` (``(first, last)``) when
-    given; 2 when the text does not tokenize (taken to name it)."""
+    given; 2 when the text does not tokenize (taken to name it).
+
+    With ``own`` (the name of the module ``text`` is the code of: ``name`` is defined there),
+    the names a ``from M import ...`` statement lists are not counted when ``M`` is another
+    module (its last part is not ``own``, and it is not ``from . import``): ``from
+    models.base import Model as B`` reads ``Model`` of ``models.base`` and binds ``B``, and
+    ``from m import f`` binds ``f`` anew; neither names the ``Model`` or ``f`` defined here."""
     if name not in text:
         return 0
     count = 0
     previous = before = None  # the last two tokens that are not layout or comments
+    # where a ``from M import`` statement stands: "module" (reading ``M``), "names" (after
+    # ``import``: names of another module, or bound by it), "own" (``M`` may be this module)
+    state, module, start = None, [], True  # start: the next token begins a statement
     try:
         for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if own is not None:
+                if tok.type in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER) \
+                        or tok.string == ";":
+                    state, start = None, True
+                    continue
+                if tok.type in (tokenize.NL, tokenize.COMMENT):
+                    continue
+                if start and tok.type == tokenize.NAME and tok.string == "from":
+                    state, module = "module", []
+                elif state == "module" and tok.string == "import":
+                    parts = [p for p in "".join(module).split(".") if p]
+                    state = "names" if parts and parts[-1] != own else "own"
+                elif state == "module":
+                    module.append(tok.string)
+                start = False
             if outside is not None and outside[0] <= tok.start[0] <= outside[1]:
                 pass
+            elif state == "names":
+                pass  # another module's names, or names the statement binds
             elif tok.type == tokenize.NAME and tok.string == name:
                 if not (bare and previous == "." and not (through and (
                         before in through or not (before or "").isidentifier()))):
