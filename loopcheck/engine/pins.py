@@ -171,6 +171,13 @@ def _dating_words(k) -> frozenset[str]:
     return words
 
 
+def _latest_dating(k) -> tuple[int, ...] | None:
+    """The newest version a call of the knowledge ``k`` can date code before (``only_before``:
+    0.4 for ``Variable(volatile=)``); ``None`` when no call dates code."""
+    return max((summary.only_before[0] for summary in k.functions.values() if summary.only_before is not None),
+               default=None)
+
+
 def _mentions(text: str, entry) -> bool:
     """Whether ``text`` holds the last part of a name or a method of ``entry`` at all."""
     return any(n.rpartition(".")[2] in text for n in entry.names) or any(f".{m}(" in text for m in entry.methods)
@@ -267,7 +274,8 @@ def text_versions(text: str) -> tuple[tuple[int, ...] | None, tuple[int, ...] | 
 
 
 def pinned_before(project, since: tuple[int, ...], text: str | None = None) -> bool:
-    """Whether ``project`` (``None``: a text checked alone, ``text``, dated from itself) allows
+    """Whether ``project`` (``None``: a text checked alone, ``text``, dated from itself; else
+    ``text`` is the checked module's, which need not be given) allows
     only versions of PyTorch older than ``since``: it pins PyTorch or its code is dated
     (:func:`code_versions`: ``Variable(x, volatile=True)`` and no API of 0.4 reads as
     ``torch<0.4``), and every pin allows only older versions (``torch==0.4.1`` for 1.1;
@@ -277,7 +285,11 @@ def pinned_before(project, since: tuple[int, ...], text: str | None = None) -> b
         before = text_versions(text)[0] if text is not None else None
     else:
         pins = torch_versions(project)
-        before = code_versions(project)[0]
+        # The checked module is part of the program: when it uses an API as new as any version
+        # a call can date code before, no project is dated, and its files need not be read.
+        latest = _latest_dating(knowledge())
+        own = scan_text(text)[1] if text is not None and latest is not None else None
+        before = None if latest is None or (own is not None and own >= latest) else code_versions(project)[0]
     if before is not None:
         pins.append(("<", before))
     return bool(pins) and all(_older(op, version, since) for op, version in pins)

@@ -411,7 +411,7 @@ def written_for_before(unit, behaviour: str) -> bool | None:
     key = ("pinned_before", since)
     if key not in cache:
         project = getattr(module, "project", None)
-        cache[key] = pinned_before(project, since, _module_text(module) if project is None else None)
+        cache[key] = pinned_before(project, since, _module_text(module))
     return cache[key]
 
 
