@@ -6,9 +6,8 @@ Python binds a call's arguments before the function's first statement runs, and 
 labels=y)`` for ``def forward(self, x):``), a parameter given twice, or a parameter without
 a default given nothing (``Learner(conf, True)`` for ``def __init__(self, conf):``). Such a
 call raises on every run, so nothing after it in its block runs: the builder ends the path
-there, as it does after ``sys.exit()`` (:meth:`loopcheck.engine.builder.UnitBuilder.call_cannot_bind`;
-for a call of an instance, its class's ``__call__``:
-:meth:`~loopcheck.engine.builder.UnitBuilder.instance_call_cannot_bind`). Inside an inlined
+there, as it does after ``sys.exit()`` (:meth:`loopcheck.engine.builder.UnitBuilder.call_cannot_bind`).
+Inside an inlined
 function, such a call ends the caller's path as well when every path of the function reaches
 one (:func:`loopcheck.engine.dataflow._ways`).
 

@@ -1452,9 +1452,6 @@ class UnitBuilder:
         """
         callee = self._callee(frame, raw)
         if callee is None:
-            if self.instance_call_cannot_bind(frame, raw):
-                self.unbound_calls.add(raw.node)  # ``sample(x=z)`` for ``def __call__(self, z=None)``: TypeError
-                return None
             found = self._instance_forward(frame, raw)
             if found is not None:
                 cls, (owner, forward) = found
@@ -1529,30 +1526,6 @@ class UnitBuilder:
                 del out[i]
                 break
         out.append(Jump("raise"))
-
-    def instance_call_cannot_bind(self, frame: Frame, raw: Call) -> bool:
-        """Whether ``raw`` calls an instance of a project class that defines ``__call__`` (or a
-        base of the project does) with arguments that provably do not bind to that method's
-        parameters (:func:`~loopcheck.engine.binding.binds`, the instance bound to ``self``):
-        Python runs ``type(obj).__call__``, which then raises ``TypeError`` on every run
-        (``sample(x=z)`` for ``def __call__(self, z=None, n=None)``).
-
-        Decided only where the class is established, the one a construction in this entry point
-        bound to the called name (:attr:`Frame.instances`), where calling it finds its methods
-        as its class statements read (:func:`plain_class`: no decorator, metaclass or
-        ``__new__`` in its chain, no base outside the project and torch), and where ``__call__``
-        is not decorated; an object whose class the analysis does not know (``model =
-        torch.load(path)``) is taken to bind."""
-        if raw.inner is not None or raw.qualified:
-            return False
-        sym, qualified = self.resolve(frame, dotted_name(raw.node.func))
-        cls = frame.instances.get(sym) if sym is not None and not qualified else None
-        if cls is None:
-            return False
-        found = find_method(cls, "__call__")
-        if found is None or found[1].decorators or not plain_class(cls):
-            return False
-        return not binds(found[1], raw.node, bound_self=True)
 
     def _instance_forward(
         self, frame: Frame, raw: Call,
