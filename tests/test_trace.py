@@ -40,6 +40,11 @@ FRAMEWORK = sorted(DATA.glob("lightning_*.py")) + sorted(DATA.glob("hf_trainer_*
 #: Bad fixtures whose bug cannot show when they run on a CPU, or that the tracer does not watch
 #: (their static finding is then marked "not observed"), and why.
 NO_RUNTIME_SYMPTOM = {
+    "LC501_bad_half_after_first_epoch_under_option.py": "the conversion runs only under --half, which the trace "
+                                                        "does not pass",
+    "LC501_bad_optimizer_state_moved_then_loaded.py": "without CUDA every device is the CPU: the moves change nothing",
+    "LC501_bad_resumed_optimizer_state_moved_before_model_elsewhere.py": "without CUDA every device is the CPU: the "
+                                                                         "moves change nothing",
     "LC501_bad_checkpoint_inline_back_to_other_device.py": "without CUDA every device is the CPU: the moves "
                                                            "change nothing",
     "LC501_bad_trainer_save_back_to_other_device.py": "without CUDA every device is the CPU: the moves change nothing",
@@ -161,6 +166,8 @@ STATIC_FRAMEWORK = {"lightning_clip_in_training_step.py"}
 #: Bad fixtures whose bug the tracer observes at another line than the static finding, and why:
 #: name -> (the runtime's (code, line) pairs, why).
 RUNTIME_ELSEWHERE = {
+    "LC301_bad_mode_passed_to_helper.py": ({("LC301", 20), ("LC301", 30)}, "the tracer reports the forward that "
+                                          "runs in eval mode; the finding names the call whose literal chose eval"),
     "LC103_bad_forward_zero_grad_between_backward_and_step.py": ({("LC103", 17)}, "the tracer sees the "
                                                                  "zero_grad() inside forward, not the forward "
                                                                  "call that runs it"),
@@ -170,7 +177,7 @@ RUNTIME_ELSEWHERE = {
                                                  "optimizer's step; the finding names the loop's first"),
     "LC301_bad_own_train_method_absent.py": ({("LC301", 26)}, "the tracer sees train(False) as a mode change "
                                              "it cannot name and reports the eval-mode forward"),
-    "LC301_bad_own_train_method_calls_super.py": ({("LC301", 34)}, "the tracer sees train(False) as a mode "
+    "LC301_bad_own_train_method_calls_super.py": ({("LC301", 35)}, "the tracer sees train(False) as a mode "
                                                   "change it cannot name and reports the eval-mode forward"),
     "LC401_bad_history_dict.py": ({("LC302", 30)}, "the tracer watches the tensors backward() runs on, not the "
                                   "held-out loss the dict keeps; it sees that loss's forward pass run with grad "
@@ -416,6 +423,9 @@ OLD_PYTORCH = {
 #: Good fixtures the tracer misreads: name -> (the codes it reports, why). The static pass is
 #: silent on them.
 TRACER_MISREADS = {
+    "apply_enables_dropout_after_eval.py": ({"LC301"}, "the tracer sees model.eval() before the steps; "
+                                            "model.apply(fn) then puts the Dropout modules back in train mode, "
+                                            "which it does not follow"),
     "optimizer_class_clips_in_its_step.py": ({"LC102"}, "the tracer counts a step from the call of step(); this "
                                              "optimizer clips inside it, before its own update"),
     "scheduler_clamped_first_position.py": ({"LC202"}, "the tracer sees scheduler.step() before "
