@@ -579,6 +579,29 @@ def test_a_check_that_finds_nothing_leaves_no_cycle_holding_the_tree(tmp_path: P
         assert held == [], path
 
 
+def test_a_check_with_findings_keeps_nothing_of_its_tree_once_its_results_are_dropped():
+    """Nothing process-wide (a memo keyed by events or nodes) keeps the syntax tree of a check
+    alive after its findings and module are let go: a language server checks on every edit,
+    and a tree kept per check would grow without bound. The fixture's LC301 is reported at
+    the call whose literal chose eval (:func:`loopcheck.engine.events.mode_call`)."""
+    import gc
+
+    from loopcheck.analysis import check_parsed
+
+    def nodes() -> int:
+        gc.collect()
+        return sum(isinstance(o, cst.CSTNode) for o in gc.get_objects())
+
+    path = FIXTURES / "LC301_bad_mode_passed_to_helper.py"
+    before = nodes()
+    for _ in range(3):
+        found, module, _positions = check_parsed(path.read_text(encoding="utf-8"), "-")
+        codes = [f.code for f in found]
+        del found, module, _positions
+        assert codes == ["LC301", "LC301"]
+    assert nodes() == before
+
+
 def test_a_project_let_go_for_another_is_freed_without_a_collection(tmp_path: Path):
     """When a process turns to another project (:func:`loopcheck.cli.runner.check_job`), the
     project it lets go, with the modules it read, is freed by reference counting: the

@@ -108,7 +108,6 @@ def part_mode(model: str, ev: Event) -> str | None:
     return None
 
 
-@functools.cache
 def mode_call(ev: Event, holder: tuple[cst.Call, ...] = ()) -> cst.Call | None:
     """The call of the training code that chose the mode a ``train``/``eval`` event sets, when
     the event's call reads it from a parameter that call's literal argument fixed:
@@ -138,6 +137,7 @@ def mode_call(ev: Event, holder: tuple[cst.Call, ...] = ()) -> cst.Call | None:
     return calls[at] if at < len(calls) else None
 
 
+@functools.cache
 def tensor_gradient():
     """Where ``Tensor.backward`` takes its gradient argument, from the knowledge's entry (its
     ``gradient`` reference): the engine types ``t.backward(...)`` itself, since the receiver it
