@@ -234,7 +234,10 @@ class ClipOnEveryMicroStep(Rule):
     ``if``; and every step in ``L`` of the stepping optimizers it concerns is under an accumulation
     ``if`` or in the same ``accelerator.accumulate()`` ``with`` item as the clip, of an accelerator
     whose accumulation count is not established to be 1 (``Accelerator()``,
-    ``gradient_accumulation_steps=1``, or a name bound once to 1: every micro-step syncs). Known limit: an
+    ``gradient_accumulation_steps=1``, or a name bound once to 1: every micro-step syncs); and, along
+    paths, the partial sums the clip scaled reach a step of such an optimizer with a later backward's
+    gradient added (:func:`clip_reaches_step`): silent when a ``zero_grad`` throws them away on
+    every path first. Known limit: an
     accumulation ``if`` is one whose test text matches ``ACCUMULATION_TEST`` (``%``, ``accum``,
     ``sync_grad``, ...), and an untyped receiver named ``*accelerator*``/``*fabric*`` is taken for
     an Accelerator (see ``rules/LC106.md``)."""
