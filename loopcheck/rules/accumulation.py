@@ -12,10 +12,11 @@ micro-batch, so nothing accumulates.
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 import libcst as cst
 
+from loopcheck.engine.dataflow import Machine
 from loopcheck.engine.events import Event
 from loopcheck.engine.ir import Assign, Call, If, LoopInfo, parts, walk_events
 from loopcheck.engine.names import dotted_name
@@ -28,7 +29,9 @@ from loopcheck.engine.walk import names_in, walk
 from loopcheck.findings import Report
 from loopcheck.catalog import INFOS
 from loopcheck.rules.base import Rule, register
-from loopcheck.rules.gradients import ACCUMULATION_TEST, active_optimizers, touches
+from loopcheck.rules.gradients import (
+    ACCUMULATION_TEST, active_optimizers, reaches, rebinding_loops, touches, params_known,
+)
 
 #: Names of an accumulation count: ``accum_steps``, ``gradient_accumulation_steps``, ``micro_batches``.
 ACCUM_NAME = re.compile(r"(accum|micro|grad_acc|update_freq|chunks)", re.I)
@@ -136,6 +139,92 @@ def _arms(ir) -> dict:
 # -- LC106 ----------------------------------------------------------------------------------
 
 
+class ClippedSums(NamedTuple):
+    """What the clips left in one optimizer's gradients on a path (:class:`ClippedSumsMachine`).
+
+    clipped: the clip events that scaled the gradients ``.grad`` holds now, since they were
+        last cleared.
+    partial: those of them after which a ``backward()`` that reaches the optimizer's parameters
+        added to the scaled gradients: ``.grad`` holds a clipped partial sum plus an unclipped
+        gradient, which a step would apply (LC106's harm).
+    """
+
+    clipped: frozenset = frozenset()
+    partial: frozenset = frozenset()
+
+
+class ClippedSumsMachine(Machine):
+    """Whether the gradients a clip scaled are still in optimizer ``opt``'s ``.grad`` when a
+    later ``backward()`` adds to them, and then when a step runs (state :class:`ClippedSums`).
+
+    A clip concerning ``opt`` (:func:`~loopcheck.rules.gradients.touches`) adds itself to
+    ``clipped``; a backward that can reach ``opt``'s parameters
+    (:func:`~loopcheck.rules.gradients.reaches`) adds ``clipped`` to ``partial``; a
+    ``zero_grad`` established to clear all of ``opt``'s gradients (of ``opt``, of a model
+    holding all its parameters, ``zero_grad_all``) empties both: the scaled sums are thrown
+    away. Anything else keeps the state (a ``zero_grad`` of a model whose share of ``opt``'s
+    parameters is not known, a partial clear, a ``.grad`` written by hand, a call that may
+    change gradients): a call not established to discard the scaled gradients does not
+    forget them. ``step()`` leaves ``.grad`` as it is. Read at ``opt``'s steps
+    (:func:`clip_reaches_step`)."""
+
+    kinds = frozenset({"backward", "clip", "step", "zero_grad", "zero_grad_model", "zero_grad_all"})
+
+    def __init__(self, unit: Unit, opt: str) -> None:
+        self.unit = unit
+        self.opt = opt
+        self.subjects = unit.roles.names_of(opt)
+        self._rebinding = rebinding_loops(unit, opt)
+
+    def initial(self) -> ClippedSums:
+        return ClippedSums()
+
+    def transfer(self, s: ClippedSums, ev: Event) -> ClippedSums:
+        k = ev.kind
+        if k == "clip":
+            if not ev.extra.get("measure_only") and touches(self.unit, self.opt, ev):
+                return s._replace(clipped=s.clipped | {ev})
+            return s
+        if k == "backward":
+            if s.clipped <= s.partial or not reaches(self.unit, self.opt, ev):
+                return s
+            return s._replace(partial=s.partial | s.clipped)
+        if k == "zero_grad_all":
+            return ClippedSums()
+        if k in ("zero_grad", "zero_grad_model") and touches(self.unit, self.opt, ev):
+            if k == "zero_grad_model" and not params_known(self.unit, self.opt, None):
+                return s  # a model's zero_grad may clear the optimizer's gradients or other ones
+            return ClippedSums()
+        return s
+
+    def raised(self, s: ClippedSums, ev: Event) -> ClippedSums:
+        # a backward that raised may have added part of its gradients (autograd writes as it goes)
+        return self.transfer(s, ev) if ev.kind == "backward" else s
+
+    def rebinds(self, loop) -> bool:
+        # ``for opt in optimizers: opt.step()``: each iteration is another optimizer's
+        return id(loop) in self._rebinding
+
+
+def clip_reaches_step(unit: Unit, clip: Event, opt: str) -> bool:
+    """Whether the gradients ``clip`` scaled can reach a ``step()`` of optimizer ``opt`` (any
+    in the unit) with a later backward's gradient added to them, on some path of the unit's
+    dataflow (:class:`ClippedSumsMachine`): ``False`` when on every path from the clip to a
+    step of ``opt`` either no backward reaching ``opt`` runs in between, or a ``zero_grad``
+    clearing all of ``opt``'s gradients runs after the clip and before that backward (the
+    scaled partial sums are thrown away, and the step applies the gradients of backwards run
+    after the clear, whatever the clip did).
+
+    Args:
+        unit: the :class:`~loopcheck.engine.unit.Unit` of the clip.
+        clip: a ``clip`` event of the unit.
+        opt: the canonical symbol of an optimizer that steps in the unit.
+    """
+    flow = unit.flow(("clipped sums", opt), lambda: ClippedSumsMachine(unit, opt))
+    return any(clip in state.partial for step in unit.of_subject(opt, "step") for state in flow.states(step))
+
+
+
 @register
 class ClipOnEveryMicroStep(Rule):
     """LC106 clip-or-unscale-on-every-micro-step.
@@ -145,7 +234,10 @@ class ClipOnEveryMicroStep(Rule):
     ``if``; and every step in ``L`` of the stepping optimizers it concerns is under an accumulation
     ``if`` or in the same ``accelerator.accumulate()`` ``with`` item as the clip, of an accelerator
     whose accumulation count is not established to be 1 (``Accelerator()``,
-    ``gradient_accumulation_steps=1``, or a name bound once to 1: every micro-step syncs). Known limit: an
+    ``gradient_accumulation_steps=1``, or a name bound once to 1: every micro-step syncs); and, along
+    paths, the partial sums the clip scaled reach a step of such an optimizer with a later backward's
+    gradient added (:func:`clip_reaches_step`): silent when a ``zero_grad`` throws them away on
+    every path first. Known limit: an
     accumulation ``if`` is one whose test text matches ``ACCUMULATION_TEST`` (``%``, ``accum``,
     ``sync_grad``, ...), and an untyped receiver named ``*accelerator*``/``*fabric*`` is taken for
     an Accelerator (see ``rules/LC106.md``)."""
@@ -164,6 +256,11 @@ class ClipOnEveryMicroStep(Rule):
             if found is None:
                 continue
             step, why = found
+            if not any(clip_reaches_step(unit, clip, opt) for opt in active_optimizers(unit)
+                       if touches(unit, opt, clip)):
+                # on every path a zero_grad throws the scaled partial sums away before the
+                # backward that the step applies: what the clip did on a micro-step never reaches it
+                continue
             yield self._report(clip, step, bw, why)
 
     @staticmethod

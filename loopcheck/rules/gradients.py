@@ -206,6 +206,15 @@ def _ctors(built: Event | None) -> tuple:
     return (built.raw,) if built is not None and built.raw is not None else ()
 
 
+def params_known(unit: Unit, opt: str, built: Event | None = None) -> bool:
+    """Whether some of optimizer ``opt``'s parameters are known to be a model's (all of them,
+    or at least one model it trains; ``built``: the construction of ``opt`` that counts, none:
+    every construction): then a model's ``zero_grad()`` is known to clear them or not
+    (:func:`touches`)."""
+    info = unit.roles.optimizers.get(opt)
+    return info is not None and (bool(info.models) or info.only_models(_ctors(built)) is not None)
+
+
 def cleared_part(unit: Unit, opt: str, ev: Event, built: Event | None = None) -> frozenset[str]:
     """The models of optimizer ``opt`` whose gradients a ``zero_grad`` that does not concern
     ``opt`` as a whole (:func:`touches`) clears: of a model holding some of them, or of another
@@ -387,11 +396,7 @@ class GradientMachine(Machine):
         return none
 
     def _params_known(self, built: Event | None) -> bool:
-        """Whether some of the optimizer's parameters are known to be a model's (all of them,
-        or at least one model it trains): then a model's ``zero_grad()`` is known to clear
-        them or not (:func:`touches`)."""
-        info = self.unit.roles.optimizers.get(self.opt)
-        return info is not None and (bool(info.models) or info.only_models(_ctors(built)) is not None)
+        return params_known(self.unit, self.opt, built)
 
     def raised(self, s: G, ev: Event) -> G:
         """A backward that can fill these gradients and raised (out of memory) may have written
