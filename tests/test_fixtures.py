@@ -45,6 +45,19 @@ def test_fixture(path: Path):
     assert found == expected(source)
 
 
+NOTEBOOKS = sorted((ROOT / "fixtures").rglob("*.ipynb"))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.relative_to(ROOT / "fixtures").as_posix() for p in NOTEBOOKS])
+def test_notebook_fixture(path: Path):
+    """A notebook fixture is checked as the command line checks it (its code cells joined into
+    one program), and reported exactly at the program's ``# expect: CODE`` lines."""
+    from loopcheck.check import lint_text
+
+    found, source = lint_text(path.read_text(encoding="utf-8"), str(path))
+    assert {(f.code, f.row) for f in found} == expected(source.text)
+
+
 def test_messages_say_what_is_wrong_in_one_short_sentence():
     """Every finding of every fixture: one sentence under 120 characters; the explanation and
     the measured numbers are in the note (for the rules with runtime evidence)."""

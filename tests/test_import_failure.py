@@ -124,6 +124,67 @@ def test_a_relative_import_of_a_module_the_package_does_not_hold(tmp_path: Path)
     assert found == ImportFailure(1, "no module 'asr.models.utils': asr/models holds no utils.py")
 
 
+@pytest.mark.parametrize("init", [
+    "",  # core/ a namespace package: ``from core import models`` imports core.models
+    "x = 1\n",  # core/__init__.py binds no name ``models``: the same
+])
+def test_a_submodule_imported_by_from_whose_package_imports_a_missing_module(tmp_path: Path, init: str):
+    files = {
+        "core/models/__init__.py": "from .gan import *\nfrom .content import *\n",
+        "core/models/gan.py": "class Generator:\n    pass\n",
+        "train.py": "import os\nfrom core import models\n",
+    }
+    if init:
+        files["core/__init__.py"] = init
+    found = failure(tmp_path, files)
+    assert found == ImportFailure(2, "no module 'core.models.content': core/models holds no content.py")
+
+
+def test_a_script_importing_a_package_whose_import_fails_fails_too(tmp_path: Path):
+    # followed through each package's __init__, with relative names taken from where it is loaded
+    found = failure(tmp_path, {
+        "core/__init__.py": "",
+        "core/models/__init__.py": "from .gan import Generator\n",
+        "core/models/gan.py": "from ..layers import norm\nclass Generator:\n    pass\n",
+        "core/utils/__init__.py": "from ..models import Generator\n",
+        "train.py": "from core.utils import Generator\n",
+    })
+    assert found == ImportFailure(1, "no module 'core.layers': core holds no layers.py")
+
+
+@pytest.mark.parametrize("files", [
+    # the missing module's import is under try/except ImportError, or in a function
+    {"core/models/__init__.py": "from .gan import *\ntry:\n    from .content import *\nexcept ImportError:\n    pass\n"},
+    {"core/models/__init__.py": "from .gan import *\ndef load():\n    from .content import Net\n"},
+    # an absolute name that is no project module: a library's, which may be installed
+    {"core/models/__init__.py": "from .gan import *\nfrom content import *\n"},
+    # the package binds the name: ``from core import models`` takes it, importing no submodule
+    {"core/__init__.py": "models = None\n", "core/models/__init__.py": "from .content import *\n"},
+    # a star import may bind it
+    {"core/__init__.py": "from .base import *\n", "core/base.py": "",
+     "core/models/__init__.py": "from .content import *\n"},
+    # a name no directory of the namespace package holds: another portion of it may
+    {"train.py": "from core import content\n"},
+])
+def test_a_submodule_imported_by_from_not_proven_to_fail(tmp_path: Path, files: dict):
+    assert failure(tmp_path, {
+        "core/models/__init__.py": "from .gan import *\n",
+        "core/models/gan.py": "class Generator:\n    pass\n",
+        "train.py": "from core import models\n",
+        **files,
+    }) is None
+
+
+def test_relative_names_within_the_package_a_module_is_loaded_into():
+    from loopcheck.engine.import_failure import _within
+
+    assert _within(".content", "core.models") == "core.models.content"
+    assert _within("..layers", "core.models") == "core.layers"
+    assert _within(".", "core.models") == "core.models"
+    assert _within("..", "core") == ""  # above the top package
+    assert _within(".x", "") == ""  # a top-level module has no package
+
+
 @pytest.mark.parametrize("module", [
     "from .helpers import *\n",  # a star import may bind it
     "def __getattr__(name):\n    return 0\n",  # a module __getattr__

@@ -421,3 +421,62 @@ def test_a_from_import_of_another_module_does_not_name_the_class(tmp_path, main,
                f"if __name__ == '__main__':\n    {main}\n")
     files = {"base.py": "class Model:\n    pass\n\n\nclass Base(Model):\n    pass\n", "variant.py": variant}
     assert _check(tmp_path, files, "variant.py") == found
+
+
+# ------------------------------------------------------------------ notebooks: never imported
+
+NOTEBOOK_SETUP = "import torch\nfrom torch import nn\n\nnet = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5))"
+NOTEBOOK_HELPER = "def embed_all(net, batches):\n    net.eval()\n    return [net(x) for x in batches]"
+
+
+def _notebook(*cells: str, as_lists: bool = True) -> str:
+    import json
+
+    def source(text):
+        return text.splitlines(keepends=True) if as_lists else text
+
+    return json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+                                  "source": source(c)} for c in cells],
+                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+def _check_notebook(tmp_path: Path, files: dict[str, str], checked: str) -> list[tuple[str, int]]:
+    from loopcheck.check import lint_text
+
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    path = tmp_path / checked
+    found, _source = lint_text(path.read_text(), str(path), project=Project(tmp_path))
+    return [(f.code, f.row) for f in found]
+
+
+@pytest.mark.parametrize("cells, others, found", [
+    ((), {}, []),  # no cell calls it: it never runs
+    (("out = embed_all(net, [torch.randn(2, 8)])",), {}, [("LC302", 7)]),
+    (("%time out = embed_all(net, [torch.randn(2, 8)])",), {}, [("LC302", 7)]),  # a magic runs it
+    (("hooks = {'embed': embed_all}",), {}, [("LC302", 7)]),  # handed out
+    (("fn = globals()['embed_' + 'all']",), {}, [("LC302", 7)]),  # looked up by a computed name
+    # another notebook runs this one in its namespace, then calls it
+    ((), {"driver.ipynb": _notebook("%run demo.ipynb", "embed_all(net, [])")}, [("LC302", 7)]),
+    ((), {"run_all.py": "import runpy\nns = runpy.run_path(path)\nns['embed_all'](net, [])\n"}, [("LC302", 7)]),
+    # a file that defines a function of the same name and runs no notebook: another function
+    ((), {"embed.py": NOTEBOOK_HELPER + "\n", "other.ipynb": _notebook(NOTEBOOK_HELPER)}, []),
+    ((), {"README.md": "In demo.ipynb, call `embed_all(net, batches)`.\n"}, [("LC302", 7)]),
+])
+def test_a_notebook_function_no_cell_calls(tmp_path, cells, others, found):
+    files = {"demo.ipynb": _notebook(NOTEBOOK_SETUP, NOTEBOOK_HELPER, *cells), **others}
+    assert _check_notebook(tmp_path, files, "demo.ipynb") == found
+
+
+def test_a_notebook_call_in_a_cell_written_as_one_string(tmp_path):
+    # the JSON escapes the line break before the call (``"x = 1\\nembed_all(...)"``): still a call
+    files = {"demo.ipynb": _notebook(NOTEBOOK_SETUP, NOTEBOOK_HELPER, "x = 1\nembed_all(net, [])", as_lists=False)}
+    assert _check_notebook(tmp_path, files, "demo.ipynb") == [("LC302", 7)]
+
+
+def test_a_decorated_notebook_function_is_not_decided(tmp_path):
+    helper = "import functools\n\n@functools.lru_cache()\n" + NOTEBOOK_HELPER
+    files = {"demo.ipynb": _notebook(NOTEBOOK_SETUP, helper)}
+    assert _check_notebook(tmp_path, files, "demo.ipynb") == [("LC302", 10)]

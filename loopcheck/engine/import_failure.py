@@ -13,7 +13,11 @@ call of a function or class the file defines, a use of ``sys.path`` or ``site.ad
 (nor, in any module loaded before it, a use of ``sys.path``: ``import _init_paths``); a
 relative one is taken as the file's package makes it
 (``..utils`` in ``pkg/models/train.py`` is ``pkg.utils``), and left alone in a file of no
-package. Its
+package; in a project module the import loads, in the package it is loaded into
+(``.content`` in ``core/models/__init__.py`` loaded as ``core.models`` is
+``core.models.content``, even when ``core`` is a namespace package). ``from pkg import name``,
+where ``pkg``'s ``__init__`` binds no ``name`` (or ``pkg`` is a namespace package), imports the
+submodule ``pkg.name`` as Python does, and its loading is followed as well. Its
 module is looked up as the engine looks up every project module
 (:meth:`~loopcheck.engine.project.Project.find_module`); a module found nowhere in the project,
 or one of a package the library knowledge names (a ``torch.py`` beside the script), is a
@@ -395,14 +399,21 @@ def _module_at(project: Project, path: Path) -> _Module | None:
 
 
 def _fails(project: Project, module: str, names: tuple | None, near: Path, entry: Path, stack: tuple,
-           state: _Loading) -> str | None:
+           state: _Loading, package: str | None = None) -> str | None:
     """Why ``import module`` (``names`` ``None``) or ``from module import names``, run by the
     file ``near``, fails, or ``None`` when it is not proven to. An absolute name is looked up
     from ``entry``, the checked file (Python's ``sys.path`` is the running script's, whichever
-    module imports), a relative one from ``near``'s package. ``stack``: the modules being
-    loaded (a cycle counts as working); ``state``: what the check learned so far."""
+    module imports), a relative one from ``near``'s package: ``package``, the dotted name of
+    the package ``near`` was loaded into (``"core.models"`` for ``core/models/__init__.py``
+    loaded by ``from core import models``, even when ``core`` has no ``__init__.py``), or,
+    for the checked file (``None``), the package its place makes it. ``stack``: the modules
+    being loaded (a cycle counts as working); ``state``: what the check learned so far.
+
+    ``from pkg import name``, where ``pkg``'s ``__init__`` does not bind ``name`` (or ``pkg``
+    is a namespace package, which binds nothing), imports the submodule ``pkg.name``, as
+    Python's ``from`` import does: its loading is followed, and its failure is this import's."""
     if module.startswith("."):
-        module = _relative(module, near)
+        module = _relative(module, near) if package is None else _within(module, package)
         if not module:
             return None
     elif state.path_moved == MOVES:
@@ -437,11 +448,18 @@ def _fails(project: Project, module: str, names: tuple | None, near: Path, entry
             if found is None or state.registers or dotted in state.registered:
                 return None  # (a module run so far may have put it in ``sys.modules``)
             return _missing_submodule(project, found, parts[i - 1], dotted)
-        reason = _loads(project, path, entry, stack, state)
+        reason = _loads(project, path, entry, stack, state, dotted)
         if reason is not None:
             return reason
         found, where = path, [path.parent]
-    if not names or found is None:
+    if not names:
+        return None
+    if found is None:
+        # a namespace package binds no name: ``from core import models`` imports ``core.models``
+        # (a name no directory of it holds may be in another portion of it: not decided)
+        for name in names:
+            if name != "*" and (reason := _fails(project, f"{module}.{name}", None, near, entry, stack, state)):
+                return reason
         return None
     info = _module_at(project, found)
     if info is None or info.open:
@@ -453,7 +471,12 @@ def _fails(project: Project, module: str, names: tuple | None, near: Path, entry
             info.touches_path or _submodule_present(found.parent, name) or _builds_extensions(project)
             or _ignored(project, found.parent / name)
         ):
-            continue  # (a submodule: ``from pkg import sub``, maybe one the build makes)
+            # (a submodule: ``from pkg import sub``, maybe one the build makes); one the package's
+            # directory holds is imported then, and its loading may fail
+            if not info.touches_path and (reason := _fails(
+                    project, f"{module}.{name}", None, near, entry, stack, state)):
+                return reason
+            continue
         return f"{_shown(project, found)} defines no name {name!r}"
     return None
 
@@ -468,6 +491,18 @@ def _relative(written: str, near: Path) -> str:
     if not name or not [p for p in package if p] or up >= len(package):
         return ""
     return absolute_module(written, near)
+
+
+def _within(written: str, package: str) -> str:
+    """The absolute name of the relative import ``written`` (``..utils``) run by a module loaded
+    into the package ``package`` (dotted; ``""``: a top-level module), or ``""`` when the dots
+    climb above its top package (Python raises ``ImportError`` then; not decided here)."""
+    dotted = written.lstrip(".")
+    parts = package.split(".") if package else []
+    up = len(written) - len(dotted) - 1
+    if up >= len(parts):
+        return ""
+    return ".".join([*parts[: len(parts) - up], *filter(None, [dotted])])
 
 
 def _missing_submodule(project: Project, parent: Path, name: str, dotted: str) -> str | None:
@@ -569,13 +604,15 @@ def _submodule_present(directory: Path, name: str) -> bool:
         return True
 
 
-def _loads(project: Project, path: Path, entry: Path, stack: tuple, state: _Loading) -> str | None:
+def _loads(project: Project, path: Path, entry: Path, stack: tuple, state: _Loading,
+           dotted: str | None = None) -> str | None:
     """Why loading the project module file ``path`` fails (it does not compile, or one of its
     counted imports fails), or ``None`` (also past :data:`MAX_DEPTH`, and for a module whose
     loading is under way: a cycle). As in Python, a module is loaded once per check: its
     answer is kept in ``state``, and a module that uses ``sys.path`` sets
     :attr:`_Loading.path_moved` before its imports are followed (one that may register modules,
-    :attr:`_Loading.registers`)."""
+    :attr:`_Loading.registers`). ``dotted``: the name it is loaded under (``"core.models"``),
+    from which its relative imports are resolved (``None``: from its place, :func:`_relative`)."""
     if path in state.reasons:
         return state.reasons[path]
     if path in stack or len(stack) > MAX_DEPTH:
@@ -588,8 +625,11 @@ def _loads(project: Project, path: Path, entry: Path, stack: tuple, state: _Load
         state.path_moved = max(state.path_moved, info.changes_path)
         state.registers = state.registers or info.registers
         state.registered.update(info.registered)
+        package = None
+        if dotted is not None:
+            package = dotted if path.name == "__init__.py" else dotted.rpartition(".")[0]
         for _line, module, names in info.imports:
-            reason = _fails(project, module, names, path, entry, (*stack, path), state)
+            reason = _fails(project, module, names, path, entry, (*stack, path), state, package)
             if reason is not None:
                 break
     state.reasons[path] = reason

@@ -85,6 +85,10 @@ mistake) never runs, decided from the checked file alone (:func:`_nested_never_c
 the namings inside it do not count for the module's other functions. A module pytest collects
 (:func:`_pytest_collects`: by the project's pytest configuration, ``python_files``) is not decided: the test runner calls its functions by name.
 
+A notebook (``.ipynb``) is never imported: a top-level function of it runs only when one of
+its cells names it, or when another file runs the notebook in its own namespace (``%run``)
+and names it (:func:`_uncalled_in_notebook`); one nothing names that way never runs.
+
 What is given up: a function called only from outside the project (a user's notebook kept
 elsewhere) by a script's or a private name. A text file larger than :data:`MAX_TEXT_BYTES`
 (a data set's annotations, a vocabulary) is not read; more than
@@ -156,7 +160,15 @@ def never_runs(project, index, node: cst.CSTNode, table: dict) -> bool:
             dead_memo[key] = _nested_never_called(func, table)
         if dead_memo[key]:
             return True
-    if project is None or index is None or index.path is None or str(index.path).endswith(".ipynb"):
+    if project is None or index is None or index.path is None:
+        return False
+    if str(index.path).endswith(".ipynb"):
+        memo = index.cache.setdefault("unreferenced.notebook", {})
+        for func, cls in _enclosing_functions(node, table):
+            if id(func) not in memo:
+                memo[id(func)] = cls is None and _uncalled_in_notebook(project, index, func, table)
+            if memo[id(func)]:
+                return True
         return False
     # kept with the checked module's index: its functions and this check's reading of the
     # project (another check, after an edit, reads them again)
@@ -176,6 +188,107 @@ def never_runs(project, index, node: cst.CSTNode, table: dict) -> bool:
             if memo[key]:
                 return True
     return False
+
+
+#: A notebook's ``%run`` (a line magic, or IPython's rewriting of it): it runs another file in
+#: the notebook's namespace, whose functions the notebook may then call.
+_RUN_MAGIC = re.compile(r"%run\b|run_line_magic\(\s*['\"]run['\"]")
+
+
+def _uncalled_in_notebook(project, index, func: cst.FunctionDef, table: dict) -> bool:
+    """Whether the top-level function ``func`` of the checked notebook (``index.path`` ends in
+    ``.ipynb``) never runs: a notebook is never imported, so its function runs only when a cell
+    of the notebook names it (a call, or a reference handed to something that calls it), or
+    when another file runs the notebook in its own namespace and then names it.
+
+    Decided when ``func`` is a module-level ``def`` (not a method, not inside a block), not
+    decorated nor a dunder; the notebook's whole text, every cell (magics, shell escapes,
+    commented-out lines included), markdown and output (its JSON's strings, decoded:
+    :func:`_notebook_text`), names it only once, by its ``def``; the notebook's code looks no
+    names up at run time (:func:`_dynamic`); and no other file of the project (a Python file,
+    a notebook, a shell script, configuration or document, :func:`_listing`) that names the
+    function also names the notebook (``%run sparse_loss.ipynb``, an import of it through a
+    notebook importer) or may run files by computed names (:data:`_RUNS_MODULES`, a ``%run``).
+    Anything that cannot be listed or read: not decided.
+
+    Args:
+        project: the checked notebook's :class:`~loopcheck.engine.project.Project`.
+        index: the notebook program's index (its ``path`` is the ``.ipynb`` file).
+        func: a function definition of the notebook's program, around a finding.
+        table: ``node → parent`` for the notebook's program.
+    """
+    name = func.name.value
+    if type(table.get(func)) is not cst.Module or func.decorators or (
+            name.startswith("__") and name.endswith("__")):
+        return False
+    path = Path(index.path).resolve()
+    own = _notebook_text(project, path)
+    word = re.compile(rf"\b{re.escape(name)}\b")
+    if own is None or len(word.findall(own)) != 1 or _dynamic(own, False):
+        return False
+    files, notebooks, texts = _listing(index, Path(project.root))
+    if files is None or texts is None:
+        return False
+    notebook = re.compile(rf"\b{re.escape(path.stem)}\b")
+    for file in [*files, *notebooks, *texts]:
+        if file.resolve() == path:
+            continue
+        if file.suffix == ".ipynb":
+            text = _notebook_text(project, file)
+        elif file.suffix == ".py":
+            text = _text(project, file)
+        else:
+            try:
+                if file.stat().st_size > MAX_TEXT_BYTES:
+                    continue
+                text = file.read_bytes().decode("utf-8", "replace")
+            except OSError:
+                return False
+        if text is None:
+            return False
+        if name in text and word.search(text) and (
+                notebook.search(text) or _RUN_MAGIC.search(text) or _RUNS_MODULES.search(text)):
+            return False
+    return True
+
+
+def _notebook_text(project, path: Path) -> str | None:
+    """Every string of the notebook file ``path``'s JSON (cells' sources, markdown, outputs,
+    metadata), decoded and joined by newlines, once per version of the file (``project.memo``):
+    a name a cell holds is then a word of it, whatever escapes the JSON wrote (``"1\\nf(x)"``).
+    The file's text when it is not JSON; ``None`` when it cannot be read."""
+    import json
+
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    memo = project.memo.setdefault("unreferenced.notebook_text", {})
+    key = (path, st.st_mtime_ns, st.st_size)
+    if key not in memo:
+        try:
+            raw = path.read_bytes().decode("utf-8", "replace")
+        except OSError:
+            return None
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            memo[key] = raw
+        else:
+            strings: list[str] = []
+            stack = [data]
+            while stack:
+                item = stack.pop()
+                if isinstance(item, str):
+                    strings.append(item)
+                elif isinstance(item, dict):
+                    stack.extend(item.keys())
+                    stack.extend(item.values())
+                elif isinstance(item, list):
+                    stack.extend(item)
+            strings.reverse()
+            memo[key] = "\n".join(strings)
+    return memo[key]
 
 
 class _NameCount(cst.CSTVisitor):
