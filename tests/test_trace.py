@@ -42,6 +42,10 @@ FRAMEWORK = sorted(DATA.glob("lightning_*.py")) + sorted(DATA.glob("hf_trainer_*
 NO_RUNTIME_SYMPTOM = {
     "LC501_bad_half_after_first_epoch_under_option.py": "the conversion runs only under --half, which the trace "
                                                         "does not pass",
+    "LC501_bad_half_option_tested_in_save_helper.py": "the conversion runs only under --half, which the trace "
+                                                       "does not pass",
+    "LC501_bad_half_option_refused_on_other_namespace.py": "the conversion runs only under --half, which the "
+                                                            "trace does not pass (and the script then refuses it)",
     "LC501_bad_optimizer_state_moved_then_loaded.py": "without CUDA every device is the CPU: the moves change nothing",
     "LC501_bad_resumed_optimizer_state_moved_before_model_elsewhere.py": "without CUDA every device is the CPU: the "
                                                                          "moves change nothing",

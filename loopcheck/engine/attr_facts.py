@@ -69,6 +69,19 @@ def fact_subject(test: cst.BaseExpression) -> str | None:
     return dotted_name(node)
 
 
+def truth_test(test: cst.BaseExpression) -> bool | None:
+    """Whether ``test`` is the truth of one attribute alone (``obj.attr``, ``not obj.attr``,
+    any number of ``not``): ``True`` when it is true where the attribute is truthy, ``False``
+    when where it is falsy (an odd number of ``not``); ``None`` for any other test (a
+    comparison, a call, a plain name)."""
+    negated = False
+    while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        test, negated = test.expression, not negated
+    if type(test) is not cst.Attribute or dotted_name(test) is None:
+        return None
+    return not negated
+
+
 #: The attribute of ``torch.nn.Module`` that ``train()`` and ``eval()`` set on the module and
 #: all its submodules (https://pytorch.org/docs/stable/generated/torch.nn.Module.html).
 MODE_ATTRIBUTE = "training"

@@ -44,7 +44,9 @@ from loopcheck.engine.ir import (
     release,
     walk_events,
 )
-from loopcheck.engine.attr_facts import ALL, dynamic_write, expression_children, fact_subject, mode_subject, received, written_attributes
+from loopcheck.engine.attr_facts import (
+    ALL, dynamic_write, expression_children, fact_subject, mode_subject, received, truth_test, written_attributes,
+)
 from loopcheck.engine.binding import binds
 from loopcheck.engine.calls import ref_parts
 from loopcheck.engine.classes import is_module_class
@@ -960,11 +962,17 @@ class UnitBuilder:
         :attr:`Call.clobbers` (the dataflow follows facts only then: the work is not done for
         the others)."""
         live = False
+        truths = 0  # the ``if``s on the truth of one attribute (a raising guard's truth may decide them)
+        guard = False
         for node in self._fact_ifs:
             if node.fact[1].rpartition(".")[2] in self.blind_attrs:
                 node.fact = None
             elif node.fact[0] in self._literal_attrs:
                 live = True
+            elif truth_test(node.test) is not None:
+                truths += 1
+                guard = guard or _ends_by_jump(node.body) or _ends_by_jump(node.orelse)
+        live = live or guard and truths > 1
         if live:
             for raw, frame, callee in self._pending_calls:
                 raw.clobbers = self.attr_writes(callee) if callee is not None else self._call_clobbers(frame, raw)
@@ -3372,6 +3380,13 @@ def _constants(func: cst.FunctionDef, bound: dict, subst: dict, assigned: set[st
         if value is not NO_VALUE:
             out[name] = value
     return out
+
+
+def _ends_by_jump(arm: Seq) -> bool:
+    """Whether the arm of an ``if`` ends with a ``raise`` or a ``return`` as its last item: a
+    raising guard's arm (:attr:`~loopcheck.engine.dataflow._FactTable.guards`), for the calls'
+    :attr:`Call.clobbers` to be worked out (the dataflow decides which arm never goes on)."""
+    return bool(arm.items) and isinstance(arm.items[-1], Jump) and arm.items[-1].kind in ("raise", "return")
 
 
 def decide_test(test: cst.BaseExpression, constants: dict) -> bool | None:

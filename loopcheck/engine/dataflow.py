@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass, field
-from typing import Hashable, Iterable
+from typing import Hashable, Iterable, NamedTuple
 
 import libcst as cst
 
-from loopcheck.engine.attr_facts import assigned_ends, ends
+from loopcheck.engine.attr_facts import assigned_ends, ends, owner, truth_test
 from loopcheck.engine.builder import NO_VALUE, decide_test, literal_value
 from loopcheck.engine.events import Event, sets_mode
 from loopcheck.engine.ir import Assign, Call, If, Inline, Jump, Loop, Node, Seq, Try, parts, walk_events
@@ -614,6 +614,17 @@ class _FactTable:
         kills: ``id(node) →`` the facts the events inside it end (a mask): a part the
             interpreter passes over ends them all (most calls end facts: running each one
             would cost what skipping the parts without a machine's events saves).
+        guards: ``id(If) → (arm, made, aliased)`` for a *raising guard*, an ``if`` on the truth
+            of one attribute (:func:`~loopcheck.engine.attr_facts.truth_test`: ``if
+            args.fp16:``) one of whose arms never goes on to what follows it (it raises,
+            returns or ends the program: ``raise NotImplementedError(...)``): a path entering
+            the other arm, ``arm``, knows the attribute's truth (:class:`Truth`), fact mask
+            ``made``; ``aliased``: ``(alias, made)`` mask pairs, the truth of the same attribute
+            reached through another name that an assignment made hold the tested object
+            (``self.args = args``, :class:`Alias`), known where the path knows that alias.
+        needs: ``j →`` the mask of the alias facts (:class:`Alias`) a guard's fact ``j`` is made
+            under, which a machine following ``j`` follows too.
+        values: how many facts there are.
     """
 
     arms: dict = field(default_factory=dict)
@@ -622,6 +633,25 @@ class _FactTable:
     loops: dict = field(default_factory=dict)
     nodes: set = field(default_factory=set)
     kills: dict = field(default_factory=dict)
+    guards: dict = field(default_factory=dict)
+    needs: dict = field(default_factory=dict)
+    values: int = 0
+
+
+class Truth(NamedTuple):
+    """A fact's value where the path knows only the truth of the attribute (past a raising
+    guard, :attr:`_FactTable.guards`): it decides a test of that truth alone (``if x.a:``,
+    ``if not x.a:``), never a comparison (a falsy value may be ``0``, ``None`` or ``""``)."""
+
+    truthy: bool
+
+
+class Alias(NamedTuple):
+    """A fact's value saying the attribute symbol holds the object another symbol names
+    (``trainer.args`` after ``self.args = args``, ``source`` the symbol ``args``); it decides
+    no test."""
+
+    source: str
 
 
 @dataclass(frozen=True)
@@ -661,7 +691,7 @@ MAX_FACTS = 8
 
 def fact_table(unit: Seq) -> _FactTable:
     """:class:`_FactTable` of ``unit`` (empty when no ``if`` tests an attribute that the unit
-    assigns a literal)."""
+    assigns a literal, or that a raising guard tests before another ``if`` tests it)."""
     if unit in _FACTS:
         return _FACTS[unit]
     table = _FactTable()
@@ -674,24 +704,33 @@ def fact_table(unit: Seq) -> _FactTable:
     values: list[tuple[str, object]] = []
     made: dict[int, int] = {}
     raws = list(walk_events(unit))
+
+    def fact(key: str, value: object) -> int:
+        at = (key, type(value), value)
+        if at not in facts:
+            facts[at] = len(values)
+            values.append((key, value))
+        return facts[at]
+
     for raw in raws:
         if type(raw) is Assign and raw.op == "=" and raw.target in tested:
             value = literal_value(raw.value)
             if value is not NO_VALUE:
-                key = (raw.target, type(value), value)
-                if key not in facts:
-                    facts[key] = len(values)
-                    values.append((raw.target, value))
-                made[id(raw)] = facts[key]
+                made[id(raw)] = fact(raw.target, value)
+    also = _guard_facts(unit, ifs, raws, tested, table, fact, made)
     if not values:
         return table
     for node in ifs:
         sym, name = node.fact
-        arms = tuple((j, decide_test(node.test, {name: value})) for j, (key, value) in enumerate(values) if key == sym)
+        truth = truth_test(node.test)
+        arms = tuple(
+            (j, decide_test(node.test, {name: value}) if type(value) not in (Truth, Alias)
+             else value.truthy == truth if type(value) is Truth and truth is not None else None)
+            for j, (key, value) in enumerate(values) if key == sym)
         if any(arm is not None for _, arm in arms):
             table.arms[id(node)] = arms
             table.ifs.append(node)
-    keys = {key for key, _ in values}
+    keys = {key for key, _ in values} | {key for sources in also.values() for key in sources}
     for raw in raws:
         if type(raw) is Assign:
             hit = {key for key in keys if raw.target and assigned_ends(key, raw.target, raw.op)}
@@ -701,12 +740,67 @@ def fact_table(unit: Seq) -> _FactTable:
         j = made.get(id(raw), -1)
         if hit or j >= 0:
             ended = 0
-            for i, (key, _) in enumerate(values):
-                if key in hit:
+            for i, (key, value) in enumerate(values):
+                if type(value) is Alias and type(raw) is Assign and raw.op == "=" and raw.value_sym == value.source:
+                    continue  # the same object assigned again (``self.args = args`` elsewhere): still held
+                if key in hit or not hit.isdisjoint(also.get(i, ())):
                     ended |= 1 << 2 * i
             table.effects[id(raw)] = (ended, 1 << 2 * j if j >= 0 else 0)
+    table.values = len(values)
     _mark_fact_nodes(unit, table, keys, values)
     return table
+
+
+def _guard_facts(unit: Seq, ifs: list, raws: list, tested: set, table: _FactTable, fact, made: dict) -> dict:
+    """Note the raising guards of ``unit`` (:attr:`_FactTable.guards`) whose attribute another
+    ``if`` tests, by the symbol the guard tests or through an alias: a plain assignment ``T =
+    O`` (``self.args = args``, the value a plain name whose symbol is the tested attribute's
+    object ``O``) makes fact :class:`Alias` of ``T``, ended by what re-binds ``T`` or ``O``
+    (or may change ``T``: a call given its holder), and a guard on ``O.a`` then also makes
+    the truth of ``T.a`` on a path that knows that alias. ``fact(key, value)`` numbers a fact;
+    ``made`` gets the alias assignments. Returns ``j →`` the other keys whose changes end fact
+    ``j`` too: the alias's object, and for the truth of ``T.a`` the guard's ``O.a``."""
+    summaries_of = summaries(unit)
+    also: dict[int, tuple[str, ...]] = {}
+    guards = []
+    for node in ifs:
+        truth = truth_test(node.test)
+        if truth is None:
+            continue
+        dead = [arm for arm, seq in ((True, node.body), (False, node.orelse))
+                if "normal" not in summaries_of[id(seq)].ways]
+        if len(dead) != 1:
+            continue
+        guards.append((node, not dead[0], truth))
+    if not guards:
+        return also
+    aliases: dict[str, list] = {}  # object symbol O -> the plain assignments ``T = O``
+    for raw in raws:
+        if (type(raw) is Assign and raw.op == "=" and raw.target and raw.value_sym
+                and raw.value_sym != raw.target and id(raw) not in made):
+            aliases.setdefault(raw.value_sym, []).append(raw)
+    for node, arm, truth in guards:
+        key = node.fact[0]
+        obj, attr = owner(key), key.rpartition(".")[2]
+        truthy = arm == truth  # the attribute's truth on the arm that goes on
+        others = [n for n in ifs if n is not node and truth_test(n.test) is not None]
+        mask, aliased = 0, []
+        if any(n.fact[0] == key for n in others):
+            mask = 1 << 2 * fact(key, Truth(truthy))
+        for raw in aliases.get(obj, ()):
+            alias_key = f"{raw.target}.{attr}"
+            if alias_key not in tested or not any(n.fact[0] == alias_key for n in others):
+                continue
+            a = fact(raw.target, Alias(obj))
+            made[id(raw)] = a
+            also[a] = (obj,)
+            j = fact(alias_key, Truth(truthy))
+            also[j] = (*also.get(j, ()), key)
+            table.needs[j] = table.needs.get(j, 0) | 1 << 2 * a
+            aliased.append((1 << 2 * a, 1 << 2 * j))
+        if mask or aliased:
+            table.guards[id(node)] = (arm, mask, tuple(aliased))
+    return also
 
 
 def _mark_fact_nodes(node: Node, table: _FactTable, keys: set, values: list) -> tuple[bool, int]:
@@ -719,7 +813,7 @@ def _mark_fact_nodes(node: Node, table: _FactTable, keys: set, values: list) -> 
         if effect[0]:
             table.kills[id(node)] = effect[0]
         return bool(effect[1]), effect[0]
-    hit = isinstance(node, If) and id(node) in table.arms
+    hit = isinstance(node, If) and (id(node) in table.arms or id(node) in table.guards)
     if isinstance(node, Loop) and node.info.targets:
         targets = set(node.info.targets)
         ended = 0
@@ -931,6 +1025,9 @@ class _Interpreter:
         if not out:
             return {}
         followed = {j for pairs in out.values() for j, _ in pairs}
+        # (the alias a guard's fact is made under: :attr:`_FactTable.needs`)
+        needs = self._facts.needs
+        followed |= {a for j in followed if j in needs for a in range(self._facts.values) if needs[j] >> 2 * a & 1}
         if len(followed) > MAX_FACTS:
             return {}
         self._fact_keep = 0  # (relative to the base, as the table's masks)
@@ -1192,6 +1289,8 @@ class _Interpreter:
                     against |= 1 << (base + 2 * j)
             if any(conds & against for _, conds in states):
                 states = {(ms, conds) for ms, conds in states if not conds & against}
+        if self._fact_nodes and id(node) in self._facts.guards:
+            states = self._guarded(node, states, taken)
         if number is not None:
             states = self._known(states, number, id(node) in self._negated, taken)
         elif self._compound and id(node) in self._compound:
@@ -1219,6 +1318,27 @@ class _Interpreter:
                     out.add((ms, conds))
             return out
         return states if absent is not None or number is not None else set(states)
+
+    def _guarded(self, node: If, states: set, taken: bool) -> set:
+        """``states`` entering arm ``taken`` of a raising guard (:attr:`_FactTable.guards`): on
+        the arm that goes on, each knows the truth of the tested attribute, and of the same
+        attribute through each alias it knows (only the facts this machine follows)."""
+        arm, made, aliased = self._facts.guards[id(node)]
+        if taken is not arm:
+            return states
+        base, keep = self._fact_base, self._fact_keep
+        made = (made & keep) << base
+        aliased = tuple(((a & keep) << base, (j & keep) << base) for a, j in aliased if a & keep and j & keep)
+        if not made and not aliased:
+            return states
+        out = set()
+        for ms, conds in states:
+            conds |= made
+            for a, j in aliased:
+                if conds & a:
+                    conds |= j
+            out.add((ms, conds))
+        return out
 
     def exec(self, node: Node, states: set) -> _Out:
         """Run ``node`` from ``states``; compound nodes are memoized on their input states
