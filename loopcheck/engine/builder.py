@@ -1258,6 +1258,7 @@ class UnitBuilder:
         self.record = record
         self._fact_ifs, self._literal_attrs, self._pending_calls = [], set(), []
         self._module_classes = {}  # asked again per entry point: a record lists what its build read
+        self._grad_left = {}  # (left by calls inside an expression, which no statement reads)
         project = self.index.project
         if record is not None:
             record.start = self.n_events
@@ -1701,21 +1702,25 @@ class UnitBuilder:
             entry: the context the body was built in (before its decorators).
 
         Returns:
-            The mode all its ends agree on, when it differs from ``entry``'s; ``("unknown",
-            False, False)`` when they disagree (one path turns gradients off, another keeps
-            them: the mode after the call is not known); ``None`` when the function sets no
-            mode on any path, restores it (a decorator), or never returns (every path raises).
+            The mode all its ends agree on (``"unknown"`` when they disagree: one path turns
+            gradients off, another keeps them, and the mode after the call is not known),
+            inherited from the unit's entry when one end kept the entry's mode, asked for when
+            every end asked for it; ``None`` when that is ``entry``'s mode: the function sets
+            no mode on any path, restores it (a decorator), or never returns (every path raises).
         """
         if callee.grad_restored:
             return None
         ends = list(callee.grad_exits)
         if callee.end_ctx is not None and not (body.items and type(body.items[-1]) is Jump):
             ends.append((callee.end_ctx.grad, callee.end_ctx.grad_inherited, callee.end_ctx.grad_asked))
-        start = (entry.grad, entry.grad_inherited, entry.grad_asked)
-        modes = set(ends)
-        if not modes or modes == {start}:
+        if not ends:
             return None
-        return modes.pop() if len(modes) == 1 else ("unknown", False, False)
+        grads = {grad for grad, _, _ in ends}
+        # (ends that agree on the mode but not on who set it: the mode is known, and the
+        # entry's callers may still decide it on the ends that kept it)
+        left = (grads.pop() if len(grads) == 1 else "unknown",
+                any(inherited for _, inherited, _ in ends), all(asked for _, _, asked in ends))
+        return None if left == (entry.grad, entry.grad_inherited, entry.grad_asked) else left
 
     def _fresh_rebinds(self, callee: Frame, func: cst.FunctionDef, bound: dict[str, Arg]) -> dict[str, cst.CSTNode]:
         """The parameters given a caller's object (a plain symbol) that the function re-binds
