@@ -506,6 +506,14 @@ class Frame:
     # statement the name is the caller's object, after it the local symbol names the new one
     shadow: dict = field(default_factory=dict)
     fresh_at: dict = field(default_factory=dict)  # id(that statement) -> the parameter
+    # the grad mode ``(grad, grad_inherited, grad_asked)`` of each ``return`` built so far,
+    # as the caller sees it once the function has returned (UnitBuilder.grad_on_return)
+    grad_exits: list = field(default_factory=list)
+    # while a ``with`` block whose items set a grad mode is built: the context the outermost
+    # such ``with`` of this function was entered in, the mode its exit restores
+    grad_scope: "Context | None" = None
+    grad_restored: bool = False  # a decorator sets the body's grad mode, and restores it on return
+    end_ctx: "Context | None" = None  # the context after the last statement of a block built
 
 
 
@@ -587,6 +595,9 @@ class UnitBuilder:
         self.n_events = 0
         self._module_ctors = 0  # how many nn.Module constructors the call being built is inside
         self._with_splits = 0  # how many ``with A if c else B:`` built per arm enclose it
+        # id of an inlined call's node -> the grad mode it leaves its caller in, when that
+        # differs from the one it was called in (:meth:`grad_on_return`; read by grad_after)
+        self._grad_left: dict[int, tuple[str, bool, bool]] = {}
         self._module_classes: dict[ClassRef, bool] = {}
         self.called: set[cst.FunctionDef] = set()
         # method name → the grad modes of the ``self.<name>(...)`` calls seen (a subclass's
@@ -1255,6 +1266,7 @@ class UnitBuilder:
         self.record = record
         self._fact_ifs, self._literal_attrs, self._pending_calls = [], set(), []
         self._module_classes = {}  # asked again per entry point: a record lists what its build read
+        self._grad_left = {}  # (left by calls inside an expression, which no statement reads)
         project = self.index.project
         if record is not None:
             record.start = self.n_events
@@ -1660,6 +1672,9 @@ class UnitBuilder:
             body = self.function_body(callee, func, inner_ctx)
         finally:
             self._stack.pop()
+        left = self.grad_on_return(callee, body, inner_ctx)
+        if left is not None:
+            self._grad_left[id(raw.node)] = left
         binds = [
             Assign(raw.node, f"{callee.fid}:{name}", "=", arg.node, arg.sym,
                    "call" if type(arg.node) is cst.Call else "expr", arg.mentions, inner_ctx,
@@ -1673,6 +1688,47 @@ class UnitBuilder:
         own = frozenset(callee.locals).union(
             name for name, sym in subst.items() if sym.rpartition(":")[2].split(".")[0] != name)
         return Inline(func, body, callee.fid, own)
+
+    @staticmethod
+    def grad_on_return(callee: Frame, body: Seq, entry: Context) -> tuple[str, bool, bool] | None:
+        """The grad mode an inlined call leaves its caller in, as ``(grad, grad_inherited,
+        grad_asked)`` of :class:`~loopcheck.engine.ir.Context`; ``None`` when it is the mode
+        the call was made in.
+
+        Grad mode is a state of the thread: a ``torch.set_grad_enabled(False)`` statement in
+        the function (or in a function it calls) holds after it returns, until something sets
+        it again; a ``with torch.no_grad():`` block and a grad decorator restore on exit the
+        mode they were entered in. Read from the function's returns (:attr:`Frame.grad_exits`,
+        a ``return`` inside such a block counting with the mode the block restores) and the
+        end of its body when the last statement built is not a jump (:attr:`Frame.end_ctx`).
+        As the builder follows a statement's mode to the end of its own block only, a mode set
+        inside an ``if`` arm or a loop's body does not reach the return after that statement.
+
+        Args:
+            callee: the frame of the function just built, its returns recorded.
+            body: the function's body as built.
+            entry: the context the body was built in (before its decorators).
+
+        Returns:
+            The mode all its ends agree on (``"unknown"`` when they disagree: one path turns
+            gradients off, another keeps them, and the mode after the call is not known),
+            inherited from the unit's entry when one end kept the entry's mode, asked for when
+            every end asked for it; ``None`` when that is ``entry``'s mode: the function sets
+            no mode on any path, restores it (a decorator), or never returns (every path raises).
+        """
+        if callee.grad_restored:
+            return None
+        ends = list(callee.grad_exits)
+        if callee.end_ctx is not None and not (body.items and type(body.items[-1]) is Jump):
+            ends.append((callee.end_ctx.grad, callee.end_ctx.grad_inherited, callee.end_ctx.grad_asked))
+        if not ends:
+            return None
+        grads = {grad for grad, _, _ in ends}
+        # (ends that agree on the mode but not on who set it: the mode is known, and the
+        # entry's callers may still decide it on the ends that kept it)
+        left = (grads.pop() if len(grads) == 1 else "unknown",
+                any(inherited for _, inherited, _ in ends), all(asked for _, _, asked in ends))
+        return None if left == (entry.grad, entry.grad_inherited, entry.grad_asked) else left
 
     def _fresh_rebinds(self, callee: Frame, func: cst.FunctionDef, bound: dict[str, Arg]) -> dict[str, cst.CSTNode]:
         """The parameters given a caller's object (a plain symbol) that the function re-binds
@@ -1727,6 +1783,7 @@ class UnitBuilder:
                     mode = decorator_grad(callee.func, callee.module.imports)
             if mode:
                 grad, inherited, asked = mode, False, mode == "enabled"
+                frame.grad_restored = True  # (the decorator's exit restores the caller's mode)
         inner_ctx = replace(ctx, grad=grad, grad_inherited=inherited, grad_asked=asked)
         return self.block(frame, func.body, inner_ctx)
 
@@ -1820,6 +1877,7 @@ class UnitBuilder:
             if type(stmt) is cst.SimpleStatementLine:
                 for s in stmt.body:
                     ctx = self.grad_after(frame, s, ctx)
+        frame.end_ctx = ctx
         return seq
 
     def small_stmts(self, frame: Frame, stmts, ctx: Context) -> Seq:
@@ -1830,13 +1888,25 @@ class UnitBuilder:
             if seq.items and type(seq.items[-1]) is Jump:
                 break
             ctx = self.grad_after(frame, s, ctx)
+        frame.end_ctx = ctx
         return seq
 
     def grad_after(self, frame: Frame, s: cst.CSTNode, ctx: Context) -> Context:
         """The context of the statements after ``s`` in its block: ``torch.set_grad_enabled(False)``
         as a statement sets the grad mode until it is set again (a library function whose entry
         says ``grad = "arg"``: the mode its argument gives; ``torch.no_grad()`` as a statement only
-        builds a context manager and changes nothing). Only the rest of the block is followed."""
+        builds a context manager and changes nothing). Only the rest of the block is followed.
+
+        Grad mode is a state of the thread, so a call of a project function inlined here
+        (``on_start_eval(model)`` as a statement, or the value of an assignment) leaves it
+        where the function's returns leave it (:meth:`grad_on_return`): the mode its every
+        return agrees on, ``"unknown"`` when they disagree, the caller's when it sets none."""
+        call = _statement_call(s)
+        if call is not None:
+            left = self._grad_left.pop(id(call), None)
+            if left is not None:
+                grad, inherited, asked = left
+                return replace(ctx, grad=grad, grad_inherited=inherited, grad_asked=asked)
         if type(s) is not cst.Expr or type(s.value) is not cst.Call:
             return ctx
         q, qualified = self.resolve(frame, dotted_name(s.value.func))
@@ -2010,7 +2080,13 @@ class UnitBuilder:
                 exits.append(Seq(exit_))
         inner = replace(ctx, grad=grad, grad_inherited=ctx.grad_inherited and not grad_set,
                         grad_asked=grad == "enabled" if grad_set else ctx.grad_asked)
-        out.extend(self.block(frame, stmt.body, inner).items)
+        scope = frame.grad_scope
+        if grad_set and scope is None:
+            frame.grad_scope = ctx  # leaving the block restores this mode, also by a return inside it
+        try:
+            out.extend(self.block(frame, stmt.body, inner).items)
+        finally:
+            frame.grad_scope = scope
         _close_with(out, guarded, exits)
 
     def _block_mode(self, frame: Frame, item: cst.BaseExpression, ctx: Context) -> tuple[list, list] | None:
@@ -2628,6 +2704,9 @@ class UnitBuilder:
             yield from self._drawn(frame, elements[1], args[0].value)
 
     def small_stmt(self, frame: Frame, s: cst.CSTNode, ctx: Context, out: list[Node]) -> None:
+        call = _statement_call(s)
+        if call is not None:
+            self._grad_left.pop(id(call), None)  # (set again below if this build inlines it)
         if type(s) is cst.Expr:
             made = self.expr_events(frame, s.value, ctx, out)
             for value in _values(s.value):
@@ -2675,6 +2754,10 @@ class UnitBuilder:
             # ``return self._forward_multi_view(x)``: the value also comes from what the
             # inlined function returns (its locals: ``return [loss_ce, loss_cr]``)
             out.append(Jump("return", values | _inlined_returns(out[start:])))
+            # the grad mode this return leaves: the one a ``with`` around it restores, else the
+            # one after the call it returns (``return finish_eval(model)``)
+            left = frame.grad_scope or self.grad_after(frame, s, ctx)
+            frame.grad_exits.append((left.grad, left.grad_inherited, left.grad_asked))
         elif type(s) is cst.Del:
             for target in _deleted(s.target):
                 cleared = _whole_slice_of(target)
@@ -3362,6 +3445,14 @@ def _flag_call(frame: Frame, a: cst.Arg) -> cst.Call | None:
     if _flag(frame, a) is None:
         return None
     return frame.constant_calls.get(a.value.value)
+
+
+def _statement_call(s: cst.CSTNode) -> cst.Call | None:
+    """The call a small statement makes last, whose return the next statement runs after:
+    ``f(x)``, ``y = f(x)``, ``y: T = f(x)``, ``return f(x)``; ``None`` for any other."""
+    t = type(s)
+    value = s.value if t in (cst.Expr, cst.Assign, cst.AnnAssign, cst.Return) else None
+    return value if type(value) is cst.Call else None
 
 
 def _constants(func: cst.FunctionDef, bound: dict, subst: dict, assigned: set[str]) -> dict:
