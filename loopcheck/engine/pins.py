@@ -10,8 +10,9 @@ old behaviour, as ruff reads the Python version a project supports from its ``re
 ``setup.py``, ``setup.cfg``, ``pyproject.toml``, and the README, where a project states the
 environment it was written for), through the project, which records them for the cache as it
 does imported modules; a pin is ``torch==X``, ``torch<=X``, ``torch<X`` or conda's
-``pytorch=X`` (a lower bound alone, ``torch>=1.0``, allows every later version and says
-nothing). A README is read only where it gives commands or requirements, not where it talks
+``pytorch=X``. A lower bound, ``torch>=1.4``, allows every later version and bounds nothing
+from above; it states that the code runs on that version or later, as an API of that version
+would (below). A README is read only where it gives commands or requirements, not where it talks
 (:func:`readme_pin_lines`): the lines of a fenced or indented code block, the lines that
 install (``pip install``, ``conda install``, ``conda create``), and the lines made of
 requirement specifiers alone (``python==3.6 pytorch==0.4.0``, a bulleted ``- torch==0.4.1``).
@@ -20,10 +21,13 @@ nothing.
 
 :func:`code_versions` dates a project by its code: a call whose knowledge entry says it only
 means something before a version (``only_before``: ``Variable(x, volatile=True)``, before 0.4)
-dates the code before that version, unless the code also uses an API that began with that
-version or a later one (``[[api_since]]``: ``torch.no_grad``, ``torch.device``, ``.item()``,
-from 0.4): mixed code runs on the newer PyTorch. Such a project reads as a pin ``torch<V``
-does (:func:`pinned_before`). The project's code is its ``.py`` files under the root
+dates the code before that version. Asked whether the code is written for a PyTorch older
+than a version ``V`` (:func:`dates_before`), a dating of ``V`` or older answers yes unless the
+code also uses an API that began with ``V`` or later (``[[api_since]]``: ``torch.no_grad``,
+``torch.device``, ``.item()``, from 0.4) or the project pins ``torch>=V`` or later: an API
+shows only that the code runs on its version or later, so ``.item()`` beside a
+``volatile=True`` is code of the 0.4 era, before 0.4 no more, before 1.1 still. Such a
+project reads as a pin ``torch<V`` does (:func:`pinned_before`). The project's code is its ``.py`` files under the root
 (:func:`loopcheck.engine.callers.project_files`), each read through the project (recorded for
 the cache) and scanned once per version of the file; a text checked alone (no project) is
 dated from itself (:func:`text_versions`).
@@ -46,9 +50,12 @@ PIN_FILES = ("requirements.txt", "environment.yml", "environment.yaml", "Dockerf
              "pyproject.toml", "README.md", "README.rst", "README.txt", "README")
 #: Those of :data:`PIN_FILES` that are prose around commands: read by :func:`readme_pin_lines`.
 README_FILES = frozenset({"README.md", "README.rst", "README.txt", "README"})
-#: ``torch==0.4.1``, ``pytorch=0.4.1``, ``torch<1.0``: the package (not ``torchvision`` nor another
-#: ``torch-*`` package), an operator that bounds the version from above, the version.
-_PIN = re.compile(r"(?<![\w.-])(?:py)?torch(?![\w-])\s*(==|<=|<|=(?!=))\s*v?(\d+(?:\.\d+)*)", re.I)
+#: ``torch==0.4.1``, ``pytorch=0.4.1``, ``torch<1.0``, ``torch>=1.4``: the package (not
+#: ``torchvision`` nor another ``torch-*`` package), an operator that bounds the version (from
+#: above, or from below: :data:`LOWER`), the version.
+_PIN = re.compile(r"(?<![\w.-])(?:py)?torch(?![\w-])\s*(==|<=|<|>=|>|=(?!=))\s*v?(\d+(?:\.\d+)*)", re.I)
+#: The operators of :data:`_PIN` that bound the version from below only.
+LOWER = frozenset({">=", ">"})
 #: A line that installs packages.
 _INSTALL = re.compile(r"\b(?:pip3?\s+install|conda\s+(?:install|create))\b", re.I)
 #: A requirement specifier (``pytorch==0.4.0``, ``python>=3.6``, ``torch=0.4.1``), alone as a word.
@@ -103,8 +110,9 @@ def _specifiers_only(line: str) -> bool:
 def torch_versions(project) -> list[tuple[str, tuple[int, ...]]]:
     """``(operator, version)`` for each pin of PyTorch in the dependency files at the root of
     ``project`` (a :class:`~loopcheck.engine.project.Project`), in :data:`PIN_FILES` order (a
-    README's only in the lines :func:`readme_pin_lines` keeps); a file that is missing, too
-    large or cannot be read pins nothing."""
+    README's only in the lines :func:`readme_pin_lines` keeps), lower bounds (an operator of
+    :data:`LOWER`, ``torch>=1.4``) included; a file that is missing, too large or cannot be read
+    pins nothing."""
     out = []
     root = project.root.resolve()
     for name in PIN_FILES:
@@ -171,11 +179,38 @@ def _dating_words(k) -> frozenset[str]:
     return words
 
 
-def _latest_dating(k) -> tuple[int, ...] | None:
-    """The newest version a call of the knowledge ``k`` can date code before (``only_before``:
+def _oldest_dating(k) -> tuple[int, ...] | None:
+    """The oldest version a call of the knowledge ``k`` can date code before (``only_before``:
     0.4 for ``Variable(volatile=)``); ``None`` when no call dates code."""
-    return max((summary.only_before[0] for summary in k.functions.values() if summary.only_before is not None),
+    return min((summary.only_before[0] for summary in k.functions.values() if summary.only_before is not None),
                default=None)
+
+
+def _padded(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """``a`` and ``b`` padded with zeros to one length (``1`` is ``1.0``)."""
+    width = max(len(a), len(b))
+    return a + (0,) * (width - len(a)), b + (0,) * (width - len(b))
+
+
+def at_least(version: tuple[int, ...] | None, since: tuple[int, ...]) -> bool:
+    """Whether ``version`` (``None``: no version) is ``since`` or later."""
+    if version is None:
+        return False
+    v, s = _padded(version, since)
+    return v >= s
+
+
+def dates_before(dated: tuple[int, ...] | None, newest: tuple[int, ...] | None, since: tuple[int, ...]) -> bool:
+    """Whether code dated before ``dated`` (a call that only means something before it:
+    ``Variable(x, volatile=True)``, 0.4) that uses APIs no newer than ``newest``
+    (``[[api_since]]``; ``None``: none) is written for a PyTorch older than ``since``: the dating is ``since`` or older, and
+    no API of ``since`` or later is used. An API only shows the code runs on its version or
+    later: ``.item()`` (0.4) beside a ``volatile=True`` is code of the 0.4 era, written for
+    PyTorch < 1.1 as much as code without it."""
+    if dated is None:
+        return False
+    d, s = _padded(dated, since)
+    return d <= s and not at_least(newest, since)
 
 
 def _mentions(text: str, entry) -> bool:
@@ -200,14 +235,11 @@ def _given(call: ast.Call, ref) -> bool:
     return not (isinstance(value, ast.Constant) and value.value in (None, False, 0))
 
 
-def _combine(scans) -> tuple[int, ...] | None:
-    """The version the code is written before, from ``(dated, newest)`` scans of its modules:
-    the oldest dating, when no module uses an API that began with it or later."""
-    dated = min((d for d, _ in scans if d is not None), default=None)
-    newest = max((n for _, n in scans if n is not None), default=None)
-    if dated is None or (newest is not None and newest >= dated):
-        return None
-    return dated
+def _combine(scans) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
+    """``(dated, newest)`` of code made of modules scanned as ``scans`` (:func:`scan_text`'s
+    pairs): the oldest dating, the newest API."""
+    return (min((d for d, _ in scans if d is not None), default=None),
+            max((n for _, n in scans if n is not None), default=None))
 
 
 #: :func:`scan_text` of each file by ``(path, stamp)``, shared by the projects of one process
@@ -217,12 +249,13 @@ _SCANS_MAX = 20_000
 
 
 def code_versions(project) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
-    """``(before, newest)`` for the code of ``project``: ``before``, the version its code is
-    written before (see the module docstring; ``None`` when no call dates it or an API of that
-    version or later is used), ``newest`` the newest version that began an API its code uses
-    (``None``: none). Each file is read through the project (recorded for the cache) and
-    scanned once per version of it; a project of more files than
-    :data:`~loopcheck.engine.callers.MAX_FILES` is not dated."""
+    """``(dated, newest)`` for the code of ``project``: ``dated``, the oldest version that a
+    call of one of its files only means something before (see the module docstring; ``None``
+    when no call dates it), ``newest`` the newest version that began an API one of its files
+    uses (``None``: none); :func:`dates_before` says what they make of the code for a version.
+    Each file is read through the project (recorded for the cache) and scanned once per
+    version of it; a project of more files than :data:`~loopcheck.engine.callers.MAX_FILES` is
+    not dated."""
     files = _files(project)
     if files is None:
         return None, None
@@ -238,7 +271,7 @@ def code_versions(project) -> tuple[tuple[int, ...] | None, tuple[int, ...] | No
                 del memo[next(iter(memo))]
             memo[key] = scan_text(text)
         scans.append(memo[key])
-    return _combine(scans), max((n for _, n in scans if n is not None), default=None)
+    return _combine(scans)
 
 
 def _files(project) -> list[Path] | None:
@@ -268,31 +301,46 @@ def _files(project) -> list[Path] | None:
 
 
 def text_versions(text: str) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
-    """:func:`code_versions` for one module's ``text`` checked alone."""
-    scan = scan_text(text)
-    return _combine([scan]), scan[1]
+    """:func:`code_versions` for one module's ``text`` checked alone (its :func:`scan_text`)."""
+    return scan_text(text)
 
 
-def pinned_before(project, since: tuple[int, ...], text: str | None = None) -> bool:
-    """Whether ``project`` (``None``: a text checked alone, ``text``, dated from itself; else
-    ``text`` is the checked module's, which need not be given) allows
-    only versions of PyTorch older than ``since``: it pins PyTorch or its code is dated
-    (:func:`code_versions`: ``Variable(x, volatile=True)`` and no API of 0.4 reads as
-    ``torch<0.4``), and every pin allows only older versions (``torch==0.4.1`` for 1.1;
-    ``torch<1.1`` too; ``torch<1.2`` does not). ``False`` without a pin."""
+def lower_bound(project) -> tuple[int, ...] | None:
+    """The newest lower bound among the pins of ``project`` (``torch>=1.4``: 1.4; ``None``: no
+    project, or no lower bound): the project states its code runs on that version or later."""
     if project is None:
-        pins = []
-        before = text_versions(text)[0] if text is not None else None
-    else:
-        pins = torch_versions(project)
-        # The checked module is part of the program: when it uses an API as new as any version
-        # a call can date code before, no project is dated, and its files need not be read.
-        latest = _latest_dating(knowledge())
-        own = scan_text(text)[1] if text is not None and latest is not None else None
-        before = None if latest is None or (own is not None and own >= latest) else code_versions(project)[0]
-    if before is not None:
-        pins.append(("<", before))
-    return bool(pins) and all(_older(op, version, since) for op, version in pins)
+        return None
+    return max((v for op, v in torch_versions(project) if op in LOWER), default=None)
+
+
+def pinned_before(project, since: tuple[int, ...], text: str | None = None, *,
+                  scan: tuple[tuple[int, ...] | None, tuple[int, ...] | None] | None = None) -> bool:
+    """Whether ``project`` (``None``: a text checked alone, ``text``, dated from itself; else
+    ``text`` is the checked module's, which need not be given; ``scan``, its
+    :func:`scan_text` when the caller holds it) allows only versions of PyTorch older than
+    ``since``. Where the project pins an upper bound or a version (``torch==0.4.1``,
+    ``torch<1.1``), every such pin allows only older versions (``torch==0.4.1`` for 1.1;
+    ``torch<1.1`` too; ``torch<1.2`` does not). Without one, its code is dated before ``since``
+    (:func:`code_versions` and :func:`dates_before`: ``Variable(x, volatile=True)`` and no API
+    of ``since`` or later in any file, the checked text included; a lower bound, ``torch>=1.4``,
+    counts as an API of its version). ``False`` otherwise."""
+    if scan is None and text is not None:
+        scan = scan_text(text)
+    own_dated, own_newest = scan if scan is not None else (None, None)
+    if project is None:
+        return dates_before(own_dated, own_newest, since)
+    pins = torch_versions(project)
+    upper = [(op, version) for op, version in pins if op not in LOWER]
+    if upper:
+        return all(_older(op, version, since) for op, version in upper)
+    # When the checked module (part of the program) or a lower bound shows a version of
+    # ``since`` or later, or no call can date code before ``since``, the project's files need
+    # not be read.
+    if at_least(own_newest, since) or at_least(lower_bound(project), since):
+        return False
+    if not dates_before(_oldest_dating(knowledge()), None, since):
+        return False
+    return dates_before(*code_versions(project), since)
 
 
 def _older(op: str, version: tuple[int, ...], since: tuple[int, ...]) -> bool:
