@@ -44,6 +44,7 @@ from loopcheck.engine.callers import SKIP_DIRS, project_files
 from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.names import ImportMap
 from loopcheck.engine.outline import _add_import, ast_dotted_name
+from loopcheck.engine.project import settled
 
 #: The dependency files read, at the project root.
 PIN_FILES = ("requirements.txt", "environment.yml", "environment.yaml", "Dockerfile", "setup.py", "setup.cfg",
@@ -242,8 +243,10 @@ def _combine(scans) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
             max((n for _, n in scans if n is not None), default=None))
 
 
-#: :func:`scan_text` of each file by ``(path, stamp)``, shared by the projects of one process
-#: (a file as it was is scanned once); at most :data:`_SCANS_MAX` entries, the oldest dropped.
+#: :func:`scan_text` of each file by ``(path, stamp)`` (the project's
+#: :func:`~loopcheck.engine.project.file_stamp`), shared by the projects of one process (a file
+#: as it was is scanned once), for a file :func:`~loopcheck.engine.project.settled` only; at most
+#: :data:`_SCANS_MAX` entries, the oldest dropped.
 _SCANS: dict[tuple, tuple] = {}
 _SCANS_MAX = 20_000
 
@@ -259,18 +262,20 @@ def code_versions(project) -> tuple[tuple[int, ...] | None, tuple[int, ...] | No
     files = _files(project)
     if files is None:
         return None, None
-    memo = _SCANS
     scans = []
     for file in files:
         stamp, text = project.source_of(file)
         if text is None:
             continue
         key = (file, stamp)
-        if key not in memo:
-            if len(memo) >= _SCANS_MAX:
-                del memo[next(iter(memo))]
-            memo[key] = scan_text(text)
-        scans.append(memo[key])
+        scan = _SCANS.get(key)
+        if scan is None:
+            scan = scan_text(text)
+            if settled(stamp):
+                if len(_SCANS) >= _SCANS_MAX:
+                    del _SCANS[next(iter(_SCANS))]
+                _SCANS[key] = scan
+        scans.append(scan)
     return _combine(scans)
 
 
