@@ -27,10 +27,10 @@ code also uses an API that began with ``V`` or later (``[[api_since]]``: ``torch
 ``torch.device``, ``.item()``, from 0.4) or the project pins ``torch>=V`` or later: an API
 shows only that the code runs on its version or later, so ``.item()`` beside a
 ``volatile=True`` is code of the 0.4 era, before 0.4 no more, before 1.1 still. Such a
-project reads as a pin ``torch<V`` does (:func:`pinned_before`). The project's code is its ``.py`` files under the root
-(:func:`loopcheck.engine.callers.project_files`), each read through the project (recorded for
-the cache) and scanned once per version of the file; a text checked alone (no project) is
-dated from itself (:func:`text_versions`).
+project reads as a pin ``torch<V`` does (:func:`pinned_before`). The project's code is its
+``.py`` files under the root (:func:`loopcheck.engine.callers.project_files`), each read
+through the project (recorded for the cache) and scanned once per version of the file; a text
+checked alone (no project) is dated from itself (:func:`text_versions`).
 """
 
 from __future__ import annotations
@@ -204,10 +204,10 @@ def at_least(version: tuple[int, ...] | None, since: tuple[int, ...]) -> bool:
 def dates_before(dated: tuple[int, ...] | None, newest: tuple[int, ...] | None, since: tuple[int, ...]) -> bool:
     """Whether code dated before ``dated`` (a call that only means something before it:
     ``Variable(x, volatile=True)``, 0.4) that uses APIs no newer than ``newest``
-    (``[[api_since]]``; ``None``: none) is written for a PyTorch older than ``since``: the dating is ``since`` or older, and
-    no API of ``since`` or later is used. An API only shows the code runs on its version or
-    later: ``.item()`` (0.4) beside a ``volatile=True`` is code of the 0.4 era, written for
-    PyTorch < 1.1 as much as code without it."""
+    (``[[api_since]]``; ``None``: none) is written for a PyTorch older than ``since``: the
+    dating is ``since`` or older, and no API of ``since`` or later is used. An API only shows
+    that the code runs on its version or later: ``.item()`` (0.4) beside a ``volatile=True``
+    is code of the 0.4 era, written for PyTorch < 1.1 as much as code without it."""
     if dated is None:
         return False
     d, s = _padded(dated, since)
@@ -310,14 +310,6 @@ def text_versions(text: str) -> tuple[tuple[int, ...] | None, tuple[int, ...] | 
     return scan_text(text)
 
 
-def lower_bound(project) -> tuple[int, ...] | None:
-    """The newest lower bound among the pins of ``project`` (``torch>=1.4``: 1.4; ``None``: no
-    project, or no lower bound): the project states its code runs on that version or later."""
-    if project is None:
-        return None
-    return max((v for op, v in torch_versions(project) if op in LOWER), default=None)
-
-
 def pinned_before(project, since: tuple[int, ...], text: str | None = None, *,
                   scan: tuple[tuple[int, ...] | None, tuple[int, ...] | None] | None = None) -> bool:
     """Whether ``project`` (``None``: a text checked alone, ``text``, dated from itself; else
@@ -338,10 +330,10 @@ def pinned_before(project, since: tuple[int, ...], text: str | None = None, *,
     upper = [(op, version) for op, version in pins if op not in LOWER]
     if upper:
         return all(_older(op, version, since) for op, version in upper)
-    # When the checked module (part of the program) or a lower bound shows a version of
-    # ``since`` or later, or no call can date code before ``since``, the project's files need
-    # not be read.
-    if at_least(own_newest, since) or at_least(lower_bound(project), since):
+    # When the checked module (part of the program) or a lower bound (the project states its
+    # code runs on that version or later) shows a version of ``since`` or later, or no call can
+    # date code before ``since``, the project's files need not be read.
+    if at_least(own_newest, since) or any(at_least(version, since) for op, version in pins if op in LOWER):
         return False
     if not dates_before(_oldest_dating(knowledge()), None, since):
         return False
