@@ -54,9 +54,11 @@ def test_a_text_checked_alone_is_dated_by_itself():
     assert pinned_before(None, (0, 3), old) is False
     mixed = old + "print(x.sum().item())\n"
     assert text_versions(mixed) == ((0, 4), (0, 4))
+    assert pinned_before(None, (1, 1), old) is True
+    # .item() (0.4): the code runs on 0.4 and every later PyTorch, and is not dated for any
     assert pinned_before(None, (0, 4), mixed) is False
-    # .item() (0.4) shows the code is not older than 0.4, not that it is as new as 1.1
-    assert pinned_before(None, (1, 1), mixed) is True
+    assert pinned_before(None, (1, 1), mixed) is False
+    assert pinned_before(None, (2, 0), mixed) is False
     newer = old + "import torch\nwith torch.inference_mode():\n    pass\n"
     assert pinned_before(None, (1, 1), newer) is False  # an API of 1.9
     assert pinned_before(None, (1, 1)) is False  # no text, no project
@@ -74,7 +76,12 @@ def test_a_project_is_dated_by_all_its_files(tmp_path: Path):
     (tmp_path / "predict.py").write_text("import torch\n@torch.no_grad()\ndef predict(m, x):\n    return m(x)\n")
     assert code_versions(project) == ((0, 4), (0, 4))
     assert pinned_before(project, (0, 4)) is False
-    assert pinned_before(project, (1, 1)) is True  # code of the 0.4 era
+    assert pinned_before(project, (1, 1)) is False  # runs on 0.4 and later: not dated at all
+    (tmp_path / "predict.py").unlink()
+    checked = "loss = f(x)\nprint(loss.item())\n"  # the checked module, part of the program, uses .item()
+    assert pinned_before(project, (1, 1), checked) is False
+    assert pinned_before(project, (1, 1), scan=scan_text(checked)) is False
+    (tmp_path / "predict.py").write_text("import torch\n@torch.no_grad()\ndef predict(m, x):\n    return m(x)\n")
     (tmp_path / "predict.py").write_text("import torch\n@torch.inference_mode()\ndef predict(m, x):\n    return m(x)\n")
     assert pinned_before(project, (1, 1)) is False  # an API of 1.9
     (tmp_path / "predict.py").unlink()
@@ -100,22 +107,28 @@ def test_a_file_made_in_the_project_is_read_at_the_next_question(tmp_path: Path)
 
 
 @pytest.mark.parametrize(("dated", "newest", "since", "before"), [
-    ((0, 4), None, (1, 1), True),
-    ((0, 4), (0, 4), (1, 1), True),  # .item() beside volatile=True: the 0.4 era, before 1.1
-    ((0, 4), (0, 4), (0, 4), False),
+    ((0, 4), None, (0, 4), True),
+    ((0, 4), None, (1, 1), True),  # pure volatile code: dated for every version from 0.4 on
+    ((0, 4), None, (2, 0), True),
+    ((0, 4), (0, 4), (0, 4), False),  # .item() beside volatile=True: not dated, for any version
+    ((0, 4), (0, 4), (1, 1), False),
+    ((0, 4), (0, 4), (2, 0), False),
+    ((0, 4), (0, 4, 0), (1, 1), False),
     ((0, 4), (1, 9), (1, 1), False),
+    ((0, 4), (0, 3), (1, 1), True),  # an API older than the dating cancels nothing
     ((0, 4), None, (0, 3), False),  # before 0.4 is not before 0.3
     ((0, 4), None, (0, 4, 0), True),  # (versions compare padded with zeros)
     (None, None, (1, 1), False),
 ])
-def test_a_dating_holds_until_an_api_of_the_version_asked_about(dated, newest, since, before):
+def test_a_dating_holds_unless_an_api_as_new_as_it_is_used(dated, newest, since, before):
     assert dates_before(dated, newest, since) is before
 
 
 def test_a_lower_bound_cancels_the_code_dating_from_its_version(tmp_path: Path):
-    """``torch>=1.4`` states the code runs on 1.4 or later: a file left with ``volatile=True``
-    does not make the project older than 0.4, nor than 1.1; a lower bound bounds nothing from
-    above, and an upper pin beside it still decides."""
+    """``torch>=1.4`` or ``torch>=0.4`` states the code runs on that version and later, as an
+    API of it does: a file left with ``volatile=True`` does not date the project, for any
+    version; a lower bound older than the dating cancels nothing, and an upper pin decides
+    alone."""
     (tmp_path / "setup.cfg").write_text("[metadata]\nname = x\n")
     (tmp_path / "legacy.py").write_text("from torch.autograd import Variable\n"
                                         "def to_var(x):\n    return Variable(x, volatile=True)\n")
@@ -123,8 +136,17 @@ def test_a_lower_bound_cancels_the_code_dating_from_its_version(tmp_path: Path):
     project = Project(tmp_path)
     assert pinned_before(project, (0, 4)) is False
     assert pinned_before(project, (1, 1)) is False
-    (tmp_path / "requirements.txt").write_text("torch>=1.0\n")  # 1.0 is before 1.1 still
+    (tmp_path / "requirements.txt").write_text("torch>=0.4\n")
     assert pinned_before(project, (0, 4)) is False
+    assert pinned_before(project, (1, 1)) is False
+    assert pinned_before(project, (2, 0)) is False
+    (tmp_path / "requirements.txt").write_text("torch>=0.3\n")  # older than the dating
+    assert pinned_before(project, (0, 4)) is True
     assert pinned_before(project, (1, 1)) is True
     (tmp_path / "requirements.txt").write_text("torch>=0.4\ntorch==1.4\n")
     assert pinned_before(project, (1, 1)) is False
+    (tmp_path / "requirements.txt").write_text("torch>=0.4\ntorch==0.4.1\n")  # a version pinned
+    assert pinned_before(project, (0, 4)) is False
+    assert pinned_before(project, (1, 1)) is True
+    (tmp_path / "requirements.txt").write_text("torch==0.4.1\n")
+    assert pinned_before(project, (1, 1)) is True

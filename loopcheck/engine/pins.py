@@ -11,8 +11,8 @@ old behaviour, as ruff reads the Python version a project supports from its ``re
 environment it was written for), through the project, which records them for the cache as it
 does imported modules; a pin is ``torch==X``, ``torch<=X``, ``torch<X`` or conda's
 ``pytorch=X``. A lower bound, ``torch>=1.4``, allows every later version and bounds nothing
-from above; it states that the code runs on that version or later, as an API of that version
-would (below). A README is read only where it gives commands or requirements, not where it talks
+from above; it states that the code runs on that version and every later one, as an API of
+that version does (below). A README is read only where it gives commands or requirements, not where it talks
 (:func:`readme_pin_lines`): the lines of a fenced or indented code block, the lines that
 install (``pip install``, ``conda install``, ``conda create``), and the lines made of
 requirement specifiers alone (``python==3.6 pytorch==0.4.0``, a bulleted ``- torch==0.4.1``).
@@ -21,13 +21,16 @@ nothing.
 
 :func:`code_versions` dates a project by its code: a call whose knowledge entry says it only
 means something before a version (``only_before``: ``Variable(x, volatile=True)``, before 0.4)
-dates the code before that version. Asked whether the code is written for a PyTorch older
-than a version ``V`` (:func:`dates_before`), a dating of ``V`` or older answers yes unless the
-code also uses an API that began with ``V`` or later (``[[api_since]]``: ``torch.no_grad``,
-``torch.device``, ``.item()``, from 0.4) or the project pins ``torch>=V`` or later: an API
-shows only that the code runs on its version or later, so ``.item()`` beside a
-``volatile=True`` is code of the 0.4 era, before 0.4 no more, before 1.1 still. Such a
-project reads as a pin ``torch<V`` does (:func:`pinned_before`). The project's code is its
+dates the code before that version, unless the code also uses an API that began with that
+version or a later one (``[[api_since]]``: ``torch.no_grad``, ``torch.device``, ``.item()``,
+from 0.4) or the project pins a lower bound of that version or later (``torch>=0.4``,
+``torch>=1.4``). An API shows that the code runs on its version and on every later one, and
+such code is run today on a current PyTorch, where every later behaviour applies (1.1's
+scheduler order, 2.0's ``zero_grad(set_to_none=True)``): mixed code (``.item()`` beside a
+leftover ``volatile=True``) is not dated at all, for no version. Only code that cannot run on
+the newer PyTorch is written for the old one (:func:`dates_before`); such a project reads as
+a pin ``torch<V`` does, for each version ``V`` from its dating on (:func:`pinned_before`). The
+project's code is its
 ``.py`` files under the root (:func:`loopcheck.engine.callers.project_files`), each read
 through the project (recorded for the cache) and scanned once per version of the file; a text
 checked alone (no project) is dated from itself (:func:`text_versions`).
@@ -180,11 +183,19 @@ def _dating_words(k) -> frozenset[str]:
     return words
 
 
-def _oldest_dating(k) -> tuple[int, ...] | None:
-    """The oldest version a call of the knowledge ``k`` can date code before (``only_before``:
-    0.4 for ``Variable(volatile=)``); ``None`` when no call dates code."""
-    return min((summary.only_before[0] for summary in k.functions.values() if summary.only_before is not None),
-               default=None)
+def _datings(k) -> list[tuple[int, ...]]:
+    """The versions a call of the knowledge ``k`` can date code before (``only_before``: 0.4
+    for ``Variable(volatile=)``)."""
+    return [summary.only_before[0] for summary in k.functions.values() if summary.only_before is not None]
+
+
+def _newest(*versions: tuple[int, ...] | None) -> tuple[int, ...] | None:
+    """The newest of ``versions`` (``None``: no version), compared padded with zeros."""
+    out = None
+    for version in versions:
+        if version is not None and (out is None or not at_least(out, version)):
+            out = version
+    return out
 
 
 def _padded(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -204,14 +215,16 @@ def at_least(version: tuple[int, ...] | None, since: tuple[int, ...]) -> bool:
 def dates_before(dated: tuple[int, ...] | None, newest: tuple[int, ...] | None, since: tuple[int, ...]) -> bool:
     """Whether code dated before ``dated`` (a call that only means something before it:
     ``Variable(x, volatile=True)``, 0.4) that uses APIs no newer than ``newest``
-    (``[[api_since]]``; ``None``: none) is written for a PyTorch older than ``since``: the
-    dating is ``since`` or older, and no API of ``since`` or later is used. An API only shows
-    that the code runs on its version or later: ``.item()`` (0.4) beside a ``volatile=True``
-    is code of the 0.4 era, written for PyTorch < 1.1 as much as code without it."""
+    (``[[api_since]]``, or a lower bound the project pins; ``None``: none) is written for a
+    PyTorch older than ``since``: the dating is ``since`` or older, and no API as new as the
+    dating itself is used. An API shows that the code runs on its version and every later one,
+    so it is run today on a current PyTorch: ``.item()`` (0.4) beside a ``volatile=True`` is
+    not dated for any version (LC202's scheduler order of 1.1 applies to it), and only code
+    that cannot run on the newer PyTorch is dated."""
     if dated is None:
         return False
     d, s = _padded(dated, since)
-    return d <= s and not at_least(newest, since)
+    return d <= s and not at_least(newest, dated)
 
 
 def _mentions(text: str, entry) -> bool:
@@ -317,10 +330,11 @@ def pinned_before(project, since: tuple[int, ...], text: str | None = None, *,
     :func:`scan_text` when the caller holds it) allows only versions of PyTorch older than
     ``since``. Where the project pins an upper bound or a version (``torch==0.4.1``,
     ``torch<1.1``), every such pin allows only older versions (``torch==0.4.1`` for 1.1;
-    ``torch<1.1`` too; ``torch<1.2`` does not). Without one, its code is dated before ``since``
-    (:func:`code_versions` and :func:`dates_before`: ``Variable(x, volatile=True)`` and no API
-    of ``since`` or later in any file, the checked text included; a lower bound, ``torch>=1.4``,
-    counts as an API of its version). ``False`` otherwise."""
+    ``torch<1.1`` too; ``torch<1.2`` does not). Without one, its code is dated before a version
+    no newer than ``since`` (:func:`code_versions` and :func:`dates_before`:
+    ``Variable(x, volatile=True)``, 0.4, and no API of 0.4 or later in any file, the checked
+    text included; a lower bound, ``torch>=0.4``, counts as an API of its version). ``False``
+    otherwise."""
     if scan is None and text is not None:
         scan = scan_text(text)
     own_dated, own_newest = scan if scan is not None else (None, None)
@@ -330,14 +344,18 @@ def pinned_before(project, since: tuple[int, ...], text: str | None = None, *,
     upper = [(op, version) for op, version in pins if op not in LOWER]
     if upper:
         return all(_older(op, version, since) for op, version in upper)
-    # When the checked module (part of the program) or a lower bound (the project states its
-    # code runs on that version or later) shows a version of ``since`` or later, or no call can
-    # date code before ``since``, the project's files need not be read.
-    if at_least(own_newest, since) or any(at_least(version, since) for op, version in pins if op in LOWER):
+    # The checked module (part of the program) and a lower bound (the project states its code
+    # runs on that version and later) are APIs of the project's code. When they reach the
+    # newest version a call can date code before, or no call can date code before ``since``,
+    # nothing is dated and the project's files need not be read.
+    newest = _newest(own_newest, *(version for op, version in pins if op in LOWER))
+    datings = _datings(knowledge())
+    if not datings or at_least(newest, _newest(*datings)):
         return False
-    if not dates_before(_oldest_dating(knowledge()), None, since):
+    if not any(dates_before(dated, None, since) for dated in datings):
         return False
-    return dates_before(*code_versions(project), since)
+    dated, files_newest = code_versions(project)
+    return dates_before(dated, _newest(newest, files_newest), since)
 
 
 def _older(op: str, version: tuple[int, ...], since: tuple[int, ...]) -> bool:

@@ -386,13 +386,13 @@ def written_for_before(unit, behaviour: str) -> bool | None:
     where ``behaviour`` began (its version in ``[since]`` of ``knowledge/torch.toml``:
     ``scheduler_step_after_optimizer``, ``zero_grad_set_to_none``, ``grad_mode``): a call it
     makes only means something before a version no newer than that one (:func:`written_before`)
-    and the checked module uses no API that began with that version or later
-    (``[[api_since]]``: ``torch.inference_mode`` for 1.1; ``.item()`` is of 0.4, and shows
-    only that the code is not older than 0.4; :func:`~loopcheck.engine.pins.dates_before`): a
-    file is dated by its own code, whatever era other files of the project are of and whatever
-    the project pins; or the project allows only an older PyTorch, by its pins or by the era of
-    all its code (:func:`~loopcheck.engine.pins.pinned_before`; a text checked alone by its own
-    code).
+    and the checked module uses no API that began with the dating call's version or later
+    (``[[api_since]]``: ``torch.no_grad``, ``.item()``, 0.4, beside ``volatile=True``: the code
+    runs on 0.4 and every later PyTorch, and is run on a current one;
+    :func:`~loopcheck.engine.pins.dates_before`): a file is dated by its own code, whatever era
+    other files of the project are of and whatever the project pins; or the project allows only
+    an older PyTorch, by its pins or by the era of all its code
+    (:func:`~loopcheck.engine.pins.pinned_before`; a text checked alone by its own code).
     ``None`` when the knowledge gives the behaviour no version. The answers that do not depend
     on the unit are kept in the checked module's cache (the project's files are read once per
     check, the checked module scanned once)."""
