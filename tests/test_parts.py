@@ -165,3 +165,15 @@ def test_a_file_cpython_cannot_parse_is_reported_as_before(tmp_path: Path):
     source = "import torch\nmodel.eval()\ndef f(:\n"
     found = check_source(source, str(tmp_path / "evaluate.py"))
     assert [(f.code, f.row) for f in found] == [("LC001", 3)]
+
+
+def test_the_text_of_a_lazy_index_is_its_source_without_a_parse(parsed):
+    """The code dating of the checked module (:func:`loopcheck.engine.values.written_for_before`)
+    reads its text from the index's source: asking a lazy index for its tree would parse the
+    whole module with LibCST."""
+    from loopcheck.engine.values import _module_text
+
+    lazy = _lazy(EVALUATION)
+    assert _module_text(lazy) == EVALUATION
+    assert parsed == [] and lazy.parsed_chars == 0
+    assert _module_text(index_module(cst.parse_module(EVALUATION))) == EVALUATION  # (a parsed index: its tree's code)

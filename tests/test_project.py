@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -349,3 +350,40 @@ def test_a_class_bound_by_a_star_import_is_the_project_class(tmp_path: Path):
     index = Project(tmp_path).load(train).index
     unit = build_units(index.tree, index)[0]
     assert {sym.rpartition(":")[2] for sym in unit.roles.optimizers} == {"optimizer2", "updater"}
+
+
+def test_a_rewrite_that_keeps_the_modification_time_and_size_is_read_again(tmp_path: Path, monkeypatch):
+    """The texts :meth:`Project.source_of` shares between the projects of a process are keyed
+    by the file's whole stamp (times, size, inode): a same-size rewrite whose modification time
+    is set back (``cp -p``, an archive unpacked) is read again, not served the old text."""
+    from loopcheck.engine import project as project_module
+
+    monkeypatch.setattr(project_module, "RACY_NS", 0, raising=False)  # (every file settled: the stamp alone decides)
+    path = tmp_path / "a.py"
+    path.write_text("x = 1\n")
+    past = time.time_ns() - 60 * 10**9
+    os.utime(path, ns=(past, past))
+    assert Project(tmp_path).source_of(path.resolve())[1] == "x = 1\n"
+    time.sleep(0.05)  # (the change time ticks at the kernel's clock)
+    path.write_text("x = 2\n")
+    os.utime(path, ns=(past, past))
+    assert Project(tmp_path).source_of(path.resolve())[1] == "x = 2\n"
+
+
+def test_a_failed_or_recent_read_is_not_shared(tmp_path: Path, monkeypatch):
+    """A file changed within :data:`RACY_NS` is not shared (a change in the same tick of the
+    clock would keep its stamp); nor is a failed read (a ``chmod`` changes no modification
+    time, and the next project must try again)."""
+    from loopcheck.engine import project as project_module
+
+    path = tmp_path / "b.py"
+    path.write_text("y = 1\n")
+    stamp, text = Project(tmp_path).source_of(path.resolve())
+    assert text == "y = 1\n"
+    assert not project_module.settled(stamp)
+    assert (path.resolve(), stamp) not in project_module._SHARED_TEXTS
+    monkeypatch.setattr(project_module, "RACY_NS", 0)
+    path.write_bytes(b"y = '\xff'\n")  # not UTF-8: cannot be decoded
+    stamp, text = Project(tmp_path).source_of(path.resolve())
+    assert text is None and project_module.settled(stamp)
+    assert (path.resolve(), stamp) not in project_module._SHARED_TEXTS

@@ -937,7 +937,9 @@ class UnitBuilder:
             )
         if func and func.rpartition(".")[2] in knowledge().methods_with("each_module"):
             for arg in args:  # model.apply(fn): the function it runs on each module
-                arg.function = self._function_arg(frame, arg.node)
+                found = self._function_arg(frame, arg.node)
+                if found is not None:
+                    arg.function, arg.function_bound = found
         raw = Call(call, func, args, ctx, targets, inner, qualified, operands=operands)
         made[call] = raw
         self._raw_of[call] = raw
@@ -1403,15 +1405,23 @@ class UnitBuilder:
             return None
         return Callee(found[1], found[0].module, target or f"self@{cls.name}", cls, found[0], ctor=True)
 
-    def _function_arg(self, frame: Frame, node: cst.BaseExpression) -> cst.FunctionDef | cst.Lambda | None:
+    def _function_arg(self, frame: Frame, node: cst.BaseExpression
+                      ) -> tuple[cst.FunctionDef | cst.Lambda, int] | None:
         """The function of the project an argument expression names, for :attr:`Arg.function
-        <loopcheck.engine.ir.Arg.function>`: a ``lambda`` itself, a ``def`` of the function
-        being built or of one enclosing it, a function of the module, or one of another module
-        of the project reached through its imports (a star import included), as a call of the
-        name would find it (:meth:`_find_callee`); ``None`` for anything else (a variable, a
-        library's function, a class, a method)."""
+        <loopcheck.engine.ir.Arg.function>`, and how many of its leading parameters the
+        expression binds (:attr:`Arg.function_bound <loopcheck.engine.ir.Arg.function_bound>`):
+        a ``lambda`` itself, a ``def`` of the function being built or of one enclosing it, a
+        function of the module, or one of another module of the project reached through its
+        imports (a star import included), as a call of the name would find it
+        (:meth:`_find_callee`), all binding none; a method of the project's class of the
+        receiver (:meth:`_method_arg`: ``self._init_weights``). ``None`` for anything else (a
+        variable, a library's function, a class, a method of a class not known)."""
         if type(node) is cst.Lambda:
-            return node
+            return node, 0
+        if type(node) is cst.Attribute and type(node.value) is cst.Name:
+            method = self._method_arg(frame, node.value.value, node.attr.value)
+            if method is not None:
+                return method
         dotted = dotted_name(node)
         if dotted is None:
             return None
@@ -1420,12 +1430,12 @@ class UnitBuilder:
             f: Frame | None = frame
             while f is not None:
                 if dotted in f.defs:
-                    return f.defs[dotted]
+                    return f.defs[dotted], 0
                 if dotted in f.locals or dotted in f.subst:
                     return None
                 f = f.parent
             if dotted in m.functions:
-                return m.functions[dotted]
+                return m.functions[dotted], 0
         sym, qualified = self.resolve(frame, dotted)
         if qualified:
             callee = self._project_callee(m, sym)
@@ -1436,7 +1446,44 @@ class UnitBuilder:
             callee = None
         if callee is None or callee.ctor or callee.def_class is not None:
             return None
-        return callee.func
+        return callee.func, 0
+
+    def _method_arg(self, frame: Frame, receiver: str, name: str) -> tuple[cst.FunctionDef, int] | None:
+        """The method ``receiver.name`` reads (``self._init_weights``), with the number of its
+        leading parameters the read binds: the receiver an instance of a class of the project
+        (``self`` of the method being built, or a name :attr:`Frame.instances` knows), its
+        method found as :meth:`_find_callee` finds ``receiver.name()`` (:func:`find_method`):
+        1 (the instance; the class, for a ``@classmethod``), 0 for a ``@staticmethod``; or the
+        receiver a ``@classmethod``'s class parameter (``cls._init``): 1 for a
+        ``@classmethod``, 0 for any other (a plain function read from the class). ``None``
+        when the class or the method is not known."""
+        sym, qualified = self.resolve(frame, receiver)
+        if qualified or sym is None:
+            return None
+        cls = frame.instances.get(sym)
+        if cls is None and sym == frame.self_sym:
+            cls = frame.self_class
+        through_class = False
+        if cls is None:
+            f: Frame | None = frame
+            while f is not None and cls is None:
+                if receiver in f.class_params:
+                    cls, through_class = f.class_params[receiver], True
+                elif receiver in f.locals or receiver in f.subst:
+                    break
+                f = f.parent
+        if cls is None or cls.described:
+            return None
+        found = find_method(cls, name)
+        if found is None:
+            return None
+        func = found[1]
+        kinds = {dotted_name(d.decorator) for d in func.decorators}
+        if "staticmethod" in kinds:
+            return func, 0
+        if "classmethod" in kinds:
+            return func, 1
+        return func, 0 if through_class else 1
 
     def _project_callee(self, m: ModuleIndex, qualname: str | None, target: str | None = None) -> Callee | None:
         """A function or class of another module of the project, by qualified name. A name the

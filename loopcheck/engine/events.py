@@ -421,7 +421,8 @@ class _Typer:
             # model.apply(fn): fn's mode change reaches the modules it picks (module_mode); a
             # function the engine does not find may change any of them
             arg = arg_at(c, eff.get("fn"))
-            mode = module_mode(arg.function) if arg is not None and arg.function is not None else "unknown"
+            mode = (module_mode(arg.function, arg.function_bound) if arg is not None and arg.function is not None
+                    else "unknown")
             if mode is not None:
                 self.ev("mode_part", self.sym(eff.get("model")), mode=mode)
         elif k == "forward":

@@ -101,7 +101,9 @@ class Arg:
     several calls), else ``None``; ``function``, for an argument of a call of a method the
     knowledge says calls a function it is given (``model.apply(fn)``, an ``each_module``
     effect), the function of the project the argument names (a ``cst.FunctionDef``, or the
-    ``cst.Lambda`` it is), else ``None``."""
+    ``cst.Lambda`` it is), else ``None``; ``function_bound``, how many of that function's
+    leading parameters the argument binds (1 for a method read from an instance,
+    ``self._init_weights``: its module parameter is the one after ``self``)."""
 
     keyword: str | None
     node: cst.BaseExpression
@@ -113,6 +115,7 @@ class Arg:
     flag: bool | None = None
     flag_call: cst.Call | None = None
     function: "cst.FunctionDef | cst.Lambda | None" = None
+    function_bound: int = 0
 
 
 @dataclass(eq=False)

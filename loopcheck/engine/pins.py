@@ -10,8 +10,9 @@ old behaviour, as ruff reads the Python version a project supports from its ``re
 ``setup.py``, ``setup.cfg``, ``pyproject.toml``, and the README, where a project states the
 environment it was written for), through the project, which records them for the cache as it
 does imported modules; a pin is ``torch==X``, ``torch<=X``, ``torch<X`` or conda's
-``pytorch=X`` (a lower bound alone, ``torch>=1.0``, allows every later version and says
-nothing). A README is read only where it gives commands or requirements, not where it talks
+``pytorch=X``. A lower bound, ``torch>=1.4``, allows every later version and bounds nothing
+from above; it states that the code runs on that version and every later one, as an API of
+that version does (below). A README is read only where it gives commands or requirements, not where it talks
 (:func:`readme_pin_lines`): the lines of a fenced or indented code block, the lines that
 install (``pip install``, ``conda install``, ``conda create``), and the lines made of
 requirement specifiers alone (``python==3.6 pytorch==0.4.0``, a bulleted ``- torch==0.4.1``).
@@ -22,11 +23,17 @@ nothing.
 means something before a version (``only_before``: ``Variable(x, volatile=True)``, before 0.4)
 dates the code before that version, unless the code also uses an API that began with that
 version or a later one (``[[api_since]]``: ``torch.no_grad``, ``torch.device``, ``.item()``,
-from 0.4): mixed code runs on the newer PyTorch. Such a project reads as a pin ``torch<V``
-does (:func:`pinned_before`). The project's code is its ``.py`` files under the root
-(:func:`loopcheck.engine.callers.project_files`), each read through the project (recorded for
-the cache) and scanned once per version of the file; a text checked alone (no project) is
-dated from itself (:func:`text_versions`).
+from 0.4) or the project pins a lower bound of that version or later (``torch>=0.4``,
+``torch>=1.4``). An API shows that the code runs on its version and on every later one, and
+such code is run today on a current PyTorch, where every later behaviour applies (1.1's
+scheduler order, 2.0's ``zero_grad(set_to_none=True)``): mixed code (``.item()`` beside a
+leftover ``volatile=True``) is not dated at all, for no version. Only code that cannot run on
+the newer PyTorch is written for the old one (:func:`dates_before`); such a project reads as
+a pin ``torch<V`` does, for each version ``V`` from its dating on (:func:`pinned_before`). The
+project's code is its
+``.py`` files under the root (:func:`loopcheck.engine.callers.project_files`), each read
+through the project (recorded for the cache) and scanned once per version of the file; a text
+checked alone (no project) is dated from itself (:func:`text_versions`).
 """
 
 from __future__ import annotations
@@ -40,15 +47,19 @@ from loopcheck.engine.callers import SKIP_DIRS, project_files
 from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.names import ImportMap
 from loopcheck.engine.outline import _add_import, ast_dotted_name
+from loopcheck.engine.project import settled
 
 #: The dependency files read, at the project root.
 PIN_FILES = ("requirements.txt", "environment.yml", "environment.yaml", "Dockerfile", "setup.py", "setup.cfg",
              "pyproject.toml", "README.md", "README.rst", "README.txt", "README")
 #: Those of :data:`PIN_FILES` that are prose around commands: read by :func:`readme_pin_lines`.
 README_FILES = frozenset({"README.md", "README.rst", "README.txt", "README"})
-#: ``torch==0.4.1``, ``pytorch=0.4.1``, ``torch<1.0``: the package (not ``torchvision`` nor another
-#: ``torch-*`` package), an operator that bounds the version from above, the version.
-_PIN = re.compile(r"(?<![\w.-])(?:py)?torch(?![\w-])\s*(==|<=|<|=(?!=))\s*v?(\d+(?:\.\d+)*)", re.I)
+#: ``torch==0.4.1``, ``pytorch=0.4.1``, ``torch<1.0``, ``torch>=1.4``: the package (not
+#: ``torchvision`` nor another ``torch-*`` package), an operator that bounds the version (from
+#: above, or from below: :data:`LOWER`), the version.
+_PIN = re.compile(r"(?<![\w.-])(?:py)?torch(?![\w-])\s*(==|<=|<|>=|>|=(?!=))\s*v?(\d+(?:\.\d+)*)", re.I)
+#: The operators of :data:`_PIN` that bound the version from below only.
+LOWER = frozenset({">=", ">"})
 #: A line that installs packages.
 _INSTALL = re.compile(r"\b(?:pip3?\s+install|conda\s+(?:install|create))\b", re.I)
 #: A requirement specifier (``pytorch==0.4.0``, ``python>=3.6``, ``torch=0.4.1``), alone as a word.
@@ -103,8 +114,9 @@ def _specifiers_only(line: str) -> bool:
 def torch_versions(project) -> list[tuple[str, tuple[int, ...]]]:
     """``(operator, version)`` for each pin of PyTorch in the dependency files at the root of
     ``project`` (a :class:`~loopcheck.engine.project.Project`), in :data:`PIN_FILES` order (a
-    README's only in the lines :func:`readme_pin_lines` keeps); a file that is missing, too
-    large or cannot be read pins nothing."""
+    README's only in the lines :func:`readme_pin_lines` keeps), lower bounds (an operator of
+    :data:`LOWER`, ``torch>=1.4``) included; a file that is missing, too large or cannot be read
+    pins nothing."""
     out = []
     root = project.root.resolve()
     for name in PIN_FILES:
@@ -171,11 +183,48 @@ def _dating_words(k) -> frozenset[str]:
     return words
 
 
-def _latest_dating(k) -> tuple[int, ...] | None:
-    """The newest version a call of the knowledge ``k`` can date code before (``only_before``:
-    0.4 for ``Variable(volatile=)``); ``None`` when no call dates code."""
-    return max((summary.only_before[0] for summary in k.functions.values() if summary.only_before is not None),
-               default=None)
+def _datings(k) -> list[tuple[int, ...]]:
+    """The versions a call of the knowledge ``k`` can date code before (``only_before``: 0.4
+    for ``Variable(volatile=)``)."""
+    return [summary.only_before[0] for summary in k.functions.values() if summary.only_before is not None]
+
+
+def _newest(*versions: tuple[int, ...] | None) -> tuple[int, ...] | None:
+    """The newest of ``versions`` (``None``: no version), compared padded with zeros."""
+    out = None
+    for version in versions:
+        if version is not None and (out is None or not at_least(out, version)):
+            out = version
+    return out
+
+
+def _padded(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """``a`` and ``b`` padded with zeros to one length (``1`` is ``1.0``)."""
+    width = max(len(a), len(b))
+    return a + (0,) * (width - len(a)), b + (0,) * (width - len(b))
+
+
+def at_least(version: tuple[int, ...] | None, since: tuple[int, ...]) -> bool:
+    """Whether ``version`` (``None``: no version) is ``since`` or later."""
+    if version is None:
+        return False
+    v, s = _padded(version, since)
+    return v >= s
+
+
+def dates_before(dated: tuple[int, ...] | None, newest: tuple[int, ...] | None, since: tuple[int, ...]) -> bool:
+    """Whether code dated before ``dated`` (a call that only means something before it:
+    ``Variable(x, volatile=True)``, 0.4) that uses APIs no newer than ``newest``
+    (``[[api_since]]``, or a lower bound the project pins; ``None``: none) is written for a
+    PyTorch older than ``since``: the dating is ``since`` or older, and no API as new as the
+    dating itself is used. An API shows that the code runs on its version and every later one,
+    so it is run today on a current PyTorch: ``.item()`` (0.4) beside a ``volatile=True`` is
+    not dated for any version (LC202's scheduler order of 1.1 applies to it), and only code
+    that cannot run on the newer PyTorch is dated."""
+    if dated is None:
+        return False
+    d, s = _padded(dated, since)
+    return d <= s and not at_least(newest, dated)
 
 
 def _mentions(text: str, entry) -> bool:
@@ -200,45 +249,47 @@ def _given(call: ast.Call, ref) -> bool:
     return not (isinstance(value, ast.Constant) and value.value in (None, False, 0))
 
 
-def _combine(scans) -> tuple[int, ...] | None:
-    """The version the code is written before, from ``(dated, newest)`` scans of its modules:
-    the oldest dating, when no module uses an API that began with it or later."""
-    dated = min((d for d, _ in scans if d is not None), default=None)
-    newest = max((n for _, n in scans if n is not None), default=None)
-    if dated is None or (newest is not None and newest >= dated):
-        return None
-    return dated
+def _combine(scans) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
+    """``(dated, newest)`` of code made of modules scanned as ``scans`` (:func:`scan_text`'s
+    pairs): the oldest dating, the newest API."""
+    return (min((d for d, _ in scans if d is not None), default=None),
+            max((n for _, n in scans if n is not None), default=None))
 
 
-#: :func:`scan_text` of each file by ``(path, stamp)``, shared by the projects of one process
-#: (a file as it was is scanned once); at most :data:`_SCANS_MAX` entries, the oldest dropped.
+#: :func:`scan_text` of each file by ``(path, stamp)`` (the project's
+#: :func:`~loopcheck.engine.project.file_stamp`), shared by the projects of one process (a file
+#: as it was is scanned once), for a file :func:`~loopcheck.engine.project.settled` only; at most
+#: :data:`_SCANS_MAX` entries, the oldest dropped.
 _SCANS: dict[tuple, tuple] = {}
 _SCANS_MAX = 20_000
 
 
 def code_versions(project) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
-    """``(before, newest)`` for the code of ``project``: ``before``, the version its code is
-    written before (see the module docstring; ``None`` when no call dates it or an API of that
-    version or later is used), ``newest`` the newest version that began an API its code uses
-    (``None``: none). Each file is read through the project (recorded for the cache) and
-    scanned once per version of it; a project of more files than
-    :data:`~loopcheck.engine.callers.MAX_FILES` is not dated."""
+    """``(dated, newest)`` for the code of ``project``: ``dated``, the oldest version that a
+    call of one of its files only means something before (see the module docstring; ``None``
+    when no call dates it), ``newest`` the newest version that began an API one of its files
+    uses (``None``: none); :func:`dates_before` says what they make of the code for a version.
+    Each file is read through the project (recorded for the cache) and scanned once per
+    version of it; a project of more files than :data:`~loopcheck.engine.callers.MAX_FILES` is
+    not dated."""
     files = _files(project)
     if files is None:
         return None, None
-    memo = _SCANS
     scans = []
     for file in files:
         stamp, text = project.source_of(file)
         if text is None:
             continue
         key = (file, stamp)
-        if key not in memo:
-            if len(memo) >= _SCANS_MAX:
-                del memo[next(iter(memo))]
-            memo[key] = scan_text(text)
-        scans.append(memo[key])
-    return _combine(scans), max((n for _, n in scans if n is not None), default=None)
+        scan = _SCANS.get(key)
+        if scan is None:
+            scan = scan_text(text)
+            if settled(stamp):
+                if len(_SCANS) >= _SCANS_MAX:
+                    del _SCANS[next(iter(_SCANS))]
+                _SCANS[key] = scan
+        scans.append(scan)
+    return _combine(scans)
 
 
 def _files(project) -> list[Path] | None:
@@ -268,31 +319,43 @@ def _files(project) -> list[Path] | None:
 
 
 def text_versions(text: str) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
-    """:func:`code_versions` for one module's ``text`` checked alone."""
-    scan = scan_text(text)
-    return _combine([scan]), scan[1]
+    """:func:`code_versions` for one module's ``text`` checked alone (its :func:`scan_text`)."""
+    return scan_text(text)
 
 
-def pinned_before(project, since: tuple[int, ...], text: str | None = None) -> bool:
+def pinned_before(project, since: tuple[int, ...], text: str | None = None, *,
+                  scan: tuple[tuple[int, ...] | None, tuple[int, ...] | None] | None = None) -> bool:
     """Whether ``project`` (``None``: a text checked alone, ``text``, dated from itself; else
-    ``text`` is the checked module's, which need not be given) allows
-    only versions of PyTorch older than ``since``: it pins PyTorch or its code is dated
-    (:func:`code_versions`: ``Variable(x, volatile=True)`` and no API of 0.4 reads as
-    ``torch<0.4``), and every pin allows only older versions (``torch==0.4.1`` for 1.1;
-    ``torch<1.1`` too; ``torch<1.2`` does not). ``False`` without a pin."""
+    ``text`` is the checked module's, which need not be given; ``scan``, its
+    :func:`scan_text` when the caller holds it) allows only versions of PyTorch older than
+    ``since``. Where the project pins an upper bound or a version (``torch==0.4.1``,
+    ``torch<1.1``), every such pin allows only older versions (``torch==0.4.1`` for 1.1;
+    ``torch<1.1`` too; ``torch<1.2`` does not). Without one, its code is dated before a version
+    no newer than ``since`` (:func:`code_versions` and :func:`dates_before`:
+    ``Variable(x, volatile=True)``, 0.4, and no API of 0.4 or later in any file, the checked
+    text included; a lower bound, ``torch>=0.4``, counts as an API of its version). ``False``
+    otherwise."""
+    if scan is None and text is not None:
+        scan = scan_text(text)
+    own_dated, own_newest = scan if scan is not None else (None, None)
     if project is None:
-        pins = []
-        before = text_versions(text)[0] if text is not None else None
-    else:
-        pins = torch_versions(project)
-        # The checked module is part of the program: when it uses an API as new as any version
-        # a call can date code before, no project is dated, and its files need not be read.
-        latest = _latest_dating(knowledge())
-        own = scan_text(text)[1] if text is not None and latest is not None else None
-        before = None if latest is None or (own is not None and own >= latest) else code_versions(project)[0]
-    if before is not None:
-        pins.append(("<", before))
-    return bool(pins) and all(_older(op, version, since) for op, version in pins)
+        return dates_before(own_dated, own_newest, since)
+    pins = torch_versions(project)
+    upper = [(op, version) for op, version in pins if op not in LOWER]
+    if upper:
+        return all(_older(op, version, since) for op, version in upper)
+    # The checked module (part of the program) and a lower bound (the project states its code
+    # runs on that version and later) are APIs of the project's code. When they reach the
+    # newest version a call can date code before, or no call can date code before ``since``,
+    # nothing is dated and the project's files need not be read.
+    newest = _newest(own_newest, *(version for op, version in pins if op in LOWER))
+    datings = _datings(knowledge())
+    if not datings or at_least(newest, _newest(*datings)):
+        return False
+    if not any(dates_before(dated, None, since) for dated in datings):
+        return False
+    dated, files_newest = code_versions(project)
+    return dates_before(dated, _newest(newest, files_newest), since)
 
 
 def _older(op: str, version: tuple[int, ...], since: tuple[int, ...]) -> bool:

@@ -31,6 +31,7 @@ LibCST parses it only when the analysis needs its code (:mod:`loopcheck.engine.o
 from __future__ import annotations
 
 import os
+import time
 import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -44,14 +45,36 @@ from loopcheck.parsing import parse_tree
 
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 MAX_MODULE_BYTES = 2_000_000  # larger modules are not read for their definitions
-#: Texts read by :meth:`Project.source_of`, by ``(path, stamp)``, shared by the projects of one
-#: process (a test run makes a project per check, a server one per root): a file as it was is
-#: read from disk once. At most :data:`_SHARED_TEXTS_MAX` entries, the oldest dropped first.
-_SHARED_TEXTS: dict[tuple[Path, tuple], str | None] = {}
+#: Texts read by :meth:`Project.source_of`, by ``(path, stamp)`` (:func:`file_stamp`), shared by
+#: the projects of one process (a test run makes a project per check, a server one per root): a
+#: file as it was is read from disk once. Only a text read, of a file :func:`settled`, is kept
+#: (a failed read is tried again). At most :data:`_SHARED_TEXTS_MAX` entries, the oldest dropped
+#: first.
+_SHARED_TEXTS: dict[tuple[Path, tuple], str] = {}
 _SHARED_TEXTS_MAX = 20_000
+#: How recent (ns) a file's change may be for its stamp to say it is unchanged: a file written
+#: again within one tick of a coarse file system clock (FAT's 2 s) keeps its times, as git's
+#: "racy clean" rule says.
+RACY_NS = 2_000_000_000
 MAX_REEXPORT_DEPTH = 8
 #: Source text of the modules a project keeps between checks (:meth:`Project.trim`).
 MAX_KEPT_BYTES = 3_000_000
+
+
+def file_stamp(st: os.stat_result) -> tuple[int, int, int, int]:
+    """The stamp a project reads a file's version by, from its ``os.stat`` ``st``:
+    ``(mtime_ns, size, inode, ctime_ns)``. The change time, which no program can set, and the
+    inode tell a rewrite that keeps the modification time and the size (``cp -p``, ``rsync
+    -t``, an archive unpacked, a formatter's same-size edit) from the file as it was."""
+    return st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns
+
+
+def settled(stamp: tuple) -> bool:
+    """Whether a file of :func:`file_stamp` ``stamp`` last changed more than :data:`RACY_NS`
+    ago, so that a later change must change its stamp (``False`` for ``()``, no file)."""
+    if not stamp:
+        return False
+    return max(stamp[0], stamp[3]) < time.time_ns() - RACY_NS
 
 
 def find_root(path: Path) -> Path:
@@ -294,7 +317,7 @@ class Project:
             st = path.stat()
         except OSError:
             return None
-        stamp = (st.st_mtime_ns, st.st_size)
+        stamp = file_stamp(st)
         info = self._modules.get(path)
         if info is not None and info.stamp == stamp and self._stars_current(info):
             self._modules[path] = self._modules.pop(path)  # the most recently used last
@@ -319,7 +342,7 @@ class Project:
         """``(stamp, text)`` of module ``path`` as :meth:`load` reads it, without parsing it: the
         loaded module's text when it is current, else the file's. ``text`` is ``None`` when the
         file cannot be read or decoded, or is larger than :data:`MAX_MODULE_BYTES`; ``stamp``
-        is ``(mtime_ns, size)`` (``()`` when the file cannot be read). ``path`` is resolved,
+        is :func:`file_stamp`'s (``()`` when the file cannot be read). ``path`` is resolved,
         as :meth:`find_module` gives it (resolving it again costs ``lstat`` calls per import
         per file)."""
         try:
@@ -328,7 +351,7 @@ class Project:
             if self._reads is not None:
                 self._reads.texts.setdefault(path, None)  # (a file made there later changes the result)
             return (), None
-        stamp = (st.st_mtime_ns, st.st_size)
+        stamp = file_stamp(st)
         info = self._modules.get(path)
         known = self._texts.get(path)
         if info is not None and info.stamp == stamp:
@@ -346,9 +369,10 @@ class Project:
                 except (OSError, UnicodeDecodeError, SyntaxError):
                     pass
             self._texts[path] = (stamp, text)
-            if len(_SHARED_TEXTS) >= _SHARED_TEXTS_MAX:
-                del _SHARED_TEXTS[next(iter(_SHARED_TEXTS))]
-            _SHARED_TEXTS[path, stamp] = text
+            if text is not None and settled(stamp):
+                if len(_SHARED_TEXTS) >= _SHARED_TEXTS_MAX:
+                    del _SHARED_TEXTS[next(iter(_SHARED_TEXTS))]
+                _SHARED_TEXTS[path, stamp] = text
         if self._reads is not None:
             self._reads.texts.setdefault(path, text)
         return stamp, text
@@ -409,7 +433,10 @@ class Project:
         source; a module only outlined counts for a :data:`OUTLINE_DISCOUNT`-th). Call it
         between checks, never during one: a module read again is a new tree, and one check
         must see one tree per module. The texts read for the pre-filter only
-        (:meth:`source_of`) are all forgotten."""
+        (:meth:`source_of`) are forgotten by this project; the copy the projects of the
+        process share (:data:`_SHARED_TEXTS`) is used again only for a file whose stamp
+        (:func:`file_stamp`: times, size, inode) is unchanged and was settled when it was
+        read."""
         self._texts.clear()
         self._resolved.clear()
         self._current.clear()

@@ -272,9 +272,10 @@ def _mode_value(node: cst.BaseExpression | None) -> str:
     return "unknown"
 
 
-def module_mode(func: cst.FunctionDef | cst.Lambda) -> str | None:
-    """The mode function ``func`` sets on the module given as its first parameter, when it is
-    called on each module of a model (``model.apply(func)``, PyTorch's ``Module.apply``).
+def module_mode(func: cst.FunctionDef | cst.Lambda, bound: int = 0) -> str | None:
+    """The mode function ``func`` sets on the module given as its first parameter after the
+    ``bound`` ones, when it is called on each module of a model (``model.apply(func)``,
+    PyTorch's ``Module.apply``; ``self.apply(self._init_weights)`` binds ``self``).
 
     Read from its body, nested blocks and conditions included (``if isinstance(m,
     nn.BatchNorm2d): m.eval()`` sets the mode of the modules the test picks): ``m.eval()``,
@@ -283,20 +284,31 @@ def module_mode(func: cst.FunctionDef | cst.Lambda) -> str | None:
     ``setattr(m, "training", ...)``, ``m.apply(other)``, ``m`` handed whole to any call other
     than a builtin that reads it (``isinstance(m, ...)``), or two different modes, give
     ``"unknown"``. Calls on what the module holds (``nn.init.normal_(m.weight)``,
-    ``m.bias.data.zero_()``, ``m.reset_parameters()``) change no mode. A nested function or
-    class is not read (it runs only if called, and then through the module it is handed).
+    ``m.bias.data.zero_()``, ``m.reset_parameters()``) are taken to change no mode (a child's
+    ``c.eval()`` in ``for c in m.children():`` is not read). A bound parameter (``self``) read
+    the same way gives ``"unknown"`` for any mode it sets or may set (``self.eval()``): that is
+    not the picked module's. A nested function or class is not read (it runs only if called,
+    and then through the module it is handed).
 
     Args:
-        func: a ``def`` (its first positional parameter is the module) or a ``lambda``.
+        func: a ``def`` (its first positional parameter after the bound ones is the module) or
+            a ``lambda``.
+        bound: how many leading parameters the function was given already (1 for a method read
+            from an instance, :meth:`~loopcheck.engine.builder.UnitBuilder._function_arg`).
 
     Returns:
         ``"train"``, ``"eval"`` or ``"unknown"``; ``None`` when the body sets no mode (a
-        function that only initialises weights), also for a function without parameters.
+        function that only initialises weights), also for a function without a parameter for
+        the module.
     """
-    params = func.params.posonly_params or func.params.params
-    if not params:
+    params = [*func.params.posonly_params, *func.params.params]
+    if len(params) <= bound:
         return None
-    me = params[0].name.value
+    me = params[bound].name.value
+    # the names a mode is read on: the module, and each bound parameter (any mode it gets is
+    # not the module's, and reads as unknown)
+    held = {p.name.value: False for p in params[:bound]}
+    held[me] = True
     modes: set[str] = set()
     stack: list[cst.CSTNode] = [func.body]
     while stack:
@@ -305,29 +317,32 @@ def module_mode(func: cst.FunctionDef | cst.Lambda) -> str | None:
             continue
         if isinstance(n, cst.Call):
             f = n.func
-            if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value == me:
+            if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value in held:
                 method = f.attr.value
                 if method == "eval":
-                    modes.add("eval")
+                    mode = "eval"
                 elif method == "train":
                     given = [a for a in n.args if a.keyword is None or a.keyword.value == "mode"]
-                    modes.add("unknown" if any(a.star for a in n.args) else _mode_value(given[0].value if given else None))
-                elif method == "apply":
-                    modes.add("unknown")
-            elif any(isinstance(a.value, cst.Name) and a.value.value == me for a in n.args):
+                    mode = "unknown" if any(a.star for a in n.args) else _mode_value(given[0].value if given else None)
+                else:
+                    mode = "unknown" if method == "apply" else None
+                if mode is not None:
+                    modes.add(mode if held[f.value.value] else "unknown")
+            elif any(isinstance(a.value, cst.Name) and a.value.value in held for a in n.args):
                 name = dotted_name(f)
                 if name == "setattr":
                     attr = n.args[1].value if len(n.args) > 1 else None
                     if not isinstance(attr, cst.SimpleString) or attr.evaluated_value == "training":
                         modes.add("unknown")
                 elif name not in _READING:
-                    modes.add("unknown")  # the module handed to code not read here
+                    modes.add("unknown")  # the module (or what holds it) handed to code not read here
         elif isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
             targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
             for t in targets:
                 if isinstance(t, cst.Attribute) and t.attr.value == "training" \
-                        and isinstance(t.value, cst.Name) and t.value.value == me:
-                    modes.add(_mode_value(n.value) if isinstance(n, cst.Assign) else "unknown")
+                        and isinstance(t.value, cst.Name) and t.value.value in held:
+                    known = isinstance(n, cst.Assign) and held[t.value.value]
+                    modes.add(_mode_value(n.value) if known else "unknown")
         stack.extend(n.children)
     if not modes:
         return None

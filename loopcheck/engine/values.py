@@ -38,7 +38,7 @@ from loopcheck.engine.ir import Arg, Assign, Call, If, Inline, Jump, Loop, LoopI
 from loopcheck.engine.graphs import GradInputs, is_true
 from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.names import dotted_name
-from loopcheck.engine.pins import pinned_before, text_versions
+from loopcheck.engine.pins import dates_before, pinned_before, scan_text
 from loopcheck.engine.calls import arg_at
 from loopcheck.engine.roles import ACCELERATOR_NAME, ROLE_TYPES, last
 from loopcheck.engine.unreferenced import calling_files, named_outside_code
@@ -385,14 +385,17 @@ def written_for_before(unit, behaviour: str) -> bool | None:
     """Whether the unit's code is established to be written for a PyTorch older than the one
     where ``behaviour`` began (its version in ``[since]`` of ``knowledge/torch.toml``:
     ``scheduler_step_after_optimizer``, ``zero_grad_set_to_none``, ``grad_mode``): a call it
-    makes only means something before that version (:func:`written_before`) and the checked
-    module uses no API that began with that call's version or later (``[[api_since]]``:
-    ``torch.no_grad``, ``.item()``: a file is dated by its own code, whatever era other files
-    of the project are of), or the project allows only an older PyTorch, by its pins or by the
-    era of all its code (:func:`~loopcheck.engine.pins.pinned_before`; a text checked alone by
-    its own code). ``None`` when the knowledge gives the behaviour no version. The answers that
-    do not depend on the unit are kept in the checked module's cache (the project's files are
-    read once per check)."""
+    makes only means something before a version no newer than that one (:func:`written_before`)
+    and the checked module uses no API that began with the dating call's version or later
+    (``[[api_since]]``: ``torch.no_grad``, ``.item()``, 0.4, beside ``volatile=True``: the code
+    runs on 0.4 and every later PyTorch, and is run on a current one;
+    :func:`~loopcheck.engine.pins.dates_before`): a file is dated by its own code, whatever era
+    other files of the project are of and whatever the project pins; or the project allows only
+    an older PyTorch, by its pins or by the era of all its code
+    (:func:`~loopcheck.engine.pins.pinned_before`; a text checked alone by its own code).
+    ``None`` when the knowledge gives the behaviour no version. The answers that do not depend
+    on the unit are kept in the checked module's cache (the project's files are read once per
+    check, the checked module scanned once)."""
     since = knowledge().since.get(behaviour)
     if since is None:
         return None
@@ -400,23 +403,26 @@ def written_for_before(unit, behaviour: str) -> bool | None:
     cache = getattr(module, "cache", None)
     if cache is None:
         cache = {}
+    if "own_scan" not in cache:
+        text = _module_text(module)
+        cache["own_scan"] = scan_text(text) if text is not None else None
+    scan = cache["own_scan"]
     dated = written_before(unit)
-    if dated is not None and dated[0] <= since:
-        if "own_era" not in cache:
-            text = _module_text(module)
-            cache["own_era"] = text_versions(text) if text is not None else (None, None)
-        newest = cache["own_era"][1]
-        if newest is None or newest < dated[0]:
-            return True
+    if dated is not None and dates_before(dated[0], scan[1] if scan is not None else None, since):
+        return True
     key = ("pinned_before", since)
     if key not in cache:
-        project = getattr(module, "project", None)
-        cache[key] = pinned_before(project, since, _module_text(module))
+        cache[key] = pinned_before(getattr(module, "project", None), since, scan=scan)
     return cache[key]
 
 
 def _module_text(module) -> str | None:
-    """The text of a module checked alone (``None`` when it has no tree)."""
+    """The text of a checked module: the source its index holds (a module indexed statement by
+    statement keeps it, and asking for its tree would parse it whole), else its tree's code
+    (``None`` when it has neither)."""
+    source = getattr(module, "source", None)
+    if isinstance(source, str):
+        return source
     tree = getattr(module, "tree", None)
     return tree.code if tree is not None else None
 
