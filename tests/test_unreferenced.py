@@ -378,6 +378,16 @@ class Trainer:
       "run.sh": "PYTHONPATH=old python new/main.py\n"}, [("LC302", 12)]),
     ({"select.py": "import importlib\n\nmod = importlib.import_module(input())\n"}, [("LC302", 12)]),  # a computed import above it
     ({"old/run.py": "import runpy\n\nrunpy.run_path('trainer.py')\n"}, [("LC302", 12)]),
+    # a computed import from a sibling folder whose name begins with the module's package
+    ({"tools/run.py": "import importlib\n\nmod = importlib.import_module('old.' + input())\n"}, [("LC302", 12)]),
+    ({"tools/run.py": "from importlib import import_module\n\nmod = import_module(f'old.{input()}')\n"}, [("LC302", 12)]),
+    ({"tools/run.py": "import importlib\n\nmod = importlib.import_module(input())\n"}, [("LC302", 12)]),
+    ({"tools/run.py": "import importlib\n\nmod = importlib.import_module('new.' + input())\n"}, []),  # another package
+    ({"tools/run.py": "import importlib\n\nmod = importlib.import_module('old.evaluate')\n"}, []),  # another module
+    # an importer in a folder the checked files leave out, which is no virtualenv
+    ({"env/runner.py": "from old.trainer import Trainer\n\nTrainer().evaluate([])\n"}, [("LC302", 12)]),
+    ({"build/lib/run.py": "from old.trainer import Trainer\n\nTrainer().evaluate([])\n"}, [("LC302", 12)]),
+    ({"env/pyvenv.cfg": "home = /usr/bin\n", "env/lib/run.py": "from old.trainer import Trainer\n\nTrainer().evaluate([])\n"}, []),
     ({"README.md": "python -m old.trainer\n"}, [("LC302", 12)]),
     ({"README.md": "Run `python old/trainer.py` first.\n"}, [("LC302", 12)]),
     ({"README.md": "Run `python new/trainer.py` first.\n"}, []),  # another folder's file
@@ -480,3 +490,41 @@ def test_a_decorated_notebook_function_is_not_decided(tmp_path):
     helper = "import functools\n\n@functools.lru_cache()\n" + NOTEBOOK_HELPER
     files = {"demo.ipynb": _notebook(NOTEBOOK_SETUP, helper)}
     assert _check_notebook(tmp_path, files, "demo.ipynb") == [("LC302", 10)]
+
+
+@pytest.mark.parametrize("text, loads", [
+    ("import importlib\n\nm = importlib.import_module('engines.' + cfg['engine'])\n", ["engines."]),
+    ("from importlib import import_module\nm = import_module(f'models.{name}')\n", ["models."]),
+    ("m = __import__('models.%s' % name)\n", ["models."]),
+    ("m = importlib.import_module('models.{}'.format(name))\n", ["models."]),
+    ("m = importlib.import_module('models.net')\n", ["models.net\0"]),  # a whole name
+    ("m = importlib.import_module(name)\n", [None]),
+    ("m = importlib.import_module('.' + name, __package__)\n", [None]),  # relative: from the caller's package
+    ("import importlib.util\nspec = importlib.util.spec_from_file_location('m', path)\n", [None]),
+    ("import runpy\nrunpy.run_path('train.py')\n", [None, None]),
+    ("exec(open('train.py').read())\n", [None]),
+    ("def exec(self):\n    pass\n", []),
+])
+def test_computed_loads(text, loads):
+    """What a file may load by computed names: the literal each name begins with, or None."""
+    from loopcheck.engine.unreferenced import _computed_loads
+
+    assert _computed_loads(text) == loads
+
+
+@pytest.mark.parametrize("prefix, module, could", [
+    ("engines.", "engines/sgd_trainer.py", True),
+    ("engines.", "src/engines/sub/sgd_trainer.py", True),  # the search path may start at src/
+    ("engines.", "tools/train.py", False),
+    ("engines.", "engines/__init__.py", False),  # the package itself is not what is named
+    ("engines.sgd_", "engines/sgd_trainer.py", True),
+    ("engines.sgd_", "engines/adam_trainer.py", False),
+    ("engines.sgd_trainer\0", "engines/sgd_trainer.py", True),
+    ("engines.sgd\0", "engines/sgd_trainer.py", False),
+    ("sgd_", "engines/sgd_trainer.py", True),
+    (None, "tools/train.py", True),
+])
+def test_could_load(prefix, module, could):
+    from loopcheck.engine.unreferenced import _could_load
+
+    assert _could_load(prefix, Path("/r") / module, Path("/r")) is could

@@ -44,12 +44,13 @@ import, ``from pkg import mod``, ``import pkg.mod``, a star import of a package 
 ``__init__.py`` names it); none imports a module of its name that the project resolves
 nowhere, or resolves elsewhere while a file moves ``sys.path`` or a text sets
 ``PYTHONPATH`` (a folder added to the search path may hold it: ``from trainer import
-Trainer`` in ``StackGAN/main.py`` is ``StackGAN/trainer.py``, not ``VGAN/trainer.py``); none
-in its folder or a folder above it, nor any that names it, runs modules by computed names or
-by their files (``importlib``, ``runpy``, ``pkgutil``, ``exec``); its package's
+Trainer`` in ``gan_a/main.py`` may be ``gan_a/trainer.py``, not ``gan_b/trainer.py``); none
+runs modules by computed names or by their files (``importlib``, ``runpy``, ``pkgutil``,
+``exec``) in a way that may reach it (:func:`_computed_loads`: a computed name that begins
+with ``"engines."`` loads only modules of a package ``engines``); its package's
 ``__init__.py`` does not name it; no Python file, notebook, shell script, configuration or
-document names its file (``python VGAN/trainer.py``, ``%run trainer.py``) or its module
-(``python -m VGAN.trainer``, ``from trainer import Trainer``, a Hydra ``_target_``)
+document names its file (``python gan_b/trainer.py``, ``%run trainer.py``) or its module
+(``python -m gan_b.trainer``, ``from trainer import Trainer``, a Hydra ``_target_``)
 (:func:`_names_module`); and its name is not one unittest's discovery collects
 (``test*.py``). Its functions and classes then run only when its own top level names them
 (counted as for any module) or when something outside the project imports it, which is
@@ -462,15 +463,16 @@ def _module_named(project, index, read) -> bool:
       name as one of its parts) which the project does not resolve (a folder added to
       ``sys.path``, ``_init_paths.py``), or resolves elsewhere while some Python file of the
       project changes ``sys.path`` or a text sets ``PYTHONPATH``;
-    * a Python file that runs modules by computed names or by their files
-      (:data:`_RUNS_MODULES`: ``importlib``, ``runpy``, ``exec(open(...))``) in the module's
-      folder or a folder above it, or anywhere when it names the module's name;
+    * a Python file anywhere in the project that runs modules by computed names or by their
+      files (:data:`_RUNS_MODULES`: ``importlib``, ``runpy``, ``exec(open(...))``) in a way
+      that may reach the module (:func:`_loads_module`: ``import_module("engines." + name)``
+      may load ``engines/sgd_trainer.py``, not ``models/net.py``);
     * the package's ``__init__.py`` naming the module (``__all__ = ["trainer"]``: a star
       import of the package imports it);
     * a Python file, notebook, shell script, configuration or document that names the
-      module's file (``python VGAN/trainer.py``, ``%run trainer.py``,
+      module's file (``python gan_b/trainer.py``, ``%run trainer.py``,
       ``subprocess.run(["python", "trainer.py"])``) or the module by its name
-      (``python -m VGAN.trainer``, ``from trainer import Trainer``, ``_target_:
+      (``python -m gan_b.trainer``, ``from trainer import Trainer``, ``_target_:
       trainer.Trainer``) (:func:`_names_module`);
     * a module whose name unittest's discovery collects (``test*.py``);
     * a file that cannot be read.
@@ -480,7 +482,6 @@ def _module_named(project, index, read) -> bool:
     if stem.startswith("test"):
         return True
     word = re.compile(rf"\b{re.escape(stem)}\b")
-    near = {path.parent, *path.parent.parents}
     init = path.parent / "__init__.py"
     readings: list[tuple[Path, str]] = []
     for file in files:
@@ -490,8 +491,8 @@ def _module_named(project, index, read) -> bool:
         if text is None:
             return True
         readings.append((file, text))
-        if file.parent in near and _runs_modules(project, file, text):
-            return True
+        if _loads_module(project, file, text, path, root):
+            return True  # anywhere in the project: ``tools/train.py`` loads ``engines.<name>``
     moved = any("sys.path" in text for _f, text in readings)
     for file in texts:
         try:
@@ -503,7 +504,7 @@ def _module_named(project, index, read) -> bool:
     for file, text in readings:
         if stem not in text or not word.search(text):
             continue
-        if file == init or _runs_modules(project, file, text) or _names_module(text, path, root, code=True):
+        if file == init or _names_module(text, path, root, code=True):
             return True
         if not _compiles(project, file):
             continue  # a file Python cannot compile imports nothing
@@ -535,6 +536,74 @@ def _module_named(project, index, read) -> bool:
 _RUNS_WORDS = ("importlib", "__import__", "runpy", "pkgutil", "load_source", "exec")
 
 
+#: A call that imports a module by a name it computes: ``importlib.import_module(...``,
+#: ``import_module(...`` (imported from :mod:`importlib`), ``__import__(...``; group 1 is what
+#: follows the parenthesis.
+_IMPORT_CALL = re.compile(r"(?<![\w])(?:importlib\s*\.\s*)?(?:import_module|__import__)\s*\(([^\n]*)")
+#: A string literal that begins a computed module name (``"engines." + name``,
+#: ``f"engines.{name}"``, ``"engines.{}".format(name)``, ``"engines.%s" % name``): its text
+#: up to the first ``{`` or ``%`` (group 2).
+_NAME_START = re.compile(r"""\s*[rRuU]?([fF]?)(['"])([^'"{%\n]*)""")
+#: The lines that only import :mod:`importlib` or its functions (no module is loaded there).
+_IMPORTS_IMPORTLIB = re.compile(r"^[ \t]*(?:import[ \t]+importlib\b|from[ \t]+importlib\b)[^\n]*", re.M)
+
+
+def _computed_loads(text: str) -> list[str | None]:
+    """What the code ``text`` may load by computed names or by files (:data:`_RUNS_MODULES`):
+    for each ``import_module``/``__import__`` call whose name begins with a string literal
+    (``importlib.import_module("engines." + cfg["engine"])``), that literal's text up to
+    where the computed part starts (``"engines."``); ``None`` for one whose name does not
+    begin with a literal (``import_module(name)``), a relative name (``"." + name``, found
+    from the caller's package), and any other way of running modules (``runpy``,
+    ``exec(open(...).read())``, ``importlib.util``, ``pkgutil``): any module may be loaded."""
+    loads: list[str | None] = []
+    covered: set[int] = set()  # where the calls read here, and the importlib imports, start
+    for m in _IMPORTS_IMPORTLIB.finditer(text):
+        covered.update(range(m.start(), m.end()))
+    for m in _IMPORT_CALL.finditer(text):
+        covered.update(range(m.start(), m.start(1)))
+        lit = _NAME_START.match(m.group(1))
+        prefix = lit.group(3) if lit else None
+        if prefix is not None and lit.group(1) == "" and re.match(
+                rf"{lit.group(2)}\s*[,)]", text[m.start(1) + lit.end():]):
+            prefix += "\0"  # a complete literal: the name is not computed, it ends there
+        loads.append(None if prefix is None or prefix.startswith(".") else prefix)
+    for m in _RUNS_MODULES.finditer(text):
+        if m.start() not in covered:
+            loads.append(None)
+    return loads
+
+
+def _could_load(prefix: str | None, path: Path, root: Path) -> bool:
+    """Whether a computed load that begins with ``prefix`` (:func:`_computed_loads`; ``None``:
+    any module) may load the module at ``path``: its dotted parts from the project root
+    (``engines.sgd_trainer``), from any folder that may be on the search path, hold the
+    prefix's full parts in a row (``engines``) followed by a part that begins with what the
+    prefix ends with (``"engines.sgd_"``: ``sgd_trainer``; a prefix that ends the name,
+    ``"engines.sgd"`` written whole, the part itself)."""
+    if prefix is None:
+        return True
+    whole = prefix.endswith("\0")
+    *full, last = prefix.rstrip("\0").split(".")
+    try:
+        parts = list(path.relative_to(root).with_suffix("").parts)
+    except ValueError:
+        parts = list(path.with_suffix("").parts)
+    if path.name == "__init__.py":
+        parts.pop()
+    k = len(full)
+    for i in range(len(parts) - k):
+        if parts[i:i + k] == full and (parts[i + k] == last if whole else parts[i + k].startswith(last)):
+            return True
+    return False
+
+
+def _loads_module(project, file: Path, text: str, path: Path, root: Path) -> bool:
+    """Whether Python file ``file`` (its ``text``) may load the module at ``path`` by a
+    computed name or by its file (:func:`_computed_loads`, :func:`_could_load`)."""
+    return _runs_modules(project, file, text) and any(_could_load(p, path, root) for p in _computed_loads(text))
+
+
 def _runs_modules(project, file: Path, text: str) -> bool:
     """Whether Python file ``file`` (its ``text``) may run modules by computed names or by their
     files (:data:`_RUNS_MODULES`), once per version of the file."""
@@ -552,10 +621,10 @@ def _runs_modules(project, file: Path, text: str) -> bool:
 
 def _names_module(text: str, path: Path, root: Path, code: bool = False) -> bool:
     """Whether ``text`` names the module at ``path`` (under project root ``root``): its file
-    (``trainer.py``, ``VGAN/trainer.py``, ``../VGAN/trainer.py``: a path whose folders and the
+    (``trainer.py``, ``gan_b/trainer.py``, ``../gan_b/trainer.py``: a path whose folders and the
     module's own, from the root, end alike), or its name after ``import``, ``from`` or ``-m``
-    (``python -m VGAN.trainer``, ``from trainer import Trainer``; not for Python ``code``,
-    whose imports the project resolves), or qualified by its package (``VGAN.trainer``) or on
+    (``python -m gan_b.trainer``, ``from trainer import Trainer``; not for Python ``code``,
+    whose imports the project resolves), or qualified by its package (``gan_b.trainer``) or on
     a Hydra ``_target_`` line (``_target_: trainer.Trainer``)."""
     stem = _stem(path)
     if stem not in text:
@@ -865,25 +934,44 @@ def _pytest_section(d: Path) -> tuple[str, ...] | None:
     return None
 
 
+#: Folders that :data:`~loopcheck.engine.callers.SKIP_DIRS` leaves out of the files checked
+#: but that may hold the project's own code, which may import or call a module's functions:
+#: an RL project's ``env/`` package, a ``build/`` or ``dist/`` copy of the sources.
+CODE_IN_SKIPPED = frozenset({"env", "build", "dist", "_build"})
+
+
 def _listing(index, root: Path) -> tuple[list[Path] | None, list[Path], list[Path] | None]:
-    """The project's ``.py`` files (:func:`~loopcheck.engine.callers.project_files`), its
-    notebooks, and its other text files (:data:`TEXT_SUFFIXES`; ``None`` when there are more
-    than :data:`~loopcheck.engine.callers.MAX_FILES` of them), listed once per check of a
-    module."""
+    """The project's ``.py`` files (:func:`~loopcheck.engine.callers.project_files`, and those
+    under :data:`CODE_IN_SKIPPED` folders, which are no virtualenv: code there may import a
+    module and call its functions), its notebooks, and its other text files
+    (:data:`TEXT_SUFFIXES`; ``None`` when there are more than
+    :data:`~loopcheck.engine.callers.MAX_FILES` of them), listed once per check of a module."""
     memo = index.cache.setdefault("unreferenced.listing", {})
     if root not in memo:
         notebooks: list[Path] = []
         texts: list[Path] | None = []
+        skipped: list[Path] = []  # the .py files under CODE_IN_SKIPPED folders
         try:
             for directory, dirs, names in os.walk(root):
-                dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not os.path.isfile(os.path.join(directory, d, "pyvenv.cfg"))]
+                inside = directory != str(root) and any(
+                    p in CODE_IN_SKIPPED for p in Path(directory).relative_to(root).parts)
+                dirs[:] = [d for d in dirs if (d not in SKIP_DIRS or d in CODE_IN_SKIPPED)
+                           and not os.path.isfile(os.path.join(directory, d, "pyvenv.cfg"))]
+                if inside:
+                    skipped += [Path(directory, n).resolve() for n in sorted(names) if n.endswith(".py")]
+                    if len(skipped) > MAX_FILES:
+                        raise RuntimeError("too many files")
+                    continue
                 notebooks += [Path(directory, n) for n in names if n.endswith(".ipynb")]
                 if texts is not None:
                     texts += [Path(directory, n) for n in names if n.endswith(TEXT_SUFFIXES)]
                     if len(texts) > MAX_FILES:
                         texts = None
-            memo[root] = (project_files(root), notebooks, texts)
-        except (OSError, RuntimeError):  # a symbolic link loop, a folder that cannot be read
+            files = project_files(root)
+            if files is not None:
+                files = sorted({*files, *skipped})
+            memo[root] = (files, notebooks, texts)
+        except (OSError, RuntimeError, ValueError):  # a symbolic link loop, a folder that cannot be read
             memo[root] = (None, [], None)
     return memo[root]
 
