@@ -128,6 +128,14 @@ MAX_TEXT_BYTES = 1 << 20
 _DYNAMIC = re.compile(r"(?<![.\w])(?<!def )(?:globals\(\)|locals\(\)|vars\(\)|eval\(|exec\(|__import__\()|\bimportlib\b|\bFire\(")
 #: ``getattr(obj, name...``: the object, and whether the name is one string literal
 _GETATTR = re.compile(r"""(?<![.\w])getattr\(\s*([^,()]+?)\s*,\s*(?:(['"])\w*\2\s*[,)])?""")
+#: Ways to reach a method by a computed name other than ``getattr``: ``operator.attrgetter``,
+#: ``methodcaller`` with a name that is not one string literal; a class's or object's
+#: namespace read by a computed key (``vars(cls)[name]``, ``type(obj).__dict__[name]``) or
+#: walked by ``inspect.getmembers(obj)`` (``"%(msg)s" % record.__dict__`` calls no method).
+_NAMESPACE = re.compile(
+    r"""(?<![\w])(?:attrgetter|methodcaller)\(\s*(?!(['"])\w*\1\s*[,)])"""
+    r"""|(?:(?<![.\w])vars\([^()\n]+\)|\b__dict__)\s*\[\s*(?!['"])"""
+    r"|\bgetmembers\(")
 #: Signs that a module imports modules by computed names.
 _DYNAMIC_IMPORT = re.compile(r"\bimportlib\b|(?<![.\w])__import__\(")
 #: Signs that a Python file runs or imports other modules' code by computed names or by
@@ -385,7 +393,7 @@ def _unreferenced(project, index, func: cst.FunctionDef, cls: cst.ClassDef | Non
     if read is None:
         return False
     path, root, files, notebooks, own, texts = read
-    if _dynamic(own, cls is not None):
+    if _dynamic_file(project, index, path, own, cls is not None):
         return False
     packaged = any((root / p).exists() for p in _PACKAGING)
     importers = _importers(project, index, files, path)
@@ -407,17 +415,174 @@ def _unreferenced(project, index, func: cst.FunctionDef, cls: cst.ClassDef | Non
         return False
     # the files that import the module, and for a method those of the classes it derives
     # from, whose methods call it through ``self`` (a base's ``self._epoch_test(...)`` runs
-    # the override): what the module imports does not import it back
-    for file in dict.fromkeys([*importers, *(b for b in bases if b != path)]):
+    # the override), and any code that may hold an instance (an object goes wherever it is
+    # passed: ``run(trainer)`` in a module that does not import the class's may call
+    # ``trainer.valid()``)
+    callers: list[Path] | None = []
+    if cls is not None:
+        callers = _method_files(project, index, read, importers)
+        if callers is None:
+            return False
+    for file in dict.fromkeys([*importers, *(b for b in bases if b != path), *callers]):
+        if file == path:
+            continue
         text = _text(project, file)
         if text is None:
             return False
         if not _compiles(project, file):
             continue  # a file Python cannot compile runs nothing
-        if _dynamic(text, cls is not None) or _named(text, name):
+        if _named(text, name, defs=cls is None) or _dynamic_file(project, index, file, text, cls is not None):
             return False
     owners = (_stem(path),) + ((cls.name.value,) if cls is not None else ())
     return not _named_outside_code(root, notebooks, texts, name, owners)
+
+
+def _dynamic_file(project, index, file: Path, text: str, method: bool) -> bool:
+    """:func:`_dynamic` of project file ``file`` (its ``text``), once per check of a module;
+    for a method, a module that an import of ``file`` names is outside the project when it
+    resolves to no project file and no project file has the name of one of its parts."""
+    memo = index.cache.setdefault("unreferenced.dynamic", {})
+    key = (file, method)
+    if key not in memo:
+        files, _notebooks, _texts = _listing(index, Path(project.root))
+        stems = {_stem(f) for f in files or ()}
+
+        def library(dots: int, dotted: str) -> bool:
+            if files is None or any(p in stems for p in dotted.split(".") if p):
+                return False
+            if dots:
+                base = file.parent
+                for _ in range(dots - 1):
+                    base = base.parent
+                where = base.joinpath(*dotted.split(".")) if dotted else base
+                return not (where.with_suffix(".py").exists() or (where / "__init__.py").exists())
+            try:
+                return project.find_module(dotted, file) is None
+            except (OSError, ValueError, RecursionError):
+                return False
+
+        memo[key] = _dynamic(text, method, library if method else None)
+    return memo[key]
+
+
+def _method_files(project, index, read, importers: list[Path]) -> list[Path] | None:
+    """The project's Python files whose code may call a method of a class of the module
+    ``read`` describes (a tuple of :func:`_reading`) by its name: an instance goes wherever
+    it is passed, so any file of the project; but when the module is a script that nothing
+    imports (no importer that compiles, and nothing that may import it another way,
+    :func:`_module_named` with ``runs`` false: a shell's ``python train.py`` runs it in a
+    process of its own), its classes exist only in the process that runs it, where only the
+    code it loads runs (:func:`_process_files`)."""
+    path, root, files, notebooks, own, texts = read
+    # an importer Python cannot compile imports nothing
+    if _MAIN.search(own) and not any(_compiles(project, f) for f in importers):
+        memo = index.cache.setdefault("unreferenced.imported_elsewhere", {})
+        if path not in memo:
+            memo[path] = _module_named(project, index, read, runs=False)
+        if not memo[path]:
+            loaded = _process_files(project, index, read)
+            if loaded is not None:
+                return loaded
+    return files
+
+
+def _process_files(project, index, read) -> list[Path] | None:
+    """The project's Python files that may run in the process of the script ``read[0]`` (a
+    tuple of :func:`_reading`): the script, the modules it imports and the packages that hold
+    them (their ``__init__.py``; a package's every module when its ``__init__.py`` sets
+    ``__all__``, which a star import reads), the modules those import, and so on, and the
+    modules a computed import of one of them may load (:func:`_computed_loads`,
+    :func:`_could_load`). An import the project does not resolve, or resolves while a file
+    moves ``sys.path`` or a text sets ``PYTHONPATH``, may load any project file named as one of
+    its parts. ``None`` when a computed load may reach any module (``import_module(name)``,
+    ``runpy``) or a file cannot be read."""
+    path, root, files, notebooks, own, texts = read
+    memo = index.cache.setdefault("unreferenced.process", {})
+    if path in memo:
+        return memo[path]
+    known = set(files)
+    by_stem: dict[str, list[Path]] = {}
+    for f in files:
+        by_stem.setdefault(_stem(f), []).append(f)
+    moved = _path_moved(project, files, texts)
+    seen: dict[Path, None] = {}
+    frontier: list[Path] = []
+
+    def add(f: Path) -> None:
+        # the file, and the ``__init__.py`` of each package above it, which runs first
+        for g in (f, *(d / "__init__.py" for d in f.parents if d == root or root in d.parents)):
+            if g in known and g not in seen:
+                seen[g] = None
+                frontier.append(g)
+
+    add(path)
+    out: list[Path] | None = None
+    while frontier and moved is not None:
+        file = frontier.pop()
+        text = own if file == path else _text(project, file)
+        if text is None:
+            break
+        if file != path and not _compiles(project, file):
+            continue  # importing it fails there: it imports nothing
+        if _runs_modules(project, file, text):
+            loads = _computed_loads(text)
+            if None in loads:
+                break
+            for f in files:
+                if any(_could_load(p, f, root) for p in loads):
+                    add(f)
+        if file.name == "__init__.py" and "__all__" in text:
+            for f in files:
+                if file.parent in f.parents:
+                    add(f)
+        for dots, dotted in _imported(text):
+            parts = dotted.split(".") if dotted else []
+            if dots:
+                base = file.parent
+                for _ in range(dots - 1):
+                    base = base.parent
+                for i in range(len(parts) + 1):
+                    where = base.joinpath(*parts[:i])
+                    add(where / "__init__.py")
+                    if i:
+                        add(where.with_suffix(".py"))
+                continue
+            try:
+                for i in range(1, len(parts) + 1):
+                    found = project.find_module(".".join(parts[:i]), file)
+                    if found is not None:
+                        add(Path(found).resolve())
+                whole = project.find_module(dotted, file)
+            except (OSError, ValueError, RecursionError):
+                whole = None
+            if whole is None or moved:
+                for part in parts:
+                    for f in by_stem.get(part, ()):
+                        add(f)
+    else:
+        if moved is not None:
+            out = list(seen)
+    memo[path] = out
+    return out
+
+
+def _path_moved(project, files: list[Path], texts: list[Path]) -> bool | None:
+    """Whether a Python file of the project changes ``sys.path`` or a text file sets
+    ``PYTHONPATH``: an import may then load a module from another folder than the project
+    resolves it in; ``None`` when a file cannot be read."""
+    for file in files:
+        text = _text(project, file)
+        if text is None:
+            return None
+        if "sys.path" in text:
+            return True
+    for file in texts:
+        try:
+            if file.stat().st_size <= MAX_TEXT_BYTES and "PYTHONPATH" in file.read_bytes().decode("utf-8", "replace"):
+                return True
+        except OSError:
+            return None
+    return False
 
 
 def _nothing_runs(project, index, read, importers: list[Path]) -> bool:
@@ -455,7 +620,7 @@ def _has_script(project, index, files: list[Path], path: Path) -> bool:
     return any(f != path for f in memo[key])
 
 
-def _module_named(project, index, read) -> bool:
+def _module_named(project, index, read, runs: bool = True) -> bool:
     """Whether a file of the project may import or run the module at ``read[0]`` although no
     import of it resolves there (:func:`_importers`), or nothing can be said:
 
@@ -476,6 +641,11 @@ def _module_named(project, index, read) -> bool:
       trainer.Trainer``) (:func:`_names_module`);
     * a module whose name unittest's discovery collects (``test*.py``);
     * a file that cannot be read.
+
+    With ``runs`` false, only what may import the module counts: a shell script's, a
+    configuration's or a document's ``python gan_b/trainer.py`` or ``python -m gan_b.trainer``
+    runs it as a script, in a process of its own (a notebook's ``%run`` still counts: it runs
+    it in the notebook's namespace).
     """
     path, root, files, notebooks, own, texts = read
     stem = _stem(path)
@@ -493,18 +663,17 @@ def _module_named(project, index, read) -> bool:
         readings.append((file, text))
         if _loads_module(project, file, text, path, root):
             return True  # anywhere in the project: ``tools/train.py`` loads ``engines.<name>``
-    moved = any("sys.path" in text for _f, text in readings)
-    for file in texts:
-        try:
-            if file.stat().st_size <= MAX_TEXT_BYTES and "PYTHONPATH" in file.read_bytes().decode("utf-8", "replace"):
-                moved = True
-                break
-        except OSError:
-            return True
+    moved = _path_moved(project, files, texts)
+    if moved is None:
+        return True
     for file, text in readings:
         if stem not in text or not word.search(text):
             continue
-        if file == init or _names_module(text, path, root, code=True):
+        # a Python file that names the module's file runs it in its own process
+        # (``subprocess``), unless it runs it here: ``exec``, ``runpy`` (:func:`_loads_module`),
+        # IPython's ``%run``
+        if file == init or _names_module(text, path, root, code=True,
+                                         runs=runs or _RUN_MAGIC.search(text) is not None):
             return True
         if not _compiles(project, file):
             continue  # a file Python cannot compile imports nothing
@@ -525,7 +694,8 @@ def _module_named(project, index, read) -> bool:
         try:
             if file.stat().st_size > MAX_TEXT_BYTES and file.suffix != ".ipynb":
                 continue
-            if _names_module(file.read_bytes().decode("utf-8", "replace"), path, root):
+            if _names_module(file.read_bytes().decode("utf-8", "replace"), path, root,
+                             runs=runs or file.suffix == ".ipynb"):
                 return True
         except OSError:
             return True
@@ -619,13 +789,14 @@ def _runs_modules(project, file: Path, text: str) -> bool:
     return memo[key]
 
 
-def _names_module(text: str, path: Path, root: Path, code: bool = False) -> bool:
+def _names_module(text: str, path: Path, root: Path, code: bool = False, runs: bool = True) -> bool:
     """Whether ``text`` names the module at ``path`` (under project root ``root``): its file
     (``trainer.py``, ``gan_b/trainer.py``, ``../gan_b/trainer.py``: a path whose folders and the
     module's own, from the root, end alike), or its name after ``import``, ``from`` or ``-m``
     (``python -m gan_b.trainer``, ``from trainer import Trainer``; not for Python ``code``,
     whose imports the project resolves), or qualified by its package (``gan_b.trainer``) or on
-    a Hydra ``_target_`` line (``_target_: trainer.Trainer``)."""
+    a Hydra ``_target_`` line (``_target_: trainer.Trainer``). With ``runs`` false, not its file
+    nor after ``-m``, which run it as a script rather than import it."""
     stem = _stem(path)
     if stem not in text:
         return False
@@ -634,12 +805,13 @@ def _names_module(text: str, path: Path, root: Path, code: bool = False) -> bool
         folders = path.parent.relative_to(root).parts
     except ValueError:
         folders = path.parent.parts
-    for m in re.finditer(rf"((?:[\w.-]+[/\\])*){s}\.py\b", text):
+    for m in re.finditer(rf"((?:[\w.-]+[/\\])*){s}\.py\b", text) if runs else ():
         prefix = [p for p in re.split(r"[/\\]", m.group(1)) if p and p not in (".", "..")]
         n = min(len(prefix), len(folders))
         if tuple(prefix[len(prefix) - n:]) == folders[len(folders) - n:]:
             return True
-    if not code and re.search(rf"(?:\bimport|\bfrom|(?<!\w)-m)\s+[\w.]*\b{s}\b", text):
+    run_m = r"|(?<!\w)-m" if runs else ""
+    if not code and re.search(rf"(?:\bimport|\bfrom{run_m})\s+[\w.]*\b{s}\b", text):
         return True
     if path.parent != root and re.search(rf"\b{re.escape(path.parent.name)}\.{s}\b", text):
         return True
@@ -976,21 +1148,78 @@ def _listing(index, root: Path) -> tuple[list[Path] | None, list[Path], list[Pat
     return memo[root]
 
 
-def _dynamic(text: str, method: bool) -> bool:
-    """Whether code ``text`` may look a function or method up by a computed name: ``globals()``,
-    ``eval``, ``exec``, computed imports, ``fire.Fire``; ``getattr`` with a computed name on any
-    object (a method) or on a module (a function: an imported name or ``sys.modules[...]``)."""
-    if _DYNAMIC.search(text):
+def _dynamic(text: str, method: bool, library=None) -> bool:
+    """Whether code ``text`` may look a function or method up by a computed name.
+
+    For a function: ``globals()``, ``locals()``, ``vars()``, ``eval``, ``exec``, ``fire.Fire``,
+    computed imports, ``getattr`` with a computed name on a module (an imported name or
+    ``sys.modules[...]``). For a method, which is found through its object or class, not
+    through a module's namespace: ``eval``, ``exec``, ``fire.Fire`` (which calls a class's
+    methods by the names on its command line), a class's or object's namespace
+    (``vars(obj)``, ``__dict__``, ``inspect.getmembers``), ``operator.attrgetter`` or
+    ``methodcaller`` with a computed name, and ``getattr`` with a computed name on any object
+    but a name bound only by imports of modules ``library`` says are outside the project
+    (``getattr(_lib, symbol)`` of a compiled extension: no instance of a project class is
+    there); what a computed import loads is code that may call it
+    (:func:`_method_files`). ``library(dots, dotted)``: whether the module an import names
+    (``(dots, dotted)``, as :func:`_imported` gives it) is not one of the project's."""
+    if method:
+        if any(m.group(0) not in ("importlib", "__import__(", "globals()", "locals()", "vars()")
+               for m in _DYNAMIC.finditer(text)) or _NAMESPACE.search(text):
+            return True
+    elif _DYNAMIC.search(text):
         return True
     for m in _GETATTR.finditer(text):
         obj = m.group(1)
         if m.group(2):
             continue  # ``getattr(obj, "name")``: the name is in the text
+        if method and library is not None and _bound_by_library_imports(text, obj, library):
+            continue
         if method or obj.startswith("sys.modules") or re.search(
                 rf"^[ \t]*(?:import[ \t][^\n]*\b{re.escape(obj)}\b|from[ \t][^\n]*import[^\n]*\b{re.escape(obj)}\b)",
                 text, re.M):
             return True
     return False
+
+
+def _bound_by_library_imports(text: str, name: str, library) -> bool:
+    """Whether every binding of ``name`` in code ``text`` (a plain name) is an ``import`` or
+    ``from`` statement of a module that ``library(dots, dotted)`` says is not the project's:
+    the name then holds a library's module or what it defined (no project object)."""
+    import ast as _ast
+
+    if not name.isidentifier():
+        return False
+    try:
+        tree = _ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    found = False
+    for node in _ast.walk(tree):
+        if isinstance(node, (_ast.Import, _ast.ImportFrom)):
+            for alias in node.names:
+                bound = alias.asname or alias.name.split(".")[0]
+                if bound != name:
+                    continue
+                target = (0, alias.name) if isinstance(node, _ast.Import) else (node.level, node.module or "")
+                if not library(*target):
+                    return False
+                found = True
+        elif isinstance(node, _ast.Name) and node.id == name and not isinstance(node.ctx, _ast.Load):
+            return False
+        elif isinstance(node, _ast.arg) and node.arg == name:
+            return False
+        elif isinstance(node, (_ast.FunctionDef, _ast.AsyncFunctionDef, _ast.ClassDef)) and node.name == name:
+            return False
+        elif isinstance(node, (_ast.Global, _ast.Nonlocal)) and name in node.names:
+            return False
+        elif isinstance(node, _ast.ExceptHandler) and node.name == name:
+            return False
+        elif isinstance(node, _ast.alias):
+            pass
+        elif type(node).__name__ in ("MatchAs", "MatchStar") and getattr(node, "name", None) == name:
+            return False
+    return found
 
 
 def _project_bases(index, cls: cst.ClassDef, known_library: bool = False) -> list[Path] | None:
@@ -1166,7 +1395,8 @@ def _is_module(project, file: Path, target: tuple[int, str], path: Path) -> bool
 
 
 def _named(text: str, name: str, bare: bool = False, outside: tuple[int, int] | None = None,
-           through: set[str] | frozenset[str] = frozenset(), own: str | None = None) -> int:
+           through: set[str] | frozenset[str] = frozenset(), own: str | None = None,
+           defs: bool = True) -> int:
     """How many times Python code ``text`` names ``name``: as a name (only where no ``.``
     comes before it, when ``bare``: a module-level function of the same file; or, after a
     ``.``, only where the name before it is one of ``through``, or not a plain name: a module's
@@ -1178,7 +1408,10 @@ def _named(text: str, name: str, bare: bool = False, outside: tuple[int, int] | 
     the names a ``from M import ...`` statement lists are not counted when ``M`` is another
     module (its last part is not ``own``, and it is not ``from . import``): ``from
     models.base import Model as B`` reads ``Model`` of ``models.base`` and binds ``B``, and
-    ``from m import f`` binds ``f`` anew; neither names the ``Model`` or ``f`` defined here."""
+    ``from m import f`` binds ``f`` anew; neither names the ``Model`` or ``f`` defined here.
+
+    Without ``defs``, a ``def name`` is not counted: it defines a function of its own (another
+    class's method of that name), and calls nothing."""
     if name not in text:
         return 0
     count = 0
@@ -1208,7 +1441,9 @@ def _named(text: str, name: str, bare: bool = False, outside: tuple[int, int] | 
             elif state == "names":
                 pass  # another module's names, or names the statement binds
             elif tok.type == tokenize.NAME and tok.string == name:
-                if not (bare and previous == "." and not (through and (
+                if not defs and previous == "def":
+                    pass
+                elif not (bare and previous == "." and not (through and (
                         before in through or not (before or "").isidentifier()))):
                     count += 1
             elif tok.type == tokenize.STRING and tok.string.strip("rRbBuUfF").strip("'\"") == name:
