@@ -17,23 +17,29 @@ bases are classes of the project) is taken to be unreferenced when:
   is one nothing in the project runs (:func:`_nothing_runs`, below);
 * ``f`` is not decorated, not a dunder, and its class (for a method) is not decorated;
 * no Python file of the project (``.py``, under the project root, as
-  :func:`loopcheck.engine.callers.project_files` lists them) that is ``f``'s own file, imports
-  its module, or (for a method) holds a class the method's class derives from (whose methods
-  call it through ``self``: an override of ``_epoch_test`` that the base's ``train()`` runs),
-  or imports, through a chain of modules, one that imports its module (where a subclass
-  may call a method through ``self``) names it, as a name or as a string that is exactly the name
-  (``getattr(self, "evaluate")``), comments aside; the packaging files do not name it
+  :func:`loopcheck.engine.callers.project_files` lists them, and those under ``env/``,
+  ``build/``, ``dist/`` folders that are no virtualenv, :data:`CODE_IN_SKIPPED`) that is
+  ``f``'s own file, imports its module, or (for a method) holds a class the method's class
+  derives from (whose methods call it through ``self``: an override of ``_epoch_test`` that
+  the base's ``train()`` runs), or imports, through a chain of modules, one that imports its
+  module (where a subclass may call a method through ``self``), or (for a method) may hold an
+  instance of its class (:func:`_method_files`: any file, since an object goes wherever it is
+  passed; for a script that no module imports, the files its process loads,
+  :func:`_process_files`) names it, as a name or as a string that is exactly the name
+  (``getattr(self, "evaluate")``; for a method, a ``def`` of that name in another file defines
+  its own), comments aside; the packaging files do not name it
   (``console_scripts``); a notebook of the project does not name it; no line of a shell
   script, configuration or document of the project (:data:`TEXT_SUFFIXES`) names it through
   its module (:func:`_names_through_module`: a Hydra ``_target_: train.f``, ``python -c "from
   train import f; f()"``, ``python -m fire train f``, a README's ``from utils import f``). Such
   a file can run ``f`` only through its module: a line that names ``f`` alone (``--mode
   train``, a vocabulary's ``train``, a sibling folder's ``python train.py``) does not;
-* neither ``f``'s module nor a file that imports it looks names up at run time
-  (``globals()``, ``locals()``, ``vars()``, ``eval``, ``exec`` called, not a method defined
-  by that name: ``def eval(self):``, ``importlib``, ``__import__``,
-  ``fire.Fire``; ``getattr`` with a computed name, on any object for a method, on a module
-  for a function), and no file in ``f``'s folder or a folder above it that names the
+* neither ``f``'s module nor a file whose namings count looks names up at run time
+  (:func:`_dynamic`: ``eval``, ``exec`` called, not a method defined by that name: ``def
+  eval(self):``, ``fire.Fire``; for a function ``globals()``, ``locals()``, ``vars()``,
+  ``importlib``, ``__import__`` and ``getattr`` with a computed name on a module; for a
+  method, ``getattr`` with a computed name on any object but a library's, a class's namespace
+  read by a computed key), and no file in ``f``'s folder or a folder above it that names the
   module imports modules by computed names.
 
 A module nothing in the project runs (:func:`_nothing_runs`) is one of a project of scripts
