@@ -378,6 +378,16 @@ class Trainer:
       "run.sh": "PYTHONPATH=old python new/main.py\n"}, [("LC302", 12)]),
     ({"select.py": "import importlib\n\nmod = importlib.import_module(input())\n"}, [("LC302", 12)]),  # a computed import above it
     ({"old/run.py": "import runpy\n\nrunpy.run_path('trainer.py')\n"}, [("LC302", 12)]),
+    # a computed import from a sibling folder whose name begins with the module's package
+    ({"tools/run.py": "import importlib\n\nmod = importlib.import_module('old.' + input())\n"}, [("LC302", 12)]),
+    ({"tools/run.py": "from importlib import import_module\n\nmod = import_module(f'old.{input()}')\n"}, [("LC302", 12)]),
+    ({"tools/run.py": "import importlib\n\nmod = importlib.import_module(input())\n"}, [("LC302", 12)]),
+    ({"tools/run.py": "import importlib\n\nmod = importlib.import_module('new.' + input())\n"}, []),  # another package
+    ({"tools/run.py": "import importlib\n\nmod = importlib.import_module('old.evaluate')\n"}, []),  # another module
+    # an importer in a folder the checked files leave out, which is no virtualenv
+    ({"env/runner.py": "from old.trainer import Trainer\n\nTrainer().evaluate([])\n"}, [("LC302", 12)]),
+    ({"build/lib/run.py": "from old.trainer import Trainer\n\nTrainer().evaluate([])\n"}, [("LC302", 12)]),
+    ({"env/pyvenv.cfg": "home = /usr/bin\n", "env/lib/run.py": "from old.trainer import Trainer\n\nTrainer().evaluate([])\n"}, []),
     ({"README.md": "python -m old.trainer\n"}, [("LC302", 12)]),
     ({"README.md": "Run `python old/trainer.py` first.\n"}, [("LC302", 12)]),
     ({"README.md": "Run `python new/trainer.py` first.\n"}, []),  # another folder's file
@@ -480,3 +490,145 @@ def test_a_decorated_notebook_function_is_not_decided(tmp_path):
     helper = "import functools\n\n@functools.lru_cache()\n" + NOTEBOOK_HELPER
     files = {"demo.ipynb": _notebook(NOTEBOOK_SETUP, helper)}
     assert _check_notebook(tmp_path, files, "demo.ipynb") == [("LC302", 10)]
+
+
+@pytest.mark.parametrize("text, loads", [
+    ("import importlib\n\nm = importlib.import_module('engines.' + cfg['engine'])\n", ["engines."]),
+    ("from importlib import import_module\nm = import_module(f'models.{name}')\n", ["models."]),
+    ("m = __import__('models.%s' % name)\n", ["models."]),
+    ("m = importlib.import_module('models.{}'.format(name))\n", ["models."]),
+    ("m = importlib.import_module('models.net')\n", ["models.net\0"]),  # a whole name
+    ("m = importlib.import_module(name)\n", [None]),
+    ("m = importlib.import_module('.' + name, __package__)\n", [None]),  # relative: from the caller's package
+    ("import importlib.util\nspec = importlib.util.spec_from_file_location('m', path)\n", [None]),
+    ("import runpy\nrunpy.run_path('train.py')\n", [None, None]),
+    ("exec(open('train.py').read())\n", [None]),
+    ("def exec(self):\n    pass\n", []),
+])
+def test_computed_loads(text, loads):
+    """What a file may load by computed names: the literal each name begins with, or None."""
+    from loopcheck.engine.unreferenced import _computed_loads
+
+    assert _computed_loads(text) == loads
+
+
+@pytest.mark.parametrize("prefix, module, could", [
+    ("engines.", "engines/sgd_trainer.py", True),
+    ("engines.", "src/engines/sub/sgd_trainer.py", True),  # the search path may start at src/
+    ("engines.", "tools/train.py", False),
+    ("engines.", "engines/__init__.py", False),  # the package itself is not what is named
+    ("engines.sgd_", "engines/sgd_trainer.py", True),
+    ("engines.sgd_", "engines/adam_trainer.py", False),
+    ("engines.sgd_trainer\0", "engines/sgd_trainer.py", True),
+    ("engines.sgd\0", "engines/sgd_trainer.py", False),
+    ("sgd_", "engines/sgd_trainer.py", True),
+    (None, "tools/train.py", True),
+])
+def test_could_load(prefix, module, could):
+    from loopcheck.engine.unreferenced import _could_load
+
+    assert _could_load(prefix, Path("/r") / module, Path("/r")) is could
+
+
+#: A script whose ``Trainer`` has a ``valid`` method that its main block never calls.
+SCRIPT_TRAINER = """\
+import torch
+from torch import nn
+{IMPORTS}
+
+class Trainer:
+    def __init__(self):
+        self.model = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5), nn.Linear(8, 2))
+
+    def train(self, loader):
+        self.model.train()
+
+    def valid(self, loader):
+        self.model.eval()
+        for x in loader:
+            print(self.model(x))
+
+
+def main():
+    trainer = Trainer()
+    trainer.train([])
+    {MAIN}
+
+
+if __name__ == "__main__":
+    main()
+"""
+#: Another script of the project with a class of its own whose ``valid`` its main block calls.
+OTHER_SCRIPT = ("class Valider:\n    def valid(self):\n        pass\n\n\n"
+                "if __name__ == '__main__':\n    Valider().valid()\n")
+
+
+@pytest.mark.parametrize("imports, main, extra, found", [
+    # another script calls its own class's ``valid``: nothing train.py runs names it
+    ("", "", {}, []),
+    ("", "trainer.valid([])", {}, [("LC302", 15)]),
+    ("", "getattr(trainer, 'valid')([])", {}, [("LC302", 15)]),
+    ("import sys", "getattr(trainer, sys.argv[1])([])", {}, [("LC302", 15)]),  # a computed name
+    ("import operator", "operator.methodcaller(sys.argv[1], [])(trainer)", {}, [("LC302", 15)]),
+    ("", "eval('trainer.' + input())", {}, [("LC302", 15)]),
+    # the object goes where it is passed: a module the script imports may call it
+    ("from loops import run", "run(trainer)", {"loops.py": "def run(t):\n    t.valid([])\n"}, [("LC302", 15)]),
+    ("from loops import run", "run(trainer)", {"loops.py": "def run(t):\n    t.train([])\n"}, []),
+    ("from loops import run", "run(trainer)", {"loops.py": "def run(t, mode):\n    getattr(t, mode)([])\n"}, [("LC302", 15)]),
+    # ... or a module it loads by a computed name that may reach it
+    ("import importlib", "importlib.import_module('hooks.' + input()).run(trainer)",
+     {"hooks/__init__.py": "", "hooks/val.py": "def run(t):\n    t.valid([])\n"}, [("LC302", 15)]),
+    ("import importlib", "importlib.import_module('models.' + input())",
+     {"hooks/__init__.py": "", "hooks/val.py": "def run(t):\n    t.valid([])\n"}, []),
+    ("import importlib", "importlib.import_module(input())", {}, [("LC302", 15)]),  # may load valid.py
+    # a computed getattr on a library's object holds no instance of the class
+    ("from loops import run", "run(trainer)",
+     {"loops.py": "import numpy as np\n\ndef run(t):\n    t.train([])\n    return getattr(np, input())\n"}, []),
+    ("from loops import run", "run(trainer)",
+     {"loops.py": "def run(t):\n    t.train([])\n    np = t\n    return getattr(np, input())\n"}, [("LC302", 15)]),
+    # a script run by a shell or a README runs in a process of its own; an import of it does not
+    ("", "", {"run.sh": "python train.py\n", "README.md": "python -m train\n"}, []),
+    ("", "", {"README.md": "```\nfrom train import Trainer\nt = Trainer()\nt.valid(data)\n```\n"}, [("LC302", 15)]),
+    ("", "", {"demo.ipynb": '{"cells": [{"source": ["%run train.py\\n", "trainer.valid([])"]}]}'}, [("LC302", 15)]),
+    # imported: an instance may then reach any file, and valid.py names ``valid``
+    ("", "", {"report.py": "from train import Trainer\n\nprint(Trainer)\n", }, [("LC302", 15)]),
+    ("", "", {"report.py": "from train import Trainer\n\nTrainer().valid([])\n", }, [("LC302", 15)]),
+])
+def test_a_script_method_nothing_it_runs_calls(tmp_path, imports, main, extra, found):
+    """A method of a script's class runs only if code that runs in the script's process, or
+    that may hold an instance, names it (or looks a method up by a computed name): another
+    script's call of its own class's ``valid`` does not call it."""
+    files = {"train.py": SCRIPT_TRAINER.format(IMPORTS=imports, MAIN=main), "valid.py": OTHER_SCRIPT, **extra}
+    assert _check(tmp_path, files, "train.py") == found
+
+
+def test_a_method_of_an_imported_module_any_file_may_call(tmp_path):
+    """When the class's module is imported, an instance may reach any file of the project: one
+    that does not import the module still names the method."""
+    files = {"trainer.py": TRAINER_MODULE, "main.py": "from trainer import Trainer\nfrom loops import run\n\n"
+             "if __name__ == '__main__':\n    run(Trainer())\n", "loops.py": "def run(t):\n    print(t)\n"}
+    assert _check(tmp_path, files, "trainer.py") == []
+    files["loops.py"] = "def run(t):\n    t.evaluate([])\n"
+    assert _check(tmp_path, files, "trainer.py") == [("LC302", 12)]
+    files["loops.py"] = "class Other:\n    def evaluate(self):\n        pass\n"  # a def calls nothing
+    assert _check(tmp_path, files, "trainer.py") == []
+
+
+@pytest.mark.parametrize("text, library, dynamic", [
+    ("from ._ext import lib as _lib\n\ngetattr(_lib, name)\n", True, False),
+    ("from ._ext import lib as _lib\n\ngetattr(_lib, name)\n", False, True),  # a project module's
+    ("from ._ext import lib as _lib\n_lib = obj\ngetattr(_lib, name)\n", True, True),  # bound again
+    ("def f(_lib):\n    getattr(_lib, name)\n", True, True),
+    ("getattr(obj, 'name')\n", True, False),
+    ("x = '%(a)s' % record.__dict__\n", True, False),
+    ("type(obj).__dict__[name](obj)\n", True, True),
+    ("inspect.getmembers(obj)\n", True, True),
+    ("globals()[name]()\n", True, False),  # a module's namespace holds no method
+    ("import importlib\nimportlib.import_module(name)\n", True, False),  # counted where it loads
+    ("fire.Fire(Trainer)\n", True, True),
+])
+def test_dynamic_for_a_method(text, library, dynamic):
+    """How a method may be looked up by a computed name (:func:`_dynamic` with ``method``)."""
+    from loopcheck.engine.unreferenced import _dynamic
+
+    assert _dynamic(text, True, lambda dots, dotted: library) is dynamic

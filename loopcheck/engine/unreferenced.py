@@ -17,23 +17,29 @@ bases are classes of the project) is taken to be unreferenced when:
   is one nothing in the project runs (:func:`_nothing_runs`, below);
 * ``f`` is not decorated, not a dunder, and its class (for a method) is not decorated;
 * no Python file of the project (``.py``, under the project root, as
-  :func:`loopcheck.engine.callers.project_files` lists them) that is ``f``'s own file, imports
-  its module, or (for a method) holds a class the method's class derives from (whose methods
-  call it through ``self``: an override of ``_epoch_test`` that the base's ``train()`` runs),
-  or imports, through a chain of modules, one that imports its module (where a subclass
-  may call a method through ``self``) names it, as a name or as a string that is exactly the name
-  (``getattr(self, "evaluate")``), comments aside; the packaging files do not name it
+  :func:`loopcheck.engine.callers.project_files` lists them, and those under ``env/``,
+  ``build/``, ``dist/`` folders that are no virtualenv, :data:`CODE_IN_SKIPPED`) that is
+  ``f``'s own file, imports its module, or (for a method) holds a class the method's class
+  derives from (whose methods call it through ``self``: an override of ``_epoch_test`` that
+  the base's ``train()`` runs), or imports, through a chain of modules, one that imports its
+  module (where a subclass may call a method through ``self``), or (for a method) may hold an
+  instance of its class (:func:`_method_files`: any file, since an object goes wherever it is
+  passed; for a script that no module imports, the files its process loads,
+  :func:`_process_files`) names it, as a name or as a string that is exactly the name
+  (``getattr(self, "evaluate")``; for a method, a ``def`` of that name in another file defines
+  its own), comments aside; the packaging files do not name it
   (``console_scripts``); a notebook of the project does not name it; no line of a shell
   script, configuration or document of the project (:data:`TEXT_SUFFIXES`) names it through
   its module (:func:`_names_through_module`: a Hydra ``_target_: train.f``, ``python -c "from
   train import f; f()"``, ``python -m fire train f``, a README's ``from utils import f``). Such
   a file can run ``f`` only through its module: a line that names ``f`` alone (``--mode
   train``, a vocabulary's ``train``, a sibling folder's ``python train.py``) does not;
-* neither ``f``'s module nor a file that imports it looks names up at run time
-  (``globals()``, ``locals()``, ``vars()``, ``eval``, ``exec`` called, not a method defined
-  by that name: ``def eval(self):``, ``importlib``, ``__import__``,
-  ``fire.Fire``; ``getattr`` with a computed name, on any object for a method, on a module
-  for a function), and no file in ``f``'s folder or a folder above it that names the
+* neither ``f``'s module nor a file whose namings count looks names up at run time
+  (:func:`_dynamic`: ``eval``, ``exec`` called, not a method defined by that name: ``def
+  eval(self):``, ``fire.Fire``; for a function ``globals()``, ``locals()``, ``vars()``,
+  ``importlib``, ``__import__`` and ``getattr`` with a computed name on a module; for a
+  method, ``getattr`` with a computed name on any object but a library's, a class's namespace
+  read by a computed key), and no file in ``f``'s folder or a folder above it that names the
   module imports modules by computed names.
 
 A module nothing in the project runs (:func:`_nothing_runs`) is one of a project of scripts
@@ -44,12 +50,13 @@ import, ``from pkg import mod``, ``import pkg.mod``, a star import of a package 
 ``__init__.py`` names it); none imports a module of its name that the project resolves
 nowhere, or resolves elsewhere while a file moves ``sys.path`` or a text sets
 ``PYTHONPATH`` (a folder added to the search path may hold it: ``from trainer import
-Trainer`` in ``StackGAN/main.py`` is ``StackGAN/trainer.py``, not ``VGAN/trainer.py``); none
-in its folder or a folder above it, nor any that names it, runs modules by computed names or
-by their files (``importlib``, ``runpy``, ``pkgutil``, ``exec``); its package's
+Trainer`` in ``gan_a/main.py`` may be ``gan_a/trainer.py``, not ``gan_b/trainer.py``); none
+runs modules by computed names or by their files (``importlib``, ``runpy``, ``pkgutil``,
+``exec``) in a way that may reach it (:func:`_computed_loads`: a computed name that begins
+with ``"engines."`` loads only modules of a package ``engines``); its package's
 ``__init__.py`` does not name it; no Python file, notebook, shell script, configuration or
-document names its file (``python VGAN/trainer.py``, ``%run trainer.py``) or its module
-(``python -m VGAN.trainer``, ``from trainer import Trainer``, a Hydra ``_target_``)
+document names its file (``python gan_b/trainer.py``, ``%run trainer.py``) or its module
+(``python -m gan_b.trainer``, ``from trainer import Trainer``, a Hydra ``_target_``)
 (:func:`_names_module`); and its name is not one unittest's discovery collects
 (``test*.py``). Its functions and classes then run only when its own top level names them
 (counted as for any module) or when something outside the project imports it, which is
@@ -127,6 +134,14 @@ MAX_TEXT_BYTES = 1 << 20
 _DYNAMIC = re.compile(r"(?<![.\w])(?<!def )(?:globals\(\)|locals\(\)|vars\(\)|eval\(|exec\(|__import__\()|\bimportlib\b|\bFire\(")
 #: ``getattr(obj, name...``: the object, and whether the name is one string literal
 _GETATTR = re.compile(r"""(?<![.\w])getattr\(\s*([^,()]+?)\s*,\s*(?:(['"])\w*\2\s*[,)])?""")
+#: Ways to reach a method by a computed name other than ``getattr``: ``operator.attrgetter``,
+#: ``methodcaller`` with a name that is not one string literal; a class's or object's
+#: namespace read by a computed key (``vars(cls)[name]``, ``type(obj).__dict__[name]``) or
+#: walked by ``inspect.getmembers(obj)`` (``"%(msg)s" % record.__dict__`` calls no method).
+_NAMESPACE = re.compile(
+    r"""(?<![\w])(?:attrgetter|methodcaller)\(\s*(?!(['"])\w*\1\s*[,)])"""
+    r"""|(?:(?<![.\w])vars\([^()\n]+\)|\b__dict__)\s*\[\s*(?!['"])"""
+    r"|\bgetmembers\(")
 #: Signs that a module imports modules by computed names.
 _DYNAMIC_IMPORT = re.compile(r"\bimportlib\b|(?<![.\w])__import__\(")
 #: Signs that a Python file runs or imports other modules' code by computed names or by
@@ -384,7 +399,7 @@ def _unreferenced(project, index, func: cst.FunctionDef, cls: cst.ClassDef | Non
     if read is None:
         return False
     path, root, files, notebooks, own, texts = read
-    if _dynamic(own, cls is not None):
+    if _dynamic_file(project, index, path, own, cls is not None):
         return False
     packaged = any((root / p).exists() for p in _PACKAGING)
     importers = _importers(project, index, files, path)
@@ -406,17 +421,174 @@ def _unreferenced(project, index, func: cst.FunctionDef, cls: cst.ClassDef | Non
         return False
     # the files that import the module, and for a method those of the classes it derives
     # from, whose methods call it through ``self`` (a base's ``self._epoch_test(...)`` runs
-    # the override): what the module imports does not import it back
-    for file in dict.fromkeys([*importers, *(b for b in bases if b != path)]):
+    # the override), and any code that may hold an instance (an object goes wherever it is
+    # passed: ``run(trainer)`` in a module that does not import the class's may call
+    # ``trainer.valid()``)
+    callers: list[Path] | None = []
+    if cls is not None:
+        callers = _method_files(project, index, read, importers)
+        if callers is None:
+            return False
+    for file in dict.fromkeys([*importers, *(b for b in bases if b != path), *callers]):
+        if file == path:
+            continue
         text = _text(project, file)
         if text is None:
             return False
         if not _compiles(project, file):
             continue  # a file Python cannot compile runs nothing
-        if _dynamic(text, cls is not None) or _named(text, name):
+        if _named(text, name, defs=cls is None) or _dynamic_file(project, index, file, text, cls is not None):
             return False
     owners = (_stem(path),) + ((cls.name.value,) if cls is not None else ())
     return not _named_outside_code(root, notebooks, texts, name, owners)
+
+
+def _dynamic_file(project, index, file: Path, text: str, method: bool) -> bool:
+    """:func:`_dynamic` of project file ``file`` (its ``text``), once per check of a module;
+    for a method, a module that an import of ``file`` names is outside the project when it
+    resolves to no project file and no project file has the name of one of its parts."""
+    memo = index.cache.setdefault("unreferenced.dynamic", {})
+    key = (file, method)
+    if key not in memo:
+        files, _notebooks, _texts = _listing(index, Path(project.root))
+        stems = {_stem(f) for f in files or ()}
+
+        def library(dots: int, dotted: str) -> bool:
+            if files is None or any(p in stems for p in dotted.split(".") if p):
+                return False
+            if dots:
+                base = file.parent
+                for _ in range(dots - 1):
+                    base = base.parent
+                where = base.joinpath(*dotted.split(".")) if dotted else base
+                return not (where.with_suffix(".py").exists() or (where / "__init__.py").exists())
+            try:
+                return project.find_module(dotted, file) is None
+            except (OSError, ValueError, RecursionError):
+                return False
+
+        memo[key] = _dynamic(text, method, library if method else None)
+    return memo[key]
+
+
+def _method_files(project, index, read, importers: list[Path]) -> list[Path] | None:
+    """The project's Python files whose code may call a method of a class of the module
+    ``read`` describes (a tuple of :func:`_reading`) by its name: an instance goes wherever
+    it is passed, so any file of the project; but when the module is a script that nothing
+    imports (no importer that compiles, and nothing that may import it another way,
+    :func:`_module_named` with ``runs`` false: a shell's ``python train.py`` runs it in a
+    process of its own), its classes exist only in the process that runs it, where only the
+    code it loads runs (:func:`_process_files`)."""
+    path, root, files, notebooks, own, texts = read
+    # an importer Python cannot compile imports nothing
+    if _MAIN.search(own) and not any(_compiles(project, f) for f in importers):
+        memo = index.cache.setdefault("unreferenced.imported_elsewhere", {})
+        if path not in memo:
+            memo[path] = _module_named(project, index, read, runs=False)
+        if not memo[path]:
+            loaded = _process_files(project, index, read)
+            if loaded is not None:
+                return loaded
+    return files
+
+
+def _process_files(project, index, read) -> list[Path] | None:
+    """The project's Python files that may run in the process of the script ``read[0]`` (a
+    tuple of :func:`_reading`): the script, the modules it imports and the packages that hold
+    them (their ``__init__.py``; a package's every module when its ``__init__.py`` sets
+    ``__all__``, which a star import reads), the modules those import, and so on, and the
+    modules a computed import of one of them may load (:func:`_computed_loads`,
+    :func:`_could_load`). An import the project does not resolve, or resolves while a file
+    moves ``sys.path`` or a text sets ``PYTHONPATH``, may load any project file named as one of
+    its parts. ``None`` when a computed load may reach any module (``import_module(name)``,
+    ``runpy``) or a file cannot be read."""
+    path, root, files, notebooks, own, texts = read
+    memo = index.cache.setdefault("unreferenced.process", {})
+    if path in memo:
+        return memo[path]
+    known = set(files)
+    by_stem: dict[str, list[Path]] = {}
+    for f in files:
+        by_stem.setdefault(_stem(f), []).append(f)
+    moved = _path_moved(project, files, texts)
+    seen: dict[Path, None] = {}
+    frontier: list[Path] = []
+
+    def add(f: Path) -> None:
+        # the file, and the ``__init__.py`` of each package above it, which runs first
+        for g in (f, *(d / "__init__.py" for d in f.parents if d == root or root in d.parents)):
+            if g in known and g not in seen:
+                seen[g] = None
+                frontier.append(g)
+
+    add(path)
+    out: list[Path] | None = None
+    while frontier and moved is not None:
+        file = frontier.pop()
+        text = own if file == path else _text(project, file)
+        if text is None:
+            break
+        if file != path and not _compiles(project, file):
+            continue  # importing it fails there: it imports nothing
+        if _runs_modules(project, file, text):
+            loads = _computed_loads(text)
+            if None in loads:
+                break
+            for f in files:
+                if any(_could_load(p, f, root) for p in loads):
+                    add(f)
+        if file.name == "__init__.py" and "__all__" in text:
+            for f in files:
+                if file.parent in f.parents:
+                    add(f)
+        for dots, dotted in _imported(text):
+            parts = dotted.split(".") if dotted else []
+            if dots:
+                base = file.parent
+                for _ in range(dots - 1):
+                    base = base.parent
+                for i in range(len(parts) + 1):
+                    where = base.joinpath(*parts[:i])
+                    add(where / "__init__.py")
+                    if i:
+                        add(where.with_suffix(".py"))
+                continue
+            try:
+                for i in range(1, len(parts) + 1):
+                    found = project.find_module(".".join(parts[:i]), file)
+                    if found is not None:
+                        add(Path(found).resolve())
+                whole = project.find_module(dotted, file)
+            except (OSError, ValueError, RecursionError):
+                whole = None
+            if whole is None or moved:
+                for part in parts:
+                    for f in by_stem.get(part, ()):
+                        add(f)
+    else:
+        if moved is not None:
+            out = list(seen)
+    memo[path] = out
+    return out
+
+
+def _path_moved(project, files: list[Path], texts: list[Path]) -> bool | None:
+    """Whether a Python file of the project changes ``sys.path`` or a text file sets
+    ``PYTHONPATH``: an import may then load a module from another folder than the project
+    resolves it in; ``None`` when a file cannot be read."""
+    for file in files:
+        text = _text(project, file)
+        if text is None:
+            return None
+        if "sys.path" in text:
+            return True
+    for file in texts:
+        try:
+            if file.stat().st_size <= MAX_TEXT_BYTES and "PYTHONPATH" in file.read_bytes().decode("utf-8", "replace"):
+                return True
+        except OSError:
+            return None
+    return False
 
 
 def _nothing_runs(project, index, read, importers: list[Path]) -> bool:
@@ -454,7 +626,7 @@ def _has_script(project, index, files: list[Path], path: Path) -> bool:
     return any(f != path for f in memo[key])
 
 
-def _module_named(project, index, read) -> bool:
+def _module_named(project, index, read, runs: bool = True) -> bool:
     """Whether a file of the project may import or run the module at ``read[0]`` although no
     import of it resolves there (:func:`_importers`), or nothing can be said:
 
@@ -462,25 +634,30 @@ def _module_named(project, index, read) -> bool:
       name as one of its parts) which the project does not resolve (a folder added to
       ``sys.path``, ``_init_paths.py``), or resolves elsewhere while some Python file of the
       project changes ``sys.path`` or a text sets ``PYTHONPATH``;
-    * a Python file that runs modules by computed names or by their files
-      (:data:`_RUNS_MODULES`: ``importlib``, ``runpy``, ``exec(open(...))``) in the module's
-      folder or a folder above it, or anywhere when it names the module's name;
+    * a Python file anywhere in the project that runs modules by computed names or by their
+      files (:data:`_RUNS_MODULES`: ``importlib``, ``runpy``, ``exec(open(...))``) in a way
+      that may reach the module (:func:`_loads_module`: ``import_module("engines." + name)``
+      may load ``engines/sgd_trainer.py``, not ``models/net.py``);
     * the package's ``__init__.py`` naming the module (``__all__ = ["trainer"]``: a star
       import of the package imports it);
     * a Python file, notebook, shell script, configuration or document that names the
-      module's file (``python VGAN/trainer.py``, ``%run trainer.py``,
+      module's file (``python gan_b/trainer.py``, ``%run trainer.py``,
       ``subprocess.run(["python", "trainer.py"])``) or the module by its name
-      (``python -m VGAN.trainer``, ``from trainer import Trainer``, ``_target_:
+      (``python -m gan_b.trainer``, ``from trainer import Trainer``, ``_target_:
       trainer.Trainer``) (:func:`_names_module`);
     * a module whose name unittest's discovery collects (``test*.py``);
     * a file that cannot be read.
+
+    With ``runs`` false, only what may import the module counts: a shell script's, a
+    configuration's or a document's ``python gan_b/trainer.py`` or ``python -m gan_b.trainer``
+    runs it as a script, in a process of its own (a notebook's ``%run`` still counts: it runs
+    it in the notebook's namespace).
     """
     path, root, files, notebooks, own, texts = read
     stem = _stem(path)
     if stem.startswith("test"):
         return True
     word = re.compile(rf"\b{re.escape(stem)}\b")
-    near = {path.parent, *path.parent.parents}
     init = path.parent / "__init__.py"
     readings: list[tuple[Path, str]] = []
     for file in files:
@@ -490,20 +667,19 @@ def _module_named(project, index, read) -> bool:
         if text is None:
             return True
         readings.append((file, text))
-        if file.parent in near and _runs_modules(project, file, text):
-            return True
-    moved = any("sys.path" in text for _f, text in readings)
-    for file in texts:
-        try:
-            if file.stat().st_size <= MAX_TEXT_BYTES and "PYTHONPATH" in file.read_bytes().decode("utf-8", "replace"):
-                moved = True
-                break
-        except OSError:
-            return True
+        if _loads_module(project, file, text, path, root):
+            return True  # anywhere in the project: ``tools/train.py`` loads ``engines.<name>``
+    moved = _path_moved(project, files, texts)
+    if moved is None:
+        return True
     for file, text in readings:
         if stem not in text or not word.search(text):
             continue
-        if file == init or _runs_modules(project, file, text) or _names_module(text, path, root, code=True):
+        # a Python file that names the module's file runs it in its own process
+        # (``subprocess``), unless it runs it here: ``exec``, ``runpy`` (:func:`_loads_module`),
+        # IPython's ``%run``
+        if file == init or _names_module(text, path, root, code=True,
+                                         runs=runs or _RUN_MAGIC.search(text) is not None):
             return True
         if not _compiles(project, file):
             continue  # a file Python cannot compile imports nothing
@@ -524,7 +700,8 @@ def _module_named(project, index, read) -> bool:
         try:
             if file.stat().st_size > MAX_TEXT_BYTES and file.suffix != ".ipynb":
                 continue
-            if _names_module(file.read_bytes().decode("utf-8", "replace"), path, root):
+            if _names_module(file.read_bytes().decode("utf-8", "replace"), path, root,
+                             runs=runs or file.suffix == ".ipynb"):
                 return True
         except OSError:
             return True
@@ -533,6 +710,74 @@ def _module_named(project, index, read) -> bool:
 
 #: Words without which :data:`_RUNS_MODULES` cannot match (a quicker test first).
 _RUNS_WORDS = ("importlib", "__import__", "runpy", "pkgutil", "load_source", "exec")
+
+
+#: A call that imports a module by a name it computes: ``importlib.import_module(...``,
+#: ``import_module(...`` (imported from :mod:`importlib`), ``__import__(...``; group 1 is what
+#: follows the parenthesis.
+_IMPORT_CALL = re.compile(r"(?<![\w])(?:importlib\s*\.\s*)?(?:import_module|__import__)\s*\(([^\n]*)")
+#: A string literal that begins a computed module name (``"engines." + name``,
+#: ``f"engines.{name}"``, ``"engines.{}".format(name)``, ``"engines.%s" % name``): its text
+#: up to the first ``{`` or ``%`` (group 2).
+_NAME_START = re.compile(r"""\s*[rRuU]?([fF]?)(['"])([^'"{%\n]*)""")
+#: The lines that only import :mod:`importlib` or its functions (no module is loaded there).
+_IMPORTS_IMPORTLIB = re.compile(r"^[ \t]*(?:import[ \t]+importlib\b|from[ \t]+importlib\b)[^\n]*", re.M)
+
+
+def _computed_loads(text: str) -> list[str | None]:
+    """What the code ``text`` may load by computed names or by files (:data:`_RUNS_MODULES`):
+    for each ``import_module``/``__import__`` call whose name begins with a string literal
+    (``importlib.import_module("engines." + cfg["engine"])``), that literal's text up to
+    where the computed part starts (``"engines."``); ``None`` for one whose name does not
+    begin with a literal (``import_module(name)``), a relative name (``"." + name``, found
+    from the caller's package), and any other way of running modules (``runpy``,
+    ``exec(open(...).read())``, ``importlib.util``, ``pkgutil``): any module may be loaded."""
+    loads: list[str | None] = []
+    covered: set[int] = set()  # where the calls read here, and the importlib imports, start
+    for m in _IMPORTS_IMPORTLIB.finditer(text):
+        covered.update(range(m.start(), m.end()))
+    for m in _IMPORT_CALL.finditer(text):
+        covered.update(range(m.start(), m.start(1)))
+        lit = _NAME_START.match(m.group(1))
+        prefix = lit.group(3) if lit else None
+        if prefix is not None and lit.group(1) == "" and re.match(
+                rf"{lit.group(2)}\s*[,)]", text[m.start(1) + lit.end():]):
+            prefix += "\0"  # a complete literal: the name is not computed, it ends there
+        loads.append(None if prefix is None or prefix.startswith(".") else prefix)
+    for m in _RUNS_MODULES.finditer(text):
+        if m.start() not in covered:
+            loads.append(None)
+    return loads
+
+
+def _could_load(prefix: str | None, path: Path, root: Path) -> bool:
+    """Whether a computed load that begins with ``prefix`` (:func:`_computed_loads`; ``None``:
+    any module) may load the module at ``path``: its dotted parts from the project root
+    (``engines.sgd_trainer``), from any folder that may be on the search path, hold the
+    prefix's full parts in a row (``engines``) followed by a part that begins with what the
+    prefix ends with (``"engines.sgd_"``: ``sgd_trainer``; a prefix that ends the name,
+    ``"engines.sgd"`` written whole, the part itself)."""
+    if prefix is None:
+        return True
+    whole = prefix.endswith("\0")
+    *full, last = prefix.rstrip("\0").split(".")
+    try:
+        parts = list(path.relative_to(root).with_suffix("").parts)
+    except ValueError:
+        parts = list(path.with_suffix("").parts)
+    if path.name == "__init__.py":
+        parts.pop()
+    k = len(full)
+    for i in range(len(parts) - k):
+        if parts[i:i + k] == full and (parts[i + k] == last if whole else parts[i + k].startswith(last)):
+            return True
+    return False
+
+
+def _loads_module(project, file: Path, text: str, path: Path, root: Path) -> bool:
+    """Whether Python file ``file`` (its ``text``) may load the module at ``path`` by a
+    computed name or by its file (:func:`_computed_loads`, :func:`_could_load`)."""
+    return _runs_modules(project, file, text) and any(_could_load(p, path, root) for p in _computed_loads(text))
 
 
 def _runs_modules(project, file: Path, text: str) -> bool:
@@ -550,13 +795,14 @@ def _runs_modules(project, file: Path, text: str) -> bool:
     return memo[key]
 
 
-def _names_module(text: str, path: Path, root: Path, code: bool = False) -> bool:
+def _names_module(text: str, path: Path, root: Path, code: bool = False, runs: bool = True) -> bool:
     """Whether ``text`` names the module at ``path`` (under project root ``root``): its file
-    (``trainer.py``, ``VGAN/trainer.py``, ``../VGAN/trainer.py``: a path whose folders and the
+    (``trainer.py``, ``gan_b/trainer.py``, ``../gan_b/trainer.py``: a path whose folders and the
     module's own, from the root, end alike), or its name after ``import``, ``from`` or ``-m``
-    (``python -m VGAN.trainer``, ``from trainer import Trainer``; not for Python ``code``,
-    whose imports the project resolves), or qualified by its package (``VGAN.trainer``) or on
-    a Hydra ``_target_`` line (``_target_: trainer.Trainer``)."""
+    (``python -m gan_b.trainer``, ``from trainer import Trainer``; not for Python ``code``,
+    whose imports the project resolves), or qualified by its package (``gan_b.trainer``) or on
+    a Hydra ``_target_`` line (``_target_: trainer.Trainer``). With ``runs`` false, not its file
+    nor after ``-m``, which run it as a script rather than import it."""
     stem = _stem(path)
     if stem not in text:
         return False
@@ -565,12 +811,13 @@ def _names_module(text: str, path: Path, root: Path, code: bool = False) -> bool
         folders = path.parent.relative_to(root).parts
     except ValueError:
         folders = path.parent.parts
-    for m in re.finditer(rf"((?:[\w.-]+[/\\])*){s}\.py\b", text):
+    for m in re.finditer(rf"((?:[\w.-]+[/\\])*){s}\.py\b", text) if runs else ():
         prefix = [p for p in re.split(r"[/\\]", m.group(1)) if p and p not in (".", "..")]
         n = min(len(prefix), len(folders))
         if tuple(prefix[len(prefix) - n:]) == folders[len(folders) - n:]:
             return True
-    if not code and re.search(rf"(?:\bimport|\bfrom|(?<!\w)-m)\s+[\w.]*\b{s}\b", text):
+    run_m = r"|(?<!\w)-m" if runs else ""
+    if not code and re.search(rf"(?:\bimport|\bfrom{run_m})\s+[\w.]*\b{s}\b", text):
         return True
     if path.parent != root and re.search(rf"\b{re.escape(path.parent.name)}\.{s}\b", text):
         return True
@@ -865,44 +1112,120 @@ def _pytest_section(d: Path) -> tuple[str, ...] | None:
     return None
 
 
+#: Folders that :data:`~loopcheck.engine.callers.SKIP_DIRS` leaves out of the files checked
+#: but that may hold the project's own code, which may import or call a module's functions:
+#: an RL project's ``env/`` package, a ``build/`` or ``dist/`` copy of the sources.
+CODE_IN_SKIPPED = frozenset({"env", "build", "dist", "_build"})
+
+
 def _listing(index, root: Path) -> tuple[list[Path] | None, list[Path], list[Path] | None]:
-    """The project's ``.py`` files (:func:`~loopcheck.engine.callers.project_files`), its
-    notebooks, and its other text files (:data:`TEXT_SUFFIXES`; ``None`` when there are more
-    than :data:`~loopcheck.engine.callers.MAX_FILES` of them), listed once per check of a
-    module."""
+    """The project's ``.py`` files (:func:`~loopcheck.engine.callers.project_files`, and those
+    under :data:`CODE_IN_SKIPPED` folders, which are no virtualenv: code there may import a
+    module and call its functions), its notebooks, and its other text files
+    (:data:`TEXT_SUFFIXES`; ``None`` when there are more than
+    :data:`~loopcheck.engine.callers.MAX_FILES` of them), listed once per check of a module."""
     memo = index.cache.setdefault("unreferenced.listing", {})
     if root not in memo:
         notebooks: list[Path] = []
         texts: list[Path] | None = []
+        skipped: list[Path] = []  # the .py files under CODE_IN_SKIPPED folders
         try:
             for directory, dirs, names in os.walk(root):
-                dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not os.path.isfile(os.path.join(directory, d, "pyvenv.cfg"))]
+                inside = directory != str(root) and any(
+                    p in CODE_IN_SKIPPED for p in Path(directory).relative_to(root).parts)
+                dirs[:] = [d for d in dirs if (d not in SKIP_DIRS or d in CODE_IN_SKIPPED)
+                           and not os.path.isfile(os.path.join(directory, d, "pyvenv.cfg"))]
+                if inside:
+                    skipped += [Path(directory, n).resolve() for n in sorted(names) if n.endswith(".py")]
+                    if len(skipped) > MAX_FILES:
+                        raise RuntimeError("too many files")
+                    continue
                 notebooks += [Path(directory, n) for n in names if n.endswith(".ipynb")]
                 if texts is not None:
                     texts += [Path(directory, n) for n in names if n.endswith(TEXT_SUFFIXES)]
                     if len(texts) > MAX_FILES:
                         texts = None
-            memo[root] = (project_files(root), notebooks, texts)
-        except (OSError, RuntimeError):  # a symbolic link loop, a folder that cannot be read
+            files = project_files(root)
+            if files is not None:
+                files = sorted({*files, *skipped})
+            memo[root] = (files, notebooks, texts)
+        except (OSError, RuntimeError, ValueError):  # a symbolic link loop, a folder that cannot be read
             memo[root] = (None, [], None)
     return memo[root]
 
 
-def _dynamic(text: str, method: bool) -> bool:
-    """Whether code ``text`` may look a function or method up by a computed name: ``globals()``,
-    ``eval``, ``exec``, computed imports, ``fire.Fire``; ``getattr`` with a computed name on any
-    object (a method) or on a module (a function: an imported name or ``sys.modules[...]``)."""
-    if _DYNAMIC.search(text):
+def _dynamic(text: str, method: bool, library=None) -> bool:
+    """Whether code ``text`` may look a function or method up by a computed name.
+
+    For a function: ``globals()``, ``locals()``, ``vars()``, ``eval``, ``exec``, ``fire.Fire``,
+    computed imports, ``getattr`` with a computed name on a module (an imported name or
+    ``sys.modules[...]``). For a method, which is found through its object or class, not
+    through a module's namespace: ``eval``, ``exec``, ``fire.Fire`` (which calls a class's
+    methods by the names on its command line), a class's or object's namespace
+    (``vars(obj)``, ``__dict__``, ``inspect.getmembers``), ``operator.attrgetter`` or
+    ``methodcaller`` with a computed name, and ``getattr`` with a computed name on any object
+    but a name bound only by imports of modules ``library`` says are outside the project
+    (``getattr(_lib, symbol)`` of a compiled extension: no instance of a project class is
+    there); what a computed import loads is code that may call it
+    (:func:`_method_files`). ``library(dots, dotted)``: whether the module an import names
+    (``(dots, dotted)``, as :func:`_imported` gives it) is not one of the project's."""
+    if method:
+        if any(m.group(0) not in ("importlib", "__import__(", "globals()", "locals()", "vars()")
+               for m in _DYNAMIC.finditer(text)) or _NAMESPACE.search(text):
+            return True
+    elif _DYNAMIC.search(text):
         return True
     for m in _GETATTR.finditer(text):
         obj = m.group(1)
         if m.group(2):
             continue  # ``getattr(obj, "name")``: the name is in the text
+        if method and library is not None and _bound_by_library_imports(text, obj, library):
+            continue
         if method or obj.startswith("sys.modules") or re.search(
                 rf"^[ \t]*(?:import[ \t][^\n]*\b{re.escape(obj)}\b|from[ \t][^\n]*import[^\n]*\b{re.escape(obj)}\b)",
                 text, re.M):
             return True
     return False
+
+
+def _bound_by_library_imports(text: str, name: str, library) -> bool:
+    """Whether every binding of ``name`` in code ``text`` (a plain name) is an ``import`` or
+    ``from`` statement of a module that ``library(dots, dotted)`` says is not the project's:
+    the name then holds a library's module or what it defined (no project object)."""
+    import ast as _ast
+
+    if not name.isidentifier():
+        return False
+    try:
+        tree = _ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    found = False
+    for node in _ast.walk(tree):
+        if isinstance(node, (_ast.Import, _ast.ImportFrom)):
+            for alias in node.names:
+                bound = alias.asname or alias.name.split(".")[0]
+                if bound != name:
+                    continue
+                target = (0, alias.name) if isinstance(node, _ast.Import) else (node.level, node.module or "")
+                if not library(*target):
+                    return False
+                found = True
+        elif isinstance(node, _ast.Name) and node.id == name and not isinstance(node.ctx, _ast.Load):
+            return False
+        elif isinstance(node, _ast.arg) and node.arg == name:
+            return False
+        elif isinstance(node, (_ast.FunctionDef, _ast.AsyncFunctionDef, _ast.ClassDef)) and node.name == name:
+            return False
+        elif isinstance(node, (_ast.Global, _ast.Nonlocal)) and name in node.names:
+            return False
+        elif isinstance(node, _ast.ExceptHandler) and node.name == name:
+            return False
+        elif isinstance(node, _ast.alias):
+            pass
+        elif type(node).__name__ in ("MatchAs", "MatchStar") and getattr(node, "name", None) == name:
+            return False
+    return found
 
 
 def _project_bases(index, cls: cst.ClassDef, known_library: bool = False) -> list[Path] | None:
@@ -1078,7 +1401,8 @@ def _is_module(project, file: Path, target: tuple[int, str], path: Path) -> bool
 
 
 def _named(text: str, name: str, bare: bool = False, outside: tuple[int, int] | None = None,
-           through: set[str] | frozenset[str] = frozenset(), own: str | None = None) -> int:
+           through: set[str] | frozenset[str] = frozenset(), own: str | None = None,
+           defs: bool = True) -> int:
     """How many times Python code ``text`` names ``name``: as a name (only where no ``.``
     comes before it, when ``bare``: a module-level function of the same file; or, after a
     ``.``, only where the name before it is one of ``through``, or not a plain name: a module's
@@ -1090,7 +1414,10 @@ def _named(text: str, name: str, bare: bool = False, outside: tuple[int, int] | 
     the names a ``from M import ...`` statement lists are not counted when ``M`` is another
     module (its last part is not ``own``, and it is not ``from . import``): ``from
     models.base import Model as B`` reads ``Model`` of ``models.base`` and binds ``B``, and
-    ``from m import f`` binds ``f`` anew; neither names the ``Model`` or ``f`` defined here."""
+    ``from m import f`` binds ``f`` anew; neither names the ``Model`` or ``f`` defined here.
+
+    Without ``defs``, a ``def name`` is not counted: it defines a function of its own (another
+    class's method of that name), and calls nothing."""
     if name not in text:
         return 0
     count = 0
@@ -1120,7 +1447,9 @@ def _named(text: str, name: str, bare: bool = False, outside: tuple[int, int] | 
             elif state == "names":
                 pass  # another module's names, or names the statement binds
             elif tok.type == tokenize.NAME and tok.string == name:
-                if not (bare and previous == "." and not (through and (
+                if not defs and previous == "def":
+                    pass
+                elif not (bare and previous == "." and not (through and (
                         before in through or not (before or "").isidentifier()))):
                     count += 1
             elif tok.type == tokenize.STRING and tok.string.strip("rRbBuUfF").strip("'\"") == name:
