@@ -387,8 +387,16 @@ class OptimizerModelMachine(Machine):
     def enter(self, s: S, call) -> S:
         """Each run of the function whose local variable names the optimizer starts with
         that variable unbound: the optimizer of an earlier run is not this one until the body
-        builds it again (a path on which it does not, ``return optimizer`` raises)."""
-        if call.fid != self.local_of or s.built is None:
+        builds it again (a path on which it does not, ``return optimizer`` raises). So does each
+        construction of a new object whose attribute names the optimizer (``trainer =
+        Trainer(model)`` for ``trainer.optimizer``, :attr:`~loopcheck.engine.ir.Inline.new`): the
+        optimizer an earlier trainer built is that trainer's, not the new one's, whose
+        ``__init__`` builds its own (a path on which it does not, ``trainer.optimizer.step()``
+        raises)."""
+        if s.built is None:
+            return s
+        new = getattr(call, "new", None)
+        if call.fid != self.local_of and not (new is not None and self.opt.startswith(new + ".")):
             return s
         return S(None, None, None, s.current, s.current, dtype=s.dtype, cuda=s.cuda, reads=s.reads)
 
