@@ -53,6 +53,8 @@ NO_RUNTIME_SYMPTOM = {
                                                            "change nothing",
     "LC501_bad_trainer_save_back_to_other_device.py": "without CUDA every device is the CPU: the moves change nothing",
     "LC501_bad_trainer_save_device_bound_again.py": "without CUDA every device is the CPU: the moves change nothing",
+    "LC501_bad_train_function_moves_to_other_device.py": "without CUDA every device is the CPU: the moves change "
+                                                          "nothing",
     "LC501_bad_trainer_save_leaves_model_on_cpu.py": "without CUDA the model was never moved off the CPU: "
                                                      "model.to('cpu') changes nothing",
     "LC501_bad_trainer_save_reads_device_after_cpu.py": "without CUDA the model was never moved off the CPU: "

@@ -1734,7 +1734,18 @@ class UnitBuilder:
         # is that variable: a test of it still holds in the caller after the return
         own = frozenset(callee.locals).union(
             name for name, sym in subst.items() if sym.rpartition(":")[2].split(".")[0] != name)
-        return Inline(func, body, callee.fid, own)
+        return Inline(func, body, callee.fid, own, self._new_instance(callee_info))
+
+    @staticmethod
+    def _new_instance(callee: Callee) -> str | None:
+        """:attr:`Inline.new <loopcheck.engine.ir.Inline.new>` of an inlined call: the symbol of
+        the instance a construction builds, when it goes to a variable (not ``self@Cls``, which
+        every unnamed instance of the class shares) and the class is a :func:`plain_class` (no
+        ``__new__``, metaclass or decorator in its chain that may hand back an object that exists
+        already)."""
+        if not callee.ctor or callee.self_sym is None or callee.self_sym.startswith("self@") or callee.cls is None:
+            return None
+        return callee.self_sym if plain_class(callee.cls) else None
 
     @staticmethod
     def grad_on_return(callee: Frame, body: Seq, entry: Context) -> tuple[str, bool, bool] | None:

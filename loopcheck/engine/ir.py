@@ -349,12 +349,17 @@ class Inline:
     prefixes the symbols of its local variables (``f3_1:optimizer``): when it returns, the objects
     only they name are gone. ``own``: the plain names of its own variables (its locals, and the
     parameters that do not stand for the caller's variable of the same name): when it returns,
-    what a test said of them says nothing of the caller's variables that share their spelling."""
+    what a test said of them says nothing of the caller's variables that share their spelling.
+    ``new``: for the ``__init__`` of a class of the project run by a construction whose
+    instance goes to a variable (``trainer = Trainer(model)``), the symbol ``self`` is bound to
+    (``trainer``): each run of the body starts on a new object, so no attribute of that symbol
+    holds what an earlier object's did until something binds it again; else ``None``."""
 
     func: cst.CSTNode
     body: Seq
     fid: str = ""
     own: frozenset = frozenset()
+    new: str | None = None
 
 
 Node = Call | Assign | Seq | If | Loop | Jump | Try | Inline

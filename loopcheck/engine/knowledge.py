@@ -98,7 +98,7 @@ ROLES = frozenset({"optimizer", "scheduler", "scaler", "loader", "model", "crite
 _ROLE_KEYS = frozenset({
     "role", "params", "eager_state", "moves_state", "state_when", "schedule", "period", "optimizer", "same", "type", "value",
     "sampler", "items", "first_change", "constant_when", "shares", "fresh_items", "accumulation", "copies", "collate",
-    "process_fact", "synced",
+    "process_fact", "synced", "of_arguments",
 })
 _ENTRY_KEYS = frozenset({
     "names", "bases", "effects", "returns", "methods", "attributes", "grad", "source", "context", "modes",
@@ -313,7 +313,10 @@ class Returns:
             an accelerator: the role, ``"scheduler"``, of the returned objects that it wraps so
             that their ``step()`` does nothing on a micro-step where the receiver's
             ``accumulation_flag`` is false: ``accelerator.prepare(...)`` returns an
-            ``AcceleratedScheduler``, which steps only when the prepared optimizer steps).
+            ``AcceleratedScheduler``, which steps only when the prepared optimizer steps),
+            ``process_fact`` (the result tells a fact of the process fixed for the run:
+            ``"cuda_available"``), ``of_arguments`` (the result is computed from the arguments
+            alone, so equal arguments give equal results: ``torch.device(...)``).
         items: for a returned tuple, what each element is (``deepspeed.initialize``).
     """
 
@@ -483,7 +486,8 @@ def _returns(raw, where: str) -> Returns | None:
     for k in ("params", "period", "optimizer", "state_when", "shares", "collate"):
         if k in raw:
             details.append((k, _arg_ref(raw[k], where)))
-    for k in ("eager_state", "moves_state", "schedule", "sampler", "fresh_items", "copies", "process_fact"):
+    for k in ("eager_state", "moves_state", "schedule", "sampler", "fresh_items", "copies", "process_fact",
+              "of_arguments"):
         if k in raw:
             details.append((k, raw[k]))
     if "synced" in raw:

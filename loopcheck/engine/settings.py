@@ -36,6 +36,7 @@ import libcst as cst
 from loopcheck.engine.builder import (
     NO_VALUE, ClassRef, _single_bindings, all_param_names, bound_names, literal_constants, literal_value,
 )
+from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.names import dotted_name
 from loopcheck.engine.values import class_of_name, parents, run_constants
 from loopcheck.engine.walk import walk
@@ -143,9 +144,23 @@ def _enclosing_function(index, node: cst.CSTNode) -> cst.FunctionDef | None:
 
 def _instance_class(index, holder: cst.CSTNode, name: str) -> ClassRef | None:
     """The class of the project whose instance ``name`` holds where ``holder`` (a function or
-    the module) reads it: ``name`` is bound once, ``name = Config(...)``, in ``holder`` or, when
-    a function neither binds it nor takes it as a parameter, at the top level of its module,
-    which no function rebinds (``global name``). ``None`` otherwise."""
+    the module) reads it: ``name`` is bound once, ``name = Config(...)``
+    (:func:`single_binding`). ``None`` otherwise."""
+    value = single_binding(index, holder, name)
+    if type(value) is not cst.Call:
+        return None
+    cls = class_of_name(index, dotted_name(value.func))
+    return cls if isinstance(cls, ClassRef) else None
+
+
+def single_binding(index, holder: cst.CSTNode, name: str) -> cst.BaseExpression | None:
+    """The value of the one binding of ``name`` that ``holder`` (a function or the module of
+    ``index``) reads: a plain ``name = value`` that is the name's only binding in ``holder``'s
+    code, or, when a function neither binds it nor takes it as a parameter, in the top level of
+    its module, which no function rebinds (``global name``). Python reads a local bound there
+    only after that statement ran (else ``UnboundLocalError``), so every read sees the value it
+    computed then. ``None`` otherwise (a parameter, a second binding, a ``for`` or ``with``
+    target, a closure's name, ...)."""
     scopes = [holder]
     if type(holder) is cst.FunctionDef:
         if name in all_param_names(holder) or name in bound_names(holder.body)[1]:
@@ -158,14 +173,90 @@ def _instance_class(index, holder: cst.CSTNode, name: str) -> ClassRef | None:
         if scope is None:
             return None
         found = _bindings(scope, name)
-        if len(found) != 1 or type(found[0]) is not cst.Call:
+        if len(found) != 1 or found[0] is None:
             return None
         if type(scope) is cst.Module and any(
                 type(n) is cst.Global and any(g.name.value == name for g in n.names) for n in walk(scope)):
             return None  # a function may rebind the module's name
-        cls = class_of_name(index, dotted_name(found[0].func))
-        return cls if isinstance(cls, ClassRef) else None
+        return found[0]
     return None
+
+
+_FORM_DEPTH = 8  # names followed to their binding, and nested parts, at most
+
+
+def constant_form(unit, expr: cst.BaseExpression, _depth: int = 0) -> tuple | None:
+    """A structure of ``expr`` such that two expressions with equal forms give equal values
+    wherever a run evaluates them, or ``None`` when not established. Built only of run
+    constants: a literal; a name bound once (:func:`single_binding`) to such an expression (its
+    value is the form's, wherever it is read); a call of a library function the knowledge says
+    tells a fact of the process fixed for the run (``process_fact``: ``torch.cuda.is_available()``,
+    no argument) or computes its result from its arguments alone (``of_arguments``:
+    ``torch.device(...)``), given such arguments; a conditional expression, ``not``,
+    ``and``/``or`` and comparisons of such parts. So
+    ``torch.device('cuda' if torch.cuda.is_available() else 'cpu')`` written in two places names
+    one device. An option (``args.device``), a parameter or a call of anything else: ``None``.
+
+    Args:
+        unit: the :class:`~loopcheck.engine.unit.Unit` whose code holds ``expr``.
+        expr: an expression of one of the unit's modules.
+    """
+    if _depth > _FORM_DEPTH:
+        return None
+    value = literal_value(expr)
+    if value is not NO_VALUE:
+        return ("literal", type(value).__name__, value)
+    t = type(expr)
+    if t is cst.Name:
+        found = _holder(unit, expr)
+        bound = single_binding(found[0], found[1], expr.value) if found is not None else None
+        return constant_form(unit, bound, _depth + 1) if bound is not None else None
+    if t is cst.Call:
+        return _call_form(unit, expr, _depth)
+    if t is cst.IfExp:
+        parts = (constant_form(unit, e, _depth + 1) for e in (expr.test, expr.body, expr.orelse))
+        return _all_known("if", parts)
+    if t is cst.UnaryOperation and type(expr.operator) is cst.Not:
+        return _all_known("not", [constant_form(unit, expr.expression, _depth + 1)])
+    if t is cst.BooleanOperation:
+        return _all_known(type(expr.operator).__name__,
+                          (constant_form(unit, e, _depth + 1) for e in (expr.left, expr.right)))
+    if t is cst.Comparison:
+        parts = [constant_form(unit, expr.left, _depth + 1)]
+        for target in expr.comparisons:
+            parts += [(type(target.operator).__name__,), constant_form(unit, target.comparator, _depth + 1)]
+        return _all_known("compare", parts)
+    return None
+
+
+def _all_known(head: str, parts) -> tuple | None:
+    """``(head, *parts)``, or ``None`` when a part is unknown."""
+    out = (head, *parts)
+    return None if any(p is None for p in out) else out
+
+
+def _call_form(unit, call: cst.Call, _depth: int) -> tuple | None:
+    """:func:`constant_form` of a call of a library function (its name qualified by the imports
+    of the call's module) whose knowledge entry says its result is a fact of the process
+    (``process_fact``, called with no argument) or a value of its arguments alone
+    (``of_arguments``)."""
+    index = unit.module_of(call)
+    dotted = dotted_name(call.func)
+    if index is None or dotted is None or index.imports.aliases.get(dotted.partition(".")[0]) is None:
+        return None  # not a name an import binds: a function of the project, a variable
+    qualified = index.imports.qualify(dotted)
+    summary = knowledge().function(qualified)
+    returns = summary.returns if summary is not None else None
+    if returns is None:
+        return None
+    if returns.get("process_fact") is not None:
+        return ("fact", returns.get("process_fact")) if not call.args else None
+    if not returns.get("of_arguments") or any(a.star for a in call.args):
+        return None
+    args = [(a.keyword.value if a.keyword else None, constant_form(unit, a.value, _depth + 1)) for a in call.args]
+    if any(form is None for _, form in args):
+        return None
+    return ("call", qualified, tuple(args))
 
 
 def _bindings(scope: cst.CSTNode, name: str) -> list:
@@ -175,6 +266,12 @@ def _bindings(scope: cst.CSTNode, name: str) -> list:
     body = scope.body if isinstance(scope.body, (tuple, list)) else (scope.body,)
     out: list = []
     for part in body:
+        if type(part) in (cst.FunctionDef, cst.ClassDef):
+            # a module's own function or class: it binds its name, and its body binds none of
+            # the module's (``walk`` enters the node it starts from)
+            if part.name.value == name:
+                out.append(None)
+            continue
         for n in walk(part, prune=(cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             t = type(n)
             if t is cst.Assign:

@@ -34,6 +34,7 @@ from loopcheck.engine.events import DTYPE_WORDS, TORCH_DTYPES, Event
 from loopcheck.engine.ir import Assign, Call, If
 from loopcheck.engine.names import dotted_name
 from loopcheck.engine.knowledge import knowledge
+from loopcheck.engine.settings import constant_form
 from loopcheck.engine.unit import Unit
 from loopcheck.engine.values import (
     built_on_default_device, construction_without_parameters, model_without_parameters, setting_calls,
@@ -109,10 +110,14 @@ class Place(NamedTuple):
     ``to(torch.device("cpu"))`` and ``cpu()`` are ``"cpu"``) and, for ``to()`` given a plain
     name, the variable that name resolves to (:attr:`~loopcheck.engine.ir.Arg.sym`), else
     ``None``. Inside an inlined helper, a parameter bound to the caller's argument resolves to
-    the caller's variable: ``net.to(device)`` in ``evaluate(model, DEVICE)`` is ``DEVICE``."""
+    the caller's variable: ``net.to(device)`` in ``evaluate(model, DEVICE)`` is ``DEVICE``.
+    ``form``: the :func:`~loopcheck.engine.settings.constant_form` of the target, when it is
+    built of run constants alone (``device`` bound once to ``torch.device('cuda' if
+    torch.cuda.is_available() else 'cpu')``), else ``None``."""
 
     text: str
     var: str | None = None
+    form: tuple | None = None
 
 
 #: The device a model's parameters are on when its construction is
@@ -144,12 +149,16 @@ def device_of(ev: Event) -> Place:
 
 
 def same_place(a: Place | None, b: Place | None) -> bool:
-    """Whether two moves are established to go to the same device: both known, and the same
-    variable when both name one (a helper's ``device`` bound to the caller's ``DEVICE`` is
-    ``DEVICE``; the same spelling in two calls of a helper given different devices is not the
-    same place), else the same text (a literal device by its name)."""
+    """Whether two moves are established to go to the same device: both known, and targets of
+    one :attr:`Place.form` (two variables each bound once to ``torch.device('cuda' if
+    torch.cuda.is_available() else 'cpu')``: equal values on every run), else the same variable
+    when both name one (a helper's ``device`` bound to the caller's ``DEVICE`` is ``DEVICE``;
+    the same spelling in two calls of a helper given different devices is not the same place),
+    else the same text (a literal device by its name)."""
     if a is None or b is None:
         return False
+    if a.form is not None and a.form == b.form:
+        return True
     if a.var is not None and b.var is not None:
         return a.var == b.var
     return a.text == b.text
@@ -273,6 +282,26 @@ def concerns(owned: set[str] | None, subject: str) -> bool:
     return any(subject.startswith(m + ".") or m.startswith(subject + ".") for m in owned)
 
 
+def device_form(unit: Unit) -> Callable[[Event], tuple | None]:
+    """The :func:`~loopcheck.engine.settings.constant_form` of the device a ``to()`` move or an
+    ``opt_state_move`` copy names (its ``device=`` keyword, else its first positional argument),
+    for :attr:`Place.form`; ``None`` for any other call or target. Each answer is kept for the
+    event."""
+    memo: dict[int, tuple | None] = {}
+
+    def ask(ev: Event) -> tuple | None:
+        if id(ev) not in memo:
+            call = ev.extra.get("call", ev.raw)
+            args = getattr(call, "args", ())
+            arg = next((a for a in args if a.keyword == "device"), None) or next(
+                (a for a in args[:1] if a.keyword is None), None)
+            memo[id(ev)] = (constant_form(unit, arg.node)
+                            if getattr(call, "method", None) == "to" and arg is not None else None)
+        return memo[id(ev)]
+
+    return ask
+
+
 def built_device(unit: Unit) -> Callable[[Event], Place | None]:
     """Where a ``model_build`` puts the model's parameters: :data:`DEFAULT_DEVICE` when its
     construction is established to build them on PyTorch's default device
@@ -368,8 +397,10 @@ class OptimizerModelMachine(Machine):
                  home: Callable[[Event], Place | None] = lambda ev: None,
                  overwrite: Callable[[], bool] = lambda: False,
                  cuda: Callable[[If, bool], bool | None] = lambda node, taken: None,
-                 bound_once: Callable[[str], bool] = lambda var: True) -> None:
+                 bound_once: Callable[[str], bool] = lambda var: True,
+                 form: Callable[[Event], tuple | None] = lambda ev: None) -> None:
         self.opt, self.models = opt, models
+        self.form = form  # the run-constant form of a move's target (device_form)
         self.bound_once = bound_once  # whether a variable has one binding in the unit
         self.subjects = names  # every name of the optimizer and its models (aliases included)
         self.has_parameters = has_parameters
@@ -387,8 +418,16 @@ class OptimizerModelMachine(Machine):
     def enter(self, s: S, call) -> S:
         """Each run of the function whose local variable names the optimizer starts with
         that variable unbound: the optimizer of an earlier run is not this one until the body
-        builds it again (a path on which it does not, ``return optimizer`` raises)."""
-        if call.fid != self.local_of or s.built is None:
+        builds it again (a path on which it does not, ``return optimizer`` raises). So does each
+        construction of a new object whose attribute names the optimizer (``trainer =
+        Trainer(model)`` for ``trainer.optimizer``, :attr:`~loopcheck.engine.ir.Inline.new`): the
+        optimizer an earlier trainer built is that trainer's, not the new one's, whose
+        ``__init__`` builds its own (a path on which it does not, ``trainer.optimizer.step()``
+        raises)."""
+        if s.built is None:
+            return s
+        new = getattr(call, "new", None)
+        if call.fid != self.local_of and not (new is not None and self.opt.startswith(new + ".")):
             return s
         return S(None, None, None, s.current, s.current, dtype=s.dtype, cuda=s.cuda, reads=s.reads)
 
@@ -421,6 +460,13 @@ class OptimizerModelMachine(Machine):
         return (any(c in self.subjects for _, c in node.given) or tensor_guarded_move(node, self.opt) is not None
                 or self.cuda(node, True) is not None or self.cuda(node, False) is not None)
 
+    def place(self, ev: Event) -> Place:
+        """Where a device move or a state copy puts its tensors (:func:`device_of`), with the
+        run-constant form of its target (:attr:`Place.form`)."""
+        where = device_of(ev)
+        form = self.form(ev)
+        return where._replace(form=form) if form is not None else where
+
     def transfer(self, s: S, ev: Event) -> S:
         k = ev.kind
         if ev.subject == self.opt:
@@ -447,7 +493,7 @@ class OptimizerModelMachine(Machine):
                 # every state tensor copied to a device: where the parameters were moved, the
                 # state follows them and the pending move breaks nothing; before the model's
                 # move, the state waits there for the parameters (``state_at``)
-                where = s.resolve(device_of(ev))
+                where = s.resolve(self.place(ev))
                 if (s.pending is not None and s.pending.kind == "convert" and s.pending.extra["how"] == "device"
                         and same_place(where, s.current)):
                     return s._replace(pending=None, at_build=where, state_at=where)
@@ -501,7 +547,7 @@ class OptimizerModelMachine(Machine):
                 return s  # to the dtype it already has: nothing changes
             s = s._replace(dtype=to)
         if k == "convert" and ev.extra["how"] == "device":
-            where = s.resolve(device_of(ev))
+            where = s.resolve(self.place(ev))
             if cuda_place(where):
                 if s.cuda is False:
                     # a move to a CUDA device raises where the process cannot use CUDA (an arm of
@@ -558,7 +604,7 @@ def _flows(unit: Unit):
             lambda opt=opt, models=models, names=names, info=info: OptimizerModelMachine(
                 opt, models, names, may_hold_parameters(unit), info.by_ctor,
                 not setting_calls(unit, "default_dtype"), built_device(unit), overwrite, cuda_said(unit),
-                _bound_once(unit)),
+                _bound_once(unit), device_form(unit)),
         )
         for step in steps:
             yield from _pending_at(unit, flow.states(step), step)
