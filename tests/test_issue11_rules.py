@@ -12,7 +12,7 @@ import pytest
 
 from loopcheck.analysis import build_units, check_source
 from loopcheck.engine.knowledge import knowledge
-from loopcheck.engine.values import batch_tensor_items, is_tensor, mode_dependent, output_kind
+from loopcheck.engine.values import batch_tensor_items, is_tensor, mode_dependent, output_kind, wrapped_module
 from loopcheck.fixes import FIXABLE, apply_fixes, attach_fixes
 from loopcheck.rules import INFOS
 
@@ -139,6 +139,106 @@ def test_mode_dependence_of_layers():
     assert mode_dependent(unit, "drop") is True
     assert mode_dependent(unit, "bn") is True
     assert mode_dependent(unit, "lib") is True
+
+
+def test_mode_dependence_of_a_wrapper_is_that_of_the_module_it_wraps():
+    # nn.DataParallel(m) runs m's forward (the knowledge's returns.same): m's layers decide; a
+    # module built elsewhere, or passed through *args, is not read and may depend on the mode
+    [unit] = [u for u in units("""
+        import torch.nn as nn
+
+        class Head(nn.Module):
+            def __init__(self, dim=4):
+                super().__init__()
+                self.fc = nn.Linear(dim, 2)
+            def forward(self, x):
+                return self.fc(x)
+
+        class Pair(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = nn.DataParallel(Head())
+                self.b = nn.DataParallel(nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.1)))
+            def forward(self, x):
+                return self.a(x) + self.b(x)
+
+        class One(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = nn.DataParallel(Head())
+            def forward(self, x):
+                return self.a(x)
+
+        class Given(nn.Module):
+            def __init__(self, module):
+                super().__init__()
+                self.a = nn.DataParallel(module)
+            def forward(self, x):
+                return self.a(x)
+
+        def main(given_module, modules):
+            plain = nn.DataParallel(Head(dim=4)).to("cpu")
+            seq = nn.DataParallel(nn.Sequential(nn.Linear(4, 4), nn.ReLU()), device_ids=[0]).to("cpu")
+            drop = nn.DataParallel(nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.1))).to("cpu")
+            held = nn.DataParallel(given_module).to("cpu")
+            starred = nn.DataParallel(*modules).to("cpu")
+            pair = Pair()
+            one = One()
+            given = Given(given_module)
+            plain.train(); seq.train(); drop.train(); held.train(); starred.train()
+            pair.train(); one.train(); given.train()
+    """) if u.entry is not None and u.entry.name.value == "main"]
+    sym = {ev.subject.rpartition(":")[2]: ev.subject for ev in unit.of_kind("model_build")}
+    assert mode_dependent(unit, sym["plain"]) is False
+    assert mode_dependent(unit, sym["seq"]) is False
+    assert mode_dependent(unit, sym["drop"]) is True
+    assert mode_dependent(unit, sym["held"]) is True
+    assert mode_dependent(unit, sym["starred"]) is True
+    assert mode_dependent(unit, sym["pair"]) is True
+    assert mode_dependent(unit, sym["one"]) is False
+    assert mode_dependent(unit, sym["given"]) is True
+
+
+def test_mode_dependence_of_an_attribute_built_in_init_reads_every_assignment():
+    # an entry method (validate) does not build self.head: each class __init__ may assign it
+    # is read, so an `if` choosing a head with Dropout makes it depend on the mode
+    [unit] = [u for u in units("""
+        import torch.nn as nn
+
+        class Plain(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 2)
+
+        class Drop(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Sequential(nn.Linear(4, 2), nn.Dropout(0.1))
+
+        class Trainer:
+            def __init__(self, kind):
+                if kind == "drop":
+                    self.head = nn.DataParallel(Drop())
+                else:
+                    self.head = nn.DataParallel(Plain())
+                self.body = nn.DataParallel(Plain())
+
+            def validate(self, x):
+                self.head.train()
+                self.body.train()
+                return self.body(self.head(x))
+    """) if u.entry is not None and u.entry.name.value == "validate"]
+    assert mode_dependent(unit, "self@Trainer.head") is True
+    assert mode_dependent(unit, "self@Trainer.body") is False
+
+
+def test_wrapped_module_is_the_argument_the_knowledge_names():
+    call = cst.parse_expression("nn.DataParallel(net, device_ids=[0])")
+    assert wrapped_module("torch.nn.DataParallel", call) is call.args[0].value
+    call = cst.parse_expression("DDP(module=net)")
+    assert wrapped_module("torch.nn.parallel.DistributedDataParallel", call) is call.args[0].value
+    assert wrapped_module("torch.nn.DataParallel", cst.parse_expression("nn.DataParallel(*mods)")) is True
+    assert wrapped_module("torch.nn.Linear", cst.parse_expression("nn.Linear(4, 2)")) is None
 
 
 def test_tensors_are_factories_conversions_and_batch_elements():

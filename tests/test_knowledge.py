@@ -144,6 +144,8 @@ def test_a_bad_entry_is_an_error_that_names_it(text, message):
     ("torch.as_tensor", True, 0),  # a factory that may return its argument
     ("torch.cat", True, "out"),  # derived, copying its arguments, but ``out=``
     ("torch.stack", True, "out"),
+    ("copy.deepcopy", True, None),  # a new object: a module's copy has its own parameters
+    ("copy.copy", False, None),  # shallow: a module's copy shares its submodules
     ("torch.nn.functional.relu", False, None),
 ])
 def test_new_memory_says_which_results_share_no_memory_with_their_arguments(name, new, shares):

@@ -335,12 +335,14 @@ class Returns:
 
     @property
     def new_memory(self) -> bool:
-        """Whether the call's result is a new tensor sharing no memory with the arguments but
-        the one ``shares`` names: a factory (``value = "tensor"``: ``torch.zeros(n)``,
-        ``torch.as_tensor(t)`` but ``t``) or a ``"derived"`` value that ``copies`` them
-        (``torch.cat((a, b))`` but its ``out=``). An optimizer given such a tensor trains
-        nothing of the other arguments (the knowledge's ``value``, ``copies`` and ``shares``)."""
-        return self.value == "tensor" or (self.value == "derived" and bool(self.get("copies")))
+        """Whether the call's result is a new object sharing no memory with the arguments but
+        the one ``shares`` names: a tensor factory (``value = "tensor"``: ``torch.zeros(n)``,
+        ``torch.as_tensor(t)`` but ``t``), a ``"derived"`` value that ``copies`` them
+        (``torch.cat((a, b))`` but its ``out=``) or a ``"new"`` object (``copy.deepcopy(model)``:
+        its own submodules, parameters and buffers). An optimizer given such a tensor, or the
+        parameters of such a copy, trains nothing of the other arguments (the knowledge's
+        ``value``, ``copies`` and ``shares``)."""
+        return self.value in ("tensor", "new") or (self.value == "derived" and bool(self.get("copies")))
 
 
 @dataclass(frozen=True)

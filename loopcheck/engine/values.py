@@ -1218,6 +1218,14 @@ class _Scope:
 def init_assignments(cls: ClassRef) -> dict[str, tuple[cst.BaseExpression, ModuleIndex]]:
     """``attr → (value, module)`` for ``self.attr = value`` in ``__init__`` (the class's own or
     inherited; the last assignment wins; an attribute assigned twice maps to the last value)."""
+    return {attr: values[-1] for attr, values in init_assignment_lists(cls).items()}
+
+
+def init_assignment_lists(cls: ClassRef) -> dict[str, list[tuple[cst.BaseExpression, ModuleIndex]]]:
+    """``attr → [(value, module), ...]`` for every ``self.attr = value`` in ``__init__`` (the
+    class's own and those of its first bases, the bases' first), in program order: the arms of
+    an ``if`` that chooses among several classes each give one (``self.head = Linear(...)`` or
+    ``self.head = Scale(...)``)."""
     out: dict = {}
     seen: set = set()
     ref: ClassRef | None = cls
@@ -1239,7 +1247,7 @@ def init_assignments(cls: ClassRef) -> dict[str, tuple[cst.BaseExpression, Modul
             if isinstance(node, cst.Assign) and len(node.targets) == 1:
                 t = dotted_name(node.targets[0].target)
                 if t and self_name and t.startswith(self_name + ".") and t.count(".") == 1:
-                    out[t.split(".", 1)[1]] = (node.value, owner.module)
+                    out.setdefault(t.split(".", 1)[1], []).append((node.value, owner.module))
     return out
 
 
@@ -2142,7 +2150,12 @@ def mode_dependent(unit, model: str, at=None) -> bool:
     constructions reaching ``at`` build (a notebook that re-binds ``model = nn.Sequential(...)``
     in later cells validates each model in turn), when one reaches it on every path; otherwise
     any construction of the unit. A construction may go through a classmethod of the class
-    (``Transformer.from_args(args)`` returning ``cls(...)``, :func:`classmethod_construction`)."""
+    (``Transformer.from_args(args)`` returning ``cls(...)``, :func:`classmethod_construction`).
+    A model the unit does not build (``self.head`` of an entry method) is read from every
+    construction ``__init__`` assigns it (:func:`_init_constructions`), else from the class the
+    roles know. A wrapper the knowledge says is its module (``nn.DataParallel(m)``,
+    :func:`wrapped_module`) depends on the mode as the module it wraps; ``True`` when any one
+    construction may."""
     reaching = None
     if at is not None and unit.built_on_every_path(at, model, "model_build"):
         reaching = {id(ev) for ev in unit.builds_reaching(at, model, "model_build")}
@@ -2156,16 +2169,48 @@ def mode_dependent(unit, model: str, at=None) -> bool:
                 return True
             builds.append(found)
     if not builds:
-        t = unit.roles.types.get(model)
-        found = (t, None) if t is not None else _init_construction(unit, model)
+        # the constructions __init__ makes (their arguments decide), else the class the roles know
+        found = _init_constructions(unit, model)
+        if found is None:
+            t = unit.roles.types.get(model)
+            found = [(t, None)] if t is not None else None
         if found is None:
             return True
-        builds.append(found)
-    return any(
-        _container_mode_dependent(unit, call) if isinstance(c, str) and c in CONTAINERS and call is not None
-        else _class_mode_dependent(c, 0, frozenset(), call, run_constants(unit, call) if call is not None else None)
-        for c, call in builds
-    )
+        builds += found
+    return any(_construction_mode_dependent(unit, c, call) for c, call in builds)
+
+
+def _construction_mode_dependent(unit, c, call: cst.Call | None) -> bool:
+    """Whether the module one construction builds may compute differently in train and eval
+    mode (``c``: its class, a class of the project or a library class's qualified name;
+    ``call``: the constructor call, ``None`` when not seen): a container, by the layers its
+    arguments build (:func:`_container_mode_dependent`); a wrapper that is its module for the
+    rules (:func:`wrapped_module`: ``nn.DataParallel(m)``), by the module it wraps; any other,
+    by its class (:func:`_class_mode_dependent`)."""
+    if isinstance(c, str) and call is not None:
+        if c in CONTAINERS:
+            return _container_mode_dependent(unit, call)
+        wrapped = wrapped_module(c, call)
+        if wrapped is not None:
+            # its forward is the wrapped module's, in the mode train()/eval() set on it too
+            return wrapped is True or _modules_mode_dependent(unit, call, [wrapped])
+    return _class_mode_dependent(c, 0, frozenset(), call, run_constants(unit, call) if call is not None else None)
+
+
+def wrapped_module(cls: str, call: cst.Call) -> "cst.BaseExpression | bool | None":
+    """The expression a construction ``call`` of the library class ``cls`` gives the module it
+    wraps, when the knowledge says the wrapper is that module for the rules (its ``returns.same``
+    names an argument: ``nn.DataParallel(m)``, ``DistributedDataParallel(m)``,
+    ``FullyShardedDataParallel(m)`` hold ``m`` as ``.module``, share its parameters and run its
+    forward, and ``train()``/``eval()`` on them set ``m``'s mode); ``True`` when ``*args`` or
+    ``**kwargs`` may pass it; ``None`` for a class that is no such wrapper, or a construction
+    that leaves the argument out."""
+    entry = knowledge().cls(cls)
+    same = entry.ctor.returns.same if entry is not None and entry.ctor is not None and entry.ctor.returns else ()
+    refs = [ref for ref in same if ref != "*"]
+    if len(refs) != 1:
+        return None
+    return _given_arg(refs[0], call)
 
 
 ARGUMENT_PARSER = "argparse.ArgumentParser"
@@ -2523,20 +2568,23 @@ def _option_default(call: cst.Call) -> "tuple[str | None, object]":
     return dest, _static_value(keywords["default"], {})
 
 
-def _init_construction(unit, model: str) -> "tuple[ClassRef | str, cst.Call] | None":
-    """``(class, constructor call)`` of ``self.attr`` (symbol ``self@Cls.attr``) built in the
-    ``__init__`` of a class of the checked module, when the unit does not build it (an entry
-    method, ``Trainer.validate``, whose model ``__init__`` made); ``None`` when unknown."""
+def _init_constructions(unit, model: str) -> "list[tuple[ClassRef | str, cst.Call]] | None":
+    """``[(class, constructor call), ...]`` of ``self.attr`` (symbol ``self@Cls.attr``) built in
+    the ``__init__`` of a class of the checked module, when the unit does not build it (an entry
+    method, ``Trainer.validate``, whose model ``__init__`` made): one per assignment of the
+    attribute there (:func:`init_assignment_lists`: an ``if`` choosing among classes gives each);
+    ``None`` when one of them is not a construction the engine reads."""
     m = re.fullmatch(r"self@(\w+)\.(\w+)", model.rpartition(":")[2])
     index = unit.module
     if m is None or index is None or m.group(1) not in getattr(index, "classes", {}):
         return None
-    found = init_assignments(ClassRef(index, m.group(1))).get(m.group(2))
-    if found is None or not isinstance(found[0], cst.Call):
-        return None
-    value, where = found
-    cls = class_of_name(where, dotted_name(value.func))
-    return (cls, value) if cls is not None else None
+    out = []
+    for value, where in init_assignment_lists(ClassRef(index, m.group(1))).get(m.group(2), ()):
+        cls = class_of_name(where, dotted_name(value.func)) if isinstance(value, cst.Call) else None
+        if cls is None:
+            return None
+        out.append((cls, value))
+    return out or None
 
 
 def _container_mode_dependent(unit, call: cst.Call) -> bool:
@@ -2544,12 +2592,22 @@ def _container_mode_dependent(unit, call: cst.Call) -> bool:
     may compute differently in train and eval mode: one of the layers its arguments build may,
     or an argument is not a construction the engine can read (``nn.Sequential(*layers)``, a
     layer built elsewhere)."""
+    if any(arg.star for arg in call.args):
+        return True
+    return _modules_mode_dependent(unit, call, [arg.value for arg in call.args])
+
+
+def _modules_mode_dependent(unit, call: cst.Call, values: list) -> bool:
+    """Whether one of the modules that the expressions ``values``, arguments of ``call``, build
+    may compute differently in train and eval mode: an expression that is no call (a module
+    built elsewhere, of a class the engine does not read here) may; a call builds the layers of
+    the calls in it (``Net().cuda()``: ``Net()``), read as ``__init__``'s are."""
     index = unit.module_of(call)
     scope = run_constants(unit, call)
-    for arg in call.args:
-        if arg.star or not isinstance(arg.value, cst.Call):
+    for value in values:
+        if not isinstance(value, cst.Call):
             return True
-        for node in walk(arg.value):
+        for node in walk(value):
             if isinstance(node, cst.Call) and _layer_call_dependent(index, node, 0, frozenset(), scope=scope):
                 return True
     return False
@@ -2915,6 +2973,10 @@ def _layer_call_dependent(index: ModuleIndex, node: cst.Call, depth: int, seen: 
     if isinstance(cls, str):
         if cls in CONTAINERS:
             return False  # its elements are calls of their own
+        wrapped = wrapped_module(cls, node)
+        if wrapped is not None:
+            # nn.DataParallel(Net()): the module it wraps, a call of its own; one built elsewhere may
+            return not isinstance(wrapped, cst.Call)
         if not is_module_class(cls) and knowledge().cls(cls) is not None and not (
                 cls.startswith("torch.nn.") and cls.rpartition(".")[2][:1].isupper()):
             return False  # a library class that is no layer
