@@ -1769,9 +1769,12 @@ class UnitBuilder:
         it again; a ``with torch.no_grad():`` block and a grad decorator restore on exit the
         mode they were entered in. Read from the function's returns (:attr:`Frame.grad_exits`,
         a ``return`` inside such a block counting with the mode the block restores) and the
-        end of its body when the last statement built is not a jump (:attr:`Frame.end_ctx`).
-        As the builder follows a statement's mode to the end of its own block only, a mode set
-        inside an ``if`` arm or a loop's body does not reach the return after that statement.
+        end of its body when the last statement built is not a jump and a path reaches it
+        (:attr:`Frame.end_ctx`). The builder follows the mode past each compound statement
+        (:meth:`stmts`): after a ``try`` with a ``finally`` block, the mode at the end of that
+        block holds, also on each return through it; a mode set inside any other nested block
+        (an ``if`` arm, a loop's body, a handler, a ``with`` that sets no mode) leaves the join
+        of the statement's paths, known only when they agree, never one arm's mode.
 
         Args:
             callee: the frame of the function just built, its returns recorded.
