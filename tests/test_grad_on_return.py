@@ -51,8 +51,56 @@ def _modes(helper: str, call: str = "helper()") -> tuple[tuple[str, bool], ...]:
     ("def helper():\n    with torch.no_grad():\n        torch.set_grad_enabled(False)\n        return 1\n",
      "helper()", ("enabled", True)),
     ("@torch.no_grad()\ndef helper():\n    torch.set_grad_enabled(False)\n", "helper()", ("enabled", True)),
-    # a mode set in an `if` arm is followed to the end of that arm only (as in the caller)
-    ("def helper(a):\n    if a:\n        torch.set_grad_enabled(False)\n", "helper(a)", ("enabled", True)),
+    # a mode set inside a nested block: the join of its paths, never one arm's mode. One `if`
+    # arm turns gradients off, the missing `else` keeps them: unknown (LC302 is silent on it)
+    ("def helper(a):\n    if a:\n        torch.set_grad_enabled(False)\n", "helper(a)", ("unknown", True)),
+    ("def helper(a):\n    if a: torch.set_grad_enabled(False)\n", "helper(a)", ("unknown", True)),
+    # both arms agree: their mode
+    ("def helper(a):\n    if a:\n        torch.set_grad_enabled(False)\n    else:\n"
+     "        torch.set_grad_enabled(False)\n", "helper(a)", ("disabled", False)),
+    # off, then both arms of an if/else turn them on again: on (the top-level off does not hold)
+    ("def helper(a):\n    torch.set_grad_enabled(False)\n    if a:\n        torch.set_grad_enabled(True)\n"
+     "    else:\n        torch.set_grad_enabled(True)\n", "helper(a)", ("enabled", False)),
+    # off, then only one arm turns them on again: unknown
+    ("def helper(a):\n    torch.set_grad_enabled(False)\n    if a:\n        torch.set_grad_enabled(True)\n",
+     "helper(a)", ("unknown", False)),
+    # an elif chain whose every arm turns them off, with an else: off
+    ("def helper(a):\n    if a == 1:\n        torch.set_grad_enabled(False)\n    elif a == 2:\n"
+     "        torch.set_grad_enabled(False)\n    else:\n        torch.set_grad_enabled(False)\n",
+     "helper(a)", ("disabled", False)),
+    # a loop body turning them off: the loop may run no iteration, unknown
+    ("def helper(a):\n    for v in a:\n        torch.set_grad_enabled(False)\n", "helper(a)", ("unknown", True)),
+    ("def helper(a):\n    while a:\n        torch.set_grad_enabled(False)\n        break\n", "helper(a)",
+     ("unknown", True)),
+    # a break may leave the loop before the body turns them on again: unknown
+    ("def helper(a):\n    for v in a:\n        torch.set_grad_enabled(False)\n        if v:\n            break\n"
+     "        torch.set_grad_enabled(True)\n", "helper(a)", ("unknown", True)),
+    # an except handler turning them off: unknown (the body may not raise)
+    ("def helper(a):\n    try:\n        a()\n    except ValueError:\n        torch.set_grad_enabled(False)\n",
+     "helper(a)", ("unknown", True)),
+    # a `with` that sets no grad mode: the mode at its body's end holds after it
+    ("def helper(p):\n    with open(p):\n        torch.set_grad_enabled(False)\n", "helper(p)", ("disabled", False)),
+    # try/finally: the mode at the end of the finally block holds on every exit through it
+    ("def helper(a):\n    torch.set_grad_enabled(False)\n    try:\n        a()\n    finally:\n"
+     "        torch.set_grad_enabled(True)\n", "helper(a)", ("enabled", False)),
+    ("def helper(a):\n    torch.set_grad_enabled(False)\n    try:\n        return a()\n    finally:\n"
+     "        torch.set_grad_enabled(True)\n", "y = helper(a)", ("enabled", False)),
+    ("def helper(a):\n    try:\n        torch.set_grad_enabled(False)\n        if a:\n            return 1\n"
+     "        a()\n    except ValueError:\n        return 2\n    finally:\n        torch.set_grad_enabled(True)\n",
+     "y = helper(a)", ("enabled", False)),
+    # a finally that sets nothing: the try's own mode
+    ("def helper(a):\n    try:\n        torch.set_grad_enabled(False)\n    finally:\n        a()\n", "helper(a)",
+     ("disabled", False)),
+    # a finally turning them on in one arm only, after a try turning them off: unknown (and
+    # maybe the entry's: which paths of the finally kept the try's mode is not followed)
+    ("def helper(a):\n    try:\n        torch.set_grad_enabled(False)\n    finally:\n        if a:\n"
+     "            torch.set_grad_enabled(True)\n", "helper(a)", ("unknown", True)),
+    # the finally restores a saved mode the code does not fix: unknown
+    ("def helper(a):\n    prev = torch.is_grad_enabled()\n    torch.set_grad_enabled(False)\n    try:\n"
+     "        a()\n    finally:\n        torch.set_grad_enabled(prev)\n", "helper(a)", ("unknown", False)),
+    # inside the function's own `with torch.no_grad():`, a finally's set is undone by the block's exit
+    ("def helper(a):\n    with torch.no_grad():\n        try:\n            return a()\n        finally:\n"
+     "            torch.set_grad_enabled(False)\n", "y = helper(a)", ("enabled", True)),
     # torch.no_grad() as a statement builds a context manager and changes nothing
     ("def helper():\n    torch.no_grad()\n", "helper()", ("enabled", True)),
     # every path raises: no return sets the caller's mode (the forward after it, which no path

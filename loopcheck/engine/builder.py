@@ -514,6 +514,17 @@ class Frame:
     grad_scope: "Context | None" = None
     grad_restored: bool = False  # a decorator sets the body's grad mode, and restores it on return
     end_ctx: "Context | None" = None  # the context after the last statement of a block built
+    # the grad mode ``(grad, grad_inherited, grad_asked)`` after each grad set built so far in
+    # this function, in order: a statement that sets it, a call that leaves it set, a compound
+    # statement whose paths leave it changed (UnitBuilder.stmts); a ``with`` block that sets a
+    # mode drops those of its body, which its exit undoes. A nested block that added none set
+    # no mode; the ones it added are the modes a jump out of it (``break``, a ``raise`` into a
+    # handler) may carry
+    grad_log: list = field(default_factory=list)
+    # whether a statement of the top level of the block built last sets the grad mode by a
+    # library call with the mode as its argument (``torch.set_grad_enabled(True)``): the mode
+    # at its end does not depend on the mode the block was entered in (UnitBuilder.stmts)
+    end_fixed: bool = False
 
 
 
@@ -1758,9 +1769,12 @@ class UnitBuilder:
         it again; a ``with torch.no_grad():`` block and a grad decorator restore on exit the
         mode they were entered in. Read from the function's returns (:attr:`Frame.grad_exits`,
         a ``return`` inside such a block counting with the mode the block restores) and the
-        end of its body when the last statement built is not a jump (:attr:`Frame.end_ctx`).
-        As the builder follows a statement's mode to the end of its own block only, a mode set
-        inside an ``if`` arm or a loop's body does not reach the return after that statement.
+        end of its body when the last statement built is not a jump and a path reaches it
+        (:attr:`Frame.end_ctx`). The builder follows the mode past each compound statement
+        (:meth:`stmts`): after a ``try`` with a ``finally`` block, the mode at the end of that
+        block holds, also on each return through it; a mode set inside any other nested block
+        (an ``if`` arm, a loop's body, a handler, a ``with`` that sets no mode) leaves the join
+        of the statement's paths, known only when they agree, never one arm's mode.
 
         Args:
             callee: the frame of the function just built, its returns recorded.
@@ -1926,34 +1940,83 @@ class UnitBuilder:
     def stmts(self, frame: Frame, stmts, ctx: Context) -> Seq:
         """The statements of a block in order. The statements after a ``return``, ``raise``,
         ``break`` or ``continue`` of the block itself never run: they make no events (a
-        ``return`` left at the top of a function disables the rest of its body)."""
+        ``return`` left at the top of a function disables the rest of its body).
+
+        The grad mode is followed from statement to statement: past a small statement that
+        sets it (:meth:`grad_after`), and past a compound statement, to the mode its paths
+        leave (:meth:`_stmt`'s answer: the join of its arms', a ``finally`` block's end); each
+        set goes to :attr:`Frame.grad_log`. :attr:`Frame.end_ctx` is the context at the end,
+        ``None`` when a compound statement that set a mode lets no path fall out of it (every
+        arm ends in a jump, a ``try`` whose every path returns through its ``finally``): the end
+        is not reached."""
         seq = Seq()
+        reached, fixed = True, False
         for stmt in stmts:
-            self.stmt(frame, stmt, ctx, seq.items)
+            after = self.stmt(frame, stmt, ctx, seq.items)
             if seq.items and type(seq.items[-1]) is Jump:
                 break
             if type(stmt) is cst.SimpleStatementLine:
                 for s in stmt.body:
-                    ctx = self.grad_after(frame, s, ctx)
-        frame.end_ctx = ctx
+                    new = self.grad_after(frame, s, ctx)
+                    fixed = fixed or new is not ctx and self._grad_statement(frame, s)
+                    ctx = self._logged(frame, ctx, new)
+            elif after is None:
+                reached = False
+            elif after != _grad_of(ctx):
+                grad, inherited, asked = after
+                ctx = self._logged(frame, ctx, replace(ctx, grad=grad, grad_inherited=inherited, grad_asked=asked))
+        frame.end_ctx = ctx if reached else None
+        frame.end_fixed = fixed
         return seq
 
+    @staticmethod
+    def _logged(frame: Frame, before: Context, after: Context) -> Context:
+        """``after``, the context past a statement; a grad set (a new context: a mode set, even
+        to the mode ``before`` had) goes to :attr:`Frame.grad_log`."""
+        if after is not before:
+            frame.grad_log.append(_grad_of(after))
+        return after
+
+    @staticmethod
+    def _end(frame: Frame, seq: Seq) -> Grad | None:
+        """The grad mode at the end of the block just built as ``seq`` (:attr:`Frame.end_ctx`);
+        ``None`` when it ends in a jump (no path falls out of its end)."""
+        if seq.items and type(seq.items[-1]) is Jump or frame.end_ctx is None:
+            return None
+        return _grad_of(frame.end_ctx)
+
+    @staticmethod
+    def _arms_join(frame: Frame, ctx: Context, mark: int, ends) -> Grad | None:
+        """The grad mode after a compound statement entered in ``ctx`` whose paths fall out of
+        it in ``ends`` (``None``: a path that does not): ``ctx``'s mode when it set none
+        (:attr:`Frame.grad_log` no longer than ``mark``), else the join of ``ends``
+        (:func:`_join_grads`); ``None`` when no path falls out."""
+        if len(frame.grad_log) == mark:
+            return _grad_of(ctx)
+        return _join_grads(ends)
+
     def small_stmts(self, frame: Frame, stmts, ctx: Context) -> Seq:
-        """The small statements of one line (``if x: a(); return``); none after a jump runs."""
+        """The small statements of one line (``if x: a(); return``); none after a jump runs.
+        The grad mode is followed as in :meth:`stmts`."""
         seq = Seq()
+        fixed = False
         for s in stmts:
             self.small_stmt(frame, s, ctx, seq.items)
             if seq.items and type(seq.items[-1]) is Jump:
                 break
-            ctx = self.grad_after(frame, s, ctx)
+            new = self.grad_after(frame, s, ctx)
+            fixed = fixed or new is not ctx and self._grad_statement(frame, s)
+            ctx = self._logged(frame, ctx, new)
         frame.end_ctx = ctx
+        frame.end_fixed = fixed
         return seq
 
     def grad_after(self, frame: Frame, s: cst.CSTNode, ctx: Context) -> Context:
         """The context of the statements after ``s`` in its block: ``torch.set_grad_enabled(False)``
         as a statement sets the grad mode until it is set again (a library function whose entry
         says ``grad = "arg"``: the mode its argument gives; ``torch.no_grad()`` as a statement only
-        builds a context manager and changes nothing). Only the rest of the block is followed.
+        builds a context manager and changes nothing). :meth:`stmts` follows it to the rest of
+        the block, and past the block's end to the mode its enclosing statement leaves.
 
         Grad mode is a state of the thread, so a call of a project function inlined here
         (``on_start_eval(model)`` as a statement, or the value of an assignment) leaves it
@@ -1965,28 +2028,35 @@ class UnitBuilder:
             if left is not None:
                 grad, inherited, asked = left
                 return replace(ctx, grad=grad, grad_inherited=inherited, grad_asked=asked)
-        if type(s) is not cst.Expr or type(s.value) is not cst.Call:
-            return ctx
-        q, qualified = self.resolve(frame, dotted_name(s.value.func))
-        summary = knowledge().callable(q) if qualified else None
-        if summary is None or summary.grad != "arg":
+        if not self._grad_statement(frame, s):
             return ctx
         return replace(ctx, grad=self.with_grad(frame, s.value, ctx.grad), grad_inherited=False, grad_asked=False)
 
-    def stmt(self, frame: Frame, stmt: cst.CSTNode, ctx: Context, out: list[Node]) -> None:
+    def _grad_statement(self, frame: Frame, s: cst.CSTNode) -> bool:
+        """Whether small statement ``s`` is a call of a library function whose knowledge entry
+        says ``grad = "arg"`` (``torch.set_grad_enabled(False)``): it sets the grad mode its
+        argument gives, whatever the mode before it."""
+        if type(s) is not cst.Expr or type(s.value) is not cst.Call:
+            return False
+        q, qualified = self.resolve(frame, dotted_name(s.value.func))
+        summary = knowledge().callable(q) if qualified else None
+        return summary is not None and summary.grad == "arg"
+
+    def stmt(self, frame: Frame, stmt: cst.CSTNode, ctx: Context, out: list[Node]) -> Grad | None:
+        """Build one statement into ``out``; the grad mode after it, as :meth:`_stmt`."""
         if frame.fresh_at and id(stmt) in frame.fresh_at:
             self._fresh_stmt(frame, stmt, ctx, out)
-            return
+            return _grad_of(ctx)
         if not frame.given:
-            self._stmt(frame, stmt, ctx, out)
-            return
+            return self._stmt(frame, stmt, ctx, out)
         # a parameter keeps the caller's object until a statement re-binds it; a loop, a
         # ``with ... as``, an ``except ... as`` may re-bind it before its body's statements run
         # (a loop's next iteration), an ``if`` only in its arms, after its test
         if type(stmt) is not cst.SimpleStatementLine and type(stmt) is not cst.If:
             self._forget_given(frame, stmt)
-        self._stmt(frame, stmt, ctx, out)
+        after = self._stmt(frame, stmt, ctx, out)
         self._forget_given(frame, stmt)
+        return after
 
     def _fresh_stmt(self, frame: Frame, stmt: cst.SimpleStatementLine, ctx: Context, out: list[Node]) -> None:
         """``name = copy.deepcopy(name)`` re-binding a parameter of :attr:`Frame.shadow`: the
@@ -2007,14 +2077,22 @@ class UnitBuilder:
             for name in names.intersection(frame.given):
                 del frame.given[name]
 
-    def _stmt(self, frame: Frame, stmt: cst.CSTNode, ctx: Context, out: list[Node]) -> None:
+    def _stmt(self, frame: Frame, stmt: cst.CSTNode, ctx: Context, out: list[Node]) -> Grad | None:
+        """Build one statement into ``out``. Returns the grad mode a compound statement leaves
+        (``ctx``'s for a simple one, whose sets :meth:`stmts` follows; ``None`` when no path
+        falls out of it): the join of the modes its paths fall out in (:meth:`_arms_join`),
+        the mode at the end of a ``finally`` block on every path through it
+        (:meth:`_try_grad`), the entry's after a ``with`` that sets a mode (its exit restores
+        it); a loop's paths include the entry (no iteration) and every mode set in its body
+        (a ``break`` may leave in any of them)."""
+        mark = len(frame.grad_log)
         if type(stmt) is cst.SimpleStatementLine:
             for s in stmt.body:
                 self.small_stmt(frame, s, ctx, out)
                 if out and type(out[-1]) is Jump:
                     break  # ``return; model(x)``: the rest of the line never runs
         elif type(stmt) is cst.If:
-            self.if_stmt(frame, stmt, ctx, out)
+            return self.if_stmt(frame, stmt, ctx, out)
         elif type(stmt) is cst.For:
             self.expr_events(frame, stmt.iter, ctx, out)
             info = self.loop_info(frame, stmt, stmt.target, stmt.iter)
@@ -2035,43 +2113,96 @@ class UnitBuilder:
             finally:
                 frame.counters, frame.counter_loops, frame.choices = outer_counters, outer_loops, outer_choices
                 frame.counter_starts = outer_starts
+            ends = [_grad_of(ctx), self._end(frame, body)]
             orelse = self.block(frame, stmt.orelse.body, ctx) if stmt.orelse else Seq()
+            ends.append(self._end(frame, orelse) if stmt.orelse else None)
             info.count = self.iteration_count(frame, stmt.iter)
             info.display = info.count is not None and self.range_length(frame, stmt.iter) is None
             out.append(Loop(info, body, orelse, once=self.at_most_one(frame, stmt.iter)))
+            return self._arms_join(frame, ctx, mark, ends + frame.grad_log[mark:])
         elif type(stmt) is cst.While:
             info = self.loop_info(frame, stmt, None, stmt.test)
             inner = replace(ctx, loops=ctx.loops + (info,), conds=())
             body = Seq()
             self.expr_events(frame, stmt.test, inner, body.items)
-            body.items.extend(self.block(frame, stmt.body, inner).items)
+            built = self.block(frame, stmt.body, inner)
+            ends = [_grad_of(ctx), self._end(frame, built)]
+            body.items.extend(built.items)
             orelse = self.block(frame, stmt.orelse.body, ctx) if stmt.orelse else Seq()
+            ends.append(self._end(frame, orelse) if stmt.orelse else None)
             infinite = type(stmt.test) is cst.Name and stmt.test.value == "True" or (
                 type(stmt.test) is cst.Integer and stmt.test.value != "0"
             )
             out.append(Loop(info, body, orelse, infinite))
+            return self._arms_join(frame, ctx, mark, ends + frame.grad_log[mark:])
         elif type(stmt) is cst.With:
-            self.with_stmt(frame, stmt, 0, ctx, ctx.grad, out)
+            return self.with_stmt(frame, stmt, 0, ctx, ctx.grad, out)
         elif type(stmt) is cst.Try or isinstance(stmt, getattr(cst, "TryStar", ())):
-            body = self.block(frame, stmt.body, ctx)
-            handlers = [self.block(frame, h.body, ctx) for h in stmt.handlers]
-            orelse = self.block(frame, stmt.orelse.body, ctx) if stmt.orelse else Seq()
-            final = self.block(frame, stmt.finalbody.body, ctx) if stmt.finalbody else Seq()
-            out.append(Try(body, handlers, orelse, final))
+            return self._try_stmt(frame, stmt, ctx, out)
         elif isinstance(stmt, cst.Match):
             self.expr_events(frame, stmt.subject, ctx, out)
-            branches = [self.block(frame, c.body, replace(ctx, conds=ctx.conds + (stmt,))) for c in stmt.cases]
+            branches, ends = [], [_grad_of(ctx)]  # (no case may match)
+            for c in stmt.cases:
+                branches.append(self.block(frame, c.body, replace(ctx, conds=ctx.conds + (stmt,))))
+                ends.append(self._end(frame, branches[-1]))
             node: Node = Seq()
             for branch in reversed(branches):
                 node = If(stmt, branch, node if isinstance(node, Seq) else Seq([node]))
             out.append(node)
+            return self._arms_join(frame, ctx, mark, ends)
         # FunctionDef / ClassDef: definitions are not executed here.
+        return _grad_of(ctx)
+
+    def _try_stmt(self, frame: Frame, stmt: cst.Try, ctx: Context, out: list[Node]) -> Grad | None:
+        """A ``try`` statement; the grad mode after it (``None``: no path falls out of it).
+
+        Its body, handlers, ``else`` and ``finally`` blocks are each built entered in ``ctx``.
+        The mode on leaving the ``try`` part (:func:`_grad_through` carries the mode of each
+        path into the block it runs next): the body's end through the ``else`` block, and each
+        handler's end, the handler entered in ``ctx``'s mode or in any mode the body set (a
+        ``raise`` may come after any of its sets); their join. A ``finally`` block runs on
+        every exit: the mode at its end holds after the statement, and on each ``return`` of
+        the ``try`` part (:attr:`Frame.grad_exits` recorded while it was built), unless an
+        enclosing ``with`` that set a mode restores its own on those returns
+        (:attr:`Frame.grad_scope`)."""
+        entry, mark = _grad_of(ctx), len(frame.grad_log)
+        first_exit = len(frame.grad_exits)
+        body = self.block(frame, stmt.body, ctx)
+        body_end, body_sets = self._end(frame, body), frame.grad_log[mark:]
+        handlers, handler_ends = [], []
+        for h in stmt.handlers:
+            at = len(frame.grad_log)
+            handlers.append(self.block(frame, h.body, ctx))
+            handler_ends.append((self._end(frame, handlers[-1]), len(frame.grad_log) > at, frame.end_fixed))
+        at = len(frame.grad_log)
+        orelse = self.block(frame, stmt.orelse.body, ctx) if stmt.orelse else Seq()
+        normal = body_end
+        if stmt.orelse and body_end is not None:
+            normal = _grad_through(entry, self._end(frame, orelse), len(frame.grad_log) > at, body_end,
+                                   frame.end_fixed)
+        ends = [normal] + [_grad_through(entry, end, sets, m, fixed)
+                           for end, sets, fixed in handler_ends for m in {entry, *body_sets}]
+        last_exit, at = len(frame.grad_exits), len(frame.grad_log)
+        final = self.block(frame, stmt.finalbody.body, ctx) if stmt.finalbody else Seq()
+        out.append(Try(body, handlers, orelse, final))
+        if len(frame.grad_log) == mark:
+            return entry
+        left = _join_grads(ends)
+        if not stmt.finalbody:
+            return left
+        final_end, final_sets, fixed = self._end(frame, final), len(frame.grad_log) > at, frame.end_fixed
+        if final_sets and frame.grad_scope is None:
+            exits = [_grad_through(entry, final_end, True, m, fixed) for m in frame.grad_exits[first_exit:last_exit]]
+            frame.grad_exits[first_exit:last_exit] = [m for m in exits if m is not None]
+        return _grad_through(entry, final_end, final_sets, left, fixed) if left is not None else None
 
     def with_stmt(self, frame: Frame, stmt: cst.With, start: int, ctx: Context, grad: str, out: list[Node],
-                  grad_set: bool = False) -> None:
+                  grad_set: bool = False) -> Grad | None:
         """The items of a ``with`` statement from number ``start`` on, entered in grad mode
         ``grad`` (``grad_set``: an item before ``start`` set it), then its body and the exits
-        of those items.
+        of those items. Returns the grad mode after the statement: ``ctx``'s when an item sets
+        a mode (its exit restores the one it was entered in: the sets of the body leave
+        :attr:`Frame.grad_log`), else the mode at the body's end (``None``: it ends in a jump).
 
         An item that picks its context manager by a condition (``with torch.enable_grad() if
         is_train else torch.no_grad():``) and whose arms set different grad modes makes an
@@ -2104,7 +2235,7 @@ class UnitBuilder:
                 self._place(item.item, frame.module)
                 out.append(If(item.item, sides[0], sides[1], self.absence(frame, test), test))
                 _close_with(out, guarded, exits)
-                return
+                return _grad_of(ctx)
             mode = self.with_grad(frame, chosen, grad)  # (arms that disagree, past the splits: "unknown")
             # (an item that sets the mode the block already had sets it all the same)
             grad_set = grad_set or mode != grad or self.with_grad(frame, chosen, None) is not None
@@ -2141,11 +2272,17 @@ class UnitBuilder:
         scope = frame.grad_scope
         if grad_set and scope is None:
             frame.grad_scope = ctx  # leaving the block restores this mode, also by a return inside it
+        mark = len(frame.grad_log)
         try:
-            out.extend(self.block(frame, stmt.body, inner).items)
+            body = self.block(frame, stmt.body, inner)
         finally:
             frame.grad_scope = scope
+        out.extend(body.items)
         _close_with(out, guarded, exits)
+        if grad_set:
+            del frame.grad_log[mark:]
+            return _grad_of(ctx)
+        return self._end(frame, body) if len(frame.grad_log) > mark else _grad_of(ctx)
 
     def _block_mode(self, frame: Frame, item: cst.BaseExpression, ctx: Context) -> tuple[list, list] | None:
         """For a ``with`` item calling a library context manager whose entry has a
@@ -2198,7 +2335,11 @@ class UnitBuilder:
             return None
         return modes
 
-    def if_stmt(self, frame: Frame, stmt: cst.If, ctx: Context, out: list[Node]) -> None:
+    def if_stmt(self, frame: Frame, stmt: cst.If, ctx: Context, out: list[Node]) -> Grad | None:
+        """An ``if`` statement: the arm its test decides, else an ``If`` of both. Returns the
+        grad mode after it (:meth:`_arms_join` of the arms it may take, a missing ``else`` arm
+        keeping ``ctx``'s)."""
+        mark = len(frame.grad_log)
         decided = self.decide(frame, stmt.test)
         split = self.choice_split(frame, stmt.test) if decided is None else None
         if split is not None:  # for k in [1, 0]: `if k == 0: ... elif k == 1:` takes one of its arms
@@ -2212,37 +2353,46 @@ class UnitBuilder:
                     body = self.block(frame, stmt.body, replace(ctx, conds=ctx.conds + (stmt,)))
                 finally:
                     frame.choices = outer
-                self._if_arms(frame, stmt, ctx, out, body, {**outer, name: no})
-                return
+                return self._if_arms(frame, stmt, ctx, out, body, {**outer, name: no}, mark, self._end(frame, body))
         if decided is not None:  # load_model(..., phase="train"): `if phase == "eval":` is False
             if decided:
-                out.extend(self.block(frame, stmt.body, ctx).items)
+                arm = self.block(frame, stmt.body, ctx)
             elif type(stmt.orelse) is cst.If:
-                self.if_stmt(frame, stmt.orelse, ctx, out)
+                return self.if_stmt(frame, stmt.orelse, ctx, out)
             elif type(stmt.orelse) is cst.Else:
-                out.extend(self.block(frame, stmt.orelse.body, ctx).items)
-            return
-        self._if_arms(frame, stmt, ctx, out)
+                arm = self.block(frame, stmt.orelse.body, ctx)
+            else:
+                return _grad_of(ctx)
+            out.extend(arm.items)
+            return self._arms_join(frame, ctx, mark, [self._end(frame, arm)])
+        return self._if_arms(frame, stmt, ctx, out, mark=mark)
 
     def _if_arms(self, frame: Frame, stmt: cst.If, ctx: Context, out: list[Node], body: Seq | None = None,
-                 else_choices: dict | None = None) -> None:
+                 else_choices: dict | None = None, mark: int = 0, body_end: Grad | None = None) -> Grad | None:
         """The ``If`` of an ``if`` statement its test does not decide (``body``: its first arm,
-        already built; ``else_choices``: :attr:`Frame.choices` in its other arm)."""
+        already built, ending in grad mode ``body_end``; ``else_choices``: :attr:`Frame.choices` in its other arm). Returns the
+        grad mode after it, the join of its arms' (:meth:`_arms_join`; ``mark``: the length of
+        :attr:`Frame.grad_log` before the statement)."""
         self.expr_events(frame, stmt.test, ctx, out)
         absent = self.absence(frame, stmt.test)
         given = self._given_at(frame, absent)  # (before the arms, which may re-bind them)
         inner = replace(ctx, conds=ctx.conds + (stmt,))
         if body is None:
             body = self.block(frame, stmt.body, inner)
+            body_end = self._end(frame, body)
+        ends = [body_end]
         orelse = Seq()
         outer = frame.choices
         if else_choices is not None:
             frame.choices = else_choices
         try:
             if type(stmt.orelse) is cst.If:
-                self.if_stmt(frame, stmt.orelse, inner, orelse.items)
+                ends.append(self.if_stmt(frame, stmt.orelse, inner, orelse.items))
             elif type(stmt.orelse) is cst.Else:
                 orelse = self.block(frame, stmt.orelse.body, inner)
+                ends.append(self._end(frame, orelse))
+            else:
+                ends.append(_grad_of(ctx))
         finally:
             frame.choices = outer
         self._place(stmt, frame.module)
@@ -2251,6 +2401,7 @@ class UnitBuilder:
                       not_instance=self.not_instance(frame, stmt.test), first_pass=self.first_pass(frame, stmt.test)))
         if out[-1].fact is not None:
             self._fact_ifs.append(out[-1])
+        return self._arms_join(frame, ctx, mark, ends)
 
     def _counts(self, frame: Frame, test: cst.BaseExpression) -> cst.For | None:
         """:attr:`If.counts` of an ``if`` on ``test``: the ``for`` statement of the function
@@ -3650,6 +3801,50 @@ def _is_classmethod(func: cst.FunctionDef) -> bool:
 def _has_jump(node: Node) -> bool:
     """Whether a ``break``, ``continue``, ``return`` or ``raise`` sits anywhere in ``node``."""
     return type(node) is Jump or any(_has_jump(p) for p in parts(node))
+
+
+#: a grad mode as ``(grad, grad_inherited, grad_asked)`` of :class:`~loopcheck.engine.ir.Context`
+Grad = tuple[str, bool, bool]
+
+
+def _grad_of(ctx: Context) -> Grad:
+    """The grad mode of a context."""
+    return ctx.grad, ctx.grad_inherited, ctx.grad_asked
+
+
+def _join_grads(modes) -> Grad | None:
+    """The grad mode after paths that meet, each leaving one of ``modes``: the mode they all
+    agree on, ``"unknown"`` when they disagree (never the mode of one path); inherited from the
+    unit's entry when one path kept the entry's mode, asked for when every path asked for it.
+    ``None`` when no path reaches the meeting point."""
+    modes = [m for m in modes if m is not None]
+    if not modes:
+        return None
+    grads = {grad for grad, _, _ in modes}
+    return (grads.pop() if len(grads) == 1 else "unknown",
+            any(inherited for _, inherited, _ in modes), all(asked for _, _, asked in modes))
+
+
+def _grad_through(entry: Grad, end: Grad | None, sets: bool, mode: Grad, fixed: bool = False) -> Grad | None:
+    """The grad mode after a block that was built entered in ``entry`` and ended in ``end``
+    (``None``: no path falls out of it), when it runs entered in ``mode`` instead (a ``finally``
+    reached by a ``return``, a handler reached by a ``raise`` after a set). ``sets``: whether the
+    block sets a mode anywhere (:attr:`Frame.grad_log` grew while it was built); ``fixed``:
+    a statement of its own top level sets the mode by its argument (:attr:`Frame.end_fixed`).
+
+    A block that sets none keeps ``mode``. One whose top level sets it ends in ``end``,
+    which the statements from that set on compute from the mode set. One whose end is a known mode other than its
+    entry's set that mode on every path (a path that set nothing would have kept ``entry``,
+    and the paths' join would not be known), whatever it was entered in. Otherwise the end is
+    exact only for a block entered in ``entry``'s mode; in another, ``"unknown"`` (inherited
+    when either may be: which paths of the block kept ``mode`` is not known)."""
+    if end is None:
+        return None
+    if not sets:
+        return mode
+    if fixed or end[0] != "unknown" and end[0] != entry[0] or mode == entry:
+        return end
+    return "unknown", end[1] or mode[1], end[2] and mode[2]
 
 
 def _close_with(out: list[Node], guarded: int, exits: list[Node]) -> None:
