@@ -484,6 +484,10 @@ class Frame:
     # each name of ``counters`` -> the integer it is bound to on the first pass of its loop
     # (:meth:`UnitBuilder.counter_start`), for those the code fixes
     counter_starts: dict = field(default_factory=dict)
+    # each name of ``counters`` whose first value the code does not fix, but whose loop starts
+    # at a local variable every binding of which is a plain ``start = <expression>``
+    # (:meth:`UnitBuilder.counter_start_given`) -> ``(symbol of start, its integer literals)``
+    counter_given: dict = field(default_factory=dict)
     # name -> the literal values an enclosing ``for name in [1, 0]:`` binds it to, one per pass
     # (its body never re-binds it), narrowed in the arms of the ``if``s it decides there:
     # :meth:`UnitBuilder.choice_split`
@@ -2098,7 +2102,7 @@ class UnitBuilder:
             info = self.loop_info(frame, stmt, stmt.target, stmt.iter)
             inner = replace(ctx, loops=ctx.loops + (info,), conds=())
             outer_counters, outer_loops, outer_choices = frame.counters, frame.counter_loops, frame.choices
-            outer_starts = frame.counter_starts
+            outer_starts, outer_given = frame.counter_starts, frame.counter_given
             own = self.loop_counters(frame, stmt)
             frame.counters = outer_counters | own
             if own:
@@ -2106,6 +2110,10 @@ class UnitBuilder:
                 start = self.counter_start(frame, stmt)
                 if start is not None:
                     frame.counter_starts = {**outer_starts, **dict.fromkeys(own, start)}
+                else:
+                    given = self.counter_start_given(frame, stmt)
+                    if given is not None:
+                        frame.counter_given = {**outer_given, **dict.fromkeys(own, given)}
             frame.choices = {k: v for k, v in outer_choices.items() if k not in bound_names(stmt)[0]}
             frame.choices.update(self.loop_choices(frame, stmt))
             try:
@@ -2114,6 +2122,7 @@ class UnitBuilder:
                 frame.counters, frame.counter_loops, frame.choices = outer_counters, outer_loops, outer_choices
                 frame.counter_starts = outer_starts
             ends = [_grad_of(ctx), self._end(frame, body)]
+                frame.counter_starts, frame.counter_given = outer_starts, outer_given
             orelse = self.block(frame, stmt.orelse.body, ctx) if stmt.orelse else Seq()
             ends.append(self._end(frame, orelse) if stmt.orelse else None)
             info.count = self.iteration_count(frame, stmt.iter)
@@ -2398,7 +2407,8 @@ class UnitBuilder:
         self._place(stmt, frame.module)
         out.append(If(stmt, body, orelse, absent, given=given, fact=self._fact_of(frame, stmt.test),
                       mode_of=self._mode_of(frame, stmt.test), counts=self._counts(frame, stmt.test),
-                      not_instance=self.not_instance(frame, stmt.test), first_pass=self.first_pass(frame, stmt.test)))
+                      not_instance=self.not_instance(frame, stmt.test), first_pass=self.first_pass(frame, stmt.test),
+                      first_pass_given=self.first_pass_given(frame, stmt.test)))
         if out[-1].fact is not None:
             self._fact_ifs.append(out[-1])
         return self._arms_join(frame, ctx, mark, ends)
@@ -2444,6 +2454,60 @@ class UnitBuilder:
         finally:
             frame.constants = outer
         return None
+
+    def first_pass_given(self, frame: Frame, test: cst.BaseExpression) -> tuple[cst.For, bool, str, int] | None:
+        """:attr:`If.first_pass_given` of an ``if`` on ``test``, where :meth:`first_pass` gives
+        nothing: ``(loop, outcome, symbol, value)`` where ``test`` reads the counter of an
+        enclosing ``for`` of the function being built whose first value is the variable
+        ``symbol`` (:attr:`Frame.counter_given`: ``range(start_epoch, n)`` after ``start_epoch
+        = 0`` on one path and ``start_epoch = ckpt["epoch"]`` on another), and :meth:`decide`
+        gives ``test`` the value ``outcome`` with the counter bound to ``value``, an integer
+        literal ``symbol`` is bound to (``if epoch != 0:``); ``None`` otherwise. A path on which
+        the variable holds ``value`` where the loop starts is on such a first pass."""
+        if not frame.counter_given:
+            return None
+        names = names_in(test)
+        outer = frame.constants
+        try:
+            for name in reversed(frame.counter_given):
+                if name not in names or name in outer or name in frame.counter_starts:
+                    continue
+                sym, values = frame.counter_given[name]
+                for value in values:
+                    frame.constants = {**outer, name: value}
+                    outcome = self.decide(frame, test)
+                    if outcome is not None:
+                        return frame.counter_loops[name], outcome, sym, value
+        finally:
+            frame.constants = outer
+        return None
+
+    def counter_start_given(self, frame: Frame, stmt: cst.For) -> tuple[str, tuple[int, ...]] | None:
+        """:attr:`Frame.counter_given` of ``stmt``, a ``for`` over ``range(start, ...)`` whose
+        start :meth:`counter_start` does not fix: ``(symbol, values)`` when ``start`` is a plain
+        local variable of the function being built (not a parameter, not a global) every binding
+        of which is a plain assignment ``start = <expression>`` (:func:`_plain_int_bindings`:
+        each then an ``Assign`` of the IR, whose path the dataflow follows), ``values`` the
+        integer literals among those assignments; ``None`` otherwise (an attribute, a parameter,
+        a name bound by a loop, an unpacking or ``+=``, declared ``global`` or ``nonlocal``)."""
+        it = stmt.iter
+        if type(it) is not cst.Call or dotted_name(it.func) != "range" or not 2 <= len(it.args) <= 3:
+            return None
+        if any(a.star or a.keyword is not None for a in it.args):
+            return None
+        start = it.args[0].value
+        if type(start) is not cst.Name or frame.node is None or start.value not in frame.locals:
+            return None
+        name = start.value
+        if name in frame.subst or name in frame.constants or name in all_param_names(frame.node):
+            return None
+        values = _plain_int_bindings(frame.node, name)
+        if not values:
+            return None
+        sym, qualified = self.resolve(frame, name)
+        if sym is None or qualified:
+            return None
+        return sym, values
 
     def counter_start(self, frame: Frame, stmt: cst.For) -> int | None:
         """The integer the counter of ``stmt`` (:meth:`loop_counters`, not empty) is bound to on
@@ -3482,6 +3546,118 @@ def _stable_test(test: cst.BaseExpression, bound: dict) -> bool:
         else:
             return False
     return True
+
+
+def _plain_int_bindings(func: cst.FunctionDef, name: str) -> tuple[int, ...] | None:
+    """The integer literals of the plain assignments ``name = <integer>`` in ``func``, when
+    every binding of ``name`` in the function's own scope is a plain ``name = <expression>``
+    statement with that one target (a literal or not); ``None`` when any other binds it there
+    (``name += 1``, ``a, name = ...``, ``name: int = 0``, a ``for``/``with``/``except`` target,
+    an import, ``del``, a walrus, a nested definition of that name) or a ``global``/``nonlocal``
+    statement anywhere in the function names it (a nested function may re-bind it)."""
+    values: list[int] = []
+    ok = True
+
+    class Visit(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.depth = 0  # nested functions, classes and lambdas: their own scope
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            nonlocal ok
+            if node is not func:
+                if self.depth == 0 and node.name.value == name:
+                    ok = False
+                self.depth += 1
+
+        def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+            if node is not func:
+                self.depth -= 1
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> None:
+            nonlocal ok
+            if self.depth == 0 and node.name.value == name:
+                ok = False
+            self.depth += 1
+
+        def leave_ClassDef(self, node: cst.ClassDef) -> None:
+            self.depth -= 1
+
+        def visit_Global(self, node: cst.Global) -> None:
+            nonlocal ok
+            ok = ok and all(n.name.value != name for n in node.names)
+
+        def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+            nonlocal ok
+            ok = ok and all(n.name.value != name for n in node.names)
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            nonlocal ok
+            if self.depth:
+                return
+            plain = len(node.targets) == 1 and type(node.targets[0].target) is cst.Name
+            if plain and node.targets[0].target.value == name:
+                if type(node.value) is cst.Integer:
+                    values.append(node.value.evaluated_value)
+                return
+            if any(name in _target_names(t.target) for t in node.targets):
+                ok = False
+
+        def _binds(self, target) -> None:
+            nonlocal ok
+            if self.depth == 0 and target is not None and name in _target_names(target):
+                ok = False
+
+        def visit_AugAssign(self, node) -> None:
+            self._binds(node.target)
+
+        def visit_AnnAssign(self, node) -> None:
+            self._binds(node.target)
+
+        def visit_For(self, node) -> None:
+            self._binds(node.target)
+
+        def visit_CompFor(self, node) -> None:
+            pass  # a comprehension's own scope
+
+        def visit_WithItem(self, node) -> None:
+            self._binds(node.asname.name if node.asname is not None else None)
+
+        def visit_ExceptHandler(self, node) -> None:
+            self._binds(node.name.name if node.name is not None else None)
+
+        def visit_Del(self, node) -> None:
+            self._binds(node.target)
+
+        def visit_NamedExpr(self, node) -> None:
+            nonlocal ok
+            if type(node.target) is cst.Name and node.target.value == name:
+                ok = False  # (even in a comprehension: it binds the function's variable)
+
+        def visit_ImportAlias(self, node) -> None:
+            nonlocal ok
+            bound = node.asname.name if node.asname is not None else node.name
+            if self.depth == 0 and dotted_name(bound) is not None and dotted_name(bound).split(".")[0] == name:
+                ok = False
+
+        def visit_MatchAs(self, node) -> None:
+            self._binds(node.name)
+
+        def visit_MatchStar(self, node) -> None:
+            self._binds(node.name)
+
+    func.visit(Visit())
+    return tuple(dict.fromkeys(values)) if ok else None
+
+
+def _target_names(target: cst.CSTNode) -> set[str]:
+    """The plain names an assignment target binds (``a`` and ``b`` of ``a, (b, c.d) = ...``)."""
+    if type(target) is cst.Name:
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return set().union(*(_target_names(el.value) for el in target.elements))
+    if type(target) is cst.StarredElement:
+        return _target_names(target.value)
+    return set()
 
 
 def _single_bindings(body) -> dict[str, cst.BaseExpression | None]:

@@ -624,6 +624,10 @@ class _FactTable:
             (``self.args = args``, :class:`Alias`), known where the path knows that alias.
         needs: ``j →`` the mask of the alias facts (:class:`Alias`) a guard's fact ``j`` is made
             under, which a machine following ``j`` follows too.
+        starts: ``(symbol, value) → j``: the fact that the local variable a counted loop starts
+            at holds ``value`` (:attr:`~loopcheck.engine.ir.If.first_pass_given`), made by
+            ``symbol = value`` and ended by the variable's other bindings (every one a plain
+            assignment: :func:`~loopcheck.engine.builder._plain_int_bindings`).
         values: how many facts there are.
     """
 
@@ -635,6 +639,7 @@ class _FactTable:
     kills: dict = field(default_factory=dict)
     guards: dict = field(default_factory=dict)
     needs: dict = field(default_factory=dict)
+    starts: dict = field(default_factory=dict)
     values: int = 0
 
 
@@ -696,10 +701,15 @@ def fact_table(unit: Seq) -> _FactTable:
         return _FACTS[unit]
     table = _FactTable()
     _FACTS[unit] = table
-    ifs = [node for node, _ in _ifs_by_call(unit) if node.fact is not None]
-    if not ifs:
+    ifs, given = [], []
+    for node, _ in _ifs_by_call(unit):
+        if node.fact is not None:
+            ifs.append(node)
+        if node.first_pass_given is not None:
+            given.append(node.first_pass_given)
+    if not ifs and not given:
         return table
-    tested = {node.fact[0] for node in ifs}
+    tested = {node.fact[0] for node in ifs} | {sym for _, _, sym, _ in given}
     facts: dict[tuple, int] = {}  # (attribute, type, value) -> j
     values: list[tuple[str, object]] = []
     made: dict[int, int] = {}
@@ -720,6 +730,10 @@ def fact_table(unit: Seq) -> _FactTable:
     also = _guard_facts(unit, ifs, raws, tested, table, fact, made)
     if not values:
         return table
+    for _, _, sym, value in given:
+        j = facts.get((sym, int, value))
+        if j is not None:
+            table.starts[(sym, value)] = j
     for node in ifs:
         sym, name = node.fact
         truth = truth_test(node.test)
@@ -731,12 +745,14 @@ def fact_table(unit: Seq) -> _FactTable:
             table.arms[id(node)] = arms
             table.ifs.append(node)
     keys = {key for key, _ in values} | {key for sources in also.values() for key in sources}
+    starts = {sym for _, _, sym, _ in given}
     for raw in raws:
         if type(raw) is Assign:
             hit = {key for key in keys if raw.target and assigned_ends(key, raw.target, raw.op)}
         else:
             hit = {key for key in keys for t in raw.targets if t and assigned_ends(key, t, "=")}
-            hit |= {key for key in keys for c in raw.clobbers if ends(key, c)}
+            # (a call re-binds no local variable a loop starts at: only its assignments end it)
+            hit |= {key for key in keys - starts for c in raw.clobbers if ends(key, c)}
         j = made.get(id(raw), -1)
         if hit or j >= 0:
             ended = 0
@@ -991,13 +1007,14 @@ class _Interpreter:
         self._fact_base = 2 * len(numbers)
         self._fact_keep = 0  # the facts this machine follows (_opaque_fact_arms)
         self._fact_arms = self._opaque_fact_arms(unit)
+        self._start_facts = self._followed_starts(unit)  # id(cst.For) -> the fact its first pass needs
         # after the facts: bit ``pass_base + 2 * n`` says test ``n`` of a loop's counter was
         # true on an earlier pass of the run of that loop the path is in (_next_pass)
         self._pass_base = (self._fact_base + self._fact_keep.bit_length() + 1) & ~1
         # after those: bit ``first_base + 2 * k`` says the path is on the first pass of the run
         # of the k-th loop of _first_bits it is in (If.first_pass)
         self._first_bits = self._first_pass_loops(unit, self._pass_base + 2 * len(numbers))
-        self._fact_nodes = self._facts.nodes if self._fact_arms else frozenset()
+        self._fact_nodes = self._facts.nodes if self._fact_arms or self._start_facts else frozenset()
         self._fact_masks: dict[int, tuple[int, int]] = {}  # id(raw event) -> (bits it ends, bit it makes)
         shared = _LIVE.setdefault(unit, {})
         self._live_items: dict[int, tuple] = shared.setdefault(
@@ -1035,6 +1052,34 @@ class _Interpreter:
             self._fact_keep |= 1 << 2 * j
         return out
 
+    def _followed_starts(self, unit: Seq) -> dict[int, int]:
+        """``id(cst.For) →`` the fact (relative to the base, as the table's masks) that a path
+        must know where it enters that loop to be on the first pass that decides an ``if`` of
+        the loop's counter (:attr:`~loopcheck.engine.ir.If.first_pass_given`, ``if epoch !=
+        0:`` in ``for epoch in range(start_epoch, n):`` after ``start_epoch = 0``), for the
+        ``if``s whose arms can leave different states for this machine; each such fact is
+        followed (:attr:`_fact_keep`). A loop whose ``if``s need different facts needs none
+        (its first pass is not followed)."""
+        starts = self._facts.starts
+        if not starts:
+            return {}
+        kinds, m = self.m.kinds, self.m
+        branches = type(m).branch is not Machine.branch
+        out: dict[int, int] = {}
+        for node, _ in _ifs_by_call(unit):
+            given = node.first_pass_given
+            if given is None or (given[2], given[3]) not in starts:
+                continue
+            sm = self._summaries[id(node)]
+            if not (sm.jumps or (sm.kinds if kinds is None else sm.kinds & kinds) or (branches and m.branches_on(node))):
+                continue
+            fact = 1 << 2 * starts[(given[2], given[3])]
+            out[id(given[0])] = fact if out.get(id(given[0]), fact) == fact else 0
+        out = {k: v for k, v in out.items() if v}
+        for fact in out.values():
+            self._fact_keep |= fact
+        return out
+
     def _first_pass_loops(self, unit: Seq, base: int) -> dict[int, int]:
         """``id(cst.For) →`` its bit of the conditions (from bit ``base`` on), for the loops
         whose first pass decides the test of an ``if`` (:attr:`~loopcheck.engine.ir.If.first_pass`)
@@ -1046,11 +1091,17 @@ class _Interpreter:
         branches = type(m).branch is not Machine.branch
         bits: dict[int, int] = {}
         for node, _ in _ifs_by_call(unit):
-            if node.first_pass is None or id(node.first_pass[0]) in bits:
+            if node.first_pass is not None:
+                loop = node.first_pass[0]
+            elif node.first_pass_given is not None and id(node.first_pass_given[0]) in self._start_facts:
+                loop = node.first_pass_given[0]
+            else:
+                continue
+            if id(loop) in bits:
                 continue
             sm = self._summaries[id(node)]
             if sm.jumps or (sm.kinds if kinds is None else sm.kinds & kinds) or (branches and m.branches_on(node)):
-                bits[id(node.first_pass[0])] = 1 << (base + 2 * len(bits))
+                bits[id(loop)] = 1 << (base + 2 * len(bits))
         return bits
 
     @staticmethod
@@ -1271,9 +1322,10 @@ class _Interpreter:
 
     def _arm(self, node: If, states: set, taken: bool) -> set:
         number = self._number.get(id(node))
-        if node.first_pass is not None and self._first_bits:
+        decided = node.first_pass or node.first_pass_given
+        if decided is not None and self._first_bits:
             # the arm the loop's first pass cannot take: no path on that pass enters it
-            loop, outcome = node.first_pass
+            loop, outcome = decided[:2]
             first = self._first_bits.get(id(loop), 0)
             if first and taken is not outcome and any(conds & first for _, conds in states):
                 states = {(ms, conds) for ms, conds in states if not conds & first}
@@ -1463,7 +1515,10 @@ class _Interpreter:
             # one pass stands for every pass)
             first = self._first_bits.get(id(node.info.node), 0) if self._first_bits and not rebinds else 0
             if first:
-                head = {(ms, conds | first) for ms, conds in head}
+                need = self._start_facts.get(id(node.info.node), 0) << self._fact_base
+                # (a loop that starts at a variable: the paths on which it holds the value
+                # that decides the tests, :attr:`If.first_pass_given`)
+                head = {(ms, conds | first if not need or conds & need else conds) for ms, conds in head}
             back: set = set()  # the states that go round (a counter test known true: _next_pass)
             raised: set = set()  # (the head only grows: the last pass's are the most, but not always)
             passed: set = set()  # the states at the end of a pass (the first pass over, if it was)

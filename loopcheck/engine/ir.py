@@ -299,6 +299,12 @@ class If:
             epoch in range(n):`` is false there;
             :meth:`~loopcheck.engine.builder.UnitBuilder.first_pass`): a path on that first
             pass takes the arm ``outcome`` only (:class:`~loopcheck.engine.dataflow._Interpreter`).
+        first_pass_given: ``(loop, outcome, symbol, value)``: as ``first_pass``, for a loop
+            whose first value is the local variable ``symbol``, every binding of which is a
+            plain assignment: the test has the value ``outcome`` on the first pass of a run of
+            ``loop`` that the path started with ``symbol`` holding ``value``
+            (``start_epoch = 0`` on that path;
+            :meth:`~loopcheck.engine.builder.UnitBuilder.first_pass_given`).
     """
 
     node: cst.CSTNode
@@ -312,6 +318,7 @@ class If:
     counts: cst.CSTNode | None = None
     not_instance: tuple[tuple[str, bool, tuple[str, ...]], ...] = ()
     first_pass: tuple[cst.CSTNode, bool] | None = None
+    first_pass_given: tuple[cst.CSTNode, bool, str, int] | None = None
 
     def __post_init__(self) -> None:
         if self.test is None:

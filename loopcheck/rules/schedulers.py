@@ -272,7 +272,8 @@ class SchedulerBeforeOptimizerStep(Rule):
     A path on which a pass of that loop ended without stepping ``O`` since its construction
     (:data:`IDLE`) does not count: a step at the pass's end would have come first too. The paths
     follow the loop's first pass (:attr:`~loopcheck.engine.ir.If.first_pass`: ``if epoch != 0:``
-    in ``for epoch in range(n):`` is not entered on it). Inside an ``accelerator.accumulate()`` block the prepared optimizer's step, and the step of a
+    in ``for epoch in range(n):`` is not entered on it; nor, by :attr:`~loopcheck.engine.ir.If.first_pass_given`,
+    in ``for epoch in range(start, n):`` on a path that bound ``start = 0``). Inside an ``accelerator.accumulate()`` block the prepared optimizer's step, and the step of a
     scheduler the accelerator prepared, run only on a micro-step that syncs (lowered under ``if
     accelerator.sync_gradients:`` by :func:`~loopcheck.engine.accumulation.lower_accumulate_blocks`;
     knowledge ``returns.synced``): such a scheduler steps exactly when its optimizer does.
