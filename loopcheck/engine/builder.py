@@ -2120,9 +2120,8 @@ class UnitBuilder:
                 body = self.block(frame, stmt.body, inner)
             finally:
                 frame.counters, frame.counter_loops, frame.choices = outer_counters, outer_loops, outer_choices
-                frame.counter_starts = outer_starts
-            ends = [_grad_of(ctx), self._end(frame, body)]
                 frame.counter_starts, frame.counter_given = outer_starts, outer_given
+            ends = [_grad_of(ctx), self._end(frame, body)]
             orelse = self.block(frame, stmt.orelse.body, ctx) if stmt.orelse else Seq()
             ends.append(self._end(frame, orelse) if stmt.orelse else None)
             info.count = self.iteration_count(frame, stmt.iter)
