@@ -25,7 +25,8 @@ bases are classes of the project) is taken to be unreferenced when:
   module (where a subclass may call a method through ``self``), or (for a method) may hold an
   instance of its class (:func:`_method_files`: any file, since an object goes wherever it is
   passed; for a script that no module imports, the files its process loads,
-  :func:`_process_files`) names it, as a name or as a string that is exactly the name
+  :func:`_process_files`, unless it may load modules its configuration names: Hydra,
+  ``pydoc.locate``, entry points) names it, as a name or as a string that is exactly the name
   (``getattr(self, "evaluate")``; for a method, a ``def`` of that name in another file defines
   its own), comments aside; the packaging files do not name it
   (``console_scripts``); a notebook of the project does not name it; no line of a shell
@@ -94,7 +95,8 @@ the namings inside it do not count for the module's other functions. A module py
 
 A notebook (``.ipynb``) is never imported: a top-level function of it runs only when one of
 its cells names it, or when another file runs the notebook in its own namespace (``%run``)
-and names it (:func:`_uncalled_in_notebook`); one nothing names that way never runs.
+and names it, or when the notebook runs a file in its own namespace (``%run -i``, ``%load``:
+not decided) (:func:`_uncalled_in_notebook`); one nothing names that way never runs.
 
 What is given up: a function called only from outside the project (a user's notebook kept
 elsewhere) by a script's or a private name. A text file larger than :data:`MAX_TEXT_BYTES`
