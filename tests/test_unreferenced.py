@@ -500,7 +500,8 @@ def test_a_decorated_notebook_function_is_not_decided(tmp_path):
     ("m = importlib.import_module('models.net')\n", ["models.net\0"]),  # a whole name
     ("m = importlib.import_module(name)\n", [None]),
     ("m = importlib.import_module('.' + name, __package__)\n", [None]),  # relative: from the caller's package
-    ("import importlib.util\nspec = importlib.util.spec_from_file_location('m', path)\n", [None]),
+    # the import line, ``importlib.util`` and ``spec_from_file_location``: each may load any module
+    ("import importlib.util\nspec = importlib.util.spec_from_file_location('m', path)\n", [None, None, None]),
     ("import runpy\nrunpy.run_path('train.py')\n", [None, None]),
     ("exec(open('train.py').read())\n", [None]),
     ("def exec(self):\n    pass\n", []),
@@ -632,3 +633,188 @@ def test_dynamic_for_a_method(text, library, dynamic):
     from loopcheck.engine.unreferenced import _dynamic
 
     assert _dynamic(text, True, lambda dots, dotted: library) is dynamic
+
+
+# ------------------------------------------------------------------ review r6 of stop 52
+
+#: A module with a training loop that nothing imports: a script loads it by its file's path.
+LOADED_BY_PATH = """\
+import torch
+from torch import nn
+
+
+def train(epochs):
+    model = nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(epochs):
+        loss = model(torch.randn(8, 4)).sum()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+@pytest.mark.parametrize("runner, found", [
+    ("import sys\n\n\nif __name__ == '__main__':\n    print(sys.argv)\n", []),  # nothing loads it
+    ("import sys\nfrom importlib.util import module_from_spec, spec_from_file_location\n\n\n"
+     "if __name__ == '__main__':\n    spec = spec_from_file_location('exp', sys.argv[1])\n"
+     "    mod = module_from_spec(spec)\n    spec.loader.exec_module(mod)\n    mod.train(3)\n", [("LC105", 11)]),
+    ("import sys\nimport importlib.util\n\n\nif __name__ == '__main__':\n"
+     "    spec = importlib.util.spec_from_file_location('exp', sys.argv[1])\n", [("LC105", 11)]),
+    ("import sys\nfrom importlib.machinery import SourceFileLoader\n\n\n"
+     "if __name__ == '__main__':\n    SourceFileLoader('exp', sys.argv[1]).load_module().train(3)\n", [("LC105", 11)]),
+    ("import sys\nfrom imp import load_source\n\n\nif __name__ == '__main__':\n"
+     "    load_source('exp', sys.argv[1]).train(3)\n", [("LC105", 11)]),
+    ("import sys\nimport imp\n\n\nif __name__ == '__main__':\n    imp.load_source('exp', sys.argv[1]).train(3)\n",
+     [("LC105", 11)]),
+    ("import sys\nfrom importlib import import_module as load\n\n\nif __name__ == '__main__':\n"
+     "    load(sys.argv[1]).train(3)\n", [("LC105", 11)]),  # renamed: its calls are not read
+    # an import_module whose name begins with another package's literal cannot reach it
+    ("import sys\nfrom importlib import import_module\n\n\nif __name__ == '__main__':\n"
+     "    import_module('engines.' + sys.argv[1]).train(3)\n", []),
+])
+def test_a_module_loaded_by_its_file_path(tmp_path, runner, found):
+    """A module that a script loads by its file's path (``importlib.util``,
+    ``importlib.machinery``, :mod:`imp`) may be any module: it is not one nothing runs."""
+    files = {"run.py": runner, "configs/exp1.py": LOADED_BY_PATH}
+    assert _check(tmp_path, files, "configs/exp1.py") == found
+
+
+@pytest.mark.parametrize("text, loads", [
+    ("from importlib.util import module_from_spec, spec_from_file_location\n", [None]),
+    ("from importlib.machinery import SourceFileLoader\n", [None]),
+    ("from importlib import util\n", [None]),
+    ("from importlib import import_module as im\nim('engines.' + x)\n", [None]),
+    ("import importlib.util\n", [None]),
+    ("import importlib  # loads plugins\n", []),
+    ("from importlib import (import_module)\nimport_module('engines.' + x)\n", ["engines."]),
+    ("spec.loader.exec_module(mod)\n", [None]),
+])
+def test_computed_loads_by_file(text, loads):
+    """Any use of :mod:`importlib` but ``import_module`` may load any module."""
+    from loopcheck.engine.unreferenced import _computed_loads
+
+    assert _computed_loads(text) == loads
+
+
+@pytest.mark.parametrize("cells, others, found", [
+    (("%run -i experiment.py",), {"experiment.py": "embed_all(net, [])\n"}, [("LC302", 7)]),
+    (("%load experiment.py",), {"experiment.py": "embed_all(net, [])\n"}, [("LC302", 7)]),
+    (("get_ipython().run_line_magic('run', '-i experiment.py')",), {"experiment.py": "embed_all(net, [])\n"},
+     [("LC302", 7)]),
+    ((), {"experiment.py": "embed_all(net, [])\n"}, []),  # the notebook runs no file: no call of its function
+])
+def test_a_notebook_function_a_file_it_runs_calls(tmp_path, cells, others, found):
+    """A file the notebook runs in its own namespace (``%run -i``, ``%load``) may call its
+    functions."""
+    files = {"demo.ipynb": _notebook(NOTEBOOK_SETUP, NOTEBOOK_HELPER, *cells), **others}
+    assert _check_notebook(tmp_path, files, "demo.ipynb") == found
+
+
+#: A Hydra script whose ``Trainer.evaluate`` a callback that its configuration names calls.
+HYDRA_TRAINER = """\
+import torch
+from torch import nn
+{IMPORTS}
+
+class Trainer:
+    def __init__(self):
+        self.model = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5), nn.Linear(8, 2))
+
+    def evaluate(self):
+        self.model.eval()
+        return [self.model(torch.randn(2, 8)) for _ in range(4)]
+
+    def fit(self, callbacks):
+        self.model.train()
+        for cb in callbacks:
+            cb.on_epoch_end(self)
+
+
+def main(cfg):
+    Trainer().fit([{BUILD}(c) for c in cfg])
+
+
+if __name__ == "__main__":
+    main([])
+"""
+
+
+@pytest.mark.parametrize("imports, build, found", [
+    ("", "dict", []),  # nothing the script runs calls ``evaluate``
+    ("from hydra.utils import instantiate", "instantiate", [("LC302", 11)]),
+    ("import hydra", "hydra.utils.instantiate", [("LC302", 11)]),
+    ("from pydoc import locate", "locate", [("LC302", 11)]),
+    ("from importlib.metadata import entry_points", "entry_points", [("LC302", 11)]),
+    ("import pkg_resources", "pkg_resources.load_entry_point", [("LC302", 11)]),
+])
+def test_a_script_that_imports_modules_its_configuration_names(tmp_path, imports, build, found):
+    """A script's process may import modules that configuration names (Hydra's ``_target_``,
+    ``pydoc.locate``, entry points): any file of the project may then call a method."""
+    files = {"train.py": HYDRA_TRAINER.format(IMPORTS=imports, BUILD=build),
+             "callbacks.py": "class EvalCallback:\n    def on_epoch_end(self, trainer):\n        print(trainer.evaluate())\n",
+             "conf/config.yaml": "callbacks:\n  - _target_: callbacks.EvalCallback\n"}
+    assert _check(tmp_path, files, "train.py") == found
+
+
+@pytest.mark.parametrize("environment, found", [
+    ({}, [("LC302", 15)]),  # the project's own env/ code, which imports the script and calls it
+    ({"env/conda-meta/history": ""}, []),  # a conda environment: a Python's files, not the project's
+    ({"env/bin/python3": ""}, []),  # an installed prefix: bin/python* with lib/python3*
+    ({"env/bin/tool": ""}, [("LC302", 15)]),  # no Python there
+])
+def test_a_conda_environment_in_the_project(tmp_path, environment, found):
+    """An ``env/`` folder that holds a conda environment or an installed Python is skipped as a
+    virtualenv is: its files are not code of the project that may import a script and call
+    its methods."""
+    runner = "from train import Trainer\n\nTrainer().valid([])\n"
+    files = {"train.py": SCRIPT_TRAINER.format(IMPORTS="", MAIN=""), "valid.py": OTHER_SCRIPT,
+             "env/lib/python3.11/runner.py": runner, **environment}
+    assert _check(tmp_path, files, "train.py") == found
+
+
+def test_notebook_text_kept_for_one_settled_version(tmp_path):
+    """A notebook's text is kept by its file stamp, one version per path, once it has
+    settled; a file just written is read again."""
+    import time
+    from unittest import mock
+
+    from loopcheck.engine import unreferenced
+
+    path = tmp_path / "demo.ipynb"
+    path.write_text(_notebook("a = 1"))
+    project = Project(tmp_path)
+    assert unreferenced._notebook_text(project, path).endswith("\na = 1")
+    assert path not in project.memo["unreferenced.notebook_text"]  # just written: not kept
+    # once settled (read later), kept under the path alone, and replaced by a new version
+    with mock.patch("loopcheck.engine.project.time.time_ns", return_value=time.time_ns() + 10 * 10**9):
+        assert unreferenced._notebook_text(project, path).endswith("\na = 1")
+        assert list(project.memo["unreferenced.notebook_text"]) == [path]
+        path.write_text(_notebook("b = 22"))
+        assert unreferenced._notebook_text(project, path).endswith("\nb = 22")
+        assert list(project.memo["unreferenced.notebook_text"]) == [path]
+
+
+def test_text_facts_read_once_per_version(tmp_path):
+    """A text file's answers are kept by its version: asked again, the file is not read."""
+    import time
+    from unittest import mock
+
+    from loopcheck.engine import unreferenced
+
+    path = tmp_path / "run.sh"
+    path.write_text("PYTHONPATH=src python train.py\n")
+    project = Project(tmp_path)
+    calls = []
+
+    def ask(text):
+        calls.append(text)
+        return "PYTHONPATH" in text
+
+    with mock.patch("loopcheck.engine.project.time.time_ns", return_value=time.time_ns() + 10 * 10**9):
+        assert unreferenced._text_fact(project, path, "q", ask) is True
+        assert unreferenced._text_fact(project, path, "q", ask) is True
+        assert len(calls) == 1
+        path.write_text("python train.py\n")  # a new version: asked again
+        assert unreferenced._text_fact(project, path, "q", ask) is False
+        assert len(calls) == 2
+    assert unreferenced._text_fact(project, tmp_path / "missing.sh", "q", ask) is None

@@ -25,7 +25,8 @@ bases are classes of the project) is taken to be unreferenced when:
   module (where a subclass may call a method through ``self``), or (for a method) may hold an
   instance of its class (:func:`_method_files`: any file, since an object goes wherever it is
   passed; for a script that no module imports, the files its process loads,
-  :func:`_process_files`) names it, as a name or as a string that is exactly the name
+  :func:`_process_files`, unless it may load modules its configuration names: Hydra,
+  ``pydoc.locate``, entry points) names it, as a name or as a string that is exactly the name
   (``getattr(self, "evaluate")``; for a method, a ``def`` of that name in another file defines
   its own), comments aside; the packaging files do not name it
   (``console_scripts``); a notebook of the project does not name it; no line of a shell
@@ -94,7 +95,8 @@ the namings inside it do not count for the module's other functions. A module py
 
 A notebook (``.ipynb``) is never imported: a top-level function of it runs only when one of
 its cells names it, or when another file runs the notebook in its own namespace (``%run``)
-and names it (:func:`_uncalled_in_notebook`); one nothing names that way never runs.
+and names it, or when the notebook runs a file in its own namespace (``%run -i``, ``%load``:
+not decided) (:func:`_uncalled_in_notebook`); one nothing names that way never runs.
 
 What is given up: a function called only from outside the project (a user's notebook kept
 elsewhere) by a script's or a private name. A text file larger than :data:`MAX_TEXT_BYTES`
@@ -146,10 +148,16 @@ _NAMESPACE = re.compile(
 _DYNAMIC_IMPORT = re.compile(r"\bimportlib\b|(?<![.\w])__import__\(")
 #: Signs that a Python file runs or imports other modules' code by computed names or by
 #: their files' paths: computed imports, ``runpy``, ``pkgutil``'s walks, ``exec``/``execfile``
-#: (of a file read), ``imp.load_source``.
+#: (of a file read), :mod:`imp` (``imp.load_source``, ``from imp import load_source``), and
+#: the loaders of :mod:`importlib.util` and :mod:`importlib.machinery` by their own names
+#: (``spec_from_file_location``, ``module_from_spec``, ``spec.loader.exec_module``,
+#: ``SourceFileLoader(...).load_module()``), which a ``from importlib.util import ...`` line
+#: lets a file call without the word ``importlib``.
 _RUNS_MODULES = re.compile(
-    r"\bimportlib\b|(?<![.\w])__import__\(|\brunpy\b|\bpkgutil\b|\bimp\.load_source\b"
-    r"|(?<![.\w])(?<!def )exec(?:file)?\(")
+    r"\bimportlib\b|(?<![.\w])__import__\(|\brunpy\b|\bpkgutil\b|\bimp\.\w|^[ \t]*(?:import|from)[ \t]+imp\b"
+    r"|\b(?:spec_from_file_location|spec_from_loader|module_from_spec|exec_module|load_module"
+    r"|load_source|SourceFileLoader|SourcelessFileLoader|ExtensionFileLoader)\b"
+    r"|(?<![.\w])(?<!def )exec(?:file)?\(", re.M)
 #: The files pytest collects when the project's configuration does not say
 #: (``python_files = test_*.py *_test.py``): :func:`_pytest_collects`.
 PYTEST_DEFAULT_FILES = ("test_*.py", "*_test.py")
@@ -208,6 +216,10 @@ def never_runs(project, index, node: cst.CSTNode, table: dict) -> bool:
 #: A notebook's ``%run`` (a line magic, or IPython's rewriting of it): it runs another file in
 #: the notebook's namespace, whose functions the notebook may then call.
 _RUN_MAGIC = re.compile(r"%run\b|run_line_magic\(\s*['\"]run['\"]")
+#: A notebook's ``%run`` (:data:`_RUN_MAGIC`) or ``%load`` of a file: the file's code runs in
+#: the notebook's namespace (``%run -i``, or a cell ``%load`` fills), where it may call the
+#: notebook's functions.
+_RUNS_FILE = re.compile(r"%(?:run|load)\b|run_line_magic\(\s*['\"](?:run|load)['\"]")
 
 
 def _uncalled_in_notebook(project, index, func: cst.FunctionDef, table: dict) -> bool:
@@ -223,8 +235,10 @@ def _uncalled_in_notebook(project, index, func: cst.FunctionDef, table: dict) ->
     names up at run time (:func:`_dynamic`); and no other file of the project (a Python file,
     a notebook, a shell script, configuration or document, :func:`_listing`) that names the
     function also names the notebook (``%run sparse_loss.ipynb``, an import of it through a
-    notebook importer) or may run files by computed names (:data:`_RUNS_MODULES`, a ``%run``).
-    Anything that cannot be listed or read: not decided.
+    notebook importer) or may run files by computed names (:data:`_RUNS_MODULES`, a ``%run``);
+    and the notebook itself runs no file in its namespace (:data:`_RUNS_FILE`: ``%run -i
+    experiment.py``, ``%load``, whose code may call the function). Anything that cannot be
+    listed or read: not decided.
 
     Args:
         project: the checked notebook's :class:`~loopcheck.engine.project.Project`.
@@ -239,71 +253,115 @@ def _uncalled_in_notebook(project, index, func: cst.FunctionDef, table: dict) ->
     path = Path(index.path).resolve()
     own = _notebook_text(project, path)
     word = re.compile(rf"\b{re.escape(name)}\b")
-    if own is None or len(word.findall(own)) != 1 or _dynamic(own, False):
-        return False
+    if own is None or len(word.findall(own)) != 1 or _dynamic(own, False) or _RUNS_FILE.search(own):
+        return False  # (a file the notebook runs in its namespace may call it: ``%run -i``)
     files, notebooks, texts = _listing(index, Path(project.root))
     if files is None or texts is None:
         return False
     notebook = re.compile(rf"\b{re.escape(path.stem)}\b")
+
+    def runs_it(text: str) -> bool:
+        return name in text and word.search(text) is not None and (
+            notebook.search(text) is not None or _RUN_MAGIC.search(text) is not None
+            or _RUNS_MODULES.search(text) is not None)
+
     for file in [*files, *notebooks, *texts]:
         if file.resolve() == path:
             continue
-        if file.suffix == ".ipynb":
-            text = _notebook_text(project, file)
-        elif file.suffix == ".py":
-            text = _text(project, file)
-        else:
-            try:
-                if file.stat().st_size > MAX_TEXT_BYTES:
-                    continue
-                text = file.read_bytes().decode("utf-8", "replace")
-            except OSError:
+        if file.suffix not in (".ipynb", ".py"):
+            found = _text_fact(project, file, ("notebook caller", name, path.stem), runs_it)
+            if found is None or found:
                 return False
-        if text is None:
-            return False
-        if name in text and word.search(text) and (
-                notebook.search(text) or _RUN_MAGIC.search(text) or _RUNS_MODULES.search(text)):
+            continue
+        text = _notebook_text(project, file) if file.suffix == ".ipynb" else _text(project, file)
+        if text is None or runs_it(text):
             return False
     return True
 
 
 def _notebook_text(project, path: Path) -> str | None:
     """Every string of the notebook file ``path``'s JSON (cells' sources, markdown, outputs,
-    metadata), decoded and joined by newlines, once per version of the file (``project.memo``):
-    a name a cell holds is then a word of it, whatever escapes the JSON wrote (``"1\\nf(x)"``).
-    The file's text when it is not JSON; ``None`` when it cannot be read."""
+    metadata), decoded and joined by newlines: a name a cell holds is then a word of it,
+    whatever escapes the JSON wrote (``"1\\nf(x)"``). The file's text when it is not JSON;
+    ``None`` when it cannot be read. Kept in ``project.memo`` for the file's one current
+    version (:func:`~loopcheck.engine.project.file_stamp`, replaced when it changes) once it
+    has :func:`~loopcheck.engine.project.settled`: a file just written may change again
+    without changing its stamp."""
     import json
 
+    from loopcheck.engine.project import file_stamp, settled
+
     try:
-        st = path.stat()
+        stamp = file_stamp(path.stat())
     except OSError:
         return None
     memo = project.memo.setdefault("unreferenced.notebook_text", {})
-    key = (path, st.st_mtime_ns, st.st_size)
-    if key not in memo:
+    kept = memo.get(path)
+    if kept is not None and kept[0] == stamp:
+        return kept[1]
+    try:
+        raw = path.read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return None
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        text = raw
+    else:
+        strings: list[str] = []
+        stack = [data]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, str):
+                strings.append(item)
+            elif isinstance(item, dict):
+                stack.extend(item.keys())
+                stack.extend(item.values())
+            elif isinstance(item, list):
+                stack.extend(item)
+        strings.reverse()
+        text = "\n".join(strings)
+    if settled(stamp):
+        memo[path] = (stamp, text)
+    else:
+        memo.pop(path, None)
+    return text
+
+
+def _text_fact(project, file: Path, question, answer, limit: bool = True) -> bool | None:
+    """``answer(text)`` for the text file ``file`` (a shell script, configuration, document or
+    notebook, its bytes decoded with the undecodable ones replaced); ``False`` without reading
+    it when ``limit`` and it is larger than :data:`MAX_TEXT_BYTES`; ``None`` when it cannot be
+    read. Each answer is kept in ``project.memo`` by ``question`` (a key naming what
+    ``answer`` asks) for the file's one current version
+    (:func:`~loopcheck.engine.project.file_stamp`, once it has
+    :func:`~loopcheck.engine.project.settled`): a check after an edit of a module does not
+    read every text file of the project again for each of its functions."""
+    from loopcheck.engine.project import file_stamp, settled
+
+    try:
+        st = file.stat()
+    except OSError:
+        return None
+    if limit and st.st_size > MAX_TEXT_BYTES:
+        return False
+    stamp = file_stamp(st)
+    memo = project.memo.setdefault("unreferenced.text_facts", {})
+    kept = memo.get(file)
+    if kept is None or kept[0] != stamp:
+        kept = (stamp, {})
+        if settled(stamp):
+            memo[file] = kept
+        else:
+            memo.pop(file, None)
+    facts = kept[1]
+    if question not in facts:
         try:
-            raw = path.read_bytes().decode("utf-8", "replace")
+            text = file.read_bytes().decode("utf-8", "replace")
         except OSError:
             return None
-        try:
-            data = json.loads(raw)
-        except ValueError:
-            memo[key] = raw
-        else:
-            strings: list[str] = []
-            stack = [data]
-            while stack:
-                item = stack.pop()
-                if isinstance(item, str):
-                    strings.append(item)
-                elif isinstance(item, dict):
-                    stack.extend(item.keys())
-                    stack.extend(item.values())
-                elif isinstance(item, list):
-                    stack.extend(item)
-            strings.reverse()
-            memo[key] = "\n".join(strings)
-    return memo[key]
+        facts[question] = bool(answer(text))
+    return facts[question]
 
 
 class _NameCount(cst.CSTVisitor):
@@ -387,6 +445,28 @@ def _enclosing_functions(node, table: dict):
 
 
 def _unreferenced(project, index, func: cst.FunctionDef, cls: cst.ClassDef | None, table: dict) -> bool:
+    """Whether function ``func`` of the checked module (a method when ``cls``, its class, is
+    given) is one nothing in the project refers to, on the conditions of the module
+    docstring: it is neither decorated nor a dunder, nor a method of a decorated class, a
+    class with a metaclass or keywords, or one with a base outside the project
+    (:func:`_project_bases`); the module and the files whose namings count look no names up
+    at run time (:func:`_dynamic_file`); the module is a script, ``func`` is private, the
+    module is imported in a project without packaging metadata, or nothing in the project
+    runs it (:func:`_nothing_runs`); its own module names it only by its ``def`` (namings in
+    nested functions that never run aside, :func:`_names_in_dead_nested`); no file that
+    imports the module (for a method, through a chain of modules,
+    :func:`_importers_closure`), that holds a base class, or that may hold an instance
+    (:func:`_method_files`) names it; and no packaging file, notebook or text names it
+    (:func:`_named_outside_code`). ``False`` (not decided) when anything cannot be listed or
+    read.
+
+    Args:
+        project: the checked module's :class:`~loopcheck.engine.project.Project`.
+        index: the checked module's index (its ``path`` is the file).
+        func: a function definition of the checked module, around a finding.
+        cls: the class ``func`` is a method of, or ``None``.
+        table: ``node → parent`` for the checked module.
+    """
     name = func.name.value
     if func.decorators or (name.startswith("__") and name.endswith("__")):
         return False
@@ -440,7 +520,7 @@ def _unreferenced(project, index, func: cst.FunctionDef, cls: cst.ClassDef | Non
         if _named(text, name, defs=cls is None) or _dynamic_file(project, index, file, text, cls is not None):
             return False
     owners = (_stem(path),) + ((cls.name.value,) if cls is not None else ())
-    return not _named_outside_code(root, notebooks, texts, name, owners)
+    return not _named_outside_code(root, notebooks, texts, name, owners, project)
 
 
 def _dynamic_file(project, index, file: Path, text: str, method: bool) -> bool:
@@ -501,7 +581,9 @@ def _process_files(project, index, read) -> list[Path] | None:
     :func:`_could_load`). An import the project does not resolve, or resolves while a file
     moves ``sys.path`` or a text sets ``PYTHONPATH``, may load any project file named as one of
     its parts. ``None`` when a computed load may reach any module (``import_module(name)``,
-    ``runpy``) or a file cannot be read."""
+    ``runpy``), when a file of the process may import modules that configuration or
+    installed packages name (:data:`_LOADS_BY_CONFIG`: Hydra's ``instantiate`` of a
+    ``_target_``, ``pydoc.locate``, entry points), or a file cannot be read."""
     path, root, files, notebooks, own, texts = read
     memo = index.cache.setdefault("unreferenced.process", {})
     if path in memo:
@@ -530,6 +612,8 @@ def _process_files(project, index, read) -> list[Path] | None:
             break
         if file != path and not _compiles(project, file):
             continue  # importing it fails there: it imports nothing
+        if _LOADS_BY_CONFIG.search(text):
+            break  # a module a configuration names (``_target_: callbacks.EvalCallback``)
         if _runs_modules(project, file, text):
             loads = _computed_loads(text)
             if None in loads:
@@ -572,10 +656,18 @@ def _process_files(project, index, read) -> list[Path] | None:
     return out
 
 
+#: Signs that a Python file may import modules that a configuration or an installed package
+#: names, which no import line of the project shows: Hydra (``hydra.utils.instantiate``,
+#: ``get_class``, ``call`` of a ``_target_``), :mod:`pydoc`'s ``locate``, entry points
+#: (``importlib.metadata.entry_points``, ``importlib_metadata``, ``pkg_resources``).
+_LOADS_BY_CONFIG = re.compile(r"\b(?:hydra|pydoc|entry_points|iter_entry_points|importlib_metadata|pkg_resources)\b")
+
+
 def _path_moved(project, files: list[Path], texts: list[Path]) -> bool | None:
     """Whether a Python file of the project changes ``sys.path`` or a text file sets
     ``PYTHONPATH``: an import may then load a module from another folder than the project
-    resolves it in; ``None`` when a file cannot be read."""
+    resolves it in; ``None`` when a file cannot be read. A text file's answer is kept for
+    its version (:func:`_text_fact`)."""
     for file in files:
         text = _text(project, file)
         if text is None:
@@ -583,11 +675,11 @@ def _path_moved(project, files: list[Path], texts: list[Path]) -> bool | None:
         if "sys.path" in text:
             return True
     for file in texts:
-        try:
-            if file.stat().st_size <= MAX_TEXT_BYTES and "PYTHONPATH" in file.read_bytes().decode("utf-8", "replace"):
-                return True
-        except OSError:
+        found = _text_fact(project, file, "PYTHONPATH", lambda text: "PYTHONPATH" in text)
+        if found is None:
             return None
+        if found:
+            return True
     return False
 
 
@@ -709,7 +801,8 @@ def _module_named(project, index, read, runs: bool = True) -> bool:
 
 
 #: Words without which :data:`_RUNS_MODULES` cannot match (a quicker test first).
-_RUNS_WORDS = ("importlib", "__import__", "runpy", "pkgutil", "load_source", "exec")
+_RUNS_WORDS = ("importlib", "__import__", "runpy", "pkgutil", "imp.", "import imp", "from imp", "load_source",
+               "exec", "spec_from", "module_from_spec", "load_module", "FileLoader")
 
 
 #: A call that imports a module by a name it computes: ``importlib.import_module(...``,
@@ -720,8 +813,15 @@ _IMPORT_CALL = re.compile(r"(?<![\w])(?:importlib\s*\.\s*)?(?:import_module|__im
 #: ``f"engines.{name}"``, ``"engines.{}".format(name)``, ``"engines.%s" % name``): its text
 #: up to the first ``{`` or ``%`` (group 2).
 _NAME_START = re.compile(r"""\s*[rRuU]?([fF]?)(['"])([^'"{%\n]*)""")
-#: The lines that only import :mod:`importlib` or its functions (no module is loaded there).
+#: The lines that import :mod:`importlib`, one of its modules or its functions.
 _IMPORTS_IMPORTLIB = re.compile(r"^[ \t]*(?:import[ \t]+importlib\b|from[ \t]+importlib\b)[^\n]*", re.M)
+#: Those of :data:`_IMPORTS_IMPORTLIB` that load no module and bind nothing that loads one by a
+#: name other than ``import_module``: ``import importlib`` (its uses are read where they
+#: are), ``from importlib import import_module`` (not renamed: its calls are read as
+#: ``import_module(...)``).
+_IMPORTS_IMPORTLIB_ONLY = re.compile(
+    r"[ \t]*(?:import[ \t]+importlib(?:[ \t]+as[ \t]+\w+)?"
+    r"|from[ \t]+importlib[ \t]+import[ \t]+\(?[ \t]*import_module[ \t]*,?[ \t]*\)?)[ \t]*(?:#[^\n]*)?")
 
 
 def _computed_loads(text: str) -> list[str | None]:
@@ -731,11 +831,17 @@ def _computed_loads(text: str) -> list[str | None]:
     where the computed part starts (``"engines."``); ``None`` for one whose name does not
     begin with a literal (``import_module(name)``), a relative name (``"." + name``, found
     from the caller's package), and any other way of running modules (``runpy``,
-    ``exec(open(...).read())``, ``importlib.util``, ``pkgutil``): any module may be loaded."""
+    ``exec(open(...).read())``, ``pkgutil``, ``imp.load_source``, any other use of
+    :mod:`importlib`: ``importlib.util.spec_from_file_location``, a ``from importlib.util
+    import ...`` or ``from importlib.machinery import ...`` line, ``import importlib.util``, a
+    ``from importlib import`` of anything but ``import_module``, or of it renamed): any
+    module may be loaded."""
     loads: list[str | None] = []
     covered: set[int] = set()  # where the calls read here, and the importlib imports, start
     for m in _IMPORTS_IMPORTLIB.finditer(text):
         covered.update(range(m.start(), m.end()))
+        if not _IMPORTS_IMPORTLIB_ONLY.fullmatch(m.group(0)):
+            loads.append(None)  # it binds a loader by file or by name (``exec_module``)
     for m in _IMPORT_CALL.finditer(text):
         covered.update(range(m.start(), m.start(1)))
         lit = _NAME_START.match(m.group(1))
@@ -782,17 +888,25 @@ def _loads_module(project, file: Path, text: str, path: Path, root: Path) -> boo
 
 def _runs_modules(project, file: Path, text: str) -> bool:
     """Whether Python file ``file`` (its ``text``) may run modules by computed names or by their
-    files (:data:`_RUNS_MODULES`), once per version of the file."""
+    files (:data:`_RUNS_MODULES`), once per version of the file (one kept per file, once it
+    has :func:`~loopcheck.engine.project.settled`: a new version replaces the answer about
+    the old one)."""
     if not any(w in text for w in _RUNS_WORDS):
         return False
     stamp, _text_read = project.source_of(file)
+    from loopcheck.engine.project import settled
+
     if not stamp:
         return _RUNS_MODULES.search(text) is not None
     memo = project.memo.setdefault("unreferenced.runs_modules", {})
-    key = (file, stamp)
-    if key not in memo:
-        memo[key] = _RUNS_MODULES.search(text) is not None
-    return memo[key]
+    kept = memo.get(file)
+    if kept is None or kept[0] != stamp:
+        kept = (stamp, _RUNS_MODULES.search(text) is not None)
+        if settled(stamp):
+            memo[file] = kept
+        else:
+            memo.pop(file, None)
+    return kept[1]
 
 
 def _names_module(text: str, path: Path, root: Path, code: bool = False, runs: bool = True) -> bool:
@@ -858,7 +972,7 @@ def _class_unreferenced(project, index, cls: cst.ClassDef) -> bool:
     if closure is None or _names_class(project, path, closure, closure, name):
         return False
     owners = (_stem(path),)
-    return not _named_outside_code(root, notebooks, texts, name, owners)
+    return not _named_outside_code(root, notebooks, texts, name, owners, project)
 
 
 def _names_class(project, path: Path, importers: list[Path], files: list[Path], name: str) -> bool:
@@ -938,22 +1052,36 @@ def _compiles(project, file: Path) -> bool:
     return mod is None or mod.compiles
 
 
-def _named_outside_code(root: Path, notebooks: list[Path], texts: list[Path], name: str, owners: tuple[str, ...]) -> bool:
+def _named_outside_code(root: Path, notebooks: list[Path], texts: list[Path], name: str, owners: tuple[str, ...],
+                        project=None) -> bool:
     """Whether a file of the project other than its Python modules may run function ``name``
     (of the module and class ``owners`` name, :func:`_names_through_module`): a packaging file
     or a notebook names it, or a shell script, configuration or document names it through its
-    module; also when one of them cannot be read."""
+    module; also when one of them cannot be read. With ``project``, the notebooks' and texts'
+    answers are kept for their versions (:func:`_text_fact`)."""
     for p in _PACKAGING:
         f = root / p
         if f.exists() and re.search(rf"\b{re.escape(name)}\b", f.read_text(errors="replace")):
             return True
+    word = re.compile(rf"\b{re.escape(name)}\b")
     for nb in notebooks:  # a cell may ``%run`` the script and another call ``f``
+        if project is not None:
+            found = _text_fact(project, nb, ("word", name), lambda text: word.search(text) is not None, limit=False)
+            if found is None or found:
+                return True
+            continue
         try:
-            if re.search(rf"\b{re.escape(name)}\b", nb.read_text(errors="replace")):
+            if word.search(nb.read_text(errors="replace")):
                 return True
         except OSError:
             return True
     for file in texts:
+        if project is not None:
+            found = _text_fact(project, file, ("through", name, owners),
+                               lambda text: _names_through_module(text, name, owners))
+            if found is None or found:
+                return True
+            continue
         try:
             if file.stat().st_size > MAX_TEXT_BYTES:
                 continue
@@ -1013,7 +1141,7 @@ def named_outside_code(project, index, func: cst.FunctionDef) -> bool:
     if texts is None:
         return True
     owners = (_stem(path),)
-    return _named_outside_code(root, notebooks, texts, func.name.value, owners)
+    return _named_outside_code(root, notebooks, texts, func.name.value, owners, project)
 
 
 def _names_through_module(text: str, name: str, owners: tuple[str, ...]) -> bool:
@@ -1120,8 +1248,9 @@ CODE_IN_SKIPPED = frozenset({"env", "build", "dist", "_build"})
 
 def _listing(index, root: Path) -> tuple[list[Path] | None, list[Path], list[Path] | None]:
     """The project's ``.py`` files (:func:`~loopcheck.engine.callers.project_files`, and those
-    under :data:`CODE_IN_SKIPPED` folders, which are no virtualenv: code there may import a
-    module and call its functions), its notebooks, and its other text files
+    under :data:`CODE_IN_SKIPPED` folders, which are no Python environment,
+    :func:`_environment`: code there may import a module and call its functions), its
+    notebooks, and its other text files
     (:data:`TEXT_SUFFIXES`; ``None`` when there are more than
     :data:`~loopcheck.engine.callers.MAX_FILES` of them), listed once per check of a module."""
     memo = index.cache.setdefault("unreferenced.listing", {})
@@ -1134,7 +1263,7 @@ def _listing(index, root: Path) -> tuple[list[Path] | None, list[Path], list[Pat
                 inside = directory != str(root) and any(
                     p in CODE_IN_SKIPPED for p in Path(directory).relative_to(root).parts)
                 dirs[:] = [d for d in dirs if (d not in SKIP_DIRS or d in CODE_IN_SKIPPED)
-                           and not os.path.isfile(os.path.join(directory, d, "pyvenv.cfg"))]
+                           and not _environment(os.path.join(directory, d))]
                 if inside:
                     skipped += [Path(directory, n).resolve() for n in sorted(names) if n.endswith(".py")]
                     if len(skipped) > MAX_FILES:
@@ -1154,6 +1283,22 @@ def _listing(index, root: Path) -> tuple[list[Path] | None, list[Path], list[Pat
     return memo[root]
 
 
+def _environment(folder: str) -> bool:
+    """Whether ``folder`` holds a Python environment rather than the project's code: a
+    virtualenv (``pyvenv.cfg``), a conda environment (``conda-meta/``), or an installed prefix
+    (``bin/python*`` with ``lib/python3*``), whose files are a Python's and its packages'."""
+    if os.path.isfile(os.path.join(folder, "pyvenv.cfg")) or os.path.isdir(os.path.join(folder, "conda-meta")):
+        return True
+    bin_dir, lib_dir = os.path.join(folder, "bin"), os.path.join(folder, "lib")
+    if not (os.path.isdir(bin_dir) and os.path.isdir(lib_dir)):
+        return False
+    try:
+        return any(n.startswith("python") for n in os.listdir(bin_dir)) and any(
+            n.startswith("python3") for n in os.listdir(lib_dir))
+    except OSError:
+        return False
+
+
 def _dynamic(text: str, method: bool, library=None) -> bool:
     """Whether code ``text`` may look a function or method up by a computed name.
 
@@ -1166,8 +1311,12 @@ def _dynamic(text: str, method: bool, library=None) -> bool:
     ``methodcaller`` with a computed name, and ``getattr`` with a computed name on any object
     but a name bound only by imports of modules ``library`` says are outside the project
     (``getattr(_lib, symbol)`` of a compiled extension: no instance of a project class is
-    there); what a computed import loads is code that may call it
-    (:func:`_method_files`). ``library(dots, dotted)``: whether the module an import names
+    there). A computed import (``importlib``, ``__import__``) is not a lookup of a method:
+    what it loads is counted as code that may call it, where the files that may run in a
+    script's process are listed (:func:`_process_files`, with :func:`_computed_loads` and
+    :func:`_could_load`: a load by a file's path, ``importlib.util``, or a name that begins
+    with no literal may load any module, and then any file of the project counts,
+    :func:`_method_files`). ``library(dots, dotted)``: whether the module an import names
     (``(dots, dotted)``, as :func:`_imported` gives it) is not one of the project's."""
     if method:
         if any(m.group(0) not in ("importlib", "__import__(", "globals()", "locals()", "vars()")
