@@ -269,6 +269,19 @@ def find_method(cls: ClassRef, name: str, _seen: frozenset = frozenset()) -> tup
     return None
 
 
+def _project_ancestry(cls: ClassRef) -> list[ClassRef]:
+    """``cls`` and the classes of the project it derives from, through its bases in the project."""
+    out: list[ClassRef] = []
+    todo = [cls]
+    while todo:
+        c = todo.pop()
+        if c in out:
+            continue
+        out.append(c)
+        todo.extend(c.bases())
+    return out
+
+
 def library_base(cls: ClassRef, _seen: frozenset = frozenset()) -> str | None:
     """The qualified name of the first library class the knowledge describes among the bases of
     project class ``cls``, through its bases in the project, depth first (method-resolution
@@ -999,6 +1012,7 @@ class UnitBuilder:
         ``forward`` and ``__call__``); a callable in a plain variable, any attribute the
         module assigns; a callable nobody can name (``getattr(m, name)(...)``), anything."""
         out: set[str] = set()
+        own = self._super_library_writes(frame, raw)
         for a in raw.args:
             out.update(received(sym) for sym in a.mentions)
             if a.sym is not None:
@@ -1008,6 +1022,8 @@ class UnitBuilder:
             passed = self._passed_function(frame, a.node)  # a function of the project as a callback
             if passed is not None:
                 out |= self.attr_writes(passed)
+        if own is not None:  # super().__init__() of a library base that writes only its own attributes
+            return frozenset(out | own)
         func = raw.func
         if func is None:
             return frozenset((ALL,))
@@ -1032,6 +1048,35 @@ class UnitBuilder:
                     out.add(received(obj))
                     out |= self._method_writes(frame, method)
         return frozenset((ALL,)) if ALL in out else frozenset(out)
+
+    def _super_library_writes(self, frame: Frame, raw: Call) -> frozenset | None:
+        """What ``super().m(...)`` may change of the instance where it runs a library class's
+        method that the knowledge says calls no method of the instance and writes only the
+        attributes it lists (:attr:`~loopcheck.engine.knowledge.Summary.writes`:
+        ``torch.nn.Module.__init__``): those attributes of the method's instance (by name, and
+        the objects they hold), else ``None``. Only where that library method is the one that
+        runs: the class defining the calling method has no base in the project and its first
+        base is the library class the knowledge describes, and no class of the project that
+        the instance's class derives from defines ``m`` unless it derives from that class
+        (one that may follow it in the method-resolution order would run instead)."""
+        func = raw.node.func
+        cls, own = frame.def_class, frame.self_sym
+        if (type(func) is not cst.Attribute or type(func.value) is not cst.Call
+                or dotted_name(func.value.func) != "super" or cls is None or own is None
+                or cls.info is None or not cls.info.bases or cls.bases()):
+            return None
+        method = func.attr.value
+        base = library_base(cls)
+        if base is None or base != cls.info.bases[0]:
+            return None
+        summary = knowledge().method(base, method)
+        if summary is None or summary.writes is None:
+            return None
+        for other in _project_ancestry(frame.self_class or cls):
+            info = other.info
+            if other != cls and info is not None and method in info.methods and cls not in _project_ancestry(other):
+                return None
+        return frozenset(w for a in summary.writes for w in (f".{a}", f"{own}.{a}"))
 
     def _held_class(self, frame: Frame, obj: str) -> ClassRef | None:
         """The project class of the object that attribute ``obj`` of the frame's own instance
