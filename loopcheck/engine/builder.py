@@ -978,6 +978,8 @@ class UnitBuilder:
             return raw
         raw.inlined = True  # kept for the roles (Trainer(...), scheduler.step() of a local class)
         raw.clobbers = frozenset()
+        if type(inlined) is Inline:
+            raw.new = inlined.new  # (the assignment of the instance to that variable: assign_event)
         return Seq([raw, inlined])
 
     # -- what a call may change, for the facts of attribute values ---------------------------
@@ -2920,6 +2922,7 @@ class UnitBuilder:
         self._place(stmt, frame.module)
         ref = self._instance_class(frame, value) if type(value) is cst.Call else None
         constant = ()
+        made = self._raw_of.get(value) if type(value) is cst.Call and op == "=" and slot is None else None
         if type(value) is cst.Name and value.value not in ("True", "False", "None"):
             fixed = self.run_literal(frame, value.value)  # a parameter left at its literal default
             if fixed is not NO_VALUE:
@@ -2929,7 +2932,7 @@ class UnitBuilder:
                    self.mentions(frame, value), ctx, operands=self.operands(frame, value),
                    sources=self.sources(frame, value), slot=slot, held=self.held(frame, value),
                    module_class=self._module_constructed(frame, value, ref) if type(value) is cst.Call else None,
-                   constant=constant)
+                   constant=constant, built=made is not None and made.new is not None and made.new == target_sym)
         )
         self.n_events += 1
         if ref is not None:
