@@ -76,3 +76,64 @@ def test_truth_and_alias_values():
 def test_no_guard_when_both_arms_go_on():
     table = _table(GUARDED.replace("raise NotImplementedError", "print('half')"))
     assert table.guards == {}
+
+
+CONSTRUCTED = '''
+import torch
+from torch import nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(2, 2)
+
+class Trainer:
+    def __init__(self, args):
+        self.args = args
+        self.model = Net()
+        if args.half:
+            raise NotImplementedError
+
+    def save(self):
+        if self.args.half:
+            self.model.half()
+
+def main(args):
+    trainer = Trainer(args)
+    trainer.save()
+'''
+
+
+def _raws(source: str):
+    from loopcheck.engine.dataflow import walk_events
+    from loopcheck.engine.ir import Assign
+    (unit,) = [u for u in build_units(cst.parse_module(source)) if fact_table(u.ir).values]
+    table = fact_table(unit.ir)
+    return table, [(raw, table.effects.get(id(raw))) for raw in walk_events(unit.ir)], Assign
+
+
+def test_super_init_of_module_clobbers_only_its_bookkeeping():
+    _, raws, _ = _raws(CONSTRUCTED)
+    (init,) = [raw for raw, _ in raws if getattr(raw, "func", None) == ".__init__"]
+    assert ".args" not in init.clobbers and ".training" in init.clobbers and ".fc" not in init.clobbers
+    assert any(c.endswith(":trainer.model.training") for c in init.clobbers)
+
+
+def test_the_constructed_instance_assigned_to_its_variable_keeps_its_facts():
+    table, raws, Assign = _raws(CONSTRUCTED)
+    (bound,) = [raw for raw, _ in raws if type(raw) is Assign and raw.target.endswith(":trainer")]
+    assert bound.built and table.effects.get(id(bound)) is None
+    # the same construction given to another name than the one ``self`` was bound to
+    from loopcheck.engine.dataflow import walk_events
+    units = build_units(cst.parse_module(CONSTRUCTED.replace("trainer = Trainer(args)", "trainer = other = Trainer(args)")))
+    assert not any(type(raw) is Assign and raw.built for u in units for raw in walk_events(u.ir))
+
+
+def test_super_init_where_a_class_of_the_project_may_follow_in_the_mro_is_not_known():
+    # an instance of ``Both(Net, Mixin)``: the analysis does not decide whether ``Mixin.__init__``
+    # (which writes ``.args``) runs after ``super().__init__()`` in ``Net``
+    source = CONSTRUCTED.replace("class Trainer:", "class Mixin:\n    def __init__(self):\n"
+                                 "        self.args = None\n\nclass Both(Net, Mixin):\n    pass\n\nclass Trainer:")
+    _, raws, _ = _raws(source.replace("self.model = Net()", "self.model = Both()"))
+    (init,) = [raw for raw, _ in raws if getattr(raw, "func", None) == ".__init__"]
+    assert ".args" in init.clobbers

@@ -269,6 +269,51 @@ def find_method(cls: ClassRef, name: str, _seen: frozenset = frozenset()) -> tup
     return None
 
 
+def _super_call(func: cst.BaseExpression) -> bool:
+    """Whether a call's ``func`` is ``super().m`` (or ``super(...).m``)."""
+    return (type(func) is cst.Attribute and type(func.value) is cst.Call
+            and dotted_name(func.value.func) == "super")
+
+
+def super_library_writes(cls: ClassRef, method: str, instances: list[ClassRef]) -> tuple[str, ...] | None:
+    """The attributes of the instance ``super().<method>(...)`` in a method of ``cls`` may
+    write, where it runs a library class's method whose entry says it calls no method of the
+    instance and writes only those (:attr:`~loopcheck.engine.knowledge.Summary.writes`:
+    ``torch.nn.Module.__init__``); ``None`` otherwise. Only where that library method is the
+    one that runs: ``cls`` has no base in the project and its first base is the library class
+    the knowledge describes, and no class of the project that one of ``instances`` (the classes
+    the instance may be of) derives from defines ``method`` unless it derives from ``cls`` (one
+    that may follow ``cls`` in the method-resolution order would run instead)."""
+    info = cls.info
+    if info is None or not info.bases or cls.bases():
+        return None
+    base = library_base(cls)
+    if base is None or base != info.bases[0]:
+        return None
+    summary = knowledge().method(base, method)
+    if summary is None or summary.writes is None:
+        return None
+    for instance in instances:
+        for other in _project_ancestry(instance):
+            if (other != cls and other.info is not None and method in other.info.methods
+                    and cls not in _project_ancestry(other)):
+                return None
+    return summary.writes
+
+
+def _project_ancestry(cls: ClassRef) -> list[ClassRef]:
+    """``cls`` and the classes of the project it derives from, through its bases in the project."""
+    out: list[ClassRef] = []
+    todo = [cls]
+    while todo:
+        c = todo.pop()
+        if c in out:
+            continue
+        out.append(c)
+        todo.extend(c.bases())
+    return out
+
+
 def library_base(cls: ClassRef, _seen: frozenset = frozenset()) -> str | None:
     """The qualified name of the first library class the knowledge describes among the bases of
     project class ``cls``, through its bases in the project, depth first (method-resolution
@@ -980,6 +1025,8 @@ class UnitBuilder:
             return raw
         raw.inlined = True  # kept for the roles (Trainer(...), scheduler.step() of a local class)
         raw.clobbers = frozenset()
+        if type(inlined) is Inline:
+            raw.new = inlined.new  # (the assignment of the instance to that variable: assign_event)
         return Seq([raw, inlined])
 
     # -- what a call may change, for the facts of attribute values ---------------------------
@@ -1014,6 +1061,7 @@ class UnitBuilder:
         ``forward`` and ``__call__``); a callable in a plain variable, any attribute the
         module assigns; a callable nobody can name (``getattr(m, name)(...)``), anything."""
         out: set[str] = set()
+        own = self._super_library_writes(frame, raw)
         for a in raw.args:
             out.update(received(sym) for sym in a.mentions)
             if a.sym is not None:
@@ -1023,6 +1071,8 @@ class UnitBuilder:
             passed = self._passed_function(frame, a.node)  # a function of the project as a callback
             if passed is not None:
                 out |= self.attr_writes(passed)
+        if own is not None:  # super().__init__() of a library base that writes only its own attributes
+            return frozenset(out | own)
         func = raw.func
         if func is None:
             return frozenset((ALL,))
@@ -1047,6 +1097,18 @@ class UnitBuilder:
                     out.add(received(obj))
                     out |= self._method_writes(frame, method)
         return frozenset((ALL,)) if ALL in out else frozenset(out)
+
+    def _super_library_writes(self, frame: Frame, raw: Call) -> frozenset | None:
+        """What ``super().m(...)`` may change of the instance where it runs a library class's
+        method that the knowledge says calls no method of the instance and writes only the
+        attributes it lists (:func:`super_library_writes`): those attributes of the method's
+        instance (by name, and the objects they hold), else ``None``."""
+        func = raw.node.func
+        cls, own = frame.def_class, frame.self_sym
+        if cls is None or own is None or not _super_call(func):
+            return None
+        writes = super_library_writes(cls, func.attr.value, [frame.self_class or cls])
+        return None if writes is None else frozenset(w for a in writes for w in (f".{a}", f"{own}.{a}"))
 
     def _held_class(self, frame: Frame, obj: str) -> ClassRef | None:
         """The project class of the object that attribute ``obj`` of the frame's own instance
@@ -1160,7 +1222,13 @@ class UnitBuilder:
         if not dynamic:
             nested = {n.name.value for n in walk(func) if type(n) is cst.FunctionDef}
             code: list = []
+            written = set(written)
             for call in (n for n in walk(func) if type(n) is cst.Call):
+                if _super_call(call.func):
+                    writes = self._super_writes_in(func, m, call.func.attr.value)
+                    if writes is not None:  # ``super().__init__()`` of ``torch.nn.Module``
+                        written.update(writes)
+                        continue
                 called = self._code_called(call.func, m, nested)
                 if called is None:
                     code = None
@@ -1170,6 +1238,19 @@ class UnitBuilder:
                 result = (written, code)
         self._attr_writes[key] = result
         return result
+
+    @staticmethod
+    def _super_writes_in(func: cst.FunctionDef, m: ModuleIndex, method: str) -> tuple[str, ...] | None:
+        """:func:`super_library_writes` of ``super().<method>(...)`` in ``func``, a method of a
+        class of module ``m``, the instance of that class or of a class of ``m`` deriving from
+        it (the classes of the module, as :meth:`_code_called` reads calls by name); ``None``
+        when ``func`` is no method of a class of ``m``."""
+        owner_cls = next((ClassRef(m, name) for name, c in m.classes.items()
+                          if c.methods.get(func.name.value) is func), None)
+        if owner_cls is None:
+            return None
+        instances = [c for c in (ClassRef(m, name) for name in m.classes) if owner_cls in _project_ancestry(c)]
+        return super_library_writes(owner_cls, method, instances)
 
     def _code_called(self, func: cst.BaseExpression, m: ModuleIndex, nested: set[str]) -> list | None:
         """The functions of the project a call of ``func`` in module ``m`` may run, by name
@@ -3089,6 +3170,7 @@ class UnitBuilder:
         self._place(stmt, frame.module)
         ref = self._instance_class(frame, value) if type(value) is cst.Call else None
         constant = ()
+        made = self._raw_of.get(value) if type(value) is cst.Call and op == "=" and slot is None else None
         if type(value) is cst.Name and value.value not in ("True", "False", "None"):
             fixed = self.run_literal(frame, value.value)  # a parameter left at its literal default
             if fixed is not NO_VALUE:
@@ -3098,7 +3180,7 @@ class UnitBuilder:
                    self.mentions(frame, value), ctx, operands=self.operands(frame, value),
                    sources=self.sources(frame, value), slot=slot, held=self.held(frame, value),
                    module_class=self._module_constructed(frame, value, ref) if type(value) is cst.Call else None,
-                   constant=constant)
+                   constant=constant, built=made is not None and made.new is not None and made.new == target_sym)
         )
         self.n_events += 1
         if ref is not None:

@@ -749,6 +749,8 @@ def fact_table(unit: Seq) -> _FactTable:
     for raw in raws:
         if type(raw) is Assign:
             hit = {key for key in keys if raw.target and assigned_ends(key, raw.target, raw.op)}
+            if raw.built:  # ``trainer = Trainer(args)``: the object its inlined ``__init__`` built
+                hit = {key for key in hit if not key.startswith(raw.target + ".")}
         else:
             hit = {key for key in keys for t in raw.targets if t and assigned_ends(key, t, "=")}
             # (a call re-binds no local variable a loop starts at: only its assignments end it)

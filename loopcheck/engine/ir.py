@@ -166,6 +166,10 @@ class Call:
     #: attribute names (``.evaluate``: that attribute of any object), or ``"*"`` (anything, until
     #: the builder works it out; nothing for an inlined call, whose body is in the IR)
     clobbers: frozenset = frozenset(("*",))
+    #: for a construction whose ``__init__`` is inlined with ``self`` bound to the variable the
+    #: instance goes to (:attr:`Inline.new`): that symbol (``trainer`` of ``trainer =
+    #: Trainer(args)``); else ``None``
+    new: str | None = None
 
     # ``func`` never changes once the builder made the event, and the roles and the rules ask
     # for these two many times per event: computed once (``cached_property``)
@@ -215,6 +219,7 @@ class Assign:
             or left at a literal default and never re-bound, a variable bound once to one:
             ``param.requires_grad = requires_grad`` with ``requires_grad=False`` left out);
             ``()`` otherwise.
+        built: see below.
     """
 
     node: cst.CSTNode
@@ -232,6 +237,10 @@ class Assign:
     held: frozenset[str] | None = None
     module_class: object = None
     constant: tuple = ()
+    #: the value is a construction whose inlined ``__init__`` ran on ``target`` itself
+    #: (:attr:`Call.new`, ``trainer = Trainer(args)``): the object assigned is the one that body
+    #: built, so what it made of the target's attributes still holds after the assignment
+    built: bool = False
 
 
 @dataclass(eq=False)

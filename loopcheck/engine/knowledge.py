@@ -385,6 +385,11 @@ class Summary:
             described by this entry: a call that runs it has the effects its body has, the
             entry's where the body hands over to the library's method (``super().train(mode)``;
             ``override_body = true`` in the entry).
+        writes: for a method, the attributes of the instance it writes where it calls no
+            method of the instance (so no method a class of the project defines runs) and
+            writes no other attribute of it (``torch.nn.Module.__init__``: its own bookkeeping,
+            ``training``, ``_parameters``, ...; ``writes`` in the entry); ``None`` when the
+            entry says nothing of what it writes.
     """
 
     name: str
@@ -400,6 +405,7 @@ class Summary:
     block_mode: tuple[str, ArgRef] | None = None
     exits: bool = False
     override_body: bool = False
+    writes: tuple[str, ...] | None = None
 
 
 @dataclass
@@ -555,7 +561,16 @@ def _summary(name: str, raw: dict, where: str) -> Summary:
                    setting, None if grad_off is None else _arg_ref(grad_off, where),
                    _only_before(raw.get("only_before"), where), tuple(_arg_ref(a, where) for a in if_zero),
                    _block_mode(raw.get("block_mode"), where), bool(raw.get("exits", False)),
-                   bool(raw.get("override_body", False)))
+                   bool(raw.get("override_body", False)), _writes(raw.get("writes"), where))
+
+
+def _writes(raw, where: str) -> tuple[str, ...] | None:
+    """``writes = ["training", ...]`` of a method's entry (:attr:`Summary.writes`)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, list) or not all(isinstance(a, str) and a.isidentifier() for a in raw):
+        raise KnowledgeError(f"{where}: 'writes' is a list of attribute names")
+    return tuple(raw)
 
 
 def _block_mode(raw, where: str) -> tuple[str, ArgRef] | None:
