@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from loopcheck.engine.attr_facts import fact_subject, written_attributes
+from loopcheck.engine.attr_facts import ends, fact_subject, written_attributes
 from loopcheck.engine.builder import (
     _attribute_assignments, _constructed_class, _writes_unnamed, index_module,
 )
@@ -22,6 +22,19 @@ def test_fact_subject_of_attributes_at_any_depth():
     assert fact_subject(_expr("is_train")) is None
     assert fact_subject(_expr("states[0].is_train")) is None
     assert fact_subject(_expr("self.get_state().is_train")) is None
+
+
+def test_a_call_that_may_rebind_an_attribute_ends_the_facts_reached_through_it():
+    """A call that may write ``.args`` on some object may re-bind ``trainer.args`` to another
+    namespace: a fact about ``trainer.args.fp16`` does not outlive it; a fact about an
+    attribute of another name does."""
+    assert ends("trainer.args.fp16", ".args")
+    assert ends("args.fp16", ".fp16")
+    assert not ends("args.fp16", ".args")
+    assert not ends("trainer.opts.fp16", ".args")
+    assert ends("self.cfg.mode", "self")
+    assert not ends("self.cfg.mode", "cfg")
+    assert ends("x.y", "*")
 
 
 SOURCE = '''

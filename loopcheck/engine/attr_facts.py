@@ -106,12 +106,14 @@ def owner(key: str) -> str:
 
 def ends(key: str, clobber: str) -> bool:
     """Whether a call whose :attr:`~loopcheck.engine.ir.Call.clobbers` holds ``clobber`` may
-    change attribute ``key``: ``"*"``; an attribute name (``.evaluate``) equal to the key's;
-    an object symbol that is the key's object or holds it (``self`` for ``self.cfg.mode``)."""
+    change attribute ``key``: ``"*"``; an attribute name (``.evaluate``) equal to the key's or
+    to an attribute it is reached through (``.args`` ends ``trainer.args.fp16``: the call may
+    re-bind ``trainer.args`` to another object); an object symbol that is the key's object or
+    holds it (``self`` for ``self.cfg.mode``)."""
     if clobber == ALL:
         return True
     if clobber[0] == ".":
-        return key.endswith(clobber)
+        return clobber[1:] in key.split(".")[1:]
     obj = owner(key)
     return obj == clobber or obj.startswith(clobber + ".")
 
