@@ -2180,6 +2180,13 @@ def mode_dependent(unit, model: str, at=None) -> bool:
     return any(_construction_mode_dependent(unit, c, call) for c, call in builds)
 
 
+def construction_mode_dependent(unit, cls, call: cst.Call | None) -> bool:
+    """Whether the module built by ``call`` (of class ``cls``: a class of the project or a
+    library class's qualified name) may compute differently in train and eval mode; ``True``
+    when that cannot be told (see :func:`_construction_mode_dependent`)."""
+    return _construction_mode_dependent(unit, cls, call)
+
+
 def _construction_mode_dependent(unit, c, call: cst.Call | None) -> bool:
     """Whether the module one construction builds may compute differently in train and eval
     mode (``c``: its class, a class of the project or a library class's qualified name;

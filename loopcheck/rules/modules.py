@@ -18,9 +18,13 @@ Knowledge (``loopcheck/knowledge/torch.toml``; measured by ``loopcheck verify``,
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Iterable, NamedTuple
 
 import libcst as cst
+
+from loopcheck.engine.callers import project_files
 
 from loopcheck.engine.dataflow import Machine
 from loopcheck.engine.events import Event
@@ -30,7 +34,8 @@ from loopcheck.engine.names import dotted_name
 from loopcheck.engine.roles import last
 from loopcheck.engine.unit import Unit
 from loopcheck.engine.values import (
-    ClassRef, all_calls, class_of_call, classes_of, construction_without_state, definitions, is_criterion_class, is_module_class, is_tensor,
+    ClassRef, all_calls, class_of_call, classes_of, construction_mode_dependent, construction_without_state, definitions,
+    is_criterion_class, is_module_class, is_tensor,
     discarded, parents,
     raw_call, read_after,
     tensor_method,
@@ -281,6 +286,131 @@ def _only_counted(index, attr: str) -> bool:
     return True
 
 
+#: Methods of ``nn.Module`` whose knowledge entry moves the module to a device.
+_MOVES = ("device", "auto")
+
+
+def _moved(node: cst.BaseExpression) -> bool:
+    """Whether ``node``, a container's element, builds its module already moved to a device:
+    ``Disc(z).cuda()``, ``Head().to(device)`` (a method of ``nn.Module`` whose knowledge entry
+    converts the module in place, to a device or as its argument says)."""
+    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
+        return False
+    summary = knowledge().method("torch.nn.Module", node.func.attr.value)
+    return summary is not None and any(e.event == "convert" and e.get("how") in _MOVES for e in summary.effects)
+
+
+def _covered(arg: cst.BaseExpression, me: str, attr: str) -> tuple[set[int], bool]:
+    """Which modules of the container ``<me>.attr`` an optimizer's parameter argument ``arg``
+    takes every parameter of: the indexes ``k`` of ``<me>.attr[k].parameters()`` (an integer
+    literal), and whether it takes those of every module (``m.parameters()`` for ``m`` a
+    comprehension's target iterating over ``<me>.attr`` itself)."""
+    indexes: set[int] = set()
+    every = False
+    iterated: set[str] = set()
+    for node in walk(arg):
+        if isinstance(node, cst.CompFor) and isinstance(node.target, cst.Name) \
+                and dotted_name(node.iter) == f"{me}.{attr}":
+            iterated.add(node.target.value)
+    for node in walk(arg):
+        if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+                and node.func.attr.value == "parameters" and not node.args):
+            continue
+        owner = node.func.value
+        if isinstance(owner, cst.Name) and owner.value in iterated:
+            every = True
+        elif (isinstance(owner, cst.Subscript) and dotted_name(owner.value) == f"{me}.{attr}"
+                and len(owner.slice) == 1 and isinstance(owner.slice[0].slice, cst.Index)
+                and isinstance(owner.slice[0].slice.value, cst.Integer)):
+            indexes.add(int(owner.slice[0].slice.value.evaluated_value))
+    return indexes, every
+
+
+def _params_arg(node: cst.Call) -> cst.BaseExpression | None:
+    """An optimizer construction's parameter argument: ``params=`` or the first positional one."""
+    for a in node.args:
+        if a.keyword is not None and a.keyword.value == "params":
+            return a.value
+    first = node.args[0] if node.args else None
+    return first.value if first is not None and first.keyword is None and not first.star else None
+
+
+def _trained_apart(unit: Unit, raw: Assign, value: cst.BaseExpression, built: list[_Built], attr: str) -> bool:
+    """Whether every module of the plain list or tuple display ``self.attr = [...]`` (``raw``)
+    is kept out of the model's registration and served directly: each element builds a module
+    (no parameter, nothing else) already moved to a device (:func:`_moved`: the model's
+    ``to()`` has nothing of it to move), one that computes the same in train and eval mode
+    (the model's ``train()``/``eval()`` have nothing of it to switch), and every one has all
+    its parameters handed to an optimizer the unit builds from this attribute
+    (``Adam(self.attr[0].parameters())``, ``[p for m in self.attr for p in m.parameters()]``:
+    :func:`_covered`). Then ``parameters()``, ``to()`` and ``eval()`` lose nothing; only the
+    model's ``state_dict()`` misses the modules."""
+    if not isinstance(value, (cst.List, cst.Tuple)) or not value.elements:
+        return False
+    elements = [e.value for e in value.elements]
+    if any(isinstance(e, cst.StarredElement) for e in value.elements) or len(built) != len(elements):
+        return False
+    for b in built:
+        if b.kind != "module" or not _moved(b.call):
+            return False
+        inner = raw_call(unit, b.call, raw)
+        cls = class_of_call(unit, inner) if inner is not None else None
+        ctor = b.call.func.value  # Disc(z) of Disc(z).cuda()
+        if cls is None or construction_mode_dependent(unit, cls, ctor if isinstance(ctor, cst.Call) else None):
+            return False
+    target = raw.node.targets[0].target
+    me = target.value.value if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) else None
+    if me is None:
+        return False
+    indexes: set[int] = set()
+    for info in unit.roles.optimizers.values():
+        if raw.target not in info.params:
+            continue
+        for ctor in [info.ctor, *info.others]:
+            node = getattr(ctor, "node", None)
+            arg = _params_arg(node) if isinstance(node, cst.Call) else None
+            if arg is None:
+                continue
+            got, every = _covered(arg, me, attr)
+            if every:
+                return True
+            indexes |= got
+    return indexes >= set(range(len(elements)))
+
+
+def _state_words() -> re.Pattern:
+    """The words of a file of the project that may save or load a module's state:
+    ``state_dict``, and the last component of each base class of a framework that runs (and
+    checkpoints) the user's module (the knowledge's ``[[driver]]`` entries)."""
+    words = {"state_dict"} | {b.rpartition(".")[2] for d in knowledge().drivers for b in d.bases}
+    return re.compile(r"\b(" + "|".join(sorted(map(re.escape, words))) + r")\b")
+
+
+def _state_saved(unit: Unit) -> bool:
+    """Whether the project may save or load a model's state: a ``.py`` file under its root
+    mentions ``state_dict`` (``torch.save(model.state_dict(), ...)``,
+    ``model.load_state_dict(...)``) or names the base class of a framework that runs the
+    user's module (a ``[[driver]]`` of the knowledge: ``LightningModule``, whose trainer saves
+    checkpoints itself). ``True`` when the project's files cannot all be read."""
+    index = unit.module
+    project = getattr(index, "project", None)
+    if project is None or getattr(project, "root", None) is None:
+        return True
+
+    def scan() -> bool:
+        files = project_files(Path(project.root))
+        if files is None:
+            return True
+        words = _state_words()
+        for file in files:
+            _stamp, text = project.source_of(file)
+            if text is None or words.search(text):
+                return True
+        return False
+
+    return bool(unit.cached(("lc504_state_saved",), scan))
+
+
 @register
 class SubmodulesInPlainContainer(Rule):
     """LC504 submodules-in-plain-container.
@@ -346,7 +476,11 @@ class SubmodulesInPlainContainer(Rule):
                 continue  # the held objects reach no computation: nothing is missed
             if _deleted_after(unit, raw.node, attr):
                 continue  # scratch space of the method that builds it: the module no longer holds it
-            yield self._report(raw, attr, value, built, adds, self._optimizer(unit, cls_node.name.value))
+            apart = _trained_apart(unit, raw, value, built, attr)
+            if apart and not _state_saved(unit):
+                continue  # trained by their own optimizer, on the device, no mode: only an unsaved state_dict misses them
+            yield self._report(raw, attr, value, built, adds, None if apart else self._optimizer(unit, cls_node.name.value),
+                               checkpoint=apart)
 
     @staticmethod
     def _optimizer(unit: Unit, cls_name: str) -> Event | None:
@@ -358,7 +492,8 @@ class SubmodulesInPlainContainer(Rule):
                     return ev
         return None
 
-    def _report(self, raw: Assign, attr: str, value, built: list[_Built], adds: list, opt: Event | None) -> Report:
+    def _report(self, raw: Assign, attr: str, value, built: list[_Built], adds: list, opt: Event | None,
+                checkpoint: bool = False) -> Report:
         plain = "dict" if isinstance(value, DICT_NODES) else "tuple" if isinstance(value, cst.Tuple) else "list"
         params = all(b.kind == "parameter" for b in built)
         what = "parameters" if params else "modules"
@@ -367,6 +502,19 @@ class SubmodulesInPlainContainer(Rule):
         related = [(n, f"adds a {what[:-1]} to the plain {plain}") for n in adds[:3]]
         if opt is not None:
             related.append((opt.node, f"the optimizer, built from parameters() without these {what}"))
+        if checkpoint:
+            return Report(
+                self.info.code, raw.node,
+                lambda d: f"self.{attr} holds {what} in a plain {plain}: not registered, so model.state_dict() does not save them",
+                related,
+                lambda d: (
+                    f"nn.Module registers only the modules assigned to its attributes directly or through "
+                    f"nn.ModuleList/nn.ModuleDict; these {what} are trained by their own optimizer and built on their "
+                    f"device, but model.state_dict() leaves them out, and the project saves or loads a model's state: "
+                    f"a checkpoint does not hold them, and a resume starts them again from their random initialization. "
+                    f"Use {fix}(...) (and leave them out of the model's optimizer), or save their state_dict() too."
+                ),
+            )
         return Report(
             self.info.code, raw.node,
             lambda d: f"self.{attr} holds {what} in a plain {plain}: not registered, so model.parameters() misses them",
