@@ -390,7 +390,7 @@ def _state_saved(unit: Unit) -> bool:
     """Whether the project may save or load a model's state: a ``.py`` file under its root
     mentions ``state_dict`` (``torch.save(model.state_dict(), ...)``,
     ``model.load_state_dict(...)``) or names the base class of a framework that runs the
-    user's module (a ``[[driver]]`` of the knowledge: ``LightningModule``, whose trainer saves
+    user's module (a ``[[driver]]`` of the knowledge: such a framework's trainer saves
     checkpoints itself). ``True`` when the project's files cannot all be read."""
     index = unit.module
     project = getattr(index, "project", None)
