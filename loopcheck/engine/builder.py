@@ -1188,10 +1188,11 @@ class UnitBuilder:
         callable nobody can name, or is more than :data:`MAX_WRITES_SCAN` functions. A
         function defined in a function (a ``collate_fn`` nested in ``get_dataloader``) calls
         the functions its enclosing functions define by name: their code is read too."""
-        key = id(callee.func)
+        scope = self._lexical_parent(callee.parent, callee.func) if callee.parent is not None else None
+        # (a nested function read without its defining frame names no sibling: kept apart)
+        key = id(callee.func) if scope is None else ("scoped", id(callee.func))
         hit = self._attr_writes.get(key)
         if hit is None:
-            scope = self._lexical_parent(callee.parent, callee.func) if callee.parent is not None else None
             hit = self._attr_writes[key] = self._scan_writes(callee.func, callee.module, scope)
         return hit
 
@@ -1223,7 +1224,7 @@ class UnitBuilder:
         ``None`` when it writes attributes it does not name or calls what nobody can name.
         ``scope``: the frame of the function ``func`` is defined in (``None``: none), whose
         functions, and those of the functions enclosing it, ``func`` may call by name."""
-        key = ("own", id(func))
+        key = ("own", id(func), scope is not None)
         if key in self._attr_writes:
             return self._attr_writes[key]
         written, dynamic = written_attributes(func)
