@@ -137,3 +137,63 @@ def test_super_init_where_a_class_of_the_project_may_follow_in_the_mro_is_not_kn
     _, raws, _ = _raws(source.replace("self.model = Net()", "self.model = Both()"))
     (init,) = [raw for raw, _ in raws if getattr(raw, "func", None) == ".__init__"]
     assert ".args" in init.clobbers
+
+
+NESTED_COLLATE = '''
+import torch
+from torch.utils.data import DataLoader
+
+def make_loader(samples, args):
+    def pad(rows):
+        return torch.stack(rows)
+
+    def collate(batch):
+        return pad([x for x, _ in batch]), pad([y for _, y in batch])
+
+    return DataLoader(samples, batch_size=args.batch_size, collate_fn=collate)
+
+class Trainer:
+    def __init__(self, args):
+        self.args = args
+        self.model = torch.nn.Linear(2, 2)
+        if args.half:
+            raise NotImplementedError
+        self.loader = make_loader([], args)
+
+    def save(self):
+        if self.args.half:
+            self.model.half()
+
+def main(args):
+    trainer = Trainer(args)
+    trainer.save()
+'''
+
+
+def _loader_call(source: str):
+    _, raws, _ = _raws(source)
+    (loader,) = [raw for raw, _ in raws if getattr(raw, "func", None) == "torch.utils.data.DataLoader"]
+    return loader
+
+
+def test_a_nested_collate_fn_calling_a_sibling_function_changes_no_attribute():
+    # ``collate`` calls ``pad``, which ``make_loader`` defines too: its code is read, and
+    # neither writes an attribute; the call changes only what it receives
+    loader = _loader_call(NESTED_COLLATE)
+    assert "*" not in loader.clobbers
+    assert sorted(c.rpartition(":")[2] for c in loader.clobbers) == [
+        "args.batch_size", "collate", "samples"]
+
+
+def test_a_sibling_function_that_writes_an_attribute_ends_its_facts():
+    loader = _loader_call(NESTED_COLLATE.replace("        return torch.stack(rows)",
+                                                 "        args.half = True\n        return torch.stack(rows)"))
+    assert ".half" in loader.clobbers and "*" not in loader.clobbers
+
+
+def test_a_sibling_name_rebound_in_the_enclosing_function_is_not_named():
+    # ``pad`` is re-bound to a value nobody can name (a parameter): the call may run anything
+    loader = _loader_call(NESTED_COLLATE.replace("def make_loader(samples, args):",
+                                                 "def make_loader(samples, args, pad=None):")
+                          .replace("    def pad(rows):\n        return torch.stack(rows)\n", ""))
+    assert loader.clobbers == frozenset(("*",))

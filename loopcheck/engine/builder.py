@@ -1169,7 +1169,7 @@ class UnitBuilder:
             f: Frame | None = frame
             while f is not None:
                 if expr.value in f.defs:
-                    return Callee(f.defs[expr.value], f.module)
+                    return Callee(f.defs[expr.value], f.module, parent=f)
                 f = f.parent
             found = frame.module.functions.get(expr.value)
             return Callee(found, frame.module) if found is not None else None
@@ -1185,24 +1185,30 @@ class UnitBuilder:
         calls, by name (functions and classes of its module and the project modules it
         imports, methods of that name of its module's classes); ``{"*"}`` when that code
         writes attributes it does not name (``setattr``, ``vars``, ``__dict__``), calls a
-        callable nobody can name, or is more than :data:`MAX_WRITES_SCAN` functions."""
-        key = id(callee.func)
+        callable nobody can name, or is more than :data:`MAX_WRITES_SCAN` functions. A
+        function defined in a function (a ``collate_fn`` nested in ``get_dataloader``) calls
+        the functions its enclosing functions define by name: their code is read too."""
+        scope = self._lexical_parent(callee.parent, callee.func) if callee.parent is not None else None
+        # (a nested function read without its defining frame names no sibling: kept apart)
+        key = id(callee.func) if scope is None else ("scoped", id(callee.func))
         hit = self._attr_writes.get(key)
         if hit is None:
-            hit = self._attr_writes[key] = self._scan_writes(callee.func, callee.module)
+            hit = self._attr_writes[key] = self._scan_writes(callee.func, callee.module, scope)
         return hit
 
-    def _scan_writes(self, func: cst.FunctionDef, module: ModuleIndex) -> frozenset:
+    def _scan_writes(self, func: cst.FunctionDef, module: ModuleIndex, scope: Frame | None = None) -> frozenset:
+        """:meth:`attr_writes` of ``func`` of module ``module``, defined in the function of
+        frame ``scope`` (``None``: at the top level of its module or in a class)."""
         everything = frozenset((ALL,))
-        todo, seen, names = [(func, module)], set(), set()
+        todo, seen, names = [(func, module, scope)], set(), set()
         while todo:
-            f, m = todo.pop()
+            f, m, enclosing = todo.pop()
             if id(f) in seen:
                 continue
             seen.add(id(f))
             if len(seen) > MAX_WRITES_SCAN:
                 return everything
-            found = self._own_writes(f, m)
+            found = self._own_writes(f, m, enclosing)
             if found is None:
                 return everything
             written, code = found
@@ -1210,11 +1216,15 @@ class UnitBuilder:
             todo.extend(code)
         return frozenset("." + n for n in names)
 
-    def _own_writes(self, func: cst.FunctionDef, m: ModuleIndex) -> tuple[set[str], list] | None:
+    def _own_writes(self, func: cst.FunctionDef, m: ModuleIndex,
+                    scope: Frame | None = None) -> tuple[set[str], list] | None:
         """``(attribute names assigned, code of the project called)`` by ``func`` itself
-        (:func:`~loopcheck.engine.attr_facts.written_attributes`, :meth:`_code_called`);
-        ``None`` when it writes attributes it does not name or calls what nobody can name."""
-        key = ("own", id(func))
+        (:func:`~loopcheck.engine.attr_facts.written_attributes`, :meth:`_code_called`), the
+        code as ``(function, its module, the frame of the function defining it or None)``;
+        ``None`` when it writes attributes it does not name or calls what nobody can name.
+        ``scope``: the frame of the function ``func`` is defined in (``None``: none), whose
+        functions, and those of the functions enclosing it, ``func`` may call by name."""
+        key = ("own", id(func), scope is not None)
         if key in self._attr_writes:
             return self._attr_writes[key]
         written, dynamic = written_attributes(func)
@@ -1229,11 +1239,11 @@ class UnitBuilder:
                     if writes is not None:  # ``super().__init__()`` of ``torch.nn.Module``
                         written.update(writes)
                         continue
-                called = self._code_called(call.func, m, nested)
+                called = self._code_called(call.func, m, nested, scope)
                 if called is None:
                     code = None
                     break
-                code.extend(called)
+                code.extend(entry if len(entry) == 3 else (*entry, None) for entry in called)
             if code is not None:
                 result = (written, code)
         self._attr_writes[key] = result
@@ -1252,21 +1262,32 @@ class UnitBuilder:
         instances = [c for c in (ClassRef(m, name) for name in m.classes) if owner_cls in _project_ancestry(c)]
         return super_library_writes(owner_cls, method, instances)
 
-    def _code_called(self, func: cst.BaseExpression, m: ModuleIndex, nested: set[str]) -> list | None:
+    def _code_called(self, func: cst.BaseExpression, m: ModuleIndex, nested: set[str],
+                     scope: Frame | None = None) -> list | None:
         """The functions of the project a call of ``func`` in module ``m`` may run, by name
-        (``[]``: a library's); ``None`` when nobody can name it."""
+        (``[]``: a library's); ``None`` when nobody can name it. ``nested``: the names of the
+        functions the calling function defines; ``scope``: the frame of the function it is
+        defined in, if any (a name Python finds there, or in a function enclosing that one,
+        before the module's: ``(function, module, its defining frame)``)."""
         if type(func) is cst.Attribute:
             found = self._project_code(m, m.imports.qualify(dotted_name(func)))
             return found if found else self._methods_named(m, func.attr.value)
         if type(func) is not cst.Name:
             return None
         name = func.value
+        if name in nested:
+            return []  # (its body is read with the function that defines it)
+        f = scope
+        while f is not None:  # a function an enclosing function defines (a sibling)
+            if name in f.defs:
+                return [(f.defs[name], f.module, f)]
+            if name in f.locals or name in f.subst:
+                return None  # an enclosing function's variable: nobody can name what it holds
+            f = f.parent
         if name in m.functions:
             return [(m.functions[name], m)]
         if name in m.classes:
             return self._class_code(ClassRef(m, name))
-        if name in nested:
-            return []  # (its body is read with the function that defines it)
         qualified = m.imports.qualify(name)
         if qualified != name:
             return self._project_code(m, qualified)
