@@ -141,6 +141,42 @@ def test_mode_dependence_of_layers():
     assert mode_dependent(unit, "lib") is True
 
 
+def test_mode_dependence_of_a_construction_converted_in_init():
+    # ``self.g = Gen().type(dtype)`` in __init__: Module.type/cuda/to return the module itself
+    # (the knowledge's returns.same = "self"), so the model is Gen() with its own arguments; a
+    # model whose construction the engine does not read (a factory of no known module) may depend
+    # on the mode
+    [unit] = [u for u in units("""
+        import torch.nn as nn
+
+        class Gen(nn.Module):
+            def __init__(self, drop=0.0):
+                super().__init__()
+                layers = [nn.Conv2d(3, 8, 3), nn.InstanceNorm2d(8, affine=True)]
+                if drop > 0:
+                    layers += [nn.Dropout(drop)]
+                self.body = nn.Sequential(*layers)
+            def forward(self, x):
+                return self.body(x)
+
+        class Trainer:
+            def __init__(self, dtype, device):
+                self.typed = Gen().type(dtype)
+                self.moved = Gen().cuda().to(device)
+                self.dropping = Gen(drop=0.5).to(device)
+                self.stats = nn.InstanceNorm2d(8, track_running_stats=True).type(dtype)
+                self.computed = make_gen().to(device)
+            def fit(self):
+                self.typed.train(); self.moved.train(); self.dropping.train(); self.stats.train()
+                self.computed.train()
+    """) if u.entry is not None and u.entry.name.value == "fit"]
+    assert mode_dependent(unit, "self@Trainer.typed") is False
+    assert mode_dependent(unit, "self@Trainer.moved") is False
+    assert mode_dependent(unit, "self@Trainer.dropping") is True
+    assert mode_dependent(unit, "self@Trainer.stats") is True
+    assert mode_dependent(unit, "self@Trainer.computed") is True
+
+
 def test_mode_dependence_of_a_wrapper_is_that_of_the_module_it_wraps():
     # nn.DataParallel(m) runs m's forward (the knowledge's returns.same): m's layers decide; a
     # module built elsewhere, or passed through *args, is not read and may depend on the mode

@@ -2580,13 +2580,17 @@ def _init_constructions(unit, model: str) -> "list[tuple[ClassRef | str, cst.Cal
     the ``__init__`` of a class of the checked module, when the unit does not build it (an entry
     method, ``Trainer.validate``, whose model ``__init__`` made): one per assignment of the
     attribute there (:func:`init_assignment_lists`: an ``if`` choosing among classes gives each);
-    ``None`` when one of them is not a construction the engine reads."""
+    ``None`` when one of them is not a construction the engine reads. A construction followed by
+    ``nn.Module`` methods that the knowledge says return the module itself (``returns.same =
+    "self"``: ``Net(...).type(dtype)``, ``Net(...).cuda()``, ``Net(...).to(device)``) is that
+    construction (:func:`_constructor`): they move or convert the parameters and build no layer."""
     m = re.fullmatch(r"self@(\w+)\.(\w+)", model.rpartition(":")[2])
     index = unit.module
     if m is None or index is None or m.group(1) not in getattr(index, "classes", {}):
         return None
     out = []
     for value, where in init_assignment_lists(ClassRef(index, m.group(1))).get(m.group(2), ()):
+        value = _constructor(value) if isinstance(value, cst.Call) else value
         cls = class_of_name(where, dotted_name(value.func)) if isinstance(value, cst.Call) else None
         if cls is None:
             return None
