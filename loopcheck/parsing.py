@@ -458,7 +458,8 @@ def reindent(source: str) -> Reindented | None:
     inside: set[int] = set()  # rows that start inside a string
     starts: list[tuple[int, int]] = []  # (row, depth) of each f-string/t-string opened
     try:
-        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        # (universal newlines: tokenize's rows are then :data:`LINE_END`'s, a lone ``\r`` included)
+        for tok in tokenize.generate_tokens(io.StringIO(source, newline=None).readline):
             name = tokenize.tok_name.get(tok.type, "")
             if tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
                 inside.update(range(tok.start[0] + 1, tok.end[0] + 1))

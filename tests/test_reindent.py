@@ -53,6 +53,9 @@ def test_reindent_leaves_lines_inside_strings_alone():
     assert new is not None
     assert new.text == "if x:\n    s = '''a\n\tb'''\n    t = f'''{x}\n\tc'''\n            \n"
     assert new.shifts == {6: (5, 12)}
+    # rows end as CPython's tokenizer ends them: a lone carriage return too
+    new = reindent("if x:\r    s = '''a\r\tb'''\r    with z:\r\t    b = 2\r")
+    assert new == Reindented("if x:\r    s = '''a\r\tb'''\r    with z:\r            b = 2\r", {5: (5, 12)})
 
 
 def test_reindent_returns_none_without_a_tab_in_any_indentation_or_for_a_text_tokenize_refuses():
