@@ -38,7 +38,7 @@ from loopcheck.engine.unreferenced import never_runs
 from loopcheck.engine.values import models_without_parameters, parents
 from loopcheck.engine.walk import parent_table
 from loopcheck.findings import Describe, Finding, Related, Report
-from loopcheck.parsing import check_nesting, parse_module
+from loopcheck.parsing import Reindented, TooDeeplyNested, check_nesting, parse_module, parse_reindented
 from loopcheck.rules import REGISTRY, SYNTAX_ERROR
 
 # A file holds a training loop a rule can speak about only if it calls backward(), changes a
@@ -738,23 +738,29 @@ def check_parsed(
     if torch and not signs.training and parse is None and tables is None and project is not None:
         if _silent_in_parts(source, filename, select, project, signs, interrupt):
             return [], None, None
+    reindented = None  # the text's indentation as CPython counts it, when LibCST refused the text's own
     try:
         module = (parse or parse_module)(source)
     except cst.ParserSyntaxError as err:
-        if not _selected(SYNTAX_ERROR.code, select):
-            return [], None, None
         msg, (row, col), valid = _syntax_error(source, err)
-        if valid:
+        again = parse_reindented(source) if valid and not isinstance(err, TooDeeplyNested) else None
+        if again is not None:
+            module, reindented = again
+            tables = None  # (a new tree: the last check's tables name none of its nodes)
+        elif not _selected(SYNTAX_ERROR.code, select):
+            return [], None, None
+        elif valid:
             text = f"{msg or 'LibCST cannot parse this line of valid Python'}, so the file was not checked"
         else:
             text = f"SyntaxError: {msg}"
-        return [Finding(SYNTAX_ERROR.code, text, filename, row, col, row, col, [], row)], None, None
+        if reindented is None:
+            return [Finding(SYNTAX_ERROR.code, text, filename, row, col, row, col, [], row)], None, None
     if interrupt is not None:
         interrupt()
     index = None
     if project is not None:
         project.trim()  # between checks: the modules of the last ones stay, up to a size
-        index = project.add(Path(filename), source, module=module, keep=False).index
+        index = project.add(Path(filename), reindented.text if reindented else source, module=module, keep=False).index
     memo = None
     if tables is not None:
         index = index or index_module(module)
@@ -795,8 +801,26 @@ def check_parsed(
                 rep.note(d) if rep.note is not None else None,
             )
         )
+    if reindented is not None:
+        # the tree is of the re-indented text: columns go back to the file's, and no fix is
+        # computed from it (``None``: a fix parses the file's own text, which LibCST refuses)
+        findings = [_columns_back(f, reindented) for f in findings]
+        findings.sort(key=lambda f: f.sort_key)
+        return findings, None, None
     findings.sort(key=lambda f: f.sort_key)
     return findings, module, positions
+
+
+def _columns_back(finding: Finding, reindented: Reindented) -> Finding:
+    """``finding``, placed in :attr:`Reindented.text`, with its columns (and those of its
+    related lines in the same file) in the file's own text (:meth:`Reindented.column`)."""
+    from dataclasses import replace
+
+    related = [r if r.filename else replace(r, column=reindented.column(r.row, r.column)) for r in finding.related]
+    return replace(
+        finding, column=reindented.column(finding.row, finding.column),
+        end_column=reindented.column(finding.end_row, finding.end_column), related=related,
+    )
 
 
 def _silent_in_parts(

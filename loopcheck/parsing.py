@@ -386,3 +386,138 @@ def parse_module(source: str) -> cst.Module:
         if type(err).__name__ == "PanicException":  # pyo3: not an Exception subclass
             raise RuntimeError(f"LibCST's parser failed: {err}") from None
         raise
+
+
+#: CPython's tokenizer: a tab in a line's indentation advances the column to the next multiple
+#: of this (``TABSIZE`` of ``Parser/tokenizer.c``); a form feed sets it back to 0.
+TAB_SIZE = 8
+
+
+def indentation_width(blanks: str) -> int:
+    """The column CPython's tokenizer gives a line whose indentation is ``blanks`` (spaces,
+    tabs, form feeds): a space counts 1, a tab advances to the next multiple of
+    :data:`TAB_SIZE`, a form feed resets the column to 0."""
+    column = 0
+    for ch in blanks:
+        if ch == "\t":
+            column = (column // TAB_SIZE + 1) * TAB_SIZE
+        elif ch == "\f":
+            column = 0
+        else:
+            column += 1
+    return column
+
+
+@dataclass(frozen=True)
+class Reindented:
+    """A text whose indentation was written again in spaces (see :func:`reindent`).
+
+    Attributes:
+        text: the new text; its rows are the original's, line ends included.
+        shifts: 1-based row → ``(original, new)``: the length, in characters, of that row's
+            indentation before and after; only the rows that changed.
+    """
+
+    text: str
+    shifts: dict[int, tuple[int, int]]
+
+    def column(self, row: int, column: int) -> int:
+        """The column of the original text at ``(row, column)`` of :attr:`text` (1-based
+        both): on a re-indented row, a column after the indentation moves by the difference
+        of the two lengths, one inside it goes to the first character after it (capped)."""
+        shift = self.shifts.get(row)
+        if shift is None:
+            return column
+        old, new = shift
+        if column - 1 >= new:
+            return column - new + old
+        return min(column - 1, old) + 1
+
+
+_INDENT = re.compile(r"[ \t\f]*")
+
+
+def reindent(source: str) -> Reindented | None:
+    """``source`` with the indentation of each line that has a tab (or a form feed) in it
+    written again in spaces, column for column as CPython's tokenizer counts it
+    (:func:`indentation_width`); the lines inside a string that spans several lines are left as
+    they are (their blanks are the string's characters). ``None`` when no line changes or
+    Python's :mod:`tokenize` refuses the text.
+
+    CPython accepts indentation LibCST's tokenizer refuses (a block indented with spaces whose
+    next line is a tab then spaces, ``"    with x:\\n\\t    y()"``, which CPython counts as
+    column 12); the spaces say the same to both. Rows do not change; columns of the
+    re-indented rows do (:meth:`Reindented.column` maps them back).
+    """
+    import io
+    import tokenize
+
+    lines = LINE_END.split(source)
+    if not any("\t" in (b := _INDENT.match(line)[0]) or "\f" in b for line in lines):
+        return None
+    inside: set[int] = set()  # rows that start inside a string
+    starts: list[tuple[int, int]] = []  # (row, depth) of each f-string/t-string opened
+    try:
+        # (universal newlines: tokenize's rows are then :data:`LINE_END`'s, a lone ``\r`` included)
+        for tok in tokenize.generate_tokens(io.StringIO(source, newline=None).readline):
+            name = tokenize.tok_name.get(tok.type, "")
+            if tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
+                inside.update(range(tok.start[0] + 1, tok.end[0] + 1))
+            elif name in ("FSTRING_START", "TSTRING_START"):
+                starts.append(tok.start)
+            elif name in ("FSTRING_END", "TSTRING_END") and starts:
+                first = starts.pop()[0]
+                inside.update(range(first + 1, tok.end[0] + 1))
+    except (tokenize.TokenError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    ends = LINE_END.findall(source) + [""]
+    shifts: dict[int, tuple[int, int]] = {}
+    out = []
+    for row, (line, end) in enumerate(zip(lines, ends), start=1):
+        blanks = _INDENT.match(line)[0]
+        if row not in inside and ("\t" in blanks or "\f" in blanks):
+            spaces = " " * indentation_width(blanks)
+            shifts[row] = (len(blanks), len(spaces))
+            line = spaces + line[len(blanks):]
+        out.append(line + end)
+    if not shifts:
+        return None
+    return Reindented("".join(out), shifts)
+
+
+def parse_reindented(source: str) -> tuple[cst.Module, Reindented] | None:
+    """LibCST's tree of a text CPython's parser accepts but LibCST's refuses for its
+    indentation: the tree of :func:`reindent`'s text, kept only when CPython reads that text
+    as the same program (equal ``ast.dump``, positions left out). Only parses (CPython's
+    parser with ``PyCF_ONLY_AST``): nothing of the text runs. ``None`` when CPython refuses
+    ``source``, no line has a tab in its indentation, or LibCST refuses the new text too, or
+    the program would differ.
+
+    The tree's positions are those of :attr:`Reindented.text`: the same rows, columns mapped
+    back by :meth:`Reindented.column`. Its code is not the file's: what edits the file from it
+    (fixes) must not use it.
+    """
+    import ast
+    import warnings
+
+    def program(text: str) -> str | None:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # (invalid escape sequences and the like)
+                return ast.dump(compile(text, "<reindented>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+
+    original = program(source)
+    if original is None:
+        return None
+    new = reindent(source)
+    if new is None:
+        return None
+    try:
+        module = parse_module(new.text)
+    except (cst.ParserSyntaxError, RuntimeError, RecursionError, MemoryError):
+        return None
+    if program(module.code) != original:
+        return None
+    return module, new
