@@ -7,6 +7,8 @@ every file a finding points into) is also checked statically; a static finding i
 
 - **confirmed** when a runtime finding of the same code sits on its line (or on one of the
   lines it names): one finding is printed, the static message with the runtime measurement;
+  further runtime findings of that code on its line (another column of the statement) add to
+  its count, not to the findings;
 - **not observed** otherwise: printed with that mark, since the run may simply not have taken
   the path (validation never reached, a ``--steps`` stop before the epoch ended).
 
@@ -173,6 +175,7 @@ def build_report(result, static: bool = True, resolver: Resolver | None = None) 
             except Exception as err:  # noqa: BLE001 - the runtime findings still count
                 print(f"loopcheck: static check of {name} failed: {type(err).__name__}: {err}", file=sys.stderr)
         used = set()
+        confirmed_at: dict[tuple[str, int], Finding] = {}  # (code, row) -> the static finding confirmed there
         for s in static_found:
             match = next(((f, o) for f, o in mine if id(f) not in used and _matches(s, f)), None)
             if match is None:
@@ -189,10 +192,18 @@ def build_report(result, static: bool = True, resolver: Resolver | None = None) 
                 note = o.note + (f"\n{s.note}" if s.note else "")
                 g = replace(s, message=f"{_status_text('confirmed', o.step)} {s.message}", note=note)
                 trace[id(g)] = {"status": "confirmed", "step": o.step, "value": o.value, "count": o.count}
+                confirmed_at.setdefault((g.code, g.row), g)
             g.fix = s.fix
             findings.append(g)
         for f, o in mine:
             if id(f) in used:
+                continue
+            # one finding per line and code: a runtime event at a line a static finding of its code
+            # names (another column, another part of the same statement) confirms that finding once
+            # more and adds no finding (every static finding there is confirmed by now: it matches)
+            confirmed = confirmed_at.get((f.code, f.row))
+            if confirmed is not None:
+                trace[id(confirmed)]["count"] += o.count
                 continue
             g = replace(f, message=f"{_status_text('runtime', o.step)} {f.message}")
             trace[id(g)] = {"status": "runtime", "step": o.step, "value": o.value, "count": o.count}

@@ -85,7 +85,8 @@ class SetupChecks:
         opt = opts[0]
         opt_at = f" ({where(opt.site, site)})" if opt.site else ""
         if swapped:
-            self._orphans_seen.update(id(after[n]) for n in swapped)
+            for n in swapped:
+                self._orphans_seen[after[n]] = True
             # a dtype change is a conversion (LC501); the same dtype, a move to a device (LC502)
             code = "LC501" if any(after[n].dtype != old[n].dtype for n in swapped) else "LC502"
             self.observe(
@@ -130,10 +131,11 @@ class SetupChecks:
         held = set().union(*(x.ids for x in opts)) if opts else set()
         for module, _ in self._trained.items():
             named = [(name, p) for name, p in module.named_parameters() if p.requires_grad]
-            missing = [(name, p) for name, p in named if id(p) not in held and id(p) not in self._orphans_seen]
+            missing = [(name, p) for name, p in named if id(p) not in held and p not in self._orphans_seen]
             if not missing:
                 continue
-            self._orphans_seen.update(id(p) for _, p in missing)
+            for _, p in missing:
+                self._orphans_seen[p] = True
             if len(missing) == len(named):
                 self._orphan_model(module, o, n, len(named))
             else:
@@ -188,12 +190,19 @@ class SetupChecks:
                     f"{type(module).__name__}: {len(names)} trainable parameters are in no optimizer ({listed}); "
                     "they get gradients but never change")
                 continue
-            site = self._store_line(o, attr=owner.rpartition(".")[2]) or created[1]
+            # the part as the code names it: a submodule's attribute path (``encoder.fc``), or, for
+            # parameters registered on the trained module itself (owner ""), their own names
+            attr = owner.rpartition(".")[2] if owner else names[0]
+            site = self._store_line(o, attr=attr) or created[1]
             opt_at = f" ({where(o.site, site)})" if o.site else ""
+            if owner:
+                message = (f"{owner} of the model is replaced after the optimizer{opt_at} was built: its new "
+                           "parameters never train")
+            else:
+                verb, never = ("are", "they never train") if len(names) > 1 else ("is", "it never trains")
+                message = f"{listed} of the model {verb} replaced after the optimizer{opt_at} was built: {never}"
             self.observe(
-                "LC501", site,
-                f"{owner} of the model is replaced after the optimizer{opt_at} was built: its new parameters never "
-                "train",
+                "LC501", site, message,
                 f"Runtime: at step {n}, {len(names)} of {type(module).__name__}'s {count} trainable parameters "
                 f"are in no optimizer ({listed}). Build the optimizer after the change.",
                 [(o.site, "the optimizer was built here")], step=n, value=float(len(names)))

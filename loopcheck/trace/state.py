@@ -103,6 +103,12 @@ class IdMap:
     def __setitem__(self, obj, value) -> None:
         self._items[id(obj)] = (weakref.ref(obj, self._forget(id(obj))), value)
 
+    def __contains__(self, obj) -> bool:
+        """Whether a value is stored for ``obj`` itself: an object that only reuses the ``id`` of
+        a collected one is not in the map (its entry went when that object was collected)."""
+        hit = self._items.get(id(obj))
+        return hit is not None and hit[0]() is obj
+
     def items(self) -> list[tuple]:
         """``[(object, value)]`` of the objects still alive."""
         out = []

@@ -102,7 +102,9 @@ class Watcher(ForwardWatch, GradientChecks, SchedulerChecks, ModeChecks, LossChe
         # setup
         self._created = IdMap()          # module -> (seq, site), for modules built once an optimizer exists
         self._orphans_dirty = False
-        self._orphans_seen: set = set()
+        # parameters already reported outside every optimizer (or replaced by a conversion), by
+        # identity: a parameter of a later model may reuse the id of a collected one
+        self._orphans_seen = IdMap()
         self._init_forwards()
         self.errors: list[str] = []
 
