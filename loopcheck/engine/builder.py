@@ -275,30 +275,44 @@ def _super_call(func: cst.BaseExpression) -> bool:
             and dotted_name(func.value.func) == "super")
 
 
-def super_library_writes(cls: ClassRef, method: str, instances: list[ClassRef]) -> tuple[str, ...] | None:
-    """The attributes of the instance ``super().<method>(...)`` in a method of ``cls`` may
-    write, where it runs a library class's method whose entry says it calls no method of the
-    instance and writes only those (:attr:`~loopcheck.engine.knowledge.Summary.writes`:
-    ``torch.nn.Module.__init__``); ``None`` otherwise. Only where that library method is the
-    one that runs: ``cls`` has no base in the project and its first base is the library class
-    the knowledge describes, and no class of the project that one of ``instances`` (the classes
-    the instance may be of) derives from defines ``method`` unless it derives from ``cls`` (one
-    that may follow ``cls`` in the method-resolution order would run instead)."""
+def super_library_writes(cls: ClassRef, method: str, instances: list[ClassRef]
+                         ) -> tuple[tuple[str, ...], list[tuple[cst.FunctionDef, ModuleIndex]]] | None:
+    """What ``super().<method>(...)`` in a method of ``cls`` may write of the instance, where it
+    runs a library class's method whose entry says which attributes it writes and which methods
+    of the instance it calls (:attr:`~loopcheck.engine.knowledge.Summary.writes`,
+    :attr:`~loopcheck.engine.knowledge.Summary.self_calls`: ``torch.nn.Module.__init__`` calls
+    none, ``LRScheduler.__init__`` calls ``step()`` and ``get_lr()``): ``(attribute names,
+    overrides)``, the overrides being the methods of those names that the project's classes of
+    ``instances`` (the classes the instance may be of) define, through their bases in the
+    project, as ``(method, its module)``: they run instead of the library's, and their code
+    says what else may be written. ``None`` otherwise. Only where that library method is the
+    one that runs: ``cls`` has no base in the project, its first base is the library class the
+    knowledge describes and that class's entry lists ``method`` itself (a library subclass's
+    constructor, ``StepLR.__init__``, does more than its base's), and no class of the project
+    that one of ``instances`` derives from defines ``method`` unless it derives from ``cls``
+    (one that may follow ``cls`` in the method-resolution order would run instead)."""
     info = cls.info
     if info is None or not info.bases or cls.bases():
         return None
     base = library_base(cls)
     if base is None or base != info.bases[0]:
         return None
-    summary = knowledge().method(base, method)
+    kb = knowledge()
+    entry = kb.cls(base)
+    summary = entry.methods.get(method) if entry is not None else None
     if summary is None or summary.writes is None:
         return None
+    overrides: list[tuple[cst.FunctionDef, ModuleIndex]] = []
     for instance in instances:
         for other in _project_ancestry(instance):
             if (other != cls and other.info is not None and method in other.info.methods
                     and cls not in _project_ancestry(other)):
                 return None
-    return summary.writes
+        for name in summary.self_calls:
+            found = find_method(instance, name)
+            if found is not None and all(found[1] is not f for f, _ in overrides):
+                overrides.append((found[1], found[0].module))
+    return summary.writes, overrides
 
 
 def _project_ancestry(cls: ClassRef) -> list[ClassRef]:
@@ -1100,15 +1114,22 @@ class UnitBuilder:
 
     def _super_library_writes(self, frame: Frame, raw: Call) -> frozenset | None:
         """What ``super().m(...)`` may change of the instance where it runs a library class's
-        method that the knowledge says calls no method of the instance and writes only the
-        attributes it lists (:func:`super_library_writes`): those attributes of the method's
-        instance (by name, and the objects they hold), else ``None``."""
+        method that the knowledge says writes only the attributes it lists and calls only the
+        methods of the instance it lists (:func:`super_library_writes`): those attributes of the
+        method's instance (by name, and the objects they hold), and what the overrides of those
+        methods in the project may assign (:meth:`attr_writes`); else ``None``."""
         func = raw.node.func
         cls, own = frame.def_class, frame.self_sym
         if cls is None or own is None or not _super_call(func):
             return None
-        writes = super_library_writes(cls, func.attr.value, [frame.self_class or cls])
-        return None if writes is None else frozenset(w for a in writes for w in (f".{a}", f"{own}.{a}"))
+        found = super_library_writes(cls, func.attr.value, [frame.self_class or cls])
+        if found is None:
+            return None
+        writes, overrides = found
+        out = {w for a in writes for w in (f".{a}", f"{own}.{a}")}
+        for method, module in overrides:  # (``get_lr`` of a scheduler subclass, run by the constructor)
+            out |= self.attr_writes(Callee(method, module))
+        return frozenset(out)
 
     def _held_class(self, frame: Frame, obj: str) -> ClassRef | None:
         """The project class of the object that attribute ``obj`` of the frame's own instance
@@ -1235,9 +1256,10 @@ class UnitBuilder:
             written = set(written)
             for call in (n for n in walk(func) if type(n) is cst.Call):
                 if _super_call(call.func):
-                    writes = self._super_writes_in(func, m, call.func.attr.value)
-                    if writes is not None:  # ``super().__init__()`` of ``torch.nn.Module``
-                        written.update(writes)
+                    found = self._super_writes_in(func, m, call.func.attr.value)
+                    if found is not None:  # ``super().__init__()`` of ``torch.nn.Module``
+                        written.update(found[0])
+                        code.extend((method, module, None) for method, module in found[1])
                         continue
                 called = self._code_called(call.func, m, nested, scope)
                 if called is None:
@@ -1250,7 +1272,8 @@ class UnitBuilder:
         return result
 
     @staticmethod
-    def _super_writes_in(func: cst.FunctionDef, m: ModuleIndex, method: str) -> tuple[str, ...] | None:
+    def _super_writes_in(func: cst.FunctionDef, m: ModuleIndex, method: str
+                         ) -> tuple[tuple[str, ...], list[tuple[cst.FunctionDef, ModuleIndex]]] | None:
         """:func:`super_library_writes` of ``super().<method>(...)`` in ``func``, a method of a
         class of module ``m``, the instance of that class or of a class of ``m`` deriving from
         it (the classes of the module, as :meth:`_code_called` reads calls by name); ``None``
