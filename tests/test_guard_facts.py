@@ -197,3 +197,166 @@ def test_a_sibling_name_rebound_in_the_enclosing_function_is_not_named():
                                                  "def make_loader(samples, args, pad=None):")
                           .replace("    def pad(rows):\n        return torch.stack(rows)\n", ""))
     assert loader.clobbers == frozenset(("*",))
+
+
+LIBRARY_BASES = '''
+import torch
+from torch import nn
+from torch.optim.lr_scheduler import LRScheduler
+from torch.utils.data import BatchSampler
+
+class Warmup(LRScheduler):
+    def __init__(self, optimizer, warmup):
+        self.warmup = warmup
+        super().__init__(optimizer)
+
+    def get_lr(self):
+        return [base * min(1.0, self.last_epoch / self.warmup) for base in self.base_lrs]
+
+class Chunks(BatchSampler):
+    def __init__(self, sampler, size):
+        super().__init__(sampler, batch_size=size, drop_last=False)
+
+class Block(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.fc = nn.Linear(width, width)
+
+    def forward(self, x):
+        return self.fc(x)
+
+class Encoder(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.blocks = nn.ModuleList([Block(width) for _ in range(2)])
+        for _ in range(2):
+            block = Block(width)
+            self.blocks.append(block)
+
+    def forward(self, x):
+        for i, block in enumerate(self.blocks):
+            x = block(x)
+        return x
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = Encoder(4)
+
+    def forward(self, x):
+        return self.encoder(x)
+
+class Trainer:
+    def __init__(self, args):
+        self.args = args
+        self.model = Net()
+        self.optimizer = torch.optim.Adam(self.model.parameters())
+        if args.half:
+            raise NotImplementedError
+        self.scheduler = Warmup(self.optimizer, 10)
+        self.sampler = Chunks(range(8), 4)
+
+    def save(self, x):
+        self.model(x)
+        if self.args.half:
+            self.model.half()
+
+def main(args):
+    trainer = Trainer(args)
+    trainer.save(torch.zeros(1, 4))
+'''
+
+
+def _calls(source: str, func: str, text: str):
+    _, raws, _ = _raws(source)
+    return [raw for raw, _ in raws if getattr(raw, "func", None) == func
+            and text in cst.Module([]).code_for_node(raw.node)]
+
+
+def _names(clobbers) -> list[str]:
+    """The clobbered names without the unit's frame prefix (``f1_1:trainer.x`` -> ``trainer.x``)."""
+    return sorted(c.partition(":")[2] if ":" in c else c for c in clobbers)
+
+
+SCHEDULER_WRITES = ["_get_lr_called_within_step", "_is_initial", "_last_lr", "_step_count", "base_lrs",
+                    "last_epoch", "optimizer", "verbose"]
+
+
+def test_super_init_of_a_scheduler_subclass_writes_its_attributes_and_reads_get_lr():
+    # LRScheduler.__init__ calls self.step(), which calls the subclass's get_lr(): it writes
+    # nothing, so the construction changes the library's attributes and what it is given only
+    (init,) = _calls(LIBRARY_BASES, ".__init__", "optimizer")
+    assert _names(init.clobbers) == sorted(
+        [f".{a}" for a in SCHEDULER_WRITES] + [f"trainer.scheduler.{a}" for a in SCHEDULER_WRITES]
+        + ["trainer.optimizer"])
+
+
+def test_a_get_lr_override_that_writes_an_option_ends_its_facts():
+    source = LIBRARY_BASES.replace("    def get_lr(self):\n", "    def get_lr(self):\n        self.opts.half = True\n")
+    (init,) = _calls(source, ".__init__", "optimizer")
+    assert ".half" in init.clobbers and "*" not in init.clobbers
+
+
+def test_super_init_of_a_batch_sampler_subclass_writes_its_three_attributes():
+    (init,) = _calls(LIBRARY_BASES, ".__init__", "sampler")
+    assert _names(init.clobbers) == [".batch_size", ".drop_last", ".sampler", "sampler", "size",
+                                     "trainer.sampler.batch_size", "trainer.sampler.drop_last",
+                                     "trainer.sampler.sampler"]
+
+
+def test_the_constructor_of_a_library_subclass_is_not_its_base_constructor():
+    # StepLR.__init__ sets step_size and gamma before LRScheduler.__init__: the base's entry
+    # does not describe it
+    from loopcheck.engine.builder import ClassRef, super_library_writes
+    from loopcheck.engine.builder import index_module
+    m = index_module(cst.parse_module("from torch.optim.lr_scheduler import StepLR, LRScheduler\n"
+                                      "class A(StepLR):\n    def __init__(self, o):\n        super().__init__(o, 2)\n"
+                                      "class B(LRScheduler):\n    def __init__(self, o):\n        super().__init__(o)\n"
+                                      "    def step(self):\n        pass\n"))
+    assert super_library_writes(ClassRef(m, "A"), "__init__", [ClassRef(m, "A")]) is None
+    writes, overrides = super_library_writes(ClassRef(m, "B"), "__init__", [ClassRef(m, "B")])
+    assert sorted(writes) == SCHEDULER_WRITES
+    assert [f.name.value for f, _ in overrides] == ["step"]
+
+
+def test_self_calls_go_with_writes():
+    import pytest
+    from loopcheck.engine.knowledge import Knowledge, KnowledgeError
+    kb = Knowledge()
+    with pytest.raises(KnowledgeError, match="'self_calls' goes with 'writes'"):
+        kb.load('[[class]]\nnames = ["lib.A"]\n[class.methods]\n__init__ = {self_calls = ["step"]}\n', "t")
+    kb.load('[[class]]\nnames = ["lib.B"]\n[class.methods]\n__init__ = {self_calls = ["step"], writes = ["x"]}\n', "t")
+    assert kb.method("lib.B", "__init__").self_calls == ("step",)
+    assert kb.method("lib.B", "__init__").writes == ("x",)
+
+
+def _encoder_forward_writes(source: str) -> frozenset:
+    from loopcheck.engine.builder import Callee, UnitBuilder
+    from loopcheck.engine.builder import index_module
+    m = index_module(cst.parse_module(source))
+    return UnitBuilder(m).attr_writes(Callee(m.classes["Encoder"].methods["forward"], m))
+
+
+def test_a_loop_over_a_module_list_of_project_blocks_runs_their_forward():
+    assert _encoder_forward_writes(LIBRARY_BASES) == frozenset()
+    writing = LIBRARY_BASES.replace("        return self.fc(x)", "        self.opts.half = True\n        return self.fc(x)")
+    assert _encoder_forward_writes(writing) == frozenset((".half",))
+
+
+def test_a_module_list_whose_items_are_not_known_runs_code_nobody_names():
+    everything = frozenset(("*",))
+    # an item put in by a method the list's reading does not follow
+    assert _encoder_forward_writes(LIBRARY_BASES.replace(
+        "            self.blocks.append(block)", "            self.blocks.insert(0, block)")) == everything
+    # a list built by a call of unknown result
+    assert _encoder_forward_writes(LIBRARY_BASES.replace(
+        "nn.ModuleList([Block(width) for _ in range(2)])", "make_blocks(width)")) == everything
+    # an item of a library class (its forward is not read)
+    assert _encoder_forward_writes(LIBRARY_BASES.replace(
+        "[Block(width) for _ in range(2)]", "[nn.Linear(width, width)]")) == everything
+    # the loop variable is bound again in the method
+    assert _encoder_forward_writes(LIBRARY_BASES.replace(
+        "            x = block(x)", "            block = self.fallback\n            x = block(x)")) == everything
+    # an item stored by index
+    assert _encoder_forward_writes(LIBRARY_BASES.replace(
+        "            self.blocks.append(block)", "            self.blocks[0] = block")) == everything

@@ -275,30 +275,44 @@ def _super_call(func: cst.BaseExpression) -> bool:
             and dotted_name(func.value.func) == "super")
 
 
-def super_library_writes(cls: ClassRef, method: str, instances: list[ClassRef]) -> tuple[str, ...] | None:
-    """The attributes of the instance ``super().<method>(...)`` in a method of ``cls`` may
-    write, where it runs a library class's method whose entry says it calls no method of the
-    instance and writes only those (:attr:`~loopcheck.engine.knowledge.Summary.writes`:
-    ``torch.nn.Module.__init__``); ``None`` otherwise. Only where that library method is the
-    one that runs: ``cls`` has no base in the project and its first base is the library class
-    the knowledge describes, and no class of the project that one of ``instances`` (the classes
-    the instance may be of) derives from defines ``method`` unless it derives from ``cls`` (one
-    that may follow ``cls`` in the method-resolution order would run instead)."""
+def super_library_writes(cls: ClassRef, method: str, instances: list[ClassRef]
+                         ) -> tuple[tuple[str, ...], list[tuple[cst.FunctionDef, ModuleIndex]]] | None:
+    """What ``super().<method>(...)`` in a method of ``cls`` may write of the instance, where it
+    runs a library class's method whose entry says which attributes it writes and which methods
+    of the instance it calls (:attr:`~loopcheck.engine.knowledge.Summary.writes`,
+    :attr:`~loopcheck.engine.knowledge.Summary.self_calls`: ``torch.nn.Module.__init__`` calls
+    none, ``LRScheduler.__init__`` calls ``step()`` and ``get_lr()``): ``(attribute names,
+    overrides)``, the overrides being the methods of those names that the project's classes of
+    ``instances`` (the classes the instance may be of) define, through their bases in the
+    project, as ``(method, its module)``: they run instead of the library's, and their code
+    says what else may be written. ``None`` otherwise. Only where that library method is the
+    one that runs: ``cls`` has no base in the project, its first base is the library class the
+    knowledge describes and that class's entry lists ``method`` itself (a library subclass's
+    constructor, ``StepLR.__init__``, does more than its base's), and no class of the project
+    that one of ``instances`` derives from defines ``method`` unless it derives from ``cls``
+    (one that may follow ``cls`` in the method-resolution order would run instead)."""
     info = cls.info
     if info is None or not info.bases or cls.bases():
         return None
     base = library_base(cls)
     if base is None or base != info.bases[0]:
         return None
-    summary = knowledge().method(base, method)
+    kb = knowledge()
+    entry = kb.cls(base)
+    summary = entry.methods.get(method) if entry is not None else None
     if summary is None or summary.writes is None:
         return None
+    overrides: list[tuple[cst.FunctionDef, ModuleIndex]] = []
     for instance in instances:
         for other in _project_ancestry(instance):
             if (other != cls and other.info is not None and method in other.info.methods
                     and cls not in _project_ancestry(other)):
                 return None
-    return summary.writes
+        for name in summary.self_calls:
+            found = find_method(instance, name)
+            if found is not None and all(found[1] is not f for f, _ in overrides):
+                overrides.append((found[1], found[0].module))
+    return summary.writes, overrides
 
 
 def _project_ancestry(cls: ClassRef) -> list[ClassRef]:
@@ -1100,15 +1114,22 @@ class UnitBuilder:
 
     def _super_library_writes(self, frame: Frame, raw: Call) -> frozenset | None:
         """What ``super().m(...)`` may change of the instance where it runs a library class's
-        method that the knowledge says calls no method of the instance and writes only the
-        attributes it lists (:func:`super_library_writes`): those attributes of the method's
-        instance (by name, and the objects they hold), else ``None``."""
+        method that the knowledge says writes only the attributes it lists and calls only the
+        methods of the instance it lists (:func:`super_library_writes`): those attributes of the
+        method's instance (by name, and the objects they hold), and what the overrides of those
+        methods in the project may assign (:meth:`attr_writes`); else ``None``."""
         func = raw.node.func
         cls, own = frame.def_class, frame.self_sym
         if cls is None or own is None or not _super_call(func):
             return None
-        writes = super_library_writes(cls, func.attr.value, [frame.self_class or cls])
-        return None if writes is None else frozenset(w for a in writes for w in (f".{a}", f"{own}.{a}"))
+        found = super_library_writes(cls, func.attr.value, [frame.self_class or cls])
+        if found is None:
+            return None
+        writes, overrides = found
+        out = {w for a in writes for w in (f".{a}", f"{own}.{a}")}
+        for method, module in overrides:  # (``get_lr`` of a scheduler subclass, run by the constructor)
+            out |= self.attr_writes(Callee(method, module))
+        return frozenset(out)
 
     def _held_class(self, frame: Frame, obj: str) -> ClassRef | None:
         """The project class of the object that attribute ``obj`` of the frame's own instance
@@ -1235,11 +1256,15 @@ class UnitBuilder:
             written = set(written)
             for call in (n for n in walk(func) if type(n) is cst.Call):
                 if _super_call(call.func):
-                    writes = self._super_writes_in(func, m, call.func.attr.value)
-                    if writes is not None:  # ``super().__init__()`` of ``torch.nn.Module``
-                        written.update(writes)
+                    found = self._super_writes_in(func, m, call.func.attr.value)
+                    if found is not None:  # ``super().__init__()`` of ``torch.nn.Module``
+                        written.update(found[0])
+                        code.extend((method, module, None) for method, module in found[1])
                         continue
                 called = self._code_called(call.func, m, nested, scope)
+                if called is None and type(call.func) is cst.Name:
+                    # ``for layer in self.layers: x = layer(x)``: the modules the list holds
+                    called = self._looped_module_code(func, m, call.func.value)
                 if called is None:
                     code = None
                     break
@@ -1250,7 +1275,8 @@ class UnitBuilder:
         return result
 
     @staticmethod
-    def _super_writes_in(func: cst.FunctionDef, m: ModuleIndex, method: str) -> tuple[str, ...] | None:
+    def _super_writes_in(func: cst.FunctionDef, m: ModuleIndex, method: str
+                         ) -> tuple[tuple[str, ...], list[tuple[cst.FunctionDef, ModuleIndex]]] | None:
         """:func:`super_library_writes` of ``super().<method>(...)`` in ``func``, a method of a
         class of module ``m``, the instance of that class or of a class of ``m`` deriving from
         it (the classes of the module, as :meth:`_code_called` reads calls by name); ``None``
@@ -1292,6 +1318,65 @@ class UnitBuilder:
         if qualified != name:
             return self._project_code(m, qualified)
         return [] if name in BUILTINS else None
+
+    def _looped_module_code(self, func: cst.FunctionDef, m: ModuleIndex, name: str) -> list | None:
+        """The code a call of ``name`` in ``func``, a method of a class of module ``m``, runs,
+        where ``name`` is bound only as the loop variable of ``for name in self.<attr>:`` (or
+        ``for i, name in enumerate(self.<attr>):``, :func:`_loop_bound_attribute`) and that
+        attribute holds an ``nn.ModuleList`` whose items are constructions of classes of the
+        project (:meth:`_module_list_items`): each class's ``__call__`` if the project defines
+        one, else its ``forward``, as ``(method, its module, None)``. ``None`` when any of this
+        is not established (the call then runs code nobody names)."""
+        attr = _loop_bound_attribute(func, name, m)
+        if attr is None:
+            return None
+        owner = next((ClassRef(m, n) for n, c in m.classes.items() if c.methods.get(func.name.value) is func), None)
+        items = self._module_list_items(owner, attr) if owner is not None else None
+        if items is None:
+            return None
+        code = []
+        for cls in items:
+            found = find_method(cls, "__call__") or find_method(cls, "forward")
+            if found is None:
+                return None  # (a library base's forward: not described here)
+            code.append((found[1], found[0].module, None))
+        return code
+
+    def _module_list_items(self, cls: ClassRef, attr: str) -> list[ClassRef] | None:
+        """The classes of the modules that attribute ``attr`` of an instance of ``cls`` holds, as
+        an ``nn.ModuleList``: every use of an attribute of that name in the code of ``cls``'s
+        module, of its bases' in the project and of the checked module is the assignment of
+        an ``nn.ModuleList(...)`` of constructions of classes of the project
+        (``nn.ModuleList([Block(d) for _ in range(n)])``, ``nn.ModuleList()``), an
+        ``.append(...)`` of one (directly, or of a local bound only to such constructions), an
+        ``.extend([...])`` of them, a ``for`` over it, an argument of ``enumerate``, ``reversed``,
+        ``zip`` or ``len``, or an item read (``self.layers[0]``); and no class on the way
+        writes attributes it does not name (``setattr``). ``None`` otherwise (a subclass in
+        another module, or code outside these modules, may still change the list: the same bet
+        as :meth:`_held_class`)."""
+        key = ("module list", id(cls.module), cls.name, attr)
+        if key in self._held:
+            return self._held[key]
+        self._held[key] = None
+        classes, todo = [], [cls]
+        while todo:
+            c = todo.pop()
+            if c in classes:
+                continue
+            if c.info is None or _writes_unnamed(c.info.node):
+                return None
+            classes.append(c)
+            todo.extend(c.bases())
+        found: list[ClassRef] = []
+        for module in dict.fromkeys([self.index, *(c.module for c in classes)]):
+            if module.tree is None:
+                return None
+            items = _module_list_uses(module, attr)
+            if items is None:
+                return None
+            found.extend(ref for ref in items if ref not in found)
+        self._held[key] = found
+        return found
 
     def _project_code(self, m: ModuleIndex, qualname: str | None) -> list:
         """The function, or the constructor of the class, of another project module named
@@ -3550,6 +3635,178 @@ def _attribute_assignments(node: cst.CSTNode, name: str) -> list:
             if found:
                 out.append(n.value if t is cst.AnnAssign and type(n.target) is cst.Attribute and n.value is not None else None)
         stack.extend(children(n))
+    return out
+
+
+#: The builtins a ``for`` over an ``nn.ModuleList`` may pass it through, or that read its length,
+#: without changing what it holds (:func:`_module_list_uses`).
+_LIST_READERS = frozenset({"enumerate", "reversed", "zip", "len"})
+
+
+def _name_bindings(scope: cst.CSTNode, name: str) -> list[cst.CSTNode]:
+    """The nodes under ``scope`` (nested functions included) that bind ``name``: assignments
+    of every kind, ``for`` and comprehension targets, ``with ... as``, ``except ... as``,
+    walrus targets, parameters, ``def``/``class`` statements, imports, ``del``, and
+    ``global``/``nonlocal`` declarations (a binding elsewhere)."""
+    out: list[cst.CSTNode] = []
+    for n in walk(scope):
+        t = type(n)
+        bound: set[str] = set()
+        if t is cst.Assign:
+            for target in n.targets:
+                _assigned_names(target.target, bound)
+        elif t in (cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.Del):
+            _assigned_names(n.target, bound)
+        elif t is cst.WithItem and n.asname is not None:
+            _assigned_names(n.asname.name, bound)
+        elif t is cst.ExceptHandler and n.name is not None:
+            _assigned_names(n.name.name, bound)
+        elif t in (cst.Param, cst.FunctionDef, cst.ClassDef):
+            bound.add(n.name.value)
+        elif t is cst.Import or t is cst.ImportFrom:
+            for alias in n.names if not isinstance(n.names, cst.ImportStar) else ():
+                asname = alias.asname.name if alias.asname is not None else None
+                bound.add(asname.value if type(asname) is cst.Name else (dotted_name(alias.name) or "").split(".")[0])
+        elif t is cst.Global or t is cst.Nonlocal:
+            bound.update(x.name.value for x in n.names)
+        if name in bound:
+            out.append(n)
+    return out
+
+
+def _own_attribute(expr: cst.BaseExpression, me: str) -> str | None:
+    """``attr`` for ``expr`` = ``<me>.attr``, else ``None``."""
+    if type(expr) is cst.Attribute and type(expr.value) is cst.Name and expr.value.value == me:
+        return expr.attr.value
+    return None
+
+
+def _unshadowed_builtin(m: ModuleIndex, name: str) -> bool:
+    """Whether ``name`` in module ``m`` is the builtin of that name (nothing of the module binds it)."""
+    return not (name in m.globals or name in m.functions or name in m.classes or name in m.imports.aliases)
+
+
+def _loop_bound_attribute(func: cst.FunctionDef, name: str, m: ModuleIndex) -> str | None:
+    """The attribute of the method's instance whose items ``name`` takes, where the one binding
+    of ``name`` in method ``func`` (of module ``m``) is the target of ``for name in
+    self.<attr>:`` or ``for i, name in enumerate(self.<attr>, ...):`` (``self``: the method's
+    first parameter); ``None`` otherwise."""
+    params = func.params.params
+    bindings = _name_bindings(func, name)
+    if not params or len(bindings) != 1 or type(bindings[0]) is not cst.For:
+        return None
+    me, loop = params[0].name.value, bindings[0]
+    if type(loop.target) is cst.Name:
+        return _own_attribute(loop.iter, me)
+    it = loop.iter
+    if (type(loop.target) is cst.Tuple and len(loop.target.elements) == 2
+            and type(loop.target.elements[1].value) is cst.Name and loop.target.elements[1].value.value == name
+            and type(loop.target.elements[0].value) is cst.Name
+            and type(it) is cst.Call and type(it.func) is cst.Name and it.func.value == "enumerate"
+            and _unshadowed_builtin(m, "enumerate") and it.args and it.args[0].keyword is None
+            and it.args[0].star == ""):
+        return _own_attribute(it.args[0].value, me)
+    return None
+
+
+def _module_list_construction(m: ModuleIndex, value: cst.BaseExpression | None) -> list[ClassRef] | None:
+    """The project classes whose constructions ``value``, an ``nn.ModuleList(...)`` call read in
+    module ``m``, holds: none for ``nn.ModuleList()``; those of a list or tuple of
+    constructions, or of a comprehension of one (``[Block(d) for _ in range(n)]``); ``None``
+    for anything else."""
+    if type(value) is not cst.Call or m.imports.qualify(dotted_name(value.func) or "") != "torch.nn.ModuleList":
+        return None
+    if not value.args:
+        return []
+    if len(value.args) != 1 or value.args[0].star != "":
+        return None
+    return _constructions(m, value.args[0].value)
+
+
+def _constructions(m: ModuleIndex, expr: cst.BaseExpression) -> list[ClassRef] | None:
+    """The project classes (not described by the knowledge) a list, tuple or list
+    comprehension of constructions makes (``[Block(d), Block(d)]``); ``None`` otherwise."""
+    t = type(expr)
+    if t is cst.ListComp:
+        elements = [expr.elt]
+    elif t is cst.List or t is cst.Tuple:
+        elements = [el.value for el in expr.elements]
+        if any(type(el) is not cst.Element for el in expr.elements):
+            return None
+    else:
+        return None
+    out: list[ClassRef] = []
+    for el in elements:
+        ref = _constructed_class(m, el)
+        if ref is None or ref.described:
+            return None
+        if ref not in out:
+            out.append(ref)
+    return out
+
+
+def _appended_classes(m: ModuleIndex, func: cst.FunctionDef | None, expr: cst.BaseExpression) -> list[ClassRef] | None:
+    """The project classes ``expr``, the argument of ``<list>.append(expr)`` in function
+    ``func`` of module ``m``, constructs: a construction, or a local of ``func`` every binding of
+    which is a plain ``name = <construction>``; ``None`` otherwise."""
+    values = [expr]
+    if type(expr) is cst.Name:
+        if func is None:
+            return None
+        bindings = _name_bindings(func, expr.value)
+        if not bindings or any(type(b) is not cst.Assign or len(b.targets) != 1
+                               or type(b.targets[0].target) is not cst.Name for b in bindings):
+            return None
+        values = [b.value for b in bindings]
+    out: list[ClassRef] = []
+    for value in values:
+        ref = _constructed_class(m, value)
+        if ref is None or ref.described:
+            return None
+        if ref not in out:
+            out.append(ref)
+    return out
+
+
+def _module_list_uses(m: ModuleIndex, attr: str) -> list[ClassRef] | None:
+    """The project classes the ``nn.ModuleList`` an attribute called ``attr`` holds is built
+    of, read from every use of such an attribute in module ``m`` (see
+    :meth:`UnitBuilder._module_list_items`); ``None`` when a use may put something else in it."""
+    out: list[ClassRef] = []
+    # (node, its parent, its grandparent, the function it is in)
+    stack: list = [(m.tree, None, None, None)]
+    while stack:
+        n, parent, grand, func = stack.pop()
+        if type(n) is cst.Attribute and n.attr.value == attr:
+            tp, tg = type(parent), type(grand)
+            found: list[ClassRef] | None = []
+            if tp is cst.AssignTarget and tg is cst.Assign and len(grand.targets) == 1:
+                found = _module_list_construction(m, grand.value)
+            elif tp is cst.Attribute and parent.value is n and tg is cst.Call and grand.func is parent:
+                method, args = parent.attr.value, grand.args
+                if len(args) != 1 or args[0].keyword is not None or args[0].star != "":
+                    found = None
+                elif method == "append":
+                    found = _appended_classes(m, func, args[0].value)
+                elif method == "extend":
+                    found = _constructions(m, args[0].value)
+                else:
+                    found = None
+            elif tp is cst.For and parent.iter is n:
+                pass
+            elif (tp is cst.Arg and tg is cst.Call and parent.value is n and type(grand.func) is cst.Name
+                  and grand.func.value in _LIST_READERS and _unshadowed_builtin(m, grand.func.value)):
+                pass
+            elif tp is cst.Subscript and parent.value is n and tg not in (cst.AssignTarget, cst.AugAssign, cst.Del, cst.Element):
+                pass  # an item read (a store's target is the Subscript itself, whose parent says so;
+                # one in a tuple of targets is not told from a read: not taken)
+            else:
+                found = None
+            if found is None:
+                return None
+            out.extend(ref for ref in found if ref not in out)
+        inner = n if type(n) is cst.FunctionDef else func
+        stack.extend((c, n, parent, inner) for c in children(n))
     return out
 
 

@@ -386,10 +386,17 @@ class Summary:
             entry's where the body hands over to the library's method (``super().train(mode)``;
             ``override_body = true`` in the entry).
         writes: for a method, the attributes of the instance it writes where it calls no
-            method of the instance (so no method a class of the project defines runs) and
-            writes no other attribute of it (``torch.nn.Module.__init__``: its own bookkeeping,
-            ``training``, ``_parameters``, ...; ``writes`` in the entry); ``None`` when the
-            entry says nothing of what it writes.
+            method of the instance but those of :attr:`self_calls` (so no other method a class
+            of the project defines runs) and writes no other attribute of it
+            (``torch.nn.Module.__init__``: its own bookkeeping, ``training``, ``_parameters``,
+            ...; ``writes`` in the entry), the library's own versions of the methods it calls
+            included; ``None`` when the entry says nothing of what it writes.
+        self_calls: with :attr:`writes`, the methods of the instance the method calls (its
+            own code, or the library methods it calls, calls ``self.<name>()``):
+            ``LRScheduler.__init__`` calls ``self.step()``, which calls ``self.get_lr()``. Where
+            the instance's class in the project defines one of them (an override), that code
+            runs instead of the library's, and what it writes is read from it
+            (``self_calls`` in the entry; ``()``: it calls none).
     """
 
     name: str
@@ -406,6 +413,7 @@ class Summary:
     exits: bool = False
     override_body: bool = False
     writes: tuple[str, ...] | None = None
+    self_calls: tuple[str, ...] = ()
 
 
 @dataclass
@@ -561,7 +569,8 @@ def _summary(name: str, raw: dict, where: str) -> Summary:
                    setting, None if grad_off is None else _arg_ref(grad_off, where),
                    _only_before(raw.get("only_before"), where), tuple(_arg_ref(a, where) for a in if_zero),
                    _block_mode(raw.get("block_mode"), where), bool(raw.get("exits", False)),
-                   bool(raw.get("override_body", False)), _writes(raw.get("writes"), where))
+                   bool(raw.get("override_body", False)), _writes(raw.get("writes"), where),
+                   _self_calls(raw, where))
 
 
 def _writes(raw, where: str) -> tuple[str, ...] | None:
@@ -571,6 +580,19 @@ def _writes(raw, where: str) -> tuple[str, ...] | None:
     if not isinstance(raw, list) or not all(isinstance(a, str) and a.isidentifier() for a in raw):
         raise KnowledgeError(f"{where}: 'writes' is a list of attribute names")
     return tuple(raw)
+
+
+def _self_calls(raw: dict, where: str) -> tuple[str, ...]:
+    """``self_calls = ["step", ...]`` of a method's entry (:attr:`Summary.self_calls`): method
+    names, and only beside ``writes`` (they say which overrides add to what it writes)."""
+    calls = raw.get("self_calls")
+    if calls is None:
+        return ()
+    if not isinstance(calls, list) or not all(isinstance(a, str) and a.isidentifier() for a in calls):
+        raise KnowledgeError(f"{where}: 'self_calls' is a list of method names")
+    if raw.get("writes") is None:
+        raise KnowledgeError(f"{where}: 'self_calls' goes with 'writes'")
+    return tuple(calls)
 
 
 def _block_mode(raw, where: str) -> tuple[str, ArgRef] | None:
