@@ -315,13 +315,16 @@ def _trace_in_workers(paths: list[str], folder: Path, limit: float = PROGRAM_TIM
     out: dict[str, dict] = {}
     todo = list(paths)
     retried: set[str] = set()
-    env = dict(_env(), LOOPCHECK_TEST_PROGRAM_TIMEOUT=str(limit))
+    # the programs run in ``folder``: the checkpoints some of them write land there, not in the
+    # repository (the paths are absolute; PYTHONPATH keeps this checkout's loopcheck first)
+    env = dict(_env(), LOOPCHECK_TEST_PROGRAM_TIMEOUT=str(limit),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     for n in range(2 * len(paths)):  # each round finishes or gives up on at least one program
         if not todo:
             break
         results, log = folder / f"results{n}.jsonl", folder / f"stderr{n}.txt"
         with open(log, "w", encoding="utf-8") as err:
-            proc = subprocess.Popen([sys.executable, "-c", WORKER, str(results), *todo], cwd=ROOT, env=env,
+            proc = subprocess.Popen([sys.executable, "-c", WORKER, str(results), *todo], cwd=folder, env=env,
                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
                                     start_new_session=True)
         last, progress = 0, time.monotonic()
