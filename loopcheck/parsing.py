@@ -423,8 +423,10 @@ class Reindented:
 
     def column(self, row: int, column: int) -> int:
         """The column of the original text at ``(row, column)`` of :attr:`text` (1-based
-        both): on a re-indented row, a column after the indentation moves by the difference
-        of the two lengths, one inside it goes to the first character after it (capped)."""
+        both): on a re-indented row, a column after the new indentation moves by the
+        difference of the two lengths; one inside it stays where it is when the original
+        indentation is that long, else it is the first column after the original indentation
+        (a column of the original row, not past its indentation)."""
         shift = self.shifts.get(row)
         if shift is None:
             return column

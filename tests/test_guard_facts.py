@@ -279,7 +279,7 @@ def _names(clobbers) -> list[str]:
 
 
 SCHEDULER_WRITES = ["_get_lr_called_within_step", "_is_initial", "_last_lr", "_step_count", "base_lrs",
-                    "last_epoch", "optimizer", "verbose"]
+                    "last_epoch", "optimizer", "step", "verbose"]  # (``step``: the optimizer's, wrapped)
 
 
 def test_super_init_of_a_scheduler_subclass_writes_its_attributes_and_reads_get_lr():
@@ -360,3 +360,109 @@ def test_a_module_list_whose_items_are_not_known_runs_code_nobody_names():
     # an item stored by index
     assert _encoder_forward_writes(LIBRARY_BASES.replace(
         "            self.blocks.append(block)", "            self.blocks[0] = block")) == everything
+
+
+def _scheduler_module(body: str):
+    from loopcheck.engine.builder import index_module
+    return index_module(cst.parse_module(
+        "from torch.optim.lr_scheduler import LRScheduler\nfrom mixins import Unread\n"
+        "def _lr(self):\n    return self.base_lrs\n" + body))
+
+
+def test_a_method_bound_in_the_class_body_other_than_by_def_makes_the_writes_unknown():
+    from loopcheck.engine.builder import ClassRef, super_library_writes
+    head = "class W(LRScheduler):\n    def __init__(self, o):\n        super().__init__(o)\n"
+    for binding in ("    get_lr = _lr\n", "    step = _lr\n", "    __init__ = _lr\n",
+                    "    if True:\n        def get_lr(self):\n            return []\n",
+                    "    from helpers import get_lr\n"):
+        m = _scheduler_module(head + binding)
+        assert super_library_writes(ClassRef(m, "W"), "__init__", [ClassRef(m, "W")]) is None, binding
+    # in a subclass of the instance's ancestry too
+    m = _scheduler_module(head + "class S(W):\n    get_lr = _lr\n")
+    assert super_library_writes(ClassRef(m, "W"), "__init__", [ClassRef(m, "S")]) is None
+    # a name the entry does not list, or a def of the class, leaves the writes known
+    m = _scheduler_module(head + "    scale = _lr\n    def get_lr(self):\n        return _lr(self)\n")
+    writes, overrides = super_library_writes(ClassRef(m, "W"), "__init__", [ClassRef(m, "W")])
+    assert sorted(writes) == SCHEDULER_WRITES
+    assert [f.name.value for f, _ in overrides] == ["get_lr"]
+
+
+def test_a_base_the_knowledge_and_the_project_do_not_know_makes_the_writes_unknown():
+    from loopcheck.engine.builder import ClassRef, super_library_writes
+    head = "class W(LRScheduler):\n    def __init__(self, o):\n        super().__init__(o)\n"
+    m = _scheduler_module(head + "class S(Unread, W):\n    pass\n")
+    assert super_library_writes(ClassRef(m, "W"), "__init__", [ClassRef(m, "S")]) is None
+    m = _scheduler_module(head + "class S(make_base(), W):\n    pass\n")
+    assert super_library_writes(ClassRef(m, "W"), "__init__", [ClassRef(m, "S")]) is None
+    # a project mixin, object, and the described class itself are known
+    m = _scheduler_module(head + "class Mixin(object):\n    def describe(self):\n        return ''\n"
+                          "class S(Mixin, W):\n    pass\nclass T(S, LRScheduler):\n    pass\n")
+    for instance in ("S", "T"):
+        writes, overrides = super_library_writes(ClassRef(m, "W"), "__init__", [ClassRef(m, instance)])
+        assert sorted(writes) == SCHEDULER_WRITES and overrides == []
+
+
+def test_a_name_the_calling_function_binds_itself_is_not_its_sibling_function():
+    # ``collate``'s parameter ``pad`` holds what the options carry: not the helper's ``def pad``
+    loader = _loader_call(NESTED_COLLATE.replace("    def collate(batch):", "    def collate(batch, pad=args.pad_fn):"))
+    assert loader.clobbers == frozenset(("*",))
+    # nor a variable of the calling function
+    loader = _loader_call(NESTED_COLLATE.replace("    def collate(batch):", "    def collate(batch):\n        pad = args.pad_fn"))
+    assert loader.clobbers == frozenset(("*",))
+
+
+def test_a_name_a_module_function_binds_itself_is_not_the_module_function():
+    from loopcheck.engine.builder import Callee, UnitBuilder, index_module
+    source = ("import torch\ndef pad(rows):\n    return torch.stack(rows)\n"
+              "def collate(batch{}):\n    return pad(batch)\n")
+    for params, expected in (("", frozenset()), (", pad=None", frozenset(("*",)))):
+        m = index_module(cst.parse_module(source.format(params)))
+        assert UnitBuilder(m).attr_writes(Callee(m.functions["collate"], m)) == expected, params
+
+
+def test_name_bindings_count_match_captures_imports_and_parameters():
+    from loopcheck.engine.builder import _name_bindings, bound_names
+    func = cst.parse_module(
+        "def f(a, *, b=1):\n"
+        "    match a:\n"
+        "        case [first, *rest]:\n"
+        "            pass\n"
+        "        case {'k': 1, **extra} as whole:\n"
+        "            pass\n"
+        "    import os.path\n"
+        "    del b\n"
+        "    for first in rest:\n"
+        "        pass\n"
+        "    ys = [y for y in rest if (z := y)]\n"
+        "    def inner(c):\n"
+        "        first = c\n").body[0]
+    kinds = {name: [type(n).__name__ for n in _name_bindings(func, name)]
+             for name in ("a", "b", "first", "rest", "extra", "whole", "os", "y", "z", "c", "inner")}
+    assert kinds == {"a": ["Param"], "b": ["Param", "Del"], "first": ["MatchAs", "For", "Assign"],
+                     "rest": ["MatchStar"], "extra": ["MatchMapping"], "whole": ["MatchAs"],
+                     "os": ["Import"], "y": ["CompFor"], "z": ["NamedExpr"], "c": ["Param"],
+                     "inner": ["FunctionDef"]}
+    assert bound_names(func.body) == ({"first", "rest", "extra", "whole", "ys", "inner"}, set())
+
+
+def test_dataset_and_sampler_entries_describe_only_their_constructor():
+    # The [[class]] entries of Dataset, IterableDataset and Sampler make them the library base
+    # of the project's datasets and samplers (``library_base``: ``Call.base_class`` of a method
+    # the project does not define); they list no other method and no ``"*"``, so such a call
+    # has no summary, as before the entries existed, and no framework runs their subclasses
+    # (``unreferenced._project_bases(known_library=True)``: a base that creates no instance).
+    from loopcheck.engine.builder import ClassRef, index_module, library_base
+    from loopcheck.engine.knowledge import knowledge
+    m = index_module(cst.parse_module(
+        "from torch.utils.data import Dataset, IterableDataset, Sampler, BatchSampler\n"
+        "class A(Dataset):\n    pass\nclass B(IterableDataset):\n    pass\n"
+        "class C(Sampler):\n    pass\nclass D(BatchSampler):\n    pass\n"))
+    kb = knowledge()
+    bases = {name: library_base(ClassRef(m, name)) for name in "ABCD"}
+    assert bases == {"A": "torch.utils.data.Dataset", "B": "torch.utils.data.IterableDataset",
+                     "C": "torch.utils.data.Sampler", "D": "torch.utils.data.BatchSampler"}
+    for base in bases.values():
+        assert kb.driver(base) is None
+        for method in ("__getitem__", "__len__", "__iter__", "backward", "train", "step", "forward"):
+            assert kb.method(base, method) is None, (base, method)
+        assert sorted(kb.cls(base).methods) == ["__init__"]

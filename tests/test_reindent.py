@@ -70,6 +70,7 @@ def test_columns_map_back_to_the_files_own():
     assert new.column(3, 15) == 8
     assert new.column(3, 1) == 1  # inside the indentation: at most its end
     assert new.column(3, 12) == 6
+    assert new.column(3, 5) == 5  # inside both indentations: where it is
     assert new.column(2, 5) == 5  # a row left as it was
 
 

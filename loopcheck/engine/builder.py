@@ -290,7 +290,13 @@ def super_library_writes(cls: ClassRef, method: str, instances: list[ClassRef]
     knowledge describes and that class's entry lists ``method`` itself (a library subclass's
     constructor, ``StepLR.__init__``, does more than its base's), and no class of the project
     that one of ``instances`` derives from defines ``method`` unless it derives from ``cls``
-    (one that may follow ``cls`` in the method-resolution order would run instead)."""
+    (one that may follow ``cls`` in the method-resolution order would run instead). Every
+    class of the project the instance's class derives from must say what its methods are: its
+    bases are classes of the project, ``object``, or the library class described or one of
+    that entry's bases (an unknown base, a mixin of a module not read, may come before the
+    library class in the method-resolution order), and its body binds ``method`` and the
+    names of ``self_calls`` by ``def`` statements only (``get_lr = _half_lr`` runs code no
+    method of the class shows)."""
     info = cls.info
     if info is None or not info.bases or cls.bases():
         return None
@@ -302,9 +308,13 @@ def super_library_writes(cls: ClassRef, method: str, instances: list[ClassRef]
     summary = entry.methods.get(method) if entry is not None else None
     if summary is None or summary.writes is None:
         return None
+    names = {method, *summary.self_calls}
     overrides: list[tuple[cst.FunctionDef, ModuleIndex]] = []
     for instance in instances:
-        for other in _project_ancestry(instance):
+        ancestry = _project_ancestry(instance)
+        if any(not _known_bases(other, entry.name) or _bound_otherwise(other, names) for other in ancestry):
+            return None
+        for other in ancestry:
             if (other != cls and other.info is not None and method in other.info.methods
                     and cls not in _project_ancestry(other)):
                 return None
@@ -313,6 +323,56 @@ def super_library_writes(cls: ClassRef, method: str, instances: list[ClassRef]
             if found is not None and all(found[1] is not f for f, _ in overrides):
                 overrides.append((found[1], found[0].module))
     return summary.writes, overrides
+
+
+def _known_bases(cls: ClassRef, library: str) -> bool:
+    """Whether each base of project class ``cls`` is a class of the project the knowledge does
+    not describe, ``object``, or library class ``library`` (an entry's name) or one of its bases
+    per the knowledge (:meth:`~loopcheck.engine.knowledge.Knowledge.is_subclass`); a base that
+    is no dotted name (``class A(make_base()):``) is not."""
+    info = cls.info
+    if info is None or len(info.bases) != len(info.node.bases):
+        return False
+    kb = knowledge()
+    for base in info.bases:
+        ref = cls.module.class_ref(base) or cls.module.class_ref(base, qualified=True)
+        if ref is not None and not ref.described:
+            continue
+        qualname = ref.qualname if ref is not None else base
+        entry = kb.cls(qualname)
+        if qualname != "object" and not kb.is_subclass(library, entry.name if entry is not None else qualname):
+            return False
+    return True
+
+
+def _bound_otherwise(cls: ClassRef, names: set[str]) -> bool:
+    """Whether the body of project class ``cls`` binds one of ``names`` other than by a ``def``
+    statement of its own (``get_lr = _half_lr``, ``step = staticmethod(...)``, a ``def`` under
+    an ``if``, an import): the method of that name is then code its methods do not show."""
+    node = cls.info.node
+    sites: Sites = {}
+    _bind_block(node.body, set(), set(), sites)
+    own = {id(st) for st in getattr(node.body, "body", ()) if type(st) is cst.FunctionDef}
+    return any(id(site) not in own for name in names for site in sites.get(name, ()))
+
+
+def _locals_not_defs(func: cst.FunctionDef) -> frozenset[str]:
+    """The names function ``func`` binds in its own scope other than by a ``def`` statement:
+    its parameters, what its statements assign (:func:`_bind_statement`: ``for`` and ``with``
+    targets, ``match`` captures, ``del``...) and walrus targets in its body (those of nested
+    functions too: more names, not fewer). Imports are left out (the module's imports are read
+    wherever they are: :func:`index_module`), and so are ``global``/``nonlocal`` declarations
+    (a name bound elsewhere)."""
+    sites: Sites = {}
+    _bind_block(func.body, set(), set(), sites)
+    out = set(all_param_names(func))
+    for name, nodes in sites.items():
+        if any(type(n) not in (cst.FunctionDef, cst.Import, cst.ImportFrom, cst.Global, cst.Nonlocal) for n in nodes):
+            out.add(name)
+    for n in walk(func.body):
+        if type(n) is cst.NamedExpr:
+            _assigned_names(n.target, out)
+    return frozenset(out)
 
 
 def _project_ancestry(cls: ClassRef) -> list[ClassRef]:
@@ -366,7 +426,8 @@ def bound_names(body: cst.CSTNode) -> tuple[set[str], set[str]]:
     """``(names bound, names declared global/nonlocal)`` by the statements of a function
     body or module statement, not entering nested functions or classes (whose names are
     their own). Only statements are visited: expressions bind nothing that outlives them
-    (walrus targets aside, which are rare in training loops)."""
+    (walrus targets aside, which are rare in training loops). Imports are not counted (the
+    module's imports are read wherever they are: :func:`index_module`)."""
     names: set[str] = set()
     declared: set[str] = set()
     if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)):
@@ -376,64 +437,107 @@ def bound_names(body: cst.CSTNode) -> tuple[set[str], set[str]]:
     return names, declared
 
 
-def _bind_block(suite, names: set[str], declared: set[str]) -> None:
+#: Where :func:`_bind_statement` records the node that binds each name, when asked
+#: (:func:`_name_bindings`): name -> the binding nodes, a body's in the order of its statements.
+Sites = dict[str, list[cst.CSTNode]]
+
+
+def _bind_block(suite, names: set[str], declared: set[str], sites: Sites | None = None) -> None:
     """:func:`bound_names` of the statements of a block, added to ``names`` and ``declared``
     (functions of the module rather than closures of their caller, which call each other: a
-    reference cycle, see :func:`_in_evaluation_order`)."""
+    reference cycle, see :func:`_in_evaluation_order`); ``sites``: see :func:`_bind_statement`."""
     if type(suite) is cst.SimpleStatementSuite:  # ``try: import x; HAS_X = True`` on one line
-        _bind_statement(suite, names, declared)
+        _bind_statement(suite, names, declared, sites)
         return
     for st in getattr(suite, "body", ()):
-        _bind_statement(st, names, declared)
+        _bind_statement(st, names, declared, sites)
 
 
-def _bind_statement(st, names: set[str], declared: set[str]) -> None:
-    """:func:`bound_names` of one statement, added to ``names`` and ``declared``."""
+def _bind(site: cst.CSTNode, bound: set[str], names: set[str], sites: Sites | None) -> None:
+    """Add the names ``bound`` by node ``site`` to ``names`` (and ``site`` to their ``sites``)."""
+    names |= bound
+    if sites is not None:
+        for name in bound:
+            sites.setdefault(name, []).append(site)
+
+
+def _bind_statement(st, names: set[str], declared: set[str], sites: Sites | None = None) -> None:
+    """:func:`bound_names` of one statement, added to ``names`` and ``declared``. With
+    ``sites``, each binding node is recorded there under its names (the small statement, the
+    ``for``, the ``with`` item, the handler, the ``def``/``class``, the ``match`` pattern), and
+    so are the statements that change a name without a value :func:`bound_names` counts:
+    ``global``/``nonlocal`` declarations (a binding elsewhere), imports and ``del``."""
     t = type(st)
     if t is cst.FunctionDef or t is cst.ClassDef:
-        names.add(st.name.value)
+        _bind(st, {st.name.value}, names, sites)
     elif t is cst.SimpleStatementLine or t is cst.SimpleStatementSuite:
         for small in st.body:
-            ts = type(small)
+            ts, bound = type(small), set()
             if ts is cst.Assign:
                 for target in small.targets:
-                    _assigned_names(target.target, names)
+                    _assigned_names(target.target, bound)
             elif ts is cst.AnnAssign or ts is cst.AugAssign:
-                _assigned_names(small.target, names)
+                _assigned_names(small.target, bound)
             elif ts is cst.Global or ts is cst.Nonlocal:
                 declared.update(x.name.value for x in small.names)
+                if sites is not None:
+                    _bind(small, {x.name.value for x in small.names}, set(), sites)
+            elif sites is not None and ts is cst.Del:
+                _assigned_names(small.target, bound)
+                _bind(small, bound, set(), sites)
+                bound = set()
+            elif sites is not None and (ts is cst.Import or ts is cst.ImportFrom):
+                for alias in small.names if not isinstance(small.names, cst.ImportStar) else ():
+                    asname = alias.asname.name if alias.asname is not None else None
+                    bound.add(asname.value if type(asname) is cst.Name
+                              else (dotted_name(alias.name) or "").split(".")[0])
+                _bind(small, bound, set(), sites)
+                bound = set()
+            _bind(small, bound, names, sites)
     elif t is cst.If:
-        _bind_block(st.body, names, declared)
+        _bind_block(st.body, names, declared, sites)
         if type(st.orelse) is cst.If:
-            _bind_statement(st.orelse, names, declared)
+            _bind_statement(st.orelse, names, declared, sites)
         elif st.orelse is not None:
-            _bind_block(st.orelse.body, names, declared)
+            _bind_block(st.orelse.body, names, declared, sites)
     elif t is cst.For:
-        _assigned_names(st.target, names)
-        _bind_block(st.body, names, declared)
+        bound = set()
+        _assigned_names(st.target, bound)
+        _bind(st, bound, names, sites)
+        _bind_block(st.body, names, declared, sites)
         if st.orelse is not None:
-            _bind_block(st.orelse.body, names, declared)
+            _bind_block(st.orelse.body, names, declared, sites)
     elif t is cst.While:
-        _bind_block(st.body, names, declared)
+        _bind_block(st.body, names, declared, sites)
         if st.orelse is not None:
-            _bind_block(st.orelse.body, names, declared)
+            _bind_block(st.orelse.body, names, declared, sites)
     elif t is cst.With:
         for item in st.items:
             if item.asname is not None:
-                _assigned_names(item.asname.name, names)
-        _bind_block(st.body, names, declared)
+                bound = set()
+                _assigned_names(item.asname.name, bound)
+                _bind(item, bound, names, sites)
+        _bind_block(st.body, names, declared, sites)
     elif t is cst.Try or t.__name__ == "TryStar":
-        _bind_block(st.body, names, declared)
+        _bind_block(st.body, names, declared, sites)
         for h in st.handlers:
             if h.name is not None:
-                _assigned_names(h.name.name, names)
-            _bind_block(h.body, names, declared)
+                bound = set()
+                _assigned_names(h.name.name, bound)
+                _bind(h, bound, names, sites)
+            _bind_block(h.body, names, declared, sites)
         for part in (st.orelse, st.finalbody):
             if part is not None:
-                _bind_block(part.body, names, declared)
+                _bind_block(part.body, names, declared, sites)
     elif t is cst.Match:
         for case in st.cases:
-            _bind_block(case.body, names, declared)
+            for node in walk(case.pattern):  # ``case Point(x=px)``, ``case [first, *rest]``, ``case _ as whole``
+                name = getattr(node, "name", None)
+                if type(node) in (cst.MatchAs, cst.MatchStar) and type(name) is cst.Name:
+                    _bind(node, {name.value}, names, sites)
+                elif type(node) is cst.MatchMapping and type(node.rest) is cst.Name:
+                    _bind(node, {node.rest.value}, names, sites)
+            _bind_block(case.body, names, declared, sites)
 
 
 def is_generator(func: cst.FunctionDef) -> bool:
@@ -1252,6 +1356,7 @@ class UnitBuilder:
         result: tuple[set[str], list] | None = None
         if not dynamic:
             nested = {n.name.value for n in walk(func) if type(n) is cst.FunctionDef}
+            own = _locals_not_defs(func)
             code: list = []
             written = set(written)
             for call in (n for n in walk(func) if type(n) is cst.Call):
@@ -1261,7 +1366,7 @@ class UnitBuilder:
                         written.update(found[0])
                         code.extend((method, module, None) for method, module in found[1])
                         continue
-                called = self._code_called(call.func, m, nested, scope)
+                called = self._code_called(call.func, m, nested, scope, own)
                 if called is None and type(call.func) is cst.Name:
                     # ``for layer in self.layers: x = layer(x)``: the modules the list holds
                     called = self._looped_module_code(func, m, call.func.value)
@@ -1289,10 +1394,12 @@ class UnitBuilder:
         return super_library_writes(owner_cls, method, instances)
 
     def _code_called(self, func: cst.BaseExpression, m: ModuleIndex, nested: set[str],
-                     scope: Frame | None = None) -> list | None:
+                     scope: Frame | None = None, own: frozenset[str] = frozenset()) -> list | None:
         """The functions of the project a call of ``func`` in module ``m`` may run, by name
         (``[]``: a library's); ``None`` when nobody can name it. ``nested``: the names of the
-        functions the calling function defines; ``scope``: the frame of the function it is
+        functions the calling function defines; ``own``: the names it binds otherwise
+        (:func:`_locals_not_defs`: a parameter, ``def collate(batch, pad=args.pad_fn)``, or a
+        variable, which hold what nobody can name); ``scope``: the frame of the function it is
         defined in, if any (a name Python finds there, or in a function enclosing that one,
         before the module's: ``(function, module, its defining frame)``)."""
         if type(func) is cst.Attribute:
@@ -1301,6 +1408,8 @@ class UnitBuilder:
         if type(func) is not cst.Name:
             return None
         name = func.value
+        if name in own:
+            return None
         if name in nested:
             return []  # (its body is read with the function that defines it)
         f = scope
@@ -3644,34 +3753,26 @@ _LIST_READERS = frozenset({"enumerate", "reversed", "zip", "len"})
 
 
 def _name_bindings(scope: cst.CSTNode, name: str) -> list[cst.CSTNode]:
-    """The nodes under ``scope`` (nested functions included) that bind ``name``: assignments
-    of every kind, ``for`` and comprehension targets, ``with ... as``, ``except ... as``,
-    walrus targets, parameters, ``def``/``class`` statements, imports, ``del``, and
-    ``global``/``nonlocal`` declarations (a binding elsewhere)."""
-    out: list[cst.CSTNode] = []
+    """The nodes under ``scope`` (a function, class or module; nested functions and classes
+    included) that bind ``name``: those of each body's statements (:func:`_bind_statement`:
+    assignments of every kind, ``for`` targets, ``with ... as``, ``except ... as``, ``match``
+    captures, ``def``/``class`` statements, imports, ``del``, ``global``/``nonlocal``
+    declarations), parameters, and the targets of comprehensions and walrus expressions."""
+    sites: Sites = {}
     for n in walk(scope):
         t = type(n)
-        bound: set[str] = set()
-        if t is cst.Assign:
-            for target in n.targets:
-                _assigned_names(target.target, bound)
-        elif t in (cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.Del):
+        if t is cst.FunctionDef or t is cst.Lambda:
+            p = n.params
+            for param in (*p.posonly_params, *p.params, *p.kwonly_params, p.star_arg, p.star_kwarg):
+                if type(param) is cst.Param:
+                    _bind(param, {param.name.value}, set(), sites)
+        if t is cst.FunctionDef or t is cst.ClassDef or t is cst.Module:
+            _bind_block(n.body, set(), set(), sites)
+        elif t is cst.CompFor or t is cst.NamedExpr:
+            bound: set[str] = set()
             _assigned_names(n.target, bound)
-        elif t is cst.WithItem and n.asname is not None:
-            _assigned_names(n.asname.name, bound)
-        elif t is cst.ExceptHandler and n.name is not None:
-            _assigned_names(n.name.name, bound)
-        elif t in (cst.Param, cst.FunctionDef, cst.ClassDef):
-            bound.add(n.name.value)
-        elif t is cst.Import or t is cst.ImportFrom:
-            for alias in n.names if not isinstance(n.names, cst.ImportStar) else ():
-                asname = alias.asname.name if alias.asname is not None else None
-                bound.add(asname.value if type(asname) is cst.Name else (dotted_name(alias.name) or "").split(".")[0])
-        elif t is cst.Global or t is cst.Nonlocal:
-            bound.update(x.name.value for x in n.names)
-        if name in bound:
-            out.append(n)
-    return out
+            _bind(n, bound, set(), sites)
+    return sites.get(name, [])
 
 
 def _own_attribute(expr: cst.BaseExpression, me: str) -> str | None:
@@ -3735,9 +3836,16 @@ def _constructions(m: ModuleIndex, expr: cst.BaseExpression) -> list[ClassRef] |
             return None
     else:
         return None
+    return _project_classes_constructed(m, elements)
+
+
+def _project_classes_constructed(m: ModuleIndex, values: list[cst.BaseExpression]) -> list[ClassRef] | None:
+    """The project classes (not described by the knowledge) that ``values``, expressions of
+    module ``m``, construct, each once, in order; ``None`` when one of them is not the
+    construction of such a class (:func:`_constructed_class`)."""
     out: list[ClassRef] = []
-    for el in elements:
-        ref = _constructed_class(m, el)
+    for value in values:
+        ref = _constructed_class(m, value)
         if ref is None or ref.described:
             return None
         if ref not in out:
@@ -3758,14 +3866,7 @@ def _appended_classes(m: ModuleIndex, func: cst.FunctionDef | None, expr: cst.Ba
                                or type(b.targets[0].target) is not cst.Name for b in bindings):
             return None
         values = [b.value for b in bindings]
-    out: list[ClassRef] = []
-    for value in values:
-        ref = _constructed_class(m, value)
-        if ref is None or ref.described:
-            return None
-        if ref not in out:
-            out.append(ref)
-    return out
+    return _project_classes_constructed(m, values)
 
 
 def _module_list_uses(m: ModuleIndex, attr: str) -> list[ClassRef] | None:
