@@ -726,7 +726,8 @@ class OptimizerModelMachine(Machine):
                 # the state a step builds or updates lives where the parameters are now: a move
                 # away and back before the next step is a round trip
                 moved = s.pending is not None and s.has_state is not False  # a move that breaks it: reported
-                home = s.current if s.current is not None and not moved else s.at_build
+                # (where the parameters are not known, neither is where the state now lives)
+                home = s.at_build if moved else s.current
                 return s._replace(has_state=s.has_state if stateless else True, pending=None, at_build=home,
                                   state_at=None)
             if k == "opt_load_state":
@@ -815,13 +816,14 @@ class OptimizerModelMachine(Machine):
                 # ``device`` before ``model.to(device)``)
                 return s._replace(pending=None, current=where, at_build=where)
             if not self.overwrite():
-                # the move breaks the next step only when the parameters are established to
-                # leave the device their state is on: where they are before the move and where it
-                # puts them both known, and different (established_to_differ); a model moved away
-                # already is compared with where its state is
-                away = s.pending is not None and s.pending.extra["how"] == "device"
-                origin = (s.state_at if s.state_at is not None else s.at_build) if away else s.current
-                if not established_to_differ(origin, where, s.cuda):
+                # the move breaks the next step only when it is established to put the parameters
+                # on another device than their state: where the state is (where the parameters
+                # were at the last step, or where it was copied) and where the move goes both
+                # known, and different (established_to_differ); otherwise the parameters may be
+                # beside their state, and a move away made earlier may have been undone
+                home = s.state_at if s.state_at is not None else s.at_build
+                if not established_to_differ(home, where, s.cuda):
+                    away = s.pending is not None and s.pending.extra["how"] == "device"
                     return s._replace(pending=None if away else s.pending, current=where)
             return s._replace(pending=ev, current=where, pending_state=s.has_state)
         if s.built is None:
