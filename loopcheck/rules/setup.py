@@ -11,7 +11,9 @@ objects the optimizer never sees; before the optimizer has state, and without th
 a conversion breaks nothing. Re-binding the model name
 to a new model, or assigning a new submodule, always leaves the optimizer with parameters
 the model no longer uses: those never train. A device move once the optimizer has state
-breaks its next step unless the model is moved back before it (a checkpoint round trip), the
+breaks its next step only when it puts the parameters on another device than the state (reported
+only when both places are established: an unknown place or target is silent), and not when the
+model is moved back before it (a checkpoint round trip), the
 move goes where the model already is (a model built on the default device is on the CPU), or
 the optimizer's ``step()`` moves its state to the parameters (the knowledge's ``moves_state``:
 Adafactor); an optimizer that builds its state in ``__init__`` (Adagrad, pytorch/pytorch#7844)
@@ -944,6 +946,12 @@ class ModelConvertedAfterOptimizer(Rule):
     per-parameter state (SGD without momentum) has none, and a change that breaks only the state
     is not reported for an optimizer of the project with its own ``step()`` or one whose
     ``step()`` the knowledge says moves its state to the parameters (:func:`_state_follows`). A
+    device move is reported only when it is established to put the parameters on another kind of
+    device than their state (:func:`established_to_differ`): where the state is (the parameters'
+    place at the last step, :attr:`S.at_build`, or where it was copied, :attr:`S.state_at`) and
+    where the move goes are both known (:func:`kind_on`: a literal, ``cpu()``/``cuda()``, a
+    run-constant target, :func:`place_kinds`; a construction on the default or a named device,
+    :func:`built_device`); an unresolved target or an unknown place is silent. A
     device move to where the model is (known from the moves on the path, compared by the variable
     their targets resolve to, a helper's parameter being the caller's argument, else by their
     text, :func:`same_place`, and from a construction established to build on the default
