@@ -98,3 +98,55 @@ def test_device_read_names_the_known_place():
     assert moved.reads == frozenset({("f2_3:device", Place("cpu"))})
     unknown = S(None).read("f2_3:device")
     assert unknown.current == Place("device", "f2_3:device") and unknown.reads == frozenset()
+
+
+def test_device_kinds_and_established_difference():
+    """``kind_on``/``established_to_differ``: a move changes the place only when both kinds are
+    established and differ; CUDA indices are one kind; an unresolved target establishes nothing."""
+    from loopcheck.rules.setup import DEFAULT_DEVICE, established_to_differ, kind_on
+    cuda_if = Place("device", "device", kinds=("cuda", "cpu"))
+    assert kind_on(Place("cpu"), None) == "cpu" and kind_on(Place("cuda:0"), None) == "cuda"
+    assert kind_on(Place('"mps"'), None) is None and kind_on(Place("mps"), None) == "mps"
+    assert kind_on(Place("cpu", "f0:cpu"), None) is None  # a variable named cpu: not its text
+    assert kind_on(cuda_if, None) == "cuda" and kind_on(cuda_if, True) == "cuda" and kind_on(cuda_if, False) == "cpu"
+    assert established_to_differ(DEFAULT_DEVICE, Place("cuda"), None)
+    assert established_to_differ(DEFAULT_DEVICE, cuda_if, None) and not established_to_differ(DEFAULT_DEVICE, cuda_if, False)
+    assert not established_to_differ(Place("cuda"), Place("cuda:1"), None)
+    assert not established_to_differ(Place("device", "args.device"), Place("cpu"), None)
+    assert not established_to_differ(None, Place("cuda"), None)
+
+
+def test_form_value():
+    from loopcheck.rules.setup import device_kind, form_value
+    from loopcheck.engine.settings import constant_form
+
+    def kinds(expr: str):
+        unit = _unit(_MODEL + f"device = {expr}\nmodel.to(device)\n")
+        (move,) = [ev for ev in unit.events if ev.kind == "convert"]
+        form = constant_form(unit, move.raw.args[0].node)
+        return device_kind(form_value(form, True)), device_kind(form_value(form, False))
+
+    assert kinds('torch.device("cuda" if torch.cuda.is_available() else "cpu")') == ("cuda", "cpu")
+    assert kinds('"cpu" if not torch.cuda.is_available() else "cuda:0"') == ("cuda", "cpu")
+    assert kinds('torch.device("cuda" if torch.cuda.device_count() > 0 else "cpu")') == ("cuda", "cpu")
+    assert kinds('torch.device("cuda:1" if torch.cuda.device_count() > 1 else "cpu")') == (None, "cpu")
+    assert kinds('torch.device("cpu")') == ("cpu", "cpu")
+
+
+@pytest.mark.parametrize("source, named", [
+    ("d = 'cuda'\nmodel = nn.Sequential(nn.Linear(2, 2, device=d), nn.ReLU(), nn.Linear(2, 1, device=d))\n", "d"),
+    ("d = 'cuda'\nmodel = nn.Sequential(nn.Linear(2, 2, device=d), nn.Linear(2, 1))\n", None),
+    ("d = 'cuda'\nmodel = nn.Sequential(nn.Linear(2, 2, device=d), nn.Linear(2, 1, device='cpu'))\n", None),
+    ("d = 'cuda'\nwith torch.device(d):\n    model = nn.Linear(2, 2)\n", "d"),
+    ("d = 'cuda'\ntorch.set_default_device(d)\nmodel = nn.Linear(2, 2)\n", "d"),
+    ("d = 'cuda'\nmodel = nn.Linear(2, 2)\ntorch.set_default_device(d)\n", None),
+    ("model = nn.Linear(2, 2)\n", None),  # PyTorch's default: built_on_default_device
+])
+def test_built_on_named_device(source, named):
+    from loopcheck.engine.ir import Call
+    from loopcheck.engine.values import built_on_named_device
+    unit = _unit("import torch\nfrom torch import nn\n" + source + "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n")
+    (build,) = [ev for ev in unit.events if ev.kind == "model_build"]
+    assert isinstance(build.raw, Call)
+    found = built_on_named_device(unit, build.raw)
+    assert (cst.Module([]).code_for_node(found) if found is not None else None) == named

@@ -53,6 +53,10 @@ NO_RUNTIME_SYMPTOM = {
                                                            "change nothing",
     "LC501_bad_trainer_save_back_to_other_device.py": "without CUDA every device is the CPU: the moves change nothing",
     "LC501_bad_trainer_save_device_bound_again.py": "without CUDA every device is the CPU: the moves change nothing",
+    "LC501_bad_cpu_model_moved_to_gpu_after_steps.py": "without CUDA the CUDA phases do not run and `device` is the "
+                                                        "CPU: model.to(device) changes nothing",
+    "LC501_bad_train_function_moves_cpu_model_to_config_device.py": "without CUDA config.device is the CPU: "
+                                                                    "model.to(config.device) changes nothing",
     "LC501_bad_train_function_moves_to_other_device.py": "without CUDA every device is the CPU: the moves change "
                                                           "nothing",
     "LC501_bad_trainer_save_leaves_model_on_cpu.py": "without CUDA the model was never moved off the CPU: "

@@ -183,6 +183,85 @@ def built_on_default_device(unit, c: Call) -> bool:
     return not any(m is None or _enters_device(m) for m in modules.values())
 
 
+def built_on_named_device(unit, c: Call) -> cst.BaseExpression | None:
+    """The device expression a module construction ``c`` (as :func:`built_on_default_device`
+    reads it) is established to build all its parameters on, when it is not PyTorch's default:
+
+    * a ``torch.nn`` library construction every layer of which is given the same ``device=``
+      expression, apart from containers (``nn.Sequential``) and layers the knowledge says hold no
+      parameters (``nn.ReLU``), with no other call that may put tensors on a device
+      (``nn.Sequential(nn.Linear(8, 16, device=device), nn.ReLU())``: ``device``);
+    * otherwise, a construction that names no device inside ``with torch.device(X):`` of the
+      function (or module code) that holds it: ``X``, the innermost such block;
+    * otherwise, one that names no device after the only call of the ``default_device`` setting
+      reachable from the unit (in it or in its module's top-level code),
+      ``torch.set_default_device(X)`` given one argument, made earlier in the unit's program
+      order: ``X``.
+
+    The class must be a ``torch.nn`` layer or a class of the project whose ``__init__`` names
+    no device (:func:`_init_names_device`). ``None`` for anything else (not established)."""
+    found = construction_of(unit, c)
+    if found is None:
+        return None
+    cls, node = found
+    index = unit.module_of(node)
+    if index is None:
+        return None
+    if isinstance(cls, str):
+        if not cls.startswith("torch.nn.") or not is_module_class(cls):
+            return None
+    elif not is_module_class(cls) or _init_names_device(cls):
+        return None
+    code = cst.Module([]).code_for_node
+    if _names_device(node):
+        return _layers_device(unit, index, node) if isinstance(cls, str) else None
+    table = parents(index)
+    holder = table.get(node)
+    while holder is not None and not isinstance(holder, (cst.FunctionDef, cst.ClassDef, cst.Module)):
+        if type(holder) is cst.With and len(holder.items) == 1 and type(holder.items[0].item) is cst.Call:
+            e = holder.items[0].item
+            d = dotted_name(e.func)
+            if (d is not None and index.imports.qualify(d) == "torch.device" and len(e.args) == 1
+                    and e.args[0].keyword is None and not e.args[0].star):
+                return e.args[0].value
+        holder = table.get(holder)
+    calls = setting_calls(unit, "default_device")
+    module_calls = list(_module_setting_calls(unit.module, "default_device", nested=True))
+    if len(calls) != 1 or any(m is not calls[0].node for m in module_calls):
+        return None
+    setter = calls[0]
+    order = all_calls(unit)
+    if setter.func != "torch.set_default_device" or len(setter.node.args) != 1 or setter.node.args[0].keyword \
+            or setter.node.args[0].star or c not in order or order.index(setter) > order.index(c):
+        return None
+    return setter.node.args[0].value if code(setter.node.args[0].value) else None
+
+
+def _layers_device(unit, index, node: cst.CSTNode) -> cst.BaseExpression | None:
+    """The one ``device=`` expression every parameter-holding ``torch.nn`` layer of construction
+    ``node`` is given (containers and layers without parameters need none), when no other call
+    in it may put tensors on a device and every call in it is a ``torch.nn`` construction;
+    else ``None``."""
+    code = cst.Module([]).code_for_node
+    kb = knowledge()
+    device = None
+    for n in walk(node):
+        if type(n) is not cst.Call:
+            continue
+        d = dotted_name(n.func)
+        qualified = index.imports.qualify(d) if d is not None else None
+        if qualified is None or not qualified.startswith("torch.nn.") or kb.cls(qualified) is None:
+            return None
+        given = [a.value for a in n.args if a.keyword is not None and a.keyword.value == "device"]
+        if given:
+            if device is not None and code(given[0]) != code(device):
+                return None
+            device = device if device is not None else given[0]
+        elif qualified not in CONTAINERS and not construction_without_parameters(unit, n):
+            return None
+    return device
+
+
 def _names_device(node: cst.CSTNode) -> bool:
     """Whether code ``node`` holds a call that may put tensors on a device: a call of one of
     :data:`DEVICE_CALLS`, or one given a keyword of :data:`DEVICE_KEYWORDS` other than

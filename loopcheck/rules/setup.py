@@ -11,7 +11,9 @@ objects the optimizer never sees; before the optimizer has state, and without th
 a conversion breaks nothing. Re-binding the model name
 to a new model, or assigning a new submodule, always leaves the optimizer with parameters
 the model no longer uses: those never train. A device move once the optimizer has state
-breaks its next step unless the model is moved back before it (a checkpoint round trip), the
+breaks its next step only when it puts the parameters on another device than the state (reported
+only when both places are established: an unknown place or target is silent), and not when the
+model is moved back before it (a checkpoint round trip), the
 move goes where the model already is (a model built on the default device is on the CPU), or
 the optimizer's ``step()`` moves its state to the parameters (the knowledge's ``moves_state``:
 Adafactor); an optimizer that builds its state in ``__init__`` (Adagrad, pytorch/pytorch#7844)
@@ -31,14 +33,15 @@ import libcst as cst
 
 from loopcheck.engine.dataflow import NOT_TAKEN, Machine
 from loopcheck.engine.events import DTYPE_WORDS, TORCH_DTYPES, Event
+from loopcheck.engine.builder import bound_names
 from loopcheck.engine.ir import Assign, Call, If
 from loopcheck.engine.names import dotted_name
 from loopcheck.engine.knowledge import knowledge
-from loopcheck.engine.settings import constant_form
+from loopcheck.engine.settings import constant_form, setting_value
 from loopcheck.engine.unit import Unit
 from loopcheck.engine.values import (
-    built_on_default_device, construction_without_parameters, model_without_parameters, setting_calls,
-    setting_turned_on,
+    built_on_default_device, built_on_named_device, construction_without_parameters, model_without_parameters, parents,
+    setting_calls, setting_turned_on,
 )
 from loopcheck.findings import Report
 from loopcheck.catalog import INFOS
@@ -113,17 +116,21 @@ class Place(NamedTuple):
     the caller's variable: ``net.to(device)`` in ``evaluate(model, DEVICE)`` is ``DEVICE``.
     ``form``: the :func:`~loopcheck.engine.settings.constant_form` of the target, when it is
     built of run constants alone (``device`` bound once to ``torch.device('cuda' if
-    torch.cuda.is_available() else 'cpu')``), else ``None``."""
+    torch.cuda.is_available() else 'cpu')``), else ``None``. ``kinds``: the kind of device the
+    target is established to name (``"cpu"``, ``"cuda"``, ``"mps"``), as a pair ``(where the
+    process can use CUDA, where it cannot)``, each ``None`` when not established
+    (:func:`place_kinds`); ``None``: read from the text alone (:func:`text_kind`)."""
 
     text: str
     var: str | None = None
     form: tuple | None = None
+    kinds: tuple | None = None
 
 
 #: The device a model's parameters are on when its construction is
 #: :func:`~loopcheck.engine.values.built_on_default_device`: PyTorch's default, as
 #: :func:`device_of` names it.
-DEFAULT_DEVICE = Place("cpu")
+DEFAULT_DEVICE = Place("cpu", kinds=("cpu", "cpu"))
 
 _LITERAL_DEVICE = re.compile(r"""^(?:torch\.device\(\s*)?(["'])(\w+)\1\s*\)?$""")
 
@@ -179,6 +186,125 @@ def cuda_place(p: Place | None) -> bool:
     """Whether a move to ``p`` goes to a CUDA device (``cuda()``, ``cuda(k)``, ``to("cuda:0")``):
     once it returned, the process can use CUDA (``cuda()`` raises where it cannot)."""
     return p is not None and bool(_CUDA_TEXT.match(p.text))
+
+
+#: The device types PyTorch names (``torch.device("mps")``): a target spelled as one of them,
+#: or a string value whose part before ``:`` is one, names that kind of device.
+DEVICE_TYPES = frozenset({"cpu", "cuda", "mps", "xpu", "xla", "hpu", "npu", "ipu", "mtia", "meta"})
+
+
+def device_kind(value: object) -> str | None:
+    """The kind of device a value names: a string ``"cuda:1"`` → ``"cuda"``, ``"cpu"`` →
+    ``"cpu"``; anything else (not a string, not a device type PyTorch names): ``None``."""
+    if not isinstance(value, str):
+        return None
+    kind = value.partition(":")[0].strip()
+    return kind if kind in DEVICE_TYPES else None
+
+
+def text_kind(p: Place) -> str | None:
+    """The kind of device a place names by its text alone, for a target that names no variable:
+    ``cpu()``, ``to("cpu")``, ``to(torch.device("cpu"))`` are ``"cpu"``; ``cuda()``, ``cuda(k)``,
+    ``to("cuda:0")`` are ``"cuda"`` (:func:`cuda_place`); ``to("mps")`` is ``"mps"``. A variable
+    or any other expression: ``None``."""
+    if p.var is not None:
+        return None
+    if cuda_place(p):
+        return "cuda"
+    return p.text if p.text in DEVICE_TYPES else None
+
+
+def kind_on(p: Place | None, cuda: bool | None) -> str | None:
+    """The kind of device ``p`` is established to name on a path that knows ``cuda`` of whether
+    the process can use CUDA (``None``: not known; a script that picks CUDA when it is there
+    trains where it is, so its CUDA arm is taken): from :attr:`Place.kinds` when the analysis
+    resolved the target, else from its text (:func:`text_kind`); ``None``: not established."""
+    if p is None:
+        return None
+    if p.kinds is not None:
+        return p.kinds[1] if cuda is False else p.kinds[0]
+    return text_kind(p)
+
+
+def established_to_differ(a: Place | None, b: Place | None, cuda: bool | None) -> bool:
+    """Whether a model at ``a`` moved to ``b`` is established to change device: both kinds are
+    established (:func:`kind_on`) and differ. Two CUDA devices are one kind: their indices are
+    not told apart (:func:`both_cuda`); an unresolved target (``args.device`` with no known
+    default, a parameter of a function whose callers are not all known) establishes nothing."""
+    ka, kb = kind_on(a, cuda), kind_on(b, cuda)
+    return ka is not None and kb is not None and ka != kb
+
+
+_NO = object()  # a part of a form whose value is not established
+
+_COMPARE = {"Equal": lambda a, b: a == b, "NotEqual": lambda a, b: a != b, "GreaterThan": lambda a, b: a > b,
+            "GreaterThanEqual": lambda a, b: a >= b, "LessThan": lambda a, b: a < b,
+            "LessThanEqual": lambda a, b: a <= b, "Is": lambda a, b: a is b, "IsNot": lambda a, b: a is not b}
+
+
+def form_value(form: tuple | None, cuda: bool) -> object:
+    """The value of a :func:`~loopcheck.engine.settings.constant_form` in a process that can use
+    CUDA (``cuda``) or cannot: ``torch.cuda.is_available()`` (the ``"cuda_available"`` fact) is
+    ``cuda``; ``torch.cuda.device_count()`` is 0 without CUDA and at least 1 with it (compared
+    only with 0 or 1, as :func:`cuda_said` reads it); ``torch.device(kind, ...)`` is its first
+    argument's value; a conditional expression, ``not``, ``and``/``or`` and comparisons as Python
+    evaluates them. Anything else: a private sentinel (not established)."""
+    if form is None:
+        return _NO
+    head = form[0]
+    if head == "literal":
+        return form[2]
+    if head == "fact":
+        if form[1] == "cuda_available":
+            return cuda
+        if form[1] == "cuda_device_count":
+            return ("count", cuda)
+        return _NO
+    if head == "call":
+        if form[1] != "torch.device" or not form[2]:
+            return _NO
+        keyword, first = form[2][0]
+        return form_value(first, cuda) if keyword in (None, "type") else _NO
+    if head == "if":
+        test = _truth(form_value(form[1], cuda))
+        return _NO if test is None else form_value(form[2] if test else form[3], cuda)
+    if head == "not":
+        test = _truth(form_value(form[1], cuda))
+        return _NO if test is None else not test
+    if head in ("And", "Or"):
+        left = _truth(form_value(form[1], cuda))
+        if left is None:
+            return _NO
+        if left == (head == "Or"):  # ``a or b`` with a true, ``a and b`` with a false: a
+            return form_value(form[1], cuda)
+        return form_value(form[2], cuda)
+    if head == "compare" and len(form) == 4:
+        left, op, right = form_value(form[1], cuda), form[2][0], form_value(form[3], cuda)
+        if isinstance(left, tuple) and left[:1] == ("count",) and right in (0, 1) and not isinstance(right, bool):
+            if not left[1]:
+                left = 0  # no CUDA: no device
+            elif (op, right) in (("GreaterThan", 0), ("GreaterThanEqual", 1), ("NotEqual", 0)):
+                return True
+            elif (op, right) in (("Equal", 0), ("LessThan", 1), ("LessThanEqual", 0)):
+                return False
+            else:
+                return _NO
+        if left is _NO or right is _NO or isinstance(left, tuple) or isinstance(right, tuple) or op not in _COMPARE:
+            return _NO
+        try:
+            return _COMPARE[op](left, right)
+        except TypeError:
+            return _NO
+    return _NO
+
+
+def _truth(value: object) -> bool | None:
+    """Python's truth of a :func:`form_value`, ``None`` when not established."""
+    if value is _NO:
+        return None
+    if isinstance(value, tuple) and value[:1] == ("count",):
+        return bool(value[1])
+    return bool(value)
 
 
 _COUNT_SAYS = {  # (operator, literal) -> what the comparison ``device_count() <op> <literal>``
@@ -302,16 +428,132 @@ def device_form(unit: Unit) -> Callable[[Event], tuple | None]:
     return ask
 
 
+def place_kinds(unit: Unit) -> Callable[[Event], tuple | None]:
+    """:attr:`Place.kinds` of the device a ``to()`` move or an ``opt_state_move`` copy names
+    (its ``device=`` keyword, else its first positional argument), when the analysis resolves
+    it: a target built of run constants alone (its
+    :func:`~loopcheck.engine.settings.constant_form`, valued by :func:`form_value` with and
+    without CUDA: ``torch.device("cuda" if torch.cuda.is_available() else "cpu")`` is
+    ``("cuda", "cpu")``), else the value a run that passes no option gives it
+    (:func:`~loopcheck.engine.settings.setting_value`: an ``argparse`` default, a configuration
+    class's attribute; also inside ``torch.device(...)``), naming a device kind
+    (:func:`device_kind`). ``None`` for any other call or target (an unresolved option, a
+    parameter, a variable bound on some path to something unknown). Each answer is kept for the
+    event."""
+    memo: dict[int, tuple | None] = {}
+
+    def ask(ev: Event) -> tuple | None:
+        if id(ev) not in memo:
+            call = ev.extra.get("call", ev.raw)
+            args = getattr(call, "args", ())
+            arg = next((a for a in args if a.keyword == "device"), None) or next(
+                (a for a in args[:1] if a.keyword is None), None)
+            kinds = None
+            if getattr(call, "method", None) == "to" and arg is not None:
+                kinds = expression_kinds(unit, arg.node)
+                if kinds is None and type(arg.node) is cst.Name:
+                    # a variable bound again: the binding just before the move in its block
+                    value = _binding_before(unit, arg.node)
+                    kinds = expression_kinds(unit, value) if value is not None else None
+                sym, depth = arg.sym, 0
+                while kinds is None and sym is not None and depth < 4:
+                    # a parameter of an inlined helper names the caller's variable (``arg.sym``):
+                    # bound by one assignment of the unit, its value is that assignment's (a
+                    # variable in turn, ``self.device = device``: that one's)
+                    raw = _single_assigns(unit).get(sym)
+                    kinds = expression_kinds(unit, raw.value) if raw is not None else None
+                    sym, depth = (raw.value_sym if raw is not None else None), depth + 1
+            memo[id(ev)] = kinds
+        return memo[id(ev)]
+
+    return ask
+
+
+def expression_kinds(unit: Unit, node: cst.BaseExpression) -> tuple | None:
+    """:attr:`Place.kinds` of a device expression of ``unit``'s code: by its
+    :func:`~loopcheck.engine.settings.constant_form` (:func:`form_value` with and without CUDA),
+    else by the value a run that passes no option gives it
+    (:func:`~loopcheck.engine.settings.setting_value`), also as the first argument of
+    ``torch.device(...)``; ``None`` when neither names a device kind."""
+    form = constant_form(unit, node)
+    if form is not None:
+        kinds = (device_kind(form_value(form, True)), device_kind(form_value(form, False)))
+        if kinds != (None, None):
+            return kinds
+    index = unit.module_of(node)
+    if (isinstance(node, cst.Call) and index is not None and node.args and node.args[0].keyword is None
+            and not node.args[0].star and index.imports.qualify(dotted_name(node.func) or "") == "torch.device"):
+        node = node.args[0].value  # torch.device(args.device)
+    kind = device_kind(setting_value(unit, node))
+    return (kind, kind) if kind is not None else None
+
+
+def _single_assigns(unit: Unit) -> dict[str, Assign]:
+    """``symbol -> assignment`` for each symbol that exactly one raw assignment event of
+    ``unit`` (its inlined calls included: a parameter bound to the caller's argument) binds, by
+    a plain ``=`` with a value expression."""
+    def build() -> dict[str, Assign]:
+        found: dict[str, list] = {}
+        for raw in unit.raws():
+            if isinstance(raw, Assign) and raw.target is not None:
+                found.setdefault(raw.target, []).append(raw)
+        return {sym: raws[0] for sym, raws in found.items()
+                if len(raws) == 1 and raws[0].op == "=" and raws[0].value is not None}
+    return unit.cached("setup_single_assigns", build)
+
+
+def _binding_before(unit: Unit, name: cst.Name) -> cst.BaseExpression | None:
+    """The value of the binding of ``name`` that every run of the statement holding it reads:
+    the nearest earlier statement of the same block that binds the name, when it is a plain
+    ``name = value`` (``device = torch.device("cpu")`` just before ``model.to(device)``);
+    ``None`` when no statement of the block before it binds the name, or one that does is any
+    other binding (a loop, a tuple target, a compound statement)."""
+    index = unit.module_of(name)
+    if index is None:
+        return None
+    table = parents(index)
+    stmt, block = name, table.get(name)
+    while block is not None and not isinstance(block, (cst.IndentedBlock, cst.Module)):
+        if isinstance(block, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return None
+        stmt, block = block, table.get(block)
+    if block is None:
+        return None
+    body = list(block.body)
+    at = next((i for i, st in enumerate(body) if st is stmt), None)
+    for st in reversed(body[:at] if at is not None else ()):
+        if name.value not in bound_names(st)[0]:
+            continue
+        small = st.body if isinstance(st, cst.SimpleStatementLine) else ()
+        if (len(small) == 1 and type(small[0]) is cst.Assign and len(small[0].targets) == 1
+                and type(small[0].targets[0].target) is cst.Name):
+            return small[0].value
+        return None
+    return None
+
+
 def built_device(unit: Unit) -> Callable[[Event], Place | None]:
     """Where a ``model_build`` puts the model's parameters: :data:`DEFAULT_DEVICE` when its
     construction is established to build them on PyTorch's default device
-    (:func:`~loopcheck.engine.values.built_on_default_device`), else ``None`` (unknown). Each
-    answer is kept for the event."""
+    (:func:`~loopcheck.engine.values.built_on_default_device`); the device it names otherwise
+    (:func:`~loopcheck.engine.values.built_on_named_device`: every layer's ``device=``, an
+    enclosing ``with torch.device(X):``, an earlier ``torch.set_default_device(X)``), a
+    :class:`Place` of that expression's text with its :func:`expression_kinds`; else ``None``
+    (unknown). Each answer is kept for the event."""
     memo: dict[int, Place | None] = {}
 
     def ask(ev: Event) -> Place | None:
         if id(ev) not in memo:
-            memo[id(ev)] = DEFAULT_DEVICE if isinstance(ev.raw, Call) and built_on_default_device(unit, ev.raw) else None
+            where = None
+            if isinstance(ev.raw, Call):
+                if built_on_default_device(unit, ev.raw):
+                    where = DEFAULT_DEVICE
+                else:
+                    named = built_on_named_device(unit, ev.raw)
+                    if named is not None:
+                        where = Place(cst.Module([]).code_for_node(named), None, constant_form(unit, named),
+                                      expression_kinds(unit, named))
+            memo[id(ev)] = where
         return memo[id(ev)]
 
     return ask
@@ -398,9 +640,11 @@ class OptimizerModelMachine(Machine):
                  overwrite: Callable[[], bool] = lambda: False,
                  cuda: Callable[[If, bool], bool | None] = lambda node, taken: None,
                  bound_once: Callable[[str], bool] = lambda var: True,
-                 form: Callable[[Event], tuple | None] = lambda ev: None) -> None:
+                 form: Callable[[Event], tuple | None] = lambda ev: None,
+                 kinds: Callable[[Event], tuple | None] = lambda ev: None) -> None:
         self.opt, self.models = opt, models
         self.form = form  # the run-constant form of a move's target (device_form)
+        self.place_kinds = kinds  # the kinds of device a move's target is established to name (place_kinds)
         self.bound_once = bound_once  # whether a variable has one binding in the unit
         self.subjects = names  # every name of the optimizer and its models (aliases included)
         self.has_parameters = has_parameters
@@ -464,8 +708,10 @@ class OptimizerModelMachine(Machine):
         """Where a device move or a state copy puts its tensors (:func:`device_of`), with the
         run-constant form of its target (:attr:`Place.form`)."""
         where = device_of(ev)
-        form = self.form(ev)
-        return where._replace(form=form) if form is not None else where
+        form, kinds = self.form(ev), self.place_kinds(ev)
+        if form is not None:
+            where = where._replace(form=form)
+        return where._replace(kinds=kinds) if kinds is not None else where
 
     def transfer(self, s: S, ev: Event) -> S:
         k = ev.kind
@@ -482,7 +728,8 @@ class OptimizerModelMachine(Machine):
                 # the state a step builds or updates lives where the parameters are now: a move
                 # away and back before the next step is a round trip
                 moved = s.pending is not None and s.has_state is not False  # a move that breaks it: reported
-                home = s.current if s.current is not None and not moved else s.at_build
+                # (where the parameters are not known, neither is where the state now lives)
+                home = s.at_build if moved else s.current
                 return s._replace(has_state=s.has_state if stateless else True, pending=None, at_build=home,
                                   state_at=None)
             if k == "opt_load_state":
@@ -570,6 +817,16 @@ class OptimizerModelMachine(Machine):
                 # their state, which now lives there (a resumed optimizer's state moved to
                 # ``device`` before ``model.to(device)``)
                 return s._replace(pending=None, current=where, at_build=where)
+            if not self.overwrite():
+                # the move breaks the next step only when it is established to put the parameters
+                # on another device than their state: where the state is (where the parameters
+                # were at the last step, or where it was copied) and where the move goes both
+                # known, and different (established_to_differ); otherwise the parameters may be
+                # beside their state, and a move away made earlier may have been undone
+                home = s.state_at if s.state_at is not None else s.at_build
+                if not established_to_differ(home, where, s.cuda):
+                    away = s.pending is not None and s.pending.extra["how"] == "device"
+                    return s._replace(pending=None if away else s.pending, current=where)
             return s._replace(pending=ev, current=where, pending_state=s.has_state)
         if s.built is None:
             return s
@@ -604,7 +861,7 @@ def _flows(unit: Unit):
             lambda opt=opt, models=models, names=names, info=info: OptimizerModelMachine(
                 opt, models, names, may_hold_parameters(unit), info.by_ctor,
                 not setting_calls(unit, "default_dtype"), built_device(unit), overwrite, cuda_said(unit),
-                _bound_once(unit), device_form(unit)),
+                _bound_once(unit), device_form(unit), place_kinds(unit)),
         )
         for step in steps:
             yield from _pending_at(unit, flow.states(step), step)
@@ -689,6 +946,12 @@ class ModelConvertedAfterOptimizer(Rule):
     per-parameter state (SGD without momentum) has none, and a change that breaks only the state
     is not reported for an optimizer of the project with its own ``step()`` or one whose
     ``step()`` the knowledge says moves its state to the parameters (:func:`_state_follows`). A
+    device move is reported only when it is established to put the parameters on another kind of
+    device than their state (:func:`established_to_differ`): where the state is (the parameters'
+    place at the last step, :attr:`S.at_build`, or where it was copied, :attr:`S.state_at`) and
+    where the move goes are both known (:func:`kind_on`: a literal, ``cpu()``/``cuda()``, a
+    run-constant target, :func:`place_kinds`; a construction on the default or a named device,
+    :func:`built_device`); an unresolved target or an unknown place is silent. A
     device move to where the model is (known from the moves on the path, compared by the variable
     their targets resolve to, a helper's parameter being the caller's argument, else by their
     text, :func:`same_place`, and from a construction established to build on the default
