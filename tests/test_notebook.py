@@ -276,6 +276,15 @@ def test_a_syntax_error_is_reported_in_its_cell_and_the_other_cells_are_checked(
     ]
 
 
+def test_a_line_a_cell_syntax_error_names_is_a_line_of_that_cell(project):
+    """The cell is parsed alone, so CPython's "on line N" is a row of that cell: it is named
+    as that cell's (census 23: "line 18 of cell 4" for a `for` at line 56 of cell 11)."""
+    (project / "train.ipynb").write_text(notebook(SETUP, "a = 1\nb = 2\nfor i in range(3):\n\nc = 3\n"))
+    result = run("--output-format", "concise", "train.ipynb")
+    assert result.output.splitlines()[0] == (
+        "train.ipynb:cell 2:5:1: LC001 SyntaxError: expected an indented block after 'for' statement on line 3 of cell 2")
+
+
 def test_fix_works_beside_a_broken_cell(project):
     (project / "train.ipynb").write_text(notebook(SETUP, "def broken(:\n    pass", LOOP))
     result = run("--fix", "train.ipynb")

@@ -428,6 +428,9 @@ def check_notebook(notebook: Notebook, filename: str, codes: Collection[str] | N
     if notebook.syntax_errors and (codes is None or "LC001" in codes):
         for cell, row, column, message in notebook.syntax_errors:
             at = notebook.row_of(cell, row)
+            # the cell was parsed alone: the ``line N`` its message names is a row of that cell,
+            # made a row of the program here, which the reporters name ``line R of cell C``
+            message = _LINE_REF.sub(lambda m, cell=cell: f"line {notebook.row_of(cell, int(m.group(1)))}", message)
             found.append(Finding("LC001", f"SyntaxError: {message}", filename, at, column, at, column, [], at))
         found.sort(key=lambda f: f.sort_key)
     return found, module, positions
