@@ -880,3 +880,32 @@ def test_a_dead_caller_in_another_module_still_counts(tmp_path):
              "main.py": "from helpers import *\n\n\ndef unused():\n    decrease(None, [])\n\n\n"
                         "if __name__ == '__main__':\n    print('done')\n"}
     assert _check(tmp_path, files, "helpers.py") == [("LC302", 8)]
+
+
+def test_dead_module_functions_is_the_greatest_fixed_point(tmp_path):
+    """The set itself: the functions named only inside functions of the set (a chain, a pair
+    that only call each other); a function named at the top level, and each one it names, is
+    not in it."""
+    import libcst as cst
+
+    from loopcheck.engine.unreferenced import _dead_module_functions
+    from loopcheck.engine.values import parents
+
+    text = HELPERS + (
+        "\n\ndef again(model, batches):\n    return decrease(model, batches) + other(model, batches)\n"
+        "\n\ndef other(model, batches):\n    return again(model, batches)\n"
+        "\n\ndef live(model):\n    return separation(model, None)\n\n\nlive(None)\n")
+    (tmp_path / "helpers.py").write_text(text)
+    (tmp_path / "main.py").write_text("from helpers import *\n\nif __name__ == '__main__':\n    print('done')\n")
+    project = Project(tmp_path)
+    module = cst.parse_module(text)
+    index = project.add(tmp_path / "helpers.py", text, module=module, keep=False).index
+    table = parents(index)
+    defs = {s.name.value: s for s in module.body if type(s) is cst.FunctionDef}
+    dead = _dead_module_functions(project, index, defs["decrease"], table)
+    assert sorted(f.name.value for f in dead) == ["again", "decrease", "other"]
+    # ``live`` runs (the top level calls it): ``separation`` runs, its other callers do not
+    assert sorted(f.name.value for f in _dead_module_functions(project, index, defs["separation"], table)) == \
+        ["again", "decrease", "other", "reorder"]
+    assert sorted(f.name.value for f in _dead_module_functions(project, index, defs["reorder"], table)) == \
+        ["again", "decrease", "other", "reorder"]

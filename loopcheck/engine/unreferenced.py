@@ -90,7 +90,13 @@ for a function.
 A function defined in another function's body runs only when that body names it (calls it,
 returns it, stores it): one it never names (a ``def train`` indented into ``__init__`` by
 mistake) never runs, decided from the checked file alone (:func:`_nested_never_called`), and
-the namings inside it do not count for the module's other functions. A module pytest collects
+the namings inside it do not count for the module's other functions. Nor do the namings
+inside the body of a module-level function that never runs itself: a module-level function
+its module names only inside such bodies (its own ``def`` and recursive calls included) never
+runs, decided as the greatest set of such functions, each meeting the conditions above that
+other files decide (:func:`_dead_module_functions`: one called only from a function nothing
+calls, a chain of them, two that only call each other). A naming in another module's
+function that never runs still counts (not followed). A module pytest collects
 (:func:`_pytest_collects`: by the project's pytest configuration, ``python_files``) is not decided: the test runner calls its functions by name.
 
 A notebook (``.ipynb``) is never imported: a top-level function of it runs only when one of
