@@ -854,6 +854,9 @@ def decrease(model, batches):
     ("\n\ndef again(model, batches):\n    return decrease(model, batches)\n\n\nagain(None, [])\n",
      "from helpers import *\n\nprint(torch)\n", [("LC302", 8)]),  # the module's top level calls it
     ("\n\n__all__ = ['decrease']\n", "from helpers import *\n\nprint(torch)\n", [("LC302", 8)]),
+    # an f-string's names in a dead caller do not make up for a live naming (one token before 3.12)
+    ("\n\ndef again(model, batches):\n    print(f'{decrease}')\n    return decrease(model, batches)\n\n\n"
+     "decrease(None, [])\n", "from helpers import *\n\nprint(torch)\n", [("LC302", 8)]),
     ("\n\ndef later(cb=decrease(None, [])):\n    return cb\n", "from helpers import *\n\nprint(torch)\n",
      [("LC302", 8)]),  # a default value runs with the ``def``
     ("\n\n@register\ndef hook(model):\n    return decrease(model, [])\n", "from helpers import *\n\nprint(torch)\n",

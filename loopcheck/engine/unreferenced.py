@@ -678,8 +678,9 @@ def _body_names(func: cst.FunctionDef):
     its body (not its decorators, parameters' defaults or annotations, which run where the
     ``def`` runs), counted as :func:`_named` counts them with ``bare``: a ``Name`` not after a
     ``.``, and a string literal whose value is exactly the name; the names of a ``from M
-    import ...`` are not counted (:func:`_named` counts them only when ``M`` is the module
-    itself: counting fewer here keeps the namings live)."""
+    import ...`` (:func:`_named` counts them only when ``M`` is the module itself) and those
+    inside an f-string (before Python 3.12 one token, whose names :func:`_named` does not
+    read) are not counted: counting fewer here keeps the namings live."""
     from collections import Counter
 
     counts: Counter = Counter()
@@ -695,8 +696,8 @@ def _body_names(func: cst.FunctionDef):
         elif t is cst.Attribute:
             stack.append(n.value)  # the member's name is not the bare name
             continue
-        elif t is cst.ImportFrom:
-            continue
+        elif t is cst.ImportFrom or t is cst.FormattedString:
+            continue  # (an f-string is one token before Python 3.12: :func:`_named` reads none of it)
         stack.extend(n.children)
     return counts
 
