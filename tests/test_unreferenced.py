@@ -818,3 +818,97 @@ def test_text_facts_read_once_per_version(tmp_path):
         assert unreferenced._text_fact(project, path, "q", ask) is False
         assert len(calls) == 2
     assert unreferenced._text_fact(project, tmp_path / "missing.sh", "q", ask) is None
+
+
+HELPERS = """\
+import torch
+from torch import nn
+
+
+def separation(model, x):
+    model.eval()
+    for _ in range(2):
+        print(model(x))
+
+
+def reorder(model, batches):
+    return [separation(model, x) for x in batches]
+
+
+def decrease(model, batches):
+    return reorder(model, batches[::-1])
+"""
+
+
+@pytest.mark.parametrize("extra, main, found", [
+    # ``separation`` is named only inside ``reorder``, named only inside ``decrease``, which
+    # nothing calls: none of them runs (a star import that calls none of them)
+    ("", "from helpers import *\n\nprint(torch)\n", []),
+    ("", "from helpers import *\n\ndecrease(None, [])\n", [("LC302", 8)]),
+    ("", "from helpers import *\n\nreorder(None, [])\n", [("LC302", 8)]),
+    ("", "import helpers\n\nhooks = [helpers.decrease]\n", [("LC302", 8)]),  # handed on as a value
+    # a pair that only call each other, one of them calling ``decrease``
+    ("\n\ndef again(model, batches):\n    return decrease(model, batches) + other(model, batches)\n"
+     "\n\ndef other(model, batches):\n    return again(model, batches)\n",
+     "from helpers import *\n\nprint(torch)\n", []),
+    ("\n\ndef again(model, batches):\n    return decrease(model, batches)\n\n\nagain(None, [])\n",
+     "from helpers import *\n\nprint(torch)\n", [("LC302", 8)]),  # the module's top level calls it
+    ("\n\n__all__ = ['decrease']\n", "from helpers import *\n\nprint(torch)\n", [("LC302", 8)]),
+    # an f-string's names in a dead caller do not make up for a live naming (one token before 3.12)
+    ("\n\ndef again(model, batches):\n    print(f'{decrease}')\n    return decrease(model, batches)\n\n\n"
+     "decrease(None, [])\n", "from helpers import *\n\nprint(torch)\n", [("LC302", 8)]),
+    ("\n\ndef later(cb=decrease(None, [])):\n    return cb\n", "from helpers import *\n\nprint(torch)\n",
+     [("LC302", 8)]),  # a default value runs with the ``def``
+    ("\n\n@register\ndef hook(model):\n    return decrease(model, [])\n", "from helpers import *\n\nprint(torch)\n",
+     [("LC302", 8)]),  # a decorator may register the caller
+    ("\n\nclass Ranker:\n    def rank(self, model):\n        return decrease(model, [])\n",
+     "from helpers import *\n\nprint(torch)\n", [("LC302", 8)]),  # a method: not weighed
+    ("\n\nrun = getattr(sys.modules[__name__], name)\n", "from helpers import *\n\nprint(torch)\n", [("LC302", 8)]),
+])
+def test_a_function_called_only_from_functions_nothing_calls(tmp_path, extra, main, found):
+    files = {"helpers.py": HELPERS + extra, "main.py": main + "\nif __name__ == '__main__':\n    print('done')\n"}
+    assert _check(tmp_path, files, "helpers.py") == found
+
+
+def test_a_function_called_only_from_functions_of_a_module_nothing_imports(tmp_path):
+    files = {"helpers.py": HELPERS, "helpers2.py": HELPERS,
+             "main.py": "from helpers import *\n\nif __name__ == '__main__':\n    decrease(None, [])\n"}
+    assert _check(tmp_path, files, "helpers.py") == [("LC302", 8)]
+    assert _check(tmp_path, files, "helpers2.py") == []  # nothing runs helpers2 but its own top level
+
+
+def test_a_dead_caller_in_another_module_still_counts(tmp_path):
+    # left: a naming in another module's function that nothing calls keeps the function live
+    files = {"helpers.py": HELPERS,
+             "main.py": "from helpers import *\n\n\ndef unused():\n    decrease(None, [])\n\n\n"
+                        "if __name__ == '__main__':\n    print('done')\n"}
+    assert _check(tmp_path, files, "helpers.py") == [("LC302", 8)]
+
+
+def test_dead_module_functions_is_the_greatest_fixed_point(tmp_path):
+    """The set itself: the functions named only inside functions of the set (a chain, a pair
+    that only call each other); a function named at the top level, and each one it names, is
+    not in it."""
+    import libcst as cst
+
+    from loopcheck.engine.unreferenced import _dead_module_functions
+    from loopcheck.engine.values import parents
+
+    text = HELPERS + (
+        "\n\ndef again(model, batches):\n    return decrease(model, batches) + other(model, batches)\n"
+        "\n\ndef other(model, batches):\n    return again(model, batches)\n"
+        "\n\ndef live(model):\n    return separation(model, None)\n\n\nlive(None)\n")
+    (tmp_path / "helpers.py").write_text(text)
+    (tmp_path / "main.py").write_text("from helpers import *\n\nif __name__ == '__main__':\n    print('done')\n")
+    project = Project(tmp_path)
+    module = cst.parse_module(text)
+    index = project.add(tmp_path / "helpers.py", text, module=module, keep=False).index
+    table = parents(index)
+    defs = {s.name.value: s for s in module.body if type(s) is cst.FunctionDef}
+    dead = _dead_module_functions(project, index, defs["decrease"], table)
+    assert sorted(f.name.value for f in dead) == ["again", "decrease", "other"]
+    # ``live`` runs (the top level calls it): ``separation`` runs, its other callers do not
+    assert sorted(f.name.value for f in _dead_module_functions(project, index, defs["separation"], table)) == \
+        ["again", "decrease", "other", "reorder"]
+    assert sorted(f.name.value for f in _dead_module_functions(project, index, defs["reorder"], table)) == \
+        ["again", "decrease", "other", "reorder"]

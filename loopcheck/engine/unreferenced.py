@@ -90,7 +90,13 @@ for a function.
 A function defined in another function's body runs only when that body names it (calls it,
 returns it, stores it): one it never names (a ``def train`` indented into ``__init__`` by
 mistake) never runs, decided from the checked file alone (:func:`_nested_never_called`), and
-the namings inside it do not count for the module's other functions. A module pytest collects
+the namings inside it do not count for the module's other functions. Nor do the namings
+inside the body of a module-level function that never runs itself: a module-level function
+its module names only inside such bodies (its own ``def`` and recursive calls included) never
+runs, decided as the greatest set of such functions, each meeting the conditions above that
+other files decide (:func:`_dead_module_functions`: one called only from a function nothing
+calls, a chain of them, two that only call each other). A naming in another module's
+function that never runs still counts (not followed). A module pytest collects
 (:func:`_pytest_collects`: by the project's pytest configuration, ``python_files``) is not decided: the test runner calls its functions by name.
 
 A notebook (``.ipynb``) is never imported: a top-level function of it runs only when one of
@@ -391,20 +397,25 @@ def _names_in_dead_nested(index, table: dict, name: str, bare: bool) -> int:
     """How many times the checked module names ``name`` inside functions that
     :func:`_nested_never_called` finds never run (counted as :func:`_named` counts): a call
     from there does not run."""
-    memo = index.cache.setdefault("unreferenced_dead_nested", {})
-    dead = memo.get("functions")
-    if dead is None:
-        found = [n for n in table if type(n) is cst.FunctionDef and _nested_never_called(n, table)]
-        # the outermost ones only: a dead function inside another is visited with it, and its
-        # names must not be counted twice
-        ids = {id(f) for f in found}
-        dead = memo["functions"] = [f for f in found if not any(id(g) in ids for g, _ in _enclosing_functions(f, table))]
     count = 0
-    for func in dead:
+    for func in _dead_nested_outermost(index, table):
         counter = _NameCount(name, None, bare)
         func.visit(counter)
         count += counter.count
     return count
+
+
+def _dead_nested_outermost(index, table: dict) -> list:
+    """The functions of the checked module that :func:`_nested_never_called` finds never run,
+    the outermost ones only (a dead function inside another is visited with it, and its names
+    must not be counted twice); kept for the check of the module."""
+    memo = index.cache.setdefault("unreferenced_dead_nested", {})
+    dead = memo.get("functions")
+    if dead is None:
+        found = [n for n in table if type(n) is cst.FunctionDef and _nested_never_called(n, table)]
+        ids = {id(f) for f in found}
+        dead = memo["functions"] = [f for f in found if not any(id(g) in ids for g, _ in _enclosing_functions(f, table))]
+    return dead
 
 
 def _nested_never_called(func: cst.FunctionDef, table: dict) -> bool:
@@ -447,18 +458,12 @@ def _enclosing_functions(node, table: dict):
 def _unreferenced(project, index, func: cst.FunctionDef, cls: cst.ClassDef | None, table: dict) -> bool:
     """Whether function ``func`` of the checked module (a method when ``cls``, its class, is
     given) is one nothing in the project refers to, on the conditions of the module
-    docstring: it is neither decorated nor a dunder, nor a method of a decorated class, a
-    class with a metaclass or keywords, or one with a base outside the project
-    (:func:`_project_bases`); the module and the files whose namings count look no names up
-    at run time (:func:`_dynamic_file`); the module is a script, ``func`` is private, the
-    module is imported in a project without packaging metadata, or nothing in the project
-    runs it (:func:`_nothing_runs`); its own module names it only by its ``def`` (namings in
-    nested functions that never run aside, :func:`_names_in_dead_nested`); no file that
-    imports the module (for a method, through a chain of modules,
-    :func:`_importers_closure`), that holds a base class, or that may hold an instance
-    (:func:`_method_files`) names it; and no packaging file, notebook or text names it
-    (:func:`_named_outside_code`). ``False`` (not decided) when anything cannot be listed or
-    read.
+    docstring: those nothing in its own module decides (:func:`_unreferenced_elsewhere`),
+    and its own module names it only by its ``def``, namings in functions that never run
+    aside: nested functions that never run (:func:`_names_in_dead_nested`) and, for a
+    module-level function, the module-level functions that never run themselves, to a fixed
+    point (:func:`_dead_module_functions`: a function called only from a function nothing
+    calls never runs). ``False`` (not decided) when anything cannot be listed or read.
 
     Args:
         project: the checked module's :class:`~loopcheck.engine.project.Project`.
@@ -467,6 +472,48 @@ def _unreferenced(project, index, func: cst.FunctionDef, cls: cst.ClassDef | Non
         cls: the class ``func`` is a method of, or ``None``.
         table: ``node → parent`` for the checked module.
     """
+    name = func.name.value
+    if func.decorators or (name.startswith("__") and name.endswith("__")):
+        return False
+    read = _reading(project, index)
+    if read is None:
+        return False
+    path, _root, _files, _notebooks, own, _texts = read
+    # its own definition names it once; namings inside a nested function that never runs do
+    # not call it (a module function called only from a ``def`` indented into ``__init__``)
+    named = _named(own, name, bare=cls is None, own=_stem(path))
+    if named > 1 and named - _names_in_dead_nested(index, table, name, cls is None) > 1:
+        if cls is not None or type(table.get(func)) is not cst.Module:
+            return False
+        # named by other module-level functions: dead when each of them is (transitively)
+        return func in _dead_module_functions(project, index, func, table)
+    return _unreferenced_elsewhere(project, index, func, cls, table)
+
+
+def _unreferenced_elsewhere(project, index, func: cst.FunctionDef, cls: cst.ClassDef | None, table: dict) -> bool:
+    """The conditions of :func:`_unreferenced` that the checked module's own namings of
+    ``func`` do not decide: it is neither decorated nor a dunder, nor a method of a
+    decorated class, a class with a metaclass or keywords, or one with a base outside the
+    project (:func:`_project_bases`); the module and the files whose namings count look no
+    names up at run time (:func:`_dynamic_file`); the module is a script, ``func`` is
+    private, the module is imported in a project without packaging metadata, or nothing in
+    the project runs it (:func:`_nothing_runs`); no file that imports the module (for a
+    method, through a chain of modules, :func:`_importers_closure`), that holds a base class,
+    or that may hold an instance (:func:`_method_files`) names it; and no packaging file,
+    notebook or text names it (:func:`_named_outside_code`). ``False`` (not decided) when
+    anything cannot be listed or read. Kept per function for the check of the module.
+
+    Args: as :func:`_unreferenced`'s.
+    """
+    memo = index.cache.setdefault("unreferenced.elsewhere", {})
+    key = id(func)
+    if key not in memo:
+        memo[key] = _unreferenced_elsewhere_now(project, index, func, cls, table)
+    return memo[key]
+
+
+def _unreferenced_elsewhere_now(project, index, func: cst.FunctionDef, cls: cst.ClassDef | None, table: dict) -> bool:
+    """:func:`_unreferenced_elsewhere`, not kept."""
     name = func.name.value
     if func.decorators or (name.startswith("__") and name.endswith("__")):
         return False
@@ -494,11 +541,6 @@ def _unreferenced(project, index, func: cst.FunctionDef, cls: cst.ClassDef | Non
     if not (_MAIN.search(own) or name.startswith("_") or (importers and not packaged)
             or _nothing_runs(project, index, read, importers)):
         return False
-    # its own definition names it once; namings inside a nested function that never runs do
-    # not call it (a module function called only from a ``def`` indented into ``__init__``)
-    named = _named(own, name, bare=cls is None, own=_stem(path))
-    if named > 1 and named - _names_in_dead_nested(index, table, name, cls is None) > 1:
-        return False
     # the files that import the module, and for a method those of the classes it derives
     # from, whose methods call it through ``self`` (a base's ``self._epoch_test(...)`` runs
     # the override), and any code that may hold an instance (an object goes wherever it is
@@ -521,6 +563,143 @@ def _unreferenced(project, index, func: cst.FunctionDef, cls: cst.ClassDef | Non
             return False
     owners = (_stem(path),) + ((cls.name.value,) if cls is not None else ())
     return not _named_outside_code(root, notebooks, texts, name, owners, project)
+
+
+#: The most module-level functions :func:`_dead_module_functions` weighs for one function (the
+#: function, the ones that name it, those that name them, ...): past it, nothing is decided.
+MAX_DEAD_CALLERS = 64
+
+
+def _dead_module_functions(project, index, func: cst.FunctionDef, table: dict) -> set:
+    """The module-level functions of the checked module, among ``func`` and those that name
+    it (transitively: the functions that name those, and so on), that never run: the
+    greatest set ``S`` of them such that each one of ``S`` meets the conditions its own module
+    does not decide (:func:`_unreferenced_elsewhere`) and is named in its module only inside
+    the bodies of functions of ``S`` (its own ``def`` and recursive calls included) or of
+    nested functions that never run (:func:`_nested_never_called`). A function called only
+    from a function nothing calls never runs, and so does a pair that only call each other.
+
+    A naming counts as :func:`_named` counts it, and one that is not inside the body of a
+    function of ``S`` keeps the function live: at the module's top level, in a class body or
+    a method (methods are not weighed), in a decorator, a default value or an annotation of
+    a ``def`` (run when the ``def`` runs: ``def h(x=f())`` calls ``f``). A naming inside a
+    body is counted by its syntax (:func:`_body_names`), which counts no more than
+    :func:`_named` does there (``from m import f`` inside a body is not counted: it stays a
+    live naming). A module-level name defined by more than one ``def``, or a function past
+    :data:`MAX_DEAD_CALLERS` weighed ones, is not decided (its namings cannot be told apart).
+
+    Args:
+        project: the checked module's :class:`~loopcheck.engine.project.Project`.
+        index: the checked module's index (its ``path`` is the file).
+        func: a module-level function definition of the checked module.
+        table: ``node → parent`` for the checked module.
+
+    Returns:
+        The set of those functions (``cst.FunctionDef`` nodes) that never run; empty when
+        nothing is decided.
+    """
+    module = table.get(func)
+    if type(module) is not cst.Module:
+        return set()
+    read = _reading(project, index)
+    if read is None:
+        return set()
+    path, _root, _files, _notebooks, own, _texts = read
+    stem = _stem(path)
+    memo = index.cache.setdefault("unreferenced.module_functions", {})
+    if "defs" not in memo:
+        defs: dict[str, list[cst.FunctionDef]] = {}
+        for stmt in module.body:
+            if type(stmt) is cst.FunctionDef:
+                defs.setdefault(stmt.name.value, []).append(stmt)
+        memo["defs"] = defs
+        memo["names"] = {id(f): _body_names(f) for fs in defs.values() for f in fs}
+        # the nested functions that never run, with the outermost function around each (a
+        # module-level one counts their namings in its body) and what they name
+        memo["nested"] = [(n, _outermost_function(n, table), _body_names(n))
+                          for n in _dead_nested_outermost(index, table)]
+    defs, names, nested_top = memo["defs"], memo["names"], memo["nested"]
+    tops = {id(f) for fs in defs.values() for f in fs}
+    totals = memo.setdefault("totals", {})
+
+    def total(name: str) -> int:
+        if name not in totals:
+            totals[name] = _named(own, name, bare=True, own=stem)
+        return totals[name]
+
+    def dead_count(name: str, dead: set[int]) -> int:
+        count = sum(names[f][name] for f in dead if name in names[f])
+        for n, top, counts in nested_top:
+            if top is None or id(top) not in dead:
+                count += counts[name]
+        return count
+
+    # the functions weighed: ``func``, and each module-level function that names one of them
+    weighed: dict[int, cst.FunctionDef] = {}
+    work = [func]
+    while work:
+        g = work.pop()
+        if id(g) in weighed:
+            continue
+        name = g.name.value
+        if len(defs.get(name, ())) != 1:
+            continue  # two ``def``s of one name: their namings cannot be told apart
+        # named outside every module-level function (and every dead nested one): it runs
+        if total(name) - dead_count(name, tops) > 0:
+            continue
+        if not _unreferenced_elsewhere(project, index, g, None, table):
+            continue
+        weighed[id(g)] = g
+        if len(weighed) > MAX_DEAD_CALLERS:
+            return set()
+        work.extend(h for fs in defs.values() for h in fs if id(h) not in weighed and names[id(h)][name])
+    # the greatest fixed point: drop each function named outside the ones still held
+    dead = set(weighed)
+    changed = True
+    while changed:
+        changed = False
+        for key in list(dead):
+            if total(weighed[key].name.value) - dead_count(weighed[key].name.value, dead) > 0:
+                dead.discard(key)
+                changed = True
+    return {weighed[key] for key in dead}
+
+
+def _outermost_function(node, table: dict):
+    """The outermost function around ``node`` (``None`` when there is none)."""
+    outer = None
+    for func, _cls in _enclosing_functions(node, table):
+        outer = func
+    return outer
+
+
+def _body_names(func: cst.FunctionDef):
+    """A :class:`collections.Counter` of the names ``func`` spells in its ``def``'s name and
+    its body (not its decorators, parameters' defaults or annotations, which run where the
+    ``def`` runs), counted as :func:`_named` counts them with ``bare``: a ``Name`` not after a
+    ``.``, and a string literal whose value is exactly the name; the names of a ``from M
+    import ...`` (:func:`_named` counts them only when ``M`` is the module itself) and those
+    inside an f-string (before Python 3.12 one token, whose names :func:`_named` does not
+    read) are not counted: counting fewer here keeps the namings live."""
+    from collections import Counter
+
+    counts: Counter = Counter()
+    counts[func.name.value] += 1
+    stack: list = [func.body]
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t is cst.Name:
+            counts[n.value] += 1
+        elif t is cst.SimpleString:
+            counts[n.value.strip("rRbBuUfF").strip("'\"")] += 1
+        elif t is cst.Attribute:
+            stack.append(n.value)  # the member's name is not the bare name
+            continue
+        elif t is cst.ImportFrom or t is cst.FormattedString:
+            continue  # (an f-string is one token before Python 3.12: :func:`_named` reads none of it)
+        stack.extend(n.children)
+    return counts
 
 
 def _dynamic_file(project, index, file: Path, text: str, method: bool) -> bool:
