@@ -1580,6 +1580,7 @@ class UnitBuilder:
         self._fact_ifs, self._literal_attrs, self._pending_calls = [], set(), []
         self._module_classes = {}  # asked again per entry point: a record lists what its build read
         self._grad_left = {}  # (left by calls inside an expression, which no statement reads)
+        self._unit_modules = {id(self.index): self.index}  # the modules whose code the entry point runs so far
         project = self.index.project
         if record is not None:
             record.start = self.n_events
@@ -1953,6 +1954,7 @@ class UnitBuilder:
             self._locals[key] = bound_names(func.body)
         names, declared = self._locals[key]
         fid = f"f{self._tag}_{next(self._ids)}"
+        self._unit_modules[id(module)] = module
         local_names = (names | set(all_param_names(func))) - declared - set(subst)
         defs = {s.name.value: s for s in func.body.body if type(s) is cst.FunctionDef}
         return Frame(fid, subst, local_names, module, self_cls, defs, parent, name=func.name.value,
@@ -2146,7 +2148,11 @@ class UnitBuilder:
         inherited = ctx.grad_inherited
         asked = ctx.grad_asked
         outer = frame.parent or frame
+        blocks = ctx.autocast
         for dec in func.decorators:
+            block = self.autocast_block(outer, dec.decorator)  # @torch.autocast("cuda"): the body is its block
+            if block is not None:
+                blocks = blocks + (block,)
             mode = self.with_grad(outer, dec.decorator, None)
             if mode is None:  # a decorator of the project: @smart_inference_mode()
                 target = dec.decorator.func if type(dec.decorator) is cst.Call else dec.decorator
@@ -2156,7 +2162,7 @@ class UnitBuilder:
             if mode:
                 grad, inherited, asked = mode, False, mode == "enabled"
                 frame.grad_restored = True  # (the decorator's exit restores the caller's mode)
-        inner_ctx = replace(ctx, grad=grad, grad_inherited=inherited, grad_asked=asked)
+        inner_ctx = replace(ctx, grad=grad, grad_inherited=inherited, grad_asked=asked, autocast=blocks)
         return self.block(frame, func.body, inner_ctx)
 
     def _function_named(self, frame: Frame, expr: cst.BaseExpression) -> Callee | None:
@@ -2210,7 +2216,8 @@ class UnitBuilder:
     def module_unit(self) -> Seq:
         # (the module's functions as the index has them: a LazyModuleIndex parses one when asked)
         frame = Frame("", {}, set(self.index.globals), self.index, None, self.index.functions, None)
-        return self.stmts(frame, self.index.module_code(), Context())
+        # (a program starts with autocast off on every device)
+        return self.stmts(frame, self.index.module_code(), Context(autocast=(("*", False),)))
 
     def function_unit(self, func: cst.FunctionDef, grad: str = "enabled") -> Seq:
         """The IR of a function no one here calls, read on its own (``self`` is ``self@Cls``);
@@ -2522,6 +2529,9 @@ class UnitBuilder:
             # (``with grad_context():``, ``grad_context = torch.enable_grad if is_train else
             # torch.no_grad`` bound once: the grad mode of what the variable holds)
             chosen = self.bound_context(frame, item.item)
+            block = self.autocast_block(frame, chosen)
+            # the items after this one, and the body, run inside its autocast block
+            entered = ctx if block is None else replace(ctx, autocast=ctx.autocast + (block,))
             arms = self._grad_arms(frame, chosen, grad)
             if arms is not None and self._with_splits < MAX_WITH_SPLITS:
                 if item.asname is not None:
@@ -2532,7 +2542,7 @@ class UnitBuilder:
                 try:
                     for mode in arms:
                         side = Seq()
-                        self.with_stmt(frame, stmt, i + 1, ctx, mode, side.items, True)
+                        self.with_stmt(frame, stmt, i + 1, entered, mode, side.items, True)
                         sides.append(side)
                 finally:
                     self._with_splits -= 1
@@ -2571,6 +2581,7 @@ class UnitBuilder:
                 out.extend(enter)
                 guarded = len(out) if not exits else guarded
                 exits.append(Seq(exit_))
+            ctx = entered
         inner = replace(ctx, grad=grad, grad_inherited=ctx.grad_inherited and not grad_set,
                         grad_asked=grad == "enabled" if grad_set else ctx.grad_asked)
         scope = frame.grad_scope
@@ -2645,6 +2656,8 @@ class UnitBuilder:
         keeping ``ctx``'s)."""
         mark = len(frame.grad_log)
         decided = self.decide(frame, stmt.test)
+        if decided is None:  # ``if torch.is_autocast_enabled():`` after the autocast block closed
+            decided = self.autocast_decided(frame, stmt.test, ctx)
         split = self.choice_split(frame, stmt.test) if decided is None else None
         if split is not None:  # for k in [1, 0]: `if k == 0: ... elif k == 1:` takes one of its arms
             name, yes, no = split
@@ -3041,6 +3054,133 @@ class UnitBuilder:
         left = self.int_value(frame, test.left)
         right = self.int_value(frame, test.comparisons[0].comparator) if left is not None else None
         return None if right is None else compare(left, right)
+
+    # -- the autocast state ----------------------------------------------------------------
+    def autocast_block(self, frame: Frame, item: cst.BaseExpression) -> tuple[str, bool | None] | None:
+        """What ``with item:`` (or a function decorated ``@item``) does to the autocast state,
+        as a pair of :attr:`Context.autocast <loopcheck.engine.ir.Context.autocast>`:
+        ``(device, enabled)`` for an autocast context manager of the knowledge (``autocast =
+        {does = "block"}``: ``torch.autocast("cuda")``, ``torch.cuda.amp.autocast(enabled=False)``;
+        the device type ``"?"`` when its argument is not a string the code fixes, ``enabled``
+        ``None`` when its argument is not a boolean the code fixes); ``None`` for an item that
+        leaves the state alone (a library entry without ``autocast``, ``torch.no_grad()``, a
+        builtin, ``open(path)``); ``("*", None)`` for anything else, which may set it (a context
+        manager or decorator of the project, a library's without an entry, a variable). ``A if c
+        else B``: the arm a constant decides, else the block both arms agree on."""
+        if type(item) is cst.IfExp:
+            decided = self.decide(frame, item.test)
+            if decided is not None:
+                return self.autocast_block(frame, item.body if decided else item.orelse)
+            arms = {self.autocast_block(frame, arm) for arm in (item.body, item.orelse)}
+            return arms.pop() if len(arms) == 1 else ("*", None)
+        call = item if type(item) is cst.Call else None
+        dotted = dotted_name(call.func if call is not None else item)
+        if dotted is None:
+            return ("*", None)
+        q, qualified = self.resolve(frame, dotted)
+        summary = knowledge().callable(q) if qualified else None
+        if summary is None:
+            builtin = "." not in dotted and hasattr(builtins, dotted) and dotted not in frame.locals \
+                and _unshadowed_builtin(frame.module, dotted)
+            return None if builtin else ("*", None)
+        how = summary.autocast
+        if how is None or how.does == "query":
+            return None
+        if how.does == "set" or call is None:
+            return ("*", None)  # (``@torch.autocast`` without a call: not a decorator PyTorch accepts)
+        enabled: bool | None = True
+        if how.enabled is not None:
+            arg = _arg_node(call, how.enabled)
+            if arg is not None:
+                value = literal_value(arg.value)
+                enabled = value if type(value) is bool else self.decide(frame, arg.value)
+        return (self._autocast_device(frame, call, how) or "?", enabled)
+
+    def _autocast_device(self, frame: Frame, call: cst.Call, how) -> str | None:
+        """The device type a call of an ``autocast`` entry ``how`` names (its fixed device, the
+        string its device argument gives, a literal or a name bound once to one, or the
+        entry's default when the argument is left out); ``None`` when not known."""
+        if how.device is not None:
+            return how.device
+        if any(a.star for a in call.args):
+            return None
+        arg = _arg_node(call, how.device_arg) if how.device_arg is not None else None
+        if arg is None:
+            return how.device_default
+        value = literal_value(arg.value)
+        if value is NO_VALUE and type(arg.value) is cst.Name:
+            value = self.run_literal(frame, arg.value.value)
+        return value if isinstance(value, str) else None
+
+    @staticmethod
+    def autocast_state(ctx: Context, device: str | None) -> bool | None:
+        """Whether autocast of ``device`` (``"cuda"``, ``"cpu"``; ``None``: not known) is enabled
+        at a point of context ``ctx``: the innermost block of that device decides, blocks of
+        other devices leave it, and outside every block it is the entry's state
+        (:attr:`Context.autocast <loopcheck.engine.ir.Context.autocast>`); a block that may be
+        of the device adds its value to the state outside it. ``None`` when these disagree or
+        one is not known."""
+        values: set = set()
+        for dev, enabled in reversed(ctx.autocast):
+            if dev == "*" or device is not None and dev == device:
+                values.add(enabled)
+                break
+            if dev == "?" or device is None:
+                values.add(enabled)  # its device's state, or (another device) the state outside it
+        else:
+            values.add(None)
+        return values.pop() if len(values) == 1 else None
+
+    def autocast_decided(self, frame: Frame, test: cst.BaseExpression, ctx: Context) -> bool | None:
+        """The value of an ``if`` test that asks whether autocast is enabled
+        (``torch.is_autocast_enabled()``, a function whose entry says ``autocast = {does =
+        "query"}``, or ``not`` of one) where the state is known (:meth:`autocast_state`): after
+        the ``with torch.autocast(...)`` block has closed, in a module's own code or in a
+        function inlined from it, it is ``False``. ``None`` when not established, and wherever
+        a module whose code the entry point runs may set the state by a call
+        (:meth:`_sets_autocast`). The query changes nothing, so deciding the test drops no event."""
+        if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+            inner = self.autocast_decided(frame, test.expression, ctx)
+            return None if inner is None else not inner
+        if type(test) is not cst.Call:
+            return None
+        q, qualified = self.resolve(frame, dotted_name(test.func))
+        summary = knowledge().function(q) if qualified else None
+        how = summary.autocast if summary is not None else None
+        if how is None or how.does != "query":
+            return None
+        state = self.autocast_state(ctx, self._autocast_device(frame, test, how))
+        if state is None or any(self._sets_autocast(m) for m in (frame.module, *self._unit_modules.values())):
+            return None
+        return state
+
+    @staticmethod
+    def _sets_autocast(module: ModuleIndex) -> bool:
+        """Whether the code of ``module`` may set the autocast state by a call outside a
+        ``with`` block: a call of a function whose entry says ``autocast = {does = "set"}``
+        (``torch.set_autocast_enabled(True)``) or an ``__enter__()`` called by hand (of any
+        context manager, an autocast one included). ``True`` when its code is not known."""
+        cache = getattr(module, "cache", None)
+        if cache is not None and "sets_autocast" in cache:
+            return cache["sets_autocast"]
+        tree = getattr(module, "tree", None)
+        found = tree is None
+        for node in walk(tree) if tree is not None else ():
+            if type(node) is not cst.Call:
+                continue
+            dotted = dotted_name(node.func)
+            if dotted is None:
+                continue
+            if dotted.rpartition(".")[2] == "__enter__":
+                found = True
+                break
+            summary = knowledge().function(module.imports.qualify(dotted))
+            if summary is not None and summary.autocast is not None and summary.autocast.does == "set":
+                found = True
+                break
+        if cache is not None:
+            cache["sets_autocast"] = found
+        return found
 
     def int_value(self, frame: Frame, expr: cst.BaseExpression) -> int | None:
         """The integer ``expr`` evaluates to on every run, ``None`` when the code alone does not

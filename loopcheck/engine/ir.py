@@ -74,6 +74,15 @@ class Context:
             where its callers turned gradients off. Not a ``torch.set_grad_enabled(True)``
             statement, which sets the mode of everything after it rather than of a block, nor
             the grad mode a framework's loop runs a method in.
+        autocast: the autocast state around the event, as ``(device, enabled)`` pairs,
+            outermost first: the state at the unit's entry (device ``"*"``: every device;
+            ``False`` for a module's own code, which starts with autocast off, ``None``:
+            unknown, a function whose callers are not followed), then one pair per autocast
+            block between the entry and the event (a ``with`` item or a decorator: its device
+            type, ``"?"`` when not known, and whether it enables autocast, ``None`` when not
+            known; ``("*", None)`` for a context manager or decorator that may set it, one of
+            the project or an unknown library's). Read by
+            :meth:`~loopcheck.engine.builder.UnitBuilder.autocast_state`.
     """
 
     loops: tuple[LoopInfo, ...] = ()
@@ -82,6 +91,7 @@ class Context:
     calls: tuple[cst.Call, ...] = ()
     grad_inherited: bool = True
     grad_asked: bool = False
+    autocast: tuple[tuple[str, bool | None], ...] = (("*", None),)
 
 
 @dataclass(eq=False)

@@ -103,7 +103,7 @@ _ROLE_KEYS = frozenset({
 _ENTRY_KEYS = frozenset({
     "names", "bases", "effects", "returns", "methods", "attributes", "grad", "source", "context", "modes",
     "mode_args", "modes_none_if_zero", "parameters", "setting", "grad_off_arg", "only_before", "block_mode",
-    "exits", "requires_grad_arg",
+    "exits", "requires_grad_arg", "autocast",
 })
 #: Process-wide settings a call changes (``setting`` of a function entry; its first argument
 #: says the new value): ``overwrite_params_on_conversion``, whether ``Module.to()``/``half()``
@@ -345,6 +345,38 @@ class Returns:
         return self.value in ("tensor", "new") or (self.value == "derived" and bool(self.get("copies")))
 
 
+#: What a call does to the autocast state (``autocast`` of an entry's ``does``): ``block``, a
+#: context manager (or decorator) whose block runs with autocast of one device set, the state
+#: it found restored on leaving (``torch.autocast``); ``query``, the result is whether autocast
+#: of one device is enabled (``torch.is_autocast_enabled``); ``set``, the call sets the state
+#: until it is set again (``torch.set_autocast_enabled``).
+AUTOCAST_DOES = frozenset({"block", "query", "set"})
+
+
+@dataclass(frozen=True)
+class Autocast:
+    """The ``autocast`` table of an entry: what the call does to PyTorch's autocast state, a
+    per-device flag of the thread (https://pytorch.org/docs/stable/amp.html#autocasting).
+
+    Attributes:
+        does: ``"block"``, ``"query"`` or ``"set"`` (:data:`AUTOCAST_DOES`).
+        device: the device type (``"cuda"``, ``"cpu"``) the call is about when the entry fixes
+            it (``torch.cuda.amp.autocast``: ``"cuda"``), else ``None``.
+        device_arg: the argument that gives the device type (``torch.autocast``'s ``[0,
+            "device_type"]``), else ``None``.
+        device_default: the device type when that argument is left out
+            (``torch.is_autocast_enabled()``: ``"cuda"``, PyTorch's legacy GPU state), else ``None``.
+        enabled: for a ``block``, the argument that says whether the block enables autocast
+            (``enabled``, true when left out), else ``None``.
+    """
+
+    does: str
+    device: str | None = None
+    device_arg: ArgRef | None = None
+    device_default: str | None = None
+    enabled: ArgRef | None = None
+
+
 @dataclass(frozen=True)
 class Summary:
     """The effect summary of a callable: a library entry, or one the engine inferred from
@@ -397,6 +429,9 @@ class Summary:
             the instance's class in the project defines one of them (an override), that code
             runs instead of the library's, and what it writes is read from it
             (``self_calls`` in the entry; ``()``: it calls none).
+        autocast: what the call does to the autocast state (:class:`Autocast`: a ``with``
+            block of ``torch.autocast``, a query ``torch.is_autocast_enabled()``, a set
+            ``torch.set_autocast_enabled()``), or ``None``: it neither sets nor reads it.
     """
 
     name: str
@@ -414,6 +449,7 @@ class Summary:
     override_body: bool = False
     writes: tuple[str, ...] | None = None
     self_calls: tuple[str, ...] = ()
+    autocast: Autocast | None = None
 
 
 @dataclass
@@ -570,7 +606,34 @@ def _summary(name: str, raw: dict, where: str) -> Summary:
                    _only_before(raw.get("only_before"), where), tuple(_arg_ref(a, where) for a in if_zero),
                    _block_mode(raw.get("block_mode"), where), bool(raw.get("exits", False)),
                    bool(raw.get("override_body", False)), _writes(raw.get("writes"), where),
-                   _self_calls(raw, where))
+                   _self_calls(raw, where), _autocast(raw.get("autocast"), where))
+
+
+def _autocast(raw, where: str) -> Autocast | None:
+    """``autocast = {does = "block", device = {arg = [0, "device_type"]}, enabled = [2, "enabled"]}``
+    of an entry (:class:`Autocast`): ``device`` is a device type (``"cuda"``) or a table with
+    the argument that gives it (``arg``) and the device when it is left out (``default``)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or raw.get("does") not in AUTOCAST_DOES or set(raw) - {"does", "device", "enabled"}:
+        raise KnowledgeError(f"{where}: 'autocast' is a table with 'does' ({sorted(AUTOCAST_DOES)}) and "
+                             "optional 'device', 'enabled'")
+    device = raw.get("device")
+    fixed = arg = default = None
+    if isinstance(device, str):
+        fixed = device
+    elif isinstance(device, dict) and "arg" in device and not set(device) - {"arg", "default"}:
+        arg, default = _arg_ref(device["arg"], where), device.get("default")
+        if default is not None and not isinstance(default, str):
+            raise KnowledgeError(f"{where}: 'autocast' device default is a device type")
+    elif device is not None:
+        raise KnowledgeError(f"{where}: 'autocast' device is a device type or a table with 'arg', 'default'")
+    if raw["does"] != "set" and fixed is None and arg is None:
+        raise KnowledgeError(f"{where}: 'autocast' {raw['does']!r} names its device")
+    enabled = raw.get("enabled")
+    if enabled is not None and raw["does"] != "block":
+        raise KnowledgeError(f"{where}: 'autocast' enabled goes with does = \"block\"")
+    return Autocast(raw["does"], fixed, arg, default, None if enabled is None else _arg_ref(enabled, where))
 
 
 def _writes(raw, where: str) -> tuple[str, ...] | None:
