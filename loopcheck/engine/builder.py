@@ -1260,15 +1260,9 @@ class UnitBuilder:
         if key in self._held:
             return self._held[key]
         self._held[key] = None  # (while it is worked out, and when it cannot be)
-        classes, todo = [], [cls]
-        while todo:
-            c = todo.pop()
-            if c in classes:
-                continue
-            if c.info is None or _writes_unnamed(c.info.node):
-                return None
-            classes.append(c)
-            todo.extend(c.bases())
+        classes = _readable_ancestry(cls)
+        if classes is None:
+            return None
         found: set = set()
         for m in dict.fromkeys([self.index, *(c.module for c in classes)]):
             if m.tree is None:
@@ -1467,15 +1461,9 @@ class UnitBuilder:
         if key in self._held:
             return self._held[key]
         self._held[key] = None
-        classes, todo = [], [cls]
-        while todo:
-            c = todo.pop()
-            if c in classes:
-                continue
-            if c.info is None or _writes_unnamed(c.info.node):
-                return None
-            classes.append(c)
-            todo.extend(c.bases())
+        classes = _readable_ancestry(cls)
+        if classes is None:
+            return None
         found: list[ClassRef] = []
         for module in dict.fromkeys([self.index, *(c.module for c in classes)]):
             if module.tree is None:
@@ -3846,6 +3834,22 @@ def literal_value(node: cst.CSTNode | None):
     if type(node) is cst.Name and node.value in ("True", "False", "None"):
         return {"True": True, "False": False, "None": None}[node.value]
     return NO_VALUE
+
+
+def _readable_ancestry(cls: ClassRef) -> list[ClassRef] | None:
+    """``cls`` and its bases in the project (each once), or ``None`` when one of them cannot be
+    read (no class node) or writes attributes it does not name (:func:`_writes_unnamed`)."""
+    classes: list[ClassRef] = []
+    todo = [cls]
+    while todo:
+        c = todo.pop()
+        if c in classes:
+            continue
+        if c.info is None or _writes_unnamed(c.info.node):
+            return None
+        classes.append(c)
+        todo.extend(c.bases())
+    return classes
 
 
 def _writes_unnamed(node: cst.CSTNode) -> bool:

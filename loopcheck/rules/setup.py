@@ -408,6 +408,17 @@ def concerns(owned: set[str] | None, subject: str) -> bool:
     return any(subject.startswith(m + ".") or m.startswith(subject + ".") for m in owned)
 
 
+def _device_argument(ev: Event) -> tuple:
+    """``(call, argument)`` of a ``to()`` move or an ``opt_state_move`` copy: the call, and the
+    argument naming the device (its ``device=`` keyword, else its first positional argument;
+    ``None`` when there is none)."""
+    call = ev.extra.get("call", ev.raw)
+    args = getattr(call, "args", ())
+    arg = next((a for a in args if a.keyword == "device"), None) or next(
+        (a for a in args[:1] if a.keyword is None), None)
+    return call, arg
+
+
 def device_form(unit: Unit) -> Callable[[Event], tuple | None]:
     """The :func:`~loopcheck.engine.settings.constant_form` of the device a ``to()`` move or an
     ``opt_state_move`` copy names (its ``device=`` keyword, else its first positional argument),
@@ -417,10 +428,7 @@ def device_form(unit: Unit) -> Callable[[Event], tuple | None]:
 
     def ask(ev: Event) -> tuple | None:
         if id(ev) not in memo:
-            call = ev.extra.get("call", ev.raw)
-            args = getattr(call, "args", ())
-            arg = next((a for a in args if a.keyword == "device"), None) or next(
-                (a for a in args[:1] if a.keyword is None), None)
+            call, arg = _device_argument(ev)
             memo[id(ev)] = (constant_form(unit, arg.node)
                             if getattr(call, "method", None) == "to" and arg is not None else None)
         return memo[id(ev)]
@@ -444,10 +452,7 @@ def place_kinds(unit: Unit) -> Callable[[Event], tuple | None]:
 
     def ask(ev: Event) -> tuple | None:
         if id(ev) not in memo:
-            call = ev.extra.get("call", ev.raw)
-            args = getattr(call, "args", ())
-            arg = next((a for a in args if a.keyword == "device"), None) or next(
-                (a for a in args[:1] if a.keyword is None), None)
+            call, arg = _device_argument(ev)
             kinds = None
             if getattr(call, "method", None) == "to" and arg is not None:
                 kinds = expression_kinds(unit, arg.node)
