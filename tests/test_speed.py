@@ -23,8 +23,17 @@ FIXTURES = ROOT / "fixtures"
 
 
 def _modules(n: int = 25):
-    for path in sorted(FIXTURES.glob("*.py"))[:n]:
-        yield path, cst.parse_module(path.read_text(encoding="utf-8"))
+    """The first ``n`` fixtures LibCST parses (an LC001 fixture may be one it refuses)."""
+    given = 0
+    for path in sorted(FIXTURES.glob("*.py")):
+        if given == n:
+            return
+        try:
+            module = cst.parse_module(path.read_text(encoding="utf-8"))
+        except cst.ParserSyntaxError:
+            continue
+        given += 1
+        yield path, module
 
 
 def test_positions_are_libcsts_for_every_node():
@@ -426,7 +435,10 @@ def test_the_parent_table_is_the_one_a_libcst_visitor_sees():
             self.stack.pop()
 
     for path in sorted((ROOT / "fixtures").glob("LC*_bad*.py"))[::5]:
-        module = cst.parse_module(path.read_text(encoding="utf-8"))
+        try:
+            module = cst.parse_module(path.read_text(encoding="utf-8"))
+        except cst.ParserSyntaxError:
+            continue  # an LC001 fixture LibCST refuses
         seen = Parents()
         module.visit(seen)
         table = parent_table(module)

@@ -777,6 +777,8 @@ class UnitBuilder:
         # differs from the one it was called in (:meth:`grad_on_return`; read by grad_after)
         self._grad_left: dict[int, tuple[str, bool, bool]] = {}
         self._module_classes: dict[ClassRef, bool] = {}
+        # the modules whose code the entry point runs so far (set again by :meth:`begin`)
+        self._unit_modules: dict[int, ModuleIndex] = {id(index): index}
         self.called: set[cst.FunctionDef] = set()
         # method name → the grad modes of the ``self.<name>(...)`` calls seen (a subclass's
         # override that nothing here calls statically runs in those contexts)
