@@ -3839,18 +3839,11 @@ def literal_value(node: cst.CSTNode | None):
 
 
 def _readable_ancestry(cls: ClassRef) -> list[ClassRef] | None:
-    """``cls`` and its bases in the project (each once), or ``None`` when one of them cannot be
-    read (no class node) or writes attributes it does not name (:func:`_writes_unnamed`)."""
-    classes: list[ClassRef] = []
-    todo = [cls]
-    while todo:
-        c = todo.pop()
-        if c in classes:
-            continue
-        if c.info is None or _writes_unnamed(c.info.node):
-            return None
-        classes.append(c)
-        todo.extend(c.bases())
+    """:func:`_project_ancestry` of ``cls``, or ``None`` when one of its classes cannot be read
+    (no class node) or writes attributes it does not name (:func:`_writes_unnamed`)."""
+    classes = _project_ancestry(cls)
+    if any(c.info is None or _writes_unnamed(c.info.node) for c in classes):
+        return None
     return classes
 
 
