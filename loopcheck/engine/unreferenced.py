@@ -1321,15 +1321,16 @@ def _notebook_reaches(text: str, modules: tuple[Path, ...], root: Path) -> bool:
 
 
 def _notebook_importers(project, read) -> bool:
-    """Whether a notebook of the project imports or runs the module ``read`` describes (a tuple
-    of :func:`_reading`): ``from helpers import *``, ``import helpers``, ``%run helpers.py``
-    (:func:`_names_module`): the module is the project's own code, as when a Python file imports
-    it. A notebook that cannot be read counts."""
+    """Whether a notebook of the project imports the module ``read`` describes (a tuple of
+    :func:`_reading`): ``from helpers import *``, ``import helpers`` (:func:`_names_module`,
+    not a ``%run helpers.py``, which runs it as a script): the module is the project's own
+    code, as when a Python file imports it. A notebook that cannot be read counts."""
     path, root, _files, notebooks, _own, _texts = read
     stem = _stem(path)
     for nb in notebooks:
         found = _text_fact(project, nb, ("imports module", str(path)),
-                           lambda text: stem in text and _names_module(text, path, root), limit=False)
+                           lambda text: stem in text and _names_module(text, path, root, runs=False),
+                           limit=False)
         if found is None or found:
             return True
     return False
