@@ -12,9 +12,12 @@ bases are classes of the project) is taken to be unreferenced when:
 
 * its module is one whose functions only the project calls: a script (it has an
   ``if __name__ == "__main__":`` block), or ``f``'s name is private (``_f``), or the module is
-  imported by another module of a project with no packaging metadata (``setup.py``,
-  ``setup.cfg``, ``pyproject.toml``: nothing outside the project imports it), or the module
-  is one nothing in the project runs (:func:`_nothing_runs`, below);
+  imported by another module or a notebook (``from helpers import *``,
+  :func:`_notebook_importers`) of the project and no packaging metadata (``setup.py``,
+  ``setup.cfg``, ``pyproject.toml``) may install it (:func:`_packaged`: none, or a
+  ``setup.py`` whose listed packages leave out its folder, which has no ``__init__.py``), so
+  nothing outside the project imports it, or the module is one nothing in the project runs
+  (:func:`_nothing_runs`, below);
 * ``f`` is not decorated, not a dunder, and its class (for a method) is not decorated;
 * no Python file of the project (``.py``, under the project root, as
   :func:`loopcheck.engine.callers.project_files` lists them, and those under ``env/``,
@@ -29,7 +32,10 @@ bases are classes of the project) is taken to be unreferenced when:
   ``pydoc.locate``, entry points) names it, as a name or as a string that is exactly the name
   (``getattr(self, "evaluate")``; for a method, a ``def`` of that name in another file defines
   its own), comments aside; the packaging files do not name it
-  (``console_scripts``); a notebook of the project does not name it; no line of a shell
+  (``console_scripts``); a notebook of the project does not name it (for a module-level
+  function: in a code cell of a notebook that may reach its module, :func:`_notebook_reaches`,
+  by importing or running it or a module that imports it; a markdown cell's word, or another
+  notebook's own ``train``, does not); no line of a shell
   script, configuration or document of the project (:data:`TEXT_SUFFIXES`) names it through
   its module (:func:`_names_through_module`: a Hydra ``_target_: train.f``, ``python -c "from
   train import f; f()"``, ``python -m fire train f``, a README's ``from utils import f``). Such
@@ -69,6 +75,12 @@ their findings. Packaging metadata, framework lookups by name (entry points, Hyd
 A Python file of the project that CPython cannot compile, for a reason that is not an older
 or newer Python's syntax (:func:`_compiles`), runs nothing: its namings do not count, and
 nothing imports through it (a module that imports it fails at that import).
+
+A string literal whose value is a module-level function's name names it only in code that
+may look names up by a string (:func:`_looks_up_names`: ``getattr``, ``__dict__``,
+``__all__``, ``globals()``, ``eval``, ``fire``, ...); elsewhere ``split == 'train'`` or
+``os.path.join(root, 'train')`` is data. A star import makes the module's names available
+and calls none of them: what counts is a naming in the importer's code.
 
 A module-level class ``C`` is taken to be unreferenced, and then none of its methods
 (instance, class or static) runs, since no instance of it exists and nothing holds the class,
