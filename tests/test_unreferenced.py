@@ -912,3 +912,50 @@ def test_dead_module_functions_is_the_greatest_fixed_point(tmp_path):
         ["again", "decrease", "other", "reorder"]
     assert sorted(f.name.value for f in _dead_module_functions(project, index, defs["reorder"], table)) == \
         ["again", "decrease", "other", "reorder"]
+
+
+# ------------------------------------------- a module that notebooks star-import, never installed
+
+NOTEBOOK_HELPERS = """\
+import torch
+from torch import nn
+
+
+class Tiles:
+    def __init__(self, split='train'):
+        self.n = 64 if split == 'train' else 16
+
+
+def train(model, loader):
+    model.eval()
+    for x in loader:
+        print(model(x))
+"""
+
+
+@pytest.mark.parametrize("extra, found", [
+    # the notebook star-imports the module and uses another name: a star import calls nothing
+    ({}, []),
+    ({"nb/demo.ipynb": _notebook("from helpers import *", "print(Tiles('train').n)", "train(model, [])")},
+     [("LC302", 13)]),
+    ({"nb/demo.ipynb": _notebook("import helpers", "helpers.train(model, [])")}, [("LC302", 13)]),
+    # a notebook that reaches the module through another one that star-imports it
+    ({"nb/utils.py": "from helpers import *\n", "nb/demo.ipynb": _notebook("from utils import *", "train(m, [])")},
+     [("LC302", 13)]),
+    # another notebook's own ``train``, which imports nothing that reaches the module
+    ({"other/run.ipynb": _notebook("def train(m):\n    return m", "train(1)")}, []),
+    ({"other/run.ipynb": _notebook("%run ../nb/helpers.py", "train(m, [])")}, [("LC302", 13)]),
+    # a string is a name only where the code looks names up by one
+    ({"nb/demo.ipynb": _notebook("from helpers import *", "fn = getattr(helpers_mod, 'train')")}, [("LC302", 13)]),
+    ({"nb/demo.ipynb": _notebook("from helpers import *", "print(Tiles('train').n)"),
+      "setup.py": "setup(packages=['pkg'], package_dir={'': '.'})\n"}, [("LC302", 13)]),  # may install it
+    ({"pyproject.toml": "[project]\nname = 'x'\n"}, [("LC302", 13)]),  # automatic discovery may install it
+    ({"nb/__init__.py": ""}, [("LC302", 13)]),  # a package: installed by find_packages()
+])
+def test_a_module_notebooks_star_import(tmp_path, extra, found):
+    """``nb/helpers.py`` (no package) that a notebook imports, in a project whose ``setup.py``
+    installs another package: its functions run only where the project's code names them."""
+    files = {"setup.py": "from setuptools import setup\n\nsetup(name='x', packages=['pkg'])\n",
+             "pkg/__init__.py": "", "nb/helpers.py": NOTEBOOK_HELPERS,
+             "nb/demo.ipynb": _notebook("from helpers import *", "print(Tiles('train').n)"), **extra}
+    assert _check(tmp_path, files, "nb/helpers.py") == found

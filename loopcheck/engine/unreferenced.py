@@ -12,9 +12,12 @@ bases are classes of the project) is taken to be unreferenced when:
 
 * its module is one whose functions only the project calls: a script (it has an
   ``if __name__ == "__main__":`` block), or ``f``'s name is private (``_f``), or the module is
-  imported by another module of a project with no packaging metadata (``setup.py``,
-  ``setup.cfg``, ``pyproject.toml``: nothing outside the project imports it), or the module
-  is one nothing in the project runs (:func:`_nothing_runs`, below);
+  imported by another module or a notebook (``from helpers import *``,
+  :func:`_notebook_importers`) of the project and no packaging metadata (``setup.py``,
+  ``setup.cfg``, ``pyproject.toml``) may install it (:func:`_packaged`: none, or a
+  ``setup.py`` whose listed packages leave out its folder, which has no ``__init__.py``), so
+  nothing outside the project imports it, or the module is one nothing in the project runs
+  (:func:`_nothing_runs`, below);
 * ``f`` is not decorated, not a dunder, and its class (for a method) is not decorated;
 * no Python file of the project (``.py``, under the project root, as
   :func:`loopcheck.engine.callers.project_files` lists them, and those under ``env/``,
@@ -29,7 +32,10 @@ bases are classes of the project) is taken to be unreferenced when:
   ``pydoc.locate``, entry points) names it, as a name or as a string that is exactly the name
   (``getattr(self, "evaluate")``; for a method, a ``def`` of that name in another file defines
   its own), comments aside; the packaging files do not name it
-  (``console_scripts``); a notebook of the project does not name it; no line of a shell
+  (``console_scripts``); a notebook of the project does not name it (for a module-level
+  function: in a code cell of a notebook that may reach its module, :func:`_notebook_reaches`,
+  by importing or running it or a module that imports it; a markdown cell's word, or another
+  notebook's own ``train``, does not); no line of a shell
   script, configuration or document of the project (:data:`TEXT_SUFFIXES`) names it through
   its module (:func:`_names_through_module`: a Hydra ``_target_: train.f``, ``python -c "from
   train import f; f()"``, ``python -m fire train f``, a README's ``from utils import f``). Such
@@ -69,6 +75,12 @@ their findings. Packaging metadata, framework lookups by name (entry points, Hyd
 A Python file of the project that CPython cannot compile, for a reason that is not an older
 or newer Python's syntax (:func:`_compiles`), runs nothing: its namings do not count, and
 nothing imports through it (a module that imports it fails at that import).
+
+A string literal whose value is a module-level function's name names it only in code that
+may look names up by a string (:func:`_looks_up_names`: ``getattr``, ``__dict__``,
+``__all__``, ``globals()``, ``eval``, ``fire``, ...); elsewhere ``split == 'train'`` or
+``os.path.join(root, 'train')`` is data. A star import makes the module's names available
+and calls none of them: what counts is a naming in the importer's code.
 
 A module-level class ``C`` is taken to be unreferenced, and then none of its methods
 (instance, class or static) runs, since no instance of it exists and nothing holds the class,
@@ -150,6 +162,18 @@ _NAMESPACE = re.compile(
     r"""(?<![\w])(?:attrgetter|methodcaller)\(\s*(?!(['"])\w*\1\s*[,)])"""
     r"""|(?:(?<![.\w])vars\([^()\n]+\)|\b__dict__)\s*\[\s*(?!['"])"""
     r"|\bgetmembers\(")
+#: Signs that code may look a name up by a string (``getattr(m, "train")``, ``attrgetter``,
+#: a namespace read by key: ``__dict__``, ``globals()``, ``sys.modules``; ``__all__``, which a
+#: star import reads; ``eval``/``exec``; imports by name; frameworks that run what a string
+#: names: ``fire``, Hydra's ``_target_``, ``pydoc.locate``, entry points). In a file with none
+#: of them a string literal is data: ``split == 'train'`` or ``os.path.join(root, 'train')``
+#: names no function ``train`` (:func:`_looks_up_names`).
+_LOOKS_UP = re.compile(
+    r"\b(?:getattr|hasattr|setattr|delattr|attrgetter|methodcaller|getmembers\w*|__dict__|__getattribute__"
+    r"|__all__|importlib|import_module|fire|Fire|hydra|_target_|locate|get_class|get_method|instantiate"
+    r"|entry_points|iter_entry_points|pkg_resources|loadTestsFromNames?)\b"
+    r"|(?<![.\w])(?:globals|locals|vars|dir|eval|exec|execfile|compile|__import__)\s*\("
+    r"|(?<![\w])modules\b(?!\s*\()")
 #: Signs that a module imports modules by computed names.
 _DYNAMIC_IMPORT = re.compile(r"\bimportlib\b|(?<![.\w])__import__\(")
 #: Signs that a Python file runs or imports other modules' code by computed names or by
@@ -372,11 +396,11 @@ def _text_fact(project, file: Path, question, answer, limit: bool = True) -> boo
 
 class _NameCount(cst.CSTVisitor):
     """Counts the ``Name`` nodes spelling one name (other than one node left out), and the
-    string literals whose value is exactly the name; with ``bare``, not a name after a ``.``
-    (as :func:`_named` counts them)."""
+    string literals whose value is exactly the name (unless ``strings`` is false); with
+    ``bare``, not a name after a ``.`` (as :func:`_named` counts them)."""
 
-    def __init__(self, name: str, skip: cst.Name | None, bare: bool = False) -> None:
-        self.name, self.skip, self.bare, self.count = name, skip, bare, 0
+    def __init__(self, name: str, skip: cst.Name | None, bare: bool = False, strings: bool = True) -> None:
+        self.name, self.skip, self.bare, self.strings, self.count = name, skip, bare, strings, 0
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
         if self.bare:
@@ -389,17 +413,17 @@ class _NameCount(cst.CSTVisitor):
             self.count += 1
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        if node.value.strip("rRbBuUfF").strip("'\"") == self.name:
+        if self.strings and node.value.strip("rRbBuUfF").strip("'\"") == self.name:
             self.count += 1
 
 
-def _names_in_dead_nested(index, table: dict, name: str, bare: bool) -> int:
+def _names_in_dead_nested(index, table: dict, name: str, bare: bool, strings: bool = True) -> int:
     """How many times the checked module names ``name`` inside functions that
-    :func:`_nested_never_called` finds never run (counted as :func:`_named` counts): a call
-    from there does not run."""
+    :func:`_nested_never_called` finds never run (counted as :func:`_named` counts, string
+    literals only with ``strings``): a call from there does not run."""
     count = 0
     for func in _dead_nested_outermost(index, table):
-        counter = _NameCount(name, None, bare)
+        counter = _NameCount(name, None, bare, strings)
         func.visit(counter)
         count += counter.count
     return count
@@ -481,8 +505,10 @@ def _unreferenced(project, index, func: cst.FunctionDef, cls: cst.ClassDef | Non
     path, _root, _files, _notebooks, own, _texts = read
     # its own definition names it once; namings inside a nested function that never runs do
     # not call it (a module function called only from a ``def`` indented into ``__init__``)
-    named = _named(own, name, bare=cls is None, own=_stem(path))
-    if named > 1 and named - _names_in_dead_nested(index, table, name, cls is None) > 1:
+    # a module-level function is named by a string only where the module may look it up by one
+    strings = cls is not None or _looks_up_names(own)
+    named = _named(own, name, bare=cls is None, own=_stem(path), strings=strings)
+    if named > 1 and named - _names_in_dead_nested(index, table, name, cls is None, strings) > 1:
         if cls is not None or type(table.get(func)) is not cst.Module:
             return False
         # named by other module-level functions: dead when each of them is (transitively)
@@ -528,7 +554,7 @@ def _unreferenced_elsewhere_now(project, index, func: cst.FunctionDef, cls: cst.
     path, root, files, notebooks, own, texts = read
     if _dynamic_file(project, index, path, own, cls is not None):
         return False
-    packaged = any((root / p).exists() for p in _PACKAGING)
+    packaged = _packaged(project, root, path)
     importers = _importers(project, index, files, path)
     if importers is None:
         return False
@@ -538,7 +564,8 @@ def _unreferenced_elsewhere_now(project, index, func: cst.FunctionDef, cls: cst.
         importers = _importers_closure(project, index, files, path, importers)
         if importers is None:
             return False
-    if not (_MAIN.search(own) or name.startswith("_") or (importers and not packaged)
+    if not (_MAIN.search(own) or name.startswith("_")
+            or ((importers or _notebook_importers(project, read)) and not packaged)
             or _nothing_runs(project, index, read, importers)):
         return False
     # the files that import the module, and for a method those of the classes it derives
@@ -559,10 +586,21 @@ def _unreferenced_elsewhere_now(project, index, func: cst.FunctionDef, cls: cst.
             return False
         if not _compiles(project, file):
             continue  # a file Python cannot compile runs nothing
-        if _named(text, name, defs=cls is None) or _dynamic_file(project, index, file, text, cls is not None):
+        strings = cls is not None or _looks_up_names(text)
+        if _named(text, name, defs=cls is None, strings=strings) \
+                or _dynamic_file(project, index, file, text, cls is not None):
             return False
     owners = (_stem(path),) + ((cls.name.value,) if cls is not None else ())
-    return not _named_outside_code(root, notebooks, texts, name, owners, project)
+    reach = None
+    if cls is None:
+        # the modules through which a notebook may reach a module-level function: its own, and
+        # those that import it, directly or through others (``from utils import *`` of a
+        # ``utils.py`` that star-imports it)
+        reach = _importers_closure(project, index, files, path, importers)
+        if reach is None:
+            return False
+        reach = (path, *reach)
+    return not _named_outside_code(root, notebooks, texts, name, owners, project, reach=reach)
 
 
 #: The most module-level functions :func:`_dead_module_functions` weighs for one function (the
@@ -606,6 +644,7 @@ def _dead_module_functions(project, index, func: cst.FunctionDef, table: dict) -
         return set()
     path, _root, _files, _notebooks, own, _texts = read
     stem = _stem(path)
+    strings = _looks_up_names(own)  # string literals name functions only where looked up
     memo = index.cache.setdefault("unreferenced.module_functions", {})
     if "defs" not in memo:
         defs: dict[str, list[cst.FunctionDef]] = {}
@@ -613,10 +652,10 @@ def _dead_module_functions(project, index, func: cst.FunctionDef, table: dict) -
             if type(stmt) is cst.FunctionDef:
                 defs.setdefault(stmt.name.value, []).append(stmt)
         memo["defs"] = defs
-        memo["names"] = {id(f): _body_names(f) for fs in defs.values() for f in fs}
+        memo["names"] = {id(f): _body_names(f, strings) for fs in defs.values() for f in fs}
         # the nested functions that never run, with the outermost function around each (a
         # module-level one counts their namings in its body) and what they name
-        memo["nested"] = [(n, _outermost_function(n, table), _body_names(n))
+        memo["nested"] = [(n, _outermost_function(n, table), _body_names(n, strings))
                           for n in _dead_nested_outermost(index, table)]
     defs, names, nested_top = memo["defs"], memo["names"], memo["nested"]
     tops = {id(f) for fs in defs.values() for f in fs}
@@ -624,7 +663,7 @@ def _dead_module_functions(project, index, func: cst.FunctionDef, table: dict) -
 
     def total(name: str) -> int:
         if name not in totals:
-            totals[name] = _named(own, name, bare=True, own=stem)
+            totals[name] = _named(own, name, bare=True, own=stem, strings=strings)
         return totals[name]
 
     def dead_count(name: str, dead: set[int]) -> int:
@@ -673,11 +712,11 @@ def _outermost_function(node, table: dict):
     return outer
 
 
-def _body_names(func: cst.FunctionDef):
+def _body_names(func: cst.FunctionDef, strings: bool = True):
     """A :class:`collections.Counter` of the names ``func`` spells in its ``def``'s name and
     its body (not its decorators, parameters' defaults or annotations, which run where the
     ``def`` runs), counted as :func:`_named` counts them with ``bare``: a ``Name`` not after a
-    ``.``, and a string literal whose value is exactly the name; the names of a ``from M
+    ``.``, and a string literal whose value is exactly the name (with ``strings``); the names of a ``from M
     import ...`` (:func:`_named` counts them only when ``M`` is the module itself) and those
     inside an f-string (before Python 3.12 one token, whose names :func:`_named` does not
     read) are not counted: counting fewer here keeps the namings live."""
@@ -692,7 +731,8 @@ def _body_names(func: cst.FunctionDef):
         if t is cst.Name:
             counts[n.value] += 1
         elif t is cst.SimpleString:
-            counts[n.value.strip("rRbBuUfF").strip("'\"")] += 1
+            if strings:
+                counts[n.value.strip("rRbBuUfF").strip("'\"")] += 1
         elif t is cst.Attribute:
             stack.append(n.value)  # the member's name is not the bare name
             continue
@@ -870,8 +910,7 @@ def _nothing_runs(project, index, read, importers: list[Path]) -> bool:
     functions and classes then run only when its own top level names them, or when something
     outside the project imports it (given up: read as never run)."""
     path, root, files, notebooks, own, texts = read
-    if importers or path.name == "__init__.py" or _MAIN.search(own) \
-            or any((root / p).exists() for p in _PACKAGING):
+    if importers or path.name == "__init__.py" or _MAIN.search(own) or _packaged(project, root, path):
         return False
     memo = index.cache.setdefault("unreferenced.nothing_runs", {})
     if path not in memo:
@@ -1132,7 +1171,7 @@ def _class_unreferenced(project, index, cls: cst.ClassDef) -> bool:
     path, root, files, notebooks, own, texts = read
     if _dynamic(own, False):
         return False
-    packaged = any((root / p).exists() for p in _PACKAGING)
+    packaged = _packaged(project, root, path)
     importers = _importers(project, index, files, path)
     if importers is None:
         return False
@@ -1231,19 +1270,139 @@ def _compiles(project, file: Path) -> bool:
     return mod is None or mod.compiles
 
 
+def _looks_up_names(text: str) -> bool:
+    """Whether Python code ``text`` may look a name up by a string (:data:`_LOOKS_UP`): only
+    there may a string literal whose value is a function's name reach the function
+    (``getattr(helpers, "train")``, ``__all__ = ["train"]``); elsewhere it is data."""
+    return _LOOKS_UP.search(text) is not None
+
+
+def _notebook_cells(text: str) -> list[str] | None:
+    """The sources of the cells of notebook JSON ``text`` that may run: every cell but a
+    markdown or raw one (a cell without a type counts); ``None`` when the text is not a
+    notebook's JSON, or a cell's source is not text."""
+    import json
+
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    cells = data.get("cells") if isinstance(data, dict) else None
+    if not isinstance(cells, list):
+        return None
+    out = []
+    for cell in cells:
+        if not isinstance(cell, dict):
+            return None
+        if cell.get("cell_type") in ("markdown", "raw"):
+            continue
+        source = cell.get("source", "")
+        if isinstance(source, list) and all(isinstance(s, str) for s in source):
+            source = "".join(source)
+        if not isinstance(source, str):
+            return None
+        out.append(source)
+    return out
+
+
+def _notebook_code_names(text: str, name: str) -> bool:
+    """Whether notebook JSON ``text`` may name function ``name`` in its code: a cell names it
+    as :func:`_named` counts (a name, not another object's attribute after a ``.``: string
+    literals only where the notebook's code may look names up by a string,
+    :func:`_looks_up_names`; a magic's or shell line's word counts, ``%time train(m)``). The
+    markdown and outputs do not run. When the text is not a notebook's JSON, any word
+    ``name`` counts."""
+    if name not in text:
+        return False
+    cells = _notebook_cells(text)
+    if cells is None:
+        return re.search(rf"\b{re.escape(name)}\b", text) is not None
+    strings = _looks_up_names("\n".join(cells))
+    return any(name in cell and _named(cell, name, strings=strings) for cell in cells)
+
+
+def _notebook_reaches(text: str, modules: tuple[Path, ...], root: Path) -> bool:
+    """Whether notebook text ``text`` may reach one of ``modules`` (project files under ``root``):
+    it imports or runs one of them by its name or its file (:func:`_names_module`: ``from
+    helpers import *``, ``%run utils.py``), or runs files or modules in a way not followed
+    (:data:`_RUNS_FILE`: ``%run``, ``%load``; :data:`_RUNS_MODULES`: ``importlib``,
+    ``exec``)."""
+    if _RUNS_FILE.search(text) or _RUN_MAGIC.search(text) or _RUNS_MODULES.search(text):
+        return True
+    return any(_names_module(text, m, root) for m in modules)
+
+
+def _notebook_importers(project, read) -> bool:
+    """Whether a notebook of the project imports the module ``read`` describes (a tuple of
+    :func:`_reading`): ``from helpers import *``, ``import helpers`` (:func:`_names_module`,
+    not a ``%run helpers.py``, which runs it as a script): the module is the project's own
+    code, as when a Python file imports it. A notebook that cannot be read counts."""
+    path, root, _files, notebooks, _own, _texts = read
+    stem = _stem(path)
+    for nb in notebooks:
+        found = _text_fact(project, nb, ("imports module", str(path)),
+                           lambda text: stem in text and _names_module(text, path, root, runs=False),
+                           limit=False)
+        if found is None or found:
+            return True
+    return False
+
+
+def _packaged(project, root: Path, path: Path) -> bool:
+    """Whether the project's packaging metadata (``setup.py``, ``setup.cfg``,
+    ``pyproject.toml``) may install the module at ``path``, so that code outside the project
+    may import it. Not when there is none; and not for a module in a folder below the root
+    that is no package (no ``__init__.py``) when the metadata is ``setup.py``/``setup.cfg``
+    alone, lists its packages (``packages=[...]``, ``find_packages()``, ``packages = find:``:
+    folders with an ``__init__.py``, or named) and names neither the folder nor a way to
+    install other files (namespace packages, ``package_dir``, ``py_modules``, package data).
+    A ``pyproject.toml`` (automatic discovery of namespace packages, other build back ends)
+    or a file that cannot be read: may install it. An editable install, whose source folders
+    are on the search path, is given up."""
+    found = [root / p for p in _PACKAGING if (root / p).exists()]
+    if not found:
+        return False
+    folder = path.parent
+    if folder == root or root not in folder.parents or (folder / "__init__.py").exists() \
+            or (root / "pyproject.toml").exists():
+        return True
+    try:
+        text = "\n".join(f.read_text(errors="replace") for f in found)
+    except OSError:
+        return True
+    if not re.search(r"\bpackages\b", text):
+        return True  # setuptools' automatic discovery finds namespace packages too
+    others = r"namespace|package_dir|py_modules|package_data|data_files|include_package_data"
+    # an explicit listing of the folder (``packages=["pkg.notebooks"]``) names it
+    return re.search(rf"(?:{others})|\b{re.escape(folder.name)}\b", text) is not None
+
+
 def _named_outside_code(root: Path, notebooks: list[Path], texts: list[Path], name: str, owners: tuple[str, ...],
-                        project=None) -> bool:
+                        project=None, reach: tuple[Path, ...] | None = None) -> bool:
     """Whether a file of the project other than its Python modules may run function ``name``
     (of the module and class ``owners`` name, :func:`_names_through_module`): a packaging file
     or a notebook names it, or a shell script, configuration or document names it through its
     module; also when one of them cannot be read. With ``project``, the notebooks' and texts'
-    answers are kept for their versions (:func:`_text_fact`)."""
+    answers are kept for their versions (:func:`_text_fact`). With ``reach`` (for a
+    module-level function: its module and the project modules that import it, directly or
+    through others), a notebook names it only when it may reach one of those modules
+    (:func:`_notebook_reaches`: imports or runs one of them, or runs files) and its code cells
+    name it (:func:`_notebook_code_names`: a ``'train'`` split in a cell, a markdown cell's
+    word, or a notebook's own ``train`` that imports none of them, runs no function ``train``
+    of the module)."""
     for p in _PACKAGING:
         f = root / p
         if f.exists() and re.search(rf"\b{re.escape(name)}\b", f.read_text(errors="replace")):
             return True
     word = re.compile(rf"\b{re.escape(name)}\b")
     for nb in notebooks:  # a cell may ``%run`` the script and another call ``f``
+        if project is not None and reach is not None:
+            found = _text_fact(project, nb, ("code names", name, reach),
+                               lambda text: _notebook_code_names(text, name) and _notebook_reaches(text, reach, root),
+                               limit=False)
+            if found is None or found:
+                return True
+            continue
         if project is not None:
             found = _text_fact(project, nb, ("word", name), lambda text: word.search(text) is not None, limit=False)
             if found is None or found:
@@ -1730,7 +1889,7 @@ def _is_module(project, file: Path, target: tuple[int, str], path: Path) -> bool
 
 def _named(text: str, name: str, bare: bool = False, outside: tuple[int, int] | None = None,
            through: set[str] | frozenset[str] = frozenset(), own: str | None = None,
-           defs: bool = True) -> int:
+           defs: bool = True, strings: bool = True) -> int:
     """How many times Python code ``text`` names ``name``: as a name (only where no ``.``
     comes before it, when ``bare``: a module-level function of the same file; or, after a
     ``.``, only where the name before it is one of ``through``, or not a plain name: a module's
@@ -1745,7 +1904,8 @@ def _named(text: str, name: str, bare: bool = False, outside: tuple[int, int] | 
     ``from m import f`` binds ``f`` anew; neither names the ``Model`` or ``f`` defined here.
 
     Without ``defs``, a ``def name`` is not counted: it defines a function of its own (another
-    class's method of that name), and calls nothing."""
+    class's method of that name), and calls nothing. Without ``strings``, string literals are
+    not counted (the code looks no name up by a string: :func:`_looks_up_names`)."""
     if name not in text:
         return 0
     count = 0
@@ -1780,7 +1940,7 @@ def _named(text: str, name: str, bare: bool = False, outside: tuple[int, int] | 
                 elif not (bare and previous == "." and not (through and (
                         before in through or not (before or "").isidentifier()))):
                     count += 1
-            elif tok.type == tokenize.STRING and tok.string.strip("rRbBuUfF").strip("'\"") == name:
+            elif strings and tok.type == tokenize.STRING and tok.string.strip("rRbBuUfF").strip("'\"") == name:
                 count += 1
             if tok.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT):
                 before, previous = previous, tok.string
