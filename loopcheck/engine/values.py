@@ -2767,7 +2767,7 @@ def _listed_modules(unit, call: cst.Call, value: cst.BaseExpression) -> list | N
             if _own_local(scope, name):
                 continue  # another variable: a local of a nested function
             return None  # a nested function may bind or change it
-        added = _list_use(node, up, table)
+        added = _list_use(index, node, up, table)
         if added is None:
             return None
         if added is _BOUND:
@@ -2802,18 +2802,21 @@ def _list_items(value: cst.BaseExpression) -> list | None:
     return None
 
 
-def _list_use(node: cst.Name, up: cst.CSTNode, table: dict):
+def _list_use(index: ModuleIndex, node: cst.Name, up: cst.CSTNode, table: dict):
     """What a use of a list's name does to it: ``_BOUND`` for the target of a plain assignment
     (``layers = [...]``); the expressions it adds (``layers.append(m)``: ``[m]``;
     ``layers.extend([a, b])``, ``layers += [a, b]``: their elements); ``[]`` for a read that
-    changes nothing (``len(layers)``); ``None`` for any other use."""
+    changes nothing (``len(layers)``, an argument of a container's construction, which copies
+    it: ``nn.ModuleList(layers)``); ``None`` for any other use."""
     if type(up) is cst.AssignTarget and up.target is node and len(table[up].targets) == 1:
         return _BOUND
     if type(up) is cst.AugAssign and up.target is node and type(up.operator) is cst.AddAssign:
         return _list_items(up.value)
-    if type(up) is cst.Arg and not up.star and up.keyword is None:
+    if type(up) is cst.Arg and up.star != "**" and up.keyword is None:
         call = table.get(up)
-        if type(call) is cst.Call and dotted_name(call.func) == "len" and len(call.args) == 1:
+        if type(call) is cst.Call and dotted_name(call.func) == "len" and not up.star and len(call.args) == 1:
+            return []
+        if type(call) is cst.Call and class_of_name(index, dotted_name(call.func)) in CONTAINERS:
             return []
         return None
     if type(up) is cst.Attribute and up.value is node and up.attr.value in _LIST_ADDS:
