@@ -141,6 +141,48 @@ def test_mode_dependence_of_layers():
     assert mode_dependent(unit, "lib") is True
 
 
+def test_mode_dependence_of_a_copy_and_of_a_listed_container():
+    # copy.deepcopy (the knowledge's returns.copy_of) holds the layers of the model it copies; a
+    # container given a list its code builds by a display and appends holds the layers added;
+    # a list handed to another call, or a parameter, may hold anything
+    [unit, *_] = units("""
+        import copy
+        import torch
+        import torch.nn as nn
+
+        def grow(xs):
+            xs.append(nn.Dropout())
+
+        base = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+        noisy = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.1))
+        twin = copy.deepcopy(base).to("cpu")
+        noisy_twin = copy.deepcopy(noisy)
+        layers = []
+        for i in range(3):
+            layers.append(nn.Linear(4, 4))
+            layers += [nn.ReLU()]
+        listed = nn.Sequential(*layers)
+        held = nn.ModuleList(layers)
+        grown = [nn.Linear(4, 4)]
+        grow(grown)
+        handed = nn.Sequential(*grown)
+        dropping = [nn.Linear(4, 4)]
+        dropping.insert(0, nn.Dropout())
+        inserted = nn.Sequential(*dropping)
+        opt = torch.optim.SGD(list(twin.parameters()) + list(noisy_twin.parameters()) + list(listed.parameters())
+                              + list(held.parameters()) + list(handed.parameters()) + list(inserted.parameters()),
+                              lr=0.1)
+        for m in (twin, noisy_twin, listed, held, handed, inserted):
+            m.train()
+    """)
+    assert mode_dependent(unit, "twin") is False
+    assert mode_dependent(unit, "noisy_twin") is True
+    assert mode_dependent(unit, "listed") is False
+    assert mode_dependent(unit, "held") is False
+    assert mode_dependent(unit, "handed") is True
+    assert mode_dependent(unit, "inserted") is True
+
+
 def test_mode_dependence_of_a_construction_converted_in_init():
     # ``self.g = Gen().type(dtype)`` in __init__: Module.type/cuda/to return the module itself
     # (the knowledge's returns.same = "self"), so the model is Gen() with its own arguments; a

@@ -98,7 +98,7 @@ ROLES = frozenset({"optimizer", "scheduler", "scaler", "loader", "model", "crite
 _ROLE_KEYS = frozenset({
     "role", "params", "eager_state", "moves_state", "state_when", "schedule", "period", "optimizer", "same", "type", "value",
     "sampler", "items", "first_change", "constant_when", "shares", "fresh_items", "accumulation", "copies", "collate",
-    "process_fact", "synced", "of_arguments",
+    "process_fact", "synced", "of_arguments", "copy_of",
 })
 _ENTRY_KEYS = frozenset({
     "names", "bases", "effects", "returns", "methods", "attributes", "grad", "source", "context", "modes",
@@ -316,7 +316,10 @@ class Returns:
             ``AcceleratedScheduler``, which steps only when the prepared optimizer steps),
             ``process_fact`` (the result tells a fact of the process fixed for the run:
             ``"cuda_available"``), ``of_arguments`` (the result is computed from the arguments
-            alone, so equal arguments give equal results: ``torch.device(...)``).
+            alone, so equal arguments give equal results: ``torch.device(...)``), ``copy_of``
+            (the argument of which the result is a copy: the same classes and layers, built with
+            the same settings, ``copy.deepcopy(model)``, a model whose output depends on its mode
+            as ``model``'s does).
         items: for a returned tuple, what each element is (``deepspeed.initialize``).
     """
 
@@ -535,7 +538,7 @@ def _returns(raw, where: str) -> Returns | None:
     same = raw.get("same")
     same = () if same is None else tuple(_arg_ref(s, where) for s in (same if isinstance(same, list) else [same]))
     details = []
-    for k in ("params", "period", "optimizer", "state_when", "shares", "collate"):
+    for k in ("params", "period", "optimizer", "state_when", "shares", "collate", "copy_of"):
         if k in raw:
             details.append((k, _arg_ref(raw[k], where)))
     for k in ("eager_state", "moves_state", "schedule", "sampler", "fresh_items", "copies", "process_fact",

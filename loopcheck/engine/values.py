@@ -2234,20 +2234,36 @@ def mode_dependent(unit, model: str, at=None) -> bool:
     construction ``__init__`` assigns it (:func:`_init_constructions`), else from the class the
     roles know. A wrapper the knowledge says is its module (``nn.DataParallel(m)``,
     :func:`wrapped_module`) depends on the mode as the module it wraps; ``True`` when any one
-    construction may."""
+    construction may. A copy (``model = copy.deepcopy(base)``, :func:`copied_model`: a call the
+    knowledge says returns a copy of an argument) holds the layers of the model it copies, and
+    depends on the mode as the constructions of that model reaching the copy do."""
+    return _mode_dependent(unit, model, at, frozenset())
+
+
+def _mode_dependent(unit, model: str, at, seen: frozenset) -> bool:
+    """:func:`mode_dependent`; ``seen``: the models whose copies are being read (a copy in a
+    loop of the model it re-binds, ``model = copy.deepcopy(model)``, reads no further)."""
+    if model in seen:
+        return True
+    seen = seen | {model}
     reaching = None
     if at is not None and unit.built_on_every_path(at, model, "model_build"):
         reaching = {id(ev) for ev in unit.builds_reaching(at, model, "model_build")}
     builds: list = []
+    copied = False  # a copy of another model was read, and found mode-free
     for ev in unit.of_kind("model_build"):
         if reaching is not None and id(ev) not in reaching:
             continue
         if ev.subject == model and isinstance(ev.raw, Call):
             found = construction_of(unit, ev.raw)
             if found is None:
-                return True
+                source = copied_model(ev.raw)
+                if source is None or _mode_dependent(unit, source, ev, seen):
+                    return True
+                copied = True
+                continue
             builds.append(found)
-    if not builds:
+    if not builds and not copied:
         # the constructions __init__ makes (their arguments decide), else the class the roles know
         found = _init_constructions(unit, model)
         if found is None:
@@ -2257,6 +2273,21 @@ def mode_dependent(unit, model: str, at=None) -> bool:
             return True
         builds += found
     return any(_construction_mode_dependent(unit, c, call) for c, call in builds)
+
+
+def copied_model(c: Call) -> str | None:
+    """The symbol of the model a call copies, through calls on its result
+    (``copy.deepcopy(model).to(device)``: ``model``): a function whose knowledge names, by
+    ``returns.copy_of``, the argument its result is a copy of, given a plain name there;
+    ``None`` for any other call."""
+    while c is not None:
+        if c.inner is None and c.qualified and c.func:
+            summary = knowledge().callable(c.func)
+            ref = summary.returns.get("copy_of") if summary is not None and summary.returns else None
+            arg = arg_at(c, ref) if ref is not None else None
+            return arg.sym if arg is not None else None
+        c = c.inner
+    return None
 
 
 def construction_mode_dependent(unit, cls, call: cst.Call | None) -> bool:
@@ -2680,11 +2711,123 @@ def _init_constructions(unit, model: str) -> "list[tuple[ClassRef | str, cst.Cal
 def _container_mode_dependent(unit, call: cst.Call) -> bool:
     """Whether a container built by ``call`` (``nn.Sequential(nn.Linear(1, 10), nn.ReLU())``)
     may compute differently in train and eval mode: one of the layers its arguments build may,
-    or an argument is not a construction the engine can read (``nn.Sequential(*layers)``, a
-    layer built elsewhere)."""
-    if any(arg.star for arg in call.args):
-        return True
-    return _modules_mode_dependent(unit, call, [arg.value for arg in call.args])
+    or an argument is not a construction the engine can read (a layer built elsewhere). A list
+    the arguments name (``nn.Sequential(*layers)``, ``nn.ModuleList(layers)``) or spread
+    (``*[nn.Linear(n, n) for _ in range(k)]``) gives the layers put in it
+    (:func:`_listed_modules`)."""
+    values: list = []
+    for arg in call.args:
+        if arg.star == "**":
+            return True
+        if arg.star or type(arg.value) is cst.Name:
+            listed = _listed_modules(unit, call, arg.value)
+            if listed is None:
+                return True
+            values += listed
+        else:
+            values.append(arg.value)
+    return _modules_mode_dependent(unit, call, values)
+
+
+_LIST_ADDS = {"append": (0,), "insert": (1,), "extend": ()}
+
+
+def _listed_modules(unit, call: cst.Call, value: cst.BaseExpression) -> list | None:
+    """The expressions of the modules a list holds, the list being ``value``, an argument of
+    ``call``: a list display or comprehension (its elements); or a local name of the code that
+    holds ``call`` bound once to one, whose other uses only add to it (``layers.append(m)``,
+    ``layers.insert(i, m)``, ``layers.extend([...])``, ``layers += [...]``) or read its length
+    (``len(layers)``), outside any nested function. ``None`` when the list may hold anything
+    else (a parameter, a name bound twice or to another value, handed to a call, indexed,
+    mutated another way)."""
+    if type(value) in (cst.List, cst.ListComp):
+        return _list_items(value)
+    index = unit.module_of(call)
+    if type(value) is not cst.Name or index is None:
+        return None
+    name = value.value
+    table = parents(index)
+    holder = table.get(call)
+    while holder is not None and not isinstance(holder, (cst.FunctionDef, cst.Module)):
+        holder = table.get(holder)
+    if holder is None or type(holder) is cst.FunctionDef and name in all_param_names(holder):
+        return None
+    items: list = []
+    bindings = 0
+    for node in walk(holder.body if type(holder) is cst.FunctionDef else holder):
+        if type(node) is not cst.Name or node.value != name or node is value:
+            continue
+        up = table.get(node)
+        scope = up
+        while scope is not None and scope is not holder:
+            if type(scope) in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
+                break
+            scope = table.get(scope)
+        if scope is not holder:
+            if _own_local(scope, name):
+                continue  # another variable: a local of a nested function
+            return None  # a nested function may bind or change it
+        added = _list_use(index, node, up, table)
+        if added is None:
+            return None
+        if added is _BOUND:
+            bindings += 1
+            added = _list_items(table[up].value if type(up) is cst.AssignTarget else up.value)
+            if added is None:
+                return None
+        items += added
+    return items if bindings == 1 else None
+
+
+_BOUND = object()
+
+
+def _own_local(scope: cst.CSTNode, name: str) -> bool:
+    """Whether ``name`` is a local variable of the function ``scope`` (a parameter, or a name
+    its body binds and declares neither ``global`` nor ``nonlocal``)."""
+    if type(scope) is not cst.FunctionDef:
+        return False
+    names, declared = bound_names(scope.body)
+    return name not in declared and (name in names or name in all_param_names(scope))
+
+
+def _list_items(value: cst.BaseExpression) -> list | None:
+    """The element expressions of a list display or comprehension (the one element expression
+    of a comprehension stands for all it makes); ``None`` for any other value, or a display
+    that spreads another iterable (``[*blocks, head]``)."""
+    if type(value) is cst.ListComp:
+        return [value.elt]
+    if type(value) is cst.List and not any(type(e) is cst.StarredElement for e in value.elements):
+        return [e.value for e in value.elements]
+    return None
+
+
+def _list_use(index: ModuleIndex, node: cst.Name, up: cst.CSTNode, table: dict):
+    """What a use of a list's name does to it: ``_BOUND`` for the target of a plain assignment
+    (``layers = [...]``); the expressions it adds (``layers.append(m)``: ``[m]``;
+    ``layers.extend([a, b])``, ``layers += [a, b]``: their elements); ``[]`` for a read that
+    changes nothing (``len(layers)``, an argument of a container's construction, which copies
+    it: ``nn.ModuleList(layers)``); ``None`` for any other use."""
+    if type(up) is cst.AssignTarget and up.target is node and len(table[up].targets) == 1:
+        return _BOUND
+    if type(up) is cst.AugAssign and up.target is node and type(up.operator) is cst.AddAssign:
+        return _list_items(up.value)
+    if type(up) is cst.Arg and up.star != "**" and up.keyword is None:
+        call = table.get(up)
+        if type(call) is cst.Call and dotted_name(call.func) == "len" and not up.star and len(call.args) == 1:
+            return []
+        if type(call) is cst.Call and class_of_name(index, dotted_name(call.func)) in CONTAINERS:
+            return []
+        return None
+    if type(up) is cst.Attribute and up.value is node and up.attr.value in _LIST_ADDS:
+        call = table.get(up)
+        if type(call) is not cst.Call or call.func is not up or any(a.star or a.keyword for a in call.args):
+            return None
+        positional = _LIST_ADDS[up.attr.value]
+        if not positional:
+            return _list_items(call.args[0].value) if len(call.args) == 1 else None
+        return [call.args[positional[0]].value] if len(call.args) == positional[0] + 1 else None
+    return None
 
 
 def _modules_mode_dependent(unit, call: cst.Call, values: list) -> bool:
