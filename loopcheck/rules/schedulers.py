@@ -26,7 +26,7 @@ from loopcheck.engine.values import definitions, loops as all_loops, may_bind_at
 from loopcheck.findings import Report
 from loopcheck.catalog import INFOS
 from loopcheck.rules.base import Rule, register
-from loopcheck.rules.gradients import rebinding_loops
+from loopcheck.rules.gradients import applies_no_gradient, rebinding_loops
 
 
 def is_loader_loop(unit: Unit, loop: LoopInfo) -> bool:
@@ -100,6 +100,16 @@ def changes_after_run(info: SchedulerInfo, epochs: int | None) -> bool:
     return all(s.kind == "held" and s.at is not None and s.at > epochs for s in info.starts)
 
 
+def trains_nothing(unit: Unit, info: SchedulerInfo) -> bool:
+    """Whether it is established that the scheduler's optimizer applies no gradient in any of
+    its steps (:func:`~loopcheck.rules.gradients.applies_no_gradient`: no backward reaches its
+    parameters before any step, a script that only steps it to plot the LR curve): the LRs
+    the schedule sets are used by no update, so where they fall does not change training.
+    ``False`` when the optimizer is not known."""
+    opt = unit.roles.canon(info.optimizer) if info.optimizer else None
+    return opt is not None and applies_no_gradient(unit, opt)
+
+
 def in_epoch_function(loop: LoopInfo) -> bool:
     """A loop in a function named for one epoch (``train_one_epoch``, ``run_epoch``): its
     caller runs the epochs."""
@@ -142,6 +152,8 @@ class EpochSchedulerPerBatch(Rule):
                 continue  # read in epochs, it would never change the LR of this run: it counts steps
             if ev.ctx.conds and not self._with_step(unit, ev):
                 continue
+            if trains_nothing(unit, info):
+                continue  # no step applies a gradient: no update runs at the LR this schedule sets
             name = (info.qualname or "scheduler").rpartition(".")[2]
             ctor = info.ctor
             related = [(loop.node, "the batch loop")]
