@@ -318,6 +318,8 @@ class SchedulerBeforeOptimizerStep(Rule):
             opt = unit.roles.canon(info.optimizer) if info.optimizer else None
             if opt is None:
                 continue
+            if applies_no_gradient(unit, opt):
+                continue  # no update runs at any LR of the schedule: none is skipped or shifted for training
             # (IDLE, not reported: a pass of the call's loop ended since the optimizer was built
             # without stepping it, which a step at the pass's end would not have fixed)
             loop = ev.ctx.loops[-1]
