@@ -129,7 +129,9 @@ class EpochSchedulerPerBatch(Rule):
     in a function named ``*epoch*``; and not under an ``if`` unless some optimizer step is under the
     same ``if`` statements in the same loops. Silent when the loop around the batch loop runs a
     number of epochs run constants fix and, read in epochs, the schedule's first change comes
-    after them (:func:`changes_after_run`): its period counts steps. Known limits: the period's unit is read from names
+    after them (:func:`changes_after_run`): its period counts steps; and when no step of the
+    scheduler's optimizer is established to apply a gradient (:func:`trains_nothing`: a loop that
+    steps both only to plot the LR curve). Known limits: the period's unit is read from names
     (``STEP_WORDS``/``EPOCH_WORDS``), a loader loop may be recognised by ``LOADER_NAME``, an epoch
     function by ``epoch`` in its name (see ``rules/LC201.md``)."""
 
@@ -289,7 +291,9 @@ class SchedulerBeforeOptimizerStep(Rule):
     scheduler the accelerator prepared, run only on a micro-step that syncs (lowered under ``if
     accelerator.sync_gradients:`` by :func:`~loopcheck.engine.accumulation.lower_accumulate_blocks`;
     knowledge ``returns.synced``): such a scheduler steps exactly when its optimizer does.
-    Silent when ``O`` is not built in the unit, for a scheduler of the project whose ``get_lr()``
+    Silent when ``O`` is not built in the unit, when no step of ``O`` is established to apply a
+    gradient (:func:`~loopcheck.rules.gradients.applies_no_gradient`: the skipped LR is used by
+    no update), for a scheduler of the project whose ``get_lr()``
     gives positions 0 and 1 the same value (``SchedulerInfo.same_first``: its position clamped
     with ``max(self.last_epoch, 1)``, so nothing is skipped), and for code established to be written for a
     PyTorch older than the version that began this order (knowledge ``[since]
@@ -318,8 +322,6 @@ class SchedulerBeforeOptimizerStep(Rule):
             opt = unit.roles.canon(info.optimizer) if info.optimizer else None
             if opt is None:
                 continue
-            if applies_no_gradient(unit, opt):
-                continue  # no update runs at any LR of the schedule: none is skipped or shifted for training
             # (IDLE, not reported: a pass of the call's loop ended since the optimizer was built
             # without stepping it, which a step at the pass's end would not have fixed)
             loop = ev.ctx.loops[-1]
@@ -334,6 +336,8 @@ class SchedulerBeforeOptimizerStep(Rule):
             )
             if step is None:
                 continue
+            if applies_no_gradient(unit, opt):
+                continue  # no update runs at any LR of the schedule: none is skipped or shifted for training
             harm = harm_of(info.starts)
             if harm is None:
                 continue  # the schedule never changes the LR: stepping it first shifts nothing
