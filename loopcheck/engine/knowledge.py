@@ -494,7 +494,7 @@ def _arg_ref(value, where: str) -> ArgRef:
 
 _REF_KEYS = frozenset({"loss", "gradient", "params", "max_norm", "optimizer", "scheduler", "metric", "model", "scaler",
                        "value", "container", "arg", "mode", "input", "state", "sampler", "set_to_none", "tensor",
-                       "fn"})
+                       "fn", "closure"})
 
 
 def _effect(raw: dict, where: str) -> Effect:

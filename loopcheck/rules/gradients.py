@@ -555,6 +555,41 @@ def gradient_flow(unit: Unit, opt: str):
     return unit.flow(("grad", opt), lambda: GradientMachine(unit, opt))
 
 
+def _untyped_backward(unit: Unit) -> bool:
+    """Whether the unit calls a ``backward`` that the events do not type as one
+    (``engine.backward(loss)`` of an unknown engine): it may fill gradients nothing follows."""
+    return any(
+        isinstance(raw, Call) and raw.method == "backward" and not any(ev.kind == "backward" for ev in raw.typed)
+        for raw in unit.raws()
+    )
+
+
+def applies_no_gradient(unit: Unit, opt: str) -> bool:
+    """Whether it is established that no ``step()`` of optimizer ``opt`` applies a gradient:
+    the unit builds ``opt`` (of a class whose ``step()`` is not the project's own), steps it
+    without a closure, and on every path that reaches one of its steps the gradients are
+    *empty* or *applied* with no backward reaching ``opt`` (nor a ``.grad`` written by hand)
+    ever before (:class:`GradientMachine`: a loop that steps the optimizer and a scheduler to
+    plot the LR curve, with no forward, loss or backward). A backward in a function the loop
+    calls is inlined and counts; a call that may change the gradients (an unknown function given
+    the model or the optimizer) leaves them *unknown*, and a ``backward`` call of an unknown
+    receiver may run one: then nothing is established (``False``)."""
+    info = unit.roles.optimizers.get(opt)
+    if info is None or not built_here(unit, opt) or info.own_step:
+        return False  # a step of the project's own may update the parameters by other means
+    steps = unit.of_subject(opt, "step")
+    if not steps or any(ev.extra.get("closure") for ev in steps) or _untyped_backward(unit):
+        return False
+    flow = gradient_flow(unit, opt)
+    seen = False
+    for ev in steps:
+        for s in present(flow.states(ev)):
+            if s.phase not in ("empty", "applied") or s.bw is not None:
+                return False
+            seen = True
+    return seen
+
+
 def _steps(unit: Unit) -> Iterable[tuple[Event, set]]:
     """Each ``optimizer.step()`` inside a loop with the gradient states that reach it."""
     for opt in active_optimizers(unit):

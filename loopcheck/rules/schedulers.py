@@ -26,7 +26,7 @@ from loopcheck.engine.values import definitions, loops as all_loops, may_bind_at
 from loopcheck.findings import Report
 from loopcheck.catalog import INFOS
 from loopcheck.rules.base import Rule, register
-from loopcheck.rules.gradients import rebinding_loops
+from loopcheck.rules.gradients import applies_no_gradient, rebinding_loops
 
 
 def is_loader_loop(unit: Unit, loop: LoopInfo) -> bool:
@@ -100,6 +100,16 @@ def changes_after_run(info: SchedulerInfo, epochs: int | None) -> bool:
     return all(s.kind == "held" and s.at is not None and s.at > epochs for s in info.starts)
 
 
+def trains_nothing(unit: Unit, info: SchedulerInfo) -> bool:
+    """Whether it is established that the scheduler's optimizer applies no gradient in any of
+    its steps (:func:`~loopcheck.rules.gradients.applies_no_gradient`: no backward reaches its
+    parameters before any step, a script that only steps it to plot the LR curve): the LRs
+    the schedule sets are used by no update, so where they fall does not change training.
+    ``False`` when the optimizer is not known."""
+    opt = unit.roles.canon(info.optimizer) if info.optimizer else None
+    return opt is not None and applies_no_gradient(unit, opt)
+
+
 def in_epoch_function(loop: LoopInfo) -> bool:
     """A loop in a function named for one epoch (``train_one_epoch``, ``run_epoch``): its
     caller runs the epochs."""
@@ -119,7 +129,9 @@ class EpochSchedulerPerBatch(Rule):
     in a function named ``*epoch*``; and not under an ``if`` unless some optimizer step is under the
     same ``if`` statements in the same loops. Silent when the loop around the batch loop runs a
     number of epochs run constants fix and, read in epochs, the schedule's first change comes
-    after them (:func:`changes_after_run`): its period counts steps. Known limits: the period's unit is read from names
+    after them (:func:`changes_after_run`): its period counts steps; and when no step of the
+    scheduler's optimizer is established to apply a gradient (:func:`trains_nothing`: a loop that
+    steps both only to plot the LR curve). Known limits: the period's unit is read from names
     (``STEP_WORDS``/``EPOCH_WORDS``), a loader loop may be recognised by ``LOADER_NAME``, an epoch
     function by ``epoch`` in its name (see ``rules/LC201.md``)."""
 
@@ -142,6 +154,8 @@ class EpochSchedulerPerBatch(Rule):
                 continue  # read in epochs, it would never change the LR of this run: it counts steps
             if ev.ctx.conds and not self._with_step(unit, ev):
                 continue
+            if trains_nothing(unit, info):
+                continue  # no step applies a gradient: no update runs at the LR this schedule sets
             name = (info.qualname or "scheduler").rpartition(".")[2]
             ctor = info.ctor
             related = [(loop.node, "the batch loop")]
@@ -277,7 +291,9 @@ class SchedulerBeforeOptimizerStep(Rule):
     scheduler the accelerator prepared, run only on a micro-step that syncs (lowered under ``if
     accelerator.sync_gradients:`` by :func:`~loopcheck.engine.accumulation.lower_accumulate_blocks`;
     knowledge ``returns.synced``): such a scheduler steps exactly when its optimizer does.
-    Silent when ``O`` is not built in the unit, for a scheduler of the project whose ``get_lr()``
+    Silent when ``O`` is not built in the unit, when no step of ``O`` is established to apply a
+    gradient (:func:`~loopcheck.rules.gradients.applies_no_gradient`: the skipped LR is used by
+    no update), for a scheduler of the project whose ``get_lr()``
     gives positions 0 and 1 the same value (``SchedulerInfo.same_first``: its position clamped
     with ``max(self.last_epoch, 1)``, so nothing is skipped), and for code established to be written for a
     PyTorch older than the version that began this order (knowledge ``[since]
@@ -320,6 +336,8 @@ class SchedulerBeforeOptimizerStep(Rule):
             )
             if step is None:
                 continue
+            if applies_no_gradient(unit, opt):
+                continue  # no update runs at any LR of the schedule: none is skipped or shifted for training
             harm = harm_of(info.starts)
             if harm is None:
                 continue  # the schedule never changes the LR: stepping it first shifts nothing
