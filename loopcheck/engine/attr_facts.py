@@ -24,6 +24,12 @@ A fact ends (:func:`ends`) at anything that may change the attribute:
 
 An inlined call is no end: its body is in the IR, and it sees the caller's values at its
 entry. A loop carries the facts of its body's end to its next iteration.
+
+Without a literal, an attribute of a method's own instance that only ``__init__`` assigns
+(:meth:`loopcheck.engine.builder.UnitBuilder.init_only`) still holds one value for the whole
+run of the method: two ``if``s on its truth (:func:`truth_arms`: ``if not self.logits:``, ``if
+self.logits:``) are outcomes of one test (:attr:`~loopcheck.engine.ir.If.constant`), which the
+reaching definitions of :mod:`loopcheck.engine.values` follow until what may change it.
 """
 
 from __future__ import annotations
