@@ -805,7 +805,10 @@ def _reach(node: Node, cur: frozenset, sym: str, binding: frozenset, table: dict
     if kind is Try:
         body = _reach(node.body, cur, sym, binding, table, truths)
         out = _Ends(brk=body.brk, cont=body.cont, ret=body.ret, exc=frozenset() if node.handlers else body.exc)
-        out.normal = _reach(node.orelse, body.normal, sym, binding, table, truths).normal if node.orelse.items else body.normal
+        if node.orelse.items:
+            out.normal = _reach(node.orelse, body.normal, sym, binding, table, truths).normal
+        else:
+            out.normal = body.normal
         handler_in = cur | body.normal | body.exc
         for h in node.handlers:
             r = _reach(h, handler_in, sym, binding, table, truths)
