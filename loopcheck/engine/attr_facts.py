@@ -24,6 +24,12 @@ A fact ends (:func:`ends`) at anything that may change the attribute:
 
 An inlined call is no end: its body is in the IR, and it sees the caller's values at its
 entry. A loop carries the facts of its body's end to its next iteration.
+
+Without a literal, an attribute of a method's own instance that only ``__init__`` assigns
+(:meth:`loopcheck.engine.builder.UnitBuilder.init_only`) still holds one value for the whole
+run of the method: two ``if``s on its truth (:func:`truth_arms`: ``if not self.logits:``, ``if
+self.logits:``) are outcomes of one test (:attr:`~loopcheck.engine.ir.If.constant`), which the
+reaching definitions of :mod:`loopcheck.engine.values` follow until what may change it.
 """
 
 from __future__ import annotations
@@ -80,6 +86,47 @@ def truth_test(test: cst.BaseExpression) -> bool | None:
     if type(test) is not cst.Attribute or dotted_name(test) is None:
         return None
     return not negated
+
+
+#: ``(operator, literal)`` of a comparison of an attribute with a literal -> the attribute's
+#: truth where the comparison is true: ``x is False`` and ``x == False`` only where ``x`` is
+#: falsy, ``x is True`` and ``x == True`` only where it is truthy (``False == 0``, ``True ==
+#: 1``), ``x is None`` and ``x == None`` only where it is falsy.
+_COMPARED_TRUTH = {
+    (cst.Is, "True"): True, (cst.Equal, "True"): True,
+    (cst.Is, "False"): False, (cst.Equal, "False"): False,
+    (cst.Is, "None"): False, (cst.Equal, "None"): False,
+}
+_NEGATIONS = {cst.IsNot: cst.Is, cst.NotEqual: cst.Equal}
+
+
+def truth_arms(test: cst.BaseExpression) -> tuple[bool | None, bool | None] | None:
+    """The truth of the one attribute ``test`` tests (``obj.attr``) in each arm of an ``if``
+    on it, ``(body, else-arm)``, each ``True`` (truthy), ``False`` (falsy) or ``None`` (either):
+    ``x.a`` gives ``(True, False)``, ``not x.a`` ``(False, True)``; ``x.a is False`` (``==
+    False``, ``is None``) ``(False, None)``, where the else-arm may hold ``None`` or a truthy
+    value; ``x.a is True`` ``(True, None)``; ``is not`` and ``!=`` swap the arms, and so does
+    each ``not``. So ``if not x.a:``, ``if x.a is False:`` and ``if x.a:`` are outcomes of one
+    test, the truth of ``x.a``. ``None`` for any other test."""
+    negated = False
+    while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        test, negated = test.expression, not negated
+    if type(test) is cst.Attribute:
+        arms: tuple[bool | None, bool | None] = (True, False)
+    elif type(test) is cst.Comparison and len(test.comparisons) == 1 and type(test.left) is cst.Attribute:
+        comp = test.comparisons[0]
+        op, right = type(comp.operator), comp.comparator
+        if op in _NEGATIONS:
+            op, negated = _NEGATIONS[op], not negated
+        truth = _COMPARED_TRUTH.get((op, right.value)) if type(right) is cst.Name else None
+        if truth is None:
+            return None
+        arms, test = (truth, None), test.left
+    else:
+        return None
+    if dotted_name(test) is None:
+        return None
+    return (arms[1], arms[0]) if negated else arms
 
 
 #: The attribute of ``torch.nn.Module`` that ``train()`` and ``eval()`` set on the module and

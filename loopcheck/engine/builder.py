@@ -45,7 +45,8 @@ from loopcheck.engine.ir import (
     walk_events,
 )
 from loopcheck.engine.attr_facts import (
-    ALL, dynamic_write, expression_children, fact_subject, mode_subject, received, truth_test, written_attributes,
+    ALL, MODE_ATTRIBUTE, dynamic_write, expression_children, fact_subject, mode_subject, received, truth_arms, truth_test,
+    written_attributes,
 )
 from loopcheck.engine.binding import binds
 from loopcheck.engine.calls import ref_parts
@@ -804,6 +805,9 @@ class UnitBuilder:
         self.blind_attrs: set[str] = set()
         self._fact_ifs: list[If] = []
         self._literal_attrs: set[str] = set()  # the attribute symbols the entry point assigns a literal
+        # the ``if``s of the entry point on the truth of an attribute of their method's own
+        # instance, with their frame (If.constant: _constant_truths)
+        self._own_truths: list[tuple[If, Frame]] = []
         # the calls of the entry point that stay calls, with their frame and the function of the
         # project each runs (if any): their ``clobbers`` are worked out at its end, when it has
         # a fact to follow (:meth:`_settle_facts`)
@@ -1168,10 +1172,66 @@ class UnitBuilder:
                 truths += 1
                 guard = guard or _ends_by_jump(node.body) or _ends_by_jump(node.orelse)
         live = live or guard and truths > 1
+        live = self._constant_truths() or live
         if live:
             for raw, frame, callee in self._pending_calls:
                 raw.clobbers = self.attr_writes(callee) if callee is not None else self._call_clobbers(frame, raw)
-        self._fact_ifs, self._literal_attrs, self._pending_calls = [], set(), []
+        self._fact_ifs, self._literal_attrs, self._pending_calls, self._own_truths = [], set(), [], []
+
+    def _constant_truths(self) -> bool:
+        """Mark :attr:`If.constant` the ``if``s of the entry point on the truth of an attribute of
+        their method's own instance (``if not self.logits:``) that at least two of them test and
+        that only ``__init__`` assigns (:meth:`init_only`); whether any was marked (the calls
+        that stay calls then need their :attr:`Call.clobbers`: what may change it on the way)."""
+        by_key: dict[str, list] = {}
+        for node, frame in self._own_truths:
+            if node.fact is not None:  # (not dropped for a write no event shows)
+                by_key.setdefault(node.fact[0], []).append((node, frame))
+        marked = False
+        for key, found in by_key.items():
+            frame = found[0][1]
+            if len(found) < 2 or not self.init_only(frame, key.rpartition(".")[2]):
+                continue
+            for node, _ in found:
+                node.constant = True
+            marked = True
+        return marked
+
+    def init_only(self, frame: Frame, attr: str) -> bool:
+        """Whether attribute ``attr`` of the frame's own instance holds, once constructed, the
+        value ``__init__`` gave it, whatever the program runs: the code of the instance's class
+        and of its bases in the project assigns it, only ever in an ``__init__`` and through that
+        method's own ``self`` (:func:`_init_only_writes`), and no code of the checked module or
+        of those classes' modules assigns an attribute of that name otherwise (another method,
+        a subclass's method, ``obj.attr = ...`` from outside); none of that code writes
+        attributes it does not name (``setattr``, ``vars``, ``__dict__``), and none of those
+        classes binds the name in its body (a method, a ``property``, a class attribute). Not
+        the mode attribute (``training``), which ``train()``/``eval()`` of ``torch.nn.Module``
+        set. A subclass in another module, or code outside these modules, may still assign it:
+        the same bet as :meth:`_held_class`. The build then depends on other code than the
+        entry point's own (:attr:`UnitRecord.reusable`)."""
+        cls, own = frame.self_class, frame.self_sym
+        if cls is None or own is None or attr == MODE_ATTRIBUTE:
+            return False
+        if self.record is not None:
+            self.record.reusable = False  # (the answer reads the whole of these modules)
+        key = ("init only", id(cls.module), cls.name, attr)
+        if key in self._held:
+            return self._held[key]
+        self._held[key] = False
+        classes = _readable_ancestry(cls)
+        if classes is None or any(_binds_in_body(c.info.node, attr) for c in classes):
+            return False
+        own_code = False
+        for m in dict.fromkeys([self.index, *(c.module for c in classes)]):
+            if m.tree is None or _writes_unnamed(m.tree):
+                return False
+            found = _init_only_writes(m.tree, attr)
+            if found is None:
+                return False
+            own_code = own_code or any(found_in is c.info.node for c in classes for found_in in found)
+        self._held[key] = own_code
+        return own_code
 
     def _call_clobbers(self, frame: Frame, raw: Call) -> frozenset:
         """:attr:`Call.clobbers` of a call that runs no function of the project the builder
@@ -1567,7 +1627,7 @@ class UnitBuilder:
         collects what the build reads and changes (see :class:`UnitRecord`)."""
         self._tag, self._ids = tag, count(1)
         self.record = record
-        self._fact_ifs, self._literal_attrs, self._pending_calls = [], set(), []
+        self._fact_ifs, self._literal_attrs, self._pending_calls, self._own_truths = [], set(), [], []
         self._module_classes = {}  # asked again per entry point: a record lists what its build read
         self._grad_left = {}  # (left by calls inside an expression, which no statement reads)
         self._unit_modules = {id(self.index): self.index}  # the modules whose code the entry point runs so far
@@ -2709,6 +2769,9 @@ class UnitBuilder:
                       first_pass_given=self.first_pass_given(frame, stmt.test)))
         if out[-1].fact is not None:
             self._fact_ifs.append(out[-1])
+            if frame.self_sym is not None and out[-1].fact[0].rpartition(".")[0] == frame.self_sym \
+                    and truth_arms(stmt.test) is not None:
+                self._own_truths.append((out[-1], frame))  # (If.constant: _settle_facts)
         return self._arms_join(frame, ctx, mark, ends)
 
     def _counts(self, frame: Frame, test: cst.BaseExpression) -> cst.For | None:
@@ -3858,6 +3921,54 @@ def _writes_unnamed(node: cst.CSTNode) -> bool:
             return True
         stack.extend(expression_children(n))
     return False
+
+
+def _binds_in_body(cls: cst.ClassDef, name: str) -> bool:
+    """Whether the body of class ``cls`` binds ``name`` at its top level: a ``def`` (a method,
+    a ``property``), a class attribute, an import; reading ``self.<name>`` may then run code or
+    find what the class holds."""
+    names, declared = bound_names(cls.body)
+    return name in names or name in declared
+
+
+def _init_only_writes(tree: cst.CSTNode, name: str) -> list[cst.ClassDef] | None:
+    """The classes under ``tree`` whose ``__init__`` assigns an attribute called ``name`` of its
+    own instance (``self.name = ...`` in the body of ``__init__`` itself, not in a function it
+    defines), or ``None`` when some other code under ``tree`` assigns or deletes an attribute
+    of that name (another method, a module-level ``obj.name = ...``, another object's in an
+    ``__init__``: ``self.loss.name = ...``)."""
+    out: list[cst.ClassDef] = []
+    stack: list[tuple[cst.CSTNode, cst.ClassDef | None, cst.FunctionDef | None, cst.CSTNode | None]] = [
+        (tree, None, None, None)]
+    while stack:
+        node, cls, func, parent = stack.pop()
+        t = type(node)
+        targets: list = []
+        if t is cst.Assign:
+            targets = [target.target for target in node.targets]
+        elif t is cst.AugAssign or t is cst.AnnAssign and node.value is not None:
+            targets = [node.target]
+        elif t is cst.Del or t is cst.For or t is cst.CompFor:
+            targets = [node.target]
+        elif t is cst.WithItem and node.asname is not None:
+            targets = [node.asname.name]
+        for target in targets:
+            for n in walk(target):
+                if type(n) is not cst.Attribute or n.attr.value != name:
+                    continue
+                init = func is not None and func.name.value == "__init__" and parent is cls and cls is not None
+                me = func.params.params[0].name.value if init and func.params.params else None
+                if me is None or type(n.value) is not cst.Name or n.value.value != me or t in (cst.Del, cst.For, cst.CompFor):
+                    return None
+                if cls not in out:
+                    out.append(cls)
+        if t is cst.ClassDef:
+            stack.extend((child, node, None, node) for child in children(node))
+        elif t is cst.FunctionDef:
+            stack.extend((child, cls, node, func if func is not None else cls) for child in children(node))
+        else:
+            stack.extend((child, cls, func, parent) for child in children(node))
+    return out
 
 
 def _attribute_assignments(node: cst.CSTNode, name: str) -> list:

@@ -324,6 +324,13 @@ class If:
             ``loop`` that the path started with ``symbol`` holding ``value``
             (``start_epoch = 0`` on that path;
             :meth:`~loopcheck.engine.builder.UnitBuilder.first_pass_given`).
+        constant: the test is of the truth of :attr:`fact`'s attribute
+            (:func:`~loopcheck.engine.attr_facts.truth_arms`: ``if not self.logits:``, ``if
+            self.logits:``), an attribute of the method's own instance that only ``__init__``
+            assigns (:meth:`~loopcheck.engine.builder.UnitBuilder.init_only`), and another such
+            ``if`` of the unit tests it: it holds one value for the whole run of the method, so
+            two such ``if``s take agreeing arms on a path where nothing between them may change
+            it (:func:`~loopcheck.engine.values.reaching_definitions`).
     """
 
     node: cst.CSTNode
@@ -338,6 +345,7 @@ class If:
     not_instance: tuple[tuple[str, bool, tuple[str, ...]], ...] = ()
     first_pass: tuple[cst.CSTNode, bool] | None = None
     first_pass_given: tuple[cst.CSTNode, bool, str, int] | None = None
+    constant: bool = False
 
     def __post_init__(self) -> None:
         if self.test is None:

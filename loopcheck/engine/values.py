@@ -31,6 +31,7 @@ from typing import Iterator, Literal
 
 import libcst as cst
 
+from loopcheck.engine.attr_facts import assigned_ends, ends, truth_arms
 from loopcheck.engine.builder import NO_VALUE, ClassRef, ModuleIndex, all_param_names, bound_names, find_method
 from loopcheck.engine.callers import STARRED, CallSite, call_sites
 from loopcheck.engine.classes import CONTAINERS, is_module_class
@@ -606,8 +607,12 @@ def reaching_definitions(unit, sym: str, at) -> frozenset | None:
     of the unit's control flow; :data:`OUTSIDE` among them when a path reaches ``at`` with
     ``sym`` bound by nothing in the unit. ``if``/``else`` arms, loops (taken to run at least
     once, their last iteration flowing back into the first), jumps, ``try`` and inlined calls
-    are followed as :mod:`loopcheck.engine.dataflow` follows them; a test is not decided. ``None``
-    when no path of the unit reaches ``at`` (or it is not one of the unit's events)."""
+    are followed as :mod:`loopcheck.engine.dataflow` follows them. A test is not decided, but
+    the ``if``s on the truth of one attribute that holds one value for the whole run of the
+    method (:attr:`~loopcheck.engine.ir.If.constant`: ``if not self.logits:`` then ``if
+    self.logits:``) take agreeing arms on a path, until an event that may change that
+    attribute (:class:`_Truths`). ``None`` when no path of the unit reaches ``at`` (or it is
+    not one of the unit's events)."""
     table = _cached(unit, ("values", "reaching", sym), lambda: _reaching_table(unit, sym))
     return table.get(id(at))
 
@@ -630,12 +635,98 @@ def holds_entry_argument(unit, sym: str | None, at) -> bool:
     return reach is not None and OUTSIDE in reach
 
 
+@dataclass
+class _Truths:
+    """The truths of constant attributes (:attr:`~loopcheck.engine.ir.If.constant`) a path of
+    the unit may know, for :func:`_reach`: a path's knowledge is an integer, bit ``2 * i`` for
+    attribute ``i`` known truthy, bit ``2 * i + 1`` known falsy.
+
+    Attributes:
+        arms: ``id(If) → (body, else-arm)``, each ``(against, known)`` (the bit of a path that
+            cannot take the arm, the bit a path that takes it knows) or ``None`` where the arm
+            says nothing of the attribute's truth (the else-arm of ``if x.a is False:``).
+        ends: ``id(raw event) →`` the bits of the attributes it may change (:func:`_may_change`).
+        loops: ``id(Loop) →`` the bits of the attributes whose object a loop's target binds.
+    """
+
+    arms: dict
+    ends: dict
+    loops: dict
+
+
+#: The most constant attributes :func:`_reach` follows in a unit (each may split every set of
+#: definitions in three: known truthy, known falsy, not known).
+MAX_TRUTHS = 6
+
+
+def _truths(unit) -> _Truths | None:
+    """:class:`_Truths` of ``unit``; ``None`` when no two ``if``s test the truth of one constant
+    attribute, or more than :data:`MAX_TRUTHS` attributes are so tested (then none is
+    followed)."""
+    def compute():
+        tested: dict[str, list[If]] = {}
+        for node in _ifs_in(unit.ir, []):
+            if node.constant and node.fact is not None:
+                tested.setdefault(node.fact[0], []).append(node)
+        keys = [key for key, ifs in tested.items() if len(ifs) > 1]
+        if not keys or len(keys) > MAX_TRUTHS:
+            return None
+        arms: dict[int, tuple] = {}
+        for i, key in enumerate(keys):
+            for node in tested[key]:
+                sides = truth_arms(node.test)
+                arms[id(node)] = tuple(
+                    None if truth is None else (1 << 2 * i + truth, 1 << 2 * i + (not truth)) for truth in sides)
+        ended: dict[int, int] = {}
+        for raw in walk_events(unit.ir):
+            mask = 0
+            for i, key in enumerate(keys):
+                if _may_change(key, raw):
+                    mask |= 3 << 2 * i
+            if mask:
+                ended[id(raw)] = mask
+        bound: dict[int, int] = {}
+        for loop, _ in loops(unit):
+            mask = 0
+            for i, key in enumerate(keys):
+                if key.rpartition(":")[2].split(".")[0] in loop.info.targets:
+                    mask |= 3 << 2 * i
+            if mask:
+                bound[id(loop)] = mask
+        return _Truths(arms, ended, bound)
+
+    return _cached(unit, ("values", "truths"), compute)
+
+
+def _ifs_in(node: Node, out: list) -> list:
+    """The ``If``s under ``node``, in program order, appended to ``out``."""
+    if type(node) is If:
+        out.append(node)
+    for part in parts(node):
+        _ifs_in(part, out)
+    return out
+
+
+def _may_change(key: str, raw) -> bool:
+    """Whether the raw event ``raw`` may change the truth of attribute symbol ``key``: an
+    assignment to the attribute, to its object or to an attribute of that name on any object
+    (:func:`~loopcheck.engine.attr_facts.assigned_ends`), a store into the object it holds
+    (``self.d[k] = v`` changes the truth of a dict), a call that may assign it
+    (:attr:`~loopcheck.engine.ir.Call.clobbers`, :func:`~loopcheck.engine.attr_facts.ends`) or
+    that receives the object it holds (``self.items.append(x)`` changes the truth of a list)."""
+    if isinstance(raw, Assign):
+        return bool(raw.target) and (assigned_ends(key, raw.target, raw.op) or raw.target == key)
+    if any(t and assigned_ends(key, t, "=") for t in raw.targets):
+        return True
+    return any(ends(key, c) or c == key or c.startswith(key + ".") for c in raw.clobbers)
+
+
 def _reaching_table(unit, sym: str) -> dict[int, frozenset]:
     """``id(raw event) → the definitions of sym that reach it`` (:func:`reaching_definitions`)."""
     binding = frozenset(id(d.info) for d in definitions(unit).get(sym, ()) if isinstance(d, Loop))
     table: dict[int, frozenset] = {}
-    _reach(unit.ir, frozenset({OUTSIDE}), sym, binding, table)
-    return table
+    _reach(unit.ir, frozenset({(OUTSIDE, 0)}), sym, binding, table, _truths(unit))
+    return {k: frozenset(d for d, _ in found) for k, found in table.items()}
 
 
 def _join(a: _Ends, b: _Ends) -> _Ends:
@@ -643,23 +734,43 @@ def _join(a: _Ends, b: _Ends) -> _Ends:
     return _Ends(a.normal, a.brk | b.brk, a.cont | b.cont, a.ret | b.ret, a.exc | b.exc)
 
 
-def _reach(node: Node, cur: frozenset, sym: str, binding: frozenset, table: dict) -> _Ends:
-    """Run the definitions ``cur`` of ``sym`` through ``node``, recording in ``table`` those
-    that reach each raw event (a function of the module: see :func:`_loops_in`)."""
+def _forget(cur: frozenset, mask: int) -> frozenset:
+    """The ``(definition, knowledge)`` pairs ``cur`` without the truths of ``mask``."""
+    if not any(k & mask for _, k in cur):
+        return cur
+    return frozenset((d, k & ~mask) for d, k in cur)
+
+
+def _enter(cur: frozenset, arm: tuple | None) -> frozenset:
+    """The pairs of ``cur`` that can take an arm that says ``arm`` (:attr:`_Truths.arms`) of an
+    attribute's truth, each now knowing it."""
+    if arm is None:
+        return cur
+    against, known = arm
+    return frozenset((d, k | known) for d, k in cur if not k & against)
+
+
+def _reach(node: Node, cur: frozenset, sym: str, binding: frozenset, table: dict, truths: _Truths | None) -> _Ends:
+    """Run the definitions ``cur`` of ``sym``, ``(definition, knowledge)`` pairs (the truths of
+    constant attributes the path knows: :class:`_Truths`), through ``node``, recording in
+    ``table`` those that reach each raw event (a function of the module: see :func:`_loops_in`)."""
     kind = type(node)
     if kind is Assign or kind is Call:
         table[id(node)] = table.get(id(node), frozenset()) | cur
+        if truths is not None and id(node) in truths.ends:
+            cur = _forget(cur, truths.ends[id(node)])
         if kind is Assign and node.target == sym:
-            return _Ends(cur | {node} if node.op == "[]=" else frozenset({node}))  # d[k] = v keeps d
+            made = frozenset((node, k) for _, k in cur)
+            return _Ends(cur | made if node.op == "[]=" else made)  # d[k] = v keeps d
         if kind is Call and sym in node.targets:
-            return _Ends(frozenset({node}))
+            return _Ends(frozenset((node, k) for _, k in cur))
         return _Ends(cur)
     if kind is Jump:
         return _Ends(**{{"break": "brk", "continue": "cont", "return": "ret", "raise": "exc"}[node.kind]: cur})
     if kind is Seq:
         out = _Ends()
         for item in node.items:
-            r = _reach(item, cur, sym, binding, table)
+            r = _reach(item, cur, sym, binding, table, truths)
             out = _join(out, r)
             cur = r.normal
             if not cur:
@@ -667,37 +778,49 @@ def _reach(node: Node, cur: frozenset, sym: str, binding: frozenset, table: dict
         out.normal = cur
         return out
     if kind is If:
-        a = _reach(node.body, cur, sym, binding, table)
-        b = _reach(node.orelse, cur, sym, binding, table)
+        arms = truths.arms.get(id(node)) if truths is not None else None
+        if arms is None:
+            a = _reach(node.body, cur, sym, binding, table, truths)
+            b = _reach(node.orelse, cur, sym, binding, table, truths)
+        else:  # (an arm no path can take with what it knows is not reached)
+            entry = _enter(cur, arms[0])
+            a = _reach(node.body, entry, sym, binding, table, truths) if entry else _Ends()
+            entry = _enter(cur, arms[1])
+            b = _reach(node.orelse, entry, sym, binding, table, truths) if entry else _Ends()
         return _Ends(a.normal | b.normal, a.brk | b.brk, a.cont | b.cont, a.ret | b.ret, a.exc | b.exc)
     if kind is Loop:
         head = cur
         rebinds = id(node.info) in binding
+        bound = truths.loops.get(id(node), 0) if truths is not None else 0
         while True:
-            body = _reach(node.body, frozenset({node}) if rebinds else head, sym, binding, table)
+            entry = frozenset((node, k) for _, k in head) if rebinds else head
+            body = _reach(node.body, _forget(entry, bound) if bound else entry, sym, binding, table, truths)
             new_head = head | body.normal | body.cont
             if node.once or new_head == head:
                 break
             head = new_head
         exits = frozenset() if node.infinite else body.normal | body.cont  # (run at least once)
-        after = _reach(node.orelse, exits, sym, binding, table) if node.orelse.items else _Ends(exits)
+        after = _reach(node.orelse, exits, sym, binding, table, truths) if node.orelse.items else _Ends(exits)
         return _Ends(after.normal | body.brk, after.brk, after.cont, after.ret | body.ret, after.exc | body.exc)
     if kind is Try:
-        body = _reach(node.body, cur, sym, binding, table)
+        body = _reach(node.body, cur, sym, binding, table, truths)
         out = _Ends(brk=body.brk, cont=body.cont, ret=body.ret, exc=frozenset() if node.handlers else body.exc)
-        out.normal = _reach(node.orelse, body.normal, sym, binding, table).normal if node.orelse.items else body.normal
+        if node.orelse.items:
+            out.normal = _reach(node.orelse, body.normal, sym, binding, table, truths).normal
+        else:
+            out.normal = body.normal
         handler_in = cur | body.normal | body.exc
         for h in node.handlers:
-            r = _reach(h, handler_in, sym, binding, table)
+            r = _reach(h, handler_in, sym, binding, table, truths)
             out = _join(out, r)
             out.normal |= r.normal
         if node.final.items:  # (it runs on every way out; what it binds is kept on the normal one)
-            fin = _reach(node.final, out.normal | out.ret | out.exc, sym, binding, table)
+            fin = _reach(node.final, out.normal | out.ret | out.exc, sym, binding, table, truths)
             out = _join(out, fin)
             out.normal = fin.normal
         return out
     if kind is Inline:
-        r = _reach(node.body, cur, sym, binding, table)
+        r = _reach(node.body, cur, sym, binding, table, truths)
         return _Ends(r.normal | r.ret, exc=r.exc)  # its return ends only the call
     return _Ends(cur)
 

@@ -94,8 +94,10 @@ class ProbabilitiesToLogitsLoss(Rule):
     call, or a name every definition of which that reaches the call
     (:func:`~loopcheck.engine.values.reaching_definitions`: not one in the other arm of an ``if``)
     gives the same kind (softmax/sigmoid functions and tensor methods, a model whose classes
-    output probabilities, value-keeping tensor methods of those). Tests are not decided; an
-    inlined project function or unknown call gives no kind (see ``rules/LC701.md``)."""
+    output probabilities, value-keeping tensor methods of those). Tests are not decided, but two
+    tests of the truth of one attribute only ``__init__`` assigns (``if not self.logits:``, ``if
+    self.logits:``) take agreeing arms (:attr:`~loopcheck.engine.ir.If.constant`); an inlined
+    project function or unknown call gives no kind (see ``rules/LC701.md``)."""
 
     info = INFOS["LC701"]
 
