@@ -52,6 +52,14 @@ class Machine:
     subjects: frozenset[str] = frozenset()
     #: ``transfer`` changes the state only on events whose subject is one of ``subjects``.
     only_own_events: bool = False
+    #: The machine's findings are orderings of its own events, which hold on the paths where
+    #: those events complete: where a call raises whose event would have changed the state
+    #: (:meth:`transfer` gives another state), the path is not followed to the handlers of an
+    #: enclosing ``try`` (a ``scaler.update()`` that raised out of memory did not update, and
+    #: an ``except RuntimeError: continue`` that swallowed it is not a run the program makes
+    #: as written). A path that raises elsewhere (a call that changes nothing of the state, a
+    #: loop's fetch of its next item, an explicit ``raise``) still reaches the handlers.
+    own_events_complete: bool = False
 
     def initial(self) -> State:
         raise NotImplementedError
@@ -1287,25 +1295,55 @@ class _Interpreter:
         where each of them raises (:meth:`Machine.raised`: by default the state before it, an
         event that raises has not happened; a call without events, the state before it). The
         call that holds an event raises there: evaluating its receiver and arguments is part
-        of it (``scaler.scale(loss).backward()`` raises in its ``backward()``)."""
-        if raised is not None:
+        of it (``scaler.scale(loss).backward()`` raises in its ``backward()``). A machine whose
+        own events complete (:attr:`Machine.own_events_complete`) raises nothing where the call
+        changes its state (:meth:`_raising`)."""
+        if raised is None:
+            for ev in raw.typed:
+                self.flow.at.setdefault(ev, set()).update(ms for ms, _ in states)
+                # (NOT_TAKEN: the machine knows the event raises on that path, which ends there)
+                states = {(after, conds) for ms, conds in states
+                          if (after := self.m.transfer(ms, ev)) is not NOT_TAKEN}
+        else:
             if not raw.typed:
                 raised |= states
             else:
-                on_raise = self.m.raised
-        for ev in raw.typed:
-            if raised is not None:
-                raised |= {(on_raise(ms, ev), conds) for ms, conds in states}
-            self.flow.at.setdefault(ev, set()).update(ms for ms, _ in states)
-            # (NOT_TAKEN: the machine knows the event raises on that path, which ends there)
-            states = {(after, conds) for ms, conds in states
-                      if (after := self.m.transfer(ms, ev)) is not NOT_TAKEN}
+                states = self._raising(raw, states, raised)
         names = self._rebinds(raw)
         if names:
             states = self._forget(states, names)
         if self._fact_nodes and id(raw) in self._facts.effects:
             states = self._fact_effect(raw, states)
         return states
+
+    def _raising(self, raw: Call | Assign, states: set, raised: set) -> set:
+        """``states`` after the typed events of ``raw``, adding to ``raised`` the states where
+        each of them raises (:meth:`Machine.raised`). Where the machine's own events complete
+        (:attr:`Machine.own_events_complete`) and the call changes a state (one of its events
+        does: ``scaler.step(optimizer)`` is the scaler's step and the optimizer's), the call
+        raises nothing from that state: a raise of the call itself is no path to report on. A
+        state in which the machine knows an event raises (:data:`NOT_TAKEN`) raises there
+        whatever the call does, and its path ends."""
+        m = self.m
+        complete = m.own_events_complete
+        at = self.flow.at
+        out = set()
+        for ms, conds in states:
+            raises, changed = [], False
+            for ev in raw.typed:
+                at.setdefault(ev, set()).add(ms)
+                raises.append((m.raised(ms, ev), conds))
+                after = m.transfer(ms, ev)
+                if after is NOT_TAKEN:
+                    changed = False  # (it surely raises: not a call that failed by chance)
+                    break
+                changed = changed or after != ms
+                ms = after
+            if not (complete and changed):
+                raised.update(raises)
+            if after is not NOT_TAKEN:
+                out.add((ms, conds))
+        return out
 
     def _known(self, states: set, number: int | None, negated: bool, taken: bool) -> set:
         """``states`` that can find remembered test ``number`` (``None``: none) ``taken`` (true or

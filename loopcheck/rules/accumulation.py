@@ -169,6 +169,7 @@ class ClippedSumsMachine(Machine):
     (:func:`clip_reaches_step`)."""
 
     kinds = frozenset({"backward", "clip", "step", "zero_grad", "zero_grad_model", "zero_grad_all"})
+    own_events_complete = True
 
     def __init__(self, unit: Unit, opt: str) -> None:
         self.unit = unit

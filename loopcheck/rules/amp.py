@@ -60,6 +60,7 @@ ABSENT = A("absent")
 class ScalingMachine(Machine):
     kinds = frozenset({'backward', 'unscale', 'scaler_step', 'step', 'scaler_update', 'opt_build', 'zero_grad',
                        'zero_grad_model', 'zero_grad_all', 'havoc', 'clip', 'scale_bind'})
+    own_events_complete = True
 
     def __init__(self, unit: Unit, opt: str) -> None:
         self.unit, self.opt = unit, opt

@@ -308,6 +308,7 @@ class GradientMachine(Machine):
     #: followed only in a unit that has :func:`pure_counters` (elsewhere an ``if`` whose arm
     #: only resets a variable, ``if logged > 100: logged = 0``, stays free for the dataflow)
     counter_kinds = frozenset({'count_up', 'count_reset'})
+    own_events_complete = True
 
     def __init__(self, unit: Unit, opt: str) -> None:
         self.unit = unit
