@@ -78,8 +78,9 @@ class Machine:
     def raised(self, state: State, event: Event) -> State:
         """The state where ``event`` raised, to the handlers of an enclosing ``try``; default: the
         state before it (an event that raises has not happened). A machine whose event may
-        have done part of its work before it raised says what that part leaves (a
-        ``backward()`` that raised may have written some gradients: the gradient machine)."""
+        have done part of its work before it raised says what that part leaves. (A machine
+        whose own events complete, :attr:`own_events_complete`, is asked only for an event
+        that changes nothing of the state.)"""
         return state
 
     def branch(self, state: State, node: If, taken: bool) -> State:
@@ -1613,8 +1614,9 @@ class _Interpreter:
             return _Out(ret=set(states))
         if isinstance(node, Try):
             # A handler is entered where the body raised: at one of its calls (in the state
-            # Machine.raised gives: before it, or what a ``backward()`` that raised part-way
-            # leaves), at a loop's fetch of its next item, or at an explicit ``raise``; never
+            # Machine.raised gives: before it by default; none for a call of the machine's own
+            # events when they complete, Machine.own_events_complete), at a loop's fetch of its
+            # next item, or at an explicit ``raise``; never
             # from the state after the body completed, which goes to the ``else`` block. (The
             # calls of an ``if``'s test are items before it; a test without calls raises
             # nothing here.)

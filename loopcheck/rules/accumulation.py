@@ -198,10 +198,6 @@ class ClippedSumsMachine(Machine):
             return ClippedSums()
         return s
 
-    def raised(self, s: ClippedSums, ev: Event) -> ClippedSums:
-        # a backward that raised may have added part of its gradients (autograd writes as it goes)
-        return self.transfer(s, ev) if ev.kind == "backward" else s
-
     def rebinds(self, loop) -> bool:
         # ``for opt in optimizers: opt.step()``: each iteration is another optimizer's
         return id(loop) in self._rebinding

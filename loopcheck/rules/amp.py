@@ -315,7 +315,9 @@ class BackwardOnUnscaledLoss(Rule):
 class ScalerStepWithoutUpdate(Rule):
     """LC604: ``scaler.step(O)`` in a loop runs while, on some path with ``O``'s state known, the
     scaler has already stepped ``O`` since its last ``update()``; reported on that earlier
-    step (see ``rules/LC604.md``)."""
+    step. The paths are those on which the scaler's calls complete: no ``except`` arm is
+    entered from a ``scaler.step()``/``scaler.update()`` that raised
+    (:attr:`~loopcheck.engine.dataflow.Machine.own_events_complete`; see ``rules/LC604.md``)."""
 
     info = INFOS["LC604"]
 
