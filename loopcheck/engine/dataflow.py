@@ -54,11 +54,12 @@ class Machine:
     only_own_events: bool = False
     #: The machine's findings are orderings of its own events, which hold on the paths where
     #: those events complete: where a call raises whose event would have changed the state
-    #: (:meth:`transfer` gives another state), the path is not followed to the handlers of an
-    #: enclosing ``try`` (a ``scaler.update()`` that raised out of memory did not update, and
-    #: an ``except RuntimeError: continue`` that swallowed it is not a run the program makes
-    #: as written). A path that raises elsewhere (a call that changes nothing of the state, a
-    #: loop's fetch of its next item, an explicit ``raise``) still reaches the handlers.
+    #: (:meth:`transfer` gives another state) or acts on the machine's object (:meth:`acts`),
+    #: the path is not followed to the handlers of an enclosing ``try`` (a ``scaler.update()``
+    #: that raised out of memory did not update, and an ``except RuntimeError: continue`` that
+    #: swallowed it is not a run the program makes as written). A path that raises elsewhere
+    #: (a call that is none of the machine's, a loop's fetch of its next item, an explicit
+    #: ``raise``) still reaches the handlers.
     own_events_complete: bool = False
 
     def initial(self) -> State:
@@ -82,6 +83,13 @@ class Machine:
         whose own events complete, :attr:`own_events_complete`, is asked only for an event
         that changes nothing of the state.)"""
         return state
+
+    def acts(self, state: State, event: Event) -> bool:
+        """Whether ``event`` acts on the machine's object in ``state`` where :meth:`transfer`
+        gives the state back (the states do not tell one run of the event from several: a
+        backward adding to gradients already filled). Read for :attr:`own_events_complete`
+        only, an event that changes the state being one of the machine's own; default: no."""
+        return False
 
     def branch(self, state: State, node: If, taken: bool) -> State:
         """The state on entering the body (``taken``) or the else-arm of ``node``;
@@ -1321,7 +1329,8 @@ class _Interpreter:
         """``states`` after the typed events of ``raw``, adding to ``raised`` the states where
         each of them raises (:meth:`Machine.raised`). Where the machine's own events complete
         (:attr:`Machine.own_events_complete`) and the call changes a state (one of its events
-        does: ``scaler.step(optimizer)`` is the scaler's step and the optimizer's), the call
+        does, or acts on the machine's object, :meth:`Machine.acts`: ``scaler.step(optimizer)``
+        is the scaler's step and the optimizer's), the call
         raises nothing from that state: a raise of the call itself is no path to report on. A
         state in which the machine knows an event raises (:data:`NOT_TAKEN`) raises there
         whatever the call does, and its path ends."""
@@ -1338,7 +1347,7 @@ class _Interpreter:
                 if after is NOT_TAKEN:
                     changed = False  # (it surely raises: not a call that failed by chance)
                     break
-                changed = changed or after != ms
+                changed = changed or after != ms or m.acts(ms, ev)
                 ms = after
             if not (complete and changed):
                 raised.update(raises)

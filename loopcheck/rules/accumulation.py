@@ -198,6 +198,11 @@ class ClippedSumsMachine(Machine):
             return ClippedSums()
         return s
 
+    def acts(self, s: ClippedSums, ev: Event) -> bool:
+        """A backward that can reach the optimizer's parameters adds to its gradients, whatever
+        the state says of the clipped sums."""
+        return ev.kind == "backward" and reaches(self.unit, self.opt, ev)
+
     def rebinds(self, loop) -> bool:
         # ``for opt in optimizers: opt.step()``: each iteration is another optimizer's
         return id(loop) in self._rebinding

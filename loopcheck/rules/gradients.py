@@ -381,6 +381,11 @@ class GradientMachine(Machine):
             return G("filled", bw=ev, stale=False, stepped=s.stepped, built=s.built)  # written by hand
         return s
 
+    def acts(self, s: G, ev: Event) -> bool:
+        """A backward that can fill these gradients acts on them also where the state stays
+        ``filled`` (it adds to them)."""
+        return ev.kind == "backward" and s.phase != "absent" and reaches(self.unit, self.opt, ev)
+
     def _sets_none(self, none) -> bool | None:
         """What a clear left in each ``.grad``, from :attr:`G.none` (a clear's ``set_to_none``,
         :meth:`loopcheck.engine.events._Typer.set_to_none`): ``"default"`` is read as the
