@@ -52,6 +52,15 @@ class Machine:
     subjects: frozenset[str] = frozenset()
     #: ``transfer`` changes the state only on events whose subject is one of ``subjects``.
     only_own_events: bool = False
+    #: The machine's findings are orderings of its own events, which hold on the paths where
+    #: those events complete: where a call raises whose event would have changed the state
+    #: (:meth:`transfer` gives another state) or acts on the machine's object (:meth:`acts`),
+    #: the path is not followed to the handlers of an enclosing ``try`` (a ``scaler.update()``
+    #: that raised out of memory did not update, and an ``except RuntimeError: continue`` that
+    #: swallowed it is not a run the program makes as written). A path that raises elsewhere
+    #: (a call that is none of the machine's, a loop's fetch of its next item, an explicit
+    #: ``raise``) still reaches the handlers.
+    own_events_complete: bool = False
 
     def initial(self) -> State:
         raise NotImplementedError
@@ -70,9 +79,17 @@ class Machine:
     def raised(self, state: State, event: Event) -> State:
         """The state where ``event`` raised, to the handlers of an enclosing ``try``; default: the
         state before it (an event that raises has not happened). A machine whose event may
-        have done part of its work before it raised says what that part leaves (a
-        ``backward()`` that raised may have written some gradients: the gradient machine)."""
+        have done part of its work before it raised says what that part leaves. (A machine
+        whose own events complete, :attr:`own_events_complete`, is asked only for an event
+        that changes nothing of the state.)"""
         return state
+
+    def acts(self, state: State, event: Event) -> bool:
+        """Whether ``event`` acts on the machine's object in ``state`` where :meth:`transfer`
+        gives the state back (the states do not tell one run of the event from several: a
+        backward adding to gradients already filled). Read for :attr:`own_events_complete`
+        only, an event that changes the state being one of the machine's own; default: no."""
+        return False
 
     def branch(self, state: State, node: If, taken: bool) -> State:
         """The state on entering the body (``taken``) or the else-arm of ``node``;
@@ -1287,25 +1304,56 @@ class _Interpreter:
         where each of them raises (:meth:`Machine.raised`: by default the state before it, an
         event that raises has not happened; a call without events, the state before it). The
         call that holds an event raises there: evaluating its receiver and arguments is part
-        of it (``scaler.scale(loss).backward()`` raises in its ``backward()``)."""
-        if raised is not None:
+        of it (``scaler.scale(loss).backward()`` raises in its ``backward()``). A machine whose
+        own events complete (:attr:`Machine.own_events_complete`) raises nothing where the call
+        changes its state (:meth:`_raising`)."""
+        if raised is None:
+            for ev in raw.typed:
+                self.flow.at.setdefault(ev, set()).update(ms for ms, _ in states)
+                # (NOT_TAKEN: the machine knows the event raises on that path, which ends there)
+                states = {(after, conds) for ms, conds in states
+                          if (after := self.m.transfer(ms, ev)) is not NOT_TAKEN}
+        else:
             if not raw.typed:
                 raised |= states
             else:
-                on_raise = self.m.raised
-        for ev in raw.typed:
-            if raised is not None:
-                raised |= {(on_raise(ms, ev), conds) for ms, conds in states}
-            self.flow.at.setdefault(ev, set()).update(ms for ms, _ in states)
-            # (NOT_TAKEN: the machine knows the event raises on that path, which ends there)
-            states = {(after, conds) for ms, conds in states
-                      if (after := self.m.transfer(ms, ev)) is not NOT_TAKEN}
+                states = self._raising(raw, states, raised)
         names = self._rebinds(raw)
         if names:
             states = self._forget(states, names)
         if self._fact_nodes and id(raw) in self._facts.effects:
             states = self._fact_effect(raw, states)
         return states
+
+    def _raising(self, raw: Call | Assign, states: set, raised: set) -> set:
+        """``states`` after the typed events of ``raw``, adding to ``raised`` the states where
+        each of them raises (:meth:`Machine.raised`). Where the machine's own events complete
+        (:attr:`Machine.own_events_complete`) and the call changes a state (one of its events
+        does, or acts on the machine's object, :meth:`Machine.acts`: ``scaler.step(optimizer)``
+        is the scaler's step and the optimizer's), the call
+        raises nothing from that state: a raise of the call itself is no path to report on. A
+        state in which the machine knows an event raises (:data:`NOT_TAKEN`) raises there
+        whatever the call does, and its path ends."""
+        m = self.m
+        complete = m.own_events_complete
+        at = self.flow.at
+        out = set()
+        for ms, conds in states:
+            raises, changed = [], False
+            for ev in raw.typed:
+                at.setdefault(ev, set()).add(ms)
+                raises.append((m.raised(ms, ev), conds))
+                after = m.transfer(ms, ev)
+                if after is NOT_TAKEN:
+                    changed = False  # (it surely raises: not a call that failed by chance)
+                    break
+                changed = changed or after != ms or m.acts(ms, ev)
+                ms = after
+            if not (complete and changed):
+                raised.update(raises)
+            if after is not NOT_TAKEN:
+                out.add((ms, conds))
+        return out
 
     def _known(self, states: set, number: int | None, negated: bool, taken: bool) -> set:
         """``states`` that can find remembered test ``number`` (``None``: none) ``taken`` (true or
@@ -1575,8 +1623,9 @@ class _Interpreter:
             return _Out(ret=set(states))
         if isinstance(node, Try):
             # A handler is entered where the body raised: at one of its calls (in the state
-            # Machine.raised gives: before it, or what a ``backward()`` that raised part-way
-            # leaves), at a loop's fetch of its next item, or at an explicit ``raise``; never
+            # Machine.raised gives: before it by default; none for a call of the machine's own
+            # events when they complete, Machine.own_events_complete), at a loop's fetch of its
+            # next item, or at an explicit ``raise``; never
             # from the state after the body completed, which goes to the ``else`` block. (The
             # calls of an ``if``'s test are items before it; a test without calls raises
             # nothing here.)

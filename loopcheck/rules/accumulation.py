@@ -169,6 +169,7 @@ class ClippedSumsMachine(Machine):
     (:func:`clip_reaches_step`)."""
 
     kinds = frozenset({"backward", "clip", "step", "zero_grad", "zero_grad_model", "zero_grad_all"})
+    own_events_complete = True
 
     def __init__(self, unit: Unit, opt: str) -> None:
         self.unit = unit
@@ -197,9 +198,10 @@ class ClippedSumsMachine(Machine):
             return ClippedSums()
         return s
 
-    def raised(self, s: ClippedSums, ev: Event) -> ClippedSums:
-        # a backward that raised may have added part of its gradients (autograd writes as it goes)
-        return self.transfer(s, ev) if ev.kind == "backward" else s
+    def acts(self, s: ClippedSums, ev: Event) -> bool:
+        """A backward that can reach the optimizer's parameters adds to its gradients, whatever
+        the state says of the clipped sums."""
+        return ev.kind == "backward" and reaches(self.unit, self.opt, ev)
 
     def rebinds(self, loop) -> bool:
         # ``for opt in optimizers: opt.step()``: each iteration is another optimizer's

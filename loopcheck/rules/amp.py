@@ -60,6 +60,7 @@ ABSENT = A("absent")
 class ScalingMachine(Machine):
     kinds = frozenset({'backward', 'unscale', 'scaler_step', 'step', 'scaler_update', 'opt_build', 'zero_grad',
                        'zero_grad_model', 'zero_grad_all', 'havoc', 'clip', 'scale_bind'})
+    own_events_complete = True
 
     def __init__(self, unit: Unit, opt: str) -> None:
         self.unit, self.opt = unit, opt
@@ -314,7 +315,9 @@ class BackwardOnUnscaledLoss(Rule):
 class ScalerStepWithoutUpdate(Rule):
     """LC604: ``scaler.step(O)`` in a loop runs while, on some path with ``O``'s state known, the
     scaler has already stepped ``O`` since its last ``update()``; reported on that earlier
-    step (see ``rules/LC604.md``)."""
+    step. The paths are those on which the scaler's calls complete: no ``except`` arm is
+    entered from a ``scaler.step()``/``scaler.update()`` that raised
+    (:attr:`~loopcheck.engine.dataflow.Machine.own_events_complete`; see ``rules/LC604.md``)."""
 
     info = INFOS["LC604"]
 

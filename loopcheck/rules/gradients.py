@@ -55,10 +55,6 @@ class G(NamedTuple):
     spent: the gradients were filled by a backward that another optimizer's step has applied
         since (a GAN's generator loss runs through the discriminator): that backward was the
         other optimizer's, and what it left in these gradients is for a zero_grad to clear.
-    partial: the gradients hold what a ``backward()`` that raised wrote before it stopped
-        (autograd accumulates into ``.grad`` as it goes): some of them hold the failed batch's
-        gradient, some not, so nothing in them is a complete gradient for a step to apply, and
-        clearing them in the ``except`` arm is the recovery, not a loss (phase ``filled``).
     counted: while ``filled``, the counters (:func:`pure_counters`) incremented since the
         gradients were filled: each is positive on this path, so a test that the counter is
         zero is false (``if accum_count > 0:`` before a step that flushes what is left).
@@ -80,7 +76,6 @@ class G(NamedTuple):
     spent: bool = False
     cleared: frozenset = frozenset()
     built: Event | None = None  # the construction of the optimizer on this path, when seen
-    partial: bool = False
     counted: frozenset = frozenset()
     none: bool | str | None = None
 
@@ -308,6 +303,7 @@ class GradientMachine(Machine):
     #: followed only in a unit that has :func:`pure_counters` (elsewhere an ``if`` whose arm
     #: only resets a variable, ``if logged > 100: logged = 0``, stays free for the dataflow)
     counter_kinds = frozenset({'count_up', 'count_reset'})
+    own_events_complete = True
 
     def __init__(self, unit: Unit, opt: str) -> None:
         self.unit = unit
@@ -363,7 +359,7 @@ class GradientMachine(Machine):
             return G("unknown", stale=None, stepped=s.stepped, built=s.built)
         if (k in ("zero_grad", "zero_grad_model") and touches(self.unit, self.opt, ev, s.built)) or k == "zero_grad_all":
             none = ev.extra.get("set_to_none")  # ("default": read at an in-place write, _sets_none)
-            if s.phase == "filled" and not s.spent and not s.partial:
+            if s.phase == "filled" and not s.spent:
                 return G("wiped", bw=s.bw, zg=ev, stepped=s.stepped, skip=s.skip, built=s.built, none=none)
             return G("empty", stepped=s.stepped, built=s.built, none=none)
         if k in ("zero_grad", "zero_grad_model"):
@@ -385,6 +381,11 @@ class GradientMachine(Machine):
             return G("filled", bw=ev, stale=False, stepped=s.stepped, built=s.built)  # written by hand
         return s
 
+    def acts(self, s: G, ev: Event) -> bool:
+        """A backward that can fill these gradients acts on them also where the state stays
+        ``filled`` (it adds to them)."""
+        return ev.kind == "backward" and s.phase != "absent" and reaches(self.unit, self.opt, ev)
+
     def _sets_none(self, none) -> bool | None:
         """What a clear left in each ``.grad``, from :attr:`G.none` (a clear's ``set_to_none``,
         :meth:`loopcheck.engine.events._Typer.set_to_none`): ``"default"`` is read as the
@@ -397,17 +398,6 @@ class GradientMachine(Machine):
 
     def _params_known(self, built: Event | None) -> bool:
         return params_known(self.unit, self.opt, built)
-
-    def raised(self, s: G, ev: Event) -> G:
-        """A backward that can fill these gradients and raised (out of memory) may have written
-        part of them before it stopped: the gradients it would fill are *partial*
-        (:class:`G`), on top of what they held; another event that raised did nothing."""
-        if ev.kind != "backward":
-            return s
-        after = self.transfer(s, ev)
-        if after is s or after.phase != "filled":
-            return after
-        return after._replace(partial=True)
 
     def _clear_part(self, s: G, part: frozenset) -> G:
         """A zero_grad clears the gradients of ``part`` of the optimizer's models. It matters
@@ -684,9 +674,10 @@ class ZeroGradBetweenBackwardAndStep(Rule):
     """LC103: a ``zero_grad`` concerning optimizer ``O`` clears, on some path, the gradients of a
     backward no other optimizer's step has applied, before ``O.step()`` (in the ``zero_grad``'s
     loop, no backward in between, not skipped by accumulation); or it runs every iteration
-    while ``O``'s accumulation-guarded step was skipped. Gradients a ``backward()`` that raised
-    left partly written (:attr:`G.partial`: an ``except`` arm around it) are no loss to clear
-    (see ``rules/LC103.md``)."""
+    while ``O``'s accumulation-guarded step was skipped. An ``except`` arm entered where the
+    backward (or another event of ``O``'s gradients) itself raised is no path of the ordering
+    (:attr:`~loopcheck.engine.dataflow.Machine.own_events_complete`): a ``zero_grad`` there
+    clears what a failed call left (see ``rules/LC103.md``)."""
 
     info = INFOS["LC103"]
 
@@ -711,7 +702,7 @@ class ZeroGradBetweenBackwardAndStep(Rule):
                 elif ev.kind in ("zero_grad", "zero_grad_model") and touches(unit, opt, ev) or ev.kind == "zero_grad_all":
                     for s in unit.in_order(states, "skip", "bw"):
                         if (
-                            s.phase == "filled" and s.skip is not None and not s.partial and id(ev) not in reported
+                            s.phase == "filled" and s.skip is not None and id(ev) not in reported
                             and ev.ctx.loops and s.skip.ctx.loops and ev.ctx.loops[-1] is s.skip.ctx.loops[-1] and not ev.ctx.conds
                         ):
                             reported.add(id(ev))
