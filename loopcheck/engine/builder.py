@@ -2033,10 +2033,12 @@ class UnitBuilder:
         ]
         if binds:
             body.items[:0] = binds
-        # a parameter given the caller's variable of its own name (``run(phase)`` into ``phase``)
-        # is that variable: a test of it still holds in the caller after the return
+        # a parameter given the caller's variable of its own name (``run(phase)`` into ``phase``,
+        # the ``self`` of ``self.rollout()`` in a method) is that variable: a test of it still
+        # holds in the caller after the return
         own = frozenset(callee.locals).union(
-            name for name, sym in subst.items() if sym.rpartition(":")[2].split(".")[0] != name)
+            name for name, sym in subst.items()
+            if sym.rpartition(":")[2].split(".")[0] != name and self.resolve(frame, name)[0] != sym)
         return Inline(func, body, callee.fid, own, self._new_instance(callee_info))
 
     @staticmethod

@@ -28,7 +28,7 @@ import libcst as cst
 from loopcheck.engine.builder import ModuleIndex, find_method
 from loopcheck.engine.calls import arg_at, receiver_of, same_sym, summary_of
 from loopcheck.engine.graphs import graph_stores
-from loopcheck.engine.ir import Arg, Assign, Call, RawEvent
+from loopcheck.engine.ir import Arg, Assign, Call, RawEvent, Sources
 from loopcheck.engine.knowledge import Returns, Summary, knowledge
 from loopcheck.engine.walk import calls_in_order, dotted_chains, names_in
 
@@ -59,6 +59,21 @@ ROLE_TYPES = {
 
 
 MAX_ALIAS_PASSES = 8
+
+#: What a value computed without a graph is computed from, for the provenance of losses.
+_NO_SOURCES = Sources(frozenset(), ())
+
+
+def computed_without_graph(e: RawEvent) -> bool:
+    """Whether definition ``e`` computes a new value with gradients disabled (inside
+    ``torch.no_grad()``/``inference_mode``): autograd records no operation there, so the value
+    is linked to no model's parameters, whatever it is computed from, and a loss computed from
+    it reaches none of them through it (TD3's target action, ``with torch.no_grad():
+    next_action = actor(next_state)``). A plain re-binding (``x = y``) or an augmented
+    assignment is no new value: the object keeps what it was computed from."""
+    if e.ctx.grad != "disabled":
+        return False
+    return not isinstance(e, Assign) or (e.op == "=" and e.value_sym is None)
 
 
 def last(sym: str) -> str:
@@ -691,9 +706,10 @@ class _Inference:
                     if loop not in found:
                         found.append(loop)
             if e.sources is not None:
+                src = _NO_SOURCES if computed_without_graph(e) else e.sources
                 for t in (e.targets if isinstance(e, Call) else (e.target,)):
                     if t:
-                        self.sources.setdefault(t, []).append(e.sources)
+                        self.sources.setdefault(t, []).append(src)
             if isinstance(e, Assign) and e.op == "=":
                 held = e.mentions if e.held is None else e.held
                 self.defs.setdefault(e.target, []).append((held, e.value_kind))
