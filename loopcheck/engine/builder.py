@@ -925,7 +925,8 @@ class UnitBuilder:
                 number = kb.function(fname) if fq else None
                 if number is not None and number.returns is not None and number.returns.value == "number":
                     continue  # float(loss), int(n): a number
-                stack.extend((x, under_key) for x in p.args)
+                if not _new_leaf(number):
+                    stack.extend((x, under_key) for x in p.args)
                 if p.detaches:
                     continue  # x.detach(), x.item(): nothing of x flows on
                 raw = self._raw_of.get(p.node)
@@ -3717,6 +3718,16 @@ def _in_evaluation_order(n: cst.CSTNode, out: list) -> None:
 
 #: What :func:`literal_value` returns for an expression that is not a literal.
 NO_VALUE = object()
+
+
+def _new_leaf(summary) -> bool:
+    """Whether a library function with ``summary`` returns a new tensor built from the values
+    of its arguments and recording no operation on them (``returns.value = "tensor"`` without
+    ``shares``: ``torch.tensor(x)`` copies ``x`` into a new leaf, ``torch.zeros_like(x)`` reads
+    only its shape): nothing of the arguments' graphs flows into its result
+    (``torch.as_tensor(t)``, which may return ``t`` itself, is not one)."""
+    r = summary.returns if summary is not None else None
+    return r is not None and r.value == "tensor" and r.get("shares") is None
 
 
 @dataclass(frozen=True, eq=False)

@@ -662,7 +662,8 @@ class ZeroGradBetweenBackwardAndStep(Rule):
     """LC103: a ``zero_grad`` concerning optimizer ``O`` clears, on some path, the gradients of a
     backward no other optimizer's step has applied, before ``O.step()`` (in the ``zero_grad``'s
     loop, no backward in between, not skipped by accumulation); or it runs every iteration
-    while ``O``'s accumulation-guarded step was skipped. Gradients a ``backward()`` that raised
+    while ``O``'s accumulation-guarded step was skipped, over gradients of a backward that some
+    step of ``O`` applies on another path (:func:`applied_backwards`). Gradients a ``backward()`` that raised
     left partly written (:attr:`G.partial`: an ``except`` arm around it) are no loss to clear
     (see ``rules/LC103.md``)."""
 
