@@ -78,6 +78,24 @@ def _dominates(d: RawEvent, at: RawEvent) -> bool:
             and _same_nodes(dc.calls, ac.calls) and _same_nodes(dc.conds, ac.conds[:len(dc.conds)]))
 
 
+def _nodes_in_try(tree: cst.Module | None) -> set[int]:
+    """The ``id``s of the nodes inside the ``try`` statements of ``tree``; only statements are
+    walked outside them (an expression holds no ``try``)."""
+    out: set[int] = set()
+    stack: list[cst.CSTNode] = [tree] if tree is not None else []
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.Try, cst.TryStar)):
+            inner = [node]
+            while inner:
+                n = inner.pop()
+                out.add(id(n))
+                inner.extend(n.children)
+        elif not isinstance(node, (cst.BaseExpression, cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            stack.extend(node.children)
+    return out
+
+
 def computed_without_graph(e: RawEvent) -> bool:
     """Whether definition ``e`` computes a new value with gradients disabled (inside
     ``torch.no_grad()``/``inference_mode``): autograd records no operation there, so the value
@@ -703,7 +721,7 @@ class _Inference:
         # order of the code (a value computed under no_grad from nothing: computed_without_graph)
         self.source_defs: dict[str, list[tuple[RawEvent, object]]] = {}
         self.order = {id(e): i for i, e in enumerate(events)}
-        self._statements: tuple[set[int], set[int]] | None = None  # (_unguarded)
+        self._guarded: set[int] | None = None  # ids of the nodes in try statements (_unguarded)
         self.by_usage: set[str] = set()  # models known only from their train()/eval() calls
         # symbols bound to an instance of a class of the project that has no role (a class that
         # derives from no library class with one): its methods are the project's, read where
@@ -1407,24 +1425,15 @@ class _Inference:
         return [(d, src) for d, src in defs if first <= self.order.get(id(d), pos) < pos]
 
     def _unguarded(self, d: RawEvent) -> bool:
-        """Whether the statement of definition ``d`` is one of this module's and lies in no
-        ``try`` statement (whose body may stop before it, and whose other blocks run only on
-        some paths): :func:`_dominates` knows nothing of ``try``."""
-        if self._statements is None:
-            here: set[int] = set()
-            guarded: set[int] = set()
-            tree = getattr(self.index, "tree", None)
-            stack = [(tree, False)] if tree is not None else []
-            while stack:
-                node, in_try = stack.pop()
-                here.add(id(node))
-                if in_try:
-                    guarded.add(id(node))
-                inner = in_try or isinstance(node, (cst.Try, cst.TryStar))
-                stack.extend((child, inner) for child in node.children)
-            self._statements = (here, guarded)
-        here, guarded = self._statements
-        return id(d.node) in here and id(d.node) not in guarded
+        """Whether definition ``d`` is in the entry function's own body (not in an inlined call,
+        whose function may be another module's) and in no ``try`` statement of this module
+        (whose body may stop before it, and whose other blocks run only on some paths):
+        :func:`_dominates` knows nothing of ``try``."""
+        if d.ctx.calls:
+            return False
+        if self._guarded is None:
+            self._guarded = _nodes_in_try(getattr(self.index, "tree", None))
+        return id(d.node) not in self._guarded
 
     def _drawn_from(self, loop) -> tuple[set[str], bool]:
         """What a ``for`` loop's iterable draws its elements from: the models whose forward
