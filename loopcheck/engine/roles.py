@@ -69,6 +69,12 @@ def _same_nodes(a: tuple, b: tuple) -> bool:
     return len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
 
+def _rebinds(d: RawEvent) -> bool:
+    """Whether definition ``d`` binds its target to a new value (``x = ...``, ``x = f(...)``),
+    not a change of the value it held (``x += y``, ``x[k] = v``), which keeps what it held."""
+    return isinstance(d, Call) or d.op == "="
+
+
 def _dominates(d: RawEvent, at: RawEvent) -> bool:
     """Whether every path to ``at`` from the start of its innermost loop's iteration (or of its
     function) passes ``d``, ``d`` coming first in the code: the same loops and inlined calls,
@@ -1359,19 +1365,13 @@ class _Inference:
             if c in roles.models:
                 models.add(c)
                 continue
-            if defs is not None:
-                for d, src in defs:
-                    if not follow(src.calls):
-                        return None
-                    todo.extend((n, d) for n in src.names)
-                continue  # (its loops and stores are followed where all its definitions are)
             sources = self._defs_for(s)
-            for d, src in sources:
+            for d, src in sources if defs is None else defs:
                 if not follow(src.calls):
                     return None
                 todo.extend((n, d) for n in src.names)
             if s in done:
-                continue
+                continue  # (what its loops and its stores give does not depend on the read)
             done.add(s)
             for loop in self.loop_targets.get(s.partition(".")[0], ()) if not sources else ():
                 # ``for scale in outputs``: an element of what the loop iterates (through
@@ -1418,7 +1418,7 @@ class _Inference:
             # runs before or after the module's code assigns it (a loop is one unit's)
             return None
         dominating = [i for i, (d, _) in enumerate(defs)
-                      if self.order.get(id(d), pos) < pos and _dominates(d, at) and self._unguarded(d)]
+                      if self.order.get(id(d), pos) < pos and _rebinds(d) and _dominates(d, at) and self._unguarded(d)]
         if not dominating:
             return None
         first = self.order[id(defs[max(dominating, key=lambda i: self.order[id(defs[i][0])])][0])]
