@@ -929,7 +929,8 @@ class UnitBuilder:
                 number = kb.function(fname) if fq else None
                 if number is not None and number.returns is not None and number.returns.value == "number":
                     continue  # float(loss), int(n): a number
-                stack.extend((x, under_key) for x in p.args)
+                if not _new_leaf(number):
+                    stack.extend((x, under_key) for x in p.args)
                 if p.detaches:
                     continue  # x.detach(), x.item(): nothing of x flows on
                 raw = self._raw_of.get(p.node)
@@ -2093,10 +2094,12 @@ class UnitBuilder:
         ]
         if binds:
             body.items[:0] = binds
-        # a parameter given the caller's variable of its own name (``run(phase)`` into ``phase``)
-        # is that variable: a test of it still holds in the caller after the return
+        # a parameter given the caller's variable of its own name (``run(phase)`` into ``phase``,
+        # the ``self`` of ``self.rollout()`` in a method) is that variable: a test of it still
+        # holds in the caller after the return
         own = frozenset(callee.locals).union(
-            name for name, sym in subst.items() if sym.rpartition(":")[2].split(".")[0] != name)
+            name for name, sym in subst.items()
+            if sym.rpartition(":")[2].split(".")[0] != name and self.resolve(frame, name)[0] != sym)
         return Inline(func, body, callee.fid, own, self._new_instance(callee_info))
 
     @staticmethod
@@ -3778,6 +3781,16 @@ def _in_evaluation_order(n: cst.CSTNode, out: list) -> None:
 
 #: What :func:`literal_value` returns for an expression that is not a literal.
 NO_VALUE = object()
+
+
+def _new_leaf(summary) -> bool:
+    """Whether a library function with ``summary`` returns a new tensor built from the values
+    of its arguments and recording no operation on them (``returns.value = "tensor"`` without
+    ``shares``: ``torch.tensor(x)`` copies ``x`` into a new leaf, ``torch.zeros_like(x)`` reads
+    only its shape): nothing of the arguments' graphs flows into its result
+    (``torch.as_tensor(t)``, which may return ``t`` itself, is not one)."""
+    r = summary.returns if summary is not None else None
+    return r is not None and r.value == "tensor" and r.get("shares") is None
 
 
 @dataclass(frozen=True, eq=False)

@@ -28,7 +28,7 @@ import libcst as cst
 from loopcheck.engine.builder import ModuleIndex, find_method
 from loopcheck.engine.calls import arg_at, receiver_of, same_sym, summary_of
 from loopcheck.engine.graphs import graph_stores
-from loopcheck.engine.ir import Arg, Assign, Call, RawEvent
+from loopcheck.engine.ir import Arg, Assign, Call, RawEvent, Sources
 from loopcheck.engine.knowledge import Returns, Summary, knowledge
 from loopcheck.engine.walk import calls_in_order, dotted_chains, names_in
 
@@ -59,6 +59,59 @@ ROLE_TYPES = {
 
 
 MAX_ALIAS_PASSES = 8
+
+#: What a value computed without a graph is computed from, for the provenance of losses.
+_NO_SOURCES = Sources(frozenset(), ())
+
+
+def _same_nodes(a: tuple, b: tuple) -> bool:
+    """Whether two tuples hold the same syntax nodes (by identity)."""
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+
+
+def _rebinds(d: RawEvent) -> bool:
+    """Whether definition ``d`` binds its target to a new value (``x = ...``, ``x = f(...)``),
+    not a change of the value it held (``x += y``, ``x[k] = v``), which keeps what it held."""
+    return isinstance(d, Call) or d.op == "="
+
+
+def _dominates(d: RawEvent, at: RawEvent) -> bool:
+    """Whether every path to ``at`` from the start of its innermost loop's iteration (or of its
+    function) passes ``d``, ``d`` coming first in the code: the same loops and inlined calls,
+    and every ``if`` around ``d`` (within its loop) around ``at`` too."""
+    dc, ac = d.ctx, at.ctx
+    return (len(dc.loops) == len(ac.loops) and all(x is y for x, y in zip(dc.loops, ac.loops))
+            and _same_nodes(dc.calls, ac.calls) and _same_nodes(dc.conds, ac.conds[:len(dc.conds)]))
+
+
+def _nodes_in_try(tree: cst.Module | None) -> set[int]:
+    """The ``id``s of the nodes inside the ``try`` statements of ``tree``; only statements are
+    walked outside them (an expression holds no ``try``)."""
+    out: set[int] = set()
+    stack: list[cst.CSTNode] = [tree] if tree is not None else []
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.Try, cst.TryStar)):
+            inner = [node]
+            while inner:
+                n = inner.pop()
+                out.add(id(n))
+                inner.extend(n.children)
+        elif not isinstance(node, (cst.BaseExpression, cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            stack.extend(node.children)
+    return out
+
+
+def computed_without_graph(e: RawEvent) -> bool:
+    """Whether definition ``e`` computes a new value with gradients disabled (inside
+    ``torch.no_grad()``/``inference_mode``): autograd records no operation there, so the value
+    is linked to no model's parameters, whatever it is computed from, and a loss computed from
+    it reaches none of them through it (TD3's target action, ``with torch.no_grad():
+    next_action = actor(next_state)``). A plain re-binding (``x = y``) or an augmented
+    assignment is no new value: the object keeps what it was computed from."""
+    if e.ctx.grad != "disabled":
+        return False
+    return not isinstance(e, Assign) or (e.op == "=" and e.value_sym is None)
 
 
 def last(sym: str) -> str:
@@ -254,8 +307,9 @@ class Roles:
     Attributes:
         types: symbol → qualified library class of the object, when known.
         provenance: loss symbol → the models whose forward passes it is computed from (not
-            counting detached parts: ``D(G(z).detach())`` is D's only); ``None`` when a call on
-            the way is opaque.
+            counting detached parts: ``D(G(z).detach())`` is D's only; nor values computed
+            under ``no_grad``, :func:`computed_without_graph`); ``None`` when a call on the way
+            is opaque.
         loss_containers: lists and dicts of loss tensors whose elements are backpropagated
             (``losses[-1].backward()``, ``sum(losses).backward()``).
         alias: symbol → the symbol of the same object (``model = DDP(model)``).
@@ -669,7 +723,11 @@ class _Inference:
         # each assignment or call target
         self.defs: dict[str, list[tuple[frozenset[str], str]]] = {}
         self.methods: dict[str, set[str]] = {}
-        self.sources: dict[str, list] = {}
+        # symbol -> (definition, what its value is computed from) per definition, in the
+        # order of the code (a value computed under no_grad from nothing: computed_without_graph)
+        self.source_defs: dict[str, list[tuple[RawEvent, object]]] = {}
+        self.order = {id(e): i for i, e in enumerate(events)}
+        self._guarded: set[int] | None = None  # ids of the nodes in try statements (_unguarded)
         self.by_usage: set[str] = set()  # models known only from their train()/eval() calls
         # symbols bound to an instance of a class of the project that has no role (a class that
         # derives from no library class with one): its methods are the project's, read where
@@ -691,9 +749,10 @@ class _Inference:
                     if loop not in found:
                         found.append(loop)
             if e.sources is not None:
+                src = _NO_SOURCES if computed_without_graph(e) else e.sources
                 for t in (e.targets if isinstance(e, Call) else (e.target,)):
                     if t:
-                        self.sources.setdefault(t, []).append(e.sources)
+                        self.source_defs.setdefault(t, []).append((e, src))
             if isinstance(e, Assign) and e.op == "=":
                 held = e.mentions if e.held is None else e.held
                 self.defs.setdefault(e.target, []).append((held, e.value_kind))
@@ -1281,8 +1340,9 @@ class _Inference:
         roles = self.roles
         memo: dict[str, frozenset[str] | None] = {} if _memo is None else _memo
         models: set[str] = set()
-        seen: set[str] = set()
-        todo = [sym]
+        seen: set = set()  # (symbol, the id of the event that reads it, None: any)
+        done: set[str] = set()  # symbols whose loops and stores were followed
+        todo: list[tuple[str, RawEvent | None]] = [(sym, None)]
 
         def follow(calls) -> bool:
             """Add the models ``calls`` run forwards of; ``False`` when one is not understood."""
@@ -1295,19 +1355,24 @@ class _Inference:
             return True
 
         while todo:
-            s = todo.pop()
-            if s in seen:
+            s, at = todo.pop()
+            defs = self._reaching(s, at)
+            key = (s, id(at) if defs is not None else None)
+            if key in seen:
                 continue
-            seen.add(s)
+            seen.add(key)
             c = roles.canon(s)
             if c in roles.models:
                 models.add(c)
                 continue
-            sources = self._sources_for(s)
-            for src in sources:
+            sources = self._defs_for(s)
+            for d, src in sources if defs is None else defs:
                 if not follow(src.calls):
                     return None
-                todo.extend(src.names)
+                todo.extend((n, d) for n in src.names)
+            if s in done:
+                continue  # (what its loops and its stores give does not depend on the read)
+            done.add(s)
             for loop in self.loop_targets.get(s.partition(".")[0], ()) if not sources else ():
                 # ``for scale in outputs``: an element of what the loop iterates (through
                 # ``enumerate``/``zip``...), when that is known to come from models; an iterable
@@ -1331,8 +1396,44 @@ class _Inference:
                     raws = self.raw_calls.get(id(node))
                     if not raws or not follow(raws):
                         return None  # a call the events do not show, or one not understood
-                todo.extend(value.mentions)
+                todo.extend((n, None) for n in value.mentions)
         return frozenset(models)
+
+    def _reaching(self, sym: str, at: RawEvent | None) -> list | None:
+        """The definitions of local variable ``sym`` (with their sources) that can reach the
+        event ``at`` that reads it, when a definition *dominates* ``at``: it runs before ``at``
+        in the same iteration of the same loops, under no ``if`` that ``at`` is not under, in the
+        same call (``state = torch.tensor(state)`` before ``critic(state, action)``). Every
+        path to ``at`` then passes it, so only it and the definitions between them reach ``at``:
+        what the name held before (a replay buffer's sample) is not what ``at`` reads. ``None``
+        when no definition dominates (an attribute, ``self.x``, which other names of its object
+        may set; a name of the module read outside loops; a definition in an arm or a ``try``):
+        then every definition counts."""
+        if at is None or "." in sym:
+            return None  # (an attribute may be set through another name of its object)
+        defs = self.source_defs.get(sym)
+        pos = self.order.get(id(at))
+        if not defs or pos is None or ":" not in sym and not at.ctx.loops:
+            # a name of the module, read outside loops: it may be read in a function that
+            # runs before or after the module's code assigns it (a loop is one unit's)
+            return None
+        dominating = [i for i, (d, _) in enumerate(defs)
+                      if self.order.get(id(d), pos) < pos and _rebinds(d) and _dominates(d, at) and self._unguarded(d)]
+        if not dominating:
+            return None
+        first = self.order[id(defs[max(dominating, key=lambda i: self.order[id(defs[i][0])])][0])]
+        return [(d, src) for d, src in defs if first <= self.order.get(id(d), pos) < pos]
+
+    def _unguarded(self, d: RawEvent) -> bool:
+        """Whether definition ``d`` is in the entry function's own body (not in an inlined call,
+        whose function may be another module's) and in no ``try`` statement of this module
+        (whose body may stop before it, and whose other blocks run only on some paths):
+        :func:`_dominates` knows nothing of ``try``."""
+        if d.ctx.calls:
+            return False
+        if self._guarded is None:
+            self._guarded = _nodes_in_try(getattr(self.index, "tree", None))
+        return id(d.node) not in self._guarded
 
     def _drawn_from(self, loop) -> tuple[set[str], bool]:
         """What a ``for`` loop's iterable draws its elements from: the models whose forward
@@ -1360,13 +1461,15 @@ class _Inference:
                     understood = False
         return forwards, understood
 
-    def _sources_for(self, sym: str) -> list:
+    def _defs_for(self, sym: str) -> list:
+        """The definitions of ``sym`` with their sources (``(event, sources)``), or of the
+        object it is a member of (``outputs.loss``: what ``outputs`` is computed from)."""
         while True:
-            if sym in self.sources:
-                return self.sources[sym]
+            if sym in self.source_defs:
+                return self.source_defs[sym]
             if "." not in sym:
                 return []
-            sym = sym.rpartition(".")[0]  # outputs.loss: what outputs is computed from
+            sym = sym.rpartition(".")[0]
 
     def _understood(self, c: Call) -> bool:
         """Whether the engine knows which models a call's result can come from: a forward, a

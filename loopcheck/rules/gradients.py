@@ -669,15 +669,29 @@ class ClipAfterStep(Rule):
             )
 
 
+def applied_backwards(unit: Unit, opt: str, flow) -> frozenset[int]:
+    """``id``s of the backwards (and hand-written gradients) whose gradients a step of optimizer
+    ``opt`` applies on some path: a state filled by them reaches one of ``opt``'s steps. A
+    backward not among them fills ``opt``'s parameters only where ``opt`` does not step before
+    they are cleared: its loss is another optimizer's, and what it leaves in ``opt``'s
+    parameters is a by-product (TD3's actor loss runs through the critic on the iterations on
+    which only the actor steps)."""
+    return frozenset(
+        id(s.bw) for ev in unit.of_kind("step") if ev.subject == opt
+        for s in flow.states(ev) if s.phase == "filled" and s.bw is not None
+    )
+
+
 @register
 class ZeroGradBetweenBackwardAndStep(Rule):
     """LC103: a ``zero_grad`` concerning optimizer ``O`` clears, on some path, the gradients of a
     backward no other optimizer's step has applied, before ``O.step()`` (in the ``zero_grad``'s
     loop, no backward in between, not skipped by accumulation); or it runs every iteration
-    while ``O``'s accumulation-guarded step was skipped. An ``except`` arm entered where the
-    backward (or another event of ``O``'s gradients) itself raised is no path of the ordering
-    (:attr:`~loopcheck.engine.dataflow.Machine.own_events_complete`): a ``zero_grad`` there
-    clears what a failed call left (see ``rules/LC103.md``)."""
+    while ``O``'s accumulation-guarded step was skipped, over gradients of a backward that some
+    step of ``O`` applies on another path (:func:`applied_backwards`). An ``except`` arm entered
+    where the backward (or another event of ``O``'s gradients) itself raised is no path of the
+    ordering (:attr:`~loopcheck.engine.dataflow.Machine.own_events_complete`): a ``zero_grad``
+    there clears what a failed call left (see ``rules/LC103.md``)."""
 
     info = INFOS["LC103"]
 
@@ -685,6 +699,7 @@ class ZeroGradBetweenBackwardAndStep(Rule):
         for opt in active_optimizers(unit):
             flow = gradient_flow(unit, opt)
             reported = set()
+            applied = None  # (applied_backwards, computed at the first accumulation candidate)
             for ev in unit.events:
                 states = present(flow.states(ev))
                 if ev.kind == "step" and ev.subject == opt:
@@ -705,6 +720,10 @@ class ZeroGradBetweenBackwardAndStep(Rule):
                             s.phase == "filled" and s.skip is not None and id(ev) not in reported
                             and ev.ctx.loops and s.skip.ctx.loops and ev.ctx.loops[-1] is s.skip.ctx.loops[-1] and not ev.ctx.conds
                         ):
+                            if applied is None:
+                                applied = applied_backwards(unit, opt, flow)
+                            if id(s.bw) not in applied:
+                                continue  # gradients the optimizer's step never applies: a by-product
                             reported.add(id(ev))
                             yield self._accumulation(s, ev)
 
