@@ -2224,6 +2224,12 @@ def mode_dependent(unit, model: str, at=None) -> bool:
     ``default=`` sets), and a functional dropout (``F.dropout(x, p=self.dropout, ...)``) whose
     rate is such a constant 0 (an attribute ``__init__`` alone sets, :func:`_self_constants`)
     is mode-free as ``nn.Dropout(p=0)`` is (``modes_none_if_zero`` of its function entry).
+    A parameter holding a layer class (its default ``norm_layer=nn.InstanceNorm2d``, or the
+    class or ``functools.partial(nn.InstanceNorm2d, affine=True)`` the construction gives,
+    :func:`_maker_value`) builds that class where ``__init__`` calls it, given the partial's
+    arguments (``track_running_stats=True`` decides); a parameter called whose value is not
+    known builds a layer the engine cannot see. A factory (``self.build_block(dim, norm_layer,
+    use_dropout)``) is read with the values its call gives its parameters.
 
     ``at``: an event that uses the model (a forward); the model is then the one its
     constructions reaching ``at`` build (a notebook that re-binds ``model = nn.Sequential(...)``
@@ -3124,6 +3130,8 @@ def _called_maker(index: ModuleIndex, name: str, scope: dict, holder: cst.Functi
         return None
     if name in all_param_names(holder):
         return True
+    if name in BUILTINS and name not in index.globals and name not in bound_names(holder.body)[0]:
+        return None  # super(), range(...)
     from loopcheck.engine.settings import single_binding  # settings reads values: imported here
     bound = single_binding(index, holder, name)
     if type(bound) is not cst.Call:
