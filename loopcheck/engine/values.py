@@ -31,7 +31,9 @@ from typing import Iterator, Literal
 
 import libcst as cst
 
-from loopcheck.engine.builder import NO_VALUE, ClassRef, ModuleIndex, all_param_names, bound_names, find_method
+from loopcheck.engine.builder import (
+    NO_VALUE, ClassRef, ModuleIndex, _single_bindings, all_param_names, bound_names, find_method,
+)
 from loopcheck.engine.callers import STARRED, CallSite, call_sites
 from loopcheck.engine.classes import CONTAINERS, is_module_class
 from loopcheck.engine.ir import Arg, Assign, Call, If, Inline, Jump, Loop, LoopInfo, Node, Seq, Try, parts, walk_events
@@ -3048,8 +3050,8 @@ def _maker_value(index: ModuleIndex, expr: cst.BaseExpression, scope: dict, dept
     """The :class:`_LayerMaker` an expression of module ``index`` holds: a name ``scope`` maps
     to one (a parameter given one); a dotted name of a class (of the project or with an
     entry), of a function of the project or of a library function the knowledge has; a name
-    that the code holding ``expr`` binds once to such an expression
-    (:func:`~loopcheck.engine.settings.single_binding`); ``functools.partial(maker, ...)``,
+    that the code holding ``expr`` binds once to such an expression (:func:`_bound_once`);
+    ``functools.partial(maker, ...)``,
     which adds its arguments to the maker's. ``NO_VALUE`` for anything else (a call of a
     function returning a class, a conditional expression)."""
     if depth > _MAKER_DEPTH:
@@ -3080,12 +3082,44 @@ def _maker_value(index: ModuleIndex, expr: cst.BaseExpression, scope: dict, dept
         return _LayerMaker(index, expr)
     if type(expr) is not cst.Name:
         return NO_VALUE
-    from loopcheck.engine.settings import single_binding  # settings reads values: imported here
     holder = parents(index).get(expr)
     while holder is not None and not isinstance(holder, (cst.FunctionDef, cst.Module)):
         holder = parents(index).get(holder)
-    bound = single_binding(index, holder, d) if holder is not None else None
+    bound = _bound_once(index, holder, d) if holder is not None else None
     return _maker_value(index, bound, {}, depth + 1) if bound is not None else NO_VALUE
+
+
+def _bound_once(index: ModuleIndex, holder: cst.CSTNode, name: str) -> cst.BaseExpression | None:
+    """The value of ``name`` where ``holder`` (a function or the module of ``index``) reads
+    it, when one plain ``name = value`` at the top level of its code is the name's only binding
+    there (:func:`~loopcheck.engine.builder._single_bindings`), or, for a function that neither
+    binds it nor takes it as a parameter and is no closure, at the top level of its module.
+    ``None`` otherwise (a parameter, a second binding, one under an ``if`` or in a loop)."""
+    def bindings(scope) -> dict:
+        key = ("bound_once", id(scope))
+        if key not in index.cache:
+            body = scope.body
+            statements = body.body if type(body) is cst.IndentedBlock else [body] if type(scope) is cst.FunctionDef else body
+            index.cache[key] = _single_bindings(statements)
+        return index.cache[key]
+
+    if type(holder) is cst.FunctionDef:
+        if name in all_param_names(holder):
+            return None
+        found = bindings(holder)
+        if name in found:
+            return found[name]
+        if name in bound_names(holder.body)[0]:
+            return None  # bound in a nested statement
+        up = parents(index).get(holder)
+        while up is not None and type(up) is not cst.FunctionDef:
+            up = parents(index).get(up)
+        if up is not None:
+            return None  # a closure's name: the enclosing function may bind it
+        holder = getattr(index, "tree", None)
+    if type(holder) is not cst.Module:
+        return None
+    return bindings(holder).get(name)
 
 
 def _frozen_args(index: ModuleIndex, args, scope: dict) -> tuple[tuple, dict]:
@@ -3132,8 +3166,7 @@ def _called_maker(index: ModuleIndex, name: str, scope: dict, holder: cst.Functi
         return True
     if name in BUILTINS and name not in index.globals and name not in bound_names(holder.body)[0]:
         return None  # super(), range(...)
-    from loopcheck.engine.settings import single_binding  # settings reads values: imported here
-    bound = single_binding(index, holder, name)
+    bound = _bound_once(index, holder, name)
     if type(bound) is not cst.Call:
         return None
     maker = _maker_value(index, bound, scope)
