@@ -183,6 +183,60 @@ def test_mode_dependence_of_a_copy_and_of_a_listed_container():
     assert mode_dependent(unit, "inserted") is True
 
 
+def test_mode_dependence_of_a_layer_class_held_as_a_value():
+    # a parameter holding a layer class (its default, or the class or functools.partial the
+    # construction gives) builds that class where it is called, with the partial's keywords;
+    # a factory method is read with the values its call gives (use_dropout=False: no Dropout);
+    # a parameter whose value is not known builds a layer the engine cannot see
+    [unit, *_] = units("""
+        import functools
+        import torch
+        import torch.nn as nn
+
+        class Block(nn.Module):
+            def __init__(self, dim, norm_layer, use_dropout):
+                super().__init__()
+                self.body = self.build(dim, norm_layer, use_dropout)
+            def build(self, dim, norm_layer, use_dropout):
+                layers = [nn.Conv2d(dim, dim, 3, padding=1), norm_layer(dim)]
+                if use_dropout:
+                    layers += [nn.Dropout(0.5)]
+                return nn.Sequential(*layers)
+            def forward(self, x):
+                return x + self.body(x)
+
+        class Net(nn.Module):
+            def __init__(self, norm_layer=nn.InstanceNorm2d, use_dropout=False):
+                super().__init__()
+                self.stem = nn.Sequential(nn.ReflectionPad2d(1), nn.Conv2d(3, 4, 3), norm_layer(4), nn.Tanh())
+                self.block = Block(4, norm_layer=norm_layer, use_dropout=use_dropout)
+            def forward(self, x):
+                return self.block(self.stem(x))
+
+        def pick(kind):
+            return nn.BatchNorm2d if kind == "batch" else nn.InstanceNorm2d
+
+        default = Net()
+        partial = Net(norm_layer=functools.partial(nn.InstanceNorm2d, affine=True))
+        stats = Net(norm_layer=functools.partial(nn.InstanceNorm2d, affine=True, track_running_stats=True))
+        batch = Net(nn.BatchNorm2d)
+        group = Net(norm_layer=functools.partial(nn.GroupNorm, 2))
+        dropping = Net(use_dropout=True)
+        picked = Net(norm_layer=pick("batch"))
+        models = (default, partial, stats, batch, group, dropping, picked)
+        opt = torch.optim.SGD([p for m in models for p in m.parameters()], lr=0.1)
+        for m in models:
+            m.train()
+    """)
+    assert mode_dependent(unit, "default") is False
+    assert mode_dependent(unit, "partial") is False
+    assert mode_dependent(unit, "group") is False
+    assert mode_dependent(unit, "stats") is True
+    assert mode_dependent(unit, "batch") is True
+    assert mode_dependent(unit, "dropping") is True
+    assert mode_dependent(unit, "picked") is True  # a call returning a class: not read
+
+
 def test_mode_dependence_of_a_construction_converted_in_init():
     # ``self.g = Gen().type(dtype)`` in __init__: Module.type/cuda/to return the module itself
     # (the knowledge's returns.same = "self"), so the model is Gen() with its own arguments; a

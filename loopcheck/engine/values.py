@@ -32,7 +32,9 @@ from typing import Iterator, Literal
 import libcst as cst
 
 from loopcheck.engine.attr_facts import assigned_ends, ends, truth_arms
-from loopcheck.engine.builder import NO_VALUE, ClassRef, ModuleIndex, all_param_names, bound_names, find_method
+from loopcheck.engine.builder import (
+    NO_VALUE, ClassRef, ModuleIndex, _single_bindings, all_param_names, bound_names, find_method,
+)
 from loopcheck.engine.callers import STARRED, CallSite, call_sites
 from loopcheck.engine.classes import CONTAINERS, is_module_class
 from loopcheck.engine.ir import Arg, Assign, Call, If, Inline, Jump, Loop, LoopInfo, Node, Seq, Try, parts, walk_events
@@ -1551,7 +1553,7 @@ def construction_without_state(unit, node: cst.CSTNode | None, near=None) -> boo
         return False
     if _may_register_buffers(cls, 0, frozenset()):
         return False
-    return not _class_mode_dependent(cls, 0, frozenset(), call, run_constants(unit, call))
+    return not _class_mode_dependent(cls, 0, frozenset(), call, run_constants(unit, call), index)
 
 
 def _may_register_buffers(cls: ClassRef, depth: int, seen: frozenset) -> bool:
@@ -2347,6 +2349,12 @@ def mode_dependent(unit, model: str, at=None) -> bool:
     ``default=`` sets), and a functional dropout (``F.dropout(x, p=self.dropout, ...)``) whose
     rate is such a constant 0 (an attribute ``__init__`` alone sets, :func:`_self_constants`)
     is mode-free as ``nn.Dropout(p=0)`` is (``modes_none_if_zero`` of its function entry).
+    A parameter holding a layer class (its default ``norm_layer=nn.InstanceNorm2d``, or the
+    class or ``functools.partial(nn.InstanceNorm2d, affine=True)`` the construction gives,
+    :func:`_maker_value`) builds that class where ``__init__`` calls it, given the partial's
+    arguments (``track_running_stats=True`` decides); a parameter called whose value is not
+    known builds a layer the engine cannot see. A factory (``self.build_block(dim, norm_layer,
+    use_dropout)``) is read with the values its call gives its parameters.
 
     ``at``: an event that uses the model (a forward); the model is then the one its
     constructions reaching ``at`` build (a notebook that re-binds ``model = nn.Sequential(...)``
@@ -2434,7 +2442,9 @@ def _construction_mode_dependent(unit, c, call: cst.Call | None) -> bool:
         if wrapped is not None:
             # its forward is the wrapped module's, in the mode train()/eval() set on it too
             return wrapped is True or _modules_mode_dependent(unit, call, [wrapped])
-    return _class_mode_dependent(c, 0, frozenset(), call, run_constants(unit, call) if call is not None else None)
+    if call is None:
+        return _class_mode_dependent(c, 0, frozenset())
+    return _class_mode_dependent(c, 0, frozenset(), call, run_constants(unit, call), unit.module_of(call))
 
 
 def wrapped_module(cls: str, call: cst.Call) -> "cst.BaseExpression | bool | None":
@@ -2970,11 +2980,13 @@ def _modules_mode_dependent(unit, call: cst.Call, values: list) -> bool:
 
 
 def _class_mode_dependent(cls, depth: int, seen: frozenset, call: cst.Call | None = None,
-                          scope: dict | None = None) -> bool:
+                          scope: dict | None = None, where: ModuleIndex | None = None) -> bool:
     """Whether instances of ``cls`` may compute differently in train and eval mode; ``call``:
     the construction, when known (its arguments decide an entry's ``mode_args`` and
     ``modes_none_if_zero``, and the parameters of a project class's ``__init__``); ``scope``:
-    the values known for the names of the code that holds ``call`` (see :func:`_init_constants`)."""
+    the values known for the names of the code that holds ``call`` (see :func:`_init_constants`);
+    ``where``: the module of that code (a class or ``functools.partial`` it passes as an
+    argument, ``norm_layer=nn.InstanceNorm2d``, is read there, :func:`_maker_value`)."""
     kb = knowledge()
     scope = scope or {}
     if isinstance(cls, str):
@@ -2998,7 +3010,8 @@ def _class_mode_dependent(cls, depth: int, seen: frozenset, call: cst.Call | Non
     for base in info.bases:
         ref = cls.module.class_ref(base) or cls.module.class_ref(base, qualified=True)
         if ref is not None:
-            if _class_mode_dependent(ref, depth + 1, seen, inherited, scope if inherited is not None else None):
+            if _class_mode_dependent(ref, depth + 1, seen, inherited, scope if inherited is not None else None,
+                                     where if inherited is not None else None):
                 return True
         elif kb.callable(base) is None or (base != "torch.nn.Module" and _class_mode_dependent(base, depth + 1, seen)):
             return True
@@ -3008,9 +3021,9 @@ def _class_mode_dependent(cls, depth: int, seen: frozenset, call: cst.Call | Non
     attrs: dict = {}
     if found is not None:
         owner, init = found
-        known = _init_constants(init, call, scope) if call is not None else {}
+        known = _init_constants(init, call, scope, where, owner.module) if call is not None else {}
         for node in _built_nodes(init.body, known):
-            if isinstance(node, cst.Call) and _layer_call_dependent(owner.module, node, depth, seen, cls, known):
+            if isinstance(node, cst.Call) and _layer_call_dependent(owner.module, node, depth, seen, cls, known, init):
                 return True
         attrs = _self_constants(info, init, known)
     for name, func in info.methods.items():
@@ -3098,19 +3111,201 @@ def _project_function(index: ModuleIndex, name: str, qualified: str) -> tuple[Mo
     return member.info.index, member.function
 
 
-def _factory_mode_dependent(index: ModuleIndex, func: cst.FunctionDef, depth: int, seen: frozenset) -> bool:
+def _factory_mode_dependent(index: ModuleIndex, func: cst.FunctionDef, depth: int, seen: frozenset,
+                            call: cst.Call | None = None, scope: dict | None = None,
+                            where: ModuleIndex | None = None, implicit: int = 0) -> bool:
     """Whether a function of the project that ``__init__`` calls (a layer factory, ``def
     WNConv1d(*a, **k): return weight_norm(nn.Conv1d(*a, **k))``, or a method of the class,
     ``UNet._block(...)``, ``self._make_layer(...)``) may build a layer that depends on the mode:
     its calls are read as ``__init__``'s are (a module it is given, ``layer_init(self, m)``, was
-    built by its caller, which is read); read too deep, it may."""
+    built by its caller, which is read), with the values ``call`` (the call of it, in module
+    ``where``, whose names ``scope`` knows; ``implicit``: the leading parameters it does not
+    fill, ``self``) gives its parameters (:func:`_init_constants`): ``if use_dropout:`` with
+    ``use_dropout`` given ``False`` builds no Dropout, ``norm_layer(dim)`` with ``norm_layer``
+    given ``nn.InstanceNorm2d`` builds that class. Read too deep, it may."""
     if depth > MAX_DEPTH or func in seen:
         return True
     seen = seen | {func}
-    for node in walk(func.body, prune=(cst.FunctionDef, cst.ClassDef)):
-        if isinstance(node, cst.Call) and _layer_call_dependent(index, node, depth + 1, seen):
+    known = _init_constants(func, call, scope or {}, where, index, implicit) if call is not None else {}
+    for node in _built_nodes(func.body, known, prune=True):
+        if isinstance(node, cst.Call) and _layer_call_dependent(index, node, depth + 1, seen, scope=known, holder=func):
             return True
     return False
+
+
+def _implicit_params(func: cst.FunctionDef, through_instance: bool) -> int:
+    """How many leading parameters of a method a call of it does not fill: ``self`` of a call
+    through an instance (``self._block(...)``), ``cls`` of a classmethod; none of a
+    staticmethod or of a plain function called through its class (``UNet._block(...)``)."""
+    decorators = {dotted_name(d.decorator) for d in func.decorators}
+    if "staticmethod" in decorators:
+        return 0
+    return 1 if through_instance or "classmethod" in decorators else 0
+
+
+@dataclass(frozen=True, eq=False)
+class _LayerMaker:
+    """A callable that builds a layer, held as a value (``norm_layer=nn.InstanceNorm2d``,
+    ``functools.partial(nn.InstanceNorm2d, affine=True)``): ``func``, the expression naming it
+    in module ``index`` (a class, or a function of the project or of a library), and the
+    arguments a ``functools.partial`` fixes (:func:`_frozen_args`: their values in ``values``)."""
+    index: ModuleIndex
+    func: cst.BaseExpression
+    args: tuple = ()
+    values: dict | None = None
+
+
+_MAKER_DEPTH = 8  # names and partials followed to a layer maker, at most
+_PLACEHOLDERS = iter(range(1 << 62))
+
+
+def _argument_value(expr: cst.BaseExpression, scope: dict, index: ModuleIndex | None):
+    """The value of an argument (or a default) for :func:`_init_constants`: its
+    :func:`_static_value`, else the layer maker it names in module ``index``
+    (:func:`_maker_value`); ``NO_VALUE`` when neither is known."""
+    value = _static_value(expr, scope)
+    if value is NO_VALUE and index is not None:
+        value = _maker_value(index, expr, scope)
+    return value
+
+
+def _maker_value(index: ModuleIndex, expr: cst.BaseExpression, scope: dict, depth: int = 0):
+    """The :class:`_LayerMaker` an expression of module ``index`` holds: a name ``scope`` maps
+    to one (a parameter given one); a dotted name of a class (of the project or with an
+    entry), of a function of the project or of a library function the knowledge has; a name
+    that the code holding ``expr`` binds once to such an expression (:func:`_bound_once`);
+    ``functools.partial(maker, ...)``,
+    which adds its arguments to the maker's. ``NO_VALUE`` for anything else (a call of a
+    function returning a class, a conditional expression)."""
+    if depth > _MAKER_DEPTH:
+        return NO_VALUE
+    if type(expr) is cst.Name and expr.value in scope:
+        value = scope[expr.value]
+        return value if isinstance(value, _LayerMaker) else NO_VALUE
+    if type(expr) is cst.Call:
+        d = dotted_name(expr.func)
+        args = expr.args
+        if d is None or index.imports.qualify(d) != "functools.partial" or not args or args[0].star \
+                or args[0].keyword is not None:
+            return NO_VALUE
+        inner = _maker_value(index, args[0].value, scope, depth + 1)
+        if inner is NO_VALUE:
+            return NO_VALUE
+        frozen, values = _frozen_args(index, args[1:], scope)
+        return _LayerMaker(inner.index, inner.func, _merged_args(inner.args, frozen), {**(inner.values or {}), **values})
+    d = dotted_name(expr)
+    if d is None:
+        return NO_VALUE
+    head = d.partition(".")[0]
+    if head in BUILTINS and head not in index.globals and head not in index.imports.aliases:
+        return NO_VALUE  # int, print: no layer
+    q = index.imports.qualify(d)
+    if class_of_name(index, d) is not None or _project_function(index, d, q) is not None \
+            or (q != d and knowledge().callable(q) is not None):
+        return _LayerMaker(index, expr)
+    if type(expr) is not cst.Name:
+        return NO_VALUE
+    holder = parents(index).get(expr)
+    while holder is not None and not isinstance(holder, (cst.FunctionDef, cst.Module)):
+        holder = parents(index).get(holder)
+    bound = _bound_once(index, holder, d) if holder is not None else None
+    return _maker_value(index, bound, {}, depth + 1) if bound is not None else NO_VALUE
+
+
+def _bound_once(index: ModuleIndex, holder: cst.CSTNode, name: str) -> cst.BaseExpression | None:
+    """The value of ``name`` where ``holder`` (a function or the module of ``index``) reads
+    it, when one plain ``name = value`` at the top level of its code is the name's only binding
+    there (:func:`~loopcheck.engine.builder._single_bindings`), or, for a function that neither
+    binds it nor takes it as a parameter and is no closure, at the top level of its module.
+    ``None`` otherwise (a parameter, a second binding, one under an ``if`` or in a loop)."""
+    def bindings(scope) -> dict:
+        key = ("bound_once", id(scope))
+        if key not in index.cache:
+            body = scope.body
+            statements = body.body if type(body) is cst.IndentedBlock else [body] if type(scope) is cst.FunctionDef else body
+            index.cache[key] = _single_bindings(statements)
+        return index.cache[key]
+
+    if type(holder) is cst.FunctionDef:
+        if name in all_param_names(holder):
+            return None
+        found = bindings(holder)
+        if name in found:
+            return found[name]
+        if name in bound_names(holder.body)[0]:
+            return None  # bound in a nested statement
+        up = parents(index).get(holder)
+        while up is not None and type(up) is not cst.FunctionDef:
+            up = parents(index).get(up)
+        if up is not None:
+            return None  # a closure's name: the enclosing function may bind it
+        holder = getattr(index, "tree", None)
+    if type(holder) is not cst.Module:
+        return None
+    return bindings(holder).get(name)
+
+
+def _frozen_args(index: ModuleIndex, args, scope: dict) -> tuple[tuple, dict]:
+    """The arguments ``args`` (of a call in module ``index``, whose names ``scope`` knows) with
+    each value replaced by a fresh name, and the values those names hold: the argument's
+    :func:`_static_value` or layer maker (:func:`_maker_value`); a name whose value is not known
+    holds nothing. The arguments then read the same in any module."""
+    out: list = []
+    values: dict = {}
+    for arg in args:
+        name = f"__arg{next(_PLACEHOLDERS)}__"
+        if not arg.star:
+            value = _argument_value(arg.value, scope, index)
+            if value is not NO_VALUE:
+                values[name] = value
+        out.append(arg.with_changes(value=cst.Name(name)))
+    return tuple(out), values
+
+
+def _merged_args(first: tuple, second: tuple) -> list:
+    """The arguments of ``f(*second)`` when ``f`` is ``functools.partial(g, *first)``: the
+    positional ones of ``first``, then of ``second``; the keywords of ``first`` that ``second``
+    does not give again, then those of ``second``."""
+    def positional(a):
+        return a.keyword is None and a.star != "**"
+    given = {a.keyword.value for a in second if a.keyword is not None}
+    return [*(a for a in first if positional(a)), *(a for a in second if positional(a)),
+            *(a for a in first if not positional(a) and (a.keyword is None or a.keyword.value not in given)),
+            *(a for a in second if not positional(a))]
+
+
+def _called_maker(index: ModuleIndex, name: str, scope: dict, holder: cst.FunctionDef | None):
+    """What a call of the plain name ``name`` in ``holder`` (the ``__init__`` or factory being
+    read, in module ``index``) builds by: the layer maker ``scope`` gives the parameter, or that
+    a local bound once holds (``norm = functools.partial(nn.InstanceNorm2d, affine=True)``);
+    ``True`` for a parameter whose value is not known (a layer the engine cannot see); ``None``
+    for any other name (read as before: a class or function it names)."""
+    value = scope.get(name, NO_VALUE)
+    if isinstance(value, _LayerMaker):
+        return value
+    if holder is None or value is not NO_VALUE:
+        return None
+    if name in all_param_names(holder):
+        return True
+    if name in BUILTINS and name not in index.globals and name not in bound_names(holder.body)[0]:
+        return None  # super(), range(...)
+    bound = _bound_once(index, holder, name)
+    if type(bound) is not cst.Call:
+        return None
+    maker = _maker_value(index, bound, scope)
+    return maker if isinstance(maker, _LayerMaker) else None
+
+
+def _maker_call_dependent(index: ModuleIndex, maker: _LayerMaker, node: cst.Call, depth: int,
+                          seen: frozenset, scope: dict) -> bool:
+    """Whether the call ``node`` (in module ``index``, whose names ``scope`` knows) of a layer
+    maker builds a layer that depends on the mode: the call of what the maker names, given the
+    maker's arguments and then the call's (``norm_layer(dim)`` with ``norm_layer =
+    functools.partial(nn.InstanceNorm2d, track_running_stats=True)`` builds
+    ``nn.InstanceNorm2d(dim, track_running_stats=True)``), read in the maker's module."""
+    args, values = _frozen_args(index, node.args, scope)
+    call = cst.Call(func=maker.func, args=_merged_args(maker.args, args))
+    return _layer_call_dependent(maker.index, call, depth, seen, scope={**(maker.values or {}), **values})
 
 
 def _given_arg(ref, call: cst.Call) -> "cst.BaseExpression | None | bool":
@@ -3221,13 +3416,18 @@ def _static_truth(test: cst.BaseExpression, scope: dict) -> bool | None:
     return None if value is NO_VALUE else bool(value)
 
 
-def _init_constants(init: cst.FunctionDef, call: cst.Call, scope: dict) -> dict:
-    """``parameter -> value`` for the parameters of ``__init__`` that its construction ``call``
-    fixes and ``__init__`` never re-binds: given an argument :func:`_static_value` knows
-    (evaluated in ``scope``, the code of ``call``), or left out with a literal default. A
-    parameter ``*args`` or ``**kwargs`` of the call may fill is not known."""
+def _init_constants(init: cst.FunctionDef, call: cst.Call, scope: dict, where: ModuleIndex | None = None,
+                    home: ModuleIndex | None = None, implicit: int = 1) -> dict:
+    """``parameter -> value`` for the parameters of ``__init__`` (or of another function
+    ``init``, whose first ``implicit`` parameters the call does not fill: ``self``) that its
+    construction ``call`` fixes and ``__init__`` never re-binds: given an argument
+    :func:`_static_value` knows (evaluated in ``scope``, the code of ``call``), or left out with
+    a literal default; or a layer maker (:func:`_maker_value`: a class, ``functools.partial``
+    of one) that the argument names in ``where``, the module of ``call``, or the default left
+    out names in ``home``, the module of ``init``. A parameter ``*args`` or ``**kwargs`` of the
+    call may fill is not known."""
     p = init.params
-    named = [*p.posonly_params, *p.params][1:]  # after self
+    named = [*p.posonly_params, *p.params][implicit:]
     positional = [a for a in call.args if a.keyword is None and not a.star]
     starred = any(a.star == "*" for a in call.args)
     spread = any(a.star == "**" for a in call.args)
@@ -3237,13 +3437,13 @@ def _init_constants(init: cst.FunctionDef, call: cst.Call, scope: dict) -> dict:
     for i, param in enumerate((*named, *p.kwonly_params)):
         name = param.name.value
         if name in keywords and name in by_keyword:
-            value = _static_value(keywords[name], scope)
+            value = _argument_value(keywords[name], scope, where)
         elif i < len(named) and (starred or i < len(positional)):
-            value = NO_VALUE if starred else _static_value(positional[i].value, scope)
+            value = NO_VALUE if starred else _argument_value(positional[i].value, scope, where)
         elif spread or param.default is None:
             value = NO_VALUE
         else:
-            value = _static_value(param.default, {})
+            value = _argument_value(param.default, {}, home)
         if value is not NO_VALUE:
             out[name] = value
     for name in _rebound(init):
@@ -3266,19 +3466,22 @@ def _rebound(func: cst.FunctionDef) -> set[str]:
     return out
 
 
-def _built_nodes(body: cst.CSTNode, scope: dict) -> Iterator[cst.CSTNode]:
+def _built_nodes(body: cst.CSTNode, scope: dict, prune: bool = False) -> Iterator[cst.CSTNode]:
     """The nodes of ``body`` (pre-order, as :func:`~loopcheck.engine.walk.walk`) that run for
     the values ``scope`` knows: the arm of an ``if`` or of a conditional expression its test
     rules out (:func:`_static_truth`) is left out. Inside a nested function or class the names
-    are their own: it is walked whole."""
+    are their own: it is walked whole, or, with ``prune``, left out."""
+    nested = (cst.FunctionDef, cst.ClassDef)
     if not scope:
-        yield from walk(body)
+        yield from walk(body, prune=nested if prune else ())
         return
     stack = [body]
     while stack:
         n = stack.pop()
-        yield n
         t = type(n)
+        if prune and t in nested and n is not body:
+            continue
+        yield n
         if t in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
             kids = [w for c in children(n) for w in walk(c)]  # yielded as they are, undecided
             for w in kids:
@@ -3297,11 +3500,18 @@ def _built_nodes(body: cst.CSTNode, scope: dict) -> Iterator[cst.CSTNode]:
 
 
 def _layer_call_dependent(index: ModuleIndex, node: cst.Call, depth: int, seen: frozenset, cls=None,
-                          scope: dict | None = None) -> bool:
+                          scope: dict | None = None, holder: cst.FunctionDef | None = None) -> bool:
     """Whether a call in ``__init__`` builds a layer that depends on the mode (or may); ``cls``:
     the class whose ``__init__`` it is (``self._make_layer(...)``, ``UNet._block(...)``: a
     method of the class that builds layers is read as a factory); ``scope``: the values known
-    for ``__init__``'s parameters (:func:`_init_constants`), for the call's arguments."""
+    for ``__init__``'s parameters (:func:`_init_constants`), for the call's arguments;
+    ``holder``: the function being read (``__init__``, a factory), whose parameter called
+    (``norm_layer(dim)``) builds by the layer maker it is given (:func:`_called_maker`)."""
+    scope = scope or {}
+    if type(node.func) is cst.Name:
+        maker = _called_maker(index, node.func.value, scope, holder)
+        if maker is not None:
+            return maker is True or _maker_call_dependent(index, maker, node, depth, seen, scope)
     d = dotted_name(node.func)
     if d is None:
         return False  # super().__init__(), a method of a computed value
@@ -3309,7 +3519,8 @@ def _layer_call_dependent(index: ModuleIndex, node: cst.Call, depth: int, seen: 
     if attr and "." not in attr and (head == "self" and cls is not None or head in index.classes):
         found = find_method(cls if head == "self" else ClassRef(index, head), attr)
         if found is not None:
-            return _factory_mode_dependent(found[0].module, found[1], depth, seen)
+            return _factory_mode_dependent(found[0].module, found[1], depth, seen, node, scope, index,
+                                           _implicit_params(found[1], head == "self"))
     if head == "self" or head in BUILTINS and head not in index.globals and head not in index.imports.aliases:
         return False  # self.register_buffer(...), int(...), range(...)
     cls = class_of_name(index, d)
@@ -3322,7 +3533,7 @@ def _layer_call_dependent(index: ModuleIndex, node: cst.Call, depth: int, seen: 
             return summary.returns is not None and summary.returns.role == "model"  # timm.create_model(...)
         factory = _project_function(index, d, q)
         if factory is not None:
-            return _factory_mode_dependent(*factory, depth, seen)
+            return _factory_mode_dependent(*factory, depth, seen, node, scope, index)
         if d in index.functions or q != d:
             return True  # a factory: unknown layers
         return False
@@ -3336,10 +3547,10 @@ def _layer_call_dependent(index: ModuleIndex, node: cst.Call, depth: int, seen: 
         if not is_module_class(cls) and knowledge().cls(cls) is not None and not (
                 cls.startswith("torch.nn.") and cls.rpartition(".")[2][:1].isupper()):
             return False  # a library class that is no layer
-        return _class_mode_dependent(cls, depth + 1, seen, node, scope)  # nn.Dropout: a layer without bases
+        return _class_mode_dependent(cls, depth + 1, seen, node, scope, index)  # nn.Dropout: a layer without bases
     if not is_module_class(cls):
         return False  # a configuration object of the project
-    return _class_mode_dependent(cls, depth + 1, seen, node, scope)
+    return _class_mode_dependent(cls, depth + 1, seen, node, scope, index)
 
 
 # -- what values a model or an expression holds --------------------------------------------

@@ -138,7 +138,10 @@ class ValidationInTrainMode(Rule):
     Dropout built only when ``dropout > 0``, or given ``p = 0``, by a construction that leaves
     ``dropout`` at ``0.0`` is none, as is an ``F.dropout`` whose rate is such a constant 0, also
     an argparse option only its ``default=`` sets,
-    :func:`~loopcheck.engine.values.run_constants`). The paths are the IR's: an ``if``
+    :func:`~loopcheck.engine.values.run_constants`; a layer class held as a value, a parameter's
+    default or argument or a ``functools.partial`` of one, builds that class with the partial's
+    keywords where it is called, ``norm_layer(dim)`` with ``nn.InstanceNorm2d`` none, and a
+    factory is read with the values its call gives). The paths are the IR's: an ``if``
     whose test run constants decide (``(epoch + 1) % val_interval == 0`` with ``val_interval = 1``)
     has only its decided arm (:meth:`~loopcheck.engine.builder.UnitBuilder.decide`). One finding
     per loop (per inlined copy of a helper's loop: placed at the call through which the copy in
