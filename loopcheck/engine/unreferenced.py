@@ -80,7 +80,11 @@ A string literal whose value is a module-level function's name names it only in 
 may look names up by a string (:func:`_looks_up_names`: ``getattr``, ``__dict__``,
 ``__all__``, ``globals()``, ``eval``, ``fire``, ...); elsewhere ``split == 'train'`` or
 ``os.path.join(root, 'train')`` is data. A star import makes the module's names available
-and calls none of them: what counts is a naming in the importer's code.
+and calls none of them: what counts is a naming in the importer's code. A naming counts in
+every expression of the code, an f-string's replacement fields and nested format specs
+included (``print(f"{evaluate(model)}")``: :func:`_named`, :func:`_fstring_fields`); a
+string annotation (``x: "evaluate"``) names a type and calls nothing, and counts only as any
+string literal does.
 
 A module-level class ``C`` is taken to be unreferenced, and then none of its methods
 (instance, class or static) runs, since no instance of it exists and nothing holds the class,
