@@ -1056,7 +1056,6 @@ def test_fstring_fields(literal, fields):
     ("print(f\"{f'{evaluate(m)}'}\")\n", 1),
     ("print(f'{self.evaluate(m)}')\n", 0),  # another object's attribute (``bare``)
     ("print(f'{utils.evaluate(m)}')\n", 1),  # through a module the caller imports
-    ("print(f'evaluate')\n", 1),  # a string whose value is the name, as any string literal
     ("print(f'evaluate {m}')\n", 0),
 ])
 def test_named_reads_f_string_fields(text, count):
