@@ -959,3 +959,106 @@ def test_a_module_notebooks_star_import(tmp_path, extra, found):
              "pkg/__init__.py": "", "nb/helpers.py": NOTEBOOK_HELPERS,
              "nb/demo.ipynb": _notebook("from helpers import *", "print(Tiles('train').n)"), **extra}
     assert _check(tmp_path, files, "nb/helpers.py") == found
+
+
+#: Each form of reference to ``evaluate`` in a script's main part; ``{f}`` is the function as
+#: the code names it (``evaluate`` in its own module, ``utils.evaluate`` in an importer). Each
+#: one runs it, or hands it to code that may: its LC302 stays.
+REFERENCE_FORMS = {
+    "f-string": "print(f'{{{f}([torch.randn(2, 8)])}}')",
+    "f-string format spec": "print(f'acc {{{f}([]):.3f}}')",
+    "nested format spec": "print(f'{{3.14:{{{f}([])}}}}')",
+    "f-string inside an f-string": "print(f\"{{f'{{{f}([])}}'}}\")",
+    "lambda body": "run = lambda: {f}([])\n    run()",
+    "decorator argument": "@register({f})\n    def hook():\n        pass",
+    "decorator": "@{f}\n    def hook():\n        pass",
+    "default value": "def hook(fn={f}):\n        fn([])\n    hook()",
+    "class attribute": "class Runner:\n        handler = {f}\n    Runner.handler([])",
+    "dict of callables": "hooks = {{'val': {f}}}\n    hooks['val']([])",
+    "list of callables": "for fn in [{f}]:\n        fn([])",
+    "functools.partial": "functools.partial({f}, [])()",
+    "map": "list(map({f}, [[]]))",
+    "thread target": "threading.Thread(target={f}, args=([],)).start()",
+    "main block call": "{f}([])",
+    "TYPE_CHECKING block": "if TYPE_CHECKING:\n        {f}([])",
+}
+HEADER = ("import functools\nimport threading\nfrom typing import TYPE_CHECKING\n\n"
+          "from registry import register\n")
+
+
+@pytest.mark.parametrize("form", list(REFERENCE_FORMS))
+def test_each_form_of_reference_keeps_the_function(tmp_path, form):
+    """A function whose one reference is in an f-string's replacement field (a nested format
+    spec, an f-string in a field), a lambda, a decorator or its argument, a default value, a
+    class attribute, a container, ``partial``, ``map``, a thread's target, the main block or a
+    ``TYPE_CHECKING`` block is referenced: the finding in its body stays, in its own script and
+    in a helper module the script imports."""
+    code = REFERENCE_FORMS[form]
+    main = "if __name__ == '__main__':\n    " + code.format(f="evaluate") + "\n"
+    single = tmp_path / "single"
+    assert _check(single, {"train.py": HEADER + EVALUATE + "\n\n" + main}, "train.py") == [("LC302", 15)]
+    # the same reference in a module-level function that the main block calls
+    caller = "def main():\n    " + code.format(f="evaluate") + "\n\n\nif __name__ == '__main__':\n    main()\n"
+    assert _check(tmp_path / "called", {"train.py": HEADER + EVALUATE + "\n\n" + caller}, "train.py") == [("LC302", 15)]
+    helper = tmp_path / "helper"
+    importer = HEADER + "import utils\n\n" + "if __name__ == '__main__':\n    " + code.format(f="utils.evaluate") + "\n"
+    assert _check(helper, {"utils.py": EVALUATE, "train.py": importer}, "utils.py") == [("LC302", 10)]
+
+
+@pytest.mark.parametrize("main, found", [
+    # a string annotation names a type for a checker: nothing calls or looks up ``evaluate``
+    ("def main(x: 'evaluate'):\n    pass\n\n\nif __name__ == '__main__':\n    main(1)\n", []),
+    # ``globals()`` looks names up at run time: not decided
+    ("if __name__ == '__main__':\n    globals()['evaluate']([])\n", [("LC302", 10)]),
+    # an f-string's text is no field: ``evaluate`` here is a word of the message
+    ("if __name__ == '__main__':\n    print(f'evaluate {1}')\n", []),
+    # a call in an f-string of a function nothing calls runs no more than any other call there
+    ("def report():\n    print(f'{evaluate([])}')\n\n\nif __name__ == '__main__':\n    pass\n", []),
+    ("def report():\n    print(f'{evaluate([])}')\n\n\nif __name__ == '__main__':\n    report()\n", [("LC302", 10)]),
+    # an f-string call in a nested function that never runs is not subtracted from a live call
+    ("def setup():\n    def unused():\n        print(f'{evaluate([])}')\n    return 1\n\n\n"
+     "if __name__ == '__main__':\n    setup()\n    evaluate([])\n", [("LC302", 10)]),
+    ("def setup():\n    def unused():\n        print(f'{evaluate([])}')\n    return 1\n\n\n"
+     "if __name__ == '__main__':\n    setup()\n", []),
+])
+def test_what_is_no_reference_and_what_is_decided(tmp_path, main, found):
+    assert _check(tmp_path, {"train.py": EVALUATE + "\n\n" + main}, "train.py") == found
+
+
+def test_a_method_and_a_class_named_in_an_f_string(tmp_path):
+    """A method called, and a class instantiated, only inside an f-string's field run."""
+    method = TRAINER.replace("{BASES}", "").replace("{DECORATOR}", "").replace(
+        "{CALL}", "print(f'{self._evaluate_model([])}')")
+    assert _check(tmp_path / "m", {"trainer.py": method}, "trainer.py") == [("LC302", 12)]
+    cls = _scorer(main="print(f'{Scorer().score([])}')")
+    assert _check(tmp_path / "c", {"scorer.py": cls}, "scorer.py") == [("LC302", 12)]
+
+
+@pytest.mark.parametrize("literal, fields", [
+    ("'plain {x}'", []),
+    ("b'{x}'", []),
+    ("f'{evaluate(model)}'", ["evaluate(model)"]),
+    ("rf'acc {validate(loader):.3f}'", ["validate(loader)"]),
+    ("f'{x:{width}.{digits}}'", ["x", "width", "digits"]),
+    ("F'{x!r} {y=}'", ["x", "y"]),
+    ("f\"{f'{inner()}'}\"", ["f'{inner()}'"]),  # read in its turn when the field is
+    ('f"""{a}\n{b}"""', ["a", "b"]),
+])
+def test_fstring_fields(literal, fields):
+    from loopcheck.engine.unreferenced import _fstring_fields
+
+    assert _fstring_fields(literal) == fields
+
+
+@pytest.mark.parametrize("text, count", [
+    ("print(f'{evaluate(m)}')\n", 1),
+    ("print(f'{x:{evaluate(m)}}')\n", 1),
+    ("print(f\"{f'{evaluate(m)}'}\")\n", 1),
+    ("print(f'{self.evaluate(m)}')\n", 0),  # another object's attribute (``bare``)
+    ("print(f'{utils.evaluate(m)}')\n", 1),  # through a module the caller imports
+    ("print(f'evaluate {m}')\n", 0),
+])
+def test_named_reads_f_string_fields(text, count):
+    from loopcheck.engine.unreferenced import _named
+
+    assert _named(text, "evaluate", bare=True, through={"utils"}) == count

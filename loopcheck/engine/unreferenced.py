@@ -80,7 +80,11 @@ A string literal whose value is a module-level function's name names it only in 
 may look names up by a string (:func:`_looks_up_names`: ``getattr``, ``__dict__``,
 ``__all__``, ``globals()``, ``eval``, ``fire``, ...); elsewhere ``split == 'train'`` or
 ``os.path.join(root, 'train')`` is data. A star import makes the module's names available
-and calls none of them: what counts is a naming in the importer's code.
+and calls none of them: what counts is a naming in the importer's code. A naming counts in
+every expression of the code, an f-string's replacement fields and nested format specs
+included (``print(f"{evaluate(model)}")``: :func:`_named`, :func:`_fstring_fields`); a
+string annotation (``x: "evaluate"``) names a type and calls nothing, and counts only as any
+string literal does.
 
 A module-level class ``C`` is taken to be unreferenced, and then none of its methods
 (instance, class or static) runs, since no instance of it exists and nothing holds the class,
@@ -716,10 +720,11 @@ def _body_names(func: cst.FunctionDef, strings: bool = True):
     """A :class:`collections.Counter` of the names ``func`` spells in its ``def``'s name and
     its body (not its decorators, parameters' defaults or annotations, which run where the
     ``def`` runs), counted as :func:`_named` counts them with ``bare``: a ``Name`` not after a
-    ``.``, and a string literal whose value is exactly the name (with ``strings``); the names of a ``from M
-    import ...`` (:func:`_named` counts them only when ``M`` is the module itself) and those
-    inside an f-string (before Python 3.12 one token, whose names :func:`_named` does not
-    read) are not counted: counting fewer here keeps the namings live."""
+    ``.``, and a string literal whose value is exactly the name (with ``strings``), the
+    replacement fields of f-strings included (``print(f"{evaluate(model)}")`` calls it, as
+    :func:`_named` reads them); the names of a ``from M import ...`` (:func:`_named` counts
+    them only when ``M`` is the module itself) are not counted: counting fewer here keeps the
+    namings live."""
     from collections import Counter
 
     counts: Counter = Counter()
@@ -736,8 +741,8 @@ def _body_names(func: cst.FunctionDef, strings: bool = True):
         elif t is cst.Attribute:
             stack.append(n.value)  # the member's name is not the bare name
             continue
-        elif t is cst.ImportFrom or t is cst.FormattedString:
-            continue  # (an f-string is one token before Python 3.12: :func:`_named` reads none of it)
+        elif t is cst.ImportFrom:
+            continue
         stack.extend(n.children)
     return counts
 
@@ -1905,7 +1910,13 @@ def _named(text: str, name: str, bare: bool = False, outside: tuple[int, int] | 
 
     Without ``defs``, a ``def name`` is not counted: it defines a function of its own (another
     class's method of that name), and calls nothing. Without ``strings``, string literals are
-    not counted (the code looks no name up by a string: :func:`_looks_up_names`)."""
+    not counted (the code looks no name up by a string: :func:`_looks_up_names`).
+
+    The replacement fields of an f-string are code, counted as any other (before Python 3.12
+    the tokenizer gives an f-string as one token: :func:`_fstring_fields` reads its fields,
+    nested format specs included: ``f"{acc:{width}}"``). A string annotation (``x:
+    "evaluate"``) is a string literal like another: it names a type for a checker and calls
+    nothing, so it counts only with ``strings``."""
     if name not in text:
         return 0
     count = 0
@@ -1940,6 +1951,10 @@ def _named(text: str, name: str, bare: bool = False, outside: tuple[int, int] | 
                 elif not (bare and previous == "." and not (through and (
                         before in through or not (before or "").isidentifier()))):
                     count += 1
+            elif tok.type == tokenize.STRING and (fields := _fstring_fields(tok.string)):
+                # an f-string's replacement fields are code: ``f"{evaluate(model)}"`` calls
+                count += sum(_named(field, name, bare=bare, through=through, defs=defs, strings=strings)
+                             for field in fields)
             elif strings and tok.type == tokenize.STRING and tok.string.strip("rRbBuUfF").strip("'\"") == name:
                 count += 1
             if tok.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT):
@@ -1947,3 +1962,31 @@ def _named(text: str, name: str, bare: bool = False, outside: tuple[int, int] | 
     except (tokenize.TokenError, SyntaxError, IndentationError):
         return 2
     return count
+
+
+def _fstring_fields(literal: str) -> list[str]:
+    """The code of each replacement field of the f-string literal ``literal`` (one string
+    token, as the tokenizer before Python 3.12 gives it: ``f"acc {validate(loader):.3f}"``
+    gives ``validate(loader)``), those of its nested format specs included (``f"{x:{width}}"``
+    gives ``x`` and ``width``); a field that holds an f-string is given whole (its own fields
+    are read when the field is). Empty for a literal that is no f-string. When the literal
+    cannot be read as Python (a newer Python's f-string), its whole text is given: a name that
+    appears in it is taken to be named there."""
+    prefix = literal[:len(literal) - len(literal.lstrip("rRbBuUfF"))]
+    if "f" not in prefix.lower():
+        return []
+    try:
+        tree = ast.parse(literal, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return [literal[len(prefix):]]
+    fields: list[str] = []
+    stack = [tree.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.JoinedStr):
+            stack.extend(reversed(node.values))
+        elif isinstance(node, ast.FormattedValue):
+            fields.append(ast.unparse(node.value))
+            if node.format_spec is not None:
+                stack.append(node.format_spec)
+    return fields
