@@ -365,7 +365,8 @@ class ResumeWithoutOptimizerState(Rule):
     in the unit (a load that leaves some of the checkpoint's models fresh takes weights, as
     fine-tuning from a pretrained encoder does, and a fresh optimizer may be intended there); and
     that checkpoint also holds the ``state_dict()`` of an optimizer of ``M`` (or of unknown
-    models) that steps after the load, or of a scheduler stepped after the load, with no
+    models) that steps after the load (in program order, on a path from the load: :func:`_after`),
+    or of a scheduler stepped after the load, with no
     ``load_state_dict()`` of it and no opaque call given it anywhere in the unit; and the object
     that steps after the load is the one every writer of the checkpoints the load may read saved
     under that entry (:func:`_saved_steps`: the same creation sites, the candidate checkpoints of
