@@ -773,6 +773,9 @@ def check_parsed(
     if not signs.training:
         index = index or index_module(module)
         reach = signs.entry_names(index.imports)
+    if filename.endswith(".ipynb"):
+        index = index or index_module(module)
+        index.notebook = True  # (its cells bind names in any order: none is taken as unbound)
     reports, where = check_module(module, select, index, memo, interrupt, reach)
     if reports and project is not None and index is not None:
         table = parents(index)

@@ -176,9 +176,14 @@ def test_a_module_libcst_cannot_parse_defines_nothing(tmp_path: Path, monkeypatc
 @pytest.mark.parametrize("path", [p for p in FIXTURE_FILES if "LC001" not in p.read_text(encoding="utf-8")][::7],
                          ids=lambda p: p.name)
 def test_the_parse_without_validation_builds_the_same_tree(path: Path):
-    """(The fixtures that do not parse, marked LC001, have no tree to compare.)"""
+    """(The fixtures that do not parse, marked LC001, have no tree to compare; nor do those whose
+    indentation CPython accepts and LibCST refuses, checked re-indented.)"""
     text = path.read_text(encoding="utf-8")
-    assert parse_tree(text).deep_equals(cst.parse_module(text))
+    try:
+        expected = cst.parse_module(text)
+    except cst.ParserSyntaxError:
+        pytest.skip("LibCST refuses the text (checked re-indented)")
+    assert parse_tree(text).deep_equals(expected)
 
 
 def test_nodes_built_after_a_parse_are_still_validated():

@@ -53,6 +53,9 @@ from loopcheck.engine.calls import ref_parts
 from loopcheck.engine.classes import is_module_class
 from loopcheck.engine.knowledge import NO_GRAPH, knowledge
 from loopcheck.engine.names import STR_TRANSFORMS, ImportMap, dotted_name
+from loopcheck.engine.undefined import (
+    NOT_DECIDED, Resolution, evaluated_before, first_undefined, head_part, is_program, resolve, statement_parts,
+)
 from loopcheck.engine.summaries import (
     ContextSplit, decorator_grad, forward_clears, is_context_manager, split_context_manager,
 )
@@ -115,6 +118,9 @@ class ModuleIndex:
     project: object = None
     tree: cst.Module | None = None
     cache: dict = field(default_factory=dict)  # tables derived from the tree, computed on demand
+    #: a notebook's cells joined: its names come from cells run in any order, and from its
+    #: kernel, so no read is taken to raise ``NameError`` (:func:`undefined_reads`)
+    notebook: bool = False
 
     def class_ref(self, name: str | None, qualified: bool = False) -> "ClassRef | None":
         """The class a name refers to in this module: one defined here (``Trainer``) or, for a
@@ -565,6 +571,39 @@ def all_param_names(func: cst.FunctionDef) -> list[str]:
         if type(star) is cst.Param:
             names.append(star.name.value)
     return names
+
+
+def undefined_reads(index) -> Resolution:
+    """The reads of module ``index`` that no binding resolves
+    (:func:`~loopcheck.engine.undefined.resolve`), computed once per index. Decided only for
+    a program (:func:`~loopcheck.engine.undefined.is_program`: not a snippet, whose free
+    names come from its reader), parsed whole (not read statement by statement, whose nodes
+    are parts of fragments), and never for a notebook (:attr:`ModuleIndex.notebook`); a star import of a
+    module of the project whose names are all known binds those names
+    (:meth:`~loopcheck.engine.project.Project.star_names`)."""
+    found = index.cache.get("undefined")
+    if found is None:
+        if type(index) is not ModuleIndex or index.notebook or index.tree is None or not is_program(index.tree):
+            found = NOT_DECIDED
+        else:
+            found = resolve(index.tree, lambda stars: _star_names(index, stars))
+        index.cache["undefined"] = found
+    return found
+
+
+def _star_names(index: ModuleIndex, stars: int) -> frozenset[str] | None:
+    """Every name the ``stars`` star imports of module ``index`` may bind, when each imports
+    a module of its project whose names are all known; else ``None``."""
+    project, imports = index.project, index.imports
+    if project is None or index.path is None or len(imports.stars) != stars:
+        return None
+    names: set[str] = set()
+    for star in imports.stars:
+        found = project.star_names(star, index.path)
+        if found is None:
+            return None
+        names |= found
+    return frozenset(names)
 
 
 def index_module(
@@ -2451,6 +2490,8 @@ class UnitBuilder:
                 self.small_stmt(frame, s, ctx, out)
                 if out and type(out[-1]) is Jump:
                     break  # ``return; model(x)``: the rest of the line never runs
+        elif self.raising_read(frame, [head_part(stmt)], ctx, out):
+            return _grad_of(ctx)  # its test, iterable or subject reads a name nothing binds
         elif type(stmt) is cst.If:
             return self.if_stmt(frame, stmt, ctx, out)
         elif type(stmt) is cst.For:
@@ -3468,6 +3509,8 @@ class UnitBuilder:
             yield from self._drawn(frame, elements[1], args[0].value)
 
     def small_stmt(self, frame: Frame, s: cst.CSTNode, ctx: Context, out: list[Node]) -> None:
+        if self.raising_read(frame, statement_parts(s), ctx, out):
+            return  # NameError: the statement stops at a name nothing binds
         call = _statement_call(s)
         if call is not None:
             self._grad_left.pop(id(call), None)  # (set again below if this build inlines it)
@@ -3543,6 +3586,29 @@ class UnitBuilder:
                 type(s.test) is cst.Integer and s.test.value == "0"
             ):
                 out.append(Jump("raise"))  # assert False: this path ends here
+
+    def raising_read(self, frame: Frame, parts: list, ctx: Context, out: list[Node]) -> bool:
+        """Whether evaluating ``parts`` (the expressions a statement evaluates every time, in
+        order; ``None`` items are skipped) reads a name that nothing binds
+        (:func:`undefined_reads`): it raises ``NameError`` there. Then the events of what is
+        evaluated before that read go to ``out`` (the calls of the earlier parts, and those of
+        its own part that complete before it: not the call whose argument it is), and the
+        path ends, as at a ``raise``: an enclosing ``try`` sends it to its handlers."""
+        undefined = undefined_reads(frame.module).undefined
+        if not undefined:
+            return False
+        for i, part in enumerate(parts):
+            name = first_undefined(part, undefined) if part is not None else None
+            if name is None:
+                continue
+            for earlier in parts[:i]:
+                self.expr_events(frame, earlier, ctx, out)
+            done = evaluated_before(part, name)
+            items = [item for item in evaluation_order(part) if getattr(item, "node", item) in done]
+            self._emit(frame, items, ctx, out, {}, (), part)
+            out.append(Jump("raise"))
+            return True
+        return False
 
     def _exits(self, frame: Frame, call: cst.Call) -> bool:
         """Whether ``call`` ends the program (``exit()``, ``sys.exit(1)``): a library function

@@ -127,7 +127,7 @@ def raising_statement(module: cst.Module) -> ModuleRaise | None:
     Args:
         module: a parsed module (LibCST).
     """
-    if not any(_is_main_block(stmt) for stmt in module.body):
+    if not any(is_main_block(stmt) for stmt in module.body):
         return None
     bound, has_import, open_ = _module_bindings(module)
     if not has_import or open_:
@@ -182,7 +182,7 @@ def never_reached(raised: ModuleRaise, module: cst.Module, node: cst.CSTNode, ta
     return in_body and outermost is not None and outermost.name.value not in raised.may_run
 
 
-def _is_main_block(stmt: cst.CSTNode) -> bool:
+def is_main_block(stmt: cst.CSTNode) -> bool:
     """Whether ``stmt`` is ``if __name__ == "__main__":`` (either side of the ``==``)."""
     if type(stmt) is not cst.If or type(stmt.test) is not cst.Comparison:
         return False

@@ -104,12 +104,21 @@ class StarExports:
             literals (``+=`` of one included); ``None`` when it has no ``__all__``.
         opaque: ``__all__`` is bound or changed in a way not read here (computed, extended
             by a call): what the star import binds is then unknown.
+        bindable: every name the module may bind at its level, and more (each name its
+            code binds anywhere: a superset); ``None`` when it may bind names unseen
+            (``globals()``, ``exec``, ``setattr`` on an imported module, ``sys.modules``): the names
+            a star import of it binds are then not all known
+            (:meth:`loopcheck.engine.project.Project.star_names`).
+        star_count: how many star imports it has (``imports.stars`` lacks those whose
+            relative module is not known).
     """
 
     imports: ImportMap
     defined: set[str] = field(default_factory=set)
     public: frozenset[str] | None = None
     opaque: bool = False
+    bindable: frozenset[str] | None = None
+    star_count: int = 0
 
     def exported(self, name: str) -> bool:
         """Whether ``from <module> import *`` binds ``name`` (as Python decides: the names of
@@ -142,7 +151,66 @@ def star_exports(source: str, package: str | None) -> StarExports | None:
         _bound(stmt, out.defined)
     out.defined.discard("__all__")
     out.public = frozenset(public) if public is not None else None
+    stars = [0]
+    out.bindable = _bindable(tree, stars)
+    out.star_count = stars[0]
     return out
+
+
+#: Names whose use may bind a module's names unseen (:func:`_bindable`).
+_OPENING = frozenset({
+    "globals", "locals", "vars", "exec", "eval", "execfile", "__import__",
+    "builtins", "__builtin__", "__builtins__", "__main__",
+})
+
+
+def _bindable(tree: ast.Module, stars: list[int]) -> frozenset[str] | None:
+    """Every name ``tree`` binds anywhere (a superset of those of its module level: names,
+    definitions, parameters, imports, ``global`` declarations), or ``None`` when something
+    in it may bind names unseen (see :attr:`StarExports.bindable`); ``stars[0]`` counts its
+    star imports."""
+    names: set[str] = set()
+    sys_names: set[str] = set()  # names bound to the ``sys`` module
+    modules_of: set[str] = set()  # ``x`` of each ``x.modules`` (``sys.modules[__name__]``)
+    imported: set[str] = set()  # names bound by imports (modules, for ``setattr``)
+    set_on: set[str] = set()  # ``m`` of each ``setattr(m, ...)``
+    for node in ast.walk(tree):
+        t = type(node)
+        if t is ast.Name:
+            if node.id in _OPENING:
+                return None
+            if type(node.ctx) is not ast.Load:
+                names.add(node.id)
+        elif isinstance(node, (*_DEFS, ast.ClassDef)):
+            names.add(node.name)
+        elif t is ast.arg:
+            names.add(node.arg)
+        elif t is ast.alias:
+            if node.name == "*":
+                stars[0] += 1  # (its names: :meth:`Project.star_names` follows it)
+                continue
+            names.add(node.asname or node.name.partition(".")[0])
+            imported.add(node.asname or node.name.partition(".")[0])
+            if node.name == "sys":
+                sys_names.add(node.asname or "sys")
+        elif t is ast.ImportFrom and node.module == "sys" and any(a.name == "modules" for a in node.names):
+            return None
+        elif t is ast.Global or t is ast.Nonlocal:
+            names.update(node.names)
+        elif t is ast.Attribute and node.attr == "modules" and type(node.value) is ast.Name:
+            modules_of.add(node.value.id)
+        elif (t is ast.Call and type(node.func) is ast.Name and node.func.id == "setattr" and node.args
+              and type(node.args[0]) is ast.Name):
+            set_on.add(node.args[0].id)
+        elif t is ast.ExceptHandler and node.name:
+            names.add(node.name)
+        elif type(getattr(node, "name", None)) is str:  # match captures (``MatchAs``, ...)
+            names.add(node.name)
+        elif type(getattr(node, "rest", None)) is str:
+            names.add(node.rest)
+    if not modules_of.isdisjoint(sys_names) or not set_on.isdisjoint(imported):
+        return None
+    return frozenset(names)
 
 
 def _all_literal(node: ast.stmt) -> tuple[bool, set[str]] | None:

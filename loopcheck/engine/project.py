@@ -551,6 +551,33 @@ class Project:
         return {name: target for name, target in found.items()
                 if exports.exported(name) and name not in exports.defined}
 
+    def star_names(self, dotted: str, near: Path | None, _stack: tuple[Path, ...] = ()) -> frozenset[str] | None:
+        """Every name ``from <dotted> import *`` (in file ``near``) may bind, a superset, when
+        ``dotted`` is a module of the project whose names are all known: its ``__all__``
+        when it has a literal one, else each name not starting with ``_`` that it binds
+        anywhere (:attr:`~loopcheck.engine.outline.StarExports.bindable`), and what its own
+        star imports bind. ``None`` when it is not known: a module not found in the project
+        (a library's), one that cannot be read, whose ``__all__`` is not a literal, that may
+        bind names unseen, or an import cycle or a chain of star imports past
+        :data:`MAX_REEXPORT_DEPTH`."""
+        path = self.find_module(dotted, near)
+        if path is None or path in _stack or len(_stack) > MAX_REEXPORT_DEPTH:
+            return None
+        _stamp, exports = self._star_exports(path)
+        if exports is None or exports.opaque or exports.bindable is None:
+            return None
+        if len(exports.imports.stars) != exports.star_count:
+            return None  # a relative star import whose module is not known
+        if exports.public is not None:
+            return exports.public
+        names = set(exports.bindable) | set(exports.imports.aliases)
+        for star in exports.imports.stars:
+            inner = self.star_names(star, path, (*_stack, path))
+            if inner is None:
+                return None
+            names |= inner
+        return frozenset(n for n in names if not n.startswith("_"))
+
     def _star_exports(self, path: Path):
         """``(stamp, star_exports)``: the stamp of project module ``path``'s file and its
         :func:`~loopcheck.engine.outline.star_exports` (``None`` when it cannot be read or

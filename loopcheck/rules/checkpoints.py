@@ -277,6 +277,13 @@ def _may_be_module_state(unit: Unit, raw: Call | None) -> bool:
     return t is None or is_module_class(t)
 
 
+def _after(unit: Unit, load: Event, ev: Event) -> bool:
+    """Whether ``ev`` comes after ``load`` in program order and some path from the load reaches
+    it (:meth:`~loopcheck.engine.unit.Unit.builds_reaching`): a step after a load whose every
+    path raises first (a read of a name nothing binds) never follows that load."""
+    return unit.order(ev) > unit.order(load) and load in unit.builds_reaching(ev, load.subject, "load_state")
+
+
 def _restored_entries(unit: Unit) -> set[tuple[str, str]]:
     """``(object, key)`` for each ``obj.load_state_dict(x["key"])`` of the unit, wherever it is:
     the object given the entry a checkpoint holds under that key."""
@@ -358,7 +365,8 @@ class ResumeWithoutOptimizerState(Rule):
     in the unit (a load that leaves some of the checkpoint's models fresh takes weights, as
     fine-tuning from a pretrained encoder does, and a fresh optimizer may be intended there); and
     that checkpoint also holds the ``state_dict()`` of an optimizer of ``M`` (or of unknown
-    models) that steps after the load, or of a scheduler stepped after the load, with no
+    models) that steps after the load (in program order, on a path from the load: :func:`_after`),
+    or of a scheduler stepped after the load, with no
     ``load_state_dict()`` of it and no opaque call given it anywhere in the unit; and the object
     that steps after the load is the one every writer of the checkpoints the load may read saved
     under that entry (:func:`_saved_steps`: the same creation sites, the candidate checkpoints of
@@ -386,7 +394,7 @@ class ResumeWithoutOptimizerState(Rule):
             if not candidates:
                 continue
             ckpt = candidates[0]
-            later_steps = [s for s in unit.of_kind("step") if unit.order(s) > unit.order(load)]
+            later_steps = [s for s in unit.of_kind("step") if _after(unit, load, s)]
             missing = []
             for k, ref in ckpt.entries.items():
                 of, obj = ref.extra.get("of"), ref.subject
@@ -401,10 +409,7 @@ class ResumeWithoutOptimizerState(Rule):
                         continue
                     missing.append((k, ref))
                 elif of == "scheduler":
-                    steps = [
-                        e for e in unit.of_kind("sched_step")
-                        if e.subject == obj and unit.order(e) > unit.order(load)
-                    ]
+                    steps = [e for e in unit.of_kind("sched_step") if e.subject == obj and _after(unit, load, e)]
                     if not steps or self._restored(unit, obj, "scheduler"):
                         continue
                     if not _saved_steps(unit, candidates, k, of, steps, "sched_build"):
