@@ -506,14 +506,20 @@ def _off_the_path(project: Project, module: str, entry: Path, state: _Loading) -
     of the checked file's search path while the project holds a module of that name elsewhere
     (:func:`~loopcheck.engine.search_path.off_the_path`), or ``None``. Only when every change
     of ``sys.path`` run so far is read to its folders, and no module run so far may register
-    one (:meth:`_Loading.search`)."""
+    one (:meth:`_Loading.search`), the project compiles no extension modules, and its
+    ``.gitignore`` keeps no module of that name out of a folder on the path."""
     top = module.split(".")[0]
     if top in state.registered:
         return None
     folders = state.search(entry)
     if folders is None:
         return None
-    return off_the_path(project, top, entry, folders)
+    reason = off_the_path(project, top, entry, folders)
+    if reason is None or _builds_extensions(project):
+        return None  # (a build may make a module of that name in place)
+    if any(_ignored(project, d / top) for d in (*project.roots_for(entry), *folders)):
+        return None  # a module the repository keeps out (made from a sample) may be there
+    return reason
 
 
 def _relative(written: str, near: Path) -> str:

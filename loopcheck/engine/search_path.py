@@ -32,8 +32,9 @@ leaves the name undecided (it imports):
   package (a folder with ``__init__.py``, or a namespace package), the script gets the current
   directory instead of its own on ``sys.path``, and that directory is one from which its dotted
   name resolves: its top package's parent or a folder above it up to the root, all looked in;
-* a module file the repository's ``.gitignore`` keeps out in one of those folders, a project
-  whose build compiles extension modules.
+* (:func:`loopcheck.engine.import_failure.failing_import` adds) a module file the
+  repository's ``.gitignore`` keeps out of one of those folders, a project whose build compiles
+  extension modules.
 """
 
 from __future__ import annotations
@@ -284,7 +285,7 @@ def off_the_path(project: Project, name: str, entry: Path, folders: tuple[Path, 
         return None  # the project holds no such module: a library's
     if any(installed(project, home.parent) for home in homes):
         return None
-    if _ignored_in(project, searched, name) or _builds_extensions(project) or required(project, name):
+    if required(project, name):
         return None
     if sets_pythonpath(project):
         return None
@@ -397,20 +398,6 @@ def _text(path: Path) -> str | None:
         return path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
-
-
-def _ignored_in(project: Project, folders: list[Path], name: str) -> bool:
-    """Whether the repository's ``.gitignore`` keeps a module ``name`` out of one of
-    ``folders``: a module made from a sample or built in place may be on the path."""
-    from loopcheck.engine.import_failure import _ignored
-
-    return any(_ignored(project, folder / name) for folder in folders)
-
-
-def _builds_extensions(project: Project) -> bool:
-    from loopcheck.engine.import_failure import _builds_extensions as builds
-
-    return builds(project)
 
 
 def _shown(project: Project, path: Path) -> str:
