@@ -64,6 +64,8 @@ _SKIPPED_FOLDERS = frozenset({".git", ".hg", ".svn", "__pycache__", "node_module
                               "dist-packages", ".tox", ".nox", ".mypy_cache", ".pytest_cache",
                               ".loopcheck_cache", ".venv", "venv"})
 _MAX_TEXT_BYTES = 1_000_000
+#: Files walked at most (:func:`_walk`); a larger repository is not decided.
+_MAX_FILES = 100_000
 _PACKAGING = ("setup.py", "setup.cfg", "pyproject.toml")
 _REQUIREMENTS = re.compile(r"requirements.*\.txt$|environment.*\.ya?ml$|Pipfile$", re.IGNORECASE)
 
@@ -278,7 +280,7 @@ def off_the_path(project: Project, name: str, entry: Path, folders: tuple[Path, 
         # (noted for the command line's cache: a module created there changes the answer)
         project.note_probe(folder / f"{name}.py")
         project.note_probe(folder / name / "__init__.py")
-        if _holds(folder, name):
+        if _holds(project, folder, name):
             return None
     homes = [home for home in module_homes(project, name) if home.parent not in searched]
     if not homes:
@@ -302,21 +304,34 @@ def _library(name: str) -> bool:
     return name in kb.torch_packages or name in kb.other_frameworks or name in kb.no_module_packages
 
 
-def _holds(folder: Path, name: str) -> bool:
+def _holds(project: Project, folder: Path, name: str) -> bool:
     """Whether ``folder`` holds something Python may import as ``name``: ``name.py``, a
-    directory ``name`` (a package, or a namespace package), or an extension module ``name.*``."""
-    try:
-        return any(p.name == name or p.name.startswith(name + ".") for p in folder.iterdir())
-    except OSError:
-        return False
+    directory ``name`` (a package, or a namespace package), or an extension module ``name.*``
+    (each folder listed once per project)."""
+    memo = project.memo.setdefault("folder_stems", {})
+    stems = memo.get(folder)
+    if stems is None:
+        try:
+            stems = memo[folder] = frozenset(p.name.split(".")[0] for p in folder.iterdir())
+        except OSError:
+            stems = memo[folder] = frozenset()
+    return name in stems
 
 
 def _walk(project: Project):
     """``(folder, its file names)`` for every folder under the project root but
-    :data:`_SKIPPED_FOLDERS`."""
+    :data:`_SKIPPED_FOLDERS`; :class:`_TooLarge` past :data:`_MAX_FILES` files."""
+    count = 0
     for folder, dirs, files in os.walk(project.root):
         dirs[:] = [d for d in dirs if d not in _SKIPPED_FOLDERS and not d.endswith(".egg-info")]
+        count += len(files)
+        if count > _MAX_FILES:
+            raise _TooLarge
         yield Path(folder), files
+
+
+class _TooLarge(Exception):
+    """A repository of more files than this analysis walks (a data set checked in)."""
 
 
 def module_homes(project: Project, name: str) -> list[Path]:
@@ -325,12 +340,15 @@ def module_homes(project: Project, name: str) -> list[Path]:
     memo = project.memo.setdefault("module_homes", {})
     if not memo:
         index: dict[str, list[Path]] = {}
-        for folder, files in _walk(project):
-            for f in files:
-                if f.endswith(".py") and f != "__init__.py":
-                    index.setdefault(f[:-3], []).append((folder / f).resolve())
-                elif f == "__init__.py" and folder != project.root:
-                    index.setdefault(folder.name, []).append((folder / f).resolve())
+        try:
+            for folder, files in _walk(project):
+                for f in files:
+                    if f.endswith(".py") and f != "__init__.py":
+                        index.setdefault(f[:-3], []).append((folder / f).resolve())
+                    elif f == "__init__.py" and folder != project.root:
+                        index.setdefault(folder.name, []).append((folder / f).resolve())
+        except _TooLarge:
+            index = {}  # (no module is found elsewhere: nothing is decided)
         memo["index"] = index
     return memo["index"].get(name, [])
 
@@ -341,9 +359,12 @@ def sets_pythonpath(project: Project) -> bool:
     may then find modules in folders no code names. Read once per project."""
     memo = project.memo.setdefault("sets_pythonpath", {})
     if "answer" not in memo:
-        memo["answer"] = any(_names_path(folder / f) for folder, files in _walk(project) for f in files
-                             if Path(f).suffix.lower() in _TEXT_SUFFIXES or not Path(f).suffix
-                             or f.startswith(".env") or f.lower().startswith(("dockerfile", "makefile")))
+        try:
+            memo["answer"] = any(_names_path(folder / f) for folder, files in _walk(project) for f in files
+                                 if Path(f).suffix.lower() in _TEXT_SUFFIXES or not Path(f).suffix
+                                 or f.startswith(".env") or f.lower().startswith(("dockerfile", "makefile")))
+        except _TooLarge:
+            memo["answer"] = True  # (not read to the end: it may)
     return memo["answer"]
 
 
@@ -384,11 +405,14 @@ def required(project: Project, name: str) -> bool:
     memo = project.memo.setdefault("requirements", {})
     if "names" not in memo:
         found: set[str] = set()
-        for folder, files in _walk(project):
-            for f in files:
-                if _REQUIREMENTS.search(f):
-                    text = _text(folder / f) or ""
-                    found.update(w.lower().replace("-", "_") for w in re.findall(r"[A-Za-z0-9_.\-]+", text))
+        try:
+            for folder, files in _walk(project):
+                for f in files:
+                    if _REQUIREMENTS.search(f):
+                        text = _text(folder / f) or ""
+                        found.update(w.lower().replace("-", "_") for w in re.findall(r"[A-Za-z0-9_.\-]+", text))
+        except _TooLarge:
+            found = set()  # (module_homes() found nothing then: nothing is asked)
         memo["names"] = found
     return name.lower().replace("-", "_") in memo["names"]
 
