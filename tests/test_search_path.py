@@ -168,3 +168,18 @@ def test_folders_before_each_statement(tmp_path: Path):
     assert folders[5] == (entry.parent,)
     assert folders[6] == (entry.parent, tmp_path / "models")
     assert folders[8] is None
+
+
+def test_a_sibling_of_a_package_module_python_2_finds(tmp_path: Path):
+    """In Python 2, ``from squad_eval import f1`` in ``helpers/generic.py`` (loaded as
+    ``helpers.generic``) is an implicit relative import of ``helpers.squad_eval``."""
+    files = {"helpers/__init__.py": "", "helpers/squad_eval.py": "def f1():\n    pass\n",
+             "helpers/generic.py": "from squad_eval import f1\n", "train.py": "from helpers.generic import f1\n"}
+    assert reason(tmp_path, files, "train.py") is None
+
+
+def test_a_package_module_that_imports_a_module_off_the_path(tmp_path: Path):
+    files = {**UTIL, "helpers/__init__.py": "", "helpers/generic.py": "from model_util import NUM_BINS\n",
+             "train.py": "from helpers.generic import NUM_BINS\n"}
+    assert reason(tmp_path, files, "train.py") == (
+        "no module 'model_util' on the script's search path (., helpers); the project's is model/model_util.py")

@@ -434,7 +434,7 @@ def _fails(project: Project, module: str, names: tuple | None, near: Path, entry
         module = _relative(module, near) if package is None else _within(module, package)
         if not module:
             return None
-    elif (reason := _off_the_path(project, module, entry, state)) is not None:
+    elif (reason := _off_the_path(project, module, near, entry, state)) is not None:
         return reason
     elif state.path_moved == MOVES:
         return None  # code run before moved sys.path: the name may be found elsewhere
@@ -501,10 +501,13 @@ def _fails(project: Project, module: str, names: tuple | None, near: Path, entry
     return None
 
 
-def _off_the_path(project: Project, module: str, entry: Path, state: _Loading) -> str | None:
-    """Why the absolute import of ``module`` fails because its top-level name is on no folder
-    of the checked file's search path while the project holds a module of that name elsewhere
-    (:func:`~loopcheck.engine.search_path.off_the_path`), or ``None``. Only when every change
+def _off_the_path(project: Project, module: str, near: Path, entry: Path, state: _Loading) -> str | None:
+    """Why the absolute import of ``module`` by the file ``near`` fails because its top-level
+    name is on no folder of the checked file's search path while the project holds a module of
+    that name elsewhere (:func:`~loopcheck.engine.search_path.off_the_path`), or ``None``.
+    ``near``'s own folder counts as searched: in Python 2 an import in a package's module finds
+    its siblings first (an implicit relative import: ``from squad_eval import f1`` in
+    ``helpers/generic.py`` is ``helpers.squad_eval``). Only when every change
     of ``sys.path`` run so far is read to its folders, and no module run so far may register
     one (:meth:`_Loading.search`), the project compiles no extension modules, and its
     ``.gitignore`` keeps no module of that name out of a folder on the path."""
@@ -514,6 +517,8 @@ def _off_the_path(project: Project, module: str, entry: Path, state: _Loading) -
     folders = state.search(entry)
     if folders is None:
         return None
+    if near != entry:
+        folders = (*folders, near.parent)
     reason = off_the_path(project, top, entry, folders)
     if reason is None or _builds_extensions(project):
         return None  # (a build may make a module of that name in place)
