@@ -52,6 +52,16 @@ decided as if it were not there. It fails when:
   module that has no ``from x import *``, no module
   ``__getattr__``, no ``global N`` in a function, and no ``globals()``, ``setattr``, ``exec``,
   ``sys.modules``, ``__dict__`` or ``vars()`` that could bind it unseen.
+- ``import name`` or ``from name... import x`` names a top-level module that no folder of the
+  checked script's search path holds, nor any the engine looks in, while the project holds a
+  module of exactly that name in another folder (the author's own module, that Python will not
+  find: :func:`~loopcheck.engine.search_path.off_the_path`). The search path is the script's
+  folder and the folders its top-level statements before the import add to ``sys.path``, read
+  to literal folders (:func:`~loopcheck.engine.search_path.folders_before`); it is decided only
+  when every change is read, no project module loaded so far uses ``sys.path`` and none may
+  register modules, the project builds no extension modules and its ``.gitignore`` keeps no
+  module of that name out of a folder on the path. An import in a package's module also finds
+  that module's own folder (Python 2's implicit relative imports).
 
 The answers are computed once per version of each file (``Project.memo``).
 """
