@@ -52,6 +52,16 @@ decided as if it were not there. It fails when:
   module that has no ``from x import *``, no module
   ``__getattr__``, no ``global N`` in a function, and no ``globals()``, ``setattr``, ``exec``,
   ``sys.modules``, ``__dict__`` or ``vars()`` that could bind it unseen.
+- ``import name`` or ``from name... import x`` names a top-level module that no folder of the
+  checked script's search path holds, nor any the engine looks in, while the project holds a
+  module of exactly that name in another folder (the author's own module, that Python will not
+  find: :func:`~loopcheck.engine.search_path.off_the_path`). The search path is the script's
+  folder and the folders its top-level statements before the import add to ``sys.path``, read
+  to literal folders (:func:`~loopcheck.engine.search_path.folders_before`); it is decided only
+  when every change is read, no project module loaded so far uses ``sys.path`` and none may
+  register modules, the project builds no extension modules and its ``.gitignore`` keeps no
+  module of that name out of a folder on the path. An import in a package's module also finds
+  that module's own folder (Python 2's implicit relative imports).
 
 The answers are computed once per version of each file (``Project.memo``).
 """
@@ -68,6 +78,7 @@ from pathlib import Path
 import pathspec
 
 from loopcheck.engine.project import Project, absolute_module, module_name
+from loopcheck.engine.search_path import folders_before, off_the_path
 
 #: How many project modules deep an import's own imports are followed.
 MAX_DEPTH = 8
@@ -139,13 +150,14 @@ def failing_import(project: Project | None, source: str, path: Path | str | None
     mod = _read(source)
     if mod is None or not mod.compiles:
         return None  # a file that does not compile is LC001's
-    state = _Loading()
+    state = _Loading(source=source)
     for line, module, names in mod.imports:
         if mod.runs_from is not None and line > mod.runs_from:
             return None  # a loop may run before it: not decided
         state.path_moved = max([state.path_moved, *(how for at, how in mod.path_moves if at < line)])
         state.registers = state.registers or any(at < line for at in mod.registers_at)
         state.registered.update(name for at, names in mod.registered_at if at < line for name in names)
+        state.line = line
         reason = _fails(project, module, names, near, near, (near,), state)
         if reason is not None:
             return ImportFailure(line, reason)
@@ -164,6 +176,22 @@ class _Loading:
     path_moved: int = 0
     registers: bool = False  # a module run so far may make a module importable that no file holds
     registered: set = field(default_factory=set)  # ... and the names modules run so far register
+    source: str = ""  # the checked file's text
+    line: int = 0  # the line of the checked file's import being followed
+    # a project module loaded so far used sys.path: the search path is not read to its folders
+    path_unread: bool = False
+    _folders: dict | None = None  # :func:`~loopcheck.engine.search_path.folders_before`, once
+
+    def search(self, entry: Path) -> tuple[Path, ...] | None:
+        """The folders the checked file ``entry`` put on ``sys.path`` before the import being
+        followed (its own folder first), or ``None`` when they are not all read
+        (:func:`~loopcheck.engine.search_path.folders_before`), or a module loaded so far may
+        have changed ``sys.path`` or registered modules."""
+        if self.path_unread or self.registers:
+            return None
+        if self._folders is None:
+            self._folders = folders_before(self.source, entry) or {}
+        return self._folders.get(self.line)
 
 
 def _read(source: str) -> _Module | None:
@@ -416,6 +444,8 @@ def _fails(project: Project, module: str, names: tuple | None, near: Path, entry
         module = _relative(module, near) if package is None else _within(module, package)
         if not module:
             return None
+    elif (reason := _off_the_path(project, module, near, entry, state)) is not None:
+        return reason
     elif state.path_moved == MOVES:
         return None  # code run before moved sys.path: the name may be found elsewhere
     parts = module.split(".")
@@ -479,6 +509,32 @@ def _fails(project: Project, module: str, names: tuple | None, near: Path, entry
             continue
         return f"{_shown(project, found)} defines no name {name!r}"
     return None
+
+
+def _off_the_path(project: Project, module: str, near: Path, entry: Path, state: _Loading) -> str | None:
+    """Why the absolute import of ``module`` by the file ``near`` fails because its top-level
+    name is on no folder of the checked file's search path while the project holds a module of
+    that name elsewhere (:func:`~loopcheck.engine.search_path.off_the_path`), or ``None``.
+    ``near``'s own folder counts as searched: in Python 2 an import in a package's module finds
+    its siblings first (an implicit relative import: ``from squad_eval import f1`` in
+    ``helpers/generic.py`` is ``helpers.squad_eval``). Only when every change
+    of ``sys.path`` run so far is read to its folders, and no module run so far may register
+    one (:meth:`_Loading.search`), the project compiles no extension modules, and its
+    ``.gitignore`` keeps no module of that name out of a folder on the path."""
+    top = module.split(".")[0]
+    if top in state.registered:
+        return None
+    folders = state.search(entry)
+    if folders is None:
+        return None
+    if near != entry:
+        folders = (*folders, near.parent)
+    reason = off_the_path(project, top, entry, folders)
+    if reason is None or _builds_extensions(project):
+        return None  # (a build may make a module of that name in place)
+    if any(_ignored(project, d / top) for d in (*project.roots_for(entry), *folders)):
+        return None  # a module the repository keeps out (made from a sample) may be there
+    return reason
 
 
 def _relative(written: str, near: Path) -> str:
@@ -623,6 +679,7 @@ def _loads(project: Project, path: Path, entry: Path, stack: tuple, state: _Load
         reason = f"{_shown(project, path)} does not compile (SyntaxError)"
     elif info is not None:
         state.path_moved = max(state.path_moved, info.changes_path)
+        state.path_unread = state.path_unread or info.changes_path != NO_MOVE
         state.registers = state.registers or info.registers
         state.registered.update(info.registered)
         package = None

@@ -290,6 +290,12 @@ class Project:
             hit = self._found_in[key] = (found, tuple(probes))
         return hit
 
+    def note_probe(self, path: Path) -> None:
+        """Record, while :meth:`recording`, that an answer depends on whether ``path`` is a
+        file (as :meth:`find_module` records the candidates it tries)."""
+        if self._reads is not None:
+            self._reads.probes[path] = path.is_file()
+
     def _file(self, path: Path) -> bool:
         """Whether ``path`` is a file, looked at once per process (as import candidates are)."""
         is_file = self._is_file.get(path)
