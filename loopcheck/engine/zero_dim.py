@@ -1,12 +1,13 @@
 """0-dim tensors, and the subscripts of them that raise.
 
 Since PyTorch 0.4 a reduction to one number (a loss with its default ``reduction="mean"``,
-``x.sum()``, ``torch.mean(x)``) returns a tensor of no dimension, and indexing it raises
-``IndexError: invalid index of a 0-dim tensor. Use `tensor.item()` in Python or
-`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number`` (torch 2.13; ``x[-1]``,
-``x[:]`` and ``x[0, 0]`` raise ``IndexError`` too). Code written for PyTorch 0.3, where the
-same loss was a tensor of size 1, reads it as ``loss.data[0]``: on every PyTorch loopcheck
-targets, that statement raises, and the code after it on that path never runs. The builder
+``x.sum()``, ``torch.mean(x)``) returns a tensor of no dimension, and from PyTorch 1.0 (the
+release first planned as 0.5; 0.4 only warned) indexing it raises ``IndexError: invalid index
+of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ to convert a 0-dim
+tensor to a number`` (torch 2.13; ``x[-1]``, ``x[:]`` and ``x[0, 0]`` raise ``IndexError``
+too). Code written for PyTorch 0.3, where the same loss was a tensor of size 1, reads it as
+``loss.data[0]``: on every PyTorch loopcheck targets (2.x), that statement raises, and the code
+after it on that path never runs. The builder
 (:meth:`loopcheck.engine.builder.UnitBuilder.small_stmt`) ends the path there, as at a
 ``raise``.
 
