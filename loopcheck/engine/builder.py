@@ -57,7 +57,7 @@ from loopcheck.engine.summaries import (
     ContextSplit, decorator_grad, forward_clears, is_context_manager, split_context_manager,
 )
 from loopcheck.engine.walk import calls_in_order, children, dotted_chains, names_in, small_statements, walk
-from loopcheck.engine.zero_dim import Binding, Shapes, block_bindings
+from loopcheck.engine.zero_dim import Binding, Shapes, block_bindings, indexing_subscripts
 
 # The node classes this module tests for are final (no subclasses in LibCST), so it tests
 # ``type(node) is cst.X``: ``isinstance`` against LibCST's classes, which derive from ``abc.ABC``,
@@ -3573,17 +3573,14 @@ class UnitBuilder:
             value = node.iter
         else:
             return False
-        if value is None or "[" not in self._code_of(value):
+        if value is None:
             return False
-        return self.shapes(frame).raising_subscript(value) is not None
-
-    @staticmethod
-    def _code_of(node: cst.CSTNode) -> str:
-        """A cheap test that an expression may hold a subscript (its source text)."""
-        try:
-            return cst.Module([]).code_for_node(node)
-        except Exception:  # noqa: BLE001 - a node LibCST cannot print: assume it may
-            return "["
+        shapes = None
+        for sub in indexing_subscripts(value):
+            shapes = shapes or self.shapes(frame)
+            if shapes.zero_dim(sub.value):
+                return True
+        return False
 
     def shapes(self, frame: Frame) -> Shapes:
         """What gives 0-dim tensors where ``frame`` reads names (:class:`Shapes`)."""

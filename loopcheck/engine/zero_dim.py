@@ -261,8 +261,8 @@ class Shapes:
         (which work on a 0-dim tensor), nor an index the code does not write as a literal; not
         in a lambda, a comprehension, an arm of a conditional expression or the right operand
         of ``and``/``or`` (which may not run)."""
-        for sub in _evaluated_subscripts(expr):
-            if _raising_index(sub) and self.zero_dim(sub.value):
+        for sub in indexing_subscripts(expr):
+            if self.zero_dim(sub.value):
                 return sub
         return None
 
@@ -300,6 +300,12 @@ def _reduces(spec: ZeroDim, call: cst.Call) -> bool:
         if keyword is not None and keyword in keywords or index is not None and positional > index:
             return False
     return True
+
+
+def indexing_subscripts(expr: cst.CSTNode):
+    """The subscripts every evaluation of ``expr`` evaluates whose index raises on a 0-dim
+    tensor (:func:`_raising_index`), in source order (whatever their value)."""
+    return (sub for sub in _evaluated_subscripts(expr) if _raising_index(sub))
 
 
 def _raising_index(sub: cst.Subscript) -> bool:
