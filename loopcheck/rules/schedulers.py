@@ -319,7 +319,10 @@ class SchedulerBeforeOptimizerStep(Rule):
     construction and after ``O``'s ``load_state_dict()``, an unknown method of ``O`` or an opaque call
     given ``O``), and a step of ``O`` follows in program order inside the call's innermost loop.
     A path on which a pass of that loop ended without stepping ``O`` since its construction
-    (:data:`IDLE`) does not count: a step at the pass's end would have come first too. The paths
+    (:data:`IDLE`) does not count: a step at the pass's end would have come first too. Some
+    path must go on after the call to a step of ``O`` and then round that loop or to the unit's
+    end (:class:`_TrainsOnMachine`): where each dies first (``loss.data[0]`` of a 0-dim loss,
+    :mod:`loopcheck.engine.zero_dim`), no schedule is followed. The paths
     follow the loop's first pass (:attr:`~loopcheck.engine.ir.If.first_pass`: ``if epoch != 0:``
     in ``for epoch in range(n):`` is not entered on it; nor, by :attr:`~loopcheck.engine.ir.If.first_pass_given`,
     in ``for epoch in range(start, n):`` on a path that bound ``start = 0``). Inside an ``accelerator.accumulate()`` block the prepared optimizer's step, and the step of a
