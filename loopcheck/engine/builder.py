@@ -60,6 +60,7 @@ from loopcheck.engine.summaries import (
     ContextSplit, decorator_grad, forward_clears, is_context_manager, split_context_manager,
 )
 from loopcheck.engine.walk import calls_in_order, children, dotted_chains, names_in, small_statements, walk
+from loopcheck.engine.zero_dim import Binding, Shapes, block_bindings, indexing_subscripts
 
 # The node classes this module tests for are final (no subclasses in LibCST), so it tests
 # ``type(node) is cst.X``: ``isinstance`` against LibCST's classes, which derive from ``abc.ABC``,
@@ -835,6 +836,7 @@ class UnitBuilder:
         self.node_module: dict[int, ModuleIndex] = {}  # id(node) -> the module it is in
         self._splits: dict[int, ContextSplit | None] = {}
         self._bound_once: dict[int, dict] = {}  # id(function) -> _single_bindings of its body (_bound_once_in)
+        self._all_bindings: dict[int, dict] = {}  # id(function) -> block_bindings of its body (bindings_of)
         self._held: dict = {}  # (module, class, attribute) -> _held_class's answer
         # the facts of attribute values (loopcheck.engine.attr_facts): id(function) -> what the
         # code a call of it runs may assign (attr_writes); the attribute names assigned through
@@ -2491,7 +2493,11 @@ class UnitBuilder:
                 if out and type(out[-1]) is Jump:
                     break  # ``return; model(x)``: the rest of the line never runs
         elif self.raising_read(frame, [head_part(stmt)], ctx, out):
-            return _grad_of(ctx)  # its test, iterable or subject reads a name nothing binds
+            return None  # its test, iterable or subject reads a name nothing binds: no path falls out
+        elif type(stmt) in (cst.If, cst.For, cst.While) and self.indexes_zero_dim(frame, stmt):
+            self.expr_events(frame, stmt.iter if type(stmt) is cst.For else stmt.test, ctx, out)
+            out.append(Jump("raise"))  # ``if loss.data[0] > best:`` of a 0-dim loss raises IndexError
+            return None
         elif type(stmt) is cst.If:
             return self.if_stmt(frame, stmt, ctx, out)
         elif type(stmt) is cst.For:
@@ -3514,6 +3520,14 @@ class UnitBuilder:
         call = _statement_call(s)
         if call is not None:
             self._grad_left.pop(id(call), None)  # (set again below if this build inlines it)
+        if self.indexes_zero_dim(frame, s):
+            # ``loss.data[0]`` of a 0-dim loss raises IndexError: the events its statement made
+            # before, then a raise (to the handlers of an enclosing ``try``), and no binding
+            value = s.value if type(s) is not cst.Return or s.value is not None else None
+            if value is not None:
+                self.expr_events(frame, value, ctx, out)
+            out.append(Jump("raise"))
+            return
         if type(s) is cst.Expr:
             made = self.expr_events(frame, s.value, ctx, out)
             for value in _values(s.value):
@@ -3609,6 +3623,69 @@ class UnitBuilder:
             out.append(Jump("raise"))
             return True
         return False
+
+    def indexes_zero_dim(self, frame: Frame, node: cst.CSTNode) -> bool:
+        """Whether statement ``node`` (a small statement: an expression, an assignment, a
+        ``return``; or the test of an ``if``/``while``, the iterable of a ``for``) always
+        evaluates a subscript that raises ``IndexError`` on PyTorch 0.4 and later: an integer or
+        slice index of a value established to be a 0-dim tensor (``loss.data[0]`` of a loss
+        reduced to one number; :class:`loopcheck.engine.zero_dim.Shapes`)."""
+        t = type(node)
+        if t is cst.Expr or t is cst.Assign or t is cst.AugAssign or t is cst.AnnAssign or t is cst.Return:
+            value = node.value
+        elif t is cst.If or t is cst.While:
+            value = node.test
+        elif t is cst.For:
+            value = node.iter
+        else:
+            return False
+        if value is None:
+            return False
+        shapes = None
+        for sub in indexing_subscripts(value):
+            shapes = shapes or self.shapes(frame)
+            if shapes.zero_dim(sub.value):
+                return True
+        return False
+
+    def shapes(self, frame: Frame) -> Shapes:
+        """What gives 0-dim tensors where ``frame`` reads names (:class:`Shapes`)."""
+
+        def qualify(dotted: str) -> str | None:
+            q, qualified = self.resolve(frame, dotted)
+            return q if qualified else None
+
+        return Shapes(qualify, lambda name: self.bindings_of(frame, name))
+
+    def bindings_of(self, frame: Frame, name: str) -> list[Binding] | None:
+        """Every binding of variable ``name`` where ``frame`` reads it: those of its function
+        when it is a local there (none for a parameter), else those of the module's own code
+        (:func:`loopcheck.engine.zero_dim.block_bindings`); ``None`` when some binding is not
+        a plain or augmented assignment, or the name is imported, declared ``global`` by a
+        function, or a top-level ``def``/``class``."""
+        f: Frame | None = frame
+        while f is not None:
+            if name in f.shadow or name in f.subst:
+                return None
+            if name in f.locals:
+                if f.node is None:
+                    break  # the module's own code: a global
+                bound = self._all_bindings.get(id(f.node))
+                if bound is None:
+                    bound = self._all_bindings[id(f.node)] = block_bindings([f.node.body], all_param_names(f.node))
+                return bound.get(name)
+            f = f.parent
+        index = frame.module
+        bound = index.cache.get("all_bindings")
+        if bound is None:
+            bound = block_bindings(index.module_code())
+            if "*" in bound:
+                bound = {}
+            others = set(index.imports.aliases) | _declared_global(index) | set(index.functions) | set(index.classes)
+            for other in others:
+                bound[other] = None
+            index.cache["all_bindings"] = bound
+        return bound.get(name)
 
     def _exits(self, frame: Frame, call: cst.Call) -> bool:
         """Whether ``call`` ends the program (``exit()``, ``sys.exit(1)``): a library function

@@ -103,7 +103,7 @@ _ROLE_KEYS = frozenset({
 _ENTRY_KEYS = frozenset({
     "names", "bases", "effects", "returns", "methods", "attributes", "grad", "source", "context", "modes",
     "mode_args", "modes_none_if_zero", "parameters", "setting", "grad_off_arg", "only_before", "block_mode",
-    "exits", "requires_grad_arg", "autocast",
+    "exits", "requires_grad_arg", "autocast", "zero_dim", "keeps_shape",
 })
 #: Process-wide settings a call changes (``setting`` of a function entry; its first argument
 #: says the new value): ``overwrite_params_on_conversion``, whether ``Module.to()``/``half()``
@@ -380,6 +380,35 @@ class Autocast:
     enabled: ArgRef | None = None
 
 
+#: The literal ``reduction`` values with which a loss returns one number, a 0-dim tensor.
+SCALAR_REDUCTIONS = frozenset({"mean", "sum", "batchmean"})
+
+
+@dataclass(frozen=True)
+class ZeroDim:
+    """When a call returns a 0-dim tensor (``zero_dim`` of an entry; PyTorch 0.4 and later,
+    where a reduction to one number gives a tensor of no dimension, not one of size 1).
+
+    Attributes:
+        reduction: for a loss, the keyword naming its reduction: the result is 0-dim when it is
+            left out or given as a literal of :data:`SCALAR_REDUCTIONS` (``"none"`` keeps one
+            loss per element). On a class, it is read from the construction, and describes a
+            call of the instance (``nn.CrossEntropyLoss()(out, y)``).
+        reduce: the legacy keyword (``reduce``) that, given anything but the literal ``True``
+            or ``None``, may keep one loss per element.
+        positional: how many positional arguments a call may give before one could be
+            ``reduce`` or ``reduction`` (given more, the result is not known to be 0-dim).
+        without: for a reduction (``torch.sum``, ``Tensor.mean``), the arguments that, given,
+            keep dimensions (``dim``, ``axis``, an ``other`` tensor): the result is 0-dim when
+            none of them is given, nor ``*args``/``**kwargs``.
+    """
+
+    reduction: str | None = None
+    reduce: str | None = None
+    positional: int = 0
+    without: tuple = ()
+
+
 @dataclass(frozen=True)
 class Summary:
     """The effect summary of a callable: a library entry, or one the engine inferred from
@@ -435,6 +464,9 @@ class Summary:
         autocast: what the call does to the autocast state (:class:`Autocast`: a ``with``
             block of ``torch.autocast``, a query ``torch.is_autocast_enabled()``, a set
             ``torch.set_autocast_enabled()``), or ``None``: it neither sets nor reads it.
+        zero_dim: when the call returns a 0-dim tensor (:class:`ZeroDim`), or ``None``.
+        keeps_shape: for a ``torch.Tensor`` method, the result has the receiver's shape
+            (``detach()``, ``cpu()``, ``float()``): of a 0-dim tensor, a 0-dim tensor.
     """
 
     name: str
@@ -453,6 +485,8 @@ class Summary:
     writes: tuple[str, ...] | None = None
     self_calls: tuple[str, ...] = ()
     autocast: Autocast | None = None
+    zero_dim: ZeroDim | None = None
+    keeps_shape: bool = False
 
 
 @dataclass
@@ -480,6 +514,16 @@ class ClassEntry:
     # whether it requires grad (``[1, "requires_grad"]``, default True); given the literal
     # False, the parameter is made frozen. None: not said
     requires_grad_arg: ArgRef | None = None
+    # the attributes whose value is the instance's tensor with its shape (``Tensor.data``): of
+    # a 0-dim tensor, a 0-dim tensor
+    keeps_shape: tuple[str, ...] = ()
+
+
+def _shape_attributes(raw, where: str) -> tuple[str, ...]:
+    """``keeps_shape`` of a class entry: the attributes that keep the instance's shape."""
+    if not isinstance(raw, list) or not all(isinstance(a, str) for a in raw):
+        raise KnowledgeError(f"{where}: 'keeps_shape' of a class is a list of attribute names")
+    return tuple(raw)
 
 
 def _arg_ref(value, where: str) -> ArgRef:
@@ -609,7 +653,35 @@ def _summary(name: str, raw: dict, where: str) -> Summary:
                    _only_before(raw.get("only_before"), where), tuple(_arg_ref(a, where) for a in if_zero),
                    _block_mode(raw.get("block_mode"), where), bool(raw.get("exits", False)),
                    bool(raw.get("override_body", False)), _writes(raw.get("writes"), where),
-                   _self_calls(raw, where), _autocast(raw.get("autocast"), where))
+                   _self_calls(raw, where), _autocast(raw.get("autocast"), where),
+                   _zero_dim(raw.get("zero_dim"), where), _keeps_shape(raw.get("keeps_shape", False), where))
+
+
+def _zero_dim(raw, where: str) -> ZeroDim | None:
+    """The ``zero_dim`` table of an entry (:class:`ZeroDim`)."""
+    if raw is None:
+        return None
+    keys = {"reduction", "reduce", "positional", "without"}
+    if not isinstance(raw, dict) or set(raw) - keys or not ("reduction" in raw or "without" in raw):
+        raise KnowledgeError(f"{where}: 'zero_dim' is a table with 'reduction' (and 'reduce', 'positional')"
+                             f" or 'without'")
+    positional = raw.get("positional", 0)
+    if isinstance(positional, bool) or not isinstance(positional, int) or positional < 0:
+        raise KnowledgeError(f"{where}: 'zero_dim' positional is a count")
+    for k in ("reduction", "reduce"):
+        if k in raw and not isinstance(raw[k], str):
+            raise KnowledgeError(f"{where}: 'zero_dim' {k} is a keyword")
+    without = raw.get("without", [])
+    if not isinstance(without, list):
+        raise KnowledgeError(f"{where}: 'zero_dim' without is a list of argument references")
+    return ZeroDim(raw.get("reduction"), raw.get("reduce"), positional, tuple(_arg_ref(a, where) for a in without))
+
+
+def _keeps_shape(raw, where: str) -> bool:
+    """``keeps_shape`` of a method entry: whether its result has the receiver's shape."""
+    if not isinstance(raw, bool):
+        raise KnowledgeError(f"{where}: 'keeps_shape' of a method is true or false")
+    return raw
 
 
 def _autocast(raw, where: str) -> Autocast | None:
@@ -750,7 +822,8 @@ class Knowledge:
             for name in raw["names"]:
                 ctor = _summary(name, {k: v for k, v in raw.items()
                                        if k not in ("methods", "attributes", "bases", "modes", "mode_args",
-                                                    "modes_none_if_zero", "parameters", "requires_grad_arg")}, where)
+                                                    "modes_none_if_zero", "parameters", "requires_grad_arg",
+                                                    "keeps_shape")}, where)
                 methods = {m: _method(name, m, v, source, where) for m, v in raw.get("methods", {}).items()}
                 if raw.get("modes") not in (None, "none"):
                     raise KnowledgeError(f"{where}: 'modes' can only be \"none\"")
@@ -767,7 +840,8 @@ class Knowledge:
                 entry = ClassEntry(name, ctor, methods, dict(raw.get("attributes", {})), tuple(raw.get("bases", ())),
                                    raw.get("modes"), tuple(_arg_ref(a, where) for a in mode_args),
                                    tuple(_arg_ref(a, where) for a in if_zero), raw.get("parameters"),
-                                   None if "requires_grad_arg" not in raw else _arg_ref(raw["requires_grad_arg"], where))
+                                   None if "requires_grad_arg" not in raw else _arg_ref(raw["requires_grad_arg"], where),
+                                   _shape_attributes(raw.get("keeps_shape", []), where))
                 self._add(name, entry, self.classes, self._class_patterns)
         packages = data.get("packages", {})
         if not isinstance(packages, dict) or set(packages) - _PACKAGE_KEYS or not all(

@@ -222,6 +222,41 @@ class _SteppedMachine(Machine):
         return s
 
 
+#: :class:`_TrainsOnMachine`'s states: the ``scheduler.step()`` it follows has run (``ARMED``),
+#: then a step of its optimizer (``STEPPED``), then the pass of the call's loop ended (``ROUND``).
+ARMED, STEPPED, ROUND = "armed", "stepped", "round"
+
+
+class _TrainsOnMachine(Machine):
+    """Whether training goes on past an early ``scheduler.step()`` (the event ``ev``): a path
+    that ran it, then a step of the optimizer ``O`` (the update its LR is for), and then ended
+    the pass of ``loop``, the call's innermost loop, going round to the next (:data:`ROUND`), or
+    reached the unit's end (:data:`STEPPED` in :attr:`Flow.exit`). A path that ends in an
+    exception before (``loss.data[0]`` of a 0-dim loss after the first ``optimizer.step()``,
+    :mod:`loopcheck.engine.zero_dim`) follows no schedule: the run dies on its first batch."""
+
+    kinds = frozenset({'step', 'sched_step'})
+
+    def __init__(self, ev: Event, opt: str, names: frozenset[str], loop: LoopInfo) -> None:
+        self.ev = ev
+        self.opt = opt
+        self.subjects = names
+        self.loop = loop
+
+    def initial(self):
+        return None
+
+    def transfer(self, s, ev: Event):
+        if ev is self.ev:
+            return ARMED if s is None else s
+        if s == ARMED and ev.kind == "step" and ev.subject == self.opt:
+            return STEPPED
+        return s
+
+    def goes_round(self, s, loop):
+        return ROUND if s == STEPPED and loop.info is self.loop else s
+
+
 #: LC202's harm where positions 0 and 1 of the schedule give different LRs.
 SKIPPED = "the first LR of the schedule is skipped"
 #: LC202's harm where they may agree: the whole schedule shifted by one position.
@@ -284,7 +319,10 @@ class SchedulerBeforeOptimizerStep(Rule):
     construction and after ``O``'s ``load_state_dict()``, an unknown method of ``O`` or an opaque call
     given ``O``), and a step of ``O`` follows in program order inside the call's innermost loop.
     A path on which a pass of that loop ended without stepping ``O`` since its construction
-    (:data:`IDLE`) does not count: a step at the pass's end would have come first too. The paths
+    (:data:`IDLE`) does not count: a step at the pass's end would have come first too. Some
+    path must go on after the call to a step of ``O`` and then round that loop or to the unit's
+    end (:class:`_TrainsOnMachine`): where each dies first (``loss.data[0]`` of a 0-dim loss,
+    :mod:`loopcheck.engine.zero_dim`), no schedule is followed. The paths
     follow the loop's first pass (:attr:`~loopcheck.engine.ir.If.first_pass`: ``if epoch != 0:``
     in ``for epoch in range(n):`` is not entered on it; nor, by :attr:`~loopcheck.engine.ir.If.first_pass_given`,
     in ``for epoch in range(start, n):`` on a path that bound ``start = 0``). Inside an ``accelerator.accumulate()`` block the prepared optimizer's step, and the step of a
@@ -336,6 +374,8 @@ class SchedulerBeforeOptimizerStep(Rule):
             )
             if step is None:
                 continue
+            if not self._trains_on(unit, ev, opt, loop):
+                continue  # every path that steps the optimizer after it dies before the next pass
             if applies_no_gradient(unit, opt):
                 continue  # no update runs at any LR of the schedule: none is skipped or shifted for training
             harm = harm_of(info.starts)
@@ -352,6 +392,15 @@ class SchedulerBeforeOptimizerStep(Rule):
                 note=lambda d, kind=harm[0]: _NOTES[kind],
                 at=ev, related_at=(step,),
             )
+
+    @staticmethod
+    def _trains_on(unit: Unit, ev: Event, opt: str, loop: LoopInfo) -> bool:
+        """Whether some path runs ``ev``, then a step of ``opt``, and then goes round ``ev``'s
+        innermost ``loop`` or reaches the unit's end (:class:`_TrainsOnMachine`): the schedule
+        the early step shifts is followed by the training."""
+        flow = unit.flow(("trains_on", opt, id(ev)),
+                         lambda: _TrainsOnMachine(ev, opt, unit.roles.names_of(opt), loop))
+        return ROUND in flow.states(ev) or STEPPED in flow.exit
 
     @staticmethod
     def _older_pytorch(unit: Unit) -> bool:
