@@ -1193,10 +1193,28 @@ class UnitBuilder:
             frame = found[0][1]
             if len(found) < 2 or not self.init_only(frame, key.rpartition(".")[2]):
                 continue
+            immutable = self.init_values_immutable(frame, key.rpartition(".")[2])
             for node, _ in found:
                 node.constant = True
+                node.immutable = immutable
             marked = True
         return marked
+
+    def init_values_immutable(self, frame: Frame, attr: str) -> bool:
+        """Whether every value the ``__init__`` of a class that :meth:`init_only` read gives
+        attribute ``attr`` (those of the instance's class and bases, and of the other classes of
+        their modules that assign it) is a literal of an immutable type
+        (:func:`immutable_literal`): its truth then cannot change through another name of the
+        object. ``False`` for any other value (a list display, a parameter)."""
+        classes = _readable_ancestry(frame.self_class) if frame.self_class is not None else None
+        if not classes:
+            return False
+        for m in dict.fromkeys([self.index, *(c.module for c in classes)]):
+            for cls in (_init_only_writes(m.tree, attr) or ()) if m.tree is not None else ():
+                values = _attribute_assignments(cls, attr)
+                if not all(value is not None and immutable_literal(value) for value in values):
+                    return False
+        return True
 
     def init_only(self, frame: Frame, attr: str) -> bool:
         """Whether attribute ``attr`` of the frame's own instance holds, once constructed, the
@@ -3912,6 +3930,22 @@ def literal_value(node: cst.CSTNode | None):
     if type(node) is cst.Name and node.value in ("True", "False", "None"):
         return {"True": True, "False": False, "None": None}[node.value]
     return NO_VALUE
+
+
+def immutable_literal(node: cst.CSTNode) -> bool:
+    """Whether ``node`` is a literal of an immutable type: ``True``/``False``/``None``, a
+    number (signed or not), a string or bytes (an f-string too), or a tuple display of such
+    literals."""
+    t = type(node)
+    if t is cst.Name:
+        return node.value in ("True", "False", "None")
+    if t in (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString):
+        return True
+    if t is cst.UnaryOperation:
+        return type(node.operator) in (cst.Minus, cst.Plus) and type(node.expression) in (cst.Integer, cst.Float, cst.Imaginary)
+    if t is cst.Tuple:
+        return all(type(el) is cst.Element and immutable_literal(el.value) for el in node.elements)
+    return False
 
 
 def _readable_ancestry(cls: ClassRef) -> list[ClassRef] | None:

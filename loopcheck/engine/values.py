@@ -670,7 +670,8 @@ def _truths(unit) -> _Truths | None:
         for node in _ifs_in(unit.ir, []):
             if node.constant and node.fact is not None:
                 tested.setdefault(node.fact[0], []).append(node)
-        keys = [key for key, ifs in tested.items() if len(ifs) > 1]
+        keys = [key for key, ifs in tested.items() if len(ifs) > 1 and (
+            all(node.immutable for node in ifs) or not _escapes(key, unit))]
         if not keys or len(keys) > MAX_TRUTHS:
             return None
         arms: dict[int, tuple] = {}
@@ -707,6 +708,21 @@ def _ifs_in(node: Node, out: list) -> list:
     for part in parts(node):
         _ifs_in(part, out)
     return out
+
+
+def _escapes(key: str, unit) -> bool:
+    """Whether the unit may give the object attribute symbol ``key`` holds another name, which a
+    write the analysis does not tie to ``key`` could then change (``h = self.history`` then
+    ``h.append(x)``): a value that may be or hold it bound to a variable or stored anywhere,
+    the object passed to a call (which may keep it), a loop over it. The truth of an attribute
+    whose value may be mutable is followed only where no such event is seen."""
+    for raw in walk_events(unit.ir):
+        if type(raw) is Assign:
+            if raw.target != key and key in (raw.held if raw.held is not None else raw.mentions):
+                return True
+        elif any(a.sym == key or key in a.mentions for a in raw.args):
+            return True
+    return any(key in loop.info.iter_names for loop, _ in loops(unit))
 
 
 def _may_change(key: str, raw) -> bool:
