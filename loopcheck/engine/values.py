@@ -40,7 +40,7 @@ from loopcheck.engine.classes import CONTAINERS, is_module_class
 from loopcheck.engine.ir import Arg, Assign, Call, If, Inline, Jump, Loop, LoopInfo, Node, Seq, Try, parts, walk_events
 from loopcheck.engine.graphs import GradInputs, is_true
 from loopcheck.engine.knowledge import knowledge
-from loopcheck.engine.names import dotted_name
+from loopcheck.engine.names import dotted_name, names_variable
 from loopcheck.engine.pins import dates_before, pinned_before, scan_text
 from loopcheck.engine.calls import arg_at
 from loopcheck.engine.roles import ACCELERATOR_NAME, ROLE_TYPES, last
@@ -2884,7 +2884,9 @@ _LIST_ADDS = {"append": (0,), "insert": (1,), "extend": ()}
 def _listed_modules(unit, call: cst.Call, value: cst.BaseExpression) -> list | None:
     """The expressions of the modules a list holds, the list being ``value``, an argument of
     ``call``: a list display or comprehension (its elements); or a local name of the code that
-    holds ``call`` bound once to one, whose other uses only add to it (``layers.append(m)``,
+    holds ``call`` bound once to one, whose other uses (of that variable:
+    :func:`~loopcheck.engine.names.names_variable`, not ``model.layers`` or ``dict(layers=3)``)
+    only add to it (``layers.append(m)``,
     ``layers.insert(i, m)``, ``layers.extend([...])``, ``layers += [...]``) or read its length
     (``len(layers)``), outside any nested function. ``None`` when the list may hold anything
     else (a parameter, a name bound twice or to another value, handed to a call, indexed,
@@ -2904,8 +2906,8 @@ def _listed_modules(unit, call: cst.Call, value: cst.BaseExpression) -> list | N
     items: list = []
     bindings = 0
     for node in walk(holder.body if type(holder) is cst.FunctionDef else holder):
-        if type(node) is not cst.Name or node.value != name or node is value:
-            continue
+        if type(node) is not cst.Name or node.value != name or node is value or not names_variable(node, table):
+            continue  # (the same spelling, not the variable: ``model.layers``, ``dict(layers=3)``)
         up = table.get(node)
         scope = up
         while scope is not None and scope is not holder:
