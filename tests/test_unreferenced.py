@@ -1057,8 +1057,23 @@ def test_fstring_fields(literal, fields):
     ("print(f'{self.evaluate(m)}')\n", 0),  # another object's attribute (``bare``)
     ("print(f'{utils.evaluate(m)}')\n", 1),  # through a module the caller imports
     ("print(f'evaluate {m}')\n", 0),
+    # a field Python 3.11 cannot parse (a backslash in it): cut by its braces
+    ("print(f\"{'\\\\n'.join(evaluate(x))}\")\n", 1),
+    ("print(f\"evaluate {'\\\\n'.join(rows)}\")\n", 0),
 ])
 def test_named_reads_f_string_fields(text, count):
     from loopcheck.engine.unreferenced import _named
 
     assert _named(text, "evaluate", bare=True, through={"utils"}) == count
+
+
+@pytest.mark.parametrize("quoted, fields", [
+    ('"{\'\\\\n\'.join(rows)} and {{braces}}"', ["'\\\\n'.join(rows)"]),
+    ('"a {f(x):{w}} {\'}\'.join(g(y))}"', ["f(x):{w}", "'}'.join(g(y))"]),
+    ("'''{a['\\\\n']}'''", ["a['\\\\n']"]),
+    ('"{unbalanced"', ["{unbalanced"]),  # the text whole: its names taken to be named
+])
+def test_scanned_fields(quoted, fields):
+    from loopcheck.engine.unreferenced import _scanned_fields
+
+    assert _scanned_fields(quoted) == fields

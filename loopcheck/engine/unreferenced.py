@@ -1964,21 +1964,61 @@ def _named(text: str, name: str, bare: bool = False, outside: tuple[int, int] | 
     return count
 
 
+def _scanned_fields(quoted: str) -> list[str]:
+    """The code of the replacement fields of an f-string's quoted text (``"a {f(x):{w}}"``
+    gives ``f(x):{w}``: a nested format spec stays in its field, its names read with it), cut
+    by the braces outside the fields' own string literals (``{{`` is a brace of the text).
+    When the braces do not balance, the text inside the quotes whole: a name that appears in it
+    is taken to be named there."""
+    q = 3 if quoted[:3] in ('"""', "'''") else 1
+    body = quoted[q:len(quoted) - q]
+    fields: list[str] = []
+    i, n = 0, len(body)
+    while i < n:
+        c = body[i]
+        if c in "{}" and body[i + 1:i + 2] == c:
+            i += 2  # an escaped brace of the text
+            continue
+        if c != "{":
+            i += 1
+            continue
+        depth, quote, j = 1, None, i + 1
+        while j < n and depth:
+            d = body[j]
+            if quote is not None:
+                if d == "\\":
+                    j += 1
+                elif d == quote:
+                    quote = None
+            elif d in "'\"":
+                quote = d
+            elif d in "{[(":
+                depth += 1
+            elif d in "}])":
+                depth -= 1
+            j += 1
+        if depth:
+            return [body]
+        fields.append(body[i + 1:j - 1])
+        i = j
+    return fields
+
+
 def _fstring_fields(literal: str) -> list[str]:
     """The code of each replacement field of the f-string literal ``literal`` (one string
     token, as the tokenizer before Python 3.12 gives it: ``f"acc {validate(loader):.3f}"``
     gives ``validate(loader)``), those of its nested format specs included (``f"{x:{width}}"``
     gives ``x`` and ``width``); a field that holds an f-string is given whole (its own fields
     are read when the field is). Empty for a literal that is no f-string. When the literal
-    cannot be read as Python (a newer Python's f-string), its whole text is given: a name that
-    appears in it is taken to be named there."""
+    cannot be read as Python (a newer Python's f-string: ``f"{'\\n'.join(rows)}"`` before 3.12),
+    the fields are cut from its text by their braces (:func:`_scanned_fields`)."""
     prefix = literal[:len(literal) - len(literal.lstrip("rRbBuUfF"))]
     if "f" not in prefix.lower():
         return []
     try:
         tree = ast.parse(literal, mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return [literal[len(prefix):]]
+        return _scanned_fields(literal[len(prefix):])
     fields: list[str] = []
     stack = [tree.body]
     while stack:
