@@ -795,7 +795,7 @@ class UnitBuilder:
         self.unbound_calls: set[cst.Call] = set()
         self.node_module: dict[int, ModuleIndex] = {}  # id(node) -> the module it is in
         self._splits: dict[int, ContextSplit | None] = {}
-        self._bound_once: dict[int, dict] = {}  # id(function) -> _single_bindings of its body (_bound_once_in)
+        self._bound_once: dict[int, dict] = {}  # id(function) -> single_bindings of its body (_bound_once_in)
         self._held: dict = {}  # (module, class, attribute) -> _held_class's answer
         # the facts of attribute values (loopcheck.engine.attr_facts): id(function) -> what the
         # code a call of it runs may assign (attr_writes); the attribute names assigned through
@@ -3344,17 +3344,17 @@ class UnitBuilder:
         return frozenset() if name in rebound or name in declared else frozenset((name,))
 
     def _bound_once_in(self, func: cst.FunctionDef) -> dict[str, cst.BaseExpression | None]:
-        """:func:`_single_bindings` of the body of ``func`` (computed once per function)."""
+        """:func:`single_bindings` of the body of ``func`` (computed once per function)."""
         bound = self._bound_once.get(id(func))
         if bound is None:
             body = func.body
-            bound = self._bound_once[id(func)] = _single_bindings(body.body if type(body) is cst.IndentedBlock else [body])
+            bound = self._bound_once[id(func)] = single_bindings(body.body if type(body) is cst.IndentedBlock else [body])
         return bound
 
     def bound_context(self, frame: Frame, item: cst.BaseExpression) -> cst.BaseExpression:
         """What a ``with`` item stands for, for the grad mode it sets: for ``ctx`` or ``ctx()``
         (``ctx(*args)``) where ``ctx`` is a local variable of the function being built, not a
-        parameter, that its body binds exactly once, at its own level (:func:`_single_bindings`:
+        parameter, that its body binds exactly once, at its own level (:func:`single_bindings`:
         the binding runs before the ``with``, and nothing re-binds it), the expression bound,
         called as the item calls ``ctx``: ``grad_context = torch.enable_grad if is_train else
         torch.no_grad`` then ``with grad_context():`` stands for ``torch.enable_grad() if
@@ -3400,7 +3400,7 @@ class UnitBuilder:
         """The integer ``expr`` is on every run, ``None`` when the code alone does not fix it:
         an integer literal; a parameter given one by the call being inlined and never re-bound
         (:attr:`Frame.constants`); a local variable of the function, or a global of its module,
-        bound exactly once, by ``name = <integer>`` (:func:`_single_bindings`, :func:`run_constants`).
+        bound exactly once, by ``name = <integer>`` (:func:`single_bindings`, :func:`run_constants`).
         A parameter of an entry point, a name bound twice or by anything else (a loop, an
         import, ``args.epochs``, an assignment under ``if`` or ``try``) is not a run constant."""
         t = type(expr)
@@ -3445,7 +3445,7 @@ class UnitBuilder:
     def value_bound_once(self, frame: Frame, name: str) -> cst.BaseExpression | None:
         """The expression variable ``name`` is bound to where ``frame`` reads it, when the code
         binds it exactly once by a plain assignment (a local of the function,
-        :func:`_single_bindings`, or a global of the module, not declared ``global`` anywhere
+        :func:`single_bindings`, or a global of the module, not declared ``global`` anywhere
         nor imported); ``None`` otherwise (a parameter, a name bound twice, in a loop, an ``if``)."""
         f: Frame | None = frame
         while f is not None:
@@ -4274,8 +4274,8 @@ def _bindings(body) -> dict[str, int | None]:
     """``name -> the integer it holds, or None`` for every name a block of statements (a
     function's body, a module's code) binds: the integer when the block binds the name exactly
     once, by a plain ``name = <integer>`` (``name: int = <integer>``) at its own level; ``None``
-    when it binds it otherwise (:func:`_single_bindings`)."""
-    return {n: v.evaluated_value if type(v) is cst.Integer else None for n, v in _single_bindings(body).items()}
+    when it binds it otherwise (:func:`single_bindings`)."""
+    return {n: v.evaluated_value if type(v) is cst.Integer else None for n, v in single_bindings(body).items()}
 
 
 def _stable_test(test: cst.BaseExpression, bound: dict) -> bool:
@@ -4283,7 +4283,7 @@ def _stable_test(test: cst.BaseExpression, bound: dict) -> bool:
     wherever the function uses that variable afterwards: it is made of plain names, literals,
     ``not``, ``and``/``or`` and comparisons only, and each name is either bound nowhere in the
     function (a parameter it never re-binds, a global) or bound exactly once at the body's own
-    level (``bound``: :func:`_single_bindings` of the body)."""
+    level (``bound``: :func:`single_bindings` of the body)."""
     stack = [test]
     while stack:
         n = stack.pop()
@@ -4416,13 +4416,17 @@ def _target_names(target: cst.CSTNode) -> set[str]:
     return set()
 
 
-def _single_bindings(body) -> dict[str, cst.BaseExpression | None]:
+def single_bindings(body) -> dict[str, cst.BaseExpression | None]:
     """``name -> the expression it is bound to, or None`` for every name a block of statements
     (a function's body, a module's code) binds: the expression when the block binds the name
     exactly once, by a plain ``name = <expression>`` (``name: T = <expression>``) at its own
     level; ``None`` when it binds it otherwise, more than once, or inside a compound statement
     (an ``if``, a loop, a ``try``: a run may bind it there or not, again and again), or when a
-    ``global``/``nonlocal`` statement names it (a nested function may re-bind it)."""
+    ``global``/``nonlocal`` statement names it (a nested function may re-bind it).
+
+    Public: the builder reads it for its run constants and stable bindings, and
+    :mod:`loopcheck.engine.values` and :mod:`loopcheck.engine.settings` for the values a
+    function or a module binds once."""
     out: dict[str, cst.BaseExpression | None] = {}
 
     def bind(n: str, value=None) -> None:
@@ -4518,7 +4522,7 @@ def literal_constants(index) -> dict[str, object]:
     """``global name -> the literal it holds on every run`` (an integer, ``True``, ``False``,
     ``None``, a string: :func:`literal_value`), for a module (:class:`ModuleIndex` or an
     outlined one): its own code binds the name exactly once, by ``name = <literal>``
-    (:func:`_single_bindings`), no function or method of the module declares it ``global``,
+    (:func:`single_bindings`), no function or method of the module declares it ``global``,
     and it is not imported. Computed once per module."""
     found = index.cache.get("literal_constants")
     if found is None:
@@ -4529,11 +4533,11 @@ def literal_constants(index) -> dict[str, object]:
 
 def module_bindings(index) -> dict[str, cst.BaseExpression | None]:
     """``global name -> the expression it is bound to, or None`` for a module's own code
-    (:func:`_single_bindings`), a name imported or declared ``global`` by a function of the
+    (:func:`single_bindings`), a name imported or declared ``global`` by a function of the
     module being ``None`` (not bound once). Computed once per module."""
     bound = index.cache.get("single_bindings")
     if bound is None:
-        bound = _single_bindings(index.module_code())
+        bound = single_bindings(index.module_code())
         for name in set(index.imports.aliases) | _declared_global(index):
             bound[name] = None
         index.cache["single_bindings"] = bound

@@ -33,7 +33,7 @@ import libcst as cst
 
 from loopcheck.engine.attr_facts import assigned_ends, ends, truth_arms
 from loopcheck.engine.builder import (
-    NO_VALUE, ClassRef, ModuleIndex, _single_bindings, all_param_names, bound_names, find_method,
+    NO_VALUE, ClassRef, ModuleIndex, all_param_names, bound_names, find_method, single_bindings,
 )
 from loopcheck.engine.callers import STARRED, CallSite, call_sites
 from loopcheck.engine.classes import CONTAINERS, is_module_class
@@ -3233,7 +3233,7 @@ def _maker_value(index: ModuleIndex, expr: cst.BaseExpression, scope: dict, dept
 def _bound_once(index: ModuleIndex, holder: cst.CSTNode, name: str) -> cst.BaseExpression | None:
     """The value of ``name`` where ``holder`` (a function or the module of ``index``) reads
     it, when one plain ``name = value`` at the top level of its code is the name's only binding
-    there (:func:`~loopcheck.engine.builder._single_bindings`), or, for a function that neither
+    there (:func:`~loopcheck.engine.builder.single_bindings`), or, for a function that neither
     binds it nor takes it as a parameter and is no closure, at the top level of its module.
     ``None`` otherwise (a parameter, a second binding, one under an ``if`` or in a loop)."""
     def bindings(scope) -> dict:
@@ -3241,7 +3241,7 @@ def _bound_once(index: ModuleIndex, holder: cst.CSTNode, name: str) -> cst.BaseE
         if key not in index.cache:
             body = scope.body
             statements = body.body if type(body) is cst.IndentedBlock else [body] if type(scope) is cst.FunctionDef else body
-            index.cache[key] = _single_bindings(statements)
+            index.cache[key] = single_bindings(statements)
         return index.cache[key]
 
     if type(holder) is cst.FunctionDef:
