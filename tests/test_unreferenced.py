@@ -1077,3 +1077,27 @@ def test_scanned_fields(quoted, fields):
     from loopcheck.engine.unreferenced import _scanned_fields
 
     assert _scanned_fields(quoted) == fields
+
+
+@pytest.mark.parametrize("text, looks_up", [
+    ("m = getattr(helpers, name)\n", True),
+    ("mod = sys.modules[__name__]\n", True),
+    ("g = globals()[name]\n", True),
+    ("net = torch.hub.load('owner/repo', 'resnet_small')\n", True),  # runs hubconf's function
+    ("if split == 'train':\n    pass\n", False),
+    ("path = os.path.join(root, 'train')\n", False),
+    ("x = self.modules()\n", False),  # (a method called, no namespace read)
+])
+def test_looks_up_names_reads_the_knowledge(text, looks_up):
+    from loopcheck.engine.unreferenced import _looks_up_names
+
+    assert _looks_up_names(text) is looks_up
+
+
+def test_a_name_lookup_entry_needs_a_source_and_identifiers():
+    from loopcheck.engine.knowledge import Knowledge, KnowledgeError
+
+    for bad in ('[[name_lookup]]\nwords = ["getattr"]\n', '[[name_lookup]]\nwords = ["a b"]\nsource = "x"\n',
+                '[[name_lookup]]\nspellings = ["a"]\nsource = "x"\n'):
+        with pytest.raises(KnowledgeError):
+            Knowledge().load(bad, "test")

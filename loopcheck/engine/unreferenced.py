@@ -145,6 +145,7 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 from loopcheck.engine.callers import MAX_FILES, SKIP_DIRS, project_files
+from loopcheck.engine.knowledge import knowledge
 
 #: Files whose text may name a function to run (an entry point): any mention counts.
 _PACKAGING = ("setup.py", "setup.cfg", "pyproject.toml")
@@ -166,18 +167,6 @@ _NAMESPACE = re.compile(
     r"""(?<![\w])(?:attrgetter|methodcaller)\(\s*(?!(['"])\w*\1\s*[,)])"""
     r"""|(?:(?<![.\w])vars\([^()\n]+\)|\b__dict__)\s*\[\s*(?!['"])"""
     r"|\bgetmembers\(")
-#: Signs that code may look a name up by a string (``getattr(m, "train")``, ``attrgetter``,
-#: a namespace read by key: ``__dict__``, ``globals()``, ``sys.modules``; ``__all__``, which a
-#: star import reads; ``eval``/``exec``; imports by name; frameworks that run what a string
-#: names: ``fire``, Hydra's ``_target_``, ``pydoc.locate``, entry points). In a file with none
-#: of them a string literal is data: ``split == 'train'`` or ``os.path.join(root, 'train')``
-#: names no function ``train`` (:func:`_looks_up_names`).
-_LOOKS_UP = re.compile(
-    r"\b(?:getattr|hasattr|setattr|delattr|attrgetter|methodcaller|getmembers\w*|__dict__|__getattribute__"
-    r"|__all__|importlib|import_module|fire|Fire|hydra|_target_|locate|get_class|get_method|instantiate"
-    r"|entry_points|iter_entry_points|pkg_resources|loadTestsFromNames?)\b"
-    r"|(?<![.\w])(?:globals|locals|vars|dir|eval|exec|execfile|compile|__import__)\s*\("
-    r"|(?<![\w])modules\b(?!\s*\()")
 #: Signs that a module imports modules by computed names.
 _DYNAMIC_IMPORT = re.compile(r"\bimportlib\b|(?<![.\w])__import__\(")
 #: Signs that a Python file runs or imports other modules' code by computed names or by
@@ -1276,10 +1265,17 @@ def _compiles(project, file: Path) -> bool:
 
 
 def _looks_up_names(text: str) -> bool:
-    """Whether Python code ``text`` may look a name up by a string (:data:`_LOOKS_UP`): only
+    """Whether Python code ``text`` may look a name up by a string: it holds one of the
+    spellings of the ``[[name_lookup]]`` entries of the knowledge
+    (``loopcheck/knowledge/name_lookups.toml``: ``getattr``, ``__dict__``, ``globals()``,
+    ``sys.modules``, ``__all__``, imports by name, ``eval``/``exec``, frameworks that run what a
+    string names: ``fire``, Hydra's ``_target_``, ``pydoc.locate``, ``torch.hub.load``). Only
     there may a string literal whose value is a function's name reach the function
-    (``getattr(helpers, "train")``, ``__all__ = ["train"]``); elsewhere it is data."""
-    return _LOOKS_UP.search(text) is not None
+    (``getattr(helpers, "train")``, ``__all__ = ["train"]``); elsewhere it is data (``split ==
+    'train'``, ``os.path.join(root, 'train')``). A list of spellings, not what the calls resolve
+    to."""
+    pattern = knowledge().name_lookups
+    return pattern is not None and pattern.search(text) is not None
 
 
 def _notebook_cells(text: str) -> list[str] | None:
