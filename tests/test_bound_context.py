@@ -1,11 +1,11 @@
-"""A ``with`` item through a variable bound once: what :func:`_single_bindings` records and
+"""A ``with`` item through a variable bound once: what :func:`single_bindings` records and
 which tests of a conditional expression still hold at the ``with`` (:func:`_stable_test`)."""
 
 from __future__ import annotations
 
 import libcst as cst
 
-from loopcheck.engine.builder import _bindings, _single_bindings, _stable_test
+from loopcheck.engine.builder import _bindings, single_bindings, _stable_test
 
 BODY = cst.parse_module(
     "ctx = torch.no_grad if not is_train else nullcontext\n"
@@ -21,7 +21,7 @@ BODY = cst.parse_module(
 
 
 def test_single_bindings():
-    bound = _single_bindings(BODY)
+    bound = single_bindings(BODY)
     assert type(bound["ctx"]) is cst.IfExp
     assert type(bound["n"]) is cst.Integer and type(bound["m"]) is cst.Integer
     assert bound["k"] is None and bound["mode"] is None and bound["step"] is None
@@ -29,7 +29,7 @@ def test_single_bindings():
 
 
 def test_stable_test():
-    bound = _single_bindings(BODY)
+    bound = single_bindings(BODY)
     stable = [
         "is_train", "not is_train", "is_train and n == 3", "phase == 'train'", "n > 0 or flag",
     ]

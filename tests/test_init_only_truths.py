@@ -151,3 +151,28 @@ def test_the_mode_attribute_is_no_such_attribute():
 def test_one_test_alone_is_not_marked():
     source = LOSS.replace("CHANGE", "pass").replace("if self.raw:", "if x.dim() > 1:")
     assert [n.constant for n in _ifs(_forward(source).ir, [])] == [False, False]
+
+
+@pytest.mark.parametrize("change", [
+    "h = self.raw\n        h.append(1)",  # a write through an alias
+    "keep(self.raw)",  # the object passed to a call, which may keep it
+    "for h in [self.raw]:\n            h.append(1)",  # a loop over it
+    "box = {'h': self.raw}",  # stored in another object
+])
+def test_another_name_for_a_value_that_may_be_mutable_drops_the_fact(change: str):
+    source = LOSS.replace("CHANGE", change)
+    assert _reaching_loss_inputs(source)[0] == {"outside", "sigmoid"}
+
+
+@pytest.mark.parametrize("value", ["False", "None", "0", "-1.5", "'sum'", "(1, 2)"])
+def test_another_name_for_an_immutable_literal_keeps_the_fact(value: str):
+    source = LOSS.replace("CHANGE", "h = self.raw\n        print(h)").replace("self.raw = raw", f"self.raw = {value}")
+    assert [n.immutable for n in _ifs(_forward(source).ir, [])] == [True, True]
+    assert _reaching_loss_inputs(source)[0] == {"outside"}
+
+
+@pytest.mark.parametrize("value", ["[]", "raw", "(raw,)", "{}"])
+def test_a_value_that_may_be_mutable_is_not_immutable(value: str):
+    source = LOSS.replace("CHANGE", "pass").replace("self.raw = raw", f"self.raw = {value}")
+    assert [n.immutable for n in _ifs(_forward(source).ir, [])] == [False, False]
+    assert _reaching_loss_inputs(source)[0] == {"outside"}  # (nothing gives it another name)

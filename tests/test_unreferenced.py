@@ -1057,8 +1057,47 @@ def test_fstring_fields(literal, fields):
     ("print(f'{self.evaluate(m)}')\n", 0),  # another object's attribute (``bare``)
     ("print(f'{utils.evaluate(m)}')\n", 1),  # through a module the caller imports
     ("print(f'evaluate {m}')\n", 0),
+    # a field Python 3.11 cannot parse (a backslash in it): cut by its braces
+    ("print(f\"{'\\\\n'.join(evaluate(x))}\")\n", 1),
+    ("print(f\"evaluate {'\\\\n'.join(rows)}\")\n", 0),
 ])
 def test_named_reads_f_string_fields(text, count):
     from loopcheck.engine.unreferenced import _named
 
     assert _named(text, "evaluate", bare=True, through={"utils"}) == count
+
+
+@pytest.mark.parametrize("quoted, fields", [
+    ('"{\'\\\\n\'.join(rows)} and {{braces}}"', ["'\\\\n'.join(rows)"]),
+    ('"a {f(x):{w}} {\'}\'.join(g(y))}"', ["f(x):{w}", "'}'.join(g(y))"]),
+    ("'''{a['\\\\n']}'''", ["a['\\\\n']"]),
+    ('"{unbalanced"', ["{unbalanced"]),  # the text whole: its names taken to be named
+])
+def test_scanned_fields(quoted, fields):
+    from loopcheck.engine.unreferenced import _scanned_fields
+
+    assert _scanned_fields(quoted) == fields
+
+
+@pytest.mark.parametrize("text, looks_up", [
+    ("m = getattr(helpers, name)\n", True),
+    ("mod = sys.modules[__name__]\n", True),
+    ("g = globals()[name]\n", True),
+    ("net = torch.hub.load('owner/repo', 'resnet_small')\n", True),  # runs hubconf's function
+    ("if split == 'train':\n    pass\n", False),
+    ("path = os.path.join(root, 'train')\n", False),
+    ("x = self.modules()\n", False),  # (a method called, no namespace read)
+])
+def test_looks_up_names_reads_the_knowledge(text, looks_up):
+    from loopcheck.engine.unreferenced import _looks_up_names
+
+    assert _looks_up_names(text) is looks_up
+
+
+def test_a_name_lookup_entry_needs_a_source_and_identifiers():
+    from loopcheck.engine.knowledge import Knowledge, KnowledgeError
+
+    for bad in ('[[name_lookup]]\nwords = ["getattr"]\n', '[[name_lookup]]\nwords = ["a b"]\nsource = "x"\n',
+                '[[name_lookup]]\nspellings = ["a"]\nsource = "x"\n'):
+        with pytest.raises(KnowledgeError):
+            Knowledge().load(bad, "test")

@@ -835,7 +835,7 @@ class UnitBuilder:
         self.unbound_calls: set[cst.Call] = set()
         self.node_module: dict[int, ModuleIndex] = {}  # id(node) -> the module it is in
         self._splits: dict[int, ContextSplit | None] = {}
-        self._bound_once: dict[int, dict] = {}  # id(function) -> _single_bindings of its body (_bound_once_in)
+        self._bound_once: dict[int, dict] = {}  # id(function) -> single_bindings of its body (_bound_once_in)
         self._all_bindings: dict[int, dict] = {}  # id(function) -> block_bindings of its body (bindings_of)
         self._held: dict = {}  # (module, class, attribute) -> _held_class's answer
         # the facts of attribute values (loopcheck.engine.attr_facts): id(function) -> what the
@@ -1234,10 +1234,28 @@ class UnitBuilder:
             frame = found[0][1]
             if len(found) < 2 or not self.init_only(frame, key.rpartition(".")[2]):
                 continue
+            immutable = self.init_values_immutable(frame, key.rpartition(".")[2])
             for node, _ in found:
                 node.constant = True
+                node.immutable = immutable
             marked = True
         return marked
+
+    def init_values_immutable(self, frame: Frame, attr: str) -> bool:
+        """Whether every value the ``__init__`` of a class that :meth:`init_only` read gives
+        attribute ``attr`` (those of the instance's class and bases, and of the other classes of
+        their modules that assign it) is a literal of an immutable type
+        (:func:`immutable_literal`): its truth then cannot change through another name of the
+        object. ``False`` for any other value (a list display, a parameter)."""
+        classes = _readable_ancestry(frame.self_class) if frame.self_class is not None else None
+        if not classes:
+            return False
+        for m in dict.fromkeys([self.index, *(c.module for c in classes)]):
+            for cls in (_init_only_writes(m.tree, attr) or ()) if m.tree is not None else ():
+                values = _attribute_assignments(cls, attr)
+                if not all(value is not None and immutable_literal(value) for value in values):
+                    return False
+        return True
 
     def init_only(self, frame: Frame, attr: str) -> bool:
         """Whether attribute ``attr`` of the frame's own instance holds, once constructed, the
@@ -3373,17 +3391,17 @@ class UnitBuilder:
         return frozenset() if name in rebound or name in declared else frozenset((name,))
 
     def _bound_once_in(self, func: cst.FunctionDef) -> dict[str, cst.BaseExpression | None]:
-        """:func:`_single_bindings` of the body of ``func`` (computed once per function)."""
+        """:func:`single_bindings` of the body of ``func`` (computed once per function)."""
         bound = self._bound_once.get(id(func))
         if bound is None:
             body = func.body
-            bound = self._bound_once[id(func)] = _single_bindings(body.body if type(body) is cst.IndentedBlock else [body])
+            bound = self._bound_once[id(func)] = single_bindings(body.body if type(body) is cst.IndentedBlock else [body])
         return bound
 
     def bound_context(self, frame: Frame, item: cst.BaseExpression) -> cst.BaseExpression:
         """What a ``with`` item stands for, for the grad mode it sets: for ``ctx`` or ``ctx()``
         (``ctx(*args)``) where ``ctx`` is a local variable of the function being built, not a
-        parameter, that its body binds exactly once, at its own level (:func:`_single_bindings`:
+        parameter, that its body binds exactly once, at its own level (:func:`single_bindings`:
         the binding runs before the ``with``, and nothing re-binds it), the expression bound,
         called as the item calls ``ctx``: ``grad_context = torch.enable_grad if is_train else
         torch.no_grad`` then ``with grad_context():`` stands for ``torch.enable_grad() if
@@ -3429,7 +3447,7 @@ class UnitBuilder:
         """The integer ``expr`` is on every run, ``None`` when the code alone does not fix it:
         an integer literal; a parameter given one by the call being inlined and never re-bound
         (:attr:`Frame.constants`); a local variable of the function, or a global of its module,
-        bound exactly once, by ``name = <integer>`` (:func:`_single_bindings`, :func:`run_constants`).
+        bound exactly once, by ``name = <integer>`` (:func:`single_bindings`, :func:`run_constants`).
         A parameter of an entry point, a name bound twice or by anything else (a loop, an
         import, ``args.epochs``, an assignment under ``if`` or ``try``) is not a run constant."""
         t = type(expr)
@@ -3474,7 +3492,7 @@ class UnitBuilder:
     def value_bound_once(self, frame: Frame, name: str) -> cst.BaseExpression | None:
         """The expression variable ``name`` is bound to where ``frame`` reads it, when the code
         binds it exactly once by a plain assignment (a local of the function,
-        :func:`_single_bindings`, or a global of the module, not declared ``global`` anywhere
+        :func:`single_bindings`, or a global of the module, not declared ``global`` anywhere
         nor imported); ``None`` otherwise (a parameter, a name bound twice, in a loop, an ``if``)."""
         f: Frame | None = frame
         while f is not None:
@@ -4057,6 +4075,22 @@ def literal_value(node: cst.CSTNode | None):
     return NO_VALUE
 
 
+def immutable_literal(node: cst.CSTNode) -> bool:
+    """Whether ``node`` is a literal of an immutable type: ``True``/``False``/``None``, a
+    number (signed or not), a string or bytes (an f-string too), or a tuple display of such
+    literals."""
+    t = type(node)
+    if t is cst.Name:
+        return node.value in ("True", "False", "None")
+    if t in (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString):
+        return True
+    if t is cst.UnaryOperation:
+        return type(node.operator) in (cst.Minus, cst.Plus) and type(node.expression) in (cst.Integer, cst.Float, cst.Imaginary)
+    if t is cst.Tuple:
+        return all(type(el) is cst.Element and immutable_literal(el.value) for el in node.elements)
+    return False
+
+
 def _readable_ancestry(cls: ClassRef) -> list[ClassRef] | None:
     """:func:`_project_ancestry` of ``cls``, or ``None`` when one of its classes cannot be read
     (no class node) or writes attributes it does not name (:func:`_writes_unnamed`)."""
@@ -4383,8 +4417,8 @@ def _bindings(body) -> dict[str, int | None]:
     """``name -> the integer it holds, or None`` for every name a block of statements (a
     function's body, a module's code) binds: the integer when the block binds the name exactly
     once, by a plain ``name = <integer>`` (``name: int = <integer>``) at its own level; ``None``
-    when it binds it otherwise (:func:`_single_bindings`)."""
-    return {n: v.evaluated_value if type(v) is cst.Integer else None for n, v in _single_bindings(body).items()}
+    when it binds it otherwise (:func:`single_bindings`)."""
+    return {n: v.evaluated_value if type(v) is cst.Integer else None for n, v in single_bindings(body).items()}
 
 
 def _stable_test(test: cst.BaseExpression, bound: dict) -> bool:
@@ -4392,7 +4426,7 @@ def _stable_test(test: cst.BaseExpression, bound: dict) -> bool:
     wherever the function uses that variable afterwards: it is made of plain names, literals,
     ``not``, ``and``/``or`` and comparisons only, and each name is either bound nowhere in the
     function (a parameter it never re-binds, a global) or bound exactly once at the body's own
-    level (``bound``: :func:`_single_bindings` of the body)."""
+    level (``bound``: :func:`single_bindings` of the body)."""
     stack = [test]
     while stack:
         n = stack.pop()
@@ -4525,13 +4559,17 @@ def _target_names(target: cst.CSTNode) -> set[str]:
     return set()
 
 
-def _single_bindings(body) -> dict[str, cst.BaseExpression | None]:
+def single_bindings(body) -> dict[str, cst.BaseExpression | None]:
     """``name -> the expression it is bound to, or None`` for every name a block of statements
     (a function's body, a module's code) binds: the expression when the block binds the name
     exactly once, by a plain ``name = <expression>`` (``name: T = <expression>``) at its own
     level; ``None`` when it binds it otherwise, more than once, or inside a compound statement
     (an ``if``, a loop, a ``try``: a run may bind it there or not, again and again), or when a
-    ``global``/``nonlocal`` statement names it (a nested function may re-bind it)."""
+    ``global``/``nonlocal`` statement names it (a nested function may re-bind it).
+
+    Public: the builder reads it for its run constants and stable bindings, and
+    :mod:`loopcheck.engine.values` and :mod:`loopcheck.engine.settings` for the values a
+    function or a module binds once."""
     out: dict[str, cst.BaseExpression | None] = {}
 
     def bind(n: str, value=None) -> None:
@@ -4627,7 +4665,7 @@ def literal_constants(index) -> dict[str, object]:
     """``global name -> the literal it holds on every run`` (an integer, ``True``, ``False``,
     ``None``, a string: :func:`literal_value`), for a module (:class:`ModuleIndex` or an
     outlined one): its own code binds the name exactly once, by ``name = <literal>``
-    (:func:`_single_bindings`), no function or method of the module declares it ``global``,
+    (:func:`single_bindings`), no function or method of the module declares it ``global``,
     and it is not imported. Computed once per module."""
     found = index.cache.get("literal_constants")
     if found is None:
@@ -4638,11 +4676,11 @@ def literal_constants(index) -> dict[str, object]:
 
 def module_bindings(index) -> dict[str, cst.BaseExpression | None]:
     """``global name -> the expression it is bound to, or None`` for a module's own code
-    (:func:`_single_bindings`), a name imported or declared ``global`` by a function of the
+    (:func:`single_bindings`), a name imported or declared ``global`` by a function of the
     module being ``None`` (not bound once). Computed once per module."""
     bound = index.cache.get("single_bindings")
     if bound is None:
-        bound = _single_bindings(index.module_code())
+        bound = single_bindings(index.module_code())
         for name in set(index.imports.aliases) | _declared_global(index):
             bound[name] = None
         index.cache["single_bindings"] = bound

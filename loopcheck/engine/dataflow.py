@@ -79,9 +79,11 @@ class Machine:
     def raised(self, state: State, event: Event) -> State:
         """The state where ``event`` raised, to the handlers of an enclosing ``try``; default: the
         state before it (an event that raises has not happened). A machine whose event may
-        have done part of its work before it raised says what that part leaves. (A machine
-        whose own events complete, :attr:`own_events_complete`, is asked only for an event
-        that changes nothing of the state.)"""
+        have done part of its work before it raised says what that part leaves. (It is asked
+        for every typed event of a call; for a machine whose own events complete,
+        :attr:`own_events_complete`, its answers are kept only when no event of the call
+        changes the state or :meth:`acts` on the machine's object, and dropped otherwise: such
+        a call is taken not to raise, :meth:`_Interpreter._raising`.)"""
         return state
 
     def acts(self, state: State, event: Event) -> bool:

@@ -331,6 +331,12 @@ class If:
             ``if`` of the unit tests it: it holds one value for the whole run of the method, so
             two such ``if``s take agreeing arms on a path where nothing between them may change
             it (:func:`~loopcheck.engine.values.reaching_definitions`).
+        immutable: for a :attr:`constant` test, every value ``__init__`` may give the attribute
+            is a literal of an immutable type (``False``, ``None``, ``0``, ``"sum"``, a tuple of
+            such): no call through another name for the object can change its truth. Otherwise
+            (``[]``, a parameter) a write through an alias may, and the analysis follows the
+            attribute's truth only where it sees every name of the object
+            (:func:`~loopcheck.engine.values.reaching_definitions`).
     """
 
     node: cst.CSTNode
@@ -346,6 +352,7 @@ class If:
     first_pass: tuple[cst.CSTNode, bool] | None = None
     first_pass_given: tuple[cst.CSTNode, bool, str, int] | None = None
     constant: bool = False
+    immutable: bool = False
 
     def __post_init__(self) -> None:
         if self.test is None:

@@ -130,6 +130,8 @@ BEHAVIOURS = frozenset({"scheduler_step_after_optimizer", "zero_grad_set_to_none
 _PACKAGE_KEYS = frozenset({"torch", "other", "no_modules"})
 #: What a ``[[builtin]]`` entry holds: the names, what installs them, and the source.
 _BUILTIN_KEYS = frozenset({"names", "installed_by", "source"})
+#: The keys of a ``[[name_lookup]]`` entry (:meth:`Knowledge._add_name_lookup`).
+_NAME_LOOKUP_KEYS = frozenset({"words", "word_prefixes", "called", "read", "dotted", "source"})
 
 
 @dataclass(frozen=True)
@@ -791,6 +793,9 @@ class Knowledge:
         #: module reads them without binding them and raises no ``NameError``
         #: (:mod:`loopcheck.engine.import_raises`).
         self.installed_builtins: frozenset[str] = frozenset()
+        #: the spellings that say code may look a name up by a string (``[[name_lookup]]``
+        #: entries, one pattern; ``None``: none)
+        self.name_lookups: re.Pattern | None = None
         #: The PyTorch version each behaviour of :data:`BEHAVIOURS` began with (``[since]``).
         self.since: dict[str, tuple[int, ...]] = {}
         #: APIs that began with a PyTorch version (``[[api_since]]``), oldest first.
@@ -880,9 +885,39 @@ class Knowledge:
             self.api_since.append(ApiSince(version(raw.get("version", ""), where), frozenset(names),
                                            frozenset(methods), raw["source"]))
         self.api_since.sort(key=lambda e: e.version)
-        unknown = set(data) - {"function", "class", "packages", "driver", "builtin", "since", "api_since"}
+        for i, raw in enumerate(data.get("name_lookup", [])):
+            self._add_name_lookup(raw, f"{origin}: name_lookup #{i + 1}")
+        unknown = set(data) - {"function", "class", "packages", "driver", "builtin", "since", "api_since", "name_lookup"}
         if unknown:
             raise KnowledgeError(f"{origin}: unknown top-level keys {sorted(unknown)}")
+
+    def _add_name_lookup(self, raw: dict, where: str) -> None:
+        """Add the spellings of one ``[[name_lookup]]`` entry to :attr:`name_lookups`: whole
+        ``words``, words that begin with one of ``word_prefixes``, builtins ``called`` by name
+        (``globals(``), names ``read`` and not called (``sys.modules``), ``dotted`` attribute
+        chains (``hub.load``).
+
+        Raises:
+            KnowledgeError: an unknown key, no ``source``, or a spelling that is not a
+                (dotted) identifier.
+        """
+        if not isinstance(raw, dict) or set(raw) - _NAME_LOOKUP_KEYS or not raw.get("source"):
+            raise KnowledgeError(f"{where}: keys {sorted(_NAME_LOOKUP_KEYS)}, with 'source'")
+        parts = []
+        for key in sorted(_NAME_LOOKUP_KEYS - {"source"}):
+            names = raw.get(key, [])
+            if not isinstance(names, list) or not all(
+                    isinstance(n, str) and all(p.isidentifier() for p in n.split(".")) for n in names):
+                raise KnowledgeError(f"{where}: '{key}' is a list of (dotted) identifiers")
+            for n in names:
+                word = re.escape(n)
+                parts.append({"words": rf"\b{word}\b", "word_prefixes": rf"\b{word}\w*\b",
+                              "called": rf"(?<![.\w]){word}\s*\(", "read": rf"(?<![\w]){word}\b(?!\s*\()",
+                              "dotted": rf"(?<![\w]){word}\b"}[key])
+        if parts:
+            pattern = "|".join(parts)
+            self.name_lookups = re.compile(
+                pattern if self.name_lookups is None else f"{self.name_lookups.pattern}|{pattern}")
 
     @staticmethod
     def _check_keys(raw: dict, where: str) -> None:

@@ -43,6 +43,26 @@ def dotted_name(expr: cst.BaseExpression) -> str | None:
     return ".".join(reversed(parts))
 
 
+def names_variable(node: cst.Name, table: dict) -> bool:
+    """Whether the ``Name`` node ``node`` stands for a variable (read, bound or declared there)
+    rather than spelling another thing that shares the name: the attribute of an
+    :class:`~libcst.Attribute` (``model.layers``), the keyword of an argument
+    (``dict(layers=3)``), the module of ``from layers import x`` or the dotted path of ``import
+    a.layers``, the imported name of ``import layers as l`` (``l`` is bound, not ``layers``).
+    ``table``: child → parent node (:func:`~loopcheck.engine.walk.parent_table`)."""
+    up = table.get(node)
+    t = type(up)
+    if t is cst.Attribute:
+        return up.value is node
+    if t is cst.Arg:
+        return up.keyword is not node
+    if t is cst.ImportFrom:
+        return False  # (the module's name; the names it binds are under ImportAlias)
+    if t is cst.ImportAlias:
+        return up.asname is None
+    return True
+
+
 def _module_path(node: cst.BaseExpression | None) -> str:
     return dotted_name(node) if node is not None else ""  # type: ignore[return-value]
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 import libcst as cst
 
 from loopcheck.engine.builder import (
-    NO_VALUE, ClassRef, _single_bindings, all_param_names, bound_names, literal_constants, literal_value,
+    NO_VALUE, ClassRef, all_param_names, bound_names, literal_constants, literal_value, single_bindings,
 )
 from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.names import dotted_name
@@ -116,7 +116,7 @@ def _class_attribute(unit, expr: cst.Attribute):
 def _name_literal(index, holder: cst.CSTNode, name: str):
     """The literal ``name`` holds on every run where ``holder`` (a function or the module) reads
     it: a local bound once by ``name = <literal>`` at the function's own level
-    (:func:`~loopcheck.engine.builder._single_bindings`), or, when the function neither binds it
+    (:func:`~loopcheck.engine.builder.single_bindings`), or, when the function neither binds it
     nor takes it as a parameter, a global of the module bound so
     (:func:`~loopcheck.engine.builder.literal_constants`); else ``NO_VALUE``."""
     if type(holder) is cst.FunctionDef:
@@ -126,7 +126,7 @@ def _name_literal(index, holder: cst.CSTNode, name: str):
         if name in declared:
             return NO_VALUE
         if name in names:
-            value = _single_bindings(holder.body.body).get(name)
+            value = single_bindings(holder.body.body).get(name)
             return literal_value(value) if value is not None else NO_VALUE
         if _enclosing_function(index, holder) is not None:
             return NO_VALUE  # a closure's name: the enclosing function may bind it

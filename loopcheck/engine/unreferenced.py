@@ -145,6 +145,7 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 from loopcheck.engine.callers import MAX_FILES, SKIP_DIRS, project_files
+from loopcheck.engine.knowledge import knowledge
 
 #: Files whose text may name a function to run (an entry point): any mention counts.
 _PACKAGING = ("setup.py", "setup.cfg", "pyproject.toml")
@@ -166,18 +167,6 @@ _NAMESPACE = re.compile(
     r"""(?<![\w])(?:attrgetter|methodcaller)\(\s*(?!(['"])\w*\1\s*[,)])"""
     r"""|(?:(?<![.\w])vars\([^()\n]+\)|\b__dict__)\s*\[\s*(?!['"])"""
     r"|\bgetmembers\(")
-#: Signs that code may look a name up by a string (``getattr(m, "train")``, ``attrgetter``,
-#: a namespace read by key: ``__dict__``, ``globals()``, ``sys.modules``; ``__all__``, which a
-#: star import reads; ``eval``/``exec``; imports by name; frameworks that run what a string
-#: names: ``fire``, Hydra's ``_target_``, ``pydoc.locate``, entry points). In a file with none
-#: of them a string literal is data: ``split == 'train'`` or ``os.path.join(root, 'train')``
-#: names no function ``train`` (:func:`_looks_up_names`).
-_LOOKS_UP = re.compile(
-    r"\b(?:getattr|hasattr|setattr|delattr|attrgetter|methodcaller|getmembers\w*|__dict__|__getattribute__"
-    r"|__all__|importlib|import_module|fire|Fire|hydra|_target_|locate|get_class|get_method|instantiate"
-    r"|entry_points|iter_entry_points|pkg_resources|loadTestsFromNames?)\b"
-    r"|(?<![.\w])(?:globals|locals|vars|dir|eval|exec|execfile|compile|__import__)\s*\("
-    r"|(?<![\w])modules\b(?!\s*\()")
 #: Signs that a module imports modules by computed names.
 _DYNAMIC_IMPORT = re.compile(r"\bimportlib\b|(?<![.\w])__import__\(")
 #: Signs that a Python file runs or imports other modules' code by computed names or by
@@ -1276,10 +1265,17 @@ def _compiles(project, file: Path) -> bool:
 
 
 def _looks_up_names(text: str) -> bool:
-    """Whether Python code ``text`` may look a name up by a string (:data:`_LOOKS_UP`): only
+    """Whether Python code ``text`` may look a name up by a string: it holds one of the
+    spellings of the ``[[name_lookup]]`` entries of the knowledge
+    (``loopcheck/knowledge/name_lookups.toml``: ``getattr``, ``__dict__``, ``globals()``,
+    ``sys.modules``, ``__all__``, imports by name, ``eval``/``exec``, frameworks that run what a
+    string names: ``fire``, Hydra's ``_target_``, ``pydoc.locate``, ``torch.hub.load``). Only
     there may a string literal whose value is a function's name reach the function
-    (``getattr(helpers, "train")``, ``__all__ = ["train"]``); elsewhere it is data."""
-    return _LOOKS_UP.search(text) is not None
+    (``getattr(helpers, "train")``, ``__all__ = ["train"]``); elsewhere it is data (``split ==
+    'train'``, ``os.path.join(root, 'train')``). A list of spellings, not what the calls resolve
+    to."""
+    pattern = knowledge().name_lookups
+    return pattern is not None and pattern.search(text) is not None
 
 
 def _notebook_cells(text: str) -> list[str] | None:
@@ -1964,21 +1960,61 @@ def _named(text: str, name: str, bare: bool = False, outside: tuple[int, int] | 
     return count
 
 
+def _scanned_fields(quoted: str) -> list[str]:
+    """The code of the replacement fields of an f-string's quoted text (``"a {f(x):{w}}"``
+    gives ``f(x):{w}``: a nested format spec stays in its field, its names read with it), cut
+    by the braces outside the fields' own string literals (``{{`` is a brace of the text).
+    When the braces do not balance, the text inside the quotes whole: a name that appears in it
+    is taken to be named there."""
+    q = 3 if quoted[:3] in ('"""', "'''") else 1
+    body = quoted[q:len(quoted) - q]
+    fields: list[str] = []
+    i, n = 0, len(body)
+    while i < n:
+        c = body[i]
+        if c in "{}" and body[i + 1:i + 2] == c:
+            i += 2  # an escaped brace of the text
+            continue
+        if c != "{":
+            i += 1
+            continue
+        depth, quote, j = 1, None, i + 1
+        while j < n and depth:
+            d = body[j]
+            if quote is not None:
+                if d == "\\":
+                    j += 1
+                elif d == quote:
+                    quote = None
+            elif d in "'\"":
+                quote = d
+            elif d in "{[(":
+                depth += 1
+            elif d in "}])":
+                depth -= 1
+            j += 1
+        if depth:
+            return [body]
+        fields.append(body[i + 1:j - 1])
+        i = j
+    return fields
+
+
 def _fstring_fields(literal: str) -> list[str]:
     """The code of each replacement field of the f-string literal ``literal`` (one string
     token, as the tokenizer before Python 3.12 gives it: ``f"acc {validate(loader):.3f}"``
     gives ``validate(loader)``), those of its nested format specs included (``f"{x:{width}}"``
     gives ``x`` and ``width``); a field that holds an f-string is given whole (its own fields
     are read when the field is). Empty for a literal that is no f-string. When the literal
-    cannot be read as Python (a newer Python's f-string), its whole text is given: a name that
-    appears in it is taken to be named there."""
+    cannot be read as Python (a newer Python's f-string: ``f"{'\\n'.join(rows)}"`` before 3.12),
+    the fields are cut from its text by their braces (:func:`_scanned_fields`)."""
     prefix = literal[:len(literal) - len(literal.lstrip("rRbBuUfF"))]
     if "f" not in prefix.lower():
         return []
     try:
         tree = ast.parse(literal, mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return [literal[len(prefix):]]
+        return _scanned_fields(literal[len(prefix):])
     fields: list[str] = []
     stack = [tree.body]
     while stack:

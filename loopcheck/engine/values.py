@@ -33,14 +33,14 @@ import libcst as cst
 
 from loopcheck.engine.attr_facts import assigned_ends, ends, truth_arms
 from loopcheck.engine.builder import (
-    NO_VALUE, ClassRef, ModuleIndex, _single_bindings, all_param_names, bound_names, find_method,
+    NO_VALUE, ClassRef, ModuleIndex, all_param_names, bound_names, find_method, single_bindings,
 )
 from loopcheck.engine.callers import STARRED, CallSite, call_sites
 from loopcheck.engine.classes import CONTAINERS, is_module_class
 from loopcheck.engine.ir import Arg, Assign, Call, If, Inline, Jump, Loop, LoopInfo, Node, Seq, Try, parts, walk_events
 from loopcheck.engine.graphs import GradInputs, is_true
 from loopcheck.engine.knowledge import knowledge
-from loopcheck.engine.names import dotted_name
+from loopcheck.engine.names import dotted_name, names_variable
 from loopcheck.engine.pins import dates_before, pinned_before, scan_text
 from loopcheck.engine.calls import arg_at
 from loopcheck.engine.roles import ACCELERATOR_NAME, ROLE_TYPES, last
@@ -670,7 +670,8 @@ def _truths(unit) -> _Truths | None:
         for node in _ifs_in(unit.ir, []):
             if node.constant and node.fact is not None:
                 tested.setdefault(node.fact[0], []).append(node)
-        keys = [key for key, ifs in tested.items() if len(ifs) > 1]
+        keys = [key for key, ifs in tested.items() if len(ifs) > 1 and (
+            all(node.immutable for node in ifs) or not _escapes(key, unit))]
         if not keys or len(keys) > MAX_TRUTHS:
             return None
         arms: dict[int, tuple] = {}
@@ -707,6 +708,21 @@ def _ifs_in(node: Node, out: list) -> list:
     for part in parts(node):
         _ifs_in(part, out)
     return out
+
+
+def _escapes(key: str, unit) -> bool:
+    """Whether the unit may give the object attribute symbol ``key`` holds another name, which a
+    write the analysis does not tie to ``key`` could then change (``h = self.history`` then
+    ``h.append(x)``): a value that may be or hold it bound to a variable or stored anywhere,
+    the object passed to a call (which may keep it), a loop over it. The truth of an attribute
+    whose value may be mutable is followed only where no such event is seen."""
+    for raw in walk_events(unit.ir):
+        if type(raw) is Assign:
+            if raw.target != key and key in (raw.held if raw.held is not None else raw.mentions):
+                return True
+        elif any(a.sym == key or key in a.mentions for a in raw.args):
+            return True
+    return any(key in loop.info.iter_names for loop, _ in loops(unit))
 
 
 def _may_change(key: str, raw) -> bool:
@@ -2868,7 +2884,9 @@ _LIST_ADDS = {"append": (0,), "insert": (1,), "extend": ()}
 def _listed_modules(unit, call: cst.Call, value: cst.BaseExpression) -> list | None:
     """The expressions of the modules a list holds, the list being ``value``, an argument of
     ``call``: a list display or comprehension (its elements); or a local name of the code that
-    holds ``call`` bound once to one, whose other uses only add to it (``layers.append(m)``,
+    holds ``call`` bound once to one, whose other uses (of that variable:
+    :func:`~loopcheck.engine.names.names_variable`, not ``model.layers`` or ``dict(layers=3)``)
+    only add to it (``layers.append(m)``,
     ``layers.insert(i, m)``, ``layers.extend([...])``, ``layers += [...]``) or read its length
     (``len(layers)``), outside any nested function. ``None`` when the list may hold anything
     else (a parameter, a name bound twice or to another value, handed to a call, indexed,
@@ -2888,8 +2906,8 @@ def _listed_modules(unit, call: cst.Call, value: cst.BaseExpression) -> list | N
     items: list = []
     bindings = 0
     for node in walk(holder.body if type(holder) is cst.FunctionDef else holder):
-        if type(node) is not cst.Name or node.value != name or node is value:
-            continue
+        if type(node) is not cst.Name or node.value != name or node is value or not names_variable(node, table):
+            continue  # (the same spelling, not the variable: ``model.layers``, ``dict(layers=3)``)
         up = table.get(node)
         scope = up
         while scope is not None and scope is not holder:
@@ -3215,7 +3233,7 @@ def _maker_value(index: ModuleIndex, expr: cst.BaseExpression, scope: dict, dept
 def _bound_once(index: ModuleIndex, holder: cst.CSTNode, name: str) -> cst.BaseExpression | None:
     """The value of ``name`` where ``holder`` (a function or the module of ``index``) reads
     it, when one plain ``name = value`` at the top level of its code is the name's only binding
-    there (:func:`~loopcheck.engine.builder._single_bindings`), or, for a function that neither
+    there (:func:`~loopcheck.engine.builder.single_bindings`), or, for a function that neither
     binds it nor takes it as a parameter and is no closure, at the top level of its module.
     ``None`` otherwise (a parameter, a second binding, one under an ``if`` or in a loop)."""
     def bindings(scope) -> dict:
@@ -3223,7 +3241,7 @@ def _bound_once(index: ModuleIndex, holder: cst.CSTNode, name: str) -> cst.BaseE
         if key not in index.cache:
             body = scope.body
             statements = body.body if type(body) is cst.IndentedBlock else [body] if type(scope) is cst.FunctionDef else body
-            index.cache[key] = _single_bindings(statements)
+            index.cache[key] = single_bindings(statements)
         return index.cache[key]
 
     if type(holder) is cst.FunctionDef:

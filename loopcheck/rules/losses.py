@@ -96,7 +96,8 @@ class ProbabilitiesToLogitsLoss(Rule):
     gives the same kind (softmax/sigmoid functions and tensor methods, a model whose classes
     output probabilities, value-keeping tensor methods of those). Tests are not decided, but two
     tests of the truth of one attribute only ``__init__`` assigns (``if not self.logits:``, ``if
-    self.logits:``) take agreeing arms (:attr:`~loopcheck.engine.ir.If.constant`); an inlined
+    self.logits:``) take agreeing arms (:attr:`~loopcheck.engine.ir.If.constant`; for a value
+    that may be mutable, only where the method gives its object no other name); an inlined
     project function or unknown call gives no kind (see ``rules/LC701.md``)."""
 
     info = INFOS["LC701"]
