@@ -168,6 +168,10 @@ def _bound_names(node: cst.CSTNode) -> tuple[str, ...]:
     return tuple(names)
 
 
+#: The nodes whose names are their own (a comprehension's targets are not its function's).
+_SCOPES = (cst.FunctionDef, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+
 class _Spans:
     """Where the nodes of one tree lie in the order of the code: each node's pre-order index and
     the last index of its subtree, and the sites that bind each name (:func:`_bound_names`),
@@ -177,7 +181,7 @@ class _Spans:
         self.tree = tree
         self._span: dict[int, tuple[int, int]] | None = None
         self.sites: dict[str, list[cst.CSTNode]] = {}
-        self.scopes: list[cst.CSTNode] = []  # the functions and lambdas, in the order of the code
+        self.scopes: list[cst.CSTNode] = []  # the functions, lambdas and comprehensions, in the order of the code
 
     def span(self, node: cst.CSTNode) -> tuple[int, int] | None:
         """``(first, last)`` pre-order indices of ``node``'s subtree; ``None`` when ``node`` is
@@ -200,20 +204,22 @@ class _Spans:
                 continue
             first[id(node)] = counter
             counter += 1
-            if isinstance(node, (cst.FunctionDef, cst.Lambda)):
+            if isinstance(node, _SCOPES):
                 self.scopes.append(node)
             for name in _bound_names(node):
                 self.sites.setdefault(name, []).append(node)
             stack.append((node, True))
             stack.extend((child, False) for child in reversed(node.children))
 
-    def scope(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        """The innermost function (or lambda) around ``node``; ``None`` at the module's level
-        (or when ``node`` is not in the tree). A ``def`` statement's own name is in the scope
-        around it."""
+    def scope(self, node: cst.CSTNode, binding: bool = False) -> cst.CSTNode | None:
+        """The innermost function, lambda or comprehension around ``node``; ``None`` at the
+        module's level (or when ``node`` is not in the tree). A ``def`` statement's own name is
+        in the scope around it; a walrus (``binding`` site) binds in the function around the
+        comprehensions it is in."""
         found = None
         for f in self.scopes:
-            if f is not node and self.within(node, f):
+            if f is not node and self.within(node, f) and not (
+                    binding and isinstance(node, cst.NamedExpr) and not isinstance(f, (cst.FunctionDef, cst.Lambda))):
                 found = f  # (scopes come outermost first)
         return found
 
@@ -222,7 +228,7 @@ class _Spans:
         if self.span(node) is None:
             return []
         scope = self.scope(node)
-        return [site for site in self.sites.get(name, []) + self.sites.get("*", []) if self.scope(site) is scope]
+        return [site for site in self.sites.get(name, []) + self.sites.get("*", []) if self.scope(site, True) is scope]
 
     def within(self, inner: cst.CSTNode, outer: cst.CSTNode) -> bool:
         """Whether ``inner`` is ``outer`` or lies inside it."""
@@ -276,13 +282,10 @@ def _nodes_in_try(tree: cst.Module | None) -> set[int]:
     return out
 
 
-def computed_without_graph(e: RawEvent) -> bool:
-    """Whether definition ``e`` computes a new value with gradients disabled (inside
-    ``torch.no_grad()``/``inference_mode``): autograd records no operation there, so the value
-    is linked to no model's parameters, whatever it is computed from, and a loss computed from
-    it reaches none of them through it (TD3's target action, ``with torch.no_grad():
-    next_action = actor(next_state)``). A plain re-binding (``x = y``) or an augmented
-    assignment is no new value: the object keeps what it was computed from."""
+def under_no_grad(e: RawEvent) -> bool:
+    """Whether definition ``e`` may compute a new value with gradients disabled (inside
+    ``torch.no_grad()``/``inference_mode``): an assignment of a value that is not a plain name,
+    or a call's result. Whether it does is for :meth:`_Inference.computed_without_graph`."""
     if e.ctx.grad != "disabled":
         return False
     return not isinstance(e, Assign) or (e.op == "=" and e.value_sym is None)
@@ -482,7 +485,7 @@ class Roles:
         types: symbol → qualified library class of the object, when known.
         provenance: loss symbol → the models whose forward passes it is computed from (not
             counting detached parts: ``D(G(z).detach())`` is D's only; nor values computed
-            under ``no_grad``, :func:`computed_without_graph`); ``None`` when a call on the way
+            under ``no_grad``, :meth:`_Inference.computed_without_graph`); ``None`` when a call on the way
             is opaque.
         loss_containers: lists and dicts of loss tensors whose elements are backpropagated
             (``losses[-1].backward()``, ``sum(losses).backward()``).
@@ -926,7 +929,7 @@ class _Inference:
                     if loop not in found:
                         found.append(loop)
             if e.sources is not None:
-                src = _NO_SOURCES if computed_without_graph(e) else e.sources
+                src = e.sources  # (those computed without a graph are emptied in run())
                 for t in (e.targets if isinstance(e, Call) else (e.target,)):
                     if t:
                         self.source_defs.setdefault(t, []).append((e, src))
@@ -1497,6 +1500,7 @@ class _Inference:
         self.synced()
         self.losses()
         self.param_variables()
+        self.forget_graph_free()
         for loss in self.roles.losses:
             self.roles.provenance[loss] = self.provenance(loss)
         _derive_graphs(self.roles, self.events)
@@ -1581,6 +1585,65 @@ class _Inference:
                         return None  # a call the events do not show, or one not understood
                 todo.extend((n, None) for n in value.mentions)
         return frozenset(models)
+
+    def forget_graph_free(self) -> None:
+        """Empty the sources of the definitions computed without a graph
+        (:meth:`computed_without_graph`): a loss computed from them reaches no model through them."""
+        for defs in self.source_defs.values():
+            for i, (d, _src) in enumerate(defs):
+                if under_no_grad(d) and self.computed_without_graph(d):
+                    defs[i] = (d, _NO_SOURCES)
+
+    def computed_without_graph(self, e: RawEvent) -> bool:
+        """Whether definition ``e`` (under ``no_grad``: :func:`under_no_grad`) is a new value made
+        there by autograd's operations, which record nothing: linked to no model's parameters,
+        whatever it is computed from (TD3's target action, ``with torch.no_grad(): next_action =
+        actor(next_state)``, ``target = reward + gamma * critic(s, a)``). Only a call that makes
+        a new tensor counts (:meth:`_makes_new_tensor`), or arithmetic on one: indexing a tuple
+        made before (``outputs[0]``), a container display, an attribute, a function of the
+        project or unknown return the objects they are given, with their graph."""
+        if isinstance(e, Call):
+            return self._makes_new_tensor(e)
+        return e.value is not None and self._new_tensor_expr(e.value)
+
+    def _new_tensor_expr(self, expr: cst.BaseExpression) -> bool:
+        """Whether expression ``expr`` is a new tensor: a call that makes one, arithmetic or a
+        comparison with one among its operands, a conditional expression whose arms both are."""
+        if isinstance(expr, cst.Call):
+            raws = [c for c in self.raw_calls.get(id(expr), ()) if c.node is expr]
+            return bool(raws) and all(self._makes_new_tensor(c) for c in raws)
+        if isinstance(expr, cst.BinaryOperation):
+            return self._new_tensor_expr(expr.left) or self._new_tensor_expr(expr.right)
+        if isinstance(expr, cst.UnaryOperation):
+            return self._new_tensor_expr(expr.expression)
+        if isinstance(expr, cst.Comparison):
+            return self._new_tensor_expr(expr.left) or any(self._new_tensor_expr(c.comparator) for c in expr.comparisons)
+        if isinstance(expr, cst.IfExp):
+            return self._new_tensor_expr(expr.body) and self._new_tensor_expr(expr.orelse)
+        return False
+
+    def _makes_new_tensor(self, c: Call) -> bool:
+        """Whether call ``c`` makes a new tensor: a forward of a model or a criterion, a function
+        of torch the knowledge describes that returns none of its arguments (no ``same``, no
+        ``shares``), a tensor method it describes that neither works in place (``add_``) nor
+        returns its receiver (``to``, ``float``). A function of the project (it may return what
+        it was given) or one nothing describes does not."""
+        roles = self.roles
+        if c.inlined:
+            return False
+        f = roles.canon(c.func) if c.func and not c.qualified else None
+        if f in roles.models or f in roles.criteria:
+            return True
+        if c.qualified:
+            summary = self.kb.callable(c.func) if (c.func or "").startswith("torch.") else None
+        elif c.method and not c.method.endswith("_"):
+            summary = self.kb.method("torch.Tensor", c.method)
+        else:
+            summary = None
+        if summary is None:
+            return False
+        r = summary.returns
+        return r is None or not r.same and r.get("shares") is None
 
     def _reaching(self, sym: str, at: RawEvent | None) -> list | None:
         """The definitions of local variable ``sym`` (with their sources) that can reach the
