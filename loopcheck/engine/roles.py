@@ -96,14 +96,6 @@ def _dominates(d: RawEvent, at: RawEvent, spans: "_Spans | None" = None) -> bool
     return True
 
 
-#: The methods of Python's list, dict and set: they call no code of the project or of a library
-#: (an element's ``__eq__`` aside), so on a container the code builds as a display they run no
-#: ``backward``.
-CONTAINER_METHODS = frozenset({
-    "append", "extend", "insert", "pop", "clear", "remove", "copy", "index", "count", "reverse",
-    "update", "get", "setdefault", "keys", "values", "items", "popitem", "add", "discard",
-})
-
 #: The forms that bind a name besides ``=``: their targets (``Name`` nodes, or expressions
 #: holding them) by node type.
 _BINDING_TARGETS = {
