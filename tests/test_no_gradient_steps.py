@@ -81,6 +81,63 @@ def test_steps_without_backward_apply_nothing():
         engine.backward(model(x).sum())
         optimizer.step()
     """,
+    # gradients written in forms the machine does not type: over the optimizer's param_groups,
+    # by setattr, through .data, in place, added to, from autograd.grad
+    """
+    for x in xs:
+        grads = torch.autograd.grad(model(x).sum(), list(model.parameters()))
+        for p, g in zip(optimizer.param_groups[0]["params"], grads):
+            p.grad = g
+        optimizer.step()
+    """,
+    """
+    for x in xs:
+        for p in optimizer.param_groups[0]["params"]:
+            setattr(p, "grad", torch.ones_like(p))
+        optimizer.step()
+    """,
+    """
+    for x in xs:
+        for p in optimizer.param_groups[0]["params"]:
+            p.__setattr__("grad", torch.ones_like(p))
+        optimizer.step()
+    """,
+    """
+    for x in xs:
+        for p in model.parameters():
+            p.grad.data = torch.ones_like(p)
+        optimizer.step()
+    """,
+    """
+    for x in xs:
+        for p in model.parameters():
+            p.grad.copy_(torch.ones_like(p))
+        optimizer.step()
+    """,
+    """
+    for x in xs:
+        for p in model.parameters():
+            p.grad += 1
+        optimizer.step()
+    """,
+    # a backward of anything, through getattr too
+    """
+    for x in xs:
+        getattr(model(x).sum(), "backward")()
+        optimizer.step()
+    """,
+    """
+    for x in xs:
+        torch.autograd.backward(model(x).sum())
+        optimizer.step()
+    """,
+    # an unknown method of an unknown object
+    """
+    trainer = somelib.Trainer()
+    for x in xs:
+        trainer.fit_batch()
+        optimizer.step()
+    """,
     # a closure given to the step runs its own backward
     """
     for x in xs:
@@ -105,3 +162,13 @@ def test_step_closure_argument_is_read():
         optimizer.step()
         """)
     assert [ev.extra["closure"] for ev in unit.of_kind("step")] == [True, True, False]
+
+
+def test_a_list_built_here_records_what_the_steps_do_without_a_gradient():
+    """``lrs.append(...)`` on a list display runs no code that could write a gradient."""
+    assert no_gradient("""
+        lrs = []
+        for x in xs:
+            optimizer.step()
+            lrs.append(optimizer.param_groups[0]["lr"])
+        """)

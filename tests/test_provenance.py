@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from loopcheck.check import lint_text
 from loopcheck.engine import roles
 
@@ -100,3 +102,103 @@ def test_a_sample_re_bound_only_on_some_paths_still_counts():
         critic_loss.backward()
     """)
         assert found == {"critic_loss": None}, guard
+
+
+_LOOP_HEAD = """
+    import sys
+    import torch
+    import torch.nn as nn
+
+    model = nn.Linear(10, 2)
+    criterion = nn.CrossEntropyLoss()
+    loader = [(torch.randn(4, 10), torch.randint(0, 2, (4,))) for _ in range(3)]
+    warmup = len(sys.argv) > 1
+    for x, y in loader:
+"""
+
+
+@pytest.mark.parametrize("arms", [
+    # the body re-binds, the read is in the else: the forward reaches it
+    """
+        h = model(x)
+        if warmup:
+            h = torch.zeros(4, 2)
+        else:
+            loss = criterion(h, y)
+            loss.backward()
+    """,
+    # an elif chain: the re-binding is in the first arm, the read in the elif
+    """
+        h = model(x)
+        if warmup:
+            h = torch.zeros(4, 2)
+        elif len(sys.argv) > 2:
+            loss = criterion(h, y)
+            loss.backward()
+    """,
+    # the re-binding in an elif, the read in the else
+    """
+        h = model(x)
+        if warmup:
+            pass
+        elif len(sys.argv) > 2:
+            h = torch.zeros(4, 2)
+        else:
+            loss = criterion(h, y)
+            loss.backward()
+    """,
+])
+def test_a_definition_in_one_arm_does_not_hide_the_earlier_ones_from_another(arms):
+    """A definition in one arm of an ``if`` does not run on the way to a read in another arm:
+    what the name held before the ``if`` (the forward) reaches the read."""
+    assert _backward_models(_LOOP_HEAD + arms) == {"loss": frozenset({"model"})}
+
+
+def test_a_definition_in_the_same_arm_still_dominates():
+    """In the same arm, a re-binding before the read hides what the name held (a new tensor)."""
+    found = _backward_models(_LOOP_HEAD + """
+        h = model(x)
+        if warmup:
+            h = torch.zeros(4, 2, requires_grad=True)
+            loss = criterion(h, y)
+            loss.backward()
+    """)
+    assert found == {"loss": frozenset()}
+
+
+@pytest.mark.parametrize("rebinding", [
+    "for h in [model(x)]:\n            pass",
+    "print((h := model(x)))",
+    "with torch.no_grad() if False else open(__file__) as h:\n            h = model(x)",
+])
+def test_a_re_binding_of_any_form_after_the_dominating_definition_counts(rebinding):
+    """A ``for`` target, a walrus or ``with ... as`` re-binding the name after the definition
+    that dominates the read is no definition the provenance has: the read does not lose the
+    forward it may hold (the models are the forward's or unknown, never none)."""
+    found = _backward_models(_LOOP_HEAD + f"""
+        h = y.float().unsqueeze(1).repeat(1, 2)
+        {rebinding}
+        loss = criterion(h, y)
+        loss.backward()
+    """)
+    assert found["loss"] != frozenset()
+
+
+@pytest.mark.parametrize("value, models", [
+    ("outputs[0]", frozenset({"model"})),  # an element of a tuple made outside no_grad
+    ("(outputs[0], None)[0]", frozenset({"model"})),  # a display of such values
+    ("model(x)", frozenset()),  # a forward under no_grad: no graph
+    ("model(x) * 2 + 1", frozenset()),  # arithmetic on it
+])
+def test_only_a_new_tensor_made_under_no_grad_is_graph_free(value, models):
+    """Under ``no_grad``, indexing a tuple of graph-carrying tensors returns those tensors with
+    their graph; only a call that makes a new tensor there (a forward, a torch op) makes one
+    without a graph."""
+    found = _backward_models(_LOOP_HEAD + f"""
+        outputs = (model(x), None)
+        with torch.no_grad():
+            logits = {value}
+        loss = criterion(logits, y)
+        loss.backward()
+    """)
+    assert found == {"loss": models}

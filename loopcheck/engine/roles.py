@@ -75,13 +75,185 @@ def _rebinds(d: RawEvent) -> bool:
     return isinstance(d, Call) or d.op == "="
 
 
-def _dominates(d: RawEvent, at: RawEvent) -> bool:
+def _dominates(d: RawEvent, at: RawEvent, spans: "_Spans | None" = None) -> bool:
     """Whether every path to ``at`` from the start of its innermost loop's iteration (or of its
     function) passes ``d``, ``d`` coming first in the code: the same loops and inlined calls,
-    and every ``if`` around ``d`` (within its loop) around ``at`` too."""
+    and every ``if`` around ``d`` (within its loop) around ``at`` too, ``at`` in the same arm of
+    it (the body, the ``else``, an ``elif``, a ``case``: ``spans`` tells which arm holds a node;
+    without it, or when a node is not found, ``d`` dominates nothing under an ``if``)."""
     dc, ac = d.ctx, at.ctx
-    return (len(dc.loops) == len(ac.loops) and all(x is y for x, y in zip(dc.loops, ac.loops))
-            and _same_nodes(dc.calls, ac.calls) and _same_nodes(dc.conds, ac.conds[:len(dc.conds)]))
+    if not (len(dc.loops) == len(ac.loops) and all(x is y for x, y in zip(dc.loops, ac.loops))
+            and _same_nodes(dc.calls, ac.calls) and _same_nodes(dc.conds, ac.conds[:len(dc.conds)])):
+        return False
+    if not dc.conds:
+        return True
+    if spans is None:
+        return False
+    for cond in dc.conds:
+        arm = spans.arm(cond, d.node)
+        if arm is None or arm != spans.arm(cond, at.node):
+            return False
+    return True
+
+
+#: The forms that bind a name besides ``=``: their targets (``Name`` nodes, or expressions
+#: holding them) by node type.
+_BINDING_TARGETS = {
+    cst.AnnAssign: lambda n: (n.target,),
+    cst.AugAssign: lambda n: (n.target,),
+    cst.For: lambda n: (n.target,),
+    cst.CompFor: lambda n: (n.target,),
+    cst.NamedExpr: lambda n: (n.target,),
+    cst.WithItem: lambda n: (n.asname.name,) if n.asname is not None else (),
+    cst.ExceptHandler: lambda n: (n.name.name,) if n.name is not None else (),
+    cst.Del: lambda n: (n.target,),
+    cst.FunctionDef: lambda n: (n.name,),
+    cst.ClassDef: lambda n: (n.name,),
+    cst.MatchAs: lambda n: (n.name,) if n.name is not None else (),
+    cst.MatchStar: lambda n: (n.name,) if n.name is not None else (),
+    cst.MatchMapping: lambda n: (n.rest,) if n.rest is not None else (),
+    cst.Global: lambda n: tuple(item.name for item in n.names),
+    cst.Nonlocal: lambda n: tuple(item.name for item in n.names),
+}
+if hasattr(cst, "ExceptStarHandler"):
+    _BINDING_TARGETS[cst.ExceptStarHandler] = lambda n: (n.name.name,) if n.name is not None else ()
+
+
+def _bound_names(node: cst.CSTNode) -> tuple[str, ...]:
+    """The names ``node`` binds or changes in place, when it is a binding form (an assignment
+    of any kind, a ``for`` or comprehension target, a walrus, ``with ... as``, ``except ... as``,
+    a ``match`` capture, an import, ``del``, a ``def`` or ``class``, ``global``): the ``Name``s of
+    its targets, through tuples, lists, stars and the object of a subscript (``x[k] = v``
+    changes what ``x`` holds); else ``()``."""
+    if isinstance(node, cst.Assign):
+        targets: tuple = tuple(t.target for t in node.targets)
+    elif isinstance(node, (cst.Import, cst.ImportFrom)):
+        if isinstance(node.names, cst.ImportStar):
+            return ("*",)
+        out = []
+        for alias in node.names:
+            name = alias.asname.name if alias.asname is not None else alias.name
+            while isinstance(name, cst.Attribute) and alias.asname is None:
+                name = name.value
+            if isinstance(name, cst.Name):
+                out.append(name.value)
+        return tuple(out)
+    else:
+        get = _BINDING_TARGETS.get(type(node))
+        if get is None:
+            return ()
+        targets = tuple(t for t in get(node) if t is not None)
+    names: list[str] = []
+    stack = list(targets)
+    while stack:
+        t = stack.pop()
+        if isinstance(t, cst.Name):
+            names.append(t.value)
+        elif isinstance(t, (cst.Tuple, cst.List)):
+            stack.extend(e.value for e in t.elements)
+        elif isinstance(t, (cst.StarredElement, cst.Element)):
+            stack.append(t.value)
+        elif isinstance(t, cst.Subscript):
+            stack.append(t.value)
+        elif isinstance(t, cst.Del):
+            stack.append(t.target)
+    return tuple(names)
+
+
+#: The nodes whose names are their own (a comprehension's targets are not its function's).
+_SCOPES = (cst.FunctionDef, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+
+class _Spans:
+    """Where the nodes of one tree lie in the order of the code: each node's pre-order index and
+    the last index of its subtree, and the sites that bind each name (:func:`_bound_names`),
+    computed on the first question (one walk of the tree)."""
+
+    def __init__(self, tree: cst.CSTNode | None) -> None:
+        self.tree = tree
+        self._span: dict[int, tuple[int, int]] | None = None
+        self.sites: dict[str, list[cst.CSTNode]] = {}
+        self.scopes: list[cst.CSTNode] = []  # the functions, lambdas and comprehensions, in the order of the code
+
+    def span(self, node: cst.CSTNode) -> tuple[int, int] | None:
+        """``(first, last)`` pre-order indices of ``node``'s subtree; ``None`` when ``node`` is
+        not in the tree (a node of another module, one the builder made)."""
+        if self._span is None:
+            self._walk()
+        return self._span.get(id(node))  # type: ignore[union-attr]
+
+    def _walk(self) -> None:
+        self._span = {}
+        if self.tree is None:
+            return
+        counter = 0
+        stack: list[tuple[cst.CSTNode, bool]] = [(self.tree, False)]
+        first: dict[int, int] = {}
+        while stack:
+            node, closing = stack.pop()
+            if closing:
+                self._span[id(node)] = (first[id(node)], counter - 1)
+                continue
+            first[id(node)] = counter
+            counter += 1
+            if isinstance(node, _SCOPES):
+                self.scopes.append(node)
+            for name in _bound_names(node):
+                self.sites.setdefault(name, []).append(node)
+            stack.append((node, True))
+            stack.extend((child, False) for child in reversed(node.children))
+
+    def scope(self, node: cst.CSTNode, binding: bool = False) -> cst.CSTNode | None:
+        """The innermost function, lambda or comprehension around ``node``; ``None`` at the
+        module's level (or when ``node`` is not in the tree). A ``def`` statement's own name is
+        in the scope around it; a walrus (``binding`` site) binds in the function around the
+        comprehensions it is in."""
+        found = None
+        for f in self.scopes:
+            if f is not node and self.within(node, f) and not (
+                    binding and isinstance(node, cst.NamedExpr) and not isinstance(f, (cst.FunctionDef, cst.Lambda))):
+                found = f  # (scopes come outermost first)
+        return found
+
+    def sites_in_scope(self, name: str, node: cst.CSTNode) -> list[cst.CSTNode]:
+        """The sites binding ``name`` in the scope of ``node`` (:meth:`scope`)."""
+        if self.span(node) is None:
+            return []
+        scope = self.scope(node)
+        return [site for site in self.sites.get(name, []) + self.sites.get("*", []) if self.scope(site, True) is scope]
+
+    def within(self, inner: cst.CSTNode, outer: cst.CSTNode) -> bool:
+        """Whether ``inner`` is ``outer`` or lies inside it."""
+        a, b = self.span(inner), self.span(outer)
+        return a is not None and b is not None and b[0] <= a[0] <= b[1]
+
+    def arm(self, cond: cst.CSTNode, node: cst.CSTNode) -> int | None:
+        """The index among ``cond``'s children of the one holding ``node`` (for an ``if``: its
+        test, its body or its ``else``/``elif``; for a ``match``: its subject or one case);
+        ``None`` when ``node`` is not inside ``cond``."""
+        for i, child in enumerate(cond.children):
+            if self.within(node, child):
+                return i
+        return None
+
+    def binds_between(self, name: str, start: cst.CSTNode, end: cst.CSTNode, known: list[cst.CSTNode]) -> bool:
+        """Whether a site binding ``name`` (any form, :func:`_bound_names`) comes after the
+        start of ``start`` and before ``end`` in the code, other than those holding one of the
+        ``known`` nodes (the definitions already counted), and other than an assignment or walrus
+        around ``end`` (whose value is computed first). ``True`` also when a node is not found."""
+        a, b = self.span(start), self.span(end)
+        if a is None or b is None:
+            return True
+        for site in self.sites.get(name, ()) + self.sites.get("*", []):
+            s = self.span(site)
+            if s is None or not a[0] < s[0] <= b[0]:
+                continue
+            if s[0] <= b[0] <= s[1] and isinstance(site, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.NamedExpr)):
+                continue  # (the read is in the value)
+            if isinstance(site, (cst.Assign, cst.AnnAssign, cst.AugAssign)) and any(self.within(k, site) for k in known):
+                continue
+            return True
+        return False
 
 
 def _nodes_in_try(tree: cst.Module | None) -> set[int]:
@@ -102,13 +274,10 @@ def _nodes_in_try(tree: cst.Module | None) -> set[int]:
     return out
 
 
-def computed_without_graph(e: RawEvent) -> bool:
-    """Whether definition ``e`` computes a new value with gradients disabled (inside
-    ``torch.no_grad()``/``inference_mode``): autograd records no operation there, so the value
-    is linked to no model's parameters, whatever it is computed from, and a loss computed from
-    it reaches none of them through it (TD3's target action, ``with torch.no_grad():
-    next_action = actor(next_state)``). A plain re-binding (``x = y``) or an augmented
-    assignment is no new value: the object keeps what it was computed from."""
+def under_no_grad(e: RawEvent) -> bool:
+    """Whether definition ``e`` may compute a new value with gradients disabled (inside
+    ``torch.no_grad()``/``inference_mode``): an assignment of a value that is not a plain name,
+    or a call's result. Whether it does is for :meth:`_Inference.computed_without_graph`."""
     if e.ctx.grad != "disabled":
         return False
     return not isinstance(e, Assign) or (e.op == "=" and e.value_sym is None)
@@ -308,7 +477,7 @@ class Roles:
         types: symbol → qualified library class of the object, when known.
         provenance: loss symbol → the models whose forward passes it is computed from (not
             counting detached parts: ``D(G(z).detach())`` is D's only; nor values computed
-            under ``no_grad``, :func:`computed_without_graph`); ``None`` when a call on the way
+            under ``no_grad``, :meth:`_Inference.computed_without_graph`); ``None`` when a call on the way
             is opaque.
         loss_containers: lists and dicts of loss tensors whose elements are backpropagated
             (``losses[-1].backward()``, ``sum(losses).backward()``).
@@ -728,6 +897,9 @@ class _Inference:
         self.source_defs: dict[str, list[tuple[RawEvent, object]]] = {}
         self.order = {id(e): i for i, e in enumerate(events)}
         self._guarded: set[int] | None = None  # ids of the nodes in try statements (_unguarded)
+        self._spans: _Spans | None = None  # the order of the module's nodes (_reaching)
+        self._bindings_memo: dict[str, list | None] = {}  # (_other_bindings)
+        self._loop_infos: dict[int, object] | None = None  # (_loops_by_node)
         self.by_usage: set[str] = set()  # models known only from their train()/eval() calls
         # symbols bound to an instance of a class of the project that has no role (a class that
         # derives from no library class with one): its methods are the project's, read where
@@ -749,7 +921,7 @@ class _Inference:
                     if loop not in found:
                         found.append(loop)
             if e.sources is not None:
-                src = _NO_SOURCES if computed_without_graph(e) else e.sources
+                src = e.sources  # (those computed without a graph are emptied in run())
                 for t in (e.targets if isinstance(e, Call) else (e.target,)):
                     if t:
                         self.source_defs.setdefault(t, []).append((e, src))
@@ -1320,6 +1492,7 @@ class _Inference:
         self.synced()
         self.losses()
         self.param_variables()
+        self.forget_graph_free()
         for loss in self.roles.losses:
             self.roles.provenance[loss] = self.provenance(loss)
         _derive_graphs(self.roles, self.events)
@@ -1366,6 +1539,12 @@ class _Inference:
                 models.add(c)
                 continue
             sources = self._defs_for(s)
+            extra: list = []
+            if defs is None and sources and "." not in s:
+                found = self._other_bindings(s, sources)
+                if found is None:
+                    return None  # a binding whose value is not followed (a walrus, ``with ... as``)
+                extra = found
             for d, src in sources if defs is None else defs:
                 if not follow(src.calls):
                     return None
@@ -1373,7 +1552,7 @@ class _Inference:
             if s in done:
                 continue  # (what its loops and its stores give does not depend on the read)
             done.add(s)
-            for loop in self.loop_targets.get(s.partition(".")[0], ()) if not sources else ():
+            for loop in self.loop_targets.get(s.partition(".")[0], ()) if not sources else extra:
                 # ``for scale in outputs``: an element of what the loop iterates (through
                 # ``enumerate``/``zip``...), when that is known to come from models; an iterable
                 # whose origin is not known (a data loader built by a dataset class the
@@ -1399,16 +1578,78 @@ class _Inference:
                 todo.extend((n, None) for n in value.mentions)
         return frozenset(models)
 
+    def forget_graph_free(self) -> None:
+        """Empty the sources of the definitions computed without a graph
+        (:meth:`computed_without_graph`): a loss computed from them reaches no model through them."""
+        for defs in self.source_defs.values():
+            for i, (d, _src) in enumerate(defs):
+                if under_no_grad(d) and self.computed_without_graph(d):
+                    defs[i] = (d, _NO_SOURCES)
+
+    def computed_without_graph(self, e: RawEvent) -> bool:
+        """Whether definition ``e`` (under ``no_grad``: :func:`under_no_grad`) is a new value made
+        there by autograd's operations, which record nothing: linked to no model's parameters,
+        whatever it is computed from (TD3's target action, ``with torch.no_grad(): next_action =
+        actor(next_state)``, ``target = reward + gamma * critic(s, a)``). Only a call that makes
+        a new tensor counts (:meth:`_makes_new_tensor`), or arithmetic on one: indexing a tuple
+        made before (``outputs[0]``), a container display, an attribute, a function of the
+        project or unknown return the objects they are given, with their graph."""
+        if isinstance(e, Call):
+            return self._makes_new_tensor(e)
+        return e.value is not None and self._new_tensor_expr(e.value)
+
+    def _new_tensor_expr(self, expr: cst.BaseExpression) -> bool:
+        """Whether expression ``expr`` is a new tensor: a call that makes one, arithmetic or a
+        comparison with one among its operands, a conditional expression whose arms both are."""
+        if isinstance(expr, cst.Call):
+            raws = [c for c in self.raw_calls.get(id(expr), ()) if c.node is expr]
+            return bool(raws) and all(self._makes_new_tensor(c) for c in raws)
+        if isinstance(expr, cst.BinaryOperation):
+            return self._new_tensor_expr(expr.left) or self._new_tensor_expr(expr.right)
+        if isinstance(expr, cst.UnaryOperation):
+            return self._new_tensor_expr(expr.expression)
+        if isinstance(expr, cst.Comparison):
+            return self._new_tensor_expr(expr.left) or any(self._new_tensor_expr(c.comparator) for c in expr.comparisons)
+        if isinstance(expr, cst.IfExp):
+            return self._new_tensor_expr(expr.body) and self._new_tensor_expr(expr.orelse)
+        return False
+
+    def _makes_new_tensor(self, c: Call) -> bool:
+        """Whether call ``c`` makes a new tensor: a forward of a model or a criterion, a function
+        of torch the knowledge describes that returns none of its arguments (no ``same``, no
+        ``shares``), a tensor method it describes that neither works in place (``add_``) nor
+        returns its receiver (``to``, ``float``). A function of the project (it may return what
+        it was given) or one nothing describes does not."""
+        roles = self.roles
+        if c.inlined:
+            return False
+        f = roles.canon(c.func) if c.func and not c.qualified else None
+        if f in roles.models or f in roles.criteria:
+            return True
+        if c.qualified:
+            summary = self.kb.callable(c.func) if (c.func or "").startswith("torch.") else None
+        elif c.method and not c.method.endswith("_"):
+            summary = self.kb.method("torch.Tensor", c.method)
+        else:
+            summary = None
+        if summary is None:
+            return False
+        r = summary.returns
+        return r is None or not r.same and r.get("shares") is None
+
     def _reaching(self, sym: str, at: RawEvent | None) -> list | None:
         """The definitions of local variable ``sym`` (with their sources) that can reach the
         event ``at`` that reads it, when a definition *dominates* ``at``: it runs before ``at``
         in the same iteration of the same loops, under no ``if`` that ``at`` is not under, in the
-        same call (``state = torch.tensor(state)`` before ``critic(state, action)``). Every
+        same call, in the same arm of each ``if`` around it (``state = torch.tensor(state)``
+        before ``critic(state, action)``). Every
         path to ``at`` then passes it, so only it and the definitions between them reach ``at``:
         what the name held before (a replay buffer's sample) is not what ``at`` reads. ``None``
         when no definition dominates (an attribute, ``self.x``, which other names of its object
-        may set; a name of the module read outside loops; a definition in an arm or a ``try``):
-        then every definition counts."""
+        may set; a name of the module read outside loops; a definition in an arm or a ``try``;
+        a binding between them that is no definition here, as a ``for`` target, a walrus, ``with
+        ... as``, ``except ... as``, a ``match`` capture, an import or ``del``): then every
+        definition counts."""
         if at is None or "." in sym:
             return None  # (an attribute may be set through another name of its object)
         defs = self.source_defs.get(sym)
@@ -1417,12 +1658,60 @@ class _Inference:
             # a name of the module, read outside loops: it may be read in a function that
             # runs before or after the module's code assigns it (a loop is one unit's)
             return None
+        spans = self._code_spans()
         dominating = [i for i, (d, _) in enumerate(defs)
-                      if self.order.get(id(d), pos) < pos and _rebinds(d) and _dominates(d, at) and self._unguarded(d)]
+                      if self.order.get(id(d), pos) < pos and _rebinds(d) and _dominates(d, at, spans)
+                      and self._unguarded(d)]
         if not dominating:
             return None
-        first = self.order[id(defs[max(dominating, key=lambda i: self.order[id(defs[i][0])])][0])]
-        return [(d, src) for d, src in defs if first <= self.order.get(id(d), pos) < pos]
+        start = defs[max(dominating, key=lambda i: self.order[id(defs[i][0])])][0]
+        first = self.order[id(start)]
+        reaching = [(d, src) for d, src in defs if first <= self.order.get(id(d), pos) < pos]
+        if spans.binds_between(sym.rpartition(":")[2], start.node, at.node, [d.node for d, _ in reaching]):
+            return None  # a re-binding with no definition here (a ``for`` target, a walrus, ``with ... as``)
+        return reaching
+
+    def _other_bindings(self, sym: str, sources: list) -> list | None:
+        """The bindings of local variable ``sym`` in its scope that are none of its definitions
+        ``sources`` (whose values the provenance follows): the loops whose ``for`` target binds
+        it, to be followed as the loops of a name with no definition are; ``None`` when another
+        form binds it (a walrus, ``with ... as``, ``except ... as``, a ``match`` capture, an
+        import, ``del``, an assignment whose value gave no definition) or a ``for`` whose
+        body the events do not show: what it binds is not known. ``[]`` when the definitions'
+        code is not in this module (an inlined function of another)."""
+        memo = self._bindings_memo.get(sym, False)
+        if memo is not False:
+            return memo
+        spans = self._code_spans()
+        nodes = [d.node for d, _ in sources]
+        loops_by_node = self._loops_by_node()
+        found: list | None = []
+        for site in spans.sites_in_scope(sym.rpartition(":")[2], nodes[0]):
+            if isinstance(site, (cst.Assign, cst.AnnAssign, cst.AugAssign)) and any(spans.within(n, site) for n in nodes):
+                continue
+            loop = loops_by_node.get(id(site)) if isinstance(site, cst.For) else None
+            if loop is None:
+                found = None
+                break
+            found.append(loop)
+        self._bindings_memo[sym] = found
+        return found
+
+    def _loops_by_node(self) -> dict[int, object]:
+        """``id(for statement) →`` its :class:`~loopcheck.engine.ir.LoopInfo`, for the loops
+        around some event."""
+        if self._loop_infos is None:
+            self._loop_infos = {}
+            for e in self.events:
+                for loop in e.ctx.loops:
+                    self._loop_infos.setdefault(id(loop.node), loop)
+        return self._loop_infos
+
+    def _code_spans(self) -> _Spans:
+        """The order of this module's nodes and its binding sites (:class:`_Spans`), made once."""
+        if self._spans is None:
+            self._spans = _Spans(getattr(self.index, "tree", None))
+        return self._spans
 
     def _unguarded(self, d: RawEvent) -> bool:
         """Whether definition ``d`` is in the entry function's own body (not in an inlined call,

@@ -32,6 +32,7 @@ import libcst as cst
 from loopcheck.engine.dataflow import NOT_TAKEN, Machine
 from loopcheck.engine.events import Event
 from loopcheck.engine.ir import Assign, Call, If, Loop, walk_events
+from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.names import dotted_name
 from loopcheck.engine.unit import Unit
 from loopcheck.engine.values import definitions, loops as all_loops, written_for_before
@@ -545,13 +546,91 @@ def gradient_flow(unit: Unit, opt: str):
     return unit.flow(("grad", opt), lambda: GradientMachine(unit, opt))
 
 
-def _untyped_backward(unit: Unit) -> bool:
-    """Whether the unit calls a ``backward`` that the events do not type as one
-    (``engine.backward(loss)`` of an unknown engine): it may fill gradients nothing follows."""
-    return any(
-        isinstance(raw, Call) and raw.method == "backward" and not any(ev.kind == "backward" for ev in raw.typed)
-        for raw in unit.raws()
-    )
+#: The names through which code reaches gradients outside the events the machine types: a
+#: tensor's gradient (``p.grad = g``, ``p.grad.copy_(g)``, ``p.grad += g``, ``torch.autograd.grad``)
+#: and the backward of a graph (``engine.backward(loss)``, ``getattr(loss, "backward")()``).
+GRADIENT_NAMES = frozenset({"grad", "backward"})
+#: Builtins and dunder methods that read or set an attribute named by a value (``setattr(p,
+#: "grad", g)``, ``p.__setattr__("grad", g)``, ``getattr(loss, name)()``).
+ATTRIBUTE_BY_NAME = frozenset({"setattr", "getattr", "delattr", "__setattr__", "__getattribute__",
+                               "__getattr__", "__delattr__", "vars", "__dict__"})
+#: The methods of Python's list, dict and set: on a container the code builds as a display they
+#: run no code of a library or of the project.
+CONTAINER_METHODS = frozenset({
+    "append", "extend", "insert", "pop", "clear", "remove", "copy", "index", "count", "reverse",
+    "update", "get", "setdefault", "keys", "values", "items", "popitem", "add", "discard",
+})
+_DISPLAYS = (cst.List, cst.Tuple, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp)
+
+
+def _names_gradients(tree: cst.CSTNode | None) -> bool:
+    """Whether the code of ``tree`` names a gradient or a backward anywhere (an attribute or a
+    name ``grad``/``backward``, a string ``"grad"``/``"backward"``) or reads or sets an
+    attribute by a name given as a value (``setattr``, ``getattr``, ``__setattr__``): it may
+    write gradients in a form the events do not type. ``True`` when there is no tree."""
+    if tree is None:
+        return True
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Attribute) and (node.attr.value in GRADIENT_NAMES or node.attr.value in ATTRIBUTE_BY_NAME):
+            return True
+        if isinstance(node, cst.Name) and (node.value in GRADIENT_NAMES or node.value in ATTRIBUTE_BY_NAME):
+            return True
+        if isinstance(node, cst.SimpleString) and node.evaluated_value in GRADIENT_NAMES:
+            return True
+        stack.extend(node.children)
+    return False
+
+
+def _touches_gradients(raw) -> bool:
+    """Whether raw event ``raw`` (of any function the unit inlines, another module's too)
+    reaches a gradient or a backward by name: an assignment to an attribute ``grad`` or inside
+    one (``p.grad = g``, ``p.grad.data = g``, ``p.grad += g``), a call of a method or function
+    named ``grad``/``backward``, a call on a ``.grad`` (``p.grad.copy_(g)``), one that sets or
+    reads an attribute by name, or one whose callee is computed (``getattr(loss, name)()``)."""
+    if isinstance(raw, Assign):
+        return raw.target is not None and "grad" in re.split(r"[.:]", raw.target)
+    if not isinstance(raw, Call):
+        return False
+    if raw.func is None:
+        return True
+    name = raw.func.rpartition(".")[2]
+    if name in GRADIENT_NAMES or name in ATTRIBUTE_BY_NAME:
+        return True
+    used = [raw.receiver or ""] + list(raw.operands)
+    return any("grad" in re.split(r"[.:]", u) for u in used)
+
+
+def _unknown_method_call(unit: Unit, raw) -> bool:
+    """Whether ``raw`` is a method call that may run a backward the events do not type: not
+    inlined, typed as nothing, on a receiver of no role and no known type, of a method that is
+    no tensor method the knowledge describes, nor a container method on a list, dict or set the
+    unit builds as a display (``lrs.append(lr)``). What an unknown method of an unknown object
+    does is not known (``engine.step_batch()``)."""
+    if not isinstance(raw, Call) or raw.inlined or raw.typed or raw.qualified or raw.receiver is None:
+        return False
+    roles = unit.roles
+    recv = roles.canon(raw.receiver)
+    if roles.role(recv) is not None or recv in roles.types:
+        return False
+    if knowledge().method("torch.Tensor", raw.method or "") is not None:
+        return False
+    if raw.method in CONTAINER_METHODS:
+        built = [r for r in unit.raws() if isinstance(r, Assign) and r.target == raw.receiver and r.op == "="]
+        if built and all(isinstance(r.value, _DISPLAYS) for r in built):
+            return False
+    return True
+
+
+def may_write_gradients(unit: Unit) -> bool:
+    """Whether something in the program may write a gradient in a form the gradient machine
+    does not type (:func:`_touches_gradients` of an event, :func:`_names_gradients` of the
+    unit's module, :func:`_unknown_method_call`): then that no step applies a gradient is not
+    established."""
+    if any(_touches_gradients(raw) or _unknown_method_call(unit, raw) for raw in unit.raws()):
+        return True
+    return _names_gradients(getattr(unit.module, "tree", None))
 
 
 def applies_no_gradient(unit: Unit, opt: str) -> bool:
@@ -562,13 +641,15 @@ def applies_no_gradient(unit: Unit, opt: str) -> bool:
     ever before (:class:`GradientMachine`: a loop that steps the optimizer and a scheduler to
     plot the LR curve, with no forward, loss or backward). A backward in a function the loop
     calls is inlined and counts; a call that may change the gradients (an unknown function given
-    the model or the optimizer) leaves them *unknown*, and a ``backward`` call of an unknown
-    receiver may run one: then nothing is established (``False``)."""
+    the model or the optimizer) leaves them *unknown*; and nothing is established (``False``)
+    when the program may write a gradient in a form the machine does not type
+    (:func:`may_write_gradients`: a ``.grad`` stored, set by ``setattr`` or changed in place,
+    ``autograd.grad``, a ``backward`` of anything, an unknown method of an unknown object)."""
     info = unit.roles.optimizers.get(opt)
     if info is None or not built_here(unit, opt) or info.own_step:
         return False  # a step of the project's own may update the parameters by other means
     steps = unit.of_subject(opt, "step")
-    if not steps or any(ev.extra.get("closure") for ev in steps) or _untyped_backward(unit):
+    if not steps or any(ev.extra.get("closure") for ev in steps) or may_write_gradients(unit):
         return False
     flow = gradient_flow(unit, opt)
     seen = False

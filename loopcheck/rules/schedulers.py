@@ -102,8 +102,10 @@ def changes_after_run(info: SchedulerInfo, epochs: int | None) -> bool:
 
 def trains_nothing(unit: Unit, info: SchedulerInfo) -> bool:
     """Whether it is established that the scheduler's optimizer applies no gradient in any of
-    its steps (:func:`~loopcheck.rules.gradients.applies_no_gradient`: no backward reaches its
-    parameters before any step, a script that only steps it to plot the LR curve): the LRs
+    its steps (:func:`~loopcheck.rules.gradients.applies_no_gradient`: nothing in the program
+    may write a gradient, no backward, no ``.grad`` written in any form, no unknown method of an
+    unknown object, and none reaches its parameters before any step, a script that only steps
+    it to plot the LR curve): the LRs
     the schedule sets are used by no update, so where they fall does not change training.
     ``False`` when the optimizer is not known."""
     opt = unit.roles.canon(info.optimizer) if info.optimizer else None
@@ -131,7 +133,8 @@ class EpochSchedulerPerBatch(Rule):
     number of epochs run constants fix and, read in epochs, the schedule's first change comes
     after them (:func:`changes_after_run`): its period counts steps; and when no step of the
     scheduler's optimizer is established to apply a gradient (:func:`trains_nothing`: a loop that
-    steps both only to plot the LR curve). Known limits: the period's unit is read from names
+    steps both only to plot the LR curve, in a program where nothing may write a gradient: no
+    backward, no ``.grad`` written in any form, no unknown method of an unknown object). Known limits: the period's unit is read from names
     (``STEP_WORDS``/``EPOCH_WORDS``), a loader loop may be recognised by ``LOADER_NAME``, an epoch
     function by ``epoch`` in its name (see ``rules/LC201.md``)."""
 
