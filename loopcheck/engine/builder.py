@@ -4405,7 +4405,20 @@ def _star_class(frame: "Frame", name: str) -> ClassRef | None:
     in the project gives nothing."""
     if "." in name or not _bound_only_by_star(frame, name):
         return None
-    module = frame.module
+    return star_class(frame.module, name)
+
+
+def star_class(module: ModuleIndex, name: str) -> ClassRef | None:
+    """The class of the project that the star imports of ``module`` bind plain name ``name``
+    to, the last star import that defines a class ``name`` winning, as Python binds them
+    (``from model import *`` then ``EN(...)``); ``None`` when ``name`` is dotted, or bound in
+    the module otherwise (an import, a global, a function, a class, a builtin), or no star
+    import of a project module defines such a class. The caller rules out local bindings."""
+    if "." in name or not module.imports.stars:
+        return None
+    if (name in module.imports.aliases or name in module.globals or name in module.functions
+            or name in module.classes or hasattr(builtins, name)):
+        return None
     for star in reversed(module.imports.stars):
         ref = module.class_ref(f"{star}.{name}", qualified=True)
         if ref is not None:

@@ -33,7 +33,7 @@ import libcst as cst
 
 from loopcheck.engine.attr_facts import assigned_ends, ends, truth_arms
 from loopcheck.engine.builder import (
-    NO_VALUE, ClassRef, ModuleIndex, all_param_names, bound_names, find_method, single_bindings,
+    NO_VALUE, ClassRef, ModuleIndex, all_param_names, bound_names, find_method, single_bindings, star_class,
 )
 from loopcheck.engine.callers import STARRED, CallSite, call_sites
 from loopcheck.engine.classes import CONTAINERS, is_module_class
@@ -1381,7 +1381,9 @@ def class_of_name(index: ModuleIndex | None, dotted: str | None) -> "ClassRef | 
     """The class a dotted name in module ``index`` refers to (a class defined there, one of
     another module of the project, or a library class with an entry). An imported name the
     library knowledge describes is that library's class, also in the library's own tree (the
-    examples of torch_geometric import its own ``torch_geometric.nn``), as the builder does."""
+    examples of torch_geometric import its own ``torch_geometric.nn``), as the builder does; a
+    plain name bound only by star imports is the class a star-imported project module defines
+    (:func:`~loopcheck.engine.builder.star_class`)."""
     if index is None or dotted is None:
         return None
     if dotted in index.classes:
@@ -1397,7 +1399,7 @@ def class_of_name(index: ModuleIndex | None, dotted: str | None) -> "ClassRef | 
     ref = index.class_ref(q, qualified=True) if q != dotted or "." in dotted else None
     if ref is not None:
         return ref
-    return None
+    return star_class(index, dotted)  # ``from model import *`` then ``EN(...)``
 
 
 def classes_of(unit, model: str) -> list:
