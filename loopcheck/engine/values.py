@@ -2353,8 +2353,11 @@ def mode_dependent(unit, model: str, at=None) -> bool:
     ``modes = "none"`` (or says it with ``mode_args`` its construction gives a value other than
     0/None, or says ``modes_none_if_zero`` with arguments not all given 0), reads
     ``self.training``, calls a functional dropout or batch norm, or builds layers the engine
-    cannot see (a factory, a call it has no entry for). ``False`` only when every layer is known
-    to behave the same in both modes.
+    cannot see (a factory, a call it has no entry for). ``False`` when every layer is known
+    to behave the same in both modes, and for a model unpickled from a file
+    (:func:`unpickled_module`: ``torch.load(path)``, an instance of a class the code does not
+    name), whose dependence on the mode cannot be established; another construction reaching
+    ``at`` still decides (``torch.load`` on one path, ``Net()`` with a Dropout on the other).
 
     The layers are those this construction builds: ``__init__`` is read with the values its
     construction gives its parameters (:func:`_init_constants`: literals, defaults left out), so
