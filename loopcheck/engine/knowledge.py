@@ -287,7 +287,10 @@ class Returns:
             modules of the model only; ``"loss_scale"`` for a GradScaler's current scale
             (``scaler.get_scale()``): a threshold multiplied by it is in scaled units;
             ``"collated"`` for a batch the library's default collate function makes
-            (``default_collate``: the samples' structure, each item a tensor).
+            (``default_collate``: the samples' structure, each item a tensor); ``"unpickled"``
+            for an object restored from a file (``torch.load``): of a class the code does not
+            name, so a model bound to it has layers the code does not show (LC301 and LC303
+            cannot establish that its output depends on the mode).
         details: role details: ``params`` (the argument that holds an optimizer's parameters),
             ``eager_state``, ``moves_state`` (the optimizer's ``step()`` moves each parameter's
             state to that parameter's device and dtype before using it: a model moved or

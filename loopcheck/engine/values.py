@@ -2353,8 +2353,11 @@ def mode_dependent(unit, model: str, at=None) -> bool:
     ``modes = "none"`` (or says it with ``mode_args`` its construction gives a value other than
     0/None, or says ``modes_none_if_zero`` with arguments not all given 0), reads
     ``self.training``, calls a functional dropout or batch norm, or builds layers the engine
-    cannot see (a factory, a call it has no entry for). ``False`` only when every layer is known
-    to behave the same in both modes.
+    cannot see (a factory, a call it has no entry for). ``False`` when every layer is known
+    to behave the same in both modes, and for a model unpickled from a file
+    (:func:`unpickled_module`: ``torch.load(path)``, an instance of a class the code does not
+    name), whose dependence on the mode cannot be established; another construction reaching
+    ``at`` still decides (``torch.load`` on one path, ``Net()`` with a Dropout on the other).
 
     The layers are those this construction builds: ``__init__`` is read with the values its
     construction gives its parameters (:func:`_init_constants`: literals, defaults left out), so
@@ -2400,11 +2403,15 @@ def _mode_dependent(unit, model: str, at, seen: frozenset) -> bool:
         reaching = {id(ev) for ev in unit.builds_reaching(at, model, "model_build")}
     builds: list = []
     copied = False  # a copy of another model was read, and found mode-free
+    loaded = False  # a model restored by unpickling was read: its layers are not in the code
     for ev in unit.of_kind("model_build"):
         if reaching is not None and id(ev) not in reaching:
             continue
         if ev.subject == model and isinstance(ev.raw, Call):
             found = construction_of(unit, ev.raw)
+            if found is None and unpickled_module(ev.raw):
+                loaded = True
+                continue
             if found is None:
                 source = copied_model(ev.raw)
                 if source is None or _mode_dependent(unit, source, ev, seen):
@@ -2412,7 +2419,9 @@ def _mode_dependent(unit, model: str, at, seen: frozenset) -> bool:
                 copied = True
                 continue
             builds.append(found)
-    if not builds and not copied:
+    if not builds and (copied or loaded):
+        return False
+    if not builds:
         # the constructions __init__ makes (their arguments decide), else the class the roles know
         found = _init_constructions(unit, model)
         if found is None:
@@ -2422,6 +2431,21 @@ def _mode_dependent(unit, model: str, at, seen: frozenset) -> bool:
             return True
         builds += found
     return any(_construction_mode_dependent(unit, c, call) for c, call in builds)
+
+
+def unpickled_module(c: Call) -> bool:
+    """Whether a call returns an object the knowledge says is unpickled from a file
+    (``returns.value = "unpickled"``: ``torch.load(path)``, an instance of a class the code does
+    not name), also through ``nn.Module`` methods that return their receiver
+    (``torch.load(path).to(device)``, ``returns.same = "self"``)."""
+    kb = knowledge()
+    while c.inner is not None:
+        summary = kb.method("torch.nn.Module", c.method or "")
+        if summary is None or summary.returns is None or "self" not in summary.returns.same:
+            return False
+        c = c.inner
+    summary = kb.callable(c.func) if c.qualified and c.func else None
+    return summary is not None and summary.returns is not None and summary.returns.value == "unpickled"
 
 
 def copied_model(c: Call) -> str | None:

@@ -137,7 +137,8 @@ class ValidationInTrainMode(Rule):
     forward, when one reaches it on every path: the layers each builds with its arguments, so a
     Dropout built only when ``dropout > 0``, or given ``p = 0``, by a construction that leaves
     ``dropout`` at ``0.0`` is none, as is an ``F.dropout`` whose rate is such a constant 0, also
-    an argparse option only its ``default=`` sets,
+    an argparse option only its ``default=`` sets, and a whole model unpickled by ``torch.load``,
+    whose class is not in the code, establishes no dependence,
     :func:`~loopcheck.engine.values.run_constants`; a layer class held as a value, a parameter's
     default or argument or a ``functools.partial`` of one, builds that class with the partial's
     keywords where it is called, ``norm_layer(dim)`` with ``nn.InstanceNorm2d`` none, and a

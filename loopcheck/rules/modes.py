@@ -336,7 +336,8 @@ class EvalModeNotReset(Rule):
     on another path, or ``M`` built here and surely held by the step's optimizer. Silent when ``M``'s
     output does not depend on its mode (:func:`~loopcheck.engine.values.mode_dependent` of the
     constructions of ``M`` that reach the step, when one reaches it on every path; a deep copy,
-``copy.deepcopy(base)``, by the constructions of ``base`` reaching it). The paths
+``copy.deepcopy(base)``, by the constructions of ``base`` reaching it; a whole model unpickled by
+``torch.load``, whose class is not in the code, establishes no dependence). The paths
     come back to a loop's start only when its iterable may have two items (``Loop.once``: not for
     ``range(num_epochs)`` with ``num_epochs = 1`` a run constant). Known
     limit: parameters of unknown origin are taken to be those of the only model with ``train()``/``eval()`` calls, when there is one (see ``rules/LC301.md``)."""
