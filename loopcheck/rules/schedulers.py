@@ -132,8 +132,11 @@ class EpochSchedulerPerBatch(Rule):
     iteration); with a numeric period also in two such loops or
     in a function named ``*epoch*``; and not under an ``if`` unless some optimizer step is under the
     same ``if`` statements in the same loops. Silent when the loop around the batch loop runs a
-    number of epochs run constants fix and, read in epochs, the schedule's first change comes
-    after them (:func:`changes_after_run`): its period counts steps; and when no step of the
+    number of epochs the code fixes (:func:`~loopcheck.engine.settings.range_iterations`: run
+    constants, a constant imported from a module of the project, an argparse default) and,
+    read in epochs, every construction's first change comes at that number or after
+    (:func:`changes_after_run`): stepped once per epoch the schedule would never change the LR
+    of any epoch, so its period counts steps (unknown either number: reported); and when no step of the
     scheduler's optimizer is established to apply a gradient (:func:`trains_nothing`: a loop that
     steps both only to plot the LR curve, in a program where nothing may write a gradient: no
     backward, no ``.grad`` written in any form, no unknown method of an unknown object). Known limits: the period's unit is read from names
