@@ -3465,11 +3465,22 @@ class UnitBuilder:
         holds on every run where ``frame`` reads it, :data:`NO_VALUE` when the code alone does
         not fix it. Looked up as :meth:`run_constant` does: a parameter given a literal by the
         call being inlined (:attr:`Frame.constants`), a local variable of the function bound
-        exactly once or a global of the module (:meth:`value_bound_once`); a parameter of an
-        entry point is not fixed."""
+        exactly once or a global of the module (:meth:`value_bound_once`), or a global the module
+        imports from a module of its project that binds it once to a literal
+        (:func:`imported_literal`: ``from config import *`` then ``range(EPOCHS)``); a parameter
+        of an entry point is not fixed."""
         if name in frame.constants:
             return frame.constants[name]
-        return literal_value(self.value_bound_once(frame, name))
+        value = self.value_bound_once(frame, name)
+        if value is not None or not _reads_global(frame, name):
+            return literal_value(value)
+        return imported_literal(frame.module, name, self._reads_other_module)
+
+    def _reads_other_module(self) -> None:
+        """The build read a value of another module (:func:`imported_literal`): it depends on
+        other code than the entry point's own (:attr:`UnitRecord.reusable`)."""
+        if self.record is not None:
+            self.record.reusable = False
 
     def loop_info(self, frame: Frame, node, target, iter_expr) -> LoopInfo:
         self._place(node, frame.module)
@@ -4698,6 +4709,109 @@ def module_bindings(index) -> dict[str, cst.BaseExpression | None]:
             bound[name] = None
         index.cache["single_bindings"] = bound
     return bound
+
+
+#: How many modules :func:`imported_literal` follows a name through (``from config import *``
+#: in a module that ``train.py`` star-imports in turn).
+IMPORT_DEPTH = 8
+
+
+def _reads_global(frame: "Frame", name: str) -> bool:
+    """Whether ``name``, read in ``frame``, is a global of the frame's module: no enclosing
+    function's frame binds it (as a local, a parameter, a symbol substituted by an inlined call)."""
+    f: Frame | None = frame
+    while f is not None:
+        if name in f.subst:
+            return False
+        if name in f.locals:
+            return f.node is None
+        f = f.parent
+    return True
+
+
+def imported_literal(index, name: str, on_read=None, _depth: int = 0):
+    """The literal (:func:`literal_value`) global ``name`` of module ``index`` holds on every
+    run when the module's own code binds it only by importing it from a module of its project
+    that binds it exactly once to that literal (:func:`literal_constants`), or imports it so in
+    turn (at most :data:`IMPORT_DEPTH` modules); :data:`NO_VALUE` otherwise.
+
+    The import is either one ``from config import EPOCHS`` at the module's top level, and no
+    star import of the module may bind the name (each binds names the project knows, none
+    of them ``name``: :meth:`~loopcheck.engine.project.Project.star_names`), or a star import:
+    the last one whose names hold ``name`` gives it, as Python binds them, and a star import
+    after it whose names are not known makes it unknown. A name the module also binds
+    otherwise (an assignment, a definition, an import under ``try``, a ``global`` statement
+    of one of its functions) is not known, nor one of a module outside the project (a
+    library's). ``on_read`` is called when another module's binding is read."""
+    project, path = getattr(index, "project", None), getattr(index, "path", None)
+    if project is None or path is None or _depth > IMPORT_DEPTH:
+        return NO_VALUE
+    code = index.module_code()
+    if name in single_bindings([st for st in code if not _imports_only(st)]) or name in _declared_global(index):
+        return NO_VALUE
+    if name in index.functions or name in index.classes:
+        return NO_VALUE
+    own = _top_level_imports(code, name, index.imports.package)
+    stars = [project.star_names(star, path) for star in index.imports.stars]
+    if own:
+        if len(own) != 1 or own[0] is None or any(names is None or name in names for names in stars):
+            return NO_VALUE
+        module, _, attr = own[0].rpartition(".")
+        return _module_literal(index, module, attr, on_read, _depth)
+    for star, names in zip(reversed(index.imports.stars), reversed(stars)):
+        if names is None:
+            return NO_VALUE
+        if name in names:
+            return _module_literal(index, star, name, on_read, _depth)
+    return NO_VALUE
+
+
+def _module_literal(index, module: str, name: str, on_read, depth: int):
+    """The literal global ``name`` of project module ``module`` (a dotted name, imported by
+    module ``index``) holds on every run (:func:`literal_constants`, or :func:`imported_literal`
+    when it imports the name in turn); :data:`NO_VALUE` when the module is not the project's."""
+    project = index.project
+    found = project.find_module(module, index.path) if module else None
+    info = project.load(found) if found is not None else None
+    other = info.index if info is not None else None
+    if other is None:
+        return NO_VALUE
+    if on_read is not None:
+        on_read()
+    value = literal_constants(other).get(name, NO_VALUE)
+    return value if value is not NO_VALUE else imported_literal(other, name, on_read, depth + 1)
+
+
+def _imports_only(st: cst.CSTNode) -> bool:
+    """Whether statement ``st`` is a line of imports only."""
+    return (type(st) is cst.SimpleStatementLine
+            and all(type(s) is cst.Import or type(s) is cst.ImportFrom for s in st.body))
+
+
+def _top_level_imports(code, name: str, package: str | None) -> list[str | None]:
+    """What each ``from m import x [as name]`` among the top-level statements ``code`` that
+    binds ``name`` imports (``"m.x"``, made absolute as :class:`ImportMap` does), one entry per
+    binding; ``None`` for a binding by ``import`` (a module, no constant) or a relative import
+    whose package is not known."""
+    out: list[str | None] = []
+    for st in code:
+        if not _imports_only(st):
+            continue
+        for small in st.body:
+            if type(small.names) is cst.ImportStar:
+                continue
+            for alias in small.names:
+                bound = alias.asname.name.value if alias.asname is not None and type(alias.asname.name) is cst.Name \
+                    else (dotted_name(alias.name) or "").split(".")[0]
+                if bound != name:
+                    continue
+                if type(small) is cst.Import:
+                    out.append(None)
+                    continue
+                one = ImportMap(package)
+                one.add(small)
+                out.append(one.aliases.get(name))
+    return out
 
 
 _GLOBAL = re.compile(r"\bglobal[ \t]+([\w \t,]+)")

@@ -696,9 +696,10 @@ def schedule_start(c: Call, r) -> ScheduleStart:
     """How the schedule that ``c`` builds begins (``r``: its ``returns`` entry).
 
     ``"constant"`` when the entry's ``constant_when`` argument is given as that literal;
-    ``"held"`` when the entry has ``first_change`` and the argument's literal (or, left out with
-    no ``*args``/``**kwargs`` that could give it, its default) is not 1 or below: a literal of 2
-    or more gives ``at``, anything else is unknown (``at = None``). A position of 1 is
+    ``"held"`` when the entry has ``first_change`` and the argument's literal (or run constant,
+    :attr:`~loopcheck.engine.ir.Arg.constant`: a name bound once to an integer; or, left out
+    with no ``*args``/``**kwargs`` that could give it, its default) is not 1 or below: a value
+    of 2 or more gives ``at``, anything else is unknown (``at = None``). A position of 1 is
     ``"changes"``, as are a scheduler without these entries and a class of the project, whose
     arguments the library's entry does not describe; ``"own"`` for a class of the project whose
     ``step()`` is its own code (:func:`steps_on_its_own`)."""
@@ -715,6 +716,8 @@ def schedule_start(c: Call, r) -> ScheduleStart:
     arg = arg_at(c, first.arg)
     if arg is not None:
         at = _first_position(arg.node)
+        if at is None and arg.constant is not None:
+            at = arg.constant  # ``step_size=STEP_SIZE`` with ``STEP_SIZE = 2000`` bound once
     elif any(a.star for a in getattr(c.node, "args", ())):
         at = None
     else:

@@ -7,7 +7,8 @@ as a class attribute) or a dict built from either (``conf["gradient_accumulation
 
 * a literal;
 * a variable bound once to a literal: a local of the reading function (``accum = 1``), or a
-  global of its module that the function does not bind;
+  global of its module that the function does not bind (bound there, or imported from a module
+  of the project that binds it so: ``from config import *``);
 * an option of a namespace the code parses from the command line, at its ``default=``, when
   nothing else in the program sets it (:func:`loopcheck.engine.values.run_constants`, which
   also follows ``args = set_args()`` into a function of the project that returns
@@ -34,7 +35,8 @@ from __future__ import annotations
 import libcst as cst
 
 from loopcheck.engine.builder import (
-    NO_VALUE, ClassRef, all_param_names, bound_names, literal_constants, literal_value, single_bindings,
+    NO_VALUE, ClassRef, all_param_names, bound_names, imported_literal, literal_constants, literal_value,
+    single_bindings,
 )
 from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.names import dotted_name
@@ -118,7 +120,8 @@ def _name_literal(index, holder: cst.CSTNode, name: str):
     it: a local bound once by ``name = <literal>`` at the function's own level
     (:func:`~loopcheck.engine.builder.single_bindings`), or, when the function neither binds it
     nor takes it as a parameter, a global of the module bound so
-    (:func:`~loopcheck.engine.builder.literal_constants`); else ``NO_VALUE``."""
+    (:func:`~loopcheck.engine.builder.literal_constants`) or imported so from a module of the
+    project (:func:`~loopcheck.engine.builder.imported_literal`); else ``NO_VALUE``."""
     if type(holder) is cst.FunctionDef:
         if name in all_param_names(holder):
             return NO_VALUE
@@ -130,7 +133,8 @@ def _name_literal(index, holder: cst.CSTNode, name: str):
             return literal_value(value) if value is not None else NO_VALUE
         if _enclosing_function(index, holder) is not None:
             return NO_VALUE  # a closure's name: the enclosing function may bind it
-    return literal_constants(index).get(name, NO_VALUE)
+    value = literal_constants(index).get(name, NO_VALUE)
+    return value if value is not NO_VALUE else imported_literal(index, name)
 
 
 def _enclosing_function(index, node: cst.CSTNode) -> cst.FunctionDef | None:
@@ -436,6 +440,45 @@ def _operand(unit, expr: cst.BaseExpression):
         values = [_operand(unit, e.value) if type(e) is cst.Element else NO_VALUE for e in expr.elements]
         return NO_VALUE if any(v is NO_VALUE for v in values) else tuple(values)
     return setting_value(unit, expr)
+
+
+_ARITHMETIC = {cst.Add: lambda a, b: a + b, cst.Subtract: lambda a, b: a - b, cst.Multiply: lambda a, b: a * b}
+
+
+def integer_setting(unit, expr: cst.BaseExpression) -> int | None:
+    """The integer ``expr`` is on every run: a :func:`setting_value` that is an ``int`` (not a
+    ``bool``: ``args.epochs`` at its ``default=100``, ``EPOCHS`` imported from a config
+    module), or ``+``, ``-``, ``*`` of such values (``args.epochs + 1``); ``None`` otherwise."""
+    if type(expr) is cst.BinaryOperation and type(expr.operator) in _ARITHMETIC:
+        left, right = integer_setting(unit, expr.left), integer_setting(unit, expr.right)
+        return None if left is None or right is None else _ARITHMETIC[type(expr.operator)](left, right)
+    value = setting_value(unit, expr)
+    return value if type(value) is int else None
+
+
+def range_iterations(unit, loop) -> int | None:
+    """How many iterations the ``for`` loop ``loop`` (a :class:`~loopcheck.engine.ir.LoopInfo`)
+    runs on every run: its :attr:`~loopcheck.engine.ir.LoopInfo.count` when the builder's run
+    constants fix it, else, for a loop over the builtin ``range`` (not re-bound by its module)
+    with one to three positional arguments, the length of that range over
+    :func:`integer_setting` values (``range(args.epochs)`` with ``default=100``; ``range(1,
+    cfg.EPOCHS + 1)``); ``None`` otherwise."""
+    if loop.count is not None:
+        return loop.count
+    node = loop.node
+    call = node.iter if type(node) is cst.For else None
+    if type(call) is not cst.Call or type(call.func) is not cst.Name or call.func.value != "range":
+        return None
+    index = unit.module_of(node)
+    if index is None or any("range" in names for names in (index.imports.aliases, index.globals, index.functions)):
+        return None
+    args = call.args
+    if not 1 <= len(args) <= 3 or any(a.keyword is not None or a.star for a in args):
+        return None
+    values = [integer_setting(unit, a.value) for a in args]
+    if None in values or values[2:] == [0]:
+        return None
+    return len(range(*values))
 
 
 _COMPARE = {

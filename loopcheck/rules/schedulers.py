@@ -21,6 +21,7 @@ from loopcheck.engine.events import Event
 from loopcheck.engine.ir import LoopInfo
 from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.roles import LOADER_NAME, ScheduleStart, SchedulerInfo, last
+from loopcheck.engine.settings import range_iterations
 from loopcheck.engine.unit import Unit
 from loopcheck.engine.values import definitions, loops as all_loops, may_bind_attribute, narrowing_tests, written_for_before
 from loopcheck.findings import Report
@@ -89,15 +90,16 @@ def batch_loop(unit: Unit, ev: Event, loops: tuple[LoopInfo, ...] | None = None)
 
 
 def changes_after_run(info: SchedulerInfo, epochs: int | None) -> bool:
-    """Whether, counted in epochs, the schedule would never change the LR in a run of ``epochs``
-    epochs (the number of iterations of the loop around the batch loop, when run constants fix
-    it): every construction's first change of the LR comes at a literal position (knowledge
-    ``first_change``: ``StepLR(step_size=10000)``, the smallest milestone of a ``MultiStepLR``)
-    beyond ``epochs``, the most positions one step per epoch reaches. Such a period is one of
-    steps."""
+    """Whether, counted in epochs, the schedule would never change the LR of any epoch in a run
+    of ``epochs`` epochs (the number of iterations of the loop around the batch loop, when run
+    constants fix it: :attr:`~loopcheck.engine.ir.LoopInfo.count`): every construction's first
+    change of the LR comes at a known position (knowledge ``first_change``, a literal or a run
+    constant: ``StepLR(step_size=10000)``, the smallest milestone of a ``MultiStepLR``) of
+    ``epochs`` or more. Epoch ``k`` (from 0) trains at position ``k``, so one step per epoch
+    never trains at position ``epochs``: such a period can only count steps."""
     if epochs is None or not info.starts:
         return False
-    return all(s.kind == "held" and s.at is not None and s.at > epochs for s in info.starts)
+    return all(s.kind == "held" and s.at is not None and s.at >= epochs for s in info.starts)
 
 
 def trains_nothing(unit: Unit, info: SchedulerInfo) -> bool:
@@ -130,8 +132,11 @@ class EpochSchedulerPerBatch(Rule):
     iteration); with a numeric period also in two such loops or
     in a function named ``*epoch*``; and not under an ``if`` unless some optimizer step is under the
     same ``if`` statements in the same loops. Silent when the loop around the batch loop runs a
-    number of epochs run constants fix and, read in epochs, the schedule's first change comes
-    after them (:func:`changes_after_run`): its period counts steps; and when no step of the
+    number of epochs the code fixes (:func:`~loopcheck.engine.settings.range_iterations`: run
+    constants, a constant imported from a module of the project, an argparse default) and,
+    read in epochs, every construction's first change comes at that number or after
+    (:func:`changes_after_run`): stepped once per epoch the schedule would never change the LR
+    of any epoch, so its period counts steps (unknown either number: reported); and when no step of the
     scheduler's optimizer is established to apply a gradient (:func:`trains_nothing`: a loop that
     steps both only to plot the LR curve, in a program where nothing may write a gradient: no
     backward, no ``.grad`` written in any form, no unknown method of an unknown object). Known limits: the period's unit is read from names
@@ -153,7 +158,7 @@ class EpochSchedulerPerBatch(Rule):
             loop = batch_loop(unit, ev, loops)
             if loop is None or (info.unit == "literal" and len(loops) < 2 and not in_epoch_function(loop)):
                 continue
-            if len(loops) >= 2 and changes_after_run(info, loops[-2].count):
+            if len(loops) >= 2 and changes_after_run(info, range_iterations(unit, loops[-2])):
                 continue  # read in epochs, it would never change the LR of this run: it counts steps
             if ev.ctx.conds and not self._with_step(unit, ev):
                 continue
