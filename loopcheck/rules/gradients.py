@@ -798,7 +798,7 @@ class ZeroGradBetweenBackwardAndStep(Rule):
                 elif ev.kind in ("zero_grad", "zero_grad_model") and touches(unit, opt, ev) or ev.kind == "zero_grad_all":
                     for s in unit.in_order(states, "skip", "bw"):
                         if (
-                            s.phase == "filled" and s.skip is not None and id(ev) not in reported
+                            s.phase == "filled" and s.skip is not None and not s.spent and id(ev) not in reported
                             and ev.ctx.loops and s.skip.ctx.loops and ev.ctx.loops[-1] is s.skip.ctx.loops[-1] and not ev.ctx.conds
                         ):
                             if applied is None:
