@@ -202,3 +202,54 @@ def test_only_a_new_tensor_made_under_no_grad_is_graph_free(value, models):
         loss.backward()
     """)
     assert found == {"loss": models}
+
+
+_COPIES_HEAD = """
+    import copy
+    import torch
+    import torch.nn as nn
+
+
+    class Critic(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q1 = nn.Linear(8, 1)
+
+        def forward(self, s, a):
+            return self.q1(torch.cat([s, a], 1))
+
+        def Q1(self, s, a):
+            return self.q1(torch.cat([s, a], 1))
+
+
+    actor, critic = nn.Linear(6, 2), Critic()
+    actor_copy = copy.deepcopy(actor)
+    critic_copy = copy.deepcopy(critic)
+    actor_opt = torch.optim.Adam(actor_copy.parameters())
+    critic_opt = torch.optim.Adam(critic_copy.parameters())
+    anchors = [p.clone() for p in actor_copy.parameters()]
+    for it in range(10):
+        state = torch.randn(64, 6)
+"""
+
+
+def test_a_method_of_a_model_other_than_forward_is_computed_through_that_model():
+    """``critic_copy.Q1(s, a)``: a method the class defines beside ``forward``, on a model whose
+    class the engine does not follow (a ``copy.deepcopy``). Like a forward it computes through
+    the model's parameters and its arguments: the loss reaches the copies, not the models they
+    were copied from (a copy has parameters of its own)."""
+    found = _backward_models(_COPIES_HEAD + """
+        actor_loss = -critic_copy.Q1(state, actor_copy(state)).mean()
+        actor_loss.backward()
+    """)
+    assert found == {"actor_loss": frozenset({"critic_copy", "actor_copy"})}
+
+
+def test_a_clone_of_parameters_keeps_what_it_is_computed_from():
+    """``p.clone()`` is a tensor method the knowledge describes (a copy autograd records): a
+    penalty on the drift from cloned parameters reaches the model whose parameters it reads."""
+    found = _backward_models(_COPIES_HEAD + """
+        drift = sum(((p - a.detach()) ** 2).sum() for p, a in zip(actor_copy.parameters(), anchors))
+        drift.backward()
+    """)
+    assert found == {"drift": frozenset({"actor_copy"})}

@@ -1528,6 +1528,9 @@ class _Inference:
                 f = roles.canon(call.func) if call.func and not call.qualified else None
                 if f in roles.models:
                     models.add(f)
+                recv = self._model_method_receiver(call)
+                if recv is not None:
+                    models.add(recv)  # ``critic.Q1(s, a)``: computed through the critic
             return True
 
         while todo:
@@ -1540,6 +1543,10 @@ class _Inference:
             c = roles.canon(s)
             if c in roles.models:
                 models.add(c)
+                continue
+            owner = self._owning_model(c)
+            if owner is not None:
+                models.add(owner)  # ``critic.Q1``: a member of the model, not what it was built from
                 continue
             sources = self._defs_for(s)
             extra: list = []
@@ -1777,11 +1784,42 @@ class _Inference:
             return self.kb.callable(c.func) is not None
         recv = c.receiver
         if recv is not None and (recv.startswith("self@") or roles.role(roles.canon(recv)) or recv in roles.types):
-            return summary_of(c, roles) is not None
+            return summary_of(c, roles) is not None or self._model_method_receiver(c) is not None
         if recv is None and c.inner is None and not c.operands:
             return False  # a function no one here defines or describes
         # a method of a value: a tensor method (out.pow(2).mean()) is understood, not mem.sample()
         return self.kb.method("torch.Tensor", c.method or "") is not None
+
+    def _owning_model(self, sym: str) -> str | None:
+        """The model ``sym`` is a member of (``critic`` for ``critic.Q1``, a method bound to it,
+        or an attribute of it), the nearest enclosing one, or ``None``. A member's values come
+        from the model itself: the provenance adds that model rather than following the model's
+        own definition (``critic = copy.deepcopy(self.critic)`` builds new parameters, which
+        are not ``self.critic``'s)."""
+        roles = self.roles
+        while "." in sym:
+            sym = sym.rpartition(".")[0]
+            canon = roles.canon(sym)
+            if canon in roles.models:
+                return canon
+        return None
+
+    def _model_method_receiver(self, c: Call) -> str | None:
+        """The model whose method ``c`` calls, when nothing describes that method (a method
+        its class defines beside ``forward``, TD3's ``critic.Q1(state, action)``, on a model
+        whose class the engine did not follow: a ``copy.deepcopy`` of one, an attribute set in
+        another method). Like a forward, such a method computes its result through the
+        model's own parameters (its submodules are parts of it) and its arguments, whose models
+        the provenance follows on its own: the receiver is the one model it adds. ``None``
+        for a call of no model's method, or one a knowledge entry describes (what that entry
+        says is what counts), or one inlined (its body's calls are followed instead)."""
+        roles = self.roles
+        if c.inlined or c.qualified or c.inner is not None or c.operands or not c.method or c.receiver is None:
+            return None
+        recv = roles.canon(c.receiver)
+        if recv not in roles.models or summary_of(c, roles) is not None:
+            return None
+        return recv
 
     def param_variables(self) -> None:
         """``params = list(model.parameters())``: a variable holding a model's parameters."""

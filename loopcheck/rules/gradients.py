@@ -769,7 +769,8 @@ class ZeroGradBetweenBackwardAndStep(Rule):
     backward no other optimizer's step has applied, before ``O.step()`` (in the ``zero_grad``'s
     loop, no backward in between, not skipped by accumulation); or it runs every iteration
     while ``O``'s accumulation-guarded step was skipped, over gradients of a backward that some
-    step of ``O`` applies on another path (:func:`applied_backwards`). An ``except`` arm entered
+    step of ``O`` applies on another path (:func:`applied_backwards`) and that no other
+    optimizer's step has applied since (:attr:`G.spent`: a by-product, as in the first form). An ``except`` arm entered
     where the backward (or another event of ``O``'s gradients) itself raised is no path of the
     ordering (:attr:`~loopcheck.engine.dataflow.Machine.own_events_complete`): a ``zero_grad``
     there clears what a failed call left (see ``rules/LC103.md``)."""
@@ -798,7 +799,7 @@ class ZeroGradBetweenBackwardAndStep(Rule):
                 elif ev.kind in ("zero_grad", "zero_grad_model") and touches(unit, opt, ev) or ev.kind == "zero_grad_all":
                     for s in unit.in_order(states, "skip", "bw"):
                         if (
-                            s.phase == "filled" and s.skip is not None and id(ev) not in reported
+                            s.phase == "filled" and s.skip is not None and not s.spent and id(ev) not in reported
                             and ev.ctx.loops and s.skip.ctx.loops and ev.ctx.loops[-1] is s.skip.ctx.loops[-1] and not ev.ctx.conds
                         ):
                             if applied is None:
