@@ -20,12 +20,13 @@ from typing import Callable, Collection, Mapping
 import libcst as cst
 
 from loopcheck.engine.accumulation import lower_accumulate_blocks
-from loopcheck.engine.builder import NODE_TABLES, ModuleIndex, UnitBuilder, UnitRecord, index_module
+from loopcheck.engine.builder import NODE_TABLES, ModuleIndex, UnitBuilder, UnitRecord, index_module, undefined_reads
 from loopcheck.engine.dataflow import forget
 from loopcheck.engine.drivers import driver_unit
 from loopcheck.engine.events import classify, retype_graph_events
 from loopcheck.engine.import_failure import failing_import
 from loopcheck.engine.import_raises import never_reached, raising_statement
+from loopcheck.engine.interrupts import interruptible
 from loopcheck.engine.ir import release, walk_events
 from loopcheck.engine.positions import Positions
 from loopcheck.engine.project import Project, absolute_module, project_for
@@ -434,7 +435,10 @@ def build_units(
             functions are taken again instead of being built (:mod:`loopcheck.engine.reuse`);
             this check's are stored in it.
         interrupt: called before each function is built; what it raises ends the check (the
-            language server's cancellation of a stale check; the memo stays usable).
+            language server's cancellation of a stale check; the memo stays usable). The
+            walks of the whole module before the builds (the names nothing binds) and after
+            them (the roles' order of the nodes) call it as they go
+            (:func:`~loopcheck.engine.interrupts.interruptible`).
         reach: when given (:meth:`Signs.entry_names`: the file shows no training of its own),
             of its functions only those that reach one of these names
             (:func:`~loopcheck.engine.reach.reaching`) are built: ``eval`` for a test or an
@@ -443,6 +447,8 @@ def build_units(
             ``.eval(``, tests, gave no finding built whole and cost much of a run).
     """
     index = index or index_module(module)
+    with interruptible(interrupt):
+        undefined_reads(index)  # (once per index: here, where a walk may stop, not in a build)
     builder = UnitBuilder(index)
     builder.begin(0)
     candidates = [(None, 0, builder.module_unit())]
@@ -499,7 +505,8 @@ def build_units(
         release(raw for func, _, ir in candidates if func is not None and func in builder.called for raw in walk_events(ir))
     per_unit = [list(walk_events(ir)) for ir in irs]
     raws = [raw for unit_raws in per_unit for raw in unit_raws]
-    roles = infer_roles(index, raws)
+    with interruptible(interrupt):
+        roles = infer_roles(index, raws)
     for raw in raws:
         raw.typed = classify(raw, roles)
 
@@ -715,14 +722,18 @@ def check_parsed(
     (:func:`~loopcheck.engine.import_raises.raising_statement`); a text with a
     NUL byte is ``LC001`` (CPython refuses it) without being parsed. ``parse``
     replaces :func:`~loopcheck.parsing.parse_module` (the language server's
-    :meth:`Reparser.parse <loopcheck.server.reparse.Reparser.parse>`, which raises as it does).
+    :meth:`Reparser.parse <loopcheck.server.reparse.Reparser.parse>`, which raises as it does;
+    called before the import check, so that a check stopped there leaves the reparser this
+    version's tree).
 
     ``tables`` (the language server's :attr:`Reparser.tables <loopcheck.server.reparse.Reparser.tables>`)
     holds the module index's per-node tables (:data:`~loopcheck.engine.builder.NODE_TABLES`)
     from the last check of the same document: its entries for the nodes the parse kept are
     used, and this check's entries are added to it; and, under ``"units"``, the entry points
     it built (a :class:`~loopcheck.engine.reuse.UnitMemo`), whose unchanged functions are
-    taken again. ``interrupt``: as :func:`build_units` (also called once the text is parsed)."""
+    taken again. ``interrupt``: as :func:`build_units` (also called once the text is parsed,
+    and as the walks of the whole text before the parse, which imports fail, and after the
+    checks, which statement raises, go: :func:`~loopcheck.engine.interrupts.interruptible`)."""
     nul = source.find("\0")
     if nul >= 0:  # CPython refuses the whole file, whatever it holds
         return _null_byte(source, nul, filename, select), None, None
@@ -733,7 +744,13 @@ def check_parsed(
     torch = uses_torch(source, filename, project)
     if not torch:  # not PyTorch code: CPython's parser says whether it is Python (LC001)
         return _python_syntax_error(source, filename, select), None, None
-    if failing_import(project, source, filename) is not None:
+    if parse is not None:
+        # the document's last tree spliced (cheap), before the walks of the whole text below:
+        # a check stopped in them leaves this version's tree, and the next edit counts from it
+        parse = _parsed_once(parse, source)
+    with interruptible(interrupt):
+        fails = failing_import(project, source, filename)
+    if fails is not None:
         return [], None, None  # its import fails: none of its code runs (and it compiles)
     if torch and not signs.training and parse is None and tables is None and project is not None:
         if _silent_in_parts(source, filename, select, project, signs, interrupt):
@@ -783,7 +800,8 @@ def check_parsed(
     if reports and not filename.endswith(".ipynb"):
         # a top-level statement that raises NameError: the code after it, and the functions
         # nothing before it names, never run
-        raised = raising_statement(module)
+        with interruptible(interrupt):
+            raised = raising_statement(module)
         if raised is not None:
             table = parents(index) if index is not None else parent_table(module)
             reports = [rep for rep in reports if not never_reached(raised, module, rep.node, table)]
@@ -812,6 +830,20 @@ def check_parsed(
         return findings, None, None
     findings.sort(key=lambda f: f.sort_key)
     return findings, module, positions
+
+
+def _parsed_once(parse: Callable[[str], cst.Module], source: str) -> Callable[[str], cst.Module]:
+    """Parse ``source`` with ``parse`` now; the answer: a ``parse`` that gives that module, or
+    raises what parsing it raised (a text being typed often does not parse: not twice)."""
+    try:
+        module = parse(source)
+    except Exception as err:  # noqa: BLE001 - raised again where the text is parsed
+
+        def again(_text: str) -> cst.Module:
+            raise err
+
+        return again
+    return lambda _text: module
 
 
 def _columns_back(finding: Finding, reindented: Reindented) -> Finding:

@@ -77,6 +77,7 @@ from pathlib import Path
 
 import pathspec
 
+from loopcheck.engine.interrupts import NODES, checkpoint
 from loopcheck.engine.project import Project, absolute_module, module_name
 from loopcheck.engine.search_path import folders_before, off_the_path
 
@@ -147,10 +148,11 @@ def failing_import(project: Project | None, source: str, path: Path | str | None
     if project is None or not path:
         return None
     near = Path(path).resolve()
-    mod = _read(source)
+    tree = _parse(source)
+    mod = _read(source, tree)
     if mod is None or not mod.compiles:
         return None  # a file that does not compile is LC001's
-    state = _Loading(source=source)
+    state = _Loading(source=source, tree=tree)
     for line, module, names in mod.imports:
         if mod.runs_from is not None and line > mod.runs_from:
             return None  # a loop may run before it: not decided
@@ -181,6 +183,7 @@ class _Loading:
     # a project module loaded so far used sys.path: the search path is not read to its folders
     path_unread: bool = False
     _folders: dict | None = None  # :func:`~loopcheck.engine.search_path.folders_before`, once
+    tree: ast.Module | None = None  # the checked file's tree (parsed once for both readings)
 
     def search(self, entry: Path) -> tuple[Path, ...] | None:
         """The folders the checked file ``entry`` put on ``sys.path`` before the import being
@@ -190,14 +193,24 @@ class _Loading:
         if self.path_unread or self.registers:
             return None
         if self._folders is None:
-            self._folders = folders_before(self.source, entry) or {}
+            self._folders = folders_before(self.source, entry, self.tree) or {}
         return self._folders.get(self.line)
 
 
-def _read(source: str) -> _Module | None:
-    """:class:`_Module` of a text (``compiles`` false when CPython's parser rejects it)."""
+def _parse(source: str) -> ast.Module | None:
+    """The tree of ``source`` (CPython's parser), or ``None`` when it rejects it."""
     try:
-        tree = ast.parse(source)
+        return ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _read(source: str, tree: ast.Module | None = None) -> _Module | None:
+    """:class:`_Module` of a text (``compiles`` false when CPython's parser rejects it);
+    ``tree``: its tree, when already parsed. A cancellation point per top-level statement
+    (:func:`~loopcheck.engine.interrupts.checkpoint`)."""
+    try:
+        tree = ast.parse(source) if tree is None else tree
     except SyntaxError as err:
         if _older_python(err) or _newer_python(source):
             return None  # valid in Python 2 or in a newer Python (``type X = ...``): not decided
@@ -211,6 +224,7 @@ def _read(source: str) -> _Module | None:
         (stmt.lineno, how) for stmt in tree.body if (how := _path_move(stmt)))
     defined = {s.name for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
     for stmt in tree.body:
+        checkpoint()
         if runs_from is None and _may_run_first(stmt, defined):
             runs_from = stmt.lineno
         if isinstance(stmt, ast.Import):
@@ -235,9 +249,14 @@ def _read(source: str) -> _Module | None:
     bound: set[str] = set()
     is_open = touches_path = False
     stack: list[ast.AST] = list(tree.body)
+    visited = 0
     while stack:
         node = stack.pop()
+        visited += 1
+        if not visited % NODES:
+            checkpoint()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            checkpoint()  # (its body is walked whole below)
             bound.add(node.name)
             if node.name == "__getattr__":
                 is_open = True

@@ -63,6 +63,7 @@ from functools import lru_cache
 
 import libcst as cst
 
+from loopcheck.engine.interrupts import checkpoint
 from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.walk import children, walk
 
@@ -134,6 +135,7 @@ def raising_statement(module: cst.Module) -> ModuleRaise | None:
         return None
     known = known_names()
     for position, stmt in enumerate(module.body):
+        checkpoint()
         if type(stmt) is not cst.SimpleStatementLine:
             continue
         for small in stmt.body:
@@ -202,6 +204,7 @@ def _module_bindings(module: cst.Module) -> tuple[set[str], bool, bool]:
     has_import = False
     open_ = False
     for stmt in _scope_statements(module.body):
+        checkpoint()
         t = type(stmt)
         if t is cst.FunctionDef or t is cst.ClassDef:
             bound.add(stmt.name.value)

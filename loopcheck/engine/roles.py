@@ -28,6 +28,7 @@ import libcst as cst
 from loopcheck.engine.builder import ModuleIndex, find_method
 from loopcheck.engine.calls import arg_at, receiver_of, same_sym, summary_of
 from loopcheck.engine.graphs import graph_stores
+from loopcheck.engine.interrupts import NODES, checkpoint
 from loopcheck.engine.ir import Arg, Assign, Call, RawEvent, Sources
 from loopcheck.engine.knowledge import Returns, Summary, knowledge
 from loopcheck.engine.walk import calls_in_order, dotted_chains, names_in
@@ -183,25 +184,31 @@ class _Spans:
         return self._span.get(id(node))  # type: ignore[union-attr]
 
     def _walk(self) -> None:
-        self._span = {}
-        if self.tree is None:
-            return
+        """Number the tree's nodes and find its scopes and binding sites; the tables are kept
+        only once the walk is complete (a cancellation point every
+        :data:`~loopcheck.engine.interrupts.NODES` nodes may end it)."""
+        span: dict[int, tuple[int, int]] = {}
+        sites: dict[str, list[cst.CSTNode]] = {}
+        scopes: list[cst.CSTNode] = []
         counter = 0
-        stack: list[tuple[cst.CSTNode, bool]] = [(self.tree, False)]
+        stack: list[tuple[cst.CSTNode, bool]] = [(self.tree, False)] if self.tree is not None else []
         first: dict[int, int] = {}
         while stack:
             node, closing = stack.pop()
             if closing:
-                self._span[id(node)] = (first[id(node)], counter - 1)
+                span[id(node)] = (first[id(node)], counter - 1)
                 continue
+            if not counter % NODES:
+                checkpoint()
             first[id(node)] = counter
             counter += 1
             if isinstance(node, _SCOPES):
-                self.scopes.append(node)
+                scopes.append(node)
             for name in _bound_names(node):
-                self.sites.setdefault(name, []).append(node)
+                sites.setdefault(name, []).append(node)
             stack.append((node, True))
             stack.extend((child, False) for child in reversed(node.children))
+        self._span, self.sites, self.scopes = span, sites, scopes
 
     def scope(self, node: cst.CSTNode, binding: bool = False) -> cst.CSTNode | None:
         """The innermost function, lambda or comprehension around ``node``; ``None`` at the
@@ -258,12 +265,18 @@ class _Spans:
 
 def _nodes_in_try(tree: cst.Module | None) -> set[int]:
     """The ``id``s of the nodes inside the ``try`` statements of ``tree``; only statements are
-    walked outside them (an expression holds no ``try``)."""
+    walked outside them (an expression holds no ``try``). A cancellation point every
+    :data:`~loopcheck.engine.interrupts.NODES` nodes outside them, and at each ``try``."""
     out: set[int] = set()
     stack: list[cst.CSTNode] = [tree] if tree is not None else []
+    visited = 0
     while stack:
         node = stack.pop()
+        visited += 1
+        if not visited % NODES:
+            checkpoint()
         if isinstance(node, (cst.Try, cst.TryStar)):
+            checkpoint()
             inner = [node]
             while inner:
                 n = inner.pop()

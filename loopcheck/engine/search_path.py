@@ -45,6 +45,7 @@ import re
 import sys
 from pathlib import Path
 
+from loopcheck.engine.interrupts import NODES, checkpoint
 from loopcheck.engine.project import Project
 
 #: Words that say a repository sets the search path for its runs: ``PYTHONPATH`` (any case:
@@ -80,17 +81,20 @@ class _Unknown(Exception):
     """An expression whose value as a folder the evaluator cannot read."""
 
 
-def folders_before(source: str, entry: Path) -> dict[int, tuple[Path, ...] | None] | None:
-    """For each top-level statement's line of the script ``entry`` (text ``source``), the
+def folders_before(source: str, entry: Path, tree: ast.Module | None = None) -> dict[int, tuple[Path, ...] | None] | None:
+    """For each top-level statement's line of the script ``entry`` (text ``source``, or its
+    tree ``tree`` when already parsed), the
     folders its ``sys.path`` holds before that statement runs, beyond the engine's own: the
     script's folder and each folder the statements before it added (``None`` from the first
     change that cannot be read to a literal folder on). ``None`` when the text does not parse.
     A change inside a function defined before the line counts as if it had run (more folders
-    only leave more names undecided)."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+    only leave more names undecided). A cancellation point per top-level statement
+    (:func:`~loopcheck.engine.interrupts.checkpoint`)."""
+    if tree is None:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
     names = _aliases(tree)
     if names is None:
         return {stmt.lineno: None for stmt in tree.body}
@@ -98,6 +102,7 @@ def folders_before(source: str, entry: Path) -> dict[int, tuple[Path, ...] | Non
     folders: list[Path] | None = [entry.parent]
     out: dict[int, tuple[Path, ...] | None] = {}
     for stmt in tree.body:
+        checkpoint()
         out[stmt.lineno] = tuple(folders) if folders is not None else None
         if folders is not None:
             added = _path_changes(stmt, env, names)
@@ -112,7 +117,9 @@ def _aliases(tree: ast.Module) -> dict[str, str] | None:
     ``None`` when ``sys`` or its ``path`` is bound under a name this reading does not follow
     (``import sys as s``, ``from sys import path``)."""
     names: dict[str, str] = {}
-    for node in ast.walk(tree):
+    for i, node in enumerate(ast.walk(tree)):
+        if not i % NODES:
+            checkpoint()
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name == "sys" and alias.asname not in (None, "sys"):
@@ -149,16 +156,15 @@ def _path_changes(stmt: ast.stmt, env: dict, names: dict[str, str]) -> list[Path
     ``sys.path``, or ``None`` when one cannot be read to a literal folder, or it uses
     ``sys.path`` otherwise than to add folders or to test membership, or calls
     ``site.addsitedir``."""
-    parents: dict[int, ast.AST] = {}
-    for node in ast.walk(stmt):
-        for child in ast.iter_child_nodes(node):
-            parents[id(child)] = node
+    parents: dict[int, ast.AST] | None = None  # made at the first ``sys.path`` (most statements have none)
     added: list[Path] = []
     for node in ast.walk(stmt):
         if isinstance(node, ast.Call) and (_qualified(node.func, names) or "").endswith("addsitedir"):
             return None
         if not _is_sys_path(node):
             continue
+        if parents is None:
+            parents = _parents(stmt)
         parent = parents.get(id(node))
         if isinstance(parent, ast.Compare) and all(isinstance(op, (ast.In, ast.NotIn)) for op in parent.ops):
             continue  # ``if d not in sys.path``: a read
@@ -180,6 +186,15 @@ def _path_changes(stmt: ast.stmt, env: dict, names: dict[str, str]) -> list[Path
         except _Unknown:
             return None
     return added
+
+
+def _parents(tree: ast.AST) -> dict[int, ast.AST]:
+    """``id(node)`` → its parent, for the nodes of ``tree``."""
+    parents: dict[int, ast.AST] = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+    return parents
 
 
 def _locals_of(node: ast.AST, parents: dict[int, ast.AST]) -> set[str]:

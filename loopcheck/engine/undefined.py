@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from loopcheck.engine.import_raises import is_main_block, known_names
+from loopcheck.engine.interrupts import checkpoint
 from loopcheck.engine.names import dotted_name
 from loopcheck.engine.walk import children
 
@@ -172,8 +173,13 @@ class _Collector:
 
     # -- statements ------------------------------------------------------------------------
     def visit_body(self, body, scope: Scope) -> None:
-        """The statements of a block (or one statement's small statements)."""
+        """The statements of a block (or one statement's small statements); a cancellation
+        point before each statement of the module's own body
+        (:func:`~loopcheck.engine.interrupts.checkpoint`)."""
+        top = scope is self.module
         for stmt in body:
+            if top:
+                checkpoint()
             self.visit(stmt, scope)
         if scope is self.module:
             self._close_module()
