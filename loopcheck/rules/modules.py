@@ -34,7 +34,7 @@ from loopcheck.engine.names import dotted_name
 from loopcheck.engine.roles import last
 from loopcheck.engine.unit import Unit
 from loopcheck.engine.values import (
-    ClassRef, all_calls, class_of_call, classes_of, construction_mode_dependent, construction_without_state, definitions,
+    ClassRef, all_calls, class_of_call, classes_of, construction_holds_state, construction_mode_dependent, definitions,
     is_criterion_class, is_module_class, is_tensor,
     discarded, parents,
     raw_call, read_after,
@@ -166,8 +166,8 @@ def _builds(unit: Unit, node: cst.BaseExpression, near) -> _Built | None:
     entry = knowledge().cls(cls) if isinstance(cls, str) else None
     if entry is not None and entry.parameters is False and entry.modes == "none":
         return None  # nn.Identity(): nothing to register, move, save or switch to eval mode
-    if isinstance(cls, ClassRef) and construction_without_state(unit, node, near):
-        return None  # a project module without parameters, buffers or a mode: nothing is lost either
+    if isinstance(cls, ClassRef) and not construction_holds_state(unit, node, near):
+        return None  # a project module not established to hold state: nothing established is lost
     kind = "parameter" if isinstance(cls, str) and cls.rpartition(".")[2] == "Parameter" else "module"
     return _Built(kind, node)
 
