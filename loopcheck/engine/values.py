@@ -1553,27 +1553,6 @@ def _construction_without(unit, node: cst.CSTNode | None, near, frozen: bool) ->
         harmless = None  # noqa: F841 - it refers to itself: break the cycle, free the tree at once
 
 
-def construction_without_state(unit, node: cst.CSTNode | None, near=None) -> bool:
-    """Whether the module a construction call of a project class builds (``node``: the call,
-    ``Encoder(num_class)``, also through ``.to(device)``; ``near``: as :func:`raw_call`) is
-    established to give its owner nothing to register: it holds no parameter
-    (:func:`construction_without_parameters`), registers no buffer (:func:`_may_register_buffers`)
-    and computes the same in train and eval mode (:func:`_class_mode_dependent`, with the
-    construction's arguments). ``model.parameters()``, ``to()``, ``state_dict()`` and ``eval()``
-    then have nothing of it to reach. ``False`` for a library class (its knowledge entry says
-    it) and when any of it is unknown."""
-    if not isinstance(node, cst.Call):
-        return False
-    index = unit.module_of(node)
-    call = _constructor(node)
-    cls = class_of_name(index, dotted_name(call.func)) if index is not None else None
-    if not isinstance(cls, ClassRef) or not construction_without_parameters(unit, node, near):
-        return False
-    if _may_register_buffers(cls, 0, frozenset()):
-        return False
-    return not _class_mode_dependent(cls, 0, frozenset(), call, run_constants(unit, call), index)
-
-
 def construction_holds_state(unit, node: cst.CSTNode | None, near=None) -> bool:
     """Whether the module a construction of a project class builds (``node``: the call,
     ``Head(dim)``, also through ``.to(device)``; ``near``: as :func:`raw_call`) is established
@@ -1798,43 +1777,6 @@ def _local_bindings(func: cst.FunctionDef, name: str) -> list[cst.BaseExpression
         elif isinstance(node, cst.WithItem) and node.asname is not None and name in names_in(node.asname.name):
             out.append(None)
     return out
-
-
-def _may_register_buffers(cls: ClassRef, depth: int, seen: frozenset) -> bool:
-    """Whether an instance of project class ``cls`` may hold a buffer: a method of it or of a
-    base of the project calls ``register_buffer`` (on any receiver), or builds a project class
-    that may (read the same way). Library classes it builds are not read (a class
-    :func:`construction_without_parameters` accepts is one whose entry says ``parameters =
-    false``). ``True`` when a class cannot be read."""
-    info = cls.info
-    if info is None or depth > MAX_DEPTH:
-        return True
-    if cls in seen:
-        return False
-    seen = seen | {cls}
-    for base in info.bases:
-        ref = cls.module.class_ref(base) or cls.module.class_ref(base, qualified=True)
-        if ref is not None and _may_register_buffers(ref, depth + 1, seen):
-            return True
-    methods = info.methods
-    for name in (methods.names() if hasattr(methods, "names") else list(methods)):
-        func = methods.get(name)
-        if func is None:
-            return True  # a method that does not parse: not read
-        for n in walk(func):
-            if not isinstance(n, cst.Call):
-                continue
-            d = dotted_name(n.func)
-            if d is None:
-                if isinstance(n.func, cst.Attribute) and n.func.attr.value == "register_buffer":
-                    return True
-                continue
-            if d.rpartition(".")[2] == "register_buffer":
-                return True
-            ref = class_of_name(cls.module, d)
-            if isinstance(ref, ClassRef) and _may_register_buffers(ref, depth + 1, seen):
-                return True
-    return False
 
 
 def _names_no_module(unit, index: ModuleIndex, value: cst.BaseExpression, arg) -> bool:

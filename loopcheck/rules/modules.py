@@ -156,7 +156,9 @@ class _Built(NamedTuple):
 
 def _builds(unit: Unit, node: cst.BaseExpression, near) -> _Built | None:
     """Whether ``node`` (evaluated in the inlined call of ``near``) is a call that builds a module
-    (or an ``nn.Parameter``)."""
+    (or an ``nn.Parameter``) whose registration matters: a library module its knowledge entry
+    does not say to be empty and mode-free, or a project module established to hold state
+    (:func:`~loopcheck.engine.values.construction_holds_state`)."""
     raw = raw_call(unit, node, near)
     if raw is None:
         return None
@@ -418,9 +420,10 @@ class SubmodulesInPlainContainer(Rule):
     Reported when (syntax, not paths): ``self.attr = <list/tuple/set/dict display or
     comprehension>`` in a method of a project ``nn.Module`` class holds calls that build modules or
     ``nn.Parameter`` objects (not a module whose entry says it holds no parameters and does the
-    same in both modes: ``nn.Identity()`` loses nothing unregistered; nor a project module
-    established to hold no parameter or buffer and to do the same in both modes,
-    :func:`~loopcheck.engine.values.construction_without_state`), or, empty, is filled by
+    same in both modes: ``nn.Identity()`` loses nothing unregistered; a project module only
+    when it is established to hold state, a parameter, a buffer or a layer that depends on the
+    mode, of its own or given as an argument it keeps and the owner registers nowhere else:
+    :func:`~loopcheck.engine.values.construction_holds_state`), or, empty, is filled by
     ``self.attr.append/extend/insert(...)`` or ``self.attr[k] = ...`` with one in the unit;
     unless the method deletes it before it ends (:func:`_deleted_after`: scratch space of the
     construction), or the file calls ``add_module``, ``register_module``,
