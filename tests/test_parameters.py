@@ -295,14 +295,23 @@ for _ in range(3):
     ("self.register_buffer('scale', torch.ones(4))", "n = len(classes)", "n", True),  # to() misses it
     ("self.drop = nn.Dropout(0.1)", "n = len(classes)", "n", True),  # eval() misses it
     ("self.fc = nn.Linear(4, 4)", "n = len(classes)", "n", True),  # parameters() misses it
-    ("pass", "self.num_class = len(classes); hook(self)", "self.num_class", True),  # may bind it again
-    ("pass", "self.num_class = len(classes)", "self.head", True),  # kept: a module with parameters
+    # a value the analysis cannot classify (hook() may bind it again): not established to be a module
+    ("pass", "self.num_class = len(classes); hook(self)", "self.num_class", False),
+    # a submodule the detector registers itself: parameters() reaches it through self.head
+    ("pass", "self.num_class = len(classes)", "self.head", False),
+    ("pass", "n = 0", "nn.Linear(4, 4)", True),  # kept: a module with parameters no one else registers
+    ("pass", "body = nn.Linear(4, 4)", "body", True),  # the same, through a local name
+    ("pass", "body = nn.Linear(4, 4); self.body = body", "body", False),  # registered by the detector
+    ("pass", "n = 0", "nn.ReLU()", False),  # kept, but a module without state
+    ("pass", "n = 0", "Encoder(nn.Linear(4, 4))", True),  # a project module that keeps one
 ])
 def test_plain_container_of_modules_without_state(encoder, count, arg, reported):
-    """LC504 stays silent on a plain container of project modules that hold no parameter, no
-    buffer and compute the same in train and eval mode (``values.construction_without_state``),
-    given arguments established to be numbers (``values._number_attribute``: an attribute every
-    binding of which assigns ``len(...)`` and no call that is not inlined receives its object)."""
+    """LC504 counts a plain container's project module only when it is established to hold
+    state (``values.construction_holds_state``): it builds a parameter, a buffer or a layer
+    that depends on the mode, or it keeps an argument established to be a module with state
+    that the container's owner does not register itself. A module built from numbers
+    (``values._number_attribute``), from values the analysis cannot classify, or from a
+    submodule of its owner is not counted."""
     source = PLAIN_SET.replace("{encoder}", encoder).replace("{count}", count).replace("{arg}", arg)
     codes = [f.code for f in check_source(source, "snippet.py")]
     assert codes == (["LC504"] if reported else [])

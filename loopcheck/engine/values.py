@@ -1553,62 +1553,230 @@ def _construction_without(unit, node: cst.CSTNode | None, near, frozen: bool) ->
         harmless = None  # noqa: F841 - it refers to itself: break the cycle, free the tree at once
 
 
-def construction_without_state(unit, node: cst.CSTNode | None, near=None) -> bool:
-    """Whether the module a construction call of a project class builds (``node``: the call,
-    ``Encoder(num_class)``, also through ``.to(device)``; ``near``: as :func:`raw_call`) is
-    established to give its owner nothing to register: it holds no parameter
-    (:func:`construction_without_parameters`), registers no buffer (:func:`_may_register_buffers`)
-    and computes the same in train and eval mode (:func:`_class_mode_dependent`, with the
-    construction's arguments). ``model.parameters()``, ``to()``, ``state_dict()`` and ``eval()``
-    then have nothing of it to reach. ``False`` for a library class (its knowledge entry says
-    it) and when any of it is unknown."""
+def construction_holds_state(unit, node: cst.CSTNode | None, near=None) -> bool:
+    """Whether the module a construction of a project class builds (``node``: the call,
+    ``Head(dim)``, also through ``.to(device)``; ``near``: as :func:`raw_call`) is established
+    to hold state its owner must register: a parameter, a buffer or a layer that computes
+    differently in train and eval mode. It does when the class's own construction builds one
+    (:func:`_class_builds_state`: ``nn.Linear``, ``nn.Parameter``, ``register_buffer``,
+    ``nn.Dropout(0.1)``, a project submodule that does), or when an argument of the call is
+    established to be such a module that the calling module does not register itself
+    (:func:`_established_module`: a construction of one, a local name bound only to such
+    constructions; not ``self.<submodule>``, which its owner registers) and ``__init__`` keeps
+    the parameter it fills (stores it on ``self``, hands it to a method of ``self`` or to its
+    base's ``__init__``: :func:`_keeps_given_module`). ``False`` when any of it is unknown: a
+    class that builds nothing with state, given values the analysis cannot classify
+    (``config["anchors"]``, an attribute of an unknown object, a call of unknown result), is
+    not established to hold any."""
     if not isinstance(node, cst.Call):
         return False
     index = unit.module_of(node)
-    call = _constructor(node)
-    cls = class_of_name(index, dotted_name(call.func)) if index is not None else None
-    if not isinstance(cls, ClassRef) or not construction_without_parameters(unit, node, near):
+    raw = raw_call(unit, node, near)
+    found = construction_of(unit, raw) if raw is not None and index is not None else None
+    if found is None or not isinstance(found[0], ClassRef) or not is_module_class(found[0]):
         return False
-    if _may_register_buffers(cls, 0, frozenset()):
-        return False
-    return not _class_mode_dependent(cls, 0, frozenset(), call, run_constants(unit, call), index)
-
-
-def _may_register_buffers(cls: ClassRef, depth: int, seen: frozenset) -> bool:
-    """Whether an instance of project class ``cls`` may hold a buffer: a method of it or of a
-    base of the project calls ``register_buffer`` (on any receiver), or builds a project class
-    that may (read the same way). Library classes it builds are not read (a class
-    :func:`construction_without_parameters` accepts is one whose entry says ``parameters =
-    false``). ``True`` when a class cannot be read."""
-    info = cls.info
-    if info is None or depth > MAX_DEPTH:
+    cls, call = found
+    if _class_builds_state(cls, 0, frozenset()):
         return True
-    if cls in seen:
+    # the arguments of ``Cls.build(...)`` fill the classmethod's, not ``__init__``'s: not followed
+    return call is _constructor(node) and _keeps_given_module(index, cls, call)
+
+
+def _class_builds_state(cls: ClassRef, depth: int, seen: frozenset) -> bool:
+    """Whether an instance of project class ``cls`` is established to hold state: a base of the
+    project that does, a library base whose knowledge entry does not say it holds no parameters
+    (``class Conv(nn.Conv2d)``), a method of it that registers a buffer or a parameter, or an
+    ``__init__`` (with the methods it calls on ``self``) that builds a layer with state and
+    keeps it (:func:`_call_builds_state`)."""
+    info = cls.info
+    if info is None or depth > MAX_DEPTH or cls in seen:
         return False
     seen = seen | {cls}
+    kb = knowledge()
     for base in info.bases:
         ref = cls.module.class_ref(base) or cls.module.class_ref(base, qualified=True)
-        if ref is not None and _may_register_buffers(ref, depth + 1, seen):
+        if ref is not None:
+            if _class_builds_state(ref, depth + 1, seen):
+                return True
+            continue
+        entry = kb.cls(base)
+        if (entry is not None and entry.parameters is not False and base != "torch.nn.Module"
+                and base not in CONTAINERS and is_module_class(base)):
             return True
     methods = info.methods
     for name in (methods.names() if hasattr(methods, "names") else list(methods)):
         func = methods.get(name)
         if func is None:
-            return True  # a method that does not parse: not read
+            continue
         for n in walk(func):
-            if not isinstance(n, cst.Call):
-                continue
-            d = dotted_name(n.func)
-            if d is None:
-                if isinstance(n.func, cst.Attribute) and n.func.attr.value == "register_buffer":
-                    return True
-                continue
-            if d.rpartition(".")[2] == "register_buffer":
+            if (isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
+                    and n.func.attr.value in ("register_buffer", "register_parameter")):
                 return True
-            ref = class_of_name(cls.module, d)
-            if isinstance(ref, ClassRef) and _may_register_buffers(ref, depth + 1, seen):
+    init = info.methods.get("__init__")
+    if init is None:
+        return False
+    todo: list[tuple[ModuleIndex, cst.FunctionDef]] = [(cls.module, init)]
+    done: set = set()
+    while todo:
+        index, func = todo.pop()
+        if func in done:
+            continue
+        done.add(func)
+        me = _self_name(func)
+        for node in walk(func.body):
+            if not isinstance(node, cst.Call):
+                continue
+            d = dotted_name(node.func)
+            if d is None:
+                continue
+            head, _, rest = d.partition(".")
+            if head == me:
+                found = find_method(cls, rest) if rest and "." not in rest else None
+                if found is not None:
+                    todo.append((found[0].module, found[1]))
+                continue
+            if _call_builds_state(index, node, d, depth, seen) and not _result_stays_local(index, func, me, node):
                 return True
     return False
+
+
+def _call_builds_state(index: ModuleIndex, node: cst.Call, d: str, depth: int, seen: frozenset) -> bool:
+    """Whether call ``node`` (of dotted name ``d``, in module ``index``) is established to
+    build a module or a parameter with state: ``nn.Parameter``, a library module class whose
+    knowledge entry does not say it holds no parameters (``nn.Linear``), one that depends on
+    the mode as built (``nn.Dropout(0.1)``), a library function whose result is a model
+    (``torchvision.models.resnet18()``), a project module class that holds state
+    (:func:`_class_builds_state`), or a function of the project whose body builds one (a
+    factory, ``make_layers(cfg)``). A container (``nn.Sequential(...)``) holds what it is
+    given: the calls inside it are read on their own."""
+    kb = knowledge()
+    cls = class_of_name(index, d)
+    if isinstance(cls, str):
+        if cls in CONTAINERS or cls == "torch.nn.Module" or is_criterion_class(cls):
+            return False
+        entry = kb.cls(cls)
+        if entry is None:
+            return False
+        if entry.parameters is not False:
+            return cls.rpartition(".")[2] == "Parameter" or is_module_class(cls)
+        if entry.modes_none_if_zero or entry.mode_args:
+            return _class_mode_dependent(cls, depth + 1, seen, node)
+        return False
+    if isinstance(cls, ClassRef):
+        return is_module_class(cls) and _class_builds_state(cls, depth + 1, seen)
+    head = d.partition(".")[0]
+    imported = head in index.imports.aliases and head not in index.globals
+    q = index.imports.qualify(d) if imported else d
+    if imported:
+        summary = kb.callable(q)
+        if summary is not None and summary.returns is not None and summary.returns.role == "model":
+            return True
+    found = _project_function(index, d, q)
+    if found is None or depth >= MAX_DEPTH:
+        return False
+    where, func = found
+    for n in walk(func.body, prune=(cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        if isinstance(n, cst.Call) and dotted_name(n.func) is not None \
+                and _call_builds_state(where, n, dotted_name(n.func), depth + 1, seen):
+            return True
+    return False
+
+
+def _keeps_given_module(index: ModuleIndex, cls: ClassRef, call: cst.Call) -> bool:
+    """Whether construction ``call`` of project class ``cls`` gives it an argument established
+    to be a module with state that its owner does not register itself
+    (:func:`_established_module`) and the ``__init__`` that receives it (the class's or a
+    base's of the project) keeps the parameter it fills: stores it on ``self``, hands it to a
+    method of ``self``, to ``super().__init__`` or to ``setattr`` (:func:`_flows_into_self`).
+    A class without such an ``__init__`` whose library base is a container (``class
+    Stack(nn.Sequential)``) keeps whatever it is given."""
+    found = find_method(cls, "__init__")
+    if found is None:
+        kept_all = any(b in CONTAINERS for b in cls.info.bases) if cls.info is not None else False
+        return kept_all and any(not a.star and _established_module(index, a.value, call) for a in call.args)
+    init = found[1]
+    me = _self_name(init)
+    positional = [p.name.value for p in (*init.params.posonly_params, *init.params.params)][1:]
+    keywords = {p.name.value for p in (*init.params.posonly_params, *init.params.params, *init.params.kwonly_params)}
+    for i, a in enumerate(call.args):
+        if a.star:
+            continue
+        if a.keyword is not None:
+            param = a.keyword.value if a.keyword.value in keywords else None
+        else:
+            param = positional[i] if i < len(positional) else None
+        if param is None or param == me:
+            continue
+        if _established_module(index, a.value, call) and _flows_into_self(init, me, {param}):
+            return True
+    return False
+
+
+def _established_module(index: ModuleIndex, value: cst.BaseExpression, at: cst.CSTNode, depth: int = 0) -> bool:
+    """Whether argument ``value`` of the call ``at`` (in module ``index``) is established to be
+    a module with state that the module whose method makes the call does not register itself:
+    a construction of one (a library layer, a project class that holds state, a model a
+    library function returns: :func:`_call_builds_state`), or a local name of that method,
+    not one of its parameters, every binding of which is such a construction and which the
+    method does not store on ``self`` (``backbone = Backbone(); Views(backbone)``). An
+    attribute of ``self`` (``Wrapper(self.backbone)``) does not count: ``nn.Module``
+    registers the submodule assigned to it, so ``parameters()``, ``to()``, ``state_dict()``
+    and ``eval()`` reach it through the owner whatever the plain container holds."""
+    if depth > MAX_DEPTH:
+        return False
+    if isinstance(value, cst.Call):
+        ctor = _constructor(value)
+        d = dotted_name(ctor.func)
+        if d is None:
+            return False
+        cls = class_of_name(index, d)
+        if isinstance(cls, ClassRef):
+            return is_module_class(cls) and (
+                _class_builds_state(cls, 0, frozenset()) or _keeps_given_module(index, cls, ctor))
+        return _call_builds_state(index, ctor, d, 0, frozenset())
+    if isinstance(value, cst.Name):
+        func = _enclosing_function(index, at)
+        if func is None or value.value in _param_names(func):
+            return False
+        values = _local_bindings(func, value.value)
+        return bool(values) and all(
+            v is not None and _established_module(index, v, v, depth + 1) for v in values)
+    return False
+
+
+def _enclosing_function(index: ModuleIndex, node: cst.CSTNode) -> cst.FunctionDef | None:
+    """The innermost function of module ``index`` whose body holds ``node``."""
+    table = parents(index)
+    cur = table.get(node)
+    while cur is not None and not isinstance(cur, cst.FunctionDef):
+        cur = table.get(cur)
+    return cur
+
+
+def _local_bindings(func: cst.FunctionDef, name: str) -> list[cst.BaseExpression | None] | None:
+    """The values bound to local ``name`` in ``func`` (``None`` for a binding whose value is
+    not a whole expression: a loop's target, an unpacking, an augmented assignment), or
+    ``None`` (no list) when ``func`` stores ``name`` itself on ``self`` (``self.body = name``:
+    the owner registers it)."""
+    me = _self_name(func)
+    out: list = []
+    for node in walk(func.body, prune=(cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        if isinstance(node, cst.Assign):
+            for t in node.targets:
+                target = t.target
+                if isinstance(target, cst.Name) and target.value == name:
+                    out.append(node.value)
+                elif isinstance(target, cst.Attribute) and dotted_name(target.value) == me \
+                        and isinstance(node.value, cst.Name) and node.value.value == name:
+                    return None
+                elif not isinstance(target, cst.Attribute) and name in names_in(target):
+                    out.append(None)
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr)):
+            if name in names_in(node.target):
+                out.append(None)
+        elif isinstance(node, cst.WithItem) and node.asname is not None and name in names_in(node.asname.name):
+            out.append(None)
+    return out
 
 
 def _names_no_module(unit, index: ModuleIndex, value: cst.BaseExpression, arg) -> bool:

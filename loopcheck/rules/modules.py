@@ -34,7 +34,7 @@ from loopcheck.engine.names import dotted_name
 from loopcheck.engine.roles import last
 from loopcheck.engine.unit import Unit
 from loopcheck.engine.values import (
-    ClassRef, all_calls, class_of_call, classes_of, construction_mode_dependent, construction_without_state, definitions,
+    ClassRef, all_calls, class_of_call, classes_of, construction_holds_state, construction_mode_dependent, definitions,
     is_criterion_class, is_module_class, is_tensor,
     discarded, parents,
     raw_call, read_after,
@@ -156,7 +156,9 @@ class _Built(NamedTuple):
 
 def _builds(unit: Unit, node: cst.BaseExpression, near) -> _Built | None:
     """Whether ``node`` (evaluated in the inlined call of ``near``) is a call that builds a module
-    (or an ``nn.Parameter``)."""
+    (or an ``nn.Parameter``) whose registration matters: a library module its knowledge entry
+    does not say to be empty and mode-free, or a project module established to hold state
+    (:func:`~loopcheck.engine.values.construction_holds_state`)."""
     raw = raw_call(unit, node, near)
     if raw is None:
         return None
@@ -166,8 +168,8 @@ def _builds(unit: Unit, node: cst.BaseExpression, near) -> _Built | None:
     entry = knowledge().cls(cls) if isinstance(cls, str) else None
     if entry is not None and entry.parameters is False and entry.modes == "none":
         return None  # nn.Identity(): nothing to register, move, save or switch to eval mode
-    if isinstance(cls, ClassRef) and construction_without_state(unit, node, near):
-        return None  # a project module without parameters, buffers or a mode: nothing is lost either
+    if isinstance(cls, ClassRef) and not construction_holds_state(unit, node, near):
+        return None  # a project module not established to hold state: nothing established is lost
     kind = "parameter" if isinstance(cls, str) and cls.rpartition(".")[2] == "Parameter" else "module"
     return _Built(kind, node)
 
@@ -418,9 +420,10 @@ class SubmodulesInPlainContainer(Rule):
     Reported when (syntax, not paths): ``self.attr = <list/tuple/set/dict display or
     comprehension>`` in a method of a project ``nn.Module`` class holds calls that build modules or
     ``nn.Parameter`` objects (not a module whose entry says it holds no parameters and does the
-    same in both modes: ``nn.Identity()`` loses nothing unregistered; nor a project module
-    established to hold no parameter or buffer and to do the same in both modes,
-    :func:`~loopcheck.engine.values.construction_without_state`), or, empty, is filled by
+    same in both modes: ``nn.Identity()`` loses nothing unregistered; a project module only
+    when it is established to hold state, a parameter, a buffer or a layer that depends on the
+    mode, of its own or given as an argument it keeps and the owner registers nowhere else:
+    :func:`~loopcheck.engine.values.construction_holds_state`), or, empty, is filled by
     ``self.attr.append/extend/insert(...)`` or ``self.attr[k] = ...`` with one in the unit;
     unless the method deletes it before it ends (:func:`_deleted_after`: scratch space of the
     construction), or the file calls ``add_module``, ``register_module``,
