@@ -4399,97 +4399,29 @@ def _plain_int_bindings(func: cst.FunctionDef, name: str) -> tuple[int, ...] | N
     (``name += 1``, ``a, name = ...``, ``name: int = 0``, a ``for``/``with``/``except`` target,
     an import, ``del``, a walrus, a nested definition of that name) or a ``global``/``nonlocal``
     statement anywhere in the function names it (a nested function may re-bind it)."""
-    visit = _BindingsOf(func, name)
-    func.visit(visit)
-    return tuple(dict.fromkeys(visit.values)) if visit.ok else None
+    values: list[int] = []
+    for site in B.block_sites(func.body):
+        if site.name != name or site.form in _NOT_COUNTED_BY_PLAIN_INT or type(site.node) in _NOT_COUNTED_NODES:
+            continue
+        if site.form is B.ASSIGN and not site.unpacked and len(site.node.targets) == 1:
+            if type(site.value) is cst.Integer:
+                values.append(site.value.evaluated_value)
+            continue
+        return None
+    for n in walk(func):  # anywhere in the function, nested functions included
+        t = type(n)
+        if t is cst.NamedExpr and type(n.target) is cst.Name and n.target.value == name:
+            return None
+        if (t is cst.Global or t is cst.Nonlocal) and any(x.name.value == name for x in n.names):
+            return None
+    return tuple(dict.fromkeys(values))
 
 
-class _BindingsOf(cst.CSTVisitor):
-    """The bindings of ``name`` in the scope of ``func`` (:func:`_plain_int_bindings`): the
-    integer literals of its plain assignments (``values``), and whether every binding is a
-    plain one-target assignment (``ok``). A module-level class: a class made per call, with
-    methods closing over the function's node, would be a reference cycle holding the tree."""
-
-    def __init__(self, func: cst.FunctionDef, name: str) -> None:
-        self.func, self.name = func, name
-        self.values: list[int] = []
-        self.ok = True
-        self.depth = 0  # nested functions, classes and lambdas: their own scope
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        if node is not self.func:
-            if self.depth == 0 and node.name.value == self.name:
-                self.ok = False
-            self.depth += 1
-
-    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        if node is not self.func:
-            self.depth -= 1
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        if self.depth == 0 and node.name.value == self.name:
-            self.ok = False
-        self.depth += 1
-
-    def leave_ClassDef(self, node: cst.ClassDef) -> None:
-        self.depth -= 1
-
-    def visit_Global(self, node: cst.Global) -> None:
-        self.ok = self.ok and all(n.name.value != self.name for n in node.names)
-
-    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
-        self.ok = self.ok and all(n.name.value != self.name for n in node.names)
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        if self.depth:
-            return
-        plain = len(node.targets) == 1 and type(node.targets[0].target) is cst.Name
-        if plain and node.targets[0].target.value == self.name:
-            if type(node.value) is cst.Integer:
-                self.values.append(node.value.evaluated_value)
-            return
-        if any(self.name in target_names(t.target) for t in node.targets):
-            self.ok = False
-
-    def _binds(self, target) -> None:
-        if self.depth == 0 and target is not None and self.name in target_names(target):
-            self.ok = False
-
-    def visit_AugAssign(self, node) -> None:
-        self._binds(node.target)
-
-    def visit_AnnAssign(self, node) -> None:
-        self._binds(node.target)
-
-    def visit_For(self, node) -> None:
-        self._binds(node.target)
-
-    def visit_CompFor(self, node) -> None:
-        pass  # a comprehension's own scope
-
-    def visit_WithItem(self, node) -> None:
-        self._binds(node.asname.name if node.asname is not None else None)
-
-    def visit_ExceptHandler(self, node) -> None:
-        self._binds(node.name.name if node.name is not None else None)
-
-    def visit_Del(self, node) -> None:
-        self._binds(node.target)
-
-    def visit_NamedExpr(self, node) -> None:
-        if type(node.target) is cst.Name and node.target.value == self.name:
-            self.ok = False  # (even in a comprehension: it binds the function's variable)
-
-    def visit_ImportAlias(self, node) -> None:
-        bound = node.asname.name if node.asname is not None else node.name
-        if self.depth == 0 and dotted_name(bound) is not None and dotted_name(bound).split(".")[0] == self.name:
-            self.ok = False
-
-    def visit_MatchAs(self, node) -> None:
-        self._binds(node.name)
-
-    def visit_MatchStar(self, node) -> None:
-        self._binds(node.name)
+#: The sites :func:`_plain_int_bindings` does not read from the function's own scope: walrus
+#: targets and declarations (read anywhere in the function instead), and type aliases.
+_NOT_COUNTED_BY_PLAIN_INT = frozenset({B.WALRUS, B.GLOBAL, B.NONLOCAL, B.TYPE_ALIAS})
+#: Binding nodes :func:`_plain_int_bindings` does not count: ``case {**rest}`` and ``except*``.
+_NOT_COUNTED_NODES = (cst.MatchMapping, cst.ExceptStarHandler)
 
 
 def single_bindings(body) -> dict[str, cst.BaseExpression | None]:
