@@ -14,10 +14,11 @@ for the name their definition binds. A comprehension is a scope of its own: its 
 targets are not sites of the code around it, but a walrus inside it binds in the enclosing
 scope (PEP 572), so it is one.
 
-Users: :func:`loopcheck.engine.builder.bound_names` and the binding sites of the builder
-(``_bind_block``), :func:`loopcheck.engine.builder.single_bindings`,
-:func:`loopcheck.engine.builder.assigned_names` (the names a target binds), and the target
-walks of :mod:`loopcheck.engine.import_raises` and :mod:`loopcheck.engine.undefined`.
+Users: the builder (:mod:`loopcheck.engine.builder`): ``bound_names``, the binding nodes
+of each name (``_sites``, read by ``_name_bindings``, ``_locals_not_defs`` and
+``_bound_otherwise``), ``single_bindings``, ``_plain_int_bindings`` and the names of loop
+targets; the module bindings of :mod:`loopcheck.engine.import_raises`; the ``del`` targets
+of :mod:`loopcheck.engine.undefined`. Each reads the sites through its own filter of forms.
 
 The sites of a statement are computed once per statement node and kept (LibCST nodes are
 immutable and cannot be weakly referenced: the memo is keyed by identity, holds the node it
