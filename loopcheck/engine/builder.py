@@ -463,7 +463,8 @@ def _sites(suite, sites: Sites | None = None) -> Sites:
     the ``for``, the ``with`` item, the handler, the ``def``/``class``, the ``match``
     pattern), and those of the statements that change a name without a value
     :func:`bound_names` counts: ``global``/``nonlocal`` declarations (a binding elsewhere),
-    imports and ``del``; added to ``sites`` when given."""
+    imports and ``del``; added to ``sites`` when given. ``suite``: a block or a statement
+    node; a plain list of statements (a module's body) gives no sites."""
     sites = {} if sites is None else sites
     for s in _statement_or_block_sites(suite) if isinstance(suite, cst.CSTNode) else ():
         if s.form in _SITE_FORMS:
