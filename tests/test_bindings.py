@@ -16,42 +16,47 @@ def _summary(s: B.Site) -> tuple:
     return (s.name, s.form, _code(s.value), op, s.unpacked, s.compound)
 
 
+def S(name, form, value=None, op=None, unpacked=False, compound=False) -> tuple:
+    """An expected site, as :func:`_summary` gives it."""
+    return (name, form, value, op, unpacked, compound)
+
+
 # source -> the sites of the module's code, in order
 CASES = [
-    ("x = v\n", [("x", B.ASSIGN, "v", None, False, False)]),
-    ("a = b = v\n", [("a", B.ASSIGN, "v", None, False, False), ("b", B.ASSIGN, "v", None, False, False)]),
+    ("x = v\n", [S("x", B.ASSIGN, value="v")]),
+    ("a = b = v\n", [S("a", B.ASSIGN, value="v"), S("b", B.ASSIGN, value="v")]),
     ("self.x = v\nd[k] = v\n", []),
-    ("a, (b, *c), d.e = v\n", [("a", B.ASSIGN, None, None, True, False), ("b", B.ASSIGN, None, None, True, False),
-                               ("c", B.ASSIGN, None, None, True, False)]),
-    ("x: int = v\ny: int\n", [("x", B.ANNOTATED, "v", None, False, False), ("y", B.ANNOTATED, None, None, False, False)]),
-    ("x += v\n", [("x", B.AUGMENTED, "v", "AddAssign", False, False)]),
-    ("for i, t in v:\n    pass\n", [("i", B.FOR, None, None, True, True), ("t", B.FOR, None, None, True, True)]),
-    ("with a as f, b as (g, h):\n    pass\n", [("f", B.WITH, None, None, False, True), ("g", B.WITH, None, None, True, True),
-                                              ("h", B.WITH, None, None, True, True)]),
-    ("try:\n    pass\nexcept E as e:\n    pass\n", [("e", B.EXCEPT, None, None, False, True)]),
+    ("a, (b, *c), d.e = v\n", [S("a", B.ASSIGN, unpacked=True), S("b", B.ASSIGN, unpacked=True),
+                               S("c", B.ASSIGN, unpacked=True)]),
+    ("x: int = v\ny: int\n", [S("x", B.ANNOTATED, value="v"), S("y", B.ANNOTATED)]),
+    ("x += v\n", [S("x", B.AUGMENTED, value="v", op="AddAssign")]),
+    ("for i, t in v:\n    pass\n", [S("i", B.FOR, unpacked=True, compound=True), S("t", B.FOR, unpacked=True, compound=True)]),
+    ("with a as f, b as (g, h):\n    pass\n", [S("f", B.WITH, compound=True), S("g", B.WITH, unpacked=True, compound=True),
+                                              S("h", B.WITH, unpacked=True, compound=True)]),
+    ("try:\n    pass\nexcept E as e:\n    pass\n", [S("e", B.EXCEPT, compound=True)]),
     ("import os.path\nimport numpy as np\nfrom m import a, b as c\nfrom n import *\n",
-     [("os", B.IMPORT, None, None, False, False), ("np", B.IMPORT, None, None, False, False),
-      ("a", B.IMPORT, None, None, False, False), ("c", B.IMPORT, None, None, False, False)]),
+     [S("os", B.IMPORT), S("np", B.IMPORT),
+      S("a", B.IMPORT), S("c", B.IMPORT)]),
     ("def f(a=(d := 1)):\n    y = 2\nclass C:\n    z = 3\n",
-     [("d", B.WALRUS, "1", None, False, False), ("f", B.DEF, None, None, False, False),
-      ("C", B.CLASS, None, None, False, False)]),
-    ("print((w := v))\n", [("w", B.WALRUS, "v", None, False, False)]),
-    ("r = [(w := i) for i in v]\n", [("w", B.WALRUS, "i", None, False, False), ("r", B.ASSIGN, "[(w := i) for i in v]", None, False, False)]),
-    ("f = lambda q: (w := q)\n", [("f", B.ASSIGN, "lambda q: (w := q)", None, False, False)]),
+     [S("d", B.WALRUS, value="1"), S("f", B.DEF),
+      S("C", B.CLASS)]),
+    ("print((w := v))\n", [S("w", B.WALRUS, value="v")]),
+    ("r = [(w := i) for i in v]\n", [S("w", B.WALRUS, value="i"), S("r", B.ASSIGN, value="[(w := i) for i in v]")]),
+    ("f = lambda q: (w := q)\n", [S("f", B.ASSIGN, value="lambda q: (w := q)")]),
     ("if (w := v):\n    x = 1\nelif c:\n    y = 2\nelse:\n    z = 3\n",
-     [("w", B.WALRUS, "v", None, False, True), ("x", B.ASSIGN, "1", None, False, True),
-      ("y", B.ASSIGN, "2", None, False, True), ("z", B.ASSIGN, "3", None, False, True)]),
-    ("while c:\n    x = 1\nelse:\n    y = 2\n", [("x", B.ASSIGN, "1", None, False, True), ("y", B.ASSIGN, "2", None, False, True)]),
+     [S("w", B.WALRUS, value="v", compound=True), S("x", B.ASSIGN, value="1", compound=True),
+      S("y", B.ASSIGN, value="2", compound=True), S("z", B.ASSIGN, value="3", compound=True)]),
+    ("while c:\n    x = 1\nelse:\n    y = 2\n", [S("x", B.ASSIGN, value="1", compound=True), S("y", B.ASSIGN, value="2", compound=True)]),
     ("match p:\n    case [h, *t]:\n        pass\n    case {'k': _, **r}:\n        pass\n    case Point(x=px) as whole:\n        pass\n",
-     [("h", B.MATCH, None, None, False, True), ("t", B.MATCH, None, None, False, True),
-      ("r", B.MATCH, None, None, False, True), ("whole", B.MATCH, None, None, False, True),
-      ("px", B.MATCH, None, None, False, True)]),
-    ("del a, (b, c.d)\n", [("a", B.DEL, None, None, True, False), ("b", B.DEL, None, None, True, False)]),
-    ("del a\n", [("a", B.DEL, None, None, False, False)]),
-    ("type Alias = list[int]\n", [("Alias", B.TYPE_ALIAS, None, None, False, False)]),
-    ("def f():\n    global g\n    nonlocal n\n", [("f", B.DEF, None, None, False, False)]),
-    ("global g, h\n", [("g", B.GLOBAL, None, None, False, False), ("h", B.GLOBAL, None, None, False, False)]),
-    ("if c: a = 1; b = 2\n", [("a", B.ASSIGN, "1", None, False, True), ("b", B.ASSIGN, "2", None, False, True)]),
+     [S("h", B.MATCH, compound=True), S("t", B.MATCH, compound=True),
+      S("r", B.MATCH, compound=True), S("whole", B.MATCH, compound=True),
+      S("px", B.MATCH, compound=True)]),
+    ("del a, (b, c.d)\n", [S("a", B.DEL, unpacked=True), S("b", B.DEL, unpacked=True)]),
+    ("del a\n", [S("a", B.DEL)]),
+    ("type Alias = list[int]\n", [S("Alias", B.TYPE_ALIAS)]),
+    ("def f():\n    global g\n    nonlocal n\n", [S("f", B.DEF)]),
+    ("global g, h\n", [S("g", B.GLOBAL), S("h", B.GLOBAL)]),
+    ("if c: a = 1; b = 2\n", [S("a", B.ASSIGN, value="1", compound=True), S("b", B.ASSIGN, value="2", compound=True)]),
 ]
 
 
@@ -64,18 +69,18 @@ def test_module_sites(source, expected):
 def test_function_scope_parameters_and_nonlocal():
     func = cst.parse_module("def f(a, /, b=1, *args, c, **kw):\n    nonlocal n\n    x = a\n").body[0]
     assert [_summary(s) for s in B.scope_sites(func)] == [
-        ("a", B.PARAMETER, None, None, False, False), ("b", B.PARAMETER, None, None, False, False),
-        ("c", B.PARAMETER, None, None, False, False), ("args", B.PARAMETER, None, None, False, False),
-        ("kw", B.PARAMETER, None, None, False, False), ("n", B.NONLOCAL, None, None, False, False),
-        ("x", B.ASSIGN, "a", None, False, False),
+        S("a", B.PARAMETER), S("b", B.PARAMETER),
+        S("c", B.PARAMETER), S("args", B.PARAMETER),
+        S("kw", B.PARAMETER), S("n", B.NONLOCAL),
+        S("x", B.ASSIGN, value="a"),
     ]
 
 
 def test_lambda_scope():
     lam = cst.parse_expression("lambda q, r=(d := 1): (w := q)")
     assert [_summary(s) for s in B.scope_sites(lam)] == [
-        ("q", B.PARAMETER, None, None, False, False), ("r", B.PARAMETER, None, None, False, False),
-        ("w", B.WALRUS, "q", None, False, False),
+        S("q", B.PARAMETER), S("r", B.PARAMETER),
+        S("w", B.WALRUS, value="q"),
     ]
 
 
