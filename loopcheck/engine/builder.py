@@ -48,7 +48,9 @@ from loopcheck.engine.attr_facts import (
     ALL, MODE_ATTRIBUTE, dynamic_write, expression_children, fact_subject, mode_subject, received, truth_arms, truth_test,
     written_attributes,
 )
+from loopcheck.engine import bindings as B
 from loopcheck.engine.binding import binds
+from loopcheck.engine.bindings import target_names
 from loopcheck.engine.calls import ref_parts
 from loopcheck.engine.classes import is_module_class
 from loopcheck.engine.knowledge import NO_GRAPH, knowledge
@@ -358,28 +360,26 @@ def _bound_otherwise(cls: ClassRef, names: set[str]) -> bool:
     statement of its own (``get_lr = _half_lr``, ``step = staticmethod(...)``, a ``def`` under
     an ``if``, an import): the method of that name is then code its methods do not show."""
     node = cls.info.node
-    sites: Sites = {}
-    _bind_block(node.body, set(), set(), sites)
+    sites = _sites(node.body)
     own = {id(st) for st in getattr(node.body, "body", ()) if type(st) is cst.FunctionDef}
     return any(id(site) not in own for name in names for site in sites.get(name, ()))
 
 
 def _locals_not_defs(func: cst.FunctionDef) -> frozenset[str]:
     """The names function ``func`` binds in its own scope other than by a ``def`` statement:
-    its parameters, what its statements assign (:func:`_bind_statement`: ``for`` and ``with``
+    its parameters, what its statements assign (:func:`_sites`: ``for`` and ``with``
     targets, ``match`` captures, ``del``...) and walrus targets in its body (those of nested
     functions too: more names, not fewer). Imports are left out (the module's imports are read
     wherever they are: :func:`index_module`), and so are ``global``/``nonlocal`` declarations
     (a name bound elsewhere)."""
-    sites: Sites = {}
-    _bind_block(func.body, set(), set(), sites)
+    sites = _sites(func.body)
     out = set(all_param_names(func))
     for name, nodes in sites.items():
         if any(type(n) not in (cst.FunctionDef, cst.Import, cst.ImportFrom, cst.Global, cst.Nonlocal) for n in nodes):
             out.add(name)
     for n in walk(func.body):
         if type(n) is cst.NamedExpr:
-            _assigned_names(n.target, out)
+            out.update(target_names(n.target))
     return frozenset(out)
 
 
@@ -420,14 +420,21 @@ def library_base(cls: ClassRef, _seen: frozenset = frozenset()) -> str | None:
     return None
 
 
-def _assigned_names(target: cst.BaseExpression, out: set[str]) -> None:
-    if type(target) is cst.Name:
-        out.add(target.value)
-    elif isinstance(target, (cst.Tuple, cst.List)):
-        for el in target.elements:
-            _assigned_names(el.value, out)
-    elif type(target) is cst.StarredElement:
-        _assigned_names(target.value, out)
+#: The forms :func:`bound_names` counts as binding a name (imports, ``del``, walrus and
+#: type aliases aside; ``global``/``nonlocal`` are its declared names).
+_BOUND_FORMS = frozenset({B.ASSIGN, B.ANNOTATED, B.AUGMENTED, B.FOR, B.WITH, B.EXCEPT, B.DEF, B.CLASS, B.MATCH})
+_DECLARATIONS = frozenset({B.GLOBAL, B.NONLOCAL})
+#: The forms whose nodes :func:`_sites` records: those :func:`bound_names` counts, the
+#: declarations (a binding elsewhere), imports and ``del``.
+_SITE_FORMS = _BOUND_FORMS | _DECLARATIONS | {B.IMPORT, B.DEL}
+
+
+def _statement_or_block_sites(body) -> tuple[B.Site, ...]:
+    """The binding sites of a block (an ``IndentedBlock``, a ``SimpleStatementSuite``) or of
+    one statement (:mod:`loopcheck.engine.bindings`)."""
+    if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+        return B.block_sites(body)
+    return B.statement_sites(body)
 
 
 def bound_names(body: cst.CSTNode) -> tuple[set[str], set[str]]:
@@ -438,114 +445,33 @@ def bound_names(body: cst.CSTNode) -> tuple[set[str], set[str]]:
     module's imports are read wherever they are: :func:`index_module`)."""
     names: set[str] = set()
     declared: set[str] = set()
-    if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)):
-        _bind_block(body, names, declared)
-    else:
-        _bind_statement(body, names, declared)
+    for s in _statement_or_block_sites(body):
+        if s.form in _BOUND_FORMS:
+            names.add(s.name)
+        elif s.form in _DECLARATIONS:
+            declared.add(s.name)
     return names, declared
 
 
-#: Where :func:`_bind_statement` records the node that binds each name, when asked
-#: (:func:`_name_bindings`): name -> the binding nodes, a body's in the order of its statements.
+#: The node that binds each name (:func:`_sites`): name -> the binding nodes, a body's in the
+#: order of its statements.
 Sites = dict[str, list[cst.CSTNode]]
 
 
-def _bind_block(suite, names: set[str], declared: set[str], sites: Sites | None = None) -> None:
-    """:func:`bound_names` of the statements of a block, added to ``names`` and ``declared``
-    (functions of the module rather than closures of their caller, which call each other: a
-    reference cycle, see :func:`_in_evaluation_order`); ``sites``: see :func:`_bind_statement`."""
-    if type(suite) is cst.SimpleStatementSuite:  # ``try: import x; HAS_X = True`` on one line
-        _bind_statement(suite, names, declared, sites)
-        return
-    for st in getattr(suite, "body", ()):
-        _bind_statement(st, names, declared, sites)
-
-
-def _bind(site: cst.CSTNode, bound: set[str], names: set[str], sites: Sites | None) -> None:
-    """Add the names ``bound`` by node ``site`` to ``names`` (and ``site`` to their ``sites``)."""
-    names |= bound
-    if sites is not None:
-        for name in bound:
-            sites.setdefault(name, []).append(site)
-
-
-def _bind_statement(st, names: set[str], declared: set[str], sites: Sites | None = None) -> None:
-    """:func:`bound_names` of one statement, added to ``names`` and ``declared``. With
-    ``sites``, each binding node is recorded there under its names (the small statement, the
-    ``for``, the ``with`` item, the handler, the ``def``/``class``, the ``match`` pattern), and
-    so are the statements that change a name without a value :func:`bound_names` counts:
-    ``global``/``nonlocal`` declarations (a binding elsewhere), imports and ``del``."""
-    t = type(st)
-    if t is cst.FunctionDef or t is cst.ClassDef:
-        _bind(st, {st.name.value}, names, sites)
-    elif t is cst.SimpleStatementLine or t is cst.SimpleStatementSuite:
-        for small in st.body:
-            ts, bound = type(small), set()
-            if ts is cst.Assign:
-                for target in small.targets:
-                    _assigned_names(target.target, bound)
-            elif ts is cst.AnnAssign or ts is cst.AugAssign:
-                _assigned_names(small.target, bound)
-            elif ts is cst.Global or ts is cst.Nonlocal:
-                declared.update(x.name.value for x in small.names)
-                if sites is not None:
-                    _bind(small, {x.name.value for x in small.names}, set(), sites)
-            elif sites is not None and ts is cst.Del:
-                _assigned_names(small.target, bound)
-                _bind(small, bound, set(), sites)
-                bound = set()
-            elif sites is not None and (ts is cst.Import or ts is cst.ImportFrom):
-                for alias in small.names if not isinstance(small.names, cst.ImportStar) else ():
-                    asname = alias.asname.name if alias.asname is not None else None
-                    bound.add(asname.value if type(asname) is cst.Name
-                              else (dotted_name(alias.name) or "").split(".")[0])
-                _bind(small, bound, set(), sites)
-                bound = set()
-            _bind(small, bound, names, sites)
-    elif t is cst.If:
-        _bind_block(st.body, names, declared, sites)
-        if type(st.orelse) is cst.If:
-            _bind_statement(st.orelse, names, declared, sites)
-        elif st.orelse is not None:
-            _bind_block(st.orelse.body, names, declared, sites)
-    elif t is cst.For:
-        bound = set()
-        _assigned_names(st.target, bound)
-        _bind(st, bound, names, sites)
-        _bind_block(st.body, names, declared, sites)
-        if st.orelse is not None:
-            _bind_block(st.orelse.body, names, declared, sites)
-    elif t is cst.While:
-        _bind_block(st.body, names, declared, sites)
-        if st.orelse is not None:
-            _bind_block(st.orelse.body, names, declared, sites)
-    elif t is cst.With:
-        for item in st.items:
-            if item.asname is not None:
-                bound = set()
-                _assigned_names(item.asname.name, bound)
-                _bind(item, bound, names, sites)
-        _bind_block(st.body, names, declared, sites)
-    elif t is cst.Try or t.__name__ == "TryStar":
-        _bind_block(st.body, names, declared, sites)
-        for h in st.handlers:
-            if h.name is not None:
-                bound = set()
-                _assigned_names(h.name.name, bound)
-                _bind(h, bound, names, sites)
-            _bind_block(h.body, names, declared, sites)
-        for part in (st.orelse, st.finalbody):
-            if part is not None:
-                _bind_block(part.body, names, declared, sites)
-    elif t is cst.Match:
-        for case in st.cases:
-            for node in walk(case.pattern):  # ``case Point(x=px)``, ``case [first, *rest]``, ``case _ as whole``
-                name = getattr(node, "name", None)
-                if type(node) in (cst.MatchAs, cst.MatchStar) and type(name) is cst.Name:
-                    _bind(node, {name.value}, names, sites)
-                elif type(node) is cst.MatchMapping and type(node.rest) is cst.Name:
-                    _bind(node, {node.rest.value}, names, sites)
-            _bind_block(case.body, names, declared, sites)
+def _sites(suite, sites: Sites | None = None) -> Sites:
+    """The binding nodes of each name the statements of a block bind (the small statement,
+    the ``for``, the ``with`` item, the handler, the ``def``/``class``, the ``match``
+    pattern), and those of the statements that change a name without a value
+    :func:`bound_names` counts: ``global``/``nonlocal`` declarations (a binding elsewhere),
+    imports and ``del``; added to ``sites`` when given. ``suite``: a block or a statement
+    node; a plain list of statements (a module's body) gives no sites."""
+    sites = {} if sites is None else sites
+    for s in _statement_or_block_sites(suite) if isinstance(suite, cst.CSTNode) else ():
+        if s.form in _SITE_FORMS:
+            nodes = sites.setdefault(s.name, [])
+            if not nodes or nodes[-1] is not s.node:  # ``a, a = ...``: one site
+                nodes.append(s.node)
+    return sites
 
 
 def is_generator(func: cst.FunctionDef) -> bool:
@@ -1091,9 +1017,7 @@ class UnitBuilder:
                 info = self.loop_info(frame, item.node, first.target, first.iter)
                 comp = first.inner_for_in
                 while comp is not None:
-                    extra: set[str] = set()
-                    _assigned_names(comp.target, extra)
-                    info.targets = tuple(sorted({*info.targets, *extra}))
+                    info.targets = tuple(sorted({*info.targets, *target_names(comp.target)}))
                     comp = comp.inner_for_in
                 body = Seq()
                 self._emit(frame, item.body, replace(ctx, loops=ctx.loops + (info,), conds=()), body.items, made, (), expr)
@@ -3484,9 +3408,7 @@ class UnitBuilder:
 
     def loop_info(self, frame: Frame, node, target, iter_expr) -> LoopInfo:
         self._place(node, frame.module)
-        names: set[str] = set()
-        if target is not None:
-            _assigned_names(target, names)
+        names = set(target_names(target)) if target is not None else set()
         calls = tuple(
             q for q in (self.resolve(frame, dotted_name(c.func))[0] for c in calls_in_order(iter_expr)) if q
         )
@@ -4205,7 +4127,7 @@ _LIST_READERS = frozenset({"enumerate", "reversed", "zip", "len"})
 
 def _name_bindings(scope: cst.CSTNode, name: str) -> list[cst.CSTNode]:
     """The nodes under ``scope`` (a function, class or module; nested functions and classes
-    included) that bind ``name``: those of each body's statements (:func:`_bind_statement`:
+    included) that bind ``name``: those of each body's statements (:func:`_sites`:
     assignments of every kind, ``for`` targets, ``with ... as``, ``except ... as``, ``match``
     captures, ``def``/``class`` statements, imports, ``del``, ``global``/``nonlocal``
     declarations), parameters, and the targets of comprehensions and walrus expressions."""
@@ -4216,13 +4138,12 @@ def _name_bindings(scope: cst.CSTNode, name: str) -> list[cst.CSTNode]:
             p = n.params
             for param in (*p.posonly_params, *p.params, *p.kwonly_params, p.star_arg, p.star_kwarg):
                 if type(param) is cst.Param:
-                    _bind(param, {param.name.value}, set(), sites)
+                    sites.setdefault(param.name.value, []).append(param)
         if t is cst.FunctionDef or t is cst.ClassDef or t is cst.Module:
-            _bind_block(n.body, set(), set(), sites)
+            _sites(n.body, sites)
         elif t is cst.CompFor or t is cst.NamedExpr:
-            bound: set[str] = set()
-            _assigned_names(n.target, bound)
-            _bind(n, bound, set(), sites)
+            for bound in dict.fromkeys(target_names(n.target)):
+                sites.setdefault(bound, []).append(n)
     return sites.get(name, [])
 
 
@@ -4479,108 +4400,29 @@ def _plain_int_bindings(func: cst.FunctionDef, name: str) -> tuple[int, ...] | N
     (``name += 1``, ``a, name = ...``, ``name: int = 0``, a ``for``/``with``/``except`` target,
     an import, ``del``, a walrus, a nested definition of that name) or a ``global``/``nonlocal``
     statement anywhere in the function names it (a nested function may re-bind it)."""
-    visit = _BindingsOf(func, name)
-    func.visit(visit)
-    return tuple(dict.fromkeys(visit.values)) if visit.ok else None
+    values: list[int] = []
+    for site in B.block_sites(func.body):
+        if site.name != name or site.form in _NOT_COUNTED_BY_PLAIN_INT or type(site.node) in _NOT_COUNTED_NODES:
+            continue
+        if site.form is B.ASSIGN and not site.unpacked and len(site.node.targets) == 1:
+            if type(site.value) is cst.Integer:
+                values.append(site.value.evaluated_value)
+            continue
+        return None
+    for n in walk(func):  # anywhere in the function, nested functions included
+        t = type(n)
+        if t is cst.NamedExpr and type(n.target) is cst.Name and n.target.value == name:
+            return None
+        if (t is cst.Global or t is cst.Nonlocal) and any(x.name.value == name for x in n.names):
+            return None
+    return tuple(dict.fromkeys(values))
 
 
-class _BindingsOf(cst.CSTVisitor):
-    """The bindings of ``name`` in the scope of ``func`` (:func:`_plain_int_bindings`): the
-    integer literals of its plain assignments (``values``), and whether every binding is a
-    plain one-target assignment (``ok``). A module-level class: a class made per call, with
-    methods closing over the function's node, would be a reference cycle holding the tree."""
-
-    def __init__(self, func: cst.FunctionDef, name: str) -> None:
-        self.func, self.name = func, name
-        self.values: list[int] = []
-        self.ok = True
-        self.depth = 0  # nested functions, classes and lambdas: their own scope
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        if node is not self.func:
-            if self.depth == 0 and node.name.value == self.name:
-                self.ok = False
-            self.depth += 1
-
-    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        if node is not self.func:
-            self.depth -= 1
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        if self.depth == 0 and node.name.value == self.name:
-            self.ok = False
-        self.depth += 1
-
-    def leave_ClassDef(self, node: cst.ClassDef) -> None:
-        self.depth -= 1
-
-    def visit_Global(self, node: cst.Global) -> None:
-        self.ok = self.ok and all(n.name.value != self.name for n in node.names)
-
-    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
-        self.ok = self.ok and all(n.name.value != self.name for n in node.names)
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        if self.depth:
-            return
-        plain = len(node.targets) == 1 and type(node.targets[0].target) is cst.Name
-        if plain and node.targets[0].target.value == self.name:
-            if type(node.value) is cst.Integer:
-                self.values.append(node.value.evaluated_value)
-            return
-        if any(self.name in _target_names(t.target) for t in node.targets):
-            self.ok = False
-
-    def _binds(self, target) -> None:
-        if self.depth == 0 and target is not None and self.name in _target_names(target):
-            self.ok = False
-
-    def visit_AugAssign(self, node) -> None:
-        self._binds(node.target)
-
-    def visit_AnnAssign(self, node) -> None:
-        self._binds(node.target)
-
-    def visit_For(self, node) -> None:
-        self._binds(node.target)
-
-    def visit_CompFor(self, node) -> None:
-        pass  # a comprehension's own scope
-
-    def visit_WithItem(self, node) -> None:
-        self._binds(node.asname.name if node.asname is not None else None)
-
-    def visit_ExceptHandler(self, node) -> None:
-        self._binds(node.name.name if node.name is not None else None)
-
-    def visit_Del(self, node) -> None:
-        self._binds(node.target)
-
-    def visit_NamedExpr(self, node) -> None:
-        if type(node.target) is cst.Name and node.target.value == self.name:
-            self.ok = False  # (even in a comprehension: it binds the function's variable)
-
-    def visit_ImportAlias(self, node) -> None:
-        bound = node.asname.name if node.asname is not None else node.name
-        if self.depth == 0 and dotted_name(bound) is not None and dotted_name(bound).split(".")[0] == self.name:
-            self.ok = False
-
-    def visit_MatchAs(self, node) -> None:
-        self._binds(node.name)
-
-    def visit_MatchStar(self, node) -> None:
-        self._binds(node.name)
-
-
-def _target_names(target: cst.CSTNode) -> set[str]:
-    """The plain names an assignment target binds (``a`` and ``b`` of ``a, (b, c.d) = ...``)."""
-    if type(target) is cst.Name:
-        return {target.value}
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return set().union(*(_target_names(el.value) for el in target.elements))
-    if type(target) is cst.StarredElement:
-        return _target_names(target.value)
-    return set()
+#: The sites :func:`_plain_int_bindings` does not read from the function's own scope: walrus
+#: targets and declarations (read anywhere in the function instead), and type aliases.
+_NOT_COUNTED_BY_PLAIN_INT = frozenset({B.WALRUS, B.GLOBAL, B.NONLOCAL, B.TYPE_ALIAS})
+#: Binding nodes :func:`_plain_int_bindings` does not count: ``case {**rest}`` and ``except*``.
+_NOT_COUNTED_NODES = (cst.MatchMapping, cst.ExceptStarHandler)
 
 
 def single_bindings(body) -> dict[str, cst.BaseExpression | None]:
@@ -4595,37 +4437,22 @@ def single_bindings(body) -> dict[str, cst.BaseExpression | None]:
     :mod:`loopcheck.engine.values` and :mod:`loopcheck.engine.settings` for the values a
     function or a module binds once."""
     out: dict[str, cst.BaseExpression | None] = {}
-
-    def bind(n: str, value=None) -> None:
-        out[n] = None if n in out else value
-
     for st in body:
         t = type(st)
         if t is not cst.SimpleStatementLine and t is not cst.SimpleStatementSuite:
             # a definition or a compound statement: what it binds is not bound once
-            names, declared = bound_names(st)
-            for n in (*names, *declared, *_declarations([st])):
+            for s in B.statement_sites(st):
+                if s.form in _BOUND_FORMS or s.form in _DECLARATIONS:
+                    out[s.name] = None
+            for n in _declarations([st]):
                 out[n] = None
             continue
-        for small in st.body:
-            ts = type(small)
-            if ts is cst.Assign and len(small.targets) == 1 and type(small.targets[0].target) is cst.Name:
-                bind(small.targets[0].target.value, small.value)
-            elif ts is cst.AnnAssign and type(small.target) is cst.Name and small.value is not None:
-                bind(small.target.value, small.value)
-            elif ts is cst.Import or ts is cst.ImportFrom:
-                for alias in small.names if not isinstance(small.names, cst.ImportStar) else ():
-                    asname = alias.asname.name if alias.asname is not None else None
-                    bind(asname.value if type(asname) is cst.Name else (dotted_name(alias.name) or "").split(".")[0])
-            elif ts is cst.Del:
-                deleted: set[str] = set()
-                _assigned_names(small.target, deleted)
-                for n in deleted:
-                    bind(n)
-            else:
-                names, declared = bound_names(cst.SimpleStatementLine([small]))
-                for n in (*names, *declared):
-                    bind(n)
+        for s in B.statement_sites(st):
+            if s.form is B.WALRUS or s.form is B.TYPE_ALIAS:
+                continue  # (not counted)
+            once = (s.form is B.ASSIGN and not s.unpacked and len(s.node.targets) == 1) or (
+                s.form is B.ANNOTATED and s.value is not None)
+            out[s.name] = s.value if once and s.name not in out else None
     return out
 
 

@@ -63,6 +63,8 @@ from functools import lru_cache
 
 import libcst as cst
 
+from loopcheck.engine import bindings as B
+from loopcheck.engine.bindings import block_sites, target_names
 from loopcheck.engine.interrupts import checkpoint
 from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.walk import children, walk
@@ -197,68 +199,31 @@ def is_main_block(stmt: cst.CSTNode) -> bool:
     return len(names) == 1 and len(strings) == 1
 
 
+#: The binding forms :func:`_module_bindings` counts at the module's level (not ``x += 1``,
+#: which reads ``x`` first, nor ``del``; ``global`` and walrus expressions are read anywhere).
+_MODULE_FORMS = frozenset({B.ASSIGN, B.ANNOTATED, B.FOR, B.WITH, B.EXCEPT, B.MATCH, B.IMPORT, B.DEF, B.CLASS,
+                           B.TYPE_ALIAS})
+
+
 def _module_bindings(module: cst.Module) -> tuple[set[str], bool, bool]:
     """``(names bound in the module's scope, whether it has an import statement there,
     whether something may bind names unseen)``."""
-    bound: set[str] = set()
     has_import = False
     open_ = False
     for stmt in _scope_statements(module.body):
         checkpoint()
-        t = type(stmt)
-        if t is cst.FunctionDef or t is cst.ClassDef:
-            bound.add(stmt.name.value)
-        elif t is cst.For:
-            _target_names(stmt.target, bound)
-        elif t is cst.With:
-            for item in stmt.items:
-                if item.asname is not None:
-                    _target_names(item.asname.name, bound)
-        elif t is cst.Try or t is cst.TryStar:
-            for handler in stmt.handlers:
-                if handler.name is not None:
-                    _target_names(handler.name.name, bound)
-        elif t is cst.Match:
-            for case in stmt.cases:
-                for n in walk(case.pattern):
-                    if type(n) in (cst.MatchAs, cst.MatchStar) and n.name is not None:
-                        bound.add(n.name.value)
-                    elif type(n) is cst.MatchMapping and n.rest is not None:
-                        bound.add(n.rest.value)
-        elif t is cst.SimpleStatementLine or t is cst.SimpleStatementSuite:
+        if type(stmt) is cst.SimpleStatementLine or type(stmt) is cst.SimpleStatementSuite:
             for small in stmt.body:
-                s = type(small)
-                if s is cst.Assign:
-                    for target in small.targets:
-                        _target_names(target.target, bound)
-                elif s is cst.AnnAssign:  # not ``x += 1``: it reads ``x`` first
-                    _target_names(small.target, bound)
-                elif s is cst.Import:
+                if type(small) is cst.Import or type(small) is cst.ImportFrom:
                     has_import = True
-                    for alias in small.names:
-                        if alias.asname is not None:
-                            _target_names(alias.asname.name, bound)
-                        else:  # ``import a.b`` binds ``a``
-                            n = alias.name
-                            while type(n) is cst.Attribute:
-                                n = n.value
-                            bound.add(n.value)
-                elif s is cst.ImportFrom:
-                    has_import = True
-                    if isinstance(small.names, cst.ImportStar):
-                        open_ = True
-                    else:
-                        for alias in small.names:
-                            name = alias.asname.name if alias.asname is not None else alias.name
-                            _target_names(name, bound)
-                elif getattr(cst, "TypeAlias", None) is not None and s is cst.TypeAlias:
-                    bound.add(small.name.value)
+                    open_ = open_ or isinstance(small.names, cst.ImportStar)
+    bound = {s.name for s in block_sites(module.body) if s.form in _MODULE_FORMS}
     # anywhere in the module: a walrus (in a comprehension it binds the module's name), a
     # ``global`` declaration (its function may assign the name), and what binds unseen
     for n in walk(module):
         t = type(n)
         if t is cst.NamedExpr:
-            _target_names(n.target, bound)
+            bound.update(target_names(n.target))
         elif t is cst.Global:
             bound.update(item.name.value for item in n.names)
         elif t is cst.ImportFrom and isinstance(n.names, cst.ImportStar):
@@ -303,18 +268,6 @@ def _scope_statements(body):
             elif isinstance(suite, cst.BaseSuite):
                 found.extend(getattr(suite, "body", ()))
         stack.extend(reversed(found))
-
-
-def _target_names(target: cst.CSTNode, out: set[str]) -> None:
-    """The names an assignment target binds (``a``, ``a, (b, *c)``; not ``x.a`` nor ``x[i]``)."""
-    t = type(target)
-    if t is cst.Name:
-        out.add(target.value)
-    elif t is cst.Tuple or t is cst.List:
-        for element in target.elements:
-            _target_names(element.value, out)
-    elif t is cst.StarredElement:
-        _target_names(target.value, out)
 
 
 def _statement_reads(small: cst.BaseSmallStatement, out: list[str]) -> None:

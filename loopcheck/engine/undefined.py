@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from loopcheck.engine.bindings import target_names
 from loopcheck.engine.import_raises import is_main_block, known_names
 from loopcheck.engine.interrupts import checkpoint
 from loopcheck.engine.names import dotted_name
@@ -370,7 +371,7 @@ class _Collector:
         self.bind_target(node.target, scope.binder())
 
     def _del(self, node: cst.Del, scope: Scope) -> None:
-        _del_names(node.target, scope.bound)  # (no read: a ``del`` target does not count)
+        scope.bound.update(target_names(node.target))  # (no read: a ``del`` target does not count)
 
     def _attribute(self, node: cst.Attribute, scope: Scope) -> None:
         if node.attr.value == "modules" and type(node.value) is cst.Name:
@@ -434,16 +435,6 @@ class _Collector:
 
     def _skip(self, node, scope: Scope) -> None:
         """A node whose names are not reads (an annotation)."""
-
-
-def _del_names(target: cst.CSTNode, out: set[str]) -> None:
-    """The plain names a ``del`` target names (they are local to its scope)."""
-    t = type(target)
-    if t is cst.Name:
-        out.add(target.value)
-    elif t is cst.Tuple or t is cst.List:
-        for element in target.elements:
-            _del_names(element.value, out)
 
 
 _HANDLERS = {
