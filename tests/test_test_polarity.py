@@ -26,3 +26,15 @@ _CODE = cst.Module([]).code_for_node
 def test_polarity_of_a_test(test, core, negated):
     found, neg = dataflow.test_polarity(cst.parse_expression(test))
     assert (_CODE(found), neg) == (core, negated)
+
+
+@pytest.mark.parametrize("a, b, same", [
+    ("phase == 'train'", 'phase == "train"', True),  # quotes are spelling
+    ("(i+1)%k==0", "(i + 1) % k == 0", True),  # so is whitespace
+    ("a and\n    b", "a and b", True),  # and a test split over lines
+    ("phase == 'train'", "phase == 'valid'", False),
+    ("x == 1", "x == 1.0", False),  # another literal, though equal in Python
+    ("f(", "f(", True),  # not Python: the text itself
+])
+def test_one_test_however_spelled(a, b, same):
+    assert (dataflow.test_text(a) == dataflow.test_text(b)) is same

@@ -20,9 +20,10 @@ of each name (``_sites``, read by ``_name_bindings``, ``_locals_not_defs`` and
 targets; the module bindings of :mod:`loopcheck.engine.import_raises`; the ``del`` targets
 of :mod:`loopcheck.engine.undefined`. Each reads the sites through its own filter of forms.
 
-The sites of a statement are computed once per statement node and kept (LibCST nodes are
-immutable and cannot be weakly referenced: the memo is keyed by identity, holds the node it
-describes, and is emptied beyond :data:`MAX_MEMO` entries).
+The sites of a statement are computed each time they are asked for, and nothing is kept:
+LibCST nodes cannot be weakly referenced, and a process-wide memo keyed by node would keep
+every tree it saw alive (the language server checks on every edit); computing them again
+costs no measurable time.
 """
 
 from __future__ import annotations
@@ -80,9 +81,6 @@ class Site:
     target: cst.CSTNode | None = None
 
 
-#: Beyond this many entries, the memo of :func:`statement_sites` is emptied.
-MAX_MEMO = 20000
-_MEMO: dict[int, tuple[cst.CSTNode, tuple[Site, ...]]] = {}
 
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
@@ -120,17 +118,11 @@ def statement_sites(st: cst.CSTNode, compound: bool = False) -> tuple[Site, ...]
     """The sites of one statement (a compound one's body included; a ``def`` or ``class``
     binds its name only), in the order the statement binds them. ``compound``: the statement
     sits inside a compound statement."""
-    key = id(st)
-    kept = _MEMO.get(key)
-    if kept is None or kept[0] is not st:
-        if len(_MEMO) >= MAX_MEMO:
-            _MEMO.clear()
-        out: list[Site] = []
-        _statement(st, out)
-        kept = _MEMO[key] = (st, tuple(out))
+    out: list[Site] = []
+    _statement(st, out)
     if not compound:
-        return kept[1]
-    return tuple(s if s.compound else _as_compound(s) for s in kept[1])
+        return tuple(out)
+    return tuple(s if s.compound else _as_compound(s) for s in out)
 
 
 def _as_compound(s: Site) -> Site:

@@ -15,6 +15,7 @@ the set of states in which it can run; rules decide from that set.
 
 from __future__ import annotations
 
+import ast
 import weakref
 from dataclasses import dataclass, field
 from typing import Hashable, Iterable, NamedTuple
@@ -287,6 +288,18 @@ def test_polarity(test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:
     return test, negated
 
 
+def test_text(code: str) -> str:
+    """The text that stands for a test's expression ``code`` (the source of
+    :func:`test_polarity`'s core) when tests are compared: its syntax tree as Python reads it
+    (``ast.dump``), so that the spelling of one expression does not make two tests
+    (``phase == 'train'`` and ``phase == "train"``, ``i%k==0`` and ``i % k == 0``, a test
+    split over lines); ``code`` itself when Python's parser does not read it."""
+    try:
+        return ast.dump(ast.parse(f"({code})", mode="eval"))
+    except (SyntaxError, ValueError):
+        return code
+
+
 def _core_type(test: cst.BaseExpression) -> type:
     """The node type of :func:`test_polarity`'s core, without building it."""
     while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
@@ -373,7 +386,7 @@ def repeated_tests(unit: Seq) -> dict[int, tuple[str, frozenset[str]]]:
             if shapes[_core_type(test), names] > 1 or at in equal or at in counted:
                 if id(test) not in code:
                     core, polarity[id(test)] = test_polarity(test)
-                    code[id(test)] = module.code_for_node(core)
+                    code[id(test)] = test_text(module.code_for_node(core))
                 text = code[id(test)]
                 texts[at] = (text, names)
                 count[text] = count.get(text, 0) + 1

@@ -24,6 +24,7 @@ from typing import Iterable, NamedTuple
 
 import libcst as cst
 
+from loopcheck.engine.builder import find_method
 from loopcheck.engine.callers import project_files
 
 from loopcheck.engine.dataflow import Machine
@@ -413,6 +414,19 @@ def _state_saved(unit: Unit) -> bool:
     return bool(unit.cached(("lc504_state_saved",), scan))
 
 
+#: The ``nn.Module`` methods that say which parameters the module has: a class that defines one
+#: of them decides itself what ``model.parameters()`` gives.
+PARAMETER_METHODS = ("parameters", "named_parameters")
+
+
+def _collects_parameters_itself(cls: ClassRef) -> bool:
+    """Whether project class ``cls`` or one of its project bases overrides ``parameters()`` or
+    ``named_parameters()`` (``return self.net["feature"].parameters()``): what the optimizer
+    built from ``model.parameters()`` gets is then that method's choice, and that it misses the
+    modules of a plain container is not established (LC504 is silent)."""
+    return any(find_method(cls, name) is not None for name in PARAMETER_METHODS)
+
+
 @register
 class SubmodulesInPlainContainer(Rule):
     """LC504 submodules-in-plain-container.
@@ -428,7 +442,8 @@ class SubmodulesInPlainContainer(Rule):
     unless the method deletes it before it ends (:func:`_deleted_after`: scratch space of the
     construction), or the file calls ``add_module``, ``register_module``,
     ``register_parameter`` or ``setattr``, or hands ``<name>.attr`` to a call that is not a
-    builtin reader (:func:`_registered`), or reads ``.attr`` only to count it
+    builtin reader (:func:`_registered`), or the class overrides ``parameters()``
+    (:func:`_collects_parameters_itself`), or reads ``.attr`` only to count it
     (:func:`_only_counted`: every ``.attr`` of the file is a target, a receiver of ``append``/
     ``extend``/``insert`` or the argument of ``len()``: the elements reach no computation, so
     nothing used is missed). Known limit: both escapes are by spelling,
@@ -475,6 +490,8 @@ class SubmodulesInPlainContainer(Rule):
                 continue
             if _registered(unit, cls_node, index, attr):
                 continue
+            if _collects_parameters_itself(ClassRef(index, cls_node.name.value)):
+                continue  # its own parameters() decides what the optimizer gets: not established to miss them
             if _only_counted(index, attr):
                 continue  # the held objects reach no computation: nothing is missed
             if _deleted_after(unit, raw.node, attr):
