@@ -519,8 +519,9 @@ def build_units(
 
     units = make_units()
     if roles.graph_stores:
-        # which models hold no parameters is read from the typed units; their forwards make no
-        # graph of their own, so the graph fact (and the stores it found) is derived again
+        # which models hold no parameters, or are not established to hold any, is read from the
+        # typed units; their forwards make no graph of their own, so the graph fact (and the
+        # stores it found) is derived again
         free = models_without_parameters(units) | models_without_own_parameters(units)
         if free:
             know_models_without_parameters(roles, raws, free)
