@@ -36,7 +36,7 @@ from loopcheck.engine.reuse import UnitMemo
 from loopcheck.engine.roles import infer_roles, know_models_without_parameters
 from loopcheck.engine.unit import Unit
 from loopcheck.engine.unreferenced import never_runs
-from loopcheck.engine.values import models_without_parameters, parents
+from loopcheck.engine.values import models_without_own_parameters, models_without_parameters, parents
 from loopcheck.engine.walk import parent_table
 from loopcheck.findings import Describe, Finding, Related, Report
 from loopcheck.parsing import Reindented, TooDeeplyNested, check_nesting, parse_module, parse_reindented
@@ -519,9 +519,10 @@ def build_units(
 
     units = make_units()
     if roles.graph_stores:
-        # which models hold no parameters is read from the typed units; their forwards make no
-        # graph of their own, so the graph fact (and the stores it found) is derived again
-        free = models_without_parameters(units)
+        # which models hold no parameters, or are not established to hold any, is read from the
+        # typed units; their forwards make no graph of their own, so the graph fact (and the
+        # stores it found) is derived again
+        free = models_without_parameters(units) | models_without_own_parameters(units)
         if free:
             know_models_without_parameters(roles, raws, free)
             for raw in raws:

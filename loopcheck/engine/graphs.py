@@ -14,7 +14,10 @@ counts only.
 definitions that reach it (the closest one before it in the same loop iteration, else all of
 them) all do or decide nothing, and one does. A definition does when it is made with grad
 enabled from a model's forward pass (of a model that may hold parameters: one established to
-hold none records no operation of its own), or through calls whose results keep the graph of
+hold none records no operation of its own, nor does one built here only from classes that
+build no parameter of their own and given nothing established to be a module, whose
+parameters are then not established:
+:func:`~loopcheck.engine.values.models_without_own_parameters`), or through calls whose results keep the graph of
 their inputs (tensor methods, arithmetic, ``torch.cat``, a loss function, a criterion, the
 forward of a model without parameters) from a name
 that carries a graph or from a leaf that requires grad (``nn.Parameter(t)``,

@@ -524,8 +524,11 @@ class Roles:
             ``Accelerator(step_scheduler_with_optimizer=False)``, or any value but a literal
             ``True``).
         parameterless: models established to hold no parameters
-            (:func:`loopcheck.engine.values.models_without_parameters`): their forward passes
-            make no graph of their own (set by :func:`know_models_without_parameters`).
+            (:func:`loopcheck.engine.values.models_without_parameters`) or not established to
+            hold any (:func:`loopcheck.engine.values.models_without_own_parameters`: built only
+            from classes that build none, given nothing established to be a module): their
+            forward passes make no graph of their own (set by
+            :func:`know_models_without_parameters`; read by the graph fact only).
     """
 
     optimizers: dict[str, OptimizerInfo] = field(default_factory=dict)

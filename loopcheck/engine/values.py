@@ -1520,9 +1520,44 @@ def construction_without_trainable_parameters(unit, node: cst.CSTNode | None, ne
     return raw is None or not inputs_require_grad(unit, raw)
 
 
-def _construction_without(unit, node: cst.CSTNode | None, near, frozen: bool) -> bool:
+def construction_without_own_parameters(unit, node: cst.CSTNode | None, near=None) -> bool:
+    """Whether the module a construction call builds (``node``: the call; ``near``: as
+    :func:`raw_call`) is not established to hold a parameter: its class builds none of its own
+    (as :func:`construction_without_parameters`), and what ``__init__`` keeps of its arguments
+    is not established to be a module or a value with a graph (:func:`_not_established_module`:
+    ``FocalLoss(alpha=cfg["alpha"])``, an item of a mapping the analysis cannot classify).
+    Such a class holds a parameter only through what it is given, so its forward is not
+    established to record a graph of its own. Read by the graph fact only
+    (:func:`models_without_own_parameters`): a rule that reports a module for holding no
+    parameters needs :func:`construction_without_parameters`."""
+    if not _construction_without(unit, node, near, frozen=False, given=True):
+        return False
+    raw = raw_call(unit, node, near)
+    return raw is not None and not inputs_require_grad(unit, raw)
+
+
+def _not_established_module(unit, index: ModuleIndex, arg: cst.Arg, raw: Arg | None, at: cst.Call) -> bool:
+    """Whether argument ``arg`` of construction ``at`` (its raw argument ``raw``) is not
+    established to be, or hold, a module or a value with an autograd graph: not starred, naming
+    no model of the file nor a member of one (``Wrapper(model)``, ``Head(self.backbone)``), no
+    symbol with a definition that carries a graph, and not a construction of a module with
+    state or a local bound only to such (:func:`_established_module`)."""
+    if raw is None or arg.star:
+        return False
+    roles = unit.roles
+    for m in raw.mentions:
+        parts = m.split(".")
+        prefixes = {roles.canon(".".join(parts[:i])) for i in range(1, len(parts) + 1)}
+        if prefixes & roles.models or m in roles.graph:
+            return False
+    return not _established_module(index, arg.value, at)
+
+
+def _construction_without(unit, node: cst.CSTNode | None, near, frozen: bool, given: bool = False) -> bool:
     """:func:`construction_without_parameters` (``frozen``: of
-    :func:`construction_without_trainable_parameters`, a parameter made frozen counting as none)."""
+    :func:`construction_without_trainable_parameters`, a parameter made frozen counting as none;
+    ``given``: of :func:`construction_without_own_parameters`, an argument not established to
+    be a module counting as harmless)."""
     if not isinstance(node, cst.Call):
         return False
     index = unit.module_of(node)
@@ -1533,7 +1568,8 @@ def _construction_without(unit, node: cst.CSTNode | None, near, frozen: bool) ->
 
     def harmless(arg: cst.Arg) -> bool:
         """An argument that cannot be, or hold, a module with parameters: a literal, a name
-        of a tensor, a new tensor, a module without parameters."""
+        of a tensor, a new tensor, a module without parameters (``given``: or one not
+        established to be a module)."""
         value = arg.value
         if _constant(value):
             return True
@@ -1544,8 +1580,10 @@ def _construction_without(unit, node: cst.CSTNode | None, near, frozen: bool) ->
             return True
         if a is not None and _tensor_sequence(unit, a.sym):
             return True
-        return isinstance(value, cst.Call) and (
-            _tensor_factory(index, value) or _builds_no_parameters(index, value, 1, harmless, frozen))
+        if isinstance(value, cst.Call) and (
+                _tensor_factory(index, value) or _builds_no_parameters(index, value, 1, harmless, frozen)):
+            return True
+        return given and _not_established_module(unit, index, arg, a, node)
 
     try:
         return _builds_no_parameters(index, node, 0, harmless, frozen)
@@ -2102,6 +2140,30 @@ def models_without_parameters(units) -> frozenset[str]:
         if all(model_without_parameters(u, model) for u in builders or units[:1]):
             out.add(model)
     return frozenset(out)
+
+
+def models_without_own_parameters(units) -> frozenset[str]:
+    """The models of a file (the units share its roles) not established to hold a parameter,
+    whose forward is then not established to record a graph of its own: built in some unit,
+    and every construction of it in every unit that builds it is a
+    :func:`construction_without_own_parameters` (``criterion = nn.CrossEntropyLoss()`` in one
+    arm, ``FocalLoss(gamma=cfg["gamma"])`` in the other). A model built nowhere here (a
+    parameter, a model known by its use) is not one of them."""
+    if not units:
+        return frozenset()
+    out = set()
+    for model in units[0].roles.models:
+        builders = [u for u in units if any(ev.subject == model for ev in u.of_kind("model_build"))]
+        if builders and all(_built_without_own_parameters(u, model) for u in builders):
+            out.add(model)
+    return frozenset(out)
+
+
+def _built_without_own_parameters(unit, model: str) -> bool:
+    """Whether every ``model_build`` event of ``model`` in the unit is a construction call
+    :func:`construction_without_own_parameters`."""
+    return all(isinstance(ev.raw, Call) and construction_without_own_parameters(unit, ev.raw.node, ev.raw)
+               for ev in unit.of_kind("model_build") if ev.subject == model)
 
 
 def _constant(expr: cst.BaseExpression) -> bool:

@@ -110,7 +110,8 @@ class LossTensorKept(Rule):
     """LC401 loss-tensor-kept.
 
     Reported when: a value the engine establishes to carry an autograd graph
-    (:mod:`loopcheck.engine.graphs`) is stored into a container or a total (``graph_store``)
+    (:mod:`loopcheck.engine.graphs`; the forward of a module not established to hold a
+    parameter records none of its own) is stored into a container or a total (``graph_store``)
     while that container still holds what the same store kept before an optimizer ``step``, on
     a path where the container was neither re-bound nor cleared (``graph_release``, or the head
     of a ``for`` whose target binds it from a loader that builds each item anew) since: the
