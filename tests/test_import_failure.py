@@ -160,8 +160,8 @@ def test_a_script_importing_a_package_whose_import_fails_fails_too(tmp_path: Pat
     {"core/models/__init__.py": "from .gan import *\nfrom content import *\n"},
     # the package binds the name: ``from core import models`` takes it, importing no submodule
     {"core/__init__.py": "models = None\n", "core/models/__init__.py": "from .content import *\n"},
-    # a star import may bind it
-    {"core/__init__.py": "from .base import *\n", "core/base.py": "",
+    # a star import binds it
+    {"core/__init__.py": "from .base import *\n", "core/base.py": "models = None\n",
      "core/models/__init__.py": "from .content import *\n"},
     # a name no directory of the namespace package holds: another portion of it may
     {"train.py": "from core import content\n"},
@@ -186,7 +186,9 @@ def test_relative_names_within_the_package_a_module_is_loaded_into():
 
 
 @pytest.mark.parametrize("module", [
-    "from .helpers import *\n",  # a star import may bind it
+    "from numpy import *\n",  # a star import of a library's module may bind it
+    "from .helpers import *\nfrom numpy import *\n",
+    "from .helpers import *\n",  # a star import of a project module that may bind names unseen
     "def __getattr__(name):\n    return 0\n",  # a module __getattr__
     "globals()['create_optimizer'] = object\n",
     "import sys\nsetattr(sys.modules[__name__], 'create_optimizer', 1)\n",
@@ -197,9 +199,41 @@ def test_relative_names_within_the_package_a_module_is_loaded_into():
 def test_a_name_that_may_be_bound_is_not_decided(tmp_path: Path, module: str):
     assert failure(tmp_path, {
         "pkg/__init__.py": "",
-        "pkg/helpers.py": "",
+        "pkg/helpers.py": "import sys\nsetattr(sys.modules[__name__], 'x', 1)\n",
         "pkg/common.py": module,
         "train.py": "from pkg.common import create_optimizer\n",
+    }) is None
+
+
+@pytest.mark.parametrize("helpers, decided", [
+    ("def create_optimizer():\n    pass\n", False),  # the star import binds it
+    ("__all__ = ['_create_optimizer']\n_create_optimizer = None\n", False),  # ... through __all__
+    ("from pkg.more import *\n", False),  # ... through a chain of star imports
+    ("def _create_optimizer():\n    pass\n", True),  # a private name: no star import binds it
+    ("__all__ = ['make']\ndef create_optimizer():\n    pass\ndef make():\n    pass\n", True),
+    ("", True),
+])
+def test_a_name_star_imports_of_project_modules_do_not_bind(tmp_path: Path, helpers: str, decided: bool):
+    found = failure(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/helpers.py": helpers,
+        "pkg/more.py": "create_optimizer = _create_optimizer = None\n",
+        "pkg/common.py": "from .helpers import *\n",
+        "train.py": "from pkg.common import _create_optimizer\n" if "_create" in helpers
+        else "from pkg.common import create_optimizer\n",
+    })
+    assert (found is not None) == decided
+    if decided:
+        assert found.reason.startswith("pkg/common.py defines no name")
+
+
+def test_a_star_import_of_a_package_may_bind_its_submodules(tmp_path: Path):
+    # ``from pkg import *`` (no ``__all__``) binds the public submodules loaded so far
+    assert failure(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/tools.py": "",
+        "other.py": "from pkg import *\n",
+        "train.py": "import pkg.tools\nfrom other import tools\n",
     }) is None
 
 

@@ -49,9 +49,13 @@ decided as if it were not there. It fails when:
 - ``from pkg.models import N`` names something the module does not bind at its top level (by
   any assignment, ``def``, ``class``, import, loop or ``with`` target, in any branch), that is
   not a submodule of a package (nor, in a project that builds extensions, may be one), in a
-  module that has no ``from x import *``, no module
+  module that has no module
   ``__getattr__``, no ``global N`` in a function, and no ``globals()``, ``setattr``, ``exec``,
-  ``sys.modules``, ``__dict__`` or ``vars()`` that could bind it unseen.
+  ``sys.modules``, ``__dict__`` or ``vars()`` that could bind it unseen; its star imports
+  (``from x import *``) must each be of a project module whose names are all known, and none
+  of them may bind ``N`` (:meth:`~loopcheck.engine.project.Project.stars_bind`: ``x``'s
+  ``__all__``, else its names not starting with ``_``, its own star imports followed; a star
+  import of a library's module may bind any name and leaves the import undecided).
 - ``import name`` or ``from name... import x`` names a top-level module that no folder of the
   checked script's search path holds, nor any the engine looks in, while the project holds a
   module of exactly that name in another folder (the author's own module, that Python will not
@@ -121,7 +125,7 @@ class _Module:
     compiles: bool
     imports: tuple  # ((line, module, names or None for ``import module``), ...)
     bound: frozenset[str]
-    open: bool  # a star import, __getattr__, globals()... : any name may be bound
+    open: bool  # a module __getattr__, globals(), setattr... : any name may be bound
     touches_path: bool  # assigns or changes __path__ (a package that extends where it looks)
     changes_path: int = NO_MOVE  # how it uses sys.path (:func:`_path_move`): later imports may look elsewhere
     runs_from: int | None = None  # the first top-level statement that may run a loop
@@ -134,6 +138,7 @@ class _Module:
     # ((line, names), ...): the module names each top-level statement (no ``def``) puts in
     # ``sys.modules`` by name (``sys.modules["x"] = m``: only ``x``), read for the checked file
     registered_at: tuple = ()
+    stars: bool = False  # has ``from x import *``: the names it binds are known only through x
 
 
 def failing_import(project: Project | None, source: str, path: Path | str | None) -> ImportFailure | None:
@@ -247,7 +252,7 @@ def _read(source: str, tree: ast.Module | None = None) -> _Module | None:
             if names:
                 registered_at.append((stmt.lineno, frozenset(names)))
     bound: set[str] = set()
-    is_open = touches_path = False
+    is_open = touches_path = has_stars = False
     stack: list[ast.AST] = list(tree.body)
     visited = 0
     while stack:
@@ -270,7 +275,7 @@ def _read(source: str, tree: ast.Module | None = None) -> _Module | None:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
                 if alias.name == "*":
-                    is_open = True
+                    has_stars = True  # (what it binds: :meth:`Project.stars_bind`)
                 else:
                     bound.add(alias.asname or alias.name.split(".")[0])
         elif isinstance(node, ast.ExceptHandler) and node.name:
@@ -288,7 +293,8 @@ def _read(source: str, tree: ast.Module | None = None) -> _Module | None:
             touches_path = True
         stack.extend(ast.iter_child_nodes(node))
     return _Module(True, tuple(imports), frozenset(bound), is_open, touches_path, changes_path, runs_from,
-                   path_moves, registers, tuple(registers_at), frozenset(registered), tuple(registered_at))
+                   path_moves, registers, tuple(registers_at), frozenset(registered), tuple(registered_at),
+                   has_stars)
 
 
 def _libraries() -> frozenset[str]:
@@ -513,8 +519,14 @@ def _fails(project: Project, module: str, names: tuple | None, near: Path, entry
     info = _module_at(project, found)
     if info is None or info.open:
         return None
+    bound = info.bound
+    if info.stars:
+        starred = project.stars_bind(found)
+        if starred is None:
+            return None  # a star import of a library's module (or one not known) may bind any name
+        bound = bound | starred
     for name in names:
-        if name == "*" or name in info.bound:
+        if name == "*" or name in bound:
             continue
         if found.name == "__init__.py" and (
             info.touches_path or _submodule_present(found.parent, name) or _builds_extensions(project)

@@ -584,6 +584,31 @@ class Project:
             names |= inner
         return frozenset(n for n in names if not n.startswith("_"))
 
+    def stars_bind(self, path: Path) -> frozenset[str] | None:
+        """Every name the star imports of the project module file ``path`` may bind, a
+        superset: the union of :meth:`star_names` of each, and, for one of a package without
+        a literal ``__all__``, the names of the package's directory (``from pkg import *``
+        also binds the public submodules loaded so far). ``None`` when one of them is not
+        known (a library's module, a relative one not resolved, one that may bind names
+        unseen); an empty set for a module without star imports."""
+        _stamp, exports = self._star_exports(path)
+        if exports is None or len(exports.imports.stars) != exports.star_count:
+            return None
+        names: set[str] = set()
+        for star in exports.imports.stars:
+            found = self.star_names(star, path)
+            if found is None:
+                return None
+            names |= found
+            source = self.find_module(star, path)
+            if source is not None and source.name == "__init__.py" and self._star_exports(source)[1].public is None:
+                try:
+                    names.update(p.name.split(".")[0] for p in source.parent.iterdir()
+                                 if not p.name.startswith("_"))
+                except OSError:
+                    return None
+        return frozenset(names)
+
     def _star_exports(self, path: Path):
         """``(stamp, star_exports)``: the stamp of project module ``path``'s file and its
         :func:`~loopcheck.engine.outline.star_exports` (``None`` when it cannot be read or
