@@ -53,6 +53,7 @@ from loopcheck.engine.binding import binds
 from loopcheck.engine.bindings import target_names
 from loopcheck.engine.calls import ref_parts
 from loopcheck.engine.classes import is_module_class
+from loopcheck.engine.entry_defaults import params_left_at_default
 from loopcheck.engine.knowledge import NO_GRAPH, knowledge
 from loopcheck.engine.names import STR_TRANSFORMS, ImportMap, dotted_name
 from loopcheck.engine.undefined import (
@@ -2268,11 +2269,38 @@ class UnitBuilder:
             self_sym = f"self@{cls.name}"
             subst[params[0]] = self_sym
         frame = self.new_frame(func, self.index, None, subst, cls, cls, self_sym)
+        if self_sym is not None and not _is_classmethod(func):
+            frame.constants = self._entry_defaults(func, cls)
         self._stack.append(func)
         try:
             return self.function_body(frame, func, Context(grad=grad))
         finally:
             self._stack.pop()
+
+    def _entry_defaults(self, func: cst.FunctionDef, cls: ClassRef) -> dict:
+        """The run constants of method ``func`` of ``cls`` read as an entry point: each
+        parameter left at its literal default by every call the project's code may make of it
+        (:func:`~loopcheck.engine.entry_defaults.params_left_at_default`), that the method never
+        binds again and that an ``if``/``while`` test or a conditional expression of its body
+        reads. The build then depends on other modules (:attr:`UnitRecord.reusable`)."""
+        info = self.index.classes.get(cls.name)
+        if info is None or cls.module is not self.index or self.index.project is None:
+            return {}
+        p = func.params
+        assigned = bound_names(func.body)[0]
+        tested = {n.value for t in walk(func.body) if type(t) in (cst.If, cst.While, cst.IfExp)
+                  for n in walk(t.test) if type(n) is cst.Name}
+        defaults = {
+            x.name.value: literal_value(x.default) for x in (*p.posonly_params, *p.params, *p.kwonly_params)[1:]
+            if x.default is not None and x.name.value in tested and x.name.value not in assigned
+        }
+        defaults = {k: v for k, v in defaults.items() if v is not NO_VALUE}
+        if not defaults:
+            return {}
+        left = params_left_at_default(self.index.project, self.index, func, info.node, sorted(defaults))
+        if left and self.record is not None:
+            self.record.reusable = False  # (the answer reads the project's other files)
+        return {k: v for k, v in defaults.items() if k in left}
 
     # -- statements ----------------------------------------------------------------------
     def block(self, frame: Frame, body: cst.BaseSuite, ctx: Context) -> Seq:
