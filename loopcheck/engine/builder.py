@@ -2002,7 +2002,8 @@ class UnitBuilder:
         params = _param_names(func)
         subst: dict[str, str] = {}
         bound: dict[str, Arg] = {}  # parameters given an expression (model.parameters())
-        positional = [a for a in raw.args if a.keyword is None]
+        starred = _starred_args(raw)
+        positional = _known_positional(raw.args, starred)
         class_params: dict[str, ClassRef] = {}
         if params and _is_classmethod(func):
             # ``Net.from_config(cfg)``, also through an instance: Python binds ``cls`` to the
@@ -2025,6 +2026,8 @@ class UnitBuilder:
                 subst[name] = arg.sym
             else:
                 bound[name] = arg
+        # a parameter that ``*xs`` or ``**kw`` may give holds no default known here
+        unknown = _starred_params(func, params, len(positional), set(starred.values()))
         for arg in raw.args:
             if arg.keyword and arg.sym is not None and arg.keyword not in assigned:
                 subst[arg.keyword] = arg.sym
@@ -2038,7 +2041,7 @@ class UnitBuilder:
             x.name.value for x in (*p.params, *p.kwonly_params)
             if x.name.value not in subst and x.default is not None and _is_literal(x.default, set())
         }
-        callee.constants = _constants(func, bound, subst, self._locals[key][0])
+        callee.constants = _constants(func, bound, subst, self._locals[key][0] | unknown)
         callee.constant_calls = {name: raw.node for name in callee.constants if name in bound}
         callee.displays = {
             name: arg.node for name, arg in bound.items()
@@ -4723,6 +4726,43 @@ def _statement_call(s: cst.CSTNode) -> cst.Call | None:
     t = type(s)
     value = s.value if t in (cst.Expr, cst.Assign, cst.AnnAssign, cst.Return) else None
     return value if type(value) is cst.Call else None
+
+
+def _starred_args(raw: Call) -> dict[int, str]:
+    """``id()`` of the expression of each argument of ``raw`` that its call unpacks -> ``"*"``
+    or ``"**"`` (``f(x, *xs, **kw)``); an unpacking of the caller's own ``*args``/``**kwargs``
+    that the builder replaced by the arguments they hold is not among ``raw``'s."""
+    node = raw.node
+    if type(node) is not cst.Call:
+        return {}
+    return {id(a.value): a.star for a in node.args if a.star}
+
+
+def _known_positional(args: list[Arg], starred: dict[int, str]) -> list[Arg]:
+    """The positional arguments of a call whose parameter is known: those before the first
+    ``*xs`` (what lands after it depends on its length); never a ``**kw``."""
+    out = []
+    for a in args:
+        if a.keyword is not None:
+            continue
+        kind = starred.get(id(a.node))
+        if kind == "*":
+            break
+        if kind is None:
+            out.append(a)
+    return out
+
+
+def _starred_params(func: cst.FunctionDef, params: list[str], given: int, kinds: set[str]) -> set[str]:
+    """The parameters of ``func`` that a call's unpacked arguments may give: with ``**kw``,
+    every one; with ``*xs``, the positional ones ``params`` (less the bound ``self``) from
+    index ``given`` on, ``given`` being how many positional arguments come before it."""
+    if "**" in kinds:
+        p = func.params
+        return {x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)}
+    if "*" in kinds:
+        return set(params[given:])
+    return set()
 
 
 def _constants(func: cst.FunctionDef, bound: dict, subst: dict, assigned: set[str]) -> dict:
