@@ -53,6 +53,7 @@ from loopcheck.engine.binding import binds
 from loopcheck.engine.bindings import target_names
 from loopcheck.engine.calls import ref_parts
 from loopcheck.engine.classes import is_module_class
+from loopcheck.engine.entry_defaults import params_left_at_default
 from loopcheck.engine.knowledge import NO_GRAPH, knowledge
 from loopcheck.engine.names import STR_TRANSFORMS, ImportMap, dotted_name
 from loopcheck.engine.undefined import (
@@ -2001,7 +2002,8 @@ class UnitBuilder:
         params = _param_names(func)
         subst: dict[str, str] = {}
         bound: dict[str, Arg] = {}  # parameters given an expression (model.parameters())
-        positional = [a for a in raw.args if a.keyword is None]
+        starred = _starred_args(raw)
+        positional = _known_positional(raw.args, starred)
         class_params: dict[str, ClassRef] = {}
         if params and _is_classmethod(func):
             # ``Net.from_config(cfg)``, also through an instance: Python binds ``cls`` to the
@@ -2024,6 +2026,8 @@ class UnitBuilder:
                 subst[name] = arg.sym
             else:
                 bound[name] = arg
+        # a parameter that ``*xs`` or ``**kw`` may give holds no default known here
+        unknown = _starred_params(func, params, len(positional), set(starred.values()))
         for arg in raw.args:
             if arg.keyword and arg.sym is not None and arg.keyword not in assigned:
                 subst[arg.keyword] = arg.sym
@@ -2037,7 +2041,7 @@ class UnitBuilder:
             x.name.value for x in (*p.params, *p.kwonly_params)
             if x.name.value not in subst and x.default is not None and _is_literal(x.default, set())
         }
-        callee.constants = _constants(func, bound, subst, self._locals[key][0])
+        callee.constants = _constants(func, bound, subst, self._locals[key][0] | unknown)
         callee.constant_calls = {name: raw.node for name in callee.constants if name in bound}
         callee.displays = {
             name: arg.node for name, arg in bound.items()
@@ -2268,11 +2272,38 @@ class UnitBuilder:
             self_sym = f"self@{cls.name}"
             subst[params[0]] = self_sym
         frame = self.new_frame(func, self.index, None, subst, cls, cls, self_sym)
+        if self_sym is not None and not _is_classmethod(func):
+            frame.constants = self._entry_defaults(func, cls)
         self._stack.append(func)
         try:
             return self.function_body(frame, func, Context(grad=grad))
         finally:
             self._stack.pop()
+
+    def _entry_defaults(self, func: cst.FunctionDef, cls: ClassRef) -> dict:
+        """The run constants of method ``func`` of ``cls`` read as an entry point: each
+        parameter left at its literal default by every call the project's code may make of it
+        (:func:`~loopcheck.engine.entry_defaults.params_left_at_default`), that the method never
+        binds again and that an ``if``/``while`` test or a conditional expression of its body
+        reads. The build then depends on other modules (:attr:`UnitRecord.reusable`)."""
+        info = self.index.classes.get(cls.name)
+        if info is None or cls.module is not self.index or self.index.project is None:
+            return {}
+        p = func.params
+        assigned = bound_names(func.body)[0]
+        tested = {n.value for t in walk(func.body) if type(t) in (cst.If, cst.While, cst.IfExp)
+                  for n in walk(t.test) if type(n) is cst.Name}
+        defaults = {
+            x.name.value: literal_value(x.default) for x in (*p.posonly_params, *p.params, *p.kwonly_params)[1:]
+            if x.default is not None and x.name.value in tested and x.name.value not in assigned
+        }
+        defaults = {k: v for k, v in defaults.items() if v is not NO_VALUE}
+        if not defaults:
+            return {}
+        left = params_left_at_default(self.index.project, self.index, func, info.node, sorted(defaults))
+        if left and self.record is not None:
+            self.record.reusable = False  # (the answer reads the project's other files)
+        return {k: v for k, v in defaults.items() if k in left}
 
     # -- statements ----------------------------------------------------------------------
     def block(self, frame: Frame, body: cst.BaseSuite, ctx: Context) -> Seq:
@@ -4695,6 +4726,43 @@ def _statement_call(s: cst.CSTNode) -> cst.Call | None:
     t = type(s)
     value = s.value if t in (cst.Expr, cst.Assign, cst.AnnAssign, cst.Return) else None
     return value if type(value) is cst.Call else None
+
+
+def _starred_args(raw: Call) -> dict[int, str]:
+    """``id()`` of the expression of each argument of ``raw`` that its call unpacks -> ``"*"``
+    or ``"**"`` (``f(x, *xs, **kw)``); an unpacking of the caller's own ``*args``/``**kwargs``
+    that the builder replaced by the arguments they hold is not among ``raw``'s."""
+    node = raw.node
+    if type(node) is not cst.Call:
+        return {}
+    return {id(a.value): a.star for a in node.args if a.star}
+
+
+def _known_positional(args: list[Arg], starred: dict[int, str]) -> list[Arg]:
+    """The positional arguments of a call whose parameter is known: those before the first
+    ``*xs`` (what lands after it depends on its length); never a ``**kw``."""
+    out = []
+    for a in args:
+        if a.keyword is not None:
+            continue
+        kind = starred.get(id(a.node))
+        if kind == "*":
+            break
+        if kind is None:
+            out.append(a)
+    return out
+
+
+def _starred_params(func: cst.FunctionDef, params: list[str], given: int, kinds: set[str]) -> set[str]:
+    """The parameters of ``func`` that a call's unpacked arguments may give: with ``**kw``,
+    every one; with ``*xs``, the positional ones ``params`` (less the bound ``self``) from
+    index ``given`` on, ``given`` being how many positional arguments come before it."""
+    if "**" in kinds:
+        p = func.params
+        return {x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)}
+    if "*" in kinds:
+        return set(params[given:])
+    return set()
 
 
 def _constants(func: cst.FunctionDef, bound: dict, subst: dict, assigned: set[str]) -> dict:

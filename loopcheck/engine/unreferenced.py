@@ -531,6 +531,53 @@ def _unreferenced_elsewhere(project, index, func: cst.FunctionDef, cls: cst.Clas
     return memo[key]
 
 
+def method_naming_files(project, index, func: cst.FunctionDef, cls: cst.ClassDef) -> list[Path] | None:
+    """The project's Python files whose code may call method ``func`` of module-level class
+    ``cls`` of the module ``index``, its own file first, when only the project's code can
+    call it: the conditions of :func:`_unreferenced_elsewhere` on the method (no decorator,
+    no dunder, bases in the project, no file looking names up at run time, a script's or a
+    private name or a module of a project without packaging metadata) and no packaging file,
+    notebook or text naming it (:func:`_named_outside_code`). The files Python cannot compile
+    run nothing and are left out. ``None`` when any of it is not decided."""
+    name = func.name.value
+    if func.decorators or (name.startswith("__") and name.endswith("__")):
+        return None
+    bases = _project_bases(index, cls)
+    if cls.decorators or cls.keywords or bases is None:
+        return None
+    read = _reading(project, index)
+    if read is None:
+        return None
+    path, root, files, notebooks, own, texts = read
+    if _dynamic_file(project, index, path, own, True):
+        return None
+    importers = _importers(project, index, files, path)
+    if importers is None:
+        return None
+    importers = _importers_closure(project, index, files, path, importers)
+    if importers is None:
+        return None
+    if not (_MAIN.search(own) or name.startswith("_")
+            or ((importers or _notebook_importers(project, read)) and not _packaged(project, root, path))
+            or _nothing_runs(project, index, read, importers)):
+        return None
+    callers = _method_files(project, index, read, importers)
+    if callers is None:
+        return None
+    out = [path]
+    for file in dict.fromkeys([*importers, *bases, *callers]):
+        if file == path:
+            continue
+        text = _text(project, file)
+        if text is None or _dynamic_file(project, index, file, text, True):
+            return None
+        if _compiles(project, file):
+            out.append(file)
+    if _named_outside_code(root, notebooks, texts, name, (_stem(path), cls.name.value), project):
+        return None
+    return out
+
+
 def _unreferenced_elsewhere_now(project, index, func: cst.FunctionDef, cls: cst.ClassDef | None, table: dict) -> bool:
     """:func:`_unreferenced_elsewhere`, not kept."""
     name = func.name.value
