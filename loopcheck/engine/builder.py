@@ -53,7 +53,6 @@ from loopcheck.engine.binding import binds
 from loopcheck.engine.bindings import target_names
 from loopcheck.engine.calls import ref_parts
 from loopcheck.engine.classes import is_module_class
-from loopcheck.engine.entry_defaults import params_left_at_default
 from loopcheck.engine.knowledge import NO_GRAPH, knowledge
 from loopcheck.engine.names import STR_TRANSFORMS, ImportMap, dotted_name
 from loopcheck.engine.undefined import (
@@ -2259,10 +2258,13 @@ class UnitBuilder:
         # (a program starts with autocast off on every device)
         return self.stmts(frame, self.index.module_code(), Context(autocast=(("*", False),)))
 
-    def function_unit(self, func: cst.FunctionDef, grad: str = "enabled") -> Seq:
+    def function_unit(self, func: cst.FunctionDef, grad: str = "enabled", left_at_default=None) -> Seq:
         """The IR of a function no one here calls, read on its own (``self`` is ``self@Cls``);
         ``grad``: the gradient mode its body starts in (``"disabled"`` when every
-        ``self.<name>(...)`` call of the class family runs under ``torch.no_grad()``)."""
+        ``self.<name>(...)`` call of the class family runs under ``torch.no_grad()``);
+        ``left_at_default``: :func:`loopcheck.engine.entry_defaults.params_left_at_default`, or
+        ``None`` to take no parameter at its default (given by the caller: that module reads
+        the project's callers, which import the builder)."""
         cls_name = self.index.method_class.get(func)
         cls = ClassRef(self.index, cls_name) if cls_name is not None else None
         subst: dict[str, str] = {}
@@ -2272,15 +2274,15 @@ class UnitBuilder:
             self_sym = f"self@{cls.name}"
             subst[params[0]] = self_sym
         frame = self.new_frame(func, self.index, None, subst, cls, cls, self_sym)
-        if self_sym is not None and not _is_classmethod(func):
-            frame.constants = self._entry_defaults(func, cls)
+        if self_sym is not None and not _is_classmethod(func) and left_at_default is not None:
+            frame.constants = self._entry_defaults(func, cls, left_at_default)
         self._stack.append(func)
         try:
             return self.function_body(frame, func, Context(grad=grad))
         finally:
             self._stack.pop()
 
-    def _entry_defaults(self, func: cst.FunctionDef, cls: ClassRef) -> dict:
+    def _entry_defaults(self, func: cst.FunctionDef, cls: ClassRef, left_at_default) -> dict:
         """The run constants of method ``func`` of ``cls`` read as an entry point: each
         parameter left at its literal default by every call the project's code may make of it
         (:func:`~loopcheck.engine.entry_defaults.params_left_at_default`), that the method never
@@ -2300,7 +2302,7 @@ class UnitBuilder:
         defaults = {k: v for k, v in defaults.items() if v is not NO_VALUE}
         if not defaults:
             return {}
-        left = params_left_at_default(self.index.project, self.index, func, info.node, sorted(defaults))
+        left = left_at_default(self.index.project, self.index, func, info.node, sorted(defaults))
         if left and self.record is not None:
             self.record.reusable = False  # (the answer reads the project's other files)
         return {k: v for k, v in defaults.items() if k in left}

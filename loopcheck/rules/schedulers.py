@@ -95,11 +95,13 @@ def changes_after_run(info: SchedulerInfo, epochs: int | None) -> bool:
     constants fix it: :attr:`~loopcheck.engine.ir.LoopInfo.count`): every construction's first
     change of the LR comes at a known position (knowledge ``first_change``, a literal or a run
     constant: ``StepLR(step_size=10000)``, the smallest milestone of a ``MultiStepLR``) of
-    ``epochs`` or more. Epoch ``k`` (from 0) trains at position ``k``, so one step per epoch
-    never trains at position ``epochs``: such a period can only count steps."""
+    beyond ``epochs``, the most positions one step per epoch reaches: such a period can only
+    count steps. A change at position ``epochs`` exactly (``StepLR(step_size=2)`` in a 2-epoch
+    run) is not counted: no epoch would train at it, but a schedule that short is as likely an
+    epoch schedule of a short run as a step schedule, so the finding stays."""
     if epochs is None or not info.starts:
         return False
-    return all(s.kind == "held" and s.at is not None and s.at >= epochs for s in info.starts)
+    return all(s.kind == "held" and s.at is not None and s.at > epochs for s in info.starts)
 
 
 def trains_nothing(unit: Unit, info: SchedulerInfo) -> bool:
