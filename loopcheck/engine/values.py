@@ -1653,6 +1653,19 @@ def _class_builds_state(cls: ClassRef, depth: int, seen: frozenset) -> bool:
     init = info.methods.get("__init__")
     if init is None:
         return False
+    for index, func, me, node, d in _init_calls(cls, init):
+        if d is None or d.partition(".")[0] == me:
+            continue  # a call the engine cannot name, or of the module's own methods (followed)
+        if _call_builds_state(index, node, d, depth, seen) and not _result_stays_local(index, func, me, node):
+            return True
+    return False
+
+
+def _init_calls(cls: ClassRef, init: cst.FunctionDef):
+    """Each call of ``init`` (``__init__`` of ``cls``) and of the methods of the class it calls
+    on ``self``, transitively, as ``(module, function, self name, call, dotted name or None)``:
+    a ``self.<method>(...)`` of the class (or of a project base) is yielded and also followed
+    into that method, each method read once."""
     todo: list[tuple[ModuleIndex, cst.FunctionDef]] = [(cls.module, init)]
     done: set = set()
     while todo:
@@ -1665,17 +1678,12 @@ def _class_builds_state(cls: ClassRef, depth: int, seen: frozenset) -> bool:
             if not isinstance(node, cst.Call):
                 continue
             d = dotted_name(node.func)
-            if d is None:
-                continue
-            head, _, rest = d.partition(".")
-            if head == me:
-                found = find_method(cls, rest) if rest and "." not in rest else None
+            if d is not None:
+                head, _, rest = d.partition(".")
+                found = find_method(cls, rest) if head == me and rest and "." not in rest else None
                 if found is not None:
                     todo.append((found[0].module, found[1]))
-                continue
-            if _call_builds_state(index, node, d, depth, seen) and not _result_stays_local(index, func, me, node):
-                return True
-    return False
+            yield index, func, me, node, d
 
 
 def _call_builds_state(index: ModuleIndex, node: cst.Call, d: str, depth: int, seen: frozenset) -> bool:
@@ -2264,43 +2272,30 @@ def _may_build_parameters(cls: ClassRef, init: cst.FunctionDef, depth: int, seen
     ``frozen``, a parameter that requires grad: ``nn.Parameter(t, requires_grad=False)``, and
     ``self.register_parameter(name, p)`` of such a call or of ``None``, build none
     (:func:`_makes_frozen_parameter`)."""
-    todo: list[tuple[ModuleIndex, cst.FunctionDef]] = [(cls.module, init)]
-    done: set = set()
-    while todo:
-        index, func = todo.pop()
-        if func in done:
+    for index, func, me, node, d in _init_calls(cls, init):
+        if d is None:
+            if _on_super(node.func):
+                continue  # super().__init__(...): the base's, read with the base
+            if isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Call) \
+                    and _tensor_factory(index, node.func.value):
+                continue  # torch.tensor(...).unsqueeze(0): a method of a new tensor gives a tensor
+            return True
+        head, _, rest = d.partition(".")
+        if head == me:
+            if rest == "register_parameter":
+                if frozen and _registers_frozen(index, node):
+                    continue  # the frozen Parameter it is given is read as a call of its own
+                return True
+            continue  # nn.Module's own methods (register_buffer, apply), a submodule's method, or
+            # a method of the class (followed by _init_calls)
+        chosen = _local_choice(func, d)
+        if chosen is not None:  # window_fn(...) with window_fn = windows.get(name, None)
+            if any(_call_may_build(index, node, c, c.partition(".")[0], depth, seen, frozen) for c in chosen) \
+                    and not _result_stays_local(index, func, me, node):
+                return True
             continue
-        done.add(func)
-        me = _self_name(func)
-        for node in walk(func.body):
-            if not isinstance(node, cst.Call):
-                continue
-            d = dotted_name(node.func)
-            if d is None:
-                if _on_super(node.func):
-                    continue  # super().__init__(...): the base's, read with the base
-                if isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Call) \
-                        and _tensor_factory(index, node.func.value):
-                    continue  # torch.tensor(...).unsqueeze(0): a method of a new tensor gives a tensor
-                return True
-            head, _, rest = d.partition(".")
-            if head == me:
-                if rest == "register_parameter":
-                    if frozen and _registers_frozen(index, node):
-                        continue  # the frozen Parameter it is given is read as a call of its own
-                    return True
-                found = find_method(cls, rest) if rest and "." not in rest else None
-                if found is not None:
-                    todo.append((found[0].module, found[1]))
-                continue  # nn.Module's own methods (register_buffer, apply), a submodule's method
-            chosen = _local_choice(func, d)
-            if chosen is not None:  # window_fn(...) with window_fn = windows.get(name, None)
-                if any(_call_may_build(index, node, c, c.partition(".")[0], depth, seen, frozen) for c in chosen) \
-                        and not _result_stays_local(index, func, me, node):
-                    return True
-                continue
-            if _call_may_build(index, node, d, head, depth, seen, frozen) and not _result_stays_local(index, func, me, node):
-                return True
+        if _call_may_build(index, node, d, head, depth, seen, frozen) and not _result_stays_local(index, func, me, node):
+            return True
     return False
 
 
