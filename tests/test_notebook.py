@@ -449,3 +449,68 @@ def test_cells_ipython_runs_are_no_syntax_error():
                          (4, "model =\n"), (5, "ls -la"), (6, " a = 1\nb = (\n"), (7, "bash ./run.sh")])
     assert nb.syntax_errors == [(4, 1, 8, "invalid syntax"), (6, 1, 1, "unexpected indent"),
                                 (7, 1, 7, "invalid syntax")]
+
+
+# A notebook whose fifth code cell does not parse, after cells whose rows a position taken from
+# the whole program would land in: a line magic, a shell escape continued on the next line, a
+# cell magic whose body is Python, and markdown cells (cells count them too).
+BROKEN_AFTER_MAGICS = [
+    "md:# Schedule",
+    "%matplotlib inline\nimport math\nimport torch",
+    "!pip install tqdm \\\n  einops\nT = 1000",
+    "md:## Steps",
+    "%%time\n# Note: T is the number of steps\nsteps = list(range(T))",
+    "%load_ext autoreload\nalphas = [math.cos(i / T) for i in steps]\nfor i, a in enumeratealphas:\n\n"
+    "beta = torch.tensor(alphas)",
+    "x = (1,\n     2]",
+]
+
+
+@pytest.mark.parametrize("ipython", [True, False], ids=["ipython", "blanking"])
+def test_a_syntax_error_after_magic_cells_names_its_own_cell_and_lines(tmp_path, monkeypatch, ipython):
+    """CPython rejects cell 6 at its row 5 (the ``for`` of row 3 has no body) and cell 7 at its
+    row 2 (the ``(`` of row 1 is closed by ``]``): the cell, the row and column, and the line
+    the message names are the cell's own, whether IPython rewrites the magics or they are
+    blanked (census 23: "line 18 of cell 4" for a ``for`` at line 56 of cell 11)."""
+    if ipython:
+        pytest.importorskip("IPython")
+        notebook_module._ipython_token_transformer.cache_clear()
+    else:
+        monkeypatch.setattr(notebook_module, "_ipython_token_transformer", lambda: None)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "nb.ipynb").write_text(notebook(*BROKEN_AFTER_MAGICS))
+    result = run("--output-format", "concise", "nb.ipynb")
+    assert result.output.splitlines() == [
+        "nb.ipynb:cell 6:5:1: LC001 SyntaxError: expected an indented block after 'for' statement on line 3 of cell 6",
+        "nb.ipynb:cell 7:2:7: LC001 SyntaxError: closing parenthesis ']' does not match opening parenthesis '(' "
+        "on line 1 of cell 7",
+        "Found 2 errors.",
+    ]
+    found = json.loads(run("--output-format", "json", "nb.ipynb").output)
+    assert [(f["code"], f["cell"], f["location"], f["end_location"], f["noqa_row"], f["message"]) for f in found] == [
+        ("LC001", 6, {"row": 5, "column": 1}, {"row": 5, "column": 1}, 5,
+         "SyntaxError: expected an indented block after 'for' statement on line 3 of cell 6"),
+        ("LC001", 7, {"row": 2, "column": 7}, {"row": 2, "column": 7}, 2,
+         "SyntaxError: closing parenthesis ']' does not match opening parenthesis '(' on line 1 of cell 7"),
+    ]
+    full = run("--output-format", "full", "nb.ipynb").output.splitlines()
+    assert full[1:5] == [" --> nb.ipynb:cell 6:5:1", "  |", "5 | beta = torch.tensor(alphas)", "  | ^"]
+
+
+def test_a_null_character_in_a_cell_is_reported_where_it_is():
+    """CPython refuses text with a NUL before parsing it, with no position: the cell's LC001 is
+    at the NUL, in the words a Python file gets, not at the cell's first row."""
+    from loopcheck.workspace.notebook import build_notebook
+
+    nb = build_notebook([(1, "import torch\nx = 1"), (3, "%time a = 1\nb = 'x\\0y'\nc = '\0'")])
+    assert nb.syntax_errors == [(3, 3, 6, "source code cannot contain null bytes")]
+
+
+def test_a_line_a_cell_message_names_past_the_cell_end_stays_in_that_cell():
+    """The line a cell's syntax error names is a row of that cell; one past its end (where
+    CPython's text ends) is named as its last row, never as a row of the next cell."""
+    from loopcheck.workspace.notebook import build_notebook
+
+    nb = build_notebook([(1, "import torch\nx = 1"), (2, "a = 1\nb = 2"), (4, "c = 3")])
+    assert nb.relabel(nb.cell_message(2, "on line 2")) == "on line 2 of cell 2"
+    assert nb.relabel(nb.cell_message(2, "(detected at line 3)")) == "(detected at line 2 of cell 2)"

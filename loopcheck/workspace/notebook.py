@@ -15,8 +15,9 @@ shifts the lines after it:
   body is Python (``%%time``, ``%%timeit``, ``%%capture``, ...), which only lose their first
   line.
 
-A cell that does not parse on its own is reported as LC001 in that cell, at the error, and
-left out of the program (its rows kept empty), so the other cells are still checked — as
+A cell that does not parse on its own is reported as LC001 in that cell, at the error (a line
+its message names is a line of that cell: :meth:`Notebook.cell_message`), and left out of the
+program (its rows kept empty), so the other cells are still checked — as
 ruff skips the bad cell. A cell IPython runs after transformations this module does not make
 (its leading-indent cleanup, automagic on a one-line cell: :func:`_runs_in_ipython`) is left
 out the same way, without LC001. A cell whose ``source`` is not text (``null``, a number), which
@@ -132,6 +133,18 @@ class Notebook:
         if first is None:
             return 1
         return first + row_in_cell
+
+    def cell_message(self, cell: int, message: str) -> str:
+        """The ``message`` of a syntax error of ``cell`` parsed alone, its ``line N``
+        references (rows of that cell) made rows of :attr:`source`, which :meth:`relabel`
+        names ``line N of cell C``. A row past the cell's end (where CPython's text ends) is
+        its last row, never a row of the next cell."""
+        size = sum(1 for c, _ in self.cells if c == cell)
+
+        def sub(m: re.Match) -> str:
+            return f"line {self.row_of(cell, min(max(int(m.group(1)), 1), max(size, 1)))}"
+
+        return _LINE_REF.sub(sub, message)
 
     def relabel(self, message: str) -> str:
         """``message`` with its ``line N`` references (rows of :attr:`source`) made
@@ -299,7 +312,15 @@ def _language(meta) -> str | None:
 
 def _syntax_error(text: str) -> tuple[int, int, str] | None:
     """``(row, column, message)`` of the first syntax error of ``text`` (CPython's parser,
-    top-level ``await`` allowed as in IPython), or ``None``."""
+    top-level ``await`` allowed as in IPython), or ``None``.
+
+    A NUL character is reported where it is, in the words a Python file gets
+    (:func:`loopcheck.analysis._null_byte`): CPython refuses the text before parsing it, with
+    no position (a ``ValueError`` before 3.12)."""
+    nul = text.find("\0")
+    if nul >= 0:
+        line_start = text.rfind("\n", 0, nul) + 1
+        return text.count("\n", 0, nul) + 1, nul - line_start + 1, "source code cannot contain null bytes"
     flags = ast.PyCF_ONLY_AST | getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
     try:
         with warnings.catch_warnings():
@@ -428,9 +449,8 @@ def check_notebook(notebook: Notebook, filename: str, codes: Collection[str] | N
     if notebook.syntax_errors and (codes is None or "LC001" in codes):
         for cell, row, column, message in notebook.syntax_errors:
             at = notebook.row_of(cell, row)
-            # the cell was parsed alone: the ``line N`` its message names is a row of that cell,
-            # made a row of the program here, which the reporters name ``line R of cell C``
-            message = _LINE_REF.sub(lambda m, cell=cell: f"line {notebook.row_of(cell, int(m.group(1)))}", message)
+            # the cell was parsed alone: the ``line N`` its message names is a row of that cell
+            message = notebook.cell_message(cell, message)
             found.append(Finding("LC001", f"SyntaxError: {message}", filename, at, column, at, column, [], at))
         found.sort(key=lambda f: f.sort_key)
     return found, module, positions
