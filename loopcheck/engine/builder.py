@@ -4816,10 +4816,35 @@ def decide_test(test: cst.BaseExpression, constants: dict) -> bool | None:
             return left == right
         if isinstance(op, cst.NotEqual):
             return left != right
-        if isinstance(op, cst.Is):
-            return left is right
-        if isinstance(op, cst.IsNot):
-            return left is not right
+        if isinstance(op, (cst.Is, cst.IsNot)):
+            same = same_object(left, right, made_at_run_time=type(test.left) is cst.Call)
+            return None if same is None else same is isinstance(op, cst.Is)
+    return None
+
+
+#: The strings CPython interns when they are constants of the code: only these name characters.
+_INTERNED_CONSTANT = re.compile(r"[A-Za-z0-9_]*")
+
+
+def same_object(left: object, right: object, made_at_run_time: bool = False) -> bool | None:
+    """Whether ``left is right`` holds when both values are constants of the program's code
+    (a literal argument, default or comparand), as CPython runs it; ``None`` when that depends
+    on the implementation. Different values are different objects; ``None``, ``True`` and
+    ``False`` are singletons; CPython interns the string constants made of name characters
+    (``phase is 'train'`` with ``phase`` given ``'train'`` holds) and caches the integers from
+    -5 to 256. ``made_at_run_time``: ``left`` was made by a string method (``mode.lower()``),
+    a new object, so only a different value decides. (The analysis's own copies of the values
+    are not compared by identity: two evaluations of one literal need not be one object.)"""
+    if type(left) is not type(right) or left != right:
+        return False
+    if made_at_run_time:
+        return None
+    if left is None or type(left) is bool:
+        return True
+    if type(left) is str:
+        return True if _INTERNED_CONSTANT.fullmatch(left) else None
+    if type(left) is int:
+        return True if -5 <= left <= 256 else None
     return None
 
 
