@@ -23,7 +23,7 @@ from loopcheck.engine.accumulation import lower_accumulate_blocks
 from loopcheck.engine.builder import NODE_TABLES, ModuleIndex, UnitBuilder, UnitRecord, index_module, undefined_reads
 from loopcheck.engine.dataflow import forget
 from loopcheck.engine.drivers import driver_unit
-from loopcheck.engine.entry_defaults import params_left_at_default
+from loopcheck.engine.entry_defaults import params_bound_to_constant
 from loopcheck.engine.events import classify, retype_graph_events
 from loopcheck.engine.import_failure import failing_import
 from loopcheck.engine.import_raises import never_reached, raising_statement
@@ -476,7 +476,7 @@ def build_units(
             record = UnitRecord() if memo is not None else None
             builder.begin(key[2], record)
             try:
-                ir = builder.function_unit(func, grad=grad, left_at_default=params_left_at_default)
+                ir = builder.function_unit(func, grad=grad, bound_to_constant=params_bound_to_constant)
             finally:
                 builder.end()
             if record is not None:

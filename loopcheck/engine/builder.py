@@ -2258,12 +2258,12 @@ class UnitBuilder:
         # (a program starts with autocast off on every device)
         return self.stmts(frame, self.index.module_code(), Context(autocast=(("*", False),)))
 
-    def function_unit(self, func: cst.FunctionDef, grad: str = "enabled", left_at_default=None) -> Seq:
+    def function_unit(self, func: cst.FunctionDef, grad: str = "enabled", bound_to_constant=None) -> Seq:
         """The IR of a function no one here calls, read on its own (``self`` is ``self@Cls``);
         ``grad``: the gradient mode its body starts in (``"disabled"`` when every
         ``self.<name>(...)`` call of the class family runs under ``torch.no_grad()``);
-        ``left_at_default``: :func:`loopcheck.engine.entry_defaults.params_left_at_default`, or
-        ``None`` to take no parameter at its default (given by the caller: that module reads
+        ``bound_to_constant``: :func:`loopcheck.engine.entry_defaults.params_bound_to_constant`,
+        or ``None`` to take no parameter as a constant (given by the caller: that module reads
         the project's callers, which import the builder)."""
         cls_name = self.index.method_class.get(func)
         cls = ClassRef(self.index, cls_name) if cls_name is not None else None
@@ -2274,20 +2274,21 @@ class UnitBuilder:
             self_sym = f"self@{cls.name}"
             subst[params[0]] = self_sym
         frame = self.new_frame(func, self.index, None, subst, cls, cls, self_sym)
-        if self_sym is not None and not _is_classmethod(func) and left_at_default is not None:
-            frame.constants = self._entry_defaults(func, cls, left_at_default)
+        if self_sym is not None and not _is_classmethod(func) and bound_to_constant is not None:
+            frame.constants = self._entry_constants(func, cls, bound_to_constant)
         self._stack.append(func)
         try:
             return self.function_body(frame, func, Context(grad=grad))
         finally:
             self._stack.pop()
 
-    def _entry_defaults(self, func: cst.FunctionDef, cls: ClassRef, left_at_default) -> dict:
+    def _entry_constants(self, func: cst.FunctionDef, cls: ClassRef, bound_to_constant) -> dict:
         """The run constants of method ``func`` of ``cls`` read as an entry point: each
-        parameter left at its literal default by every call the project's code may make of it
-        (:func:`~loopcheck.engine.entry_defaults.params_left_at_default`), that the method never
-        binds again and that an ``if``/``while`` test or a conditional expression of its body
-        reads. The build then depends on other modules (:attr:`UnitRecord.reusable`)."""
+        parameter that every call the project's code may make of it binds to one literal,
+        given or left at its default
+        (:func:`~loopcheck.engine.entry_defaults.params_bound_to_constant`), that the method
+        never binds again and that an ``if``/``while`` test or a conditional expression of its
+        body reads. The build then depends on other modules (:attr:`UnitRecord.reusable`)."""
         info = self.index.classes.get(cls.name)
         if info is None or cls.module is not self.index or self.index.project is None:
             return {}
@@ -2295,17 +2296,16 @@ class UnitBuilder:
         assigned = bound_names(func.body)[0]
         tested = {n.value for t in walk(func.body) if type(t) in (cst.If, cst.While, cst.IfExp)
                   for n in walk(t.test) if type(n) is cst.Name}
-        defaults = {
-            x.name.value: literal_value(x.default) for x in (*p.posonly_params, *p.params, *p.kwonly_params)[1:]
-            if x.default is not None and x.name.value in tested and x.name.value not in assigned
-        }
-        defaults = {k: v for k, v in defaults.items() if v is not NO_VALUE}
-        if not defaults:
+        candidates = [
+            x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)[1:]
+            if x.name.value in tested and x.name.value not in assigned
+        ]
+        if not candidates:
             return {}
-        left = left_at_default(self.index.project, self.index, func, info.node, sorted(defaults))
-        if left and self.record is not None:
+        constants = bound_to_constant(self.index.project, self.index, func, info.node, sorted(candidates))
+        if constants and self.record is not None:
             self.record.reusable = False  # (the answer reads the project's other files)
-        return {k: v for k, v in defaults.items() if k in left}
+        return constants
 
     # -- statements ----------------------------------------------------------------------
     def block(self, frame: Frame, body: cst.BaseSuite, ctx: Context) -> Seq:
@@ -4816,10 +4816,35 @@ def decide_test(test: cst.BaseExpression, constants: dict) -> bool | None:
             return left == right
         if isinstance(op, cst.NotEqual):
             return left != right
-        if isinstance(op, cst.Is):
-            return left is right
-        if isinstance(op, cst.IsNot):
-            return left is not right
+        if isinstance(op, (cst.Is, cst.IsNot)):
+            same = same_object(left, right, made_at_run_time=type(test.left) is cst.Call)
+            return None if same is None else same is isinstance(op, cst.Is)
+    return None
+
+
+#: The strings CPython interns when they are constants of the code: only these name characters.
+_INTERNED_CONSTANT = re.compile(r"[A-Za-z0-9_]*")
+
+
+def same_object(left: object, right: object, made_at_run_time: bool = False) -> bool | None:
+    """Whether ``left is right`` holds when both values are constants of the program's code
+    (a literal argument, default or comparand), as CPython runs it; ``None`` when that depends
+    on the implementation. Different values are different objects; ``None``, ``True`` and
+    ``False`` are singletons; CPython interns the string constants made of name characters
+    (``phase is 'train'`` with ``phase`` given ``'train'`` holds) and caches the integers from
+    -5 to 256. ``made_at_run_time``: ``left`` was made by a string method (``mode.lower()``),
+    a new object, so only a different value decides. (The analysis's own copies of the values
+    are not compared by identity: two evaluations of one literal need not be one object.)"""
+    if type(left) is not type(right) or left != right:
+        return False
+    if made_at_run_time:
+        return None
+    if left is None or type(left) is bool:
+        return True
+    if type(left) is str:
+        return True if _INTERNED_CONSTANT.fullmatch(left) else None
+    if type(left) is int:
+        return True if -5 <= left <= 256 else None
     return None
 
 

@@ -439,9 +439,11 @@ class ValidationWithoutNoGrad(Rule):
     keeps grad on), for a forward inside a module's ``forward`` read on its own
     (:attr:`~loopcheck.engine.unit.Unit.in_module_forward`: its callers decide whether a backward
     follows) and for a loss module. A forward in the arm of an ``if`` on a parameter that every
-    call leaves at its literal default never runs (the builder decides the test: for an inlined
-    call, :meth:`~loopcheck.engine.builder.UnitBuilder.inline`; for a method read on its own,
-    :func:`~loopcheck.engine.entry_defaults.params_left_at_default`). Known limits:
+    call binds to one literal (given, or left at its default) never runs when the test is false
+    for it (the builder decides the test: for an inlined call,
+    :meth:`~loopcheck.engine.builder.UnitBuilder.inline`; for a method read on its own,
+    :func:`~loopcheck.engine.entry_defaults.params_bound_to_constant`; ``phase is 'train'`` as
+    CPython runs it, :func:`~loopcheck.engine.builder.same_object`). Known limits:
     evaluation data is recognised by ``EVAL_DATA`` on names, a loss module also by
     ``CRITERION_NAME`` (see ``rules/LC302.md``)."""
 
