@@ -34,6 +34,13 @@ unseen: a star import (but of a module of the project whose names are all known)
 ``setattr`` on an imported module, a module-level ``__getattr__``. A notebook is not asked
 about: its cells run in any order, and its kernel binds names
 (:attr:`loopcheck.engine.builder.ModuleIndex.notebook`).
+
+The builder asks only about a program (:func:`loopcheck.engine.builder.undefined_reads`): a
+snippet, as a README or a fixture shows one, reads ``model`` or ``loader`` from the reader's
+context. A module is a program when it has an import in its top scope and either an ``if
+__name__ == "__main__":`` block (:func:`is_program`) or a data loader it builds from what it
+binds itself (:func:`builds_own_loader`: a script without a main block, run as ``python
+train.py``, that makes its own data; a snippet leaves out where its data comes from).
 """
 
 from __future__ import annotations
