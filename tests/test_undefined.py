@@ -3,7 +3,8 @@
 import libcst as cst
 import pytest
 
-from loopcheck.engine.undefined import is_program, resolve
+from loopcheck.engine.names import ImportMap
+from loopcheck.engine.undefined import builds_own_loader, is_program, resolve
 
 CASES = [
     ("x = 1\nprint(x)\n", set()),
@@ -60,3 +61,28 @@ def test_self_modules_is_no_sys_modules():
 def test_program_needs_import_and_main_block():
     assert is_program(cst.parse_module("import torch\nif __name__ == '__main__':\n    pass\n"))
     assert not is_program(cst.parse_module("import torch\nfor x in loader:\n    pass\n"))
+
+
+def _builds_own_loader(source: str) -> bool:
+    module = cst.parse_module(source)
+    imports = ImportMap("")
+    for stmt in module.body:
+        if type(stmt) is cst.SimpleStatementLine:
+            for small in stmt.body:
+                if type(small) in (cst.Import, cst.ImportFrom):
+                    imports.add(small)
+    return builds_own_loader(module, resolve(module).undefined, imports.qualify)
+
+
+@pytest.mark.parametrize("source, expected", [
+    # a script that builds its loader over what it binds (in a function or at its top level)
+    ("from torch.utils.data import DataLoader\ndef get(ds):\n    return DataLoader(ds)\nfor x in other:\n    pass\n", True),
+    ("import torch\nds = torch.utils.data.TensorDataset(torch.ones(4))\nl = torch.utils.data.DataLoader(ds)\n", True),
+    # a snippet: its loader comes from the reader, or is built over a dataset the reader gives
+    ("import torch\nfor x in loader:\n    pass\n", False),
+    ("from torch.utils.data import DataLoader\nl = DataLoader(train_set, batch_size=4)\n", False),
+    # a class of another library's name is no loader
+    ("from mylib import DataLoader\nl = DataLoader([1])\nfor x in loader:\n    pass\n", False),
+])
+def test_builds_own_loader(source, expected):
+    assert _builds_own_loader(source) is expected

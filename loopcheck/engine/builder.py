@@ -56,7 +56,8 @@ from loopcheck.engine.classes import is_module_class
 from loopcheck.engine.knowledge import NO_GRAPH, knowledge
 from loopcheck.engine.names import STR_TRANSFORMS, ImportMap, dotted_name
 from loopcheck.engine.undefined import (
-    NOT_DECIDED, Resolution, evaluated_before, first_undefined, head_part, is_program, resolve, statement_parts,
+    NOT_DECIDED, Resolution, builds_own_loader, evaluated_before, first_undefined, has_import, head_part, is_program, resolve,
+    statement_parts,
 )
 from loopcheck.engine.summaries import (
     ContextSplit, decorator_grad, forward_clears, is_context_manager, split_context_manager,
@@ -504,16 +505,20 @@ def undefined_reads(index) -> Resolution:
     """The reads of module ``index`` that no binding resolves
     (:func:`~loopcheck.engine.undefined.resolve`), computed once per index. Decided only for
     a program (:func:`~loopcheck.engine.undefined.is_program`: not a snippet, whose free
-    names come from its reader), parsed whole (not read statement by statement, whose nodes
+    names come from its reader; or a script without a main block that builds its data loader
+    from what it binds itself, :func:`~loopcheck.engine.undefined.builds_own_loader`), parsed whole (not read statement by statement, whose nodes
     are parts of fragments), and never for a notebook (:attr:`ModuleIndex.notebook`); a star import of a
     module of the project whose names are all known binds those names
     (:meth:`~loopcheck.engine.project.Project.star_names`)."""
     found = index.cache.get("undefined")
     if found is None:
-        if type(index) is not ModuleIndex or index.notebook or index.tree is None or not is_program(index.tree):
+        if type(index) is not ModuleIndex or index.notebook or index.tree is None or not has_import(index.tree):
             found = NOT_DECIDED
         else:
             found = resolve(index.tree, lambda stars: _star_names(index, stars))
+            if found.undefined and not is_program(index.tree) and not builds_own_loader(
+                    index.tree, found.undefined, index.imports.qualify):
+                found = NOT_DECIDED
         index.cache["undefined"] = found
     return found
 

@@ -34,6 +34,13 @@ unseen: a star import (but of a module of the project whose names are all known)
 ``setattr`` on an imported module, a module-level ``__getattr__``. A notebook is not asked
 about: its cells run in any order, and its kernel binds names
 (:attr:`loopcheck.engine.builder.ModuleIndex.notebook`).
+
+The builder asks only about a program (:func:`loopcheck.engine.builder.undefined_reads`): a
+snippet, as a README or a fixture shows one, reads ``model`` or ``loader`` from the reader's
+context. A module is a program when it has an import in its top scope and either an ``if
+__name__ == "__main__":`` block (:func:`is_program`) or a data loader it builds from what it
+binds itself (:func:`builds_own_loader`: a script without a main block, run as ``python
+train.py``, that makes its own data; a snippet leaves out where its data comes from).
 """
 
 from __future__ import annotations
@@ -46,8 +53,9 @@ import libcst as cst
 from loopcheck.engine.bindings import target_names
 from loopcheck.engine.import_raises import is_main_block, known_names
 from loopcheck.engine.interrupts import checkpoint
+from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.names import dotted_name
-from loopcheck.engine.walk import children
+from loopcheck.engine.walk import children, walk
 
 #: Names a module may use that bind its names unseen, or make a builtin of any name.
 OPEN_NAMES = frozenset({
@@ -132,17 +140,56 @@ def resolve(module: cst.Module, star_names: Callable[[int], frozenset[str] | Non
     return Resolution(True, undefined, frozenset(collector.module.bound))
 
 
+def has_import(module: cst.Module) -> bool:
+    """Whether ``module`` has an import statement in its top scope (one in a function does
+    not count)."""
+    return any(
+        type(stmt) is cst.SimpleStatementLine and any(type(s) in (cst.Import, cst.ImportFrom) for s in stmt.body)
+        for stmt in module.body
+    )
+
+
 def is_program(module: cst.Module) -> bool:
     """Whether ``module`` is a program meant to run as a whole, not a snippet: it has an
     import statement in its top scope and an ``if __name__ == "__main__":`` block at its top
     level (as :func:`~loopcheck.engine.import_raises.raising_statement` asks). A snippet, as a
     README or a fixture shows one, reads ``model`` or ``loader`` from the reader's context,
-    often below ``import torch``: its free names are not taken to raise."""
-    has_import = any(
-        type(stmt) is cst.SimpleStatementLine and any(type(s) in (cst.Import, cst.ImportFrom) for s in stmt.body)
-        for stmt in module.body
-    )
-    return has_import and any(is_main_block(stmt) for stmt in module.body)
+    often below ``import torch``: its free names are not taken to raise. A script without a
+    main block may still be a whole program: see :func:`builds_own_loader`."""
+    return has_import(module) and any(is_main_block(stmt) for stmt in module.body)
+
+
+def builds_own_loader(
+    module: cst.Module, undefined: frozenset[cst.Name], qualify: Callable[[str], str | None],
+) -> bool:
+    """Whether ``module`` builds its data itself: its code (at its top level or in any of its
+    functions) constructs a data loader (a library class whose constructor returns the
+    ``loader`` role in loopcheck's knowledge: ``torch.utils.data.DataLoader``) from arguments
+    that read no name of ``undefined``. A snippet leaves out where its data comes from and
+    reads ``loader`` or ``train_set`` from the reader's context; a module that builds its
+    loader from what it binds itself is a whole program (a script without a main block, run
+    as ``python train.py``), and a name it reads that nothing binds raises ``NameError``.
+
+    Args:
+        module: a whole parsed module.
+        undefined: the reads nothing binds (:attr:`Resolution.undefined`).
+        qualify: the module's import aliases, a local dotted name to its qualified name.
+    """
+    kb = knowledge()
+    for node in walk(module):
+        if type(node) is not cst.Call:
+            continue
+        summary = kb.callable(qualify(dotted_name(node.func) or ""))
+        if summary is None or summary.returns is None or summary.returns.role != "loader":
+            continue
+        if not any(reads_any(arg.value, undefined) for arg in node.args):
+            return True
+    return False
+
+
+def reads_any(expr: cst.CSTNode, undefined: frozenset[cst.Name]) -> bool:
+    """Whether ``expr`` contains, anywhere, a read of ``undefined``."""
+    return any(n in undefined for n in walk(expr) if type(n) is cst.Name)
 
 
 def _bound(name: str, scope: Scope, module: Scope) -> bool:
