@@ -959,7 +959,9 @@ class _Inference:
 
     def held_by_call(self, c: Call) -> frozenset[str]:
         """The symbols whose objects the result of ``c`` may be or hold: those its arguments
-        mention and, for a method, the result of calling it (``x.detach()``: what ``x`` holds;
+        hold (:attr:`Arg.holds <loopcheck.engine.ir.Arg.holds>`: not a name read only in a
+        nested call that builds a new tensor, ``Variable(torch.FloatTensor(img)[None])`` holds
+        nothing of ``img``) and, for a method, the result of calling it (``x.detach()``: what ``x`` holds;
         ``g.style()``: nothing of ``g`` when it runs a forward, :meth:`forward_of_model`), none
         of them for a call the library knowledge says builds a new tensor (``torch.zeros(n)``,
         ``torch.cat((buf, z))``, which copies them: :attr:`Returns.new_memory
@@ -969,8 +971,8 @@ class _Inference:
         r = summary.returns if summary is not None else None
         if r is not None and r.new_memory:
             kept = arg_at(c, r.get("shares")) if r.get("shares") is not None else None
-            return kept.mentions if kept is not None else frozenset()
-        out = frozenset().union(*(a.mentions for a in c.args)) if c.args else frozenset()
+            return kept.holds if kept is not None else frozenset()
+        out = frozenset().union(*(a.holds for a in c.args)) if c.args else frozenset()
         if c.receiver is not None:
             out |= {c.func + "()"}
         if c.inner is not None:
@@ -1039,7 +1041,7 @@ class _Inference:
         q = c.func if c.qualified else None
         if role == "optimizer":
             arg = arg_at(c, r.get("params", 0))
-            models, known = self.param_models(arg.mentions if arg else frozenset())
+            models, known = self.param_models(arg.holds if arg else frozenset())
             known = known and arg is not None
             eager = bool(r.get("eager_state"))
             info = roles.optimizers.get(target)
@@ -1060,7 +1062,7 @@ class _Inference:
                 info.eager.add(id(c))
             info.params |= set(arg.mentions) if arg else set()
             info.certain[id(c)] = self.certain_models(arg, models)
-            if known and models and not any(self.takes_other(m) for m in arg.mentions):
+            if known and models and not any(self.takes_other(m) for m in arg.holds):
                 info.model_only.add(id(c))
         elif role == "scheduler":
             kind = r.get("schedule", "unknown")
