@@ -1088,6 +1088,8 @@ class UnitBuilder:
                     self.run_constant(frame, a.value) if qualified and not a.star else None,
                     _flag(frame, a),
                     _flag_call(frame, a),
+                    # (what the result of a call with targets holds: roles' definitions)
+                    held=self.held(frame, a.value) if targets and not a.star else None,
                 )
             )
         if func and func.rpartition(".")[2] in knowledge().methods_with("each_module"):

@@ -113,7 +113,11 @@ class Arg:
     effect), the function of the project the argument names (a ``cst.FunctionDef``, or the
     ``cst.Lambda`` it is), else ``None``; ``function_bound``, how many of that function's
     leading parameters the argument binds (1 for a method read from an instance,
-    ``self._init_weights``: its module parameter is the one after ``self``)."""
+    ``self._init_weights``: its module parameter is the one after ``self``); ``held``, for an
+    argument of a call with targets, the symbols whose objects its value may be or hold when
+    they differ from its mentions (:meth:`~loopcheck.engine.builder.UnitBuilder.held`: a name
+    read only in the arguments of a call that builds a new tensor is left out,
+    ``Variable(torch.FloatTensor(img)[None])`` holds nothing of ``img``), else ``None``."""
 
     keyword: str | None
     node: cst.BaseExpression
@@ -126,6 +130,13 @@ class Arg:
     flag_call: cst.Call | None = None
     function: "cst.FunctionDef | cst.Lambda | None" = None
     function_bound: int = 0
+    held: frozenset[str] | None = None
+
+    @property
+    def holds(self) -> frozenset[str]:
+        """The symbols whose objects the argument's value may be or hold: :attr:`held`, or its
+        mentions when that is not set."""
+        return self.mentions if self.held is None else self.held
 
 
 @dataclass(eq=False)

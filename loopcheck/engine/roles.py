@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import libcst as cst
 
@@ -897,6 +898,19 @@ STORE_METHODS = frozenset({"append", "extend", "insert"})
 ITERATION_BUILTINS = frozenset({"enumerate", "zip", "reversed", "sorted", "list", "tuple", "iter"})
 
 
+class _Held(NamedTuple):
+    """What an optimizer's parameter argument, or one symbol it mentions, may hold
+    (:meth:`_Inference.param_models`): the models whose parameters it takes, whether every
+    source was understood, the symbols on the followed path it came back to (``cuts``: a
+    cycle of definitions), and whether some definition leads out of such a cycle
+    (``grounded``)."""
+
+    models: frozenset
+    known: bool
+    cuts: frozenset = frozenset()
+    grounded: bool = True
+
+
 class _Inference:
     """One pass of role inference over the raw events of a file."""
 
@@ -959,7 +973,9 @@ class _Inference:
 
     def held_by_call(self, c: Call) -> frozenset[str]:
         """The symbols whose objects the result of ``c`` may be or hold: those its arguments
-        mention and, for a method, the result of calling it (``x.detach()``: what ``x`` holds;
+        hold (:attr:`Arg.holds <loopcheck.engine.ir.Arg.holds>`: not a name read only in a
+        nested call that builds a new tensor, ``Variable(torch.FloatTensor(img)[None])`` holds
+        nothing of ``img``) and, for a method, the result of calling it (``x.detach()``: what ``x`` holds;
         ``g.style()``: nothing of ``g`` when it runs a forward, :meth:`forward_of_model`), none
         of them for a call the library knowledge says builds a new tensor (``torch.zeros(n)``,
         ``torch.cat((buf, z))``, which copies them: :attr:`Returns.new_memory
@@ -969,8 +985,8 @@ class _Inference:
         r = summary.returns if summary is not None else None
         if r is not None and r.new_memory:
             kept = arg_at(c, r.get("shares")) if r.get("shares") is not None else None
-            return kept.mentions if kept is not None else frozenset()
-        out = frozenset().union(*(a.mentions for a in c.args)) if c.args else frozenset()
+            return kept.holds if kept is not None else frozenset()
+        out = frozenset().union(*(a.holds for a in c.args)) if c.args else frozenset()
         if c.receiver is not None:
             out |= {c.func + "()"}
         if c.inner is not None:
@@ -1039,7 +1055,7 @@ class _Inference:
         q = c.func if c.qualified else None
         if role == "optimizer":
             arg = arg_at(c, r.get("params", 0))
-            models, known = self.param_models(arg.mentions if arg else frozenset())
+            models, known = self.param_models(arg.holds if arg else frozenset())
             known = known and arg is not None
             eager = bool(r.get("eager_state"))
             info = roles.optimizers.get(target)
@@ -1060,7 +1076,7 @@ class _Inference:
                 info.eager.add(id(c))
             info.params |= set(arg.mentions) if arg else set()
             info.certain[id(c)] = self.certain_models(arg, models)
-            if known and models and not any(self.takes_other(m) for m in arg.mentions):
+            if known and models and not any(self.takes_other(m) for m in arg.holds):
                 info.model_only.add(id(c))
         elif role == "scheduler":
             kind = r.get("schedule", "unknown")
@@ -1137,13 +1153,22 @@ class _Inference:
         depth, not once per path: ``step = step + 1`` written 200 times is 200 definitions
         of ``step``, each mentioning ``step``)."""
         memo = {} if memo is None else memo
+        found = self._param_models(mentions, depth, memo, frozenset())
+        return set(found.models), found.known
+
+    def _param_models(self, mentions, depth: int, memo: dict, path: frozenset) -> _Held:
+        """:meth:`param_models` of ``mentions``, read while the definitions of the symbols on
+        ``path`` are being followed (:meth:`_param_models_of`)."""
         out: set[str] = set()
-        known = True
+        known, grounded = True, not mentions
+        cuts: frozenset = frozenset()
         for m in mentions:
-            sub, k = self._param_models_of(m, depth, memo)
-            out |= sub
-            known = known and k
-        return out, known
+            sub = self._param_models_of(m, depth, memo, path)
+            out |= sub.models
+            known = known and sub.known
+            cuts |= sub.cuts
+            grounded = grounded or sub.grounded
+        return _Held(frozenset(out), known, cuts, grounded)
 
     def takes_other(self, m: str, depth: int = 0) -> bool:
         """Whether mention ``m`` of an optimizer's parameter argument may stand for parameters
@@ -1161,11 +1186,19 @@ class _Inference:
         return any(not mentions2 or any(self.takes_other(x, depth + 1) for x in mentions2)
                    for mentions2, _kind in self.defs[base])
 
-    def _param_models_of(self, m: str, depth: int, memo: dict) -> tuple[frozenset[str], bool]:
+    def _param_models_of(self, m: str, depth: int, memo: dict, path: frozenset = frozenset()) -> _Held:
         """:meth:`param_models` of one mention. A mention ``f()`` is the result of a call of
         ``f`` (:meth:`UnitBuilder.held <loopcheck.engine.builder.UnitBuilder.held>`): the
         output of a forward of a model holds none of its parameters; any other call's result
-        is read as the chain it calls (``model.parameters()``, ``delta.detach()``)."""
+        is read as the chain it calls (``model.parameters()``, ``delta.detach()``).
+
+        A definition that comes back to a symbol whose definitions are being followed (on
+        ``path``: ``img = x.detach().numpy()`` for ``x = torch.from_numpy(img)``) adds nothing:
+        the symbol's value is made of what its other definitions give, which are followed
+        where it was first met; when none of them leads out of the cycle (a function
+        parameter re-bound from itself through another name), its value comes from outside
+        and is not understood. An answer that came back to a symbol other than its own is
+        not kept in ``memo``: it leaves out what that symbol's other definitions give."""
         key = (m, depth)
         hit = memo.get(key)
         if hit is not None:
@@ -1173,31 +1206,38 @@ class _Inference:
         if m.endswith("()"):
             m = m[:-2]
             if parameter_owner(m) is None and self.forward_of_model(m):
-                memo[key] = res = (frozenset(), True)
+                memo[key] = res = _Held(frozenset(), True)
                 return res
         owner = parameter_owner(m)
         if owner is not None:
-            res = (frozenset({owner}), True)
+            res = _Held(frozenset({owner}), True)
         elif m in self.roles.models:
-            res = (frozenset({m}), True)
+            res = _Held(frozenset({m}), True)
         elif depth < 4 and (m in self.defs or ("." in m and m.rpartition(".")[0] in self.defs)):
             # a variable built here, or an attribute of one (param_dict.items, args.lr)
             base = m if m in self.defs else m.rpartition(".")[0]
-            out: set[str] = set()
-            known = True
+            if base in path:
+                return _Held(frozenset(), True, frozenset({base}), False)
             defs = self.defs[base]
             own = [x for x, _kind in defs if not _reads(x, base)]
+            sources: set[str] = set()
+            built = False  # a definition that mentions nothing: a tensor built here
             for mentions2, _kind in defs:
                 if own and _reads(mentions2, base):
                     # ``delta = Variable(delta.data)``: made from the symbol's own earlier value,
                     # which its other definitions give
                     mentions2 = frozenset(x for x in mentions2 if not _reads((x,), base))
-                sub, k = self.param_models(mentions2, depth + 1, memo)
-                out |= sub
-                known = known and k
-            res = (frozenset(out), known)
+                elif not mentions2:
+                    built = True
+                sources |= mentions2
+            sub = self._param_models(sources, depth + 1, memo, path | {base})
+            cuts = sub.cuts - {base}
+            grounded = built or sub.grounded
+            res = _Held(sub.models, sub.known and (grounded or bool(cuts)), cuts, grounded)
+            if cuts:
+                return res
         else:
-            res = (frozenset(), False)
+            res = _Held(frozenset(), False)
         memo[key] = res
         return res
 

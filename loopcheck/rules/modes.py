@@ -328,8 +328,9 @@ class EvalModeNotReset(Rule):
     (:func:`~loopcheck.engine.events.part_mode`: ``M.head.train()``, ``m.train()`` over
     ``M.children()``), unknown mode or restored mode since), on some path, at an optimizer step
     that trains ``M`` (:func:`trained_models`: the step of an optimizer established to take no
-    model's parameters, an adversarial perturbation's own or a latent's made from a generator's
-    output, trains none), a forward of ``M`` (of a part of it or of a model containing it) having
+    model's parameters, an adversarial perturbation's own, a latent's made from a generator's
+    output, or an input's made from data re-bound from it, ``x = Variable(torch.FloatTensor(a))``
+    and later ``a = x.data.numpy()``, trains none), a forward of ``M`` (of a part of it or of a model containing it) having
     run with gradients enabled on that path since the ``eval()``, ``M`` neither frozen nor partly
     frozen on that path (:attr:`M.part`: which part of it the step trains, and so whether that
     part holds a layer ``eval()`` changes, is not established), and train mode is wanted: ``train()`` of ``M`` somewhere in the unit, train mode at that step
