@@ -606,11 +606,19 @@ def place(unit: Unit, rep: Report) -> Report:
 def check_module(
     module: cst.Module, select: Collection[str] | None = None, index: ModuleIndex | None = None,
     memo: UnitMemo | None = None, interrupt: Callable[[], None] | None = None, reach: Collection[str] | None = None,
+    dead_entry: Callable[[cst.FunctionDef], bool] | None = None,
 ) -> tuple[list[Report], dict]:
     """Run the selected rules (codes; ``None`` = all) over a parsed module: the reports placed
     in this module, and ``id(node) → module index`` for the nodes they name (``memo``,
     ``interrupt`` and ``reach``: as :func:`build_units`; ``interrupt`` is called
-    before each unit's rules too)."""
+    before each unit's rules too).
+
+    ``dead_entry``: whether an entry point's function never runs
+    (:func:`~loopcheck.engine.unreferenced.never_runs`). A unit read from such a function
+    gives no report, wherever its report lies: a function that runs may be called from it
+    with the values that make the finding (a scheduler handed as the optimizer by a
+    method of a class nothing instantiates), and those values then never reach it. The same
+    report from another unit, whose entry runs, stays. Asked only of units that report."""
     reports: list[Report] = []
     where: dict = {}
     seen: set[tuple[str, int]] = set()
@@ -621,11 +629,16 @@ def check_module(
             continue
         if interrupt is not None:
             interrupt()
+        dead = None  # whether the unit's entry never runs, asked at its first report
         for rule in rules:
             for rep in rule.check(unit):
                 rep = place(unit, rep)
                 if unit.module_of(rep.node) is not unit.module:
                     continue  # it belongs to another module: reported when that one is checked
+                if dead is None:
+                    dead = unit.entry is not None and dead_entry is not None and dead_entry(unit.entry)
+                if dead:
+                    continue  # its entry never runs: nor does anything it calls, from it
                 key = (rep.code, id(rep.node))
                 if key not in seen:
                     seen.add(key)
@@ -795,7 +808,11 @@ def check_parsed(
     if filename.endswith(".ipynb"):
         index = index or index_module(module)
         index.notebook = True  # (its cells bind names in any order: none is taken as unbound)
-    reports, where = check_module(module, select, index, memo, interrupt, reach)
+    dead_entry = None
+    if project is not None and index is not None:
+        def dead_entry(func: cst.FunctionDef) -> bool:
+            return never_runs(project, index, func.body, parents(index))
+    reports, where = check_module(module, select, index, memo, interrupt, reach, dead_entry)
     if reports and project is not None and index is not None:
         table = parents(index)
         reports = [rep for rep in reports if not never_runs(project, index, rep.node, table)]
