@@ -734,7 +734,10 @@ def check_parsed(
     top-level imports the project's files prove to fail
     (:func:`~loopcheck.engine.import_failure.failing_import`) gives no finding; nor does code
     that a top-level statement raising ``NameError`` keeps from running
-    (:func:`~loopcheck.engine.import_raises.raising_statement`); a text with a
+    (:func:`~loopcheck.engine.import_raises.raising_statement`), code in a function nothing
+    in the project refers to, and code reached only from such a function
+    (:func:`~loopcheck.engine.unreferenced.never_runs`, asked of each report's node and of
+    its unit's entry point: :func:`check_module`); a text with a
     NUL byte is ``LC001`` (CPython refuses it) without being parsed. ``parse``
     replaces :func:`~loopcheck.parsing.parse_module` (the language server's
     :meth:`Reparser.parse <loopcheck.server.reparse.Reparser.parse>`, which raises as it does;
