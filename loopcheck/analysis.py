@@ -614,11 +614,14 @@ def check_module(
     before each unit's rules too).
 
     ``dead_entry``: whether an entry point's function never runs
-    (:func:`~loopcheck.engine.unreferenced.never_runs`). A unit read from such a function
-    gives no report, wherever its report lies: a function that runs may be called from it
-    with the values that make the finding (a scheduler handed as the optimizer by a
-    method of a class nothing instantiates), and those values then never reach it. The same
-    report from another unit, whose entry runs, stays. Asked only of units that report."""
+    (:func:`~loopcheck.engine.unreferenced.never_runs`). A report of a unit read from such a
+    function is dropped, wherever it lies, when one of the lines it names lies in that
+    function (:func:`_cites_entry`): a function that runs may be called from the dead one with
+    the values that make the finding (a scheduler built there and handed in the optimizer's
+    place by a method of a class nothing instantiates), and those never reach it. A report
+    whose lines all lie in the functions it calls stays: one of them may run from elsewhere
+    (another module calls it) while only the dead function reads it here. The same report
+    from another unit, whose entry runs, stays. Asked only of units that report."""
     reports: list[Report] = []
     where: dict = {}
     seen: set[tuple[str, int]] = set()
@@ -637,8 +640,8 @@ def check_module(
                     continue  # it belongs to another module: reported when that one is checked
                 if dead is None:
                     dead = unit.entry is not None and dead_entry is not None and dead_entry(unit.entry)
-                if dead:
-                    continue  # its entry never runs: nor does anything it calls, from it
+                if dead and _cites_entry(unit, rep):
+                    continue  # what it names is done by code that never runs
                 key = (rep.code, id(rep.node))
                 if key not in seen:
                     seen.add(key)
@@ -648,6 +651,21 @@ def check_module(
     if memo is None and not reports:  # nothing reads the units again (a report's events do)
         release(raw for unit in units for raw in walk_events(unit.ir))
     return reports, where
+
+
+def _cites_entry(unit: Unit, rep: Report) -> bool:
+    """Whether one of the lines ``rep`` names (its related nodes) lies in the function
+    ``unit`` reads as its entry point (in its body, not in a function it calls)."""
+    table = parents(unit.module)
+    for node, _note in rep.related:
+        if unit.module_of(node) is not unit.module:
+            continue
+        parent = table.get(node)
+        while parent is not None and parent is not unit.entry:
+            parent = table.get(parent)
+        if parent is unit.entry:
+            return True
+    return False
 
 
 class _Places(Describe):
