@@ -606,11 +606,22 @@ def place(unit: Unit, rep: Report) -> Report:
 def check_module(
     module: cst.Module, select: Collection[str] | None = None, index: ModuleIndex | None = None,
     memo: UnitMemo | None = None, interrupt: Callable[[], None] | None = None, reach: Collection[str] | None = None,
+    dead_entry: Callable[[cst.FunctionDef], bool] | None = None,
 ) -> tuple[list[Report], dict]:
     """Run the selected rules (codes; ``None`` = all) over a parsed module: the reports placed
     in this module, and ``id(node) → module index`` for the nodes they name (``memo``,
     ``interrupt`` and ``reach``: as :func:`build_units`; ``interrupt`` is called
-    before each unit's rules too)."""
+    before each unit's rules too).
+
+    ``dead_entry``: whether an entry point's function never runs
+    (:func:`~loopcheck.engine.unreferenced.never_runs`). A report of a unit read from such a
+    function is dropped, wherever it lies, when one of the lines it names lies in that
+    function (:func:`_cites_entry`): a function that runs may be called from the dead one with
+    the values that make the finding (a scheduler built there and handed in the optimizer's
+    place by a method of a class nothing instantiates), and those never reach it. A report
+    whose lines all lie in the functions it calls stays: one of them may run from elsewhere
+    (another module calls it) while only the dead function reads it here. The same report
+    from another unit, whose entry runs, stays. Asked only of units that report."""
     reports: list[Report] = []
     where: dict = {}
     seen: set[tuple[str, int]] = set()
@@ -621,11 +632,16 @@ def check_module(
             continue
         if interrupt is not None:
             interrupt()
+        dead = None  # whether the unit's entry never runs, asked at its first report
         for rule in rules:
             for rep in rule.check(unit):
                 rep = place(unit, rep)
                 if unit.module_of(rep.node) is not unit.module:
                     continue  # it belongs to another module: reported when that one is checked
+                if dead is None:
+                    dead = unit.entry is not None and dead_entry is not None and dead_entry(unit.entry)
+                if dead and _cites_entry(unit, rep):
+                    continue  # what it names is done by code that never runs
                 key = (rep.code, id(rep.node))
                 if key not in seen:
                     seen.add(key)
@@ -635,6 +651,21 @@ def check_module(
     if memo is None and not reports:  # nothing reads the units again (a report's events do)
         release(raw for unit in units for raw in walk_events(unit.ir))
     return reports, where
+
+
+def _cites_entry(unit: Unit, rep: Report) -> bool:
+    """Whether one of the lines ``rep`` names (its related nodes) lies in the function
+    ``unit`` reads as its entry point (in its body, not in a function it calls)."""
+    table = parents(unit.module)
+    for node, _note in rep.related:
+        if unit.module_of(node) is not unit.module:
+            continue
+        parent = table.get(node)
+        while parent is not None and parent is not unit.entry:
+            parent = table.get(parent)
+        if parent is unit.entry:
+            return True
+    return False
 
 
 class _Places(Describe):
@@ -721,7 +752,10 @@ def check_parsed(
     top-level imports the project's files prove to fail
     (:func:`~loopcheck.engine.import_failure.failing_import`) gives no finding; nor does code
     that a top-level statement raising ``NameError`` keeps from running
-    (:func:`~loopcheck.engine.import_raises.raising_statement`); a text with a
+    (:func:`~loopcheck.engine.import_raises.raising_statement`), code in a function nothing
+    in the project refers to, and code reached only from such a function
+    (:func:`~loopcheck.engine.unreferenced.never_runs`, asked of each report's node and of
+    its unit's entry point: :func:`check_module`); a text with a
     NUL byte is ``LC001`` (CPython refuses it) without being parsed. ``parse``
     replaces :func:`~loopcheck.parsing.parse_module` (the language server's
     :meth:`Reparser.parse <loopcheck.server.reparse.Reparser.parse>`, which raises as it does;
@@ -795,7 +829,11 @@ def check_parsed(
     if filename.endswith(".ipynb"):
         index = index or index_module(module)
         index.notebook = True  # (its cells bind names in any order: none is taken as unbound)
-    reports, where = check_module(module, select, index, memo, interrupt, reach)
+    dead_entry = None
+    if project is not None and index is not None:
+        def dead_entry(func: cst.FunctionDef) -> bool:
+            return never_runs(project, index, func.body, parents(index))
+    reports, where = check_module(module, select, index, memo, interrupt, reach, dead_entry)
     if reports and project is not None and index is not None:
         table = parents(index)
         reports = [rep for rep in reports if not never_runs(project, index, rep.node, table)]

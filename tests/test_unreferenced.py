@@ -1101,3 +1101,47 @@ def test_a_name_lookup_entry_needs_a_source_and_identifiers():
                 '[[name_lookup]]\nspellings = ["a"]\nsource = "x"\n'):
         with pytest.raises(KnowledgeError):
             Knowledge().load(bad, "test")
+
+
+FIT = """\
+import torch
+from torch import nn
+
+
+def fit(model, batches, optimizer, scheduler):
+    for x, y in batches:
+        model.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+    scheduler.step(0.0)
+
+
+class _Old:
+    def run(self, model, batches):
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(opt)
+        fit(model, batches, plateau, opt)
+"""
+
+
+RUNNER = """\
+
+
+class Runner:
+    def run(self, model, batches):
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(opt)
+        fit(model, batches, plateau, opt)
+"""
+
+
+@pytest.mark.parametrize("extra, script, found", [
+    # nothing builds _Old: the scheduler it hands fit() as the optimizer never reaches it
+    ("", "from fitting import fit\n\nprint(fit)\n", []),
+    ("", "from fitting import _Old\n\n_Old().run(None, [])\n", [("LC203", 9)]),
+    # a method that runs, read after _Old's, hands fit() the same mistake: the report stays
+    (RUNNER, "from fitting import Runner\n\nRunner().run(None, [])\n", [("LC203", 9)]),
+])
+def test_a_report_made_only_through_a_caller_that_never_runs(tmp_path, extra, script, found):
+    files = {"fitting.py": FIT + extra, "train.py": script + "\nif __name__ == '__main__':\n    pass\n"}
+    assert _check(tmp_path, files, "fitting.py") == found

@@ -67,6 +67,13 @@ decided as if it were not there. It fails when:
   module of that name out of a folder on the path. An import in a package's module also finds
   that module's own folder (Python 2's implicit relative imports).
 
+What stays undecided on purpose: a submodule missing from a namespace package (a directory
+without ``__init__.py``): Python merges every folder of ``sys.path`` that holds a directory of
+that name, and one outside the project may hold the submodule; and an absolute name, after
+code run before the import appended a folder that is not read to a literal
+(``sys.path.append(os.path.dirname(__file__)[:k])``), that the script's own folder does not
+hold: the appended folder may hold a package of that name, which then wins.
+
 The answers are computed once per version of each file (``Project.memo``).
 """
 

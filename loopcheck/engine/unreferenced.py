@@ -115,6 +115,18 @@ calls, a chain of them, two that only call each other). A naming in another modu
 function that never runs still counts (not followed). A module pytest collects
 (:func:`_pytest_collects`: by the project's pytest configuration, ``python_files``) is not decided: the test runner calls its functions by name.
 
+An entry point of the checked module read from a function that never runs (a method of a
+class nothing builds, a private function nothing calls) runs nothing, not even the functions
+it calls: :func:`loopcheck.analysis.check_module` asks :func:`never_runs` of each entry
+point's function (the first time its unit reports) and drops that unit's reports that name a
+line of the entry's own body, those placed in a function that runs too. A function that runs
+may be called from a dead one with the values that make a finding (a scheduler built there
+and handed in the optimizer's place by a method of a private class nothing instantiates);
+those values never reach it. A report whose named lines all lie in the functions the dead
+entry calls stays: one of them may run from another module that calls it, while only the dead
+entry reads it in its own module. The same report made by another entry point, one that runs,
+stays.
+
 A notebook (``.ipynb``) is never imported: a top-level function of it runs only when one of
 its cells names it, or when another file runs the notebook in its own namespace (``%run``)
 and names it, or when the notebook runs a file in its own namespace (``%run -i``, ``%load``:
