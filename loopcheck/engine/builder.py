@@ -2050,8 +2050,11 @@ class UnitBuilder:
             if x.name.value not in subst and x.default is not None and _is_literal(x.default, set())
         }
         callee.constants = _constants(func, bound, subst, self._locals[key][0] | unknown)
+        # (an argument the caller's ``*args``/``**kwargs`` passed on was written further up,
+        # where its names mean what they mean there: none is read here)
+        written = {id(a.value) for a in raw.node.args} if type(raw.node) is cst.Call else set()
         callee.passed = {name: (frame, arg.node) for name, arg in given_args.items()
-                         if name not in assigned and name not in unknown
+                         if name not in assigned and name not in unknown and id(arg.node) in written
                          and (name in params or name in {x.name.value for x in func.params.kwonly_params})}
         callee.constant_calls = {name: raw.node for name in callee.constants if name in bound}
         callee.displays = {
