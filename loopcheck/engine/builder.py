@@ -3531,7 +3531,7 @@ class UnitBuilder:
             name = dotted_name(expr.func)
             if name is None or _names_local(frame, name.partition(".")[0]):
                 return False
-            return never_none(frame.module, expr, None, depth + 1)
+            return self._never_none(frame.module, expr, depth + 1)
         if t is not cst.Name:
             return False
         name = expr.value
@@ -3544,8 +3544,22 @@ class UnitBuilder:
                 values = _function_env(f.module, f.node).get(name)
                 return values is not None and all(self.holds_object(f, v, depth + 1) for v in values)
             f = f.parent
-        value = module_bindings(frame.module).get(name)
-        return value is not None and never_none(frame.module, value, None, depth + 1)
+        return self._never_none(frame.module, expr, depth + 1)
+
+    def _never_none(self, module: ModuleIndex, expr: cst.BaseExpression, depth: int) -> bool:
+        """:func:`never_none` of ``expr``, an expression of ``module`` no local names, noting
+        what it read: a function of the checked module as a function the build read
+        (:attr:`UnitRecord.reads`), anything else of the project (a class, a global binding,
+        another module) as a dependence the memo cannot check (:attr:`UnitRecord.reusable`)."""
+        reads: list = []
+        found = never_none(module, expr, None, depth, reads)
+        if self.record is not None:
+            for where, node in reads:
+                if where is self.index and node is not None:
+                    self.record.reads.add(node)
+                else:
+                    self.record.reusable = False
+        return found
 
     def _drawn(self, frame: Frame, target: cst.BaseExpression, iterable: cst.BaseExpression):
         """``(name, symbols)`` for each name of a ``for`` target whose elements come from one
@@ -4917,41 +4931,52 @@ def _names_local(frame: Frame, head: str) -> bool:
     return False
 
 
-def never_none(index: ModuleIndex, expr: cst.BaseExpression, env: dict | None, depth: int = 0) -> bool:
+def never_none(index: ModuleIndex, expr: cst.BaseExpression, env: dict | None, depth: int = 0,
+               reads: list | None = None) -> bool:
     """Whether ``expr``, an expression of module ``index``, is never ``None`` on a run that
     evaluates it: a call that constructs an object (:func:`constructs`), or a call of a
     function of the project that returns such a value on every path
     (:func:`returns_never_none`); a name ``env`` (the local names of the function ``expr`` is
     in, :func:`_function_env`) binds to such values only, or, when ``env`` does not name it,
     a global the module binds once to one (:func:`module_bindings`). Anything else may be
-    ``None``. ``env`` ``None``: the caller checked that the name called is no local."""
+    ``None``. ``env`` ``None``: the caller checked that the name called is no local. ``reads``
+    gets ``(module, function)`` for each function of the project read, ``(module, None)`` for
+    a class of the project or a global binding read (:meth:`UnitBuilder.holds_object`)."""
     if depth > MAX_NONE_DEPTH:
         return False
     t = type(expr)
     if t is cst.Name:
         if env is not None and expr.value in env:
             values = env[expr.value]
-            return values is not None and all(never_none(index, v, env, depth + 1) for v in values)
+            return values is not None and all(never_none(index, v, env, depth + 1, reads) for v in values)
+        if reads is not None:
+            reads.append((index, None))
         value = module_bindings(index).get(expr.value)
-        return value is not None and never_none(index, value, None, depth + 1)
+        return value is not None and never_none(index, value, None, depth + 1, reads)
     if t is not cst.Call:
         return False
     name = dotted_name(expr.func)
     if name is None or (env is not None and name.partition(".")[0] in env):
         return False
-    if constructs(index, name):
+    if constructs(index, name, reads):
         return True
     found = _module_function(index, name)
-    return found is not None and returns_never_none(found[0], found[1], depth + 1)
+    if found is None:
+        return False
+    if reads is not None:
+        reads.append(found)
+    return returns_never_none(found[0], found[1], depth + 1, reads)
 
 
-def constructs(index: ModuleIndex, name: str) -> bool:
+def constructs(index: ModuleIndex, name: str, reads: list | None = None) -> bool:
     """Whether calling the dotted name ``name`` of module ``index`` constructs an object: a
     library class the knowledge describes (``torch.utils.data.DataLoader``, an optimizer, a
     layer), or a class of the project that :func:`plain_class` finds plain (no ``__new__`` or
-    metaclass that may hand back something else)."""
+    metaclass that may hand back something else; ``reads``: as :func:`never_none`'s)."""
     head, _, rest = name.partition(".")
     if not rest and name in index.classes:
+        if reads is not None:
+            reads.append((index, None))
         return plain_class(ClassRef(index, name))
     if head not in index.imports.aliases or head in index.globals:
         return False
@@ -4959,6 +4984,8 @@ def constructs(index: ModuleIndex, name: str) -> bool:
     if knowledge().cls(q) is not None:
         return True
     ref = index.class_ref(q, qualified=True)
+    if ref is not None and reads is not None:
+        reads.append((ref.module, None))
     return ref is not None and plain_class(ref)
 
 
@@ -4981,7 +5008,7 @@ def _module_function(index: ModuleIndex, name: str) -> tuple[ModuleIndex, cst.Fu
     return member.info.index, member.function
 
 
-def returns_never_none(index: ModuleIndex, func: cst.FunctionDef, depth: int = 0) -> bool:
+def returns_never_none(index: ModuleIndex, func: cst.FunctionDef, depth: int = 0, reads: list | None = None) -> bool:
     """Whether every call of ``func``, a function of module ``index``, that returns gives a
     value that is never ``None`` (:func:`never_none`): a plain ``def`` (no decorator, not
     ``async``, no ``yield``) each of whose ``return`` statements returns such a value, and
@@ -4999,7 +5026,7 @@ def returns_never_none(index: ModuleIndex, func: cst.FunctionDef, depth: int = 0
             return False
         if t is cst.Return:
             returns.append(node.value)
-    return bool(returns) and all(v is not None and never_none(index, v, env, depth + 1) for v in returns)
+    return bool(returns) and all(v is not None and never_none(index, v, env, depth + 1, reads) for v in returns)
 
 
 def _function_env(index: ModuleIndex, func: cst.FunctionDef) -> dict[str, tuple | None]:
