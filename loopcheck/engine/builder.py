@@ -645,6 +645,11 @@ class Frame:
     # statement the name is the caller's object, after it the local symbol names the new one
     shadow: dict = field(default_factory=dict)
     fresh_at: dict = field(default_factory=dict)  # id(that statement) -> the parameter
+    # parameter the function never re-binds -> ``(caller's frame, argument expression)`` the
+    # inlined call gave it: what the parameter holds on every run, read where the caller
+    # evaluated it (UnitBuilder.holds_object: ``if loader is None:`` for a loader built by
+    # the caller)
+    passed: dict = field(default_factory=dict)
     # the grad mode ``(grad, grad_inherited, grad_asked)`` of each ``return`` built so far,
     # as the caller sees it once the function has returned (UnitBuilder.grad_on_return)
     grad_exits: list = field(default_factory=list)
@@ -2027,7 +2032,9 @@ class UnitBuilder:
         if key not in self._locals:
             self._locals[key] = bound_names(func.body)
         assigned = self._locals[key][0]  # a parameter the callee re-binds is its own variable
+        given_args: dict[str, Arg] = {}  # parameter -> the argument the call gives it
         for name, arg in zip(params, positional):
+            given_args[name] = arg
             if arg.sym is not None and name not in assigned:
                 subst[name] = arg.sym
             else:
@@ -2035,6 +2042,8 @@ class UnitBuilder:
         # a parameter that ``*xs`` or ``**kw`` may give holds no default known here
         unknown = _starred_params(func, params, len(positional), set(starred.values()))
         for arg in raw.args:
+            if arg.keyword:
+                given_args[arg.keyword] = arg
             if arg.keyword and arg.sym is not None and arg.keyword not in assigned:
                 subst[arg.keyword] = arg.sym
             elif arg.keyword:
@@ -2048,6 +2057,12 @@ class UnitBuilder:
             if x.name.value not in subst and x.default is not None and _is_literal(x.default, set())
         }
         callee.constants = _constants(func, bound, subst, self._locals[key][0] | unknown)
+        # (an argument the caller's ``*args``/``**kwargs`` passed on was written further up,
+        # where its names mean what they mean there: none is read here)
+        written = {id(a.value) for a in raw.node.args} if type(raw.node) is cst.Call else set()
+        callee.passed = {name: (frame, arg.node) for name, arg in given_args.items()
+                         if name not in assigned and name not in unknown and id(arg.node) in written
+                         and (name in params or name in {x.name.value for x in func.params.kwonly_params})}
         callee.constant_calls = {name: raw.node for name in callee.constants if name in bound}
         callee.displays = {
             name: arg.node for name, arg in bound.items()
@@ -3107,7 +3122,8 @@ class UnitBuilder:
         it: a test over constant parameters (:func:`decide_test`: ``phase == "eval"``, ``not amp``),
         or a comparison of integers :meth:`int_value` knows (``(epoch + 1) % val_interval == 0``
         with ``val_interval = 1`` bound once: always true), ``not`` of one, ``and``/``or`` of
-        two. Such a test calls nothing, so deciding it drops no event."""
+        two; or a test of a name against ``None`` whose value is never ``None`` (:meth:`none_test`).
+        Such a test calls nothing, so deciding it drops no event."""
         if frame.constants:
             decided = decide_test(test, frame.constants)
             if decided is not None:
@@ -3123,6 +3139,10 @@ class UnitBuilder:
                 decided = decide_test(test, {test.left.value: value})
                 if decided is not None:
                     return decided
+        if t is cst.Comparison:  # ``if val_loader is None:`` with a DataLoader passed in
+            decided = self.none_test(frame, test)
+            if decided is not None:
+                return decided
         if t is cst.UnaryOperation and type(test.operator) is cst.Not:
             inner = self.decide(frame, test.expression)
             return None if inner is None else not inner
@@ -3479,6 +3499,74 @@ class UnitBuilder:
                 return self._bound_once_in(f.node).get(name)
             f = f.parent
         return module_bindings(frame.module).get(name)
+
+    def none_test(self, frame: Frame, test: cst.Comparison) -> bool | None:
+        """The value of ``x is None``, ``x is not None``, ``x == None`` or ``x != None``
+        (``None`` on either side) on every run, where ``x`` is a plain name that holds an object
+        on every run (:meth:`holds_object`): ``False`` for ``is``/``==``, ``True`` for
+        ``is not``/``!=``; ``None`` for any other test, or a name that may hold ``None``. Only
+        these forms: the truth of an object (``if loader:``) is its own (a DataLoader's is its
+        length), not decided here."""
+        if len(test.comparisons) != 1:
+            return None
+        comp = test.comparisons[0]
+        op = type(comp.operator)
+        if op not in (cst.Is, cst.IsNot, cst.Equal, cst.NotEqual):
+            return None
+        left, right = test.left, comp.comparator
+        if _is_none(left):
+            left, right = right, left
+        if not _is_none(right) or type(left) is not cst.Name:
+            return None
+        if not self.holds_object(frame, left):
+            return None
+        return op in (cst.IsNot, cst.NotEqual)
+
+    def holds_object(self, frame: Frame, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """Whether ``expr``, evaluated where ``frame`` runs, is never ``None``: a call the module
+        resolves to a class construction or to a function of the project that returns one on
+        every path (:func:`never_none`, its callee's name not a local of the frame); a local of
+        the function that only plain assignments bind, each to such a value
+        (:func:`_function_env`), or a global the module binds once to one; a parameter of an inlined call whose argument
+        is such a value where the caller gave it (:attr:`Frame.passed`, the parameter never
+        re-bound). A parameter of an entry point, a name bound any other way (a loop's target,
+        an unpacking, ``with ... as``) and anything else may be ``None``."""
+        if depth > MAX_NONE_DEPTH:
+            return False
+        t = type(expr)
+        if t is cst.Call:
+            name = dotted_name(expr.func)
+            if name is None or _names_local(frame, name.partition(".")[0]):
+                return False
+            return self._never_none(frame.module, expr, depth + 1)
+        if t is not cst.Name:
+            return False
+        name = expr.value
+        f: Frame | None = frame
+        while f is not None and f.node is not None:
+            if name in f.subst or name in f.shadow or name in f.locals:
+                if name in f.subst or name in all_param_names(f.node):
+                    given = f.passed.get(name)
+                    return given is not None and self.holds_object(given[0], given[1], depth + 1)
+                values = _function_env(f.module, f.node).get(name)
+                return values is not None and all(self.holds_object(f, v, depth + 1) for v in values)
+            f = f.parent
+        return self._never_none(frame.module, expr, depth + 1)
+
+    def _never_none(self, module: ModuleIndex, expr: cst.BaseExpression, depth: int) -> bool:
+        """:func:`never_none` of ``expr``, an expression of ``module`` no local names, noting
+        what it read: a function of the checked module as a function the build read
+        (:attr:`UnitRecord.reads`), anything else of the project (a class, a global binding,
+        another module) as a dependence the memo cannot check (:attr:`UnitRecord.reusable`)."""
+        reads: list = []
+        found = never_none(module, expr, None, depth, reads)
+        if self.record is not None:
+            for where, node in reads:
+                if where is self.index and node is not None:
+                    self.record.reads.add(node)
+                else:
+                    self.record.reusable = False
+        return found
 
     def _drawn(self, frame: Frame, target: cst.BaseExpression, iterable: cst.BaseExpression):
         """``(name, symbols)`` for each name of a ``for`` target whose elements come from one
@@ -4853,6 +4941,176 @@ def same_object(left: object, right: object, made_at_run_time: bool = False) -> 
     if type(left) is int:
         return True if -5 <= left <= 256 else None
     return None
+
+
+#: How many names, parameters and calls :meth:`UnitBuilder.holds_object` and
+#: :func:`never_none` follow to a value before they give up (it may then be ``None``).
+MAX_NONE_DEPTH = 12
+
+
+def _is_none(expr: cst.BaseExpression) -> bool:
+    return type(expr) is cst.Name and expr.value == "None"
+
+
+def _names_local(frame: Frame, head: str) -> bool:
+    """Whether ``head``, read in ``frame``, is a name of a function being built (a local, a
+    parameter, a nested ``def``, a class parameter) rather than one of its module."""
+    f: Frame | None = frame
+    while f is not None and f.node is not None:
+        if head in f.locals or head in f.subst or head in f.shadow or head in f.defs or head in f.class_params:
+            return True
+        f = f.parent
+    return False
+
+
+def never_none(index: ModuleIndex, expr: cst.BaseExpression, env: dict | None, depth: int = 0,
+               reads: list | None = None) -> bool:
+    """Whether ``expr``, an expression of module ``index``, is never ``None`` on a run that
+    evaluates it: a call that constructs an object (:func:`constructs`), or a call of a
+    function of the project that returns such a value on every path
+    (:func:`returns_never_none`); a name ``env`` (the local names of the function ``expr`` is
+    in, :func:`_function_env`) binds to such values only, or, when ``env`` does not name it,
+    a global the module binds once to one (:func:`module_bindings`). Anything else may be
+    ``None``. ``env`` ``None``: the caller checked that the name called is no local. ``reads``
+    gets ``(module, function)`` for each function of the project read, ``(module, None)`` for
+    a class of the project or a global binding read (:meth:`UnitBuilder.holds_object`)."""
+    if depth > MAX_NONE_DEPTH:
+        return False
+    t = type(expr)
+    if t is cst.Name:
+        if env is not None and expr.value in env:
+            values = env[expr.value]
+            return values is not None and all(never_none(index, v, env, depth + 1, reads) for v in values)
+        if reads is not None:
+            reads.append((index, None))
+        value = module_bindings(index).get(expr.value)
+        return value is not None and never_none(index, value, None, depth + 1, reads)
+    if t is not cst.Call:
+        return False
+    name = dotted_name(expr.func)
+    if name is None or (env is not None and name.partition(".")[0] in env):
+        return False
+    if constructs(index, name, reads):
+        return True
+    found = _module_function(index, name)
+    if found is None:
+        return False
+    if reads is not None:
+        reads.append(found)
+    return returns_never_none(found[0], found[1], depth + 1, reads)
+
+
+def constructs(index: ModuleIndex, name: str, reads: list | None = None) -> bool:
+    """Whether calling the dotted name ``name`` of module ``index`` constructs an object: a
+    library class the knowledge describes (``torch.utils.data.DataLoader``, an optimizer, a
+    layer), or a class of the project that :func:`plain_class` finds plain (no ``__new__`` or
+    metaclass that may hand back something else; ``reads``: as :func:`never_none`'s)."""
+    head, _, rest = name.partition(".")
+    if not rest and name in index.classes:
+        if reads is not None:
+            reads.append((index, None))
+        return plain_class(ClassRef(index, name))
+    if head not in index.imports.aliases or head in index.globals:
+        return False
+    q = index.imports.qualify(name)
+    if knowledge().cls(q) is not None:
+        return True
+    ref = index.class_ref(q, qualified=True)
+    if ref is not None and reads is not None:
+        reads.append((ref.module, None))
+    return ref is not None and plain_class(ref)
+
+
+def _module_function(index: ModuleIndex, name: str) -> tuple[ModuleIndex, cst.FunctionDef] | None:
+    """``(module, def)`` of the module-level function of the project the dotted name ``name``
+    of module ``index`` refers to: one the module defines, or one it imports from another
+    module of the project (not one the library knowledge describes)."""
+    head, _, rest = name.partition(".")
+    if not rest and name in index.functions:
+        return index, index.functions[name]
+    project = index.project
+    if project is None or head not in index.imports.aliases or head in index.globals:
+        return None
+    q = index.imports.qualify(name)
+    if not q or knowledge().callable(q) is not None:
+        return None
+    member = project.lookup(q, index.path)
+    if member is None or member.function is None or member.cls or member.info.index is None:
+        return None
+    return member.info.index, member.function
+
+
+def returns_never_none(index: ModuleIndex, func: cst.FunctionDef, depth: int = 0, reads: list | None = None) -> bool:
+    """Whether every call of ``func``, a function of module ``index``, that returns gives a
+    value that is never ``None`` (:func:`never_none`): a plain ``def`` (no decorator, not
+    ``async``, no ``yield``) each of whose ``return`` statements returns such a value, and
+    whose body cannot run off its end (:func:`_always_leaves`: a path that does returns
+    ``None``)."""
+    if depth > MAX_NONE_DEPTH or func.decorators or func.asynchronous is not None:
+        return False
+    if not _always_leaves(_block_statements(func.body)):
+        return False
+    env = _function_env(index, func)
+    returns = []
+    for node in walk(func.body, prune=(cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        t = type(node)
+        if t is cst.Yield:
+            return False
+        if t is cst.Return:
+            returns.append(node.value)
+    return bool(returns) and all(v is not None and never_none(index, v, env, depth + 1, reads) for v in returns)
+
+
+def _function_env(index: ModuleIndex, func: cst.FunctionDef) -> dict[str, tuple | None]:
+    """The local names of ``func`` (a function of module ``index``) for :func:`never_none`:
+    each name that only plain assignments bind (``name = v``, ``name: T = v``, ``(name :=
+    v)``, at any depth of its body) -> the expressions they bind; a name bound any other way
+    too (a parameter, a loop's target, an unpacking, ``+=``, ``with ... as``, ``except ...
+    as``, ``del``, an import, ``global``, a nested function's ``nonlocal``) -> ``None``. A read
+    of a name of the first kind that succeeds gives one of its expressions' values. Kept per
+    function in the module's cache."""
+    memo = index.cache.setdefault("plain_bindings", {})
+    found = memo.get(id(func))
+    if found is None or found[0] is not func:
+        values: dict[str, list | None] = {}
+        for site in B.scope_sites(func):
+            plain = site.form in (B.ASSIGN, B.ANNOTATED, B.WALRUS) and not site.unpacked
+            if site.form is B.ANNOTATED and site.value is None:
+                continue  # ``name: T`` declares the name, binds nothing
+            if not plain or site.value is None:
+                values[site.name] = None
+            elif values.get(site.name, []) is not None:
+                values.setdefault(site.name, []).append(site.value)
+        for node in walk(func.body):
+            if type(node) is cst.Nonlocal:
+                for alias in node.names:
+                    values[alias.name.value] = None
+        found = memo[id(func)] = (func, {k: tuple(v) if v is not None else None for k, v in values.items()})
+    return found[1]
+
+
+def _block_statements(block: cst.BaseSuite) -> list:
+    """The statements of an indented block, or the one line of ``if x: return y``."""
+    return list(block.body) if type(block) is cst.IndentedBlock else [block]
+
+
+def _always_leaves(stmts) -> bool:
+    """Whether a block of statements never runs off its end: its last statement is a
+    ``return`` or a ``raise`` (the last of its line's small statements), or an
+    ``if``/``elif``/``else`` every arm of which never does. A loop, a ``with`` (its manager
+    may swallow the exception a ``raise`` makes) or a ``try`` may."""
+    if not stmts:
+        return False
+    last = stmts[-1]
+    t = type(last)
+    if t is cst.SimpleStatementLine or t is cst.SimpleStatementSuite:
+        return bool(last.body) and type(last.body[-1]) in (cst.Return, cst.Raise)
+    if t is cst.If:
+        orelse = last.orelse
+        if orelse is None or not _always_leaves(_block_statements(last.body)):
+            return False
+        return _always_leaves([orelse] if type(orelse) is cst.If else _block_statements(orelse.body))
+    return False
 
 
 def _constant_operand(expr: cst.BaseExpression, constants: dict) -> object:

@@ -143,8 +143,11 @@ class ValidationInTrainMode(Rule):
     default or argument or a ``functools.partial`` of one, builds that class with the partial's
     keywords where it is called, ``norm_layer(dim)`` with ``nn.InstanceNorm2d`` none, and a
     factory is read with the values its call gives). The paths are the IR's: an ``if``
-    whose test run constants decide (``(epoch + 1) % val_interval == 0`` with ``val_interval = 1``)
-    has only its decided arm (:meth:`~loopcheck.engine.builder.UnitBuilder.decide`). One finding
+    whose test run constants decide (``(epoch + 1) % val_interval == 0`` with ``val_interval = 1``),
+    or a test against ``None`` of a name that holds a constructed object (``if val_loader is
+    None: continue`` before ``eval()``, the caller passing a DataLoader:
+    :meth:`~loopcheck.engine.builder.UnitBuilder.none_test`), has only its decided arm
+    (:meth:`~loopcheck.engine.builder.UnitBuilder.decide`). One finding
     per loop (per inlined copy of a helper's loop: placed at the call through which the copy in
     train mode runs, naming the ``train()`` in effect in the fewest inlined calls). Known limit: the evaluation loop is recognised by names, ``EVAL_DATA`` on what it
     iterates or ``EVAL_FUNCTION`` on the function that holds it (see ``rules/LC303.md``)."""
