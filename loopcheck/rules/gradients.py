@@ -966,6 +966,20 @@ def _definition_reads_gradients(unit: Unit, opt: str, d, at, depth: int, seen: s
     )
 
 
+def made_by_framework(ev: Event) -> str | None:
+    """The name of the framework whose loop makes the call of event ``ev`` itself (the optimizer
+    step it runs after the user's hooks, :attr:`~loopcheck.engine.ir.Call.framework`), else ``None``."""
+    return getattr(ev.raw, "framework", None)
+
+
+def _hook_of(ev: Event) -> str | None:
+    """The name of the user's method a framework's loop called that holds event ``ev`` (the
+    outermost inlined call, when it is a method the loop calls by its definition: a hook it
+    runs after the backward), else ``None``."""
+    calls = ev.ctx.calls
+    return calls[0].name.value if calls and type(calls[0]) is cst.FunctionDef else None
+
+
 @register
 class ZeroGradBetweenBackwardAndStep(Rule):
     """LC103: a ``zero_grad`` concerning optimizer ``O`` clears, on some path, the gradients of a
@@ -976,7 +990,11 @@ class ZeroGradBetweenBackwardAndStep(Rule):
     optimizer's step has applied since (:attr:`G.spent`: a by-product, as in the first form). An ``except`` arm entered
     where the backward (or another event of ``O``'s gradients) itself raised is no path of the
     ordering (:attr:`~loopcheck.engine.dataflow.Machine.own_events_complete`): a ``zero_grad``
-    there clears what a failed call left (see ``rules/LC103.md``)."""
+    there clears what a failed call left. A ``zero_grad`` under a test that reads ``O``'s
+    gradients (:func:`decided_by_gradients`: a step skipped on non-finite gradients) decides
+    about them and is not reported. Where ``O.step()`` is a framework's own call
+    (:func:`made_by_framework`), the message names that step and the hook it follows (see
+    ``rules/LC103.md``)."""
 
     info = INFOS["LC103"]
 
@@ -1015,13 +1033,28 @@ class ZeroGradBetweenBackwardAndStep(Rule):
 
     def _wiped(self, s: G, step: Event) -> Report:
         zg, bw = s.zg, s.bw
-        related = [(bw.node, "backward() that filled the gradients"), (step.node, "step() that then sees none")]
+        framework = made_by_framework(step)
+        if framework is None:
+            related = [(bw.node, "backward() that filled the gradients"), (step.node, "step() that then sees none")]
+
+            def message(d) -> str:
+                return (f"{d.call(zg.node)} runs between backward() (line {d.line(bw.node)}) and "
+                        f"{d.call(step.node)} (line {d.line(step.node)})")
+        else:
+            # the step is the framework's own call: its node is the optimizer the user's code
+            # hands over, not a step() to quote
+            hook = _hook_of(zg)
+            after = f"after {hook}()" if hook else "next"
+            filled = ("backward() that filled the gradients" if made_by_framework(bw) is None
+                      else f"{framework} runs backward() on the loss this method returns")
+            related = [(bw.node, filled), (step.node, f"the optimizer {framework} steps {after}, on no gradients")]
+
+            def message(d) -> str:
+                return (f"{d.call(zg.node)} runs between backward() (line {d.line(bw.node)}) and "
+                        f"the optimizer step {framework} runs {after}")
         return Report(
             self.info.code, zg.node,
-            lambda d: (
-                f"{d.call(zg.node)} runs between backward() (line {d.line(bw.node)}) and "
-                f"{d.call(step.node)} (line {d.line(step.node)})"
-            ),
+            message,
             related,
             note=lambda d: (
                 "The step sees no gradients, so the parameters do not move (measured, CPU, torch 2.13: 32/32 "
