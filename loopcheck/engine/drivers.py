@@ -202,7 +202,7 @@ def _call(state: _Build, func: str, args: list[Arg], node: cst.CSTNode, ctx: Con
     """A call the framework makes (``optimizer.step()``), reported at ``node``."""
     state.builder._place(node, state.cls.module)
     state.builder.n_events += 1
-    return Call(node, func, args, ctx)
+    return Call(node, func, args, ctx, framework=state.driver.name)
 
 
 def _loop(state: _Build, step: dict, ctx: Context, out: list[Node]) -> None:

@@ -171,6 +171,11 @@ class Call:
     #: ``super().train(mode)`` in a model's own ``train``): the symbol of the instance (the
     #: method's ``self``), the object the library's method then acts on
     bound_self: str | None = None
+    #: for a call a framework's loop makes itself (:mod:`loopcheck.engine.drivers`: the
+    #: optimizer step a framework runs after the user's hooks), the framework's name
+    #: (:attr:`~loopcheck.engine.knowledge.Driver.name`); its ``node`` is the user's code that
+    #: configures it (the optimizer the user's method hands over), not a call
+    framework: str | None = None
     #: the call runs a method that a class of the project defines, on an instance of a class of
     #: the project (``gan.train(False, 5)`` for ``class GAN(nn.Module)`` with its own ``def
     #: train``), its body inlined: a library entry for a method of that name describes the

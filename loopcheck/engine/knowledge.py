@@ -1058,7 +1058,7 @@ DRIVER_STEPS: dict[str, frozenset[str]] = {
     "save_mode": frozenset({"save_mode"}),
     "restore_mode": frozenset({"restore_mode"}),
 }
-_DRIVER_KEYS = frozenset({"bases", "source", "automatic", "optimizers", "blocks"})
+_DRIVER_KEYS = frozenset({"name", "bases", "source", "automatic", "optimizers", "blocks"})
 _OPTIMIZER_FORMAT_KEYS = frozenset({
     "method", "optimizer_key", "scheduler_key", "monitor_key", "config", "intervals", "default_interval",
 })
@@ -1083,6 +1083,9 @@ class Driver:
             the interval of a scheduler given without one (``default_interval``).
         blocks: named lists of steps (:data:`DRIVER_STEPS`); ``run`` is the whole program.
         source: the framework's documentation or code.
+        name: what findings call the framework (its ``name`` entry) where they name a call it
+            makes itself (the optimizer step it runs after the user's hooks); by default the
+            last component of the first base.
     """
 
     bases: tuple[str, ...]
@@ -1090,6 +1093,7 @@ class Driver:
     optimizers: dict
     blocks: dict
     source: str
+    name: str = ""
 
 
 def _driver(raw: dict, where: str) -> Driver:
@@ -1122,7 +1126,10 @@ def _driver(raw: dict, where: str) -> Driver:
             if kind == "schedulers" and step["schedulers"] not in ("batch", "epoch"):
                 raise KnowledgeError(f"{where}: block {name!r}: schedulers step in the 'batch' or the 'epoch' loop")
     frozen = {name: tuple(dict(step) for step in steps) for name, steps in blocks.items()}
-    return Driver(tuple(raw["bases"]), raw.get("automatic"), dict(optimizers), frozen, raw.get("source", ""))
+    name = raw.get("name") or raw["bases"][0].rpartition(".")[2]
+    if not isinstance(name, str):
+        raise KnowledgeError(f"{where}: 'name' is a string")
+    return Driver(tuple(raw["bases"]), raw.get("automatic"), dict(optimizers), frozen, raw.get("source", ""), name)
 
 
 @lru_cache(maxsize=1)
