@@ -38,6 +38,14 @@ project (users of an installed library calling a function its own scripts only c
 ``no_grad``), calls in files created since the check (the command line's cache keeps the
 files it read, not the directories' listings), and calls through names the project binds at
 run time (``sys.path`` edits, ``importlib``) are not seen.
+
+A method of a module-level class read as an entry point is read with gradients off from its
+entry when every call the project's code may make of it runs with them off
+(:func:`method_callers_grad_off`, asked by :func:`loopcheck.analysis.build_units` for a method
+whose IR holds an event in its entry's mode): ``model.tag_all(batches)`` only inside ``with
+torch.no_grad():`` in the project's scripts. Its calls are found by the method's name, as
+:mod:`loopcheck.engine.entry_defaults` finds them, in the files
+:func:`~loopcheck.engine.unreferenced.method_naming_files` names.
 """
 
 from __future__ import annotations
@@ -138,7 +146,7 @@ def _all_off(project, files: list[Path], path: Path, name: str, depth: int, stac
 def method_callers_grad_off(project, index, func, cls) -> bool:
     """Whether every call the project's code may make of method ``func`` (a LibCST
     ``FunctionDef``) of module-level class ``cls`` of module ``index`` runs with gradients
-    off, at least one call being found; kept per method in the module's cache.
+    off, at least one call being found.
 
     The calls are found as :mod:`loopcheck.engine.entry_defaults` finds them, by the method's
     name alone, whatever object they are made on (a call too many, ``decoder.recognize()`` of
@@ -153,15 +161,8 @@ def method_callers_grad_off(project, index, func, cls) -> bool:
     ``@torch.no_grad()``, or in a module-level function every call of which runs with
     gradients off (:func:`_all_off`). A call inside a method runs in the mode its callers give
     that method, which is not followed: only a ``with`` or a decorator inside it turns
-    gradients off there."""
-    memo = index.cache.setdefault("callers.method_grad_off", {})
-    if id(func) not in memo:
-        memo[id(func)] = (func, _method_all_off(project, index, func, cls))
-    return memo[id(func)][1]
-
-
-def _method_all_off(project, index, func, cls) -> bool:
-    """:func:`method_callers_grad_off`, not kept."""
+    gradients off there. Not kept (the files' scans are, by their versions: an edit of a caller
+    is seen by the next check)."""
     from loopcheck.engine.unreferenced import method_naming_files
 
     if project is None or getattr(index, "path", None) is None:
