@@ -39,11 +39,10 @@ project (users of an installed library calling a function its own scripts only c
 files it read, not the directories' listings), and calls through names the project binds at
 run time (``sys.path`` edits, ``importlib``) are not seen.
 
-A method of a module-level class read as an entry point is read with gradients off from its
+A method of a module-level class read as an entry point runs with gradients off at its
 entry when every call the project's code may make of it runs with them off
-(:func:`method_callers_grad_off`, asked by :func:`loopcheck.analysis.build_units` for a method
-whose IR holds an event in its entry's mode): ``model.tag_all(batches)`` only inside ``with
-torch.no_grad():`` in the project's scripts. Its calls are found by the method's name, as
+(:func:`method_callers_grad_off`, asked by :func:`entry_grad_off` as for a function):
+``model.tag_all(batches)`` only inside ``with torch.no_grad():`` in the project's scripts. Its calls are found by the method's name, as
 :mod:`loopcheck.engine.entry_defaults` finds them, in the files
 :func:`~loopcheck.engine.unreferenced.method_naming_files` names.
 """
@@ -79,14 +78,22 @@ def entry_grad_off(unit, ev) -> bool:
     """Whether event ``ev`` of ``unit`` runs with gradients off because its unit's entry does
     at every call the project makes of it: ``ev``'s grad mode is its entry's (no ``with``,
     decorator or statement on the way set one), the entry is a module-level function of a
-    module with a file in a project, and :func:`callers_grad_off` holds for it."""
+    module with a file in a project, and :func:`callers_grad_off` holds for it, or a method of
+    a module-level class there, and :func:`method_callers_grad_off` holds for it."""
     func = unit.entry
     index = unit.module
     if not ev.ctx.grad_inherited or func is None or index is None:
         return False
     project, path = getattr(index, "project", None), getattr(index, "path", None)
-    if project is None or path is None or func in getattr(index, "method_class", {}):
-        return False  # a method: ``obj.method()`` calls are not resolved to it
+    if project is None or path is None:
+        return False
+    cls_name = getattr(index, "method_class", {}).get(func)
+    if cls_name is not None:  # a method: its calls are found by its name
+        info = index.classes.get(cls_name)
+        node = info.node if info is not None else None
+        return node is not None and bool(unit.cached(
+            ("method_callers_grad_off", cls_name, func.name.value),
+            lambda: method_callers_grad_off(project, index, func, node)))
     name = func.name.value
     return bool(unit.cached(("callers_grad_off", name), lambda: callers_grad_off(project, Path(path), name)))
 

@@ -556,18 +556,11 @@ def method_naming_files(project, index, func: cst.FunctionDef, cls: cst.ClassDef
         return None
     if libraries and (name.startswith("_") or any(knowledge().method(lib, name) is not None for lib in libraries)):
         return None  # a library base may call it (an override of its method or hook)
-    read = _reading(project, index)
-    if read is None:
+    found = _method_module_reading(project, index)
+    if found is None:
         return None
+    read, importers = found
     path, root, files, notebooks, own, texts = read
-    if _dynamic_file(project, index, path, own, True):
-        return None
-    importers = _importers(project, index, files, path)
-    if importers is None:
-        return None
-    importers = _importers_closure(project, index, files, path, importers)
-    if importers is None:
-        return None
     if not (_MAIN.search(own) or name.startswith("_")
             or ((importers or _notebook_importers(project, read)) and not _packaged(project, root, path))
             or _nothing_runs(project, index, read, importers)):
@@ -587,6 +580,34 @@ def method_naming_files(project, index, func: cst.FunctionDef, cls: cst.ClassDef
     if _named_outside_code(root, notebooks, texts, name, (_stem(path), cls.name.value), project):
         return None
     return out
+
+
+def _method_module_reading(project, index) -> tuple[tuple, list[Path]] | None:
+    """``(reading, importers)`` of the module ``index`` for :func:`method_naming_files`: its
+    :func:`_reading`, and the files that import it directly or through a chain of modules
+    (:func:`_importers_closure`); ``None`` when a reading cannot be had or the module looks
+    names up at run time. The same for every method of the module: kept in its cache."""
+    memo = index.cache
+    if "unreferenced.method_reading" not in memo:
+        memo["unreferenced.method_reading"] = _method_module_reading_now(project, index)
+    return memo["unreferenced.method_reading"]
+
+
+def _method_module_reading_now(project, index) -> tuple[tuple, list[Path]] | None:
+    """:func:`_method_module_reading`, not kept."""
+    read = _reading(project, index)
+    if read is None:
+        return None
+    path, _root, files, _notebooks, own, _texts = read
+    if _dynamic_file(project, index, path, own, True):
+        return None
+    importers = _importers(project, index, files, path)
+    if importers is None:
+        return None
+    importers = _importers_closure(project, index, files, path, importers)
+    if importers is None:
+        return None
+    return read, importers
 
 
 def _unreferenced_elsewhere_now(project, index, func: cst.FunctionDef, cls: cst.ClassDef | None, table: dict) -> bool:
