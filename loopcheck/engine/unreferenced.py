@@ -543,32 +543,36 @@ def _unreferenced_elsewhere(project, index, func: cst.FunctionDef, cls: cst.Clas
     return memo[key]
 
 
-def method_naming_files(project, index, func: cst.FunctionDef, cls: cst.ClassDef) -> list[Path] | None:
+def method_naming_files(project, index, func: cst.FunctionDef, cls: cst.ClassDef,
+                        library_bases: bool = False) -> list[Path] | None:
     """The project's Python files whose code may call method ``func`` of module-level class
     ``cls`` of the module ``index``, its own file first, when only the project's code can
     call it: the conditions of :func:`_unreferenced_elsewhere` on the method (no decorator,
     no dunder, bases in the project, no file looking names up at run time, a script's or a
     private name or a module of a project without packaging metadata) and no packaging file,
     notebook or text naming it (:func:`_named_outside_code`). The files Python cannot compile
-    run nothing and are left out. ``None`` when any of it is not decided."""
+    run nothing and are left out. ``None`` when any of it is not decided.
+
+    With ``library_bases``, a base may also be a library class the knowledge describes and
+    that no framework of it runs (``torch.nn.Module``: :func:`_project_bases` with
+    ``known_library``), when the method's name is public and no method of that class's entry
+    (through its bases) has it: such a class's code calls by name only its own methods and
+    hooks (``forward``, ``extra_repr``, ``_load_from_state_dict``), never a name it does not
+    know."""
     name = func.name.value
     if func.decorators or (name.startswith("__") and name.endswith("__")):
         return None
-    bases = _project_bases(index, cls)
+    libraries: list[str] = []
+    bases = _project_bases(index, cls, known_library=library_bases, libraries=libraries)
     if cls.decorators or cls.keywords or bases is None:
         return None
-    read = _reading(project, index)
-    if read is None:
+    if libraries and (name.startswith("_") or any(knowledge().method(lib, name) is not None for lib in libraries)):
+        return None  # a library base may call it (an override of its method or hook)
+    found = _method_module_reading(project, index)
+    if found is None:
         return None
+    read, importers = found
     path, root, files, notebooks, own, texts = read
-    if _dynamic_file(project, index, path, own, True):
-        return None
-    importers = _importers(project, index, files, path)
-    if importers is None:
-        return None
-    importers = _importers_closure(project, index, files, path, importers)
-    if importers is None:
-        return None
     if not (_MAIN.search(own) or name.startswith("_")
             or ((importers or _notebook_importers(project, read)) and not _packaged(project, root, path))
             or _nothing_runs(project, index, read, importers)):
@@ -588,6 +592,34 @@ def method_naming_files(project, index, func: cst.FunctionDef, cls: cst.ClassDef
     if _named_outside_code(root, notebooks, texts, name, (_stem(path), cls.name.value), project):
         return None
     return out
+
+
+def _method_module_reading(project, index) -> tuple[tuple, list[Path]] | None:
+    """``(reading, importers)`` of the module ``index`` for :func:`method_naming_files`: its
+    :func:`_reading`, and the files that import it directly or through a chain of modules
+    (:func:`_importers_closure`); ``None`` when a reading cannot be had or the module looks
+    names up at run time. The same for every method of the module: kept in its cache."""
+    memo = index.cache
+    if "unreferenced.method_reading" not in memo:
+        memo["unreferenced.method_reading"] = _method_module_reading_now(project, index)
+    return memo["unreferenced.method_reading"]
+
+
+def _method_module_reading_now(project, index) -> tuple[tuple, list[Path]] | None:
+    """:func:`_method_module_reading`, not kept."""
+    read = _reading(project, index)
+    if read is None:
+        return None
+    path, _root, files, _notebooks, own, _texts = read
+    if _dynamic_file(project, index, path, own, True):
+        return None
+    importers = _importers(project, index, files, path)
+    if importers is None:
+        return None
+    importers = _importers_closure(project, index, files, path, importers)
+    if importers is None:
+        return None
+    return read, importers
 
 
 def _unreferenced_elsewhere_now(project, index, func: cst.FunctionDef, cls: cst.ClassDef | None, table: dict) -> bool:
@@ -1775,14 +1807,16 @@ def _bound_by_library_imports(text: str, name: str, library) -> bool:
     return found
 
 
-def _project_bases(index, cls: cst.ClassDef, known_library: bool = False) -> list[Path] | None:
+def _project_bases(index, cls: cst.ClassDef, known_library: bool = False,
+                   libraries: list | None = None) -> list[Path] | None:
     """The files of the classes ``cls`` derives from, up its whole chain, when every one is
     ``object`` or a class of the project; ``None`` when one is not (a library base,
     ``unittest.TestCase``, ``nn.Module``, may call any method by its name: ``test_*``,
     ``forward``). With ``known_library``, a library class that loopcheck's knowledge describes
     (``[[class]]`` of ``loopcheck/knowledge/*.toml``: ``torch.nn.Module``) and that no framework
     of it runs (``[[driver]]``) is allowed too, as a base that creates no instance by itself (an
-    unknown library base, ``unittest.TestCase``, may find its subclasses, as test loaders do)."""
+    unknown library base, ``unittest.TestCase``, may find its subclasses, as test loaders do);
+    the qualified names of those library classes are added to ``libraries`` when given."""
     from loopcheck.engine.knowledge import knowledge
 
     seen: set = set()
@@ -1801,6 +1835,8 @@ def _project_bases(index, cls: cst.ClassDef, known_library: bool = False) -> lis
                 kb = knowledge()
                 if kb.cls(qualified) is None or kb.driver(qualified) is not None:
                     return None
+                if libraries is not None:
+                    libraries.append(kb.cls(qualified).name)
                 continue
             if ref is None or ref.info is None:
                 return None

@@ -437,7 +437,9 @@ class ValidationWithoutNoGrad(Rule):
     :func:`~loopcheck.engine.forwards.forward_computes_gradients`), for a forward whose grad mode
     is its entry's in a module-level function every call of which in the project runs with grad
     off (:func:`~loopcheck.engine.callers.entry_grad_off`; a function the project never calls
-    keeps grad on), for a forward inside a module's ``forward`` read on its own
+    keeps grad on), or in a method of a module-level class whose every call the project's code
+    may make runs with grad off (:func:`~loopcheck.engine.callers.method_callers_grad_off`), for
+    a forward inside a module's ``forward`` read on its own
     (:attr:`~loopcheck.engine.unit.Unit.in_module_forward`: its callers decide whether a backward
     follows) and for a loss module. A forward in the arm of an ``if`` on a parameter that every
     call binds to one literal (given, or left at its default) never runs when the test is false
