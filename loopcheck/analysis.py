@@ -21,7 +21,6 @@ import libcst as cst
 
 from loopcheck.engine.accumulation import lower_accumulate_blocks
 from loopcheck.engine.builder import NODE_TABLES, ModuleIndex, UnitBuilder, UnitRecord, index_module, undefined_reads
-from loopcheck.engine.callers import method_callers_grad_off
 from loopcheck.engine.dataflow import forget
 from loopcheck.engine.drivers import driver_unit
 from loopcheck.engine.entry_defaults import params_bound_to_constant
@@ -494,8 +493,7 @@ def build_units(
             candidates.append((func, position, build(position, func)))
     for i, (func, position, _ir) in enumerate(candidates):
         # an override only the base class calls (self._valid_epoch() under no_grad)
-        if func is not None and func not in builder.called and (
-                builder.self_calls.get(func.name.value) == {"disabled"} or _project_calls_grad_off(index, func, _ir)):
+        if func is not None and func not in builder.called and builder.self_calls.get(func.name.value) == {"disabled"}:
             if memo is None:
                 release(walk_events(candidates[i][2]))
             candidates[i] = (func, position, build(position, func, grad="disabled"))
@@ -540,27 +538,6 @@ def build_units(
         if lower_accumulate_blocks(unit):
             forget(unit.ir)
     return units
-
-
-def _project_calls_grad_off(index, func: cst.FunctionDef, ir) -> bool:
-    """Whether method ``func`` of a module-level class, read as an entry point (IR ``ir``, built
-    with gradients on), is to be read again with gradients off: its IR holds an event whose
-    grad mode is its entry's (no ``with``, decorator or statement of its own set one:
-    :attr:`~loopcheck.engine.ir.Context.grad_inherited`), and every call the project's code
-    may make of it runs with gradients off
-    (:func:`~loopcheck.engine.callers.method_callers_grad_off`: ``model.evaluate(loader)``
-    only inside ``with torch.no_grad():`` in the project's scripts). The project is read only
-    for such a method."""
-    cls_name = index.method_class.get(func)
-    project = getattr(index, "project", None)
-    if cls_name is None or project is None or getattr(index, "path", None) is None:
-        return False
-    if not any(raw.ctx.grad == "enabled" and raw.ctx.grad_inherited for raw in walk_events(ir)):
-        return False  # no event reads the mode its entry starts in
-    info = index.classes.get(cls_name)
-    if info is None or info.node is None:
-        return False
-    return method_callers_grad_off(project, index, func, info.node)
 
 
 def _driven_classes(index, reachable: set | None) -> list:

@@ -5,8 +5,8 @@ A function that no one in its own module calls is read as an entry point of its 
 not say otherwise would run it. Helpers of a package are often called only from the project's
 scripts, each inside ``with torch.no_grad():`` (``mesh.create_mesh()`` called by
 ``reconstruct.py`` and ``generate_meshes.py`` under ``no_grad``): their forwards then never
-record a graph. :func:`entry_grad_off` says so for an event whose grad mode is its entry's
-(:attr:`Context.grad_inherited <loopcheck.engine.ir.Context.grad_inherited>`).
+record a graph. :func:`~loopcheck.engine.grad_entry.entry_grad_off` says so for an event whose
+grad mode is its entry's (:attr:`Context.grad_inherited <loopcheck.engine.ir.Context.grad_inherited>`).
 
 The callers are found in the text of the project's files, read with :mod:`ast` (the scan
 happens only when a rule asks, for an event it would report):
@@ -41,8 +41,10 @@ run time (``sys.path`` edits, ``importlib``) are not seen.
 
 A method of a module-level class read as an entry point runs with gradients off at its
 entry when every call the project's code may make of it runs with them off
-(:func:`method_callers_grad_off`, asked by :func:`entry_grad_off` as for a function):
-``model.tag_all(batches)`` only inside ``with torch.no_grad():`` in the project's scripts. Its calls are found by the method's name, as
+(:func:`~loopcheck.engine.grad_entry.method_callers_grad_off`, asked by
+:func:`~loopcheck.engine.grad_entry.entry_grad_off` as for a function): ``model.tag_all(batches)``
+only inside ``with torch.no_grad():`` in the project's scripts. Its calls are found by the
+method's name, as
 :mod:`loopcheck.engine.entry_defaults` finds them, in the files
 :func:`~loopcheck.engine.unreferenced.method_naming_files` names.
 """
@@ -72,30 +74,6 @@ SKIP_DIRS = frozenset({
 
 _MODULE = ("module",)  # a statement of the module's own code
 _OTHER = ("other",)  # inside a method, a nested function or a lambda
-
-
-def entry_grad_off(unit, ev) -> bool:
-    """Whether event ``ev`` of ``unit`` runs with gradients off because its unit's entry does
-    at every call the project makes of it: ``ev``'s grad mode is its entry's (no ``with``,
-    decorator or statement on the way set one), the entry is a module-level function of a
-    module with a file in a project, and :func:`callers_grad_off` holds for it, or a method of
-    a module-level class there, and :func:`method_callers_grad_off` holds for it."""
-    func = unit.entry
-    index = unit.module
-    if not ev.ctx.grad_inherited or func is None or index is None:
-        return False
-    project, path = getattr(index, "project", None), getattr(index, "path", None)
-    if project is None or path is None:
-        return False
-    cls_name = getattr(index, "method_class", {}).get(func)
-    if cls_name is not None:  # a method: its calls are found by its name
-        info = index.classes.get(cls_name)
-        node = info.node if info is not None else None
-        return node is not None and bool(unit.cached(
-            ("method_callers_grad_off", cls_name, func.name.value),
-            lambda: method_callers_grad_off(project, index, func, node)))
-    name = func.name.value
-    return bool(unit.cached(("callers_grad_off", name), lambda: callers_grad_off(project, Path(path), name)))
 
 
 def callers_grad_off(project, path: Path, name: str) -> bool:
@@ -148,89 +126,6 @@ def _all_off(project, files: list[Path], path: Path, name: str, depth: int, stac
                     continue  # its enclosing function runs with gradients off wherever it is called
             return False
     return found > 0
-
-
-def method_callers_grad_off(project, index, func, cls) -> bool:
-    """Whether every call the project's code may make of method ``func`` (a LibCST
-    ``FunctionDef``) of module-level class ``cls`` of module ``index`` runs with gradients
-    off, at least one call being found.
-
-    The calls are found as :mod:`loopcheck.engine.entry_defaults` finds them, by the method's
-    name alone, whatever object they are made on (a call too many, ``decoder.recognize()`` of
-    another class, can only keep gradients on): in the files whose code may call the method
-    when only the project's code can
-    (:func:`~loopcheck.engine.unreferenced.method_naming_files`, a library base such as
-    ``torch.nn.Module`` allowed for a public name it does not define), each ``obj.name``
-    there the callee of a call, no plain ``name`` in a class body (``fit = train``), and no
-    string that is the name in a file that may look names up by a string. Each call's mode is
-    read as for a module-level function's callers (:class:`_Scan`): inside ``with
-    torch.no_grad():``, after ``torch.set_grad_enabled(False)``, in a function decorated with
-    ``@torch.no_grad()``, or in a module-level function every call of which runs with
-    gradients off (:func:`_all_off`). A call inside a method runs in the mode its callers give
-    that method, which is not followed: only a ``with`` or a decorator inside it turns
-    gradients off there. Not kept (the files' scans are, by their versions: an edit of a caller
-    is seen by the next check)."""
-    from loopcheck.engine.unreferenced import method_naming_files
-
-    if project is None or getattr(index, "path", None) is None:
-        return False
-    files = method_naming_files(project, index, func, cls, library_bases=True)
-    if files is None:
-        return False
-    name = func.name.value
-    word = re.compile(rf"\b{re.escape(name)}\b")
-    everything = None  # the project's files, for the callers of an enclosing function
-    found = 0
-    for file in files:
-        stamp, text = project.source_of(file)
-        if text is None:
-            return False  # unreadable or too large: it may call the method
-        if not word.search(text):
-            continue
-        info = project.load(file)
-        if info is None or info.index is None:
-            return False
-        sites = _method_calls(project, file, stamp, text, name, info.index.imports)
-        if sites is None:
-            return False
-        for mode, where in sites:
-            found += 1
-            if mode == "disabled":
-                continue
-            if mode == "enabled" and where[0] == "function":
-                everything = everything if everything is not None else project_files(Path(project.root))
-                if everything is not None and _all_off(project, everything, Path(file).resolve(), where[1], 1, frozenset()):
-                    continue  # its enclosing function runs with gradients off wherever it is called
-            return False
-    return found > 0
-
-
-def _method_calls(project, file: Path, stamp: tuple, text: str, name: str, imports) -> list | None:
-    """``(grad mode, where)`` of each call ``obj.name(...)`` in ``file``'s text (``where`` as
-    in :func:`_sites`); ``None`` when the text does not parse, or names the method otherwise
-    than as the callee of such a call (see :func:`method_callers_grad_off`). Kept in the
-    project's memo by file, stamp and name."""
-    from loopcheck.engine.entry_defaults import _scope_nodes
-    from loopcheck.engine.unreferenced import _looks_up_names
-
-    def read(tree: ast.AST, nodes: list) -> list | None:
-        if not nodes:
-            return []
-        callees = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
-        in_class_body = {id(n) for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for n in _scope_nodes(c.body)}
-        out = []
-        for node, mode, where in nodes:
-            if isinstance(node, ast.Attribute):
-                if id(node) not in callees or not isinstance(node.ctx, ast.Load):
-                    return None  # ``f = obj.name``, ``partial(obj.name)``, ``obj.name = g``
-                out.append((mode, where))
-            elif id(node) in in_class_body:
-                return None  # ``fit = train`` in a class body: another name for the method
-        if _looks_up_names(text) and any(isinstance(n, ast.Constant) and n.value == name for n in ast.walk(tree)):
-            return None  # ``getattr(model, "name")``
-        return out
-
-    return _scanned(project, "callers.method_calls", file, stamp, text, name, imports, read)
 
 
 def _sites(project, file: Path, stamp: tuple, text: str, path: Path, name: str) -> list[tuple[str, tuple]] | None:

@@ -14,7 +14,7 @@ from typing import Iterable, NamedTuple
 import libcst as cst
 
 from loopcheck.engine.builder import decide_test
-from loopcheck.engine.callers import entry_grad_off
+from loopcheck.engine.grad_entry import entry_grad_off
 from loopcheck.engine.dataflow import NOT_TAKEN, Machine
 from loopcheck.engine.events import Event, mode_call, part_mode
 from loopcheck.engine.forwards import forward_computes_gradients, forward_graph_free
@@ -436,9 +436,9 @@ class ValidationWithoutNoGrad(Rule):
     ``backward()``, a differentiable optimizer's ``step``:
     :func:`~loopcheck.engine.forwards.forward_computes_gradients`), for a forward whose grad mode
     is its entry's in a module-level function every call of which in the project runs with grad
-    off (:func:`~loopcheck.engine.callers.entry_grad_off`; a function the project never calls
+    off (:func:`~loopcheck.engine.grad_entry.entry_grad_off`; a function the project never calls
     keeps grad on), or in a method of a module-level class whose every call the project's code
-    may make runs with grad off (:func:`~loopcheck.engine.callers.method_callers_grad_off`), for
+    may make runs with grad off (:func:`~loopcheck.engine.grad_entry.method_callers_grad_off`), for
     a forward inside a module's ``forward`` read on its own
     (:attr:`~loopcheck.engine.unit.Unit.in_module_forward`: its callers decide whether a backward
     follows) and for a loss module. A forward in the arm of an ``if`` on a parameter that every
