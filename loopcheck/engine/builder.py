@@ -2108,7 +2108,9 @@ class UnitBuilder:
         own = frozenset(callee.locals).union(
             name for name, sym in subst.items()
             if sym.rpartition(":")[2].split(".")[0] != name and self.resolve(frame, name)[0] != sym)
-        return Inline(func, body, callee.fid, own, self._new_instance(callee_info))
+        outside = frozenset(f"{callee.fid}:{name}" for name in all_param_names(func)
+                            if name in callee.locals and name not in bound)
+        return Inline(func, body, callee.fid, own, self._new_instance(callee_info), outside)
 
     @staticmethod
     def _new_instance(callee: Callee) -> str | None:
@@ -2300,9 +2302,11 @@ class UnitBuilder:
             frame.constants = self._entry_constants(func, cls, bound_to_constant)
         self._stack.append(func)
         try:
-            return self.function_body(frame, func, Context(grad=grad))
+            body = self.function_body(frame, func, Context(grad=grad))
         finally:
             self._stack.pop()
+        body.outside = frozenset(f"{frame.fid}:{name}" for name in all_param_names(func) if name in frame.locals)
+        return body
 
     def _entry_constants(self, func: cst.FunctionDef, cls: ClassRef, bound_to_constant) -> dict:
         """The run constants of method ``func`` of ``cls`` read as an entry point: each
