@@ -517,7 +517,7 @@ def undefined_reads(index) -> Resolution:
         else:
             found = resolve(index.tree, lambda stars: _star_names(index, stars))
             if found.undefined and not is_program(index.tree) and not builds_own_loader(
-                    index.tree, found.undefined, index.imports.qualify):
+                    index.tree, found, index.imports.qualify):
                 found = NOT_DECIDED
         index.cache["undefined"] = found
     return found
