@@ -81,8 +81,10 @@ def _builds_own_loader(source: str) -> bool:
      "def get():\n    return torch.utils.data.DataLoader(ds, batch_size=len(ds))\nfor x in other:\n    pass\n", True),
     # a loader built over a function's parameter: whatever its caller gives, which may be a
     # name the reader's context binds (``get(train_set)``)
-    ("from torch.utils.data import DataLoader\ndef get(ds):\n    return DataLoader(ds)\nfor x in other:\n    pass\n", False),
-    ("from torch.utils.data import DataLoader\ndef get():\n    ds = make()\n    return DataLoader(ds)\nfor x in other:\n    pass\n", False),
+    ("from torch.utils.data import DataLoader\ndef get(ds):\n    return DataLoader(ds)\n"
+     "for x in other:\n    pass\n", False),
+    ("from torch.utils.data import DataLoader\ndef get():\n    ds = make()\n    return DataLoader(ds)\n"
+     "for x in other:\n    pass\n", False),
     # a snippet: its loader comes from the reader, or is built over a dataset the reader gives
     ("import torch\nfor x in loader:\n    pass\n", False),
     ("from torch.utils.data import DataLoader\nl = DataLoader(train_set, batch_size=4)\n", False),
