@@ -117,7 +117,7 @@ class Arg:
     argument of a call with targets, the symbols whose objects its value may be or hold when
     they differ from its mentions (:meth:`~loopcheck.engine.builder.UnitBuilder.held`: a name
     read only in the arguments of a call that builds a new tensor is left out,
-    ``Variable(torch.FloatTensor(img)[None])`` holds nothing of ``img``), else ``None``."""
+    ``Variable(torch.zeros_like(w)[None])`` holds nothing of ``w``), else ``None``."""
 
     keyword: str | None
     node: cst.BaseExpression

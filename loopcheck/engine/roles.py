@@ -983,8 +983,8 @@ class _Inference:
     def held_by_call(self, c: Call) -> frozenset[str]:
         """The symbols whose objects the result of ``c`` may be or hold: those its arguments
         hold (:attr:`Arg.holds <loopcheck.engine.ir.Arg.holds>`: not a name read only in a
-        nested call that builds a new tensor, ``Variable(torch.FloatTensor(img)[None])`` holds
-        nothing of ``img``) and, for a method, the result of calling it (``x.detach()``: what ``x`` holds;
+        nested call that builds a new tensor, ``Variable(torch.zeros_like(w)[None])`` holds
+        nothing of ``w``) and, for a method, the result of calling it (``x.detach()``: what ``x`` holds;
         ``g.style()``: nothing of ``g`` when it runs a forward, :meth:`forward_of_model`), none
         of them for a call the library knowledge says builds a new tensor (``torch.zeros(n)``,
         ``torch.cat((buf, z))``, which copies them: :attr:`Returns.new_memory
