@@ -1219,9 +1219,10 @@ class _Inference:
         A definition that comes back to a symbol whose definitions are being followed (on
         ``path``: ``img = x.detach().numpy()`` for ``x = torch.from_numpy(img)``) adds nothing:
         the symbol's value is made of what its other definitions give, which are followed
-        where it was first met; when none of them leads out of the cycle (a function
-        parameter re-bound from itself through another name), its value comes from outside
-        and is not understood. An answer that came back to a symbol other than its own is
+        where it was first met; when none of them leads out of the cycle, its value comes from
+        outside and is not understood. A function parameter read before a re-binding has the
+        value its callers give among its definitions (:meth:`_incoming_read`), which leads out
+        of any cycle to a value not understood. An answer that came back to a symbol other than its own is
         not kept in ``memo``: it leaves out what that symbol's other definitions give."""
         key = (m, depth)
         hit = memo.get(key)
