@@ -28,7 +28,7 @@ from loopcheck.engine.events import classify, retype_graph_events
 from loopcheck.engine.import_failure import failing_import
 from loopcheck.engine.import_raises import never_reached, raising_statement
 from loopcheck.engine.interrupts import interruptible
-from loopcheck.engine.ir import release, walk_events
+from loopcheck.engine.ir import outside_values, release, walk_events
 from loopcheck.engine.positions import Positions
 from loopcheck.engine.project import Project, absolute_module, project_for
 from loopcheck.engine.quiet import IMPORT, imported_names, quiet_members
@@ -507,7 +507,7 @@ def build_units(
     per_unit = [list(walk_events(ir)) for ir in irs]
     raws = [raw for unit_raws in per_unit for raw in unit_raws]
     with interruptible(interrupt):
-        roles = infer_roles(index, raws)
+        roles = infer_roles(index, raws, frozenset().union(*(outside_values(ir) for ir in irs)))
     for raw in raws:
         raw.typed = classify(raw, roles)
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from loopcheck.engine.builder import UnitBuilder, index_module, literal_constants, run_constants
+from loopcheck.engine.builder import UnitBuilder, decide_test, index_module, literal_constants, run_constants
 from loopcheck.engine.ir import Call, If, Loop, parts
+from loopcheck.engine.literals import NO_VALUE, ast_literal_value, literal_value
 from loopcheck.engine.project import Project
 
 
@@ -195,3 +196,31 @@ def test_if_tests_decided_by_a_literal_compared(source: str, arms: list[str]):
     """A comparison of a variable bound once to a literal with a literal
     (:meth:`UnitBuilder.decide`)."""
     assert _arms(source) == arms
+
+
+def test_identity_of_constants_as_cpython_runs_it():
+    def decide(test: str, value) -> bool | None:
+        return decide_test(cst.parse_expression(test), {"phase": value})
+
+    assert decide("phase is 'train'", "train") is True  # an interned name-like string constant
+    assert decide("phase is not 'train'", "train") is False
+    assert decide("phase is 'val'", "train") is False
+    assert decide("phase is 'a b'", "a b") is None  # not interned: depends on the code objects
+    assert decide("phase.lower() is 'train'", "train") is None  # a new string
+    assert decide("phase is 1", True) is False
+    assert decide("phase is None", None) is True
+    assert decide("phase is 5", 5) is True and decide("phase is 1000", 1000) is None
+
+
+@pytest.mark.parametrize("text", ["'train'", "3", "-1", "+2", "0.5", "-1e-3", "True", "False", "None",
+                                  "'a' 'b'", "x", "-x", "b'x'", "[1]", "not True", "f'{x}'"])
+def test_literals_read_alike_from_libcst_and_ast(text):
+    # the inlined path (LibCST) and the entry path (ast, the project's other files) take the same
+    # constants
+    import ast
+
+    from_cst = literal_value(cst.parse_expression(text))
+    from_ast = ast_literal_value(ast.parse(text, mode="eval").body)
+    assert (from_cst is NO_VALUE) == (from_ast is NO_VALUE)
+    if from_cst is not NO_VALUE:
+        assert type(from_cst) is type(from_ast) and from_cst == from_ast

@@ -71,13 +71,20 @@ def _builds_own_loader(source: str) -> bool:
             for small in stmt.body:
                 if type(small) in (cst.Import, cst.ImportFrom):
                     imports.add(small)
-    return builds_own_loader(module, resolve(module).undefined, imports.qualify)
+    return builds_own_loader(module, resolve(module), imports.qualify)
 
 
 @pytest.mark.parametrize("source, expected", [
-    # a script that builds its loader over what it binds (in a function or at its top level)
-    ("from torch.utils.data import DataLoader\ndef get(ds):\n    return DataLoader(ds)\nfor x in other:\n    pass\n", True),
+    # a script that builds its loader over what it binds at its top level (also in a function)
     ("import torch\nds = torch.utils.data.TensorDataset(torch.ones(4))\nl = torch.utils.data.DataLoader(ds)\n", True),
+    ("import torch\nds = torch.utils.data.TensorDataset(torch.ones(4))\n"
+     "def get():\n    return torch.utils.data.DataLoader(ds, batch_size=len(ds))\nfor x in other:\n    pass\n", True),
+    # a loader built over a function's parameter: whatever its caller gives, which may be a
+    # name the reader's context binds (``get(train_set)``)
+    ("from torch.utils.data import DataLoader\ndef get(ds):\n    return DataLoader(ds)\n"
+     "for x in other:\n    pass\n", False),
+    ("from torch.utils.data import DataLoader\ndef get():\n    ds = make()\n    return DataLoader(ds)\n"
+     "for x in other:\n    pass\n", False),
     # a snippet: its loader comes from the reader, or is built over a dataset the reader gives
     ("import torch\nfor x in loader:\n    pass\n", False),
     ("from torch.utils.data import DataLoader\nl = DataLoader(train_set, batch_size=4)\n", False),

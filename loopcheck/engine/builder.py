@@ -54,10 +54,11 @@ from loopcheck.engine.bindings import target_names
 from loopcheck.engine.calls import ref_parts
 from loopcheck.engine.classes import is_module_class
 from loopcheck.engine.knowledge import NO_GRAPH, knowledge
+from loopcheck.engine.literals import NO_VALUE, literal_value
 from loopcheck.engine.names import STR_TRANSFORMS, ImportMap, dotted_name
 from loopcheck.engine.undefined import (
-    NOT_DECIDED, Resolution, builds_own_loader, evaluated_before, first_undefined, has_import, head_part, is_program, resolve,
-    statement_parts,
+    NOT_DECIDED, Resolution, builds_own_loader, evaluated_before, first_undefined, has_import, head_part, is_program,
+    resolve, statement_parts,
 )
 from loopcheck.engine.summaries import (
     ContextSplit, decorator_grad, forward_clears, is_context_manager, split_context_manager,
@@ -506,9 +507,10 @@ def undefined_reads(index) -> Resolution:
     (:func:`~loopcheck.engine.undefined.resolve`), computed once per index. Decided only for
     a program (:func:`~loopcheck.engine.undefined.is_program`: not a snippet, whose free
     names come from its reader; or a script without a main block that builds its data loader
-    from what it binds itself, :func:`~loopcheck.engine.undefined.builds_own_loader`), parsed whole (not read statement by statement, whose nodes
-    are parts of fragments), and never for a notebook (:attr:`ModuleIndex.notebook`); a star import of a
-    module of the project whose names are all known binds those names
+    from what the module binds itself, :func:`~loopcheck.engine.undefined.builds_own_loader`),
+    parsed whole (not read statement by statement, whose nodes are parts of fragments), and
+    never for a notebook (:attr:`ModuleIndex.notebook`); a star import of a module of the
+    project whose names are all known binds those names
     (:meth:`~loopcheck.engine.project.Project.star_names`)."""
     found = index.cache.get("undefined")
     if found is None:
@@ -517,7 +519,7 @@ def undefined_reads(index) -> Resolution:
         else:
             found = resolve(index.tree, lambda stars: _star_names(index, stars))
             if found.undefined and not is_program(index.tree) and not builds_own_loader(
-                    index.tree, found.undefined, index.imports.qualify):
+                    index.tree, found, index.imports.qualify):
                 found = NOT_DECIDED
         index.cache["undefined"] = found
     return found
@@ -2108,7 +2110,9 @@ class UnitBuilder:
         own = frozenset(callee.locals).union(
             name for name, sym in subst.items()
             if sym.rpartition(":")[2].split(".")[0] != name and self.resolve(frame, name)[0] != sym)
-        return Inline(func, body, callee.fid, own, self._new_instance(callee_info))
+        outside = frozenset(f"{callee.fid}:{name}" for name in all_param_names(func)
+                            if name in callee.locals and name not in bound)
+        return Inline(func, body, callee.fid, own, self._new_instance(callee_info), outside)
 
     @staticmethod
     def _new_instance(callee: Callee) -> str | None:
@@ -2300,9 +2304,11 @@ class UnitBuilder:
             frame.constants = self._entry_constants(func, cls, bound_to_constant)
         self._stack.append(func)
         try:
-            return self.function_body(frame, func, Context(grad=grad))
+            body = self.function_body(frame, func, Context(grad=grad))
         finally:
             self._stack.pop()
+        body.outside = frozenset(f"{frame.fid}:{name}" for name in all_param_names(func) if name in frame.locals)
+        return body
 
     def _entry_constants(self, func: cst.FunctionDef, cls: ClassRef, bound_to_constant) -> dict:
         """The run constants of method ``func`` of ``cls`` read as an entry point: each
@@ -4001,10 +4007,6 @@ def _in_evaluation_order(n: cst.CSTNode, out: list) -> None:
         out.append(n)
 
 
-#: What :func:`literal_value` returns for an expression that is not a literal.
-NO_VALUE = object()
-
-
 def _new_leaf(summary) -> bool:
     """Whether a library function with ``summary`` returns a new tensor built from the values
     of its arguments and recording no operation on them (``returns.value = "tensor"`` without
@@ -4120,20 +4122,6 @@ def _sources_plan(e: cst.CSTNode, kb):
         return _CallPlan(e, dotted_name(f), args, detaches, None if detaches else _sources_plan(f, kb))
     parts = tuple(p for p in (_sources_plan(c, kb) for c in children(e)) if p)
     return parts or None
-
-
-def literal_value(node: cst.CSTNode | None):
-    """The value of a literal (``"train"``, ``3``, ``True``, ``None``), else ``NO_VALUE``."""
-    if type(node) is cst.SimpleString:
-        try:
-            return node.evaluated_value
-        except Exception:  # noqa: BLE001 - an odd string prefix
-            return NO_VALUE
-    if type(node) is cst.Integer:
-        return node.evaluated_value
-    if type(node) is cst.Name and node.value in ("True", "False", "None"):
-        return {"True": True, "False": False, "None": None}[node.value]
-    return NO_VALUE
 
 
 def immutable_literal(node: cst.CSTNode) -> bool:

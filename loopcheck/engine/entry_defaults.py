@@ -49,10 +49,11 @@ import ast
 
 import libcst as cst
 
+from loopcheck.engine.literals import NO_VALUE, ast_literal_value, literal_value
 from loopcheck.engine.unreferenced import _looks_up_names, _text, method_naming_files
 
 #: No constant: a parameter given a value that is no literal, or left out without a literal default.
-UNKNOWN = object()
+UNKNOWN = NO_VALUE
 
 
 def params_bound_to_constant(project, index, func: cst.FunctionDef, cls: cst.ClassDef,
@@ -78,7 +79,7 @@ def _bound(project, index, func: cst.FunctionDef, cls: cst.ClassDef, candidates:
     p = func.params
     positional = [x.name.value for x in (*p.posonly_params, *p.params)][1:]  # less ``self``
     keyword_ok = {x.name.value for x in (*p.params, *p.kwonly_params)}
-    defaults = {x.name.value: _cst_literal(x.default) if x.default is not None else UNKNOWN
+    defaults = {x.name.value: literal_value(x.default) if x.default is not None else UNKNOWN
                 for x in (*p.posonly_params, *p.params, *p.kwonly_params)}
     values: dict[str, tuple] = {}  # parameter -> (type, value) every call so far binds it to
     found = 0
@@ -110,34 +111,12 @@ def _binding(name: str, args: list, keywords: dict, positional: list[str], keywo
     arguments ``keywords`` (``ast`` expressions), binds parameter ``name`` to; :data:`UNKNOWN`
     when it is no literal, or left out without a literal default."""
     if name in keywords and name in keyword_ok:
-        value = _ast_literal(keywords[name])
+        value = ast_literal_value(keywords[name])
     elif name in positional and positional.index(name) < len(args):
-        value = _ast_literal(args[positional.index(name)])
+        value = ast_literal_value(args[positional.index(name)])
     else:
         value = defaults.get(name, UNKNOWN)
     return UNKNOWN if value is UNKNOWN else (type(value), value)
-
-
-def _ast_literal(node: ast.expr) -> object:
-    """The value of an ``ast`` literal argument: a string, an integer, a float (signed or
-    not), ``True``, ``False`` or ``None``; :data:`UNKNOWN` for anything else."""
-    sign = 1
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        sign = -1 if isinstance(node.op, ast.USub) else 1
-        node = node.operand
-        if not (isinstance(node, ast.Constant) and type(node.value) in (int, float)):
-            return UNKNOWN
-    if not isinstance(node, ast.Constant) or type(node.value) not in (str, int, float, bool, type(None)):
-        return UNKNOWN
-    return sign * node.value if sign == -1 else node.value
-
-
-def _cst_literal(node: cst.BaseExpression) -> object:
-    """The value of a literal default (as :func:`_ast_literal`); :data:`UNKNOWN` for anything else."""
-    try:
-        return _ast_literal(ast.parse(cst.Module([]).code_for_node(node).strip(), mode="eval").body)
-    except (SyntaxError, ValueError, RecursionError):
-        return UNKNOWN
 
 
 def _calls(text: str, name: str, strings: bool) -> list[tuple[list, dict, bool]] | None:
@@ -193,7 +172,8 @@ def _class_names(tree: ast.Module) -> tuple[set[str], set[str]]:
             bound.add(node.name)
         elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
             bound.add(node.name)
-    assigns = [n for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and n.value is not None]
+    assigns = [n for n in ast.walk(tree)
+               if isinstance(n, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and n.value is not None]
     grew = True
     while grew:  # (an alias of an alias)
         grew = False

@@ -117,7 +117,7 @@ class Arg:
     argument of a call with targets, the symbols whose objects its value may be or hold when
     they differ from its mentions (:meth:`~loopcheck.engine.builder.UnitBuilder.held`: a name
     read only in the arguments of a call that builds a new tensor is left out,
-    ``Variable(torch.FloatTensor(img)[None])`` holds nothing of ``img``), else ``None``."""
+    ``Variable(torch.zeros_like(w)[None])`` holds nothing of ``w``), else ``None``."""
 
     keyword: str | None
     node: cst.BaseExpression
@@ -289,7 +289,12 @@ RawEvent = Call | Assign
 
 @dataclass(eq=False)
 class Seq:
+    """A sequence of IR nodes. ``outside``: for the body of a function built as an entry point,
+    the symbols of its parameters (``f1_1:x``), whose values its callers give: a value from
+    outside, which the analysis does not see."""
+
     items: list["Node"] = field(default_factory=list)
+    outside: frozenset = frozenset()
 
 
 @dataclass(eq=False)
@@ -410,13 +415,17 @@ class Inline:
     ``new``: for the ``__init__`` of a class of the project run by a construction whose
     instance goes to a variable (``trainer = Trainer(model)``), the symbol ``self`` is bound to
     (``trainer``): each run of the body starts on a new object, so no attribute of that symbol
-    holds what an earlier object's did until something binds it again; else ``None``."""
+    holds what an earlier object's did until something binds it again; else ``None``.
+    ``outside``: the symbols of its parameters that the call binds to no expression of its own
+    (left at their defaults, or given through ``*args``/``**kwargs``): values the analysis does
+    not see, as :attr:`Seq.outside`."""
 
     func: cst.CSTNode
     body: Seq
     fid: str = ""
     own: frozenset = frozenset()
     new: str | None = None
+    outside: frozenset = frozenset()
 
 
 Node = Call | Assign | Seq | If | Loop | Jump | Try | Inline
@@ -459,6 +468,19 @@ def walk_events(node: Node):
                     break
         else:
             stack.pop()
+
+
+def outside_values(node: Node) -> frozenset[str]:
+    """The symbols of the parameters of the functions an IR tree runs whose values come from
+    outside the code it builds (:attr:`Seq.outside`, :attr:`Inline.outside`)."""
+    out: set[str] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if type(n) in (Seq, Inline):
+            out |= n.outside
+        stack.extend(parts(n))
+    return frozenset(out)
 
 
 def release(raws: Iterable[RawEvent]) -> None:

@@ -892,6 +892,11 @@ def _loop_reads(e: RawEvent) -> frozenset[str]:
     return frozenset(out)
 
 
+#: The suffix of the mention that stands for the value a parameter arrives with, from the
+#: function's callers (:meth:`_Inference._incoming_read`): no definition here, not understood.
+OUTSIDE = "<outside>"
+
+
 #: The list methods that put a value into the container they are called on.
 STORE_METHODS = frozenset({"append", "extend", "insert"})
 #: Builtins whose iteration gives the elements of their arguments (or pairs holding them).
@@ -914,7 +919,8 @@ class _Held(NamedTuple):
 class _Inference:
     """One pass of role inference over the raw events of a file."""
 
-    def __init__(self, index: ModuleIndex, events: list[RawEvent], project_classes=None) -> None:
+    def __init__(self, index: ModuleIndex, events: list[RawEvent], project_classes=None,
+                 outside: frozenset[str] = frozenset()) -> None:
         self.index = index
         self.kb = knowledge()
         self.roles = Roles()
@@ -970,12 +976,15 @@ class _Inference:
                 if e.receiver and e.method in STORE_METHODS and e.args:
                     self.stores.setdefault(e.receiver, []).append(e)
                 self.raw_calls.setdefault(id(e.node), []).append(e)
+        for sym in outside:
+            if sym in self.defs and self._incoming_read(sym):
+                self.defs[sym].insert(0, (frozenset({sym + OUTSIDE}), "outside"))
 
     def held_by_call(self, c: Call) -> frozenset[str]:
         """The symbols whose objects the result of ``c`` may be or hold: those its arguments
         hold (:attr:`Arg.holds <loopcheck.engine.ir.Arg.holds>`: not a name read only in a
-        nested call that builds a new tensor, ``Variable(torch.FloatTensor(img)[None])`` holds
-        nothing of ``img``) and, for a method, the result of calling it (``x.detach()``: what ``x`` holds;
+        nested call that builds a new tensor, ``Variable(torch.zeros_like(w)[None])`` holds
+        nothing of ``w``) and, for a method, the result of calling it (``x.detach()``: what ``x`` holds;
         ``g.style()``: nothing of ``g`` when it runs a forward, :meth:`forward_of_model`), none
         of them for a call the library knowledge says builds a new tensor (``torch.zeros(n)``,
         ``torch.cat((buf, z))``, which copies them: :attr:`Returns.new_memory
@@ -1142,6 +1151,21 @@ class _Inference:
 
         return _common(branch(arg.node.body), branch(arg.node.orelse))
 
+    def _incoming_read(self, sym: str) -> bool:
+        """Whether the value parameter ``sym`` arrives with may be read although the function
+        binds it again: unless the first event that reads or binds it (in the order of the
+        code) binds it at the top level of its function, in no loop, ``if`` or inlined call,
+        which every run reaches before any read (``opt = SGD([x])`` before ``x = y`` reads
+        the incoming ``x``; the definitions are otherwise read without order)."""
+        for e in self.events:
+            binds = e.target == sym and e.op == "=" if isinstance(e, Assign) else sym in e.targets
+            reads = _reads(e.mentions if isinstance(e, Assign) else _loop_reads(e), sym)
+            if reads or (binds and (e.ctx.loops or e.ctx.conds or e.ctx.calls)):
+                return True
+            if binds:
+                return False
+        return True
+
     def param_models(self, mentions, depth: int = 0, memo: dict | None = None) -> tuple[set[str], bool]:
         """Models whose parameters an optimizer's parameter argument takes, following up to
         three assignments (``params = [p for p in model.parameters() if p.requires_grad]``),
@@ -1195,9 +1219,10 @@ class _Inference:
         A definition that comes back to a symbol whose definitions are being followed (on
         ``path``: ``img = x.detach().numpy()`` for ``x = torch.from_numpy(img)``) adds nothing:
         the symbol's value is made of what its other definitions give, which are followed
-        where it was first met; when none of them leads out of the cycle (a function
-        parameter re-bound from itself through another name), its value comes from outside
-        and is not understood. An answer that came back to a symbol other than its own is
+        where it was first met; when none of them leads out of the cycle, its value comes from
+        outside and is not understood. A function parameter read before a re-binding has the
+        value its callers give among its definitions (:meth:`_incoming_read`), which leads out
+        of any cycle to a value not understood. An answer that came back to a symbol other than its own is
         not kept in ``memo``: it leaves out what that symbol's other definitions give."""
         key = (m, depth)
         hit = memo.get(key)
@@ -1901,6 +1926,8 @@ def know_models_without_parameters(roles: Roles, events: list[RawEvent], models:
     _derive_graphs(roles, events)
 
 
-def infer_roles(index: ModuleIndex, events: list[RawEvent]) -> Roles:
-    """Infer the roles of every symbol from the raw events of all units of one file."""
-    return _Inference(index, events).run()
+def infer_roles(index: ModuleIndex, events: list[RawEvent], outside: frozenset[str] = frozenset()) -> Roles:
+    """Infer the roles of every symbol from the raw events of all units of one file;
+    ``outside``: the symbols of parameters whose values the callers give
+    (:func:`~loopcheck.engine.ir.outside_values`)."""
+    return _Inference(index, events, outside=outside).run()

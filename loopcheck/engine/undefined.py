@@ -102,11 +102,15 @@ class Resolution:
         undefined: the ``Name`` nodes evaluated where nothing binds their name.
         module_names: the names bound in the module's scope (``global`` declarations
             included).
+        local: the ``Name`` nodes evaluated where a function, lambda, comprehension or class
+            body binds their name (a parameter, a local variable): a value that does not
+            come from the module's own bindings.
     """
 
     decided: bool
     undefined: frozenset[cst.Name]
     module_names: frozenset[str]
+    local: frozenset[cst.Name] = frozenset()
 
 
 NOT_DECIDED = Resolution(False, frozenset(), frozenset())
@@ -137,7 +141,8 @@ def resolve(module: cst.Module, star_names: Callable[[int], frozenset[str] | Non
         node for node, scope in collector.reads
         if node.value not in known and not _bound(node.value, scope, collector.module)
     )
-    return Resolution(True, undefined, frozenset(collector.module.bound))
+    local = frozenset(node for node, scope in collector.reads if _bound_locally(node.value, scope))
+    return Resolution(True, undefined, frozenset(collector.module.bound), local)
 
 
 def has_import(module: cst.Module) -> bool:
@@ -160,36 +165,55 @@ def is_program(module: cst.Module) -> bool:
 
 
 def builds_own_loader(
-    module: cst.Module, undefined: frozenset[cst.Name], qualify: Callable[[str], str | None],
+    module: cst.Module, found: Resolution, qualify: Callable[[str], str | None],
 ) -> bool:
     """Whether ``module`` builds its data itself: its code (at its top level or in any of its
     functions) constructs a data loader (a library class whose constructor returns the
     ``loader`` role in loopcheck's knowledge: ``torch.utils.data.DataLoader``) from arguments
-    that read no name of ``undefined``. A snippet leaves out where its data comes from and
-    reads ``loader`` or ``train_set`` from the reader's context; a module that builds its
-    loader from what it binds itself is a whole program (a script without a main block, run
-    as ``python train.py``), and a name it reads that nothing binds raises ``NameError``.
+    whose names all resolve to the module's own bindings or to builtins: none that nothing
+    binds (:attr:`Resolution.undefined`), none bound in a function (:attr:`Resolution.local`:
+    ``DataLoader(ds)`` in ``def make_loader(ds):`` builds over whatever its caller gives,
+    which may be a name the reader's context binds). A snippet leaves out where its data
+    comes from and reads ``loader`` or ``train_set`` from the reader's context; a module that
+    builds its loader from what it binds itself is a whole program (a script without a main
+    block, run as ``python train.py``), and a name it reads that nothing binds raises
+    ``NameError``.
 
     Args:
         module: a whole parsed module.
-        undefined: the reads nothing binds (:attr:`Resolution.undefined`).
+        found: :func:`resolve`'s answer for ``module``.
         qualify: the module's import aliases, a local dotted name to its qualified name.
     """
     kb = knowledge()
+    foreign = found.undefined | found.local
     for node in walk(module):
         if type(node) is not cst.Call:
             continue
         summary = kb.callable(qualify(dotted_name(node.func) or ""))
         if summary is None or summary.returns is None or summary.returns.role != "loader":
             continue
-        if not any(reads_any(arg.value, undefined) for arg in node.args):
+        if not any(reads_any(arg.value, foreign) for arg in node.args):
             return True
     return False
 
 
 def reads_any(expr: cst.CSTNode, undefined: frozenset[cst.Name]) -> bool:
-    """Whether ``expr`` contains, anywhere, a read of ``undefined``."""
+    """Whether ``expr`` contains, anywhere, a read of ``undefined`` (a set of ``Name`` nodes)."""
     return any(n in undefined for n in walk(expr) if type(n) is cst.Name)
+
+
+def _bound_locally(name: str, scope: Scope) -> bool:
+    """Whether ``name`` read in ``scope`` resolves to a binding of a scope other than the
+    module's: its own (a function, lambda, comprehension or class body), or an enclosing
+    function's or comprehension's."""
+    if scope.kind != "module" and name in scope.bound:
+        return True
+    outer = scope.parent
+    while outer is not None:
+        if outer.kind not in ("class", "module") and name in outer.bound:
+            return True
+        outer = outer.parent
+    return False
 
 
 def _bound(name: str, scope: Scope, module: Scope) -> bool:

@@ -330,7 +330,9 @@ class EvalModeNotReset(Rule):
     that trains ``M`` (:func:`trained_models`: the step of an optimizer established to take no
     model's parameters, an adversarial perturbation's own, a latent's made from a generator's
     output, or an input's made from data re-bound from it, ``x = Variable(torch.FloatTensor(a))``
-    and later ``a = x.data.numpy()``, trains none), a forward of ``M`` (of a part of it or of a model containing it) having
+    and later ``a = x.data.numpy()``, trains none; a function parameter's value from the
+    callers, read before a re-binding, is not established), a forward of ``M`` (of a part of it
+    or of a model containing it) having
     run with gradients enabled on that path since the ``eval()``, ``M`` neither frozen nor partly
     frozen on that path (:attr:`M.part`: which part of it the step trains, and so whether that
     part holds a layer ``eval()`` changes, is not established), and train mode is wanted: ``train()`` of ``M`` somewhere in the unit, train mode at that step
