@@ -25,6 +25,10 @@ A fact ends (:func:`ends`) at anything that may change the attribute:
 An inlined call is no end: its body is in the IR, and it sees the caller's values at its
 entry. A loop carries the facts of its body's end to its next iteration.
 
+A raising guard makes facts too: past ``if args.data == "x" and args.head == "y": ... else:
+raise NotImplementedError`` the path knows both values, past ``if args.head == "z": sys.exit()``
+that ``args.head`` is not ``"z"`` (:func:`learned`, :attr:`~loopcheck.engine.ir.If.learns`).
+
 Without a literal, an attribute of a method's own instance that only ``__init__`` assigns
 (:meth:`loopcheck.engine.builder.UnitBuilder.init_only`) still holds one value for the whole
 run of the method: two ``if``s on its truth (:func:`truth_arms`: ``if not self.logits:``, ``if

@@ -654,6 +654,9 @@ class _FactTable:
             ``made``; ``aliased``: ``(alias, made)`` mask pairs, the truth of the same attribute
             reached through another name that an assignment made hold the tested object
             (``self.args = args``, :class:`Alias`), known where the path knows that alias.
+            Also an ``if`` whose test compares attributes with literals
+            (:attr:`~loopcheck.engine.ir.If.learns`) one of whose arms only raises or ends the
+            program (:func:`_learned_guards`): ``made`` holds what the other arm says of each.
         needs: ``j →`` the mask of the alias facts (:class:`Alias`) a guard's fact ``j`` is made
             under, which a machine following ``j`` follows too.
         starts: ``(symbol, value) → j``: the fact that the local variable a counted loop starts
