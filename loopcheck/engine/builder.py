@@ -45,8 +45,8 @@ from loopcheck.engine.ir import (
     walk_events,
 )
 from loopcheck.engine.attr_facts import (
-    ALL, MODE_ATTRIBUTE, dynamic_write, expression_children, fact_subject, learned, mode_subject, received, truth_arms, truth_test,
-    written_attributes,
+    ALL, MODE_ATTRIBUTE, dynamic_write, expression_children, fact_subject, learned, mode_subject, received, truth_arms,
+    truth_test, written_attributes,
 )
 from loopcheck.engine import bindings as B
 from loopcheck.engine.binding import binds

@@ -788,7 +788,8 @@ def fact_table(unit: Seq) -> _FactTable:
     for node in ifs:
         sym, name = node.fact
         truth = truth_test(node.test)
-        arms = tuple((j, _decided(node.test, name, value, truth)) for j, (key, value) in enumerate(values) if key == sym)
+        arms = tuple((j, _decided(node.test, name, value, truth))
+                     for j, (key, value) in enumerate(values) if key == sym)
         if any(arm is not None for _, arm in arms):
             table.arms[id(node)] = arms
             table.ifs.append(node)
