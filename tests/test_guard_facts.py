@@ -541,3 +541,13 @@ def test_no_comparison_guard_when_the_other_arm_goes_on_or_only_returns():
     for end in ("print('no')", "return"):
         source = GUARDED_COMPARISON.replace("raise NotImplementedError", end)
         assert _table(source).guards == {}, end
+
+
+def test_a_guard_refusing_none_decides_the_identity_tests_of_none():
+    from loopcheck.engine.dataflow import _unequal_decides
+    assert _unequal_decides(_expr("args.ckpt is None"), None) is False
+    assert _unequal_decides(_expr("not args.ckpt is not None"), None) is False
+    assert _unequal_decides(_expr("args.ckpt != None"), None) is True
+    assert _unequal_decides(_expr('args.ckpt is "x"'), "x") is None  # a string's identity: not decided
+    assert _unequal_decides(_expr("args.ckpt == 0"), False) is None  # another type
+    assert _unequal_decides(_expr("args.ckpt"), None) is None  # its truth: not decided

@@ -838,7 +838,9 @@ def _decided(test: cst.BaseExpression, name: str, value: object, truth: bool | N
 
 def _unequal_decides(test: cst.BaseExpression, value: object) -> bool | None:
     """The outcome of ``test`` (``x == lit``, ``x != lit``, under any number of ``not``) where
-    ``x`` is known not to hold ``value``: decided when ``lit`` is ``value`` (of its type)."""
+    ``x`` is known not to hold ``value``: decided when ``lit`` is ``value`` (of its type); also
+    ``x is lit`` and ``x is not lit`` for ``None``, ``True`` and ``False``, the one object of
+    that value."""
     negated = False
     while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
         test, negated = test.expression, not negated
@@ -846,6 +848,8 @@ def _unequal_decides(test: cst.BaseExpression, value: object) -> bool | None:
         return None
     comp = test.comparisons[0]
     op = type(comp.operator)
+    if op in (cst.Is, cst.IsNot) and (value is None or type(value) is bool):
+        op = cst.Equal if op is cst.Is else cst.NotEqual
     if op not in (cst.Equal, cst.NotEqual):
         return None
     right = literal_value(comp.comparator)
