@@ -466,3 +466,88 @@ def test_dataset_and_sampler_entries_describe_only_their_constructor():
         for method in ("__getitem__", "__len__", "__iter__", "backward", "train", "step", "forward"):
             assert kb.method(base, method) is None, (base, method)
         assert sorted(kb.cls(base).methods) == ["__init__"]
+
+
+def test_learned_says_what_each_outcome_of_a_comparison_holds():
+    from loopcheck.engine.attr_facts import learned
+
+    def said(code: str, outcome: bool):
+        return [(name, kind, what if type(what) is bool else what.value) for name, kind, what in learned(_expr(code), outcome)]
+
+    test = 'args.data == "x" and args.head == "y"'
+    assert said(test, True) == [("args.data", "==", '"x"'), ("args.head", "==", '"y"')]
+    assert said(test, False) == []  # either may be false
+    assert said('args.head != "y"', False) == [("args.head", "==", '"y"')]
+    assert said('args.head != "y"', True) == [("args.head", "!=", '"y"')]
+    assert said('not (args.a != "x" or args.b)', True) == [("args.a", "==", '"x"'), ("args.b", "truth", False)]
+    assert said('args.head in ("a", "b")', False) == [("args.head", "!=", '"a"'), ("args.head", "!=", '"b"')]
+    assert said('args.head in ("a", "b")', True) == []
+    assert said('args.head in ("a",)', True) == [("args.head", "==", '"a"')]
+    assert said("args.ckpt is None", True) == [("args.ckpt", "==", "None")]
+    assert said('args.head is "y"', True) == []  # identity of a string: not its value
+    assert said("head == 'y'", True) == []  # a plain name: not an attribute
+    assert said("args.head == other", True) == []  # not a literal
+
+
+GUARDED_COMPARISON = '''
+import sys
+import torch
+
+def evaluate(args, model, x):
+    if args.head == "linear":
+        model(x)
+    elif args.head == "attention":
+        model(x)
+
+def main(args):
+    model = torch.nn.Linear(2, 2)
+    if args.data == "bags" and args.head == "attention":
+        pass
+    else:
+        raise NotImplementedError
+    evaluate(args, model, torch.zeros(1, 2))
+'''
+
+
+def _decided(source: str) -> list:
+    table = _table(source)
+    return sorted((arm for ifs in table.arms.values() for _, arm in ifs), key=str)
+
+
+def test_a_raising_guard_on_a_conjunction_of_comparisons_makes_the_value_of_each_attribute():
+    table = _table(GUARDED_COMPARISON)
+    ((arm, made, aliased),) = table.guards.values()
+    assert arm is True and aliased == ()  # the body goes on, knowing args.head == "attention"
+    assert bin(made).count("1") == 1  # (args.data: no other ``if`` tests it)
+    assert _decided(GUARDED_COMPARISON) == [False, True]  # "linear" no, "attention" yes
+
+
+def test_a_guard_that_refuses_one_value_decides_only_the_comparison_with_it():
+    source = GUARDED_COMPARISON.replace(
+        '    if args.data == "bags" and args.head == "attention":\n        pass\n    else:\n        raise NotImplementedError\n',
+        '    if args.head != "linear":\n        sys.exit("only linear")\n')
+    table = _table(source)
+    ((arm, made, _),) = table.guards.values()
+    assert arm is False  # the else-arm goes on, knowing args.head == "linear"
+    # the guard's own test (``!=``) false, "linear" true, "attention" false
+    assert _decided(source) == [False, False, True]
+    refused = source.replace('if args.head != "linear":', 'if args.head == "linear":')
+    # past it args.head is not "linear": the guard's own test and "linear" false, "attention"
+    # undecided (an ``if`` no fact decides has no arms)
+    assert _decided(refused) == [False, False]
+
+
+def test_no_comparison_guard_when_the_other_arm_goes_on_or_only_returns():
+    for end in ("print('no')", "return"):
+        source = GUARDED_COMPARISON.replace("raise NotImplementedError", end)
+        assert _table(source).guards == {}, end
+
+
+def test_a_guard_refusing_none_decides_the_identity_tests_of_none():
+    from loopcheck.engine.dataflow import _unequal_decides
+    assert _unequal_decides(_expr("args.ckpt is None"), None) is False
+    assert _unequal_decides(_expr("not args.ckpt is not None"), None) is False
+    assert _unequal_decides(_expr("args.ckpt != None"), None) is True
+    assert _unequal_decides(_expr('args.ckpt is "x"'), "x") is None  # a string's identity: not decided
+    assert _unequal_decides(_expr("args.ckpt == 0"), False) is None  # another type
+    assert _unequal_decides(_expr("args.ckpt"), None) is None  # its truth: not decided

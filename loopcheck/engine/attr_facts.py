@@ -25,6 +25,10 @@ A fact ends (:func:`ends`) at anything that may change the attribute:
 An inlined call is no end: its body is in the IR, and it sees the caller's values at its
 entry. A loop carries the facts of its body's end to its next iteration.
 
+A raising guard makes facts too: past ``if args.data == "x" and args.head == "y": ... else:
+raise NotImplementedError`` the path knows both values, past ``if args.head == "z": sys.exit()``
+that ``args.head`` is not ``"z"`` (:func:`learned`, :attr:`~loopcheck.engine.ir.If.learns`).
+
 Without a literal, an attribute of a method's own instance that only ``__init__`` assigns
 (:meth:`loopcheck.engine.builder.UnitBuilder.init_only`) still holds one value for the whole
 run of the method: two ``if``s on its truth (:func:`truth_arms`: ``if not self.logits:``, ``if
@@ -127,6 +131,58 @@ def truth_arms(test: cst.BaseExpression) -> tuple[bool | None, bool | None] | No
     if dotted_name(test) is None:
         return None
     return (arms[1], arms[0]) if negated else arms
+
+
+#: Literals an attribute compared by identity with is then equal to (``x is None``).
+_SINGLETONS = ("True", "False", "None")
+
+
+def learned(test: cst.BaseExpression, outcome: bool) -> list[tuple[str, str, object]]:
+    """What the outcome ``outcome`` of ``test`` says of attributes (``obj.attr``, a dotted name
+    of plain names) compared with literals: ``(name, kind, what)`` triples, ``kind`` ``"=="``
+    (the attribute equals the literal node ``what``), ``"!="`` (it does not) or ``"truth"``
+    (``what``: its truth). ``args.a == "x"`` true gives ``("args.a", "==", "x")``, false
+    ``("args.a", "!=", "x")``; ``not`` swaps the outcome; ``A and B`` true gives what both give
+    true (false: nothing, as either may be false), ``A or B`` false what both give false;
+    ``x in ("a", "b")`` false gives ``!=`` of each (true, of one literal only, its ``==``);
+    ``x is None`` (``True``, ``False``) is ``x == None``. Any other test gives nothing."""
+    t = type(test)
+    if t is cst.UnaryOperation and type(test.operator) is cst.Not:
+        return learned(test.expression, not outcome)
+    if t is cst.BooleanOperation:
+        conj = type(test.operator) is cst.And
+        if outcome is not conj:
+            return []
+        return [*learned(test.left, outcome), *learned(test.right, outcome)]
+    if t is cst.Attribute:
+        name = dotted_name(test)
+        return [(name, "truth", outcome)] if name is not None else []
+    if t is not cst.Comparison or len(test.comparisons) != 1 or type(test.left) is not cst.Attribute:
+        return []
+    name = dotted_name(test.left)
+    if name is None:
+        return []
+    comp = test.comparisons[0]
+    op, right = type(comp.operator), comp.comparator
+    if op in (cst.Is, cst.IsNot):
+        if type(right) is not cst.Name or right.value not in _SINGLETONS:
+            return []
+        op = cst.Equal if op is cst.Is else cst.NotEqual
+    if op in (cst.Equal, cst.NotEqual):
+        if not _is_literal(right):
+            return []
+        return [(name, "==" if (op is cst.Equal) is outcome else "!=", right)]
+    if op in (cst.In, cst.NotIn) and type(right) in (cst.Tuple, cst.List, cst.Set):
+        if not right.elements or any(type(el) is not cst.Element for el in right.elements):
+            return []
+        items = [el.value for el in right.elements]
+        if not all(_is_literal(el) for el in items):
+            return []
+        inside = (op is cst.In) is outcome
+        if inside:
+            return [(name, "==", items[0])] if len(items) == 1 else []
+        return [(name, "!=", el) for el in items]
+    return []
 
 
 #: The attribute of ``torch.nn.Module`` that ``train()`` and ``eval()`` set on the module and

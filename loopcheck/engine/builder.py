@@ -45,8 +45,8 @@ from loopcheck.engine.ir import (
     walk_events,
 )
 from loopcheck.engine.attr_facts import (
-    ALL, MODE_ATTRIBUTE, dynamic_write, expression_children, fact_subject, mode_subject, received, truth_arms, truth_test,
-    written_attributes,
+    ALL, MODE_ATTRIBUTE, dynamic_write, expression_children, fact_subject, learned, mode_subject, received, truth_arms,
+    truth_test, written_attributes,
 )
 from loopcheck.engine import bindings as B
 from loopcheck.engine.binding import binds
@@ -783,6 +783,9 @@ class UnitBuilder:
         self._attr_writes: dict = {}  # (and per function, what it does itself: _own_writes)
         self.blind_attrs: set[str] = set()
         self._fact_ifs: list[If] = []
+        # the ``if``s of the entry point whose arms say what attributes hold (If.learns) beyond
+        # the truth of one attribute alone: a raising guard among them may decide a ``_fact_ifs``
+        self._learning_ifs: list[If] = []
         self._literal_attrs: set[str] = set()  # the attribute symbols the entry point assigns a literal
         # the ``if``s of the entry point on the truth of an attribute of their method's own
         # instance, with their frame (If.constant: _constant_truths)
@@ -1151,12 +1154,28 @@ class UnitBuilder:
             elif truth_test(node.test) is not None:
                 truths += 1
                 guard = guard or _ends_by_jump(node.body) or _ends_by_jump(node.orelse)
-        live = live or guard and truths > 1
+        live = live or guard and truths > 1 or self._learned_guard()
         live = self._constant_truths() or live
         if live:
             for raw, frame, callee in self._pending_calls:
                 raw.clobbers = self.attr_writes(callee) if callee is not None else self._call_clobbers(frame, raw)
         self._fact_ifs, self._literal_attrs, self._pending_calls, self._own_truths = [], set(), [], []
+        self._learning_ifs = []
+
+    def _learned_guard(self) -> bool:
+        """Whether an ``if`` of the entry point with :attr:`If.learns` (not the truth of one
+        attribute alone) ends one arm by raising and says, in its other arm, something of an
+        attribute that another ``if`` tests (``if args.data == "x" and args.head == "y": ...
+        else: raise NotImplementedError`` before ``if args.head == "z":``): the dataflow may
+        follow that fact (:func:`~loopcheck.engine.dataflow.fact_table`)."""
+        for node in self._learning_ifs:
+            raises = [arm for arm, seq in ((True, node.body), (False, node.orelse)) if _ends_by_raise(seq)]
+            if len(raises) != 1:
+                continue
+            said = {sym for arm, sym, *_ in node.learns if arm is not raises[0]}
+            if any(other is not node and other.fact is not None and other.fact[0] in said for other in self._fact_ifs):
+                return True
+        return False
 
     def _constant_truths(self) -> bool:
         """Mark :attr:`If.constant` the ``if``s of the entry point on the truth of an attribute of
@@ -1626,6 +1645,7 @@ class UnitBuilder:
         self._tag, self._ids = tag, count(1)
         self.record = record
         self._fact_ifs, self._literal_attrs, self._pending_calls, self._own_truths = [], set(), [], []
+        self._learning_ifs = []
         self._module_classes = {}  # asked again per entry point: a record lists what its build read
         self._grad_left = {}  # (left by calls inside an expression, which no statement reads)
         self._unit_modules = {id(self.index): self.index}  # the modules whose code the entry point runs so far
@@ -2819,12 +2839,15 @@ class UnitBuilder:
         out.append(If(stmt, body, orelse, absent, given=given, fact=self._fact_of(frame, stmt.test),
                       mode_of=self._mode_of(frame, stmt.test), counts=self._counts(frame, stmt.test),
                       not_instance=self.not_instance(frame, stmt.test), first_pass=self.first_pass(frame, stmt.test),
-                      first_pass_given=self.first_pass_given(frame, stmt.test)))
+                      first_pass_given=self.first_pass_given(frame, stmt.test),
+                      learns=self._learns(frame, stmt.test)))
         if out[-1].fact is not None:
             self._fact_ifs.append(out[-1])
             if frame.self_sym is not None and out[-1].fact[0].rpartition(".")[0] == frame.self_sym \
                     and truth_arms(stmt.test) is not None:
                 self._own_truths.append((out[-1], frame))  # (If.constant: _settle_facts)
+        if out[-1].learns and (out[-1].fact is None or truth_test(stmt.test) is None):
+            self._learning_ifs.append(out[-1])
         return self._arms_join(frame, ctx, mark, ends)
 
     def _counts(self, frame: Frame, test: cst.BaseExpression) -> cst.For | None:
@@ -2953,6 +2976,25 @@ class UnitBuilder:
             return None
         sym, qualified = self.resolve(frame, name)
         return (sym, name) if sym is not None and not qualified and "." in sym else None
+
+    def _learns(self, frame: Frame, test: cst.BaseExpression) -> tuple:
+        """:attr:`If.learns` of an ``if`` on ``test``: what each arm says of the attributes it
+        compares with literals (:func:`~loopcheck.engine.attr_facts.learned`), each attribute
+        resolved to its symbol as :meth:`_fact_of` resolves it (not a library's)."""
+        if type(test) not in (cst.BooleanOperation, cst.Comparison, cst.UnaryOperation, cst.Attribute):
+            return ()
+        out = []
+        for arm in (True, False):
+            for name, kind, what in learned(test, arm):
+                sym, qualified = self.resolve(frame, name)
+                if sym is None or qualified or "." not in sym:
+                    continue
+                if kind != "truth":
+                    what = literal_value(what)
+                    if what is NO_VALUE:
+                        continue
+                out.append((arm, sym, name, kind, what))
+        return tuple(out)
 
     def _mode_of(self, frame: Frame, test: cst.BaseExpression) -> tuple[str, str] | None:
         """:attr:`If.mode_of` of an ``if`` on ``test``: the symbol of the module whose mode
@@ -4866,6 +4908,12 @@ def _constants(func: cst.FunctionDef, bound: dict, subst: dict, assigned: set[st
         if value is not NO_VALUE:
             out[name] = value
     return out
+
+
+def _ends_by_raise(arm: Seq) -> bool:
+    """Whether the arm of an ``if`` ends with a ``raise`` (or a call that ends the program) as
+    its last item: a raising guard's arm, for :meth:`UnitBuilder._learned_guard`."""
+    return bool(arm.items) and isinstance(arm.items[-1], Jump) and arm.items[-1].kind == "raise"
 
 
 def _ends_by_jump(arm: Seq) -> bool:

@@ -654,6 +654,9 @@ class _FactTable:
             ``made``; ``aliased``: ``(alias, made)`` mask pairs, the truth of the same attribute
             reached through another name that an assignment made hold the tested object
             (``self.args = args``, :class:`Alias`), known where the path knows that alias.
+            Also an ``if`` whose test compares attributes with literals
+            (:attr:`~loopcheck.engine.ir.If.learns`) one of whose arms only raises or ends the
+            program (:func:`_learned_guards`): ``made`` holds what the other arm says of each.
         needs: ``j →`` the mask of the alias facts (:class:`Alias`) a guard's fact ``j`` is made
             under, which a machine following ``j`` follows too.
         starts: ``(symbol, value) → j``: the fact that the local variable a counted loop starts
@@ -661,6 +664,7 @@ class _FactTable:
             ``symbol = value`` and ended by the variable's other bindings (every one a plain
             assignment: :func:`~loopcheck.engine.builder._plain_int_bindings`).
         values: how many facts there are.
+        keys: the attribute symbol of each fact, by number.
     """
 
     arms: dict = field(default_factory=dict)
@@ -673,6 +677,7 @@ class _FactTable:
     needs: dict = field(default_factory=dict)
     starts: dict = field(default_factory=dict)
     values: int = 0
+    keys: list = field(default_factory=list)
 
 
 class Truth(NamedTuple):
@@ -681,6 +686,15 @@ class Truth(NamedTuple):
     ``if not x.a:``), never a comparison (a falsy value may be ``0``, ``None`` or ``""``)."""
 
     truthy: bool
+
+
+class Unequal(NamedTuple):
+    """A fact's value where the path knows only that the attribute does not hold ``value``
+    (past a raising guard whose arm that goes on says so: ``if args.head != "y": ...`` goes on
+    in its body, ``args.head in ("a", "b")``): it decides a comparison of the attribute with
+    that literal alone (``args.head == "y"`` false, ``!=`` true), nothing else."""
+
+    value: object
 
 
 class Alias(NamedTuple):
@@ -720,9 +734,11 @@ _PASSED = object()
 
 
 _FACTS: "weakref.WeakKeyDictionary[Seq, _FactTable]" = weakref.WeakKeyDictionary()
-#: The most facts of attribute values one machine follows in a unit; with more (a framework's
-#: trainer inlined whole, with its control flags), it follows none: each fact a path may know
-#: or not multiplies the states, and not knowing one only keeps both arms of its ``if``s.
+#: The most attributes whose facts one machine follows in a unit; with more (a framework's
+#: trainer inlined whole, with its control flags), it follows none: each attribute a path may
+#: know something of or not multiplies the states, and not knowing one only keeps both arms of
+#: its ``if``s. (The facts of one attribute mostly exclude each other: an assignment ends them
+#: all and makes one; past a guard ``args.head != "a"`` and ``args.head == "b"`` are known together.)
 MAX_FACTS = 8
 
 
@@ -733,12 +749,14 @@ def fact_table(unit: Seq) -> _FactTable:
         return _FACTS[unit]
     table = _FactTable()
     _FACTS[unit] = table
-    ifs, given = [], []
+    ifs, given, learning = [], [], []
     for node, _ in _ifs_by_call(unit):
         if node.fact is not None:
             ifs.append(node)
         if node.first_pass_given is not None:
             given.append(node.first_pass_given)
+        if node.learns and (node.fact is None or truth_test(node.test) is None):  # (a truth alone: _guard_facts)
+            learning.append(node)
     if not ifs and not given:
         return table
     tested = {node.fact[0] for node in ifs} | {sym for _, _, sym, _ in given}
@@ -760,6 +778,7 @@ def fact_table(unit: Seq) -> _FactTable:
             if value is not NO_VALUE:
                 made[id(raw)] = fact(raw.target, value)
     also = _guard_facts(unit, ifs, raws, tested, table, fact, made)
+    _learned_guards(unit, ifs, learning, table, fact)
     if not values:
         return table
     for _, _, sym, value in given:
@@ -769,10 +788,8 @@ def fact_table(unit: Seq) -> _FactTable:
     for node in ifs:
         sym, name = node.fact
         truth = truth_test(node.test)
-        arms = tuple(
-            (j, decide_test(node.test, {name: value}) if type(value) not in (Truth, Alias)
-             else value.truthy == truth if type(value) is Truth and truth is not None else None)
-            for j, (key, value) in enumerate(values) if key == sym)
+        arms = tuple((j, _decided(node.test, name, value, truth))
+                     for j, (key, value) in enumerate(values) if key == sym)
         if any(arm is not None for _, arm in arms):
             table.arms[id(node)] = arms
             table.ifs.append(node)
@@ -797,8 +814,81 @@ def fact_table(unit: Seq) -> _FactTable:
                     ended |= 1 << 2 * i
             table.effects[id(raw)] = (ended, 1 << 2 * j if j >= 0 else 0)
     table.values = len(values)
+    table.keys = [key for key, _ in values]
     _mark_fact_nodes(unit, table, keys, values)
     return table
+
+
+def _decided(test: cst.BaseExpression, name: str, value: object, truth: bool | None) -> bool | None:
+    """The outcome of ``test``, an ``if``'s test of the one attribute ``name``
+    (:attr:`~loopcheck.engine.ir.If.fact`; ``truth``: :func:`~loopcheck.engine.attr_facts.truth_test`
+    of it), on a path that knows fact ``value`` of the attribute: a literal it holds
+    (:func:`~loopcheck.engine.builder.decide_test`), its :class:`Truth` (a test of that truth
+    alone), a literal it does not hold (:class:`Unequal`: a comparison with that literal alone);
+    ``None`` when the fact does not decide it (an :class:`Alias` decides nothing)."""
+    t = type(value)
+    if t is Truth:
+        return value.truthy == truth if truth is not None else None
+    if t is Unequal:
+        return _unequal_decides(test, value.value)
+    if t is Alias:
+        return None
+    return decide_test(test, {name: value})
+
+
+def _unequal_decides(test: cst.BaseExpression, value: object) -> bool | None:
+    """The outcome of ``test`` (``x == lit``, ``x != lit``, under any number of ``not``) where
+    ``x`` is known not to hold ``value``: decided when ``lit`` is ``value`` (of its type); also
+    ``x is lit`` and ``x is not lit`` for ``None``, ``True`` and ``False``, the one object of
+    that value."""
+    negated = False
+    while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        test, negated = test.expression, not negated
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+        return None
+    comp = test.comparisons[0]
+    op = type(comp.operator)
+    if op in (cst.Is, cst.IsNot) and (value is None or type(value) is bool):
+        op = cst.Equal if op is cst.Is else cst.NotEqual
+    if op not in (cst.Equal, cst.NotEqual):
+        return None
+    right = literal_value(comp.comparator)
+    if right is NO_VALUE or type(right) is not type(value) or right != value:
+        return None
+    return (op is cst.NotEqual) != negated
+
+
+def _learned_guards(unit: Seq, ifs: list, learning: list, table: _FactTable, fact) -> None:
+    """Note the raising guards among ``learning`` (``if``s with :attr:`~loopcheck.engine.ir.If.learns`
+    whose test is not the truth of one attribute alone, which :func:`_guard_facts` reads): an
+    ``if`` one of whose arms ends every path by raising or ending the program (``else: raise
+    NotImplementedError``, ``sys.exit(1)``; a ``return`` is not enough, its caller goes on
+    after the call), the other going on. A path entering that other arm knows what the arm
+    says of each attribute another ``if`` tests (``args.data == "x" and args.head == "y"``:
+    both hold), as facts :func:`fact` numbers: the literal the attribute holds, a literal it
+    does not hold (:class:`Unequal`), or its :class:`Truth`. The facts end where any fact of
+    their attribute ends (:func:`~loopcheck.engine.attr_facts.ends`)."""
+    if not learning:
+        return
+    summaries_of = summaries(unit)
+    for node in learning:
+        dead = [arm for arm, seq in ((True, node.body), (False, node.orelse))
+                if summaries_of[id(seq)].ways == _RAISES]
+        if len(dead) != 1:
+            continue
+        arm = not dead[0]
+        mask = 0
+        for taken, sym, _, kind, value in node.learns:
+            if taken is not arm or not any(n is not node and n.fact[0] == sym for n in ifs):
+                continue
+            value = Truth(value) if kind == "truth" else Unequal(value) if kind == "!=" else value
+            mask |= 1 << 2 * fact(sym, value)
+        if mask:
+            table.guards[id(node)] = (arm, mask, ())
+
+
+#: The ways out of an arm that never goes on to what follows its ``if``, nor to its caller.
+_RAISES = frozenset({"raise"})
 
 
 def _guard_facts(unit: Seq, ifs: list, raws: list, tested: set, table: _FactTable, fact, made: dict) -> dict:
@@ -1079,7 +1169,7 @@ class _Interpreter:
         # (the alias a guard's fact is made under: :attr:`_FactTable.needs`)
         needs = self._facts.needs
         followed |= {a for j in followed if j in needs for a in range(self._facts.values) if needs[j] >> 2 * a & 1}
-        if len(followed) > MAX_FACTS:
+        if len({self._facts.keys[j] for j in followed}) > MAX_FACTS:
             return {}
         self._fact_keep = 0  # (relative to the base, as the table's masks)
         for j in followed:

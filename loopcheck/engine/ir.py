@@ -358,6 +358,14 @@ class If:
             (``[]``, a parameter) a write through an alias may, and the analysis follows the
             attribute's truth only where it sees every name of the object
             (:func:`~loopcheck.engine.values.reaching_definitions`).
+        learns: ``(arm, symbol, name, kind, value)`` for what entering an arm says of an
+            attribute the test compares with a literal or tests the truth of, alone or as a
+            conjunct (:func:`~loopcheck.engine.attr_facts.learned`: ``if args.data == "x" and
+            args.head == "y":`` says both in its body, ``if args.head != "y":`` says ``args.head
+            == "y"`` in its else-arm): ``kind`` ``"=="`` (the attribute holds ``value``), ``"!="``
+            (it does not) or ``"truth"`` (``value``: its truth); ``symbol`` and ``name`` as in
+            :attr:`fact`. Past a raising guard, an ``if`` one of whose arms never goes on, a path
+            knows what the other arm says (:attr:`~loopcheck.engine.dataflow._FactTable.guards`).
     """
 
     node: cst.CSTNode
@@ -374,6 +382,7 @@ class If:
     first_pass_given: tuple[cst.CSTNode, bool, str, int] | None = None
     constant: bool = False
     immutable: bool = False
+    learns: tuple[tuple[bool, str, str, str, object], ...] = ()
 
     def __post_init__(self) -> None:
         if self.test is None:

@@ -448,7 +448,11 @@ class ValidationWithoutNoGrad(Rule):
     for it (the builder decides the test: for an inlined call,
     :meth:`~loopcheck.engine.builder.UnitBuilder.inline`; for a method read on its own,
     :func:`~loopcheck.engine.entry_defaults.params_bound_to_constant`; ``phase is 'train'`` as
-    CPython runs it, :func:`~loopcheck.engine.builder.same_object`). Known limits:
+    CPython runs it, :func:`~loopcheck.engine.builder.same_object`), nor when a raising guard
+    before it fixes the attribute the ``if`` compares (``if args.data == "x" and args.head ==
+    "y": ... else: raise NotImplementedError`` before ``if args.head == "z":``, also in an
+    inlined call given ``args``; :attr:`~loopcheck.engine.ir.If.learns`,
+    :func:`~loopcheck.engine.dataflow._learned_guards`). Known limits:
     evaluation data is recognised by ``EVAL_DATA`` on names, a loss module also by
     ``CRITERION_NAME`` (see ``rules/LC302.md``)."""
 
