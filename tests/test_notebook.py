@@ -446,7 +446,8 @@ def test_cells_ipython_runs_are_no_syntax_error():
     from loopcheck.workspace.notebook import build_notebook
 
     nb = build_notebook([(1, "pip install -r requirements.txt"), (2, " x = 1\n y = x + 1"), (3, "pip = 3"),
-                         (4, "model =\n"), (5, "ls -la"), (6, " a = 1\nb = (\n"), (7, "bash ./run.sh")])
+                         (4, "model =\n"), (5, "ls -la"), (6, " a = 1\nb = (\n"), (7, "bash ./run.sh"),
+                         (8, "uv pip install torch torchvision"), (9, "micromamba install -y numpy")])
     assert nb.syntax_errors == [(4, 1, 8, "invalid syntax"), (6, 1, 1, "unexpected indent"),
                                 (7, 1, 7, "invalid syntax")]
 

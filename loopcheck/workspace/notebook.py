@@ -48,12 +48,13 @@ if TYPE_CHECKING:
     from loopcheck.fixes.model import Fix
 
 #: IPython's line magics that automagic (on by default) runs without their ``%`` in a cell of
-#: one line (``pip install -r requirements.txt``): IPython's prefilter, which it applies to
+#: one line (``pip install -r requirements.txt``, ``uv pip install torch``: IPython 9 adds ``%uv`` and
+#: ``%micromamba`` beside ``%pip``): IPython's prefilter, which it applies to
 #: single-line cells only (``InteractiveShell.transform_cell``); the aliases ``ls``, ``mkdir``...
 #: (https://ipython.readthedocs.io/en/stable/interactive/magics.html).
 AUTOMAGICS = frozenset({
-    "pip", "conda", "mamba", "cd", "pwd", "ls", "mkdir", "rmdir", "mv", "cp", "cat", "rm", "env", "load_ext",
-    "reload_ext", "matplotlib", "timeit", "time", "run", "who", "whos", "history", "pylab", "config",
+    "pip", "conda", "mamba", "micromamba", "uv", "cd", "pwd", "ls", "mkdir", "rmdir", "mv", "cp", "cat", "rm", "env",
+    "load_ext", "reload_ext", "matplotlib", "timeit", "time", "run", "who", "whos", "history", "pylab", "config",
     "autoreload", "set_env", "pinfo", "psearch", "reset", "store", "xmode",
 })
 
