@@ -38,3 +38,18 @@ def test_polarity_of_a_test(test, core, negated):
 ])
 def test_one_test_however_spelled(a, b, same):
     assert (dataflow.test_text(a) == dataflow.test_text(b)) is same
+
+
+def test_equality_of_arithmetic_subject_and_parity():
+    import libcst as cst
+    from loopcheck.engine.dataflow import complementary, equality_test, exclusive
+
+    one = equality_test(cst.parse_expression("t % 2 == 1"))
+    zero = equality_test(cst.parse_expression("(t%2) == 0"))
+    assert one is not None and zero is not None
+    assert exclusive(one, zero) and complementary(one, zero)
+    three = equality_test(cst.parse_expression("t % 3 == 0"))
+    four = equality_test(cst.parse_expression("t % 3 == 1"))
+    assert exclusive(three, four) and not complementary(three, four)
+    assert equality_test(cst.parse_expression("f(t) % 2 == 1")) is None
+    assert equality_test(cst.parse_expression("self.t % 2 == 1")) is None

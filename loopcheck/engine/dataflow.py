@@ -185,12 +185,38 @@ def _ifs_by_call(node: Node, fid: str = ""):
         yield from _ifs_by_call(part, inner)
 
 
-def equality_test(test: cst.BaseExpression) -> tuple[str, str | None, object] | None:
-    """``(subject, transform, literal)`` of a test ``subject == literal`` or
+#: Arithmetic operators whose value over integers is one integer: an expression of them over
+#: plain names and integer literals has one value while none of its names is re-bound.
+_ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)
+
+
+def _arithmetic(expr: cst.BaseExpression) -> bool:
+    """Whether ``expr`` is built of plain names and integer literals by :data:`_ARITHMETIC`
+    operators only (``t``, ``t % 2``, ``(i + 1) % k``): nothing but a re-binding of one of its
+    names changes its value (no call, attribute or subscript)."""
+    t = type(expr)
+    if t is cst.Name or t is cst.Integer:
+        return True
+    if t is cst.BinaryOperation:
+        return type(expr.operator) in _ARITHMETIC and _arithmetic(expr.left) and _arithmetic(expr.right)
+    return False
+
+
+def _parity(expr: cst.BaseExpression) -> bool:
+    """Whether ``expr`` is ``x % 2`` (``x`` an :func:`_arithmetic` expression), which takes
+    the values 0 and 1 only where ``x`` is an integer."""
+    return (type(expr) is cst.BinaryOperation and type(expr.operator) is cst.Modulo
+            and type(expr.right) is cst.Integer and expr.right.evaluated_value == 2)
+
+
+def equality_test(test: cst.BaseExpression) -> tuple[str, str | None, object, bool] | None:
+    """``(subject, transform, literal, parity)`` of a test ``subject == literal`` or
     ``subject.lower() == literal`` (``transform``: the :data:`STR_TRANSFORMS` method, else
     ``None``); ``subject`` is a plain name (an attribute, ``cfg.mode``, may be changed by a
-    call that has ``cfg``: not read), the literal a string or a number. ``None`` for any other
-    test."""
+    call that has ``cfg``: not read), or an :func:`_arithmetic` expression over plain names
+    compared with an integer (``t % 2 == 1``), given by its syntax tree (:func:`test_text`) so
+    that its spelling does not matter; the literal a string or a number. ``parity``: the
+    subject is ``x % 2`` (:func:`_parity`). ``None`` for any other test."""
     if type(test) is not cst.Comparison or len(test.comparisons) != 1:
         return None
     comp = test.comparisons[0]
@@ -199,7 +225,6 @@ def equality_test(test: cst.BaseExpression) -> tuple[str, str | None, object] | 
     left, transform = test.left, None
     if type(left) is cst.Call and not left.args and type(left.func) is cst.Attribute and left.func.attr.value in STR_TRANSFORMS:
         left, transform = left.func.value, left.func.attr.value
-    subject = left.value if type(left) is cst.Name else None
     right = comp.comparator
     if type(right) is cst.SimpleString:
         value: object = right.evaluated_value
@@ -207,15 +232,20 @@ def equality_test(test: cst.BaseExpression) -> tuple[str, str | None, object] | 
         value = right.evaluated_value
     else:
         return None
-    return (subject, transform, value) if subject is not None else None
+    if type(left) is cst.Name:
+        return left.value, transform, value, False
+    if transform is None and type(value) is int and type(left) is cst.BinaryOperation and _arithmetic(left):
+        bare = left.with_changes(lpar=[], rpar=[])
+        return test_text(cst.Module([]).code_for_node(bare)), None, value, _parity(left)
+    return None
 
 
 def exclusive(a: tuple, b: tuple) -> bool:
     """Whether two :func:`equality_test` tests are of one subject and cannot both be true:
     ``mode == "train"`` and ``mode == "valid"``; ``mode.lower() == "valid"`` and ``mode ==
-    "train"`` (``"train".lower()`` is not ``"valid"``). Two different transforms decide
-    nothing."""
-    (subject, f, x), (other, g, y) = a, b
+    "train"`` (``"train".lower()`` is not ``"valid"``); ``t % 2 == 1`` and ``t % 2 == 0``.
+    Two different transforms decide nothing."""
+    (subject, f, x), (other, g, y) = a[:3], b[:3]
     if subject != other:
         return False
     if f == g:
@@ -223,6 +253,13 @@ def exclusive(a: tuple, b: tuple) -> bool:
     if g is not None:
         f, x, g, y = g, y, f, x
     return g is None and isinstance(x, str) and isinstance(y, str) and getattr(y, f)() != x
+
+
+def complementary(a: tuple, b: tuple) -> bool:
+    """Whether two :func:`equality_test` tests of one ``x % 2`` subject cannot both be false:
+    ``t % 2 == 1`` and ``t % 2 == 0``, the only values of an integer modulo 2."""
+    (subject, f, x, parity), (other, g, y, _) = a, b
+    return parity and subject == other and f is None and g is None and {x, y} == {0, 1}
 
 
 _EQUALITY: "weakref.WeakKeyDictionary[Seq, dict]" = weakref.WeakKeyDictionary()
@@ -371,7 +408,7 @@ def repeated_tests(unit: Seq) -> dict[int, tuple[str, frozenset[str]]]:
         # call (a callee's parameter, another call of the same function) is another variable
         equal: dict[int, tuple] = {}
         for at, test, names in tests:
-            if type(test) is cst.Comparison and (found := equality_test(test)) is not None:
+            if _core_type(test) is cst.Comparison and (found := equality_test(test_polarity(test)[0])) is not None:
                 equal[at] = (f"{calls.get(at, '')}|{found[0]}", *found[1:])
         by_subject: dict[str, list[tuple]] = {}
         for found in equal.values():
@@ -1092,13 +1129,18 @@ class _Interpreter:
         # number -> the bits of "true" of the tests that cannot be true with it (mode == "valid"
         # for mode == "train")
         self._excludes: dict[int, int] = {}
+        # number -> the bits of "false" of the tests that cannot be false with it (t % 2 == 0
+        # for t % 2 == 1)
+        self._complements: dict[int, int] = {}
         equal = equality_tests(unit)
         tested = [k for k in self._tests if k in equal]
         for k in tested:
             for other in tested:
+                n, o = self._number[k], self._number[other]
                 if exclusive(equal[k], equal[other]):
-                    n, o = self._number[k], self._number[other]
                     self._excludes[n] = self._excludes.get(n, 0) | 1 << 2 * o
+                if complementary(equal[k], equal[other]):
+                    self._complements[n] = self._complements.get(n, 0) | 1 << 2 * o + 1
         # id(cst.For) -> the "true" bits of the tests of its counter (If.counts), each test
         # number's every ``if`` being one of that loop's
         self._advance: dict[int, int] = {}
@@ -1470,6 +1512,8 @@ class _Interpreter:
         against = 1 << (2 * number + outcome)
         if outcome:  # a path that knew a test this one excludes true cannot take it either
             against |= self._excludes.get(number, 0)
+        else:  # nor one that knew its complement false (t % 2 == 0 false: t % 2 == 1 is true)
+            against |= self._complements.get(number, 0)
         # a path that knew the other outcome cannot take this arm
         if any(conds & against or not conds & known for _, conds in states):
             return {(ms, conds | known) for ms, conds in states if not conds & against}
