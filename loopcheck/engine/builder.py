@@ -439,6 +439,21 @@ def _statement_or_block_sites(body) -> tuple[B.Site, ...]:
     return B.statement_sites(body)
 
 
+#: The most elements of a display a ``for`` is built unrolled over (:meth:`UnitBuilder.unrolled_symbols`).
+_MAX_UNROLLED = 8
+
+#: Nodes whose presence in a ``for`` body keeps it a loop: they leave a pass early, or run
+#: the body's code later, when the target names the last element only.
+_NOT_UNROLLED = (cst.Break, cst.Continue, cst.Return, cst.Yield, cst.Await, cst.FunctionDef, cst.Lambda, cst.ClassDef)
+
+
+def _is_plain_chain(expr: cst.BaseExpression) -> bool:
+    """Whether ``expr`` is a name or an attribute chain of names (``model``, ``self.G``)."""
+    while type(expr) is cst.Attribute:
+        expr = expr.value
+    return type(expr) is cst.Name
+
+
 def bound_names(body: cst.CSTNode) -> tuple[set[str], set[str]]:
     """``(names bound, names declared global/nonlocal)`` by the statements of a function
     body or module statement, not entering nested functions or classes (whose names are
@@ -2523,6 +2538,8 @@ class UnitBuilder:
             return None
         elif type(stmt) is cst.If:
             return self.if_stmt(frame, stmt, ctx, out)
+        elif type(stmt) is cst.For and self.unrolled_symbols(frame, stmt) is not None:
+            return self.unrolled_for(frame, stmt, ctx, out)
         elif type(stmt) is cst.For:
             self.expr_events(frame, stmt.iter, ctx, out)
             info = self.loop_info(frame, stmt, stmt.target, stmt.iter)
@@ -2586,6 +2603,120 @@ class UnitBuilder:
             return self._arms_join(frame, ctx, mark, ends)
         # FunctionDef / ClassDef: definitions are not executed here.
         return _grad_of(ctx)
+
+    def unrolled_for(self, frame: Frame, stmt: cst.For, ctx: Context, out: list[Node]) -> Grad | None:
+        """A ``for`` over a small display of objects (:meth:`unrolled_symbols`) built as its body
+        once per element, in order, with the target standing for that element's symbol
+        (``for m in [g, d]: m.eval()`` is ``g.eval()`` then ``d.eval()``): what the body does
+        to the target it does to every element. The events keep the spans of the body's
+        statements. The grad mode runs from one pass into the next; the answer is the mode at
+        the end of the last pass (``None``: a pass ends in a jump, a ``raise``)."""
+        symbols = self.unrolled_symbols(frame, stmt)
+        self.expr_events(frame, stmt.iter, ctx, out)
+        name = stmt.target.value
+        had, before = name in frame.shadow, frame.shadow.get(name)
+        reached: Context | None = ctx
+        try:
+            for sym in symbols:
+                frame.shadow[name] = sym
+                self._forget_resolved(frame, name)
+                part = self.block(frame, stmt.body, reached)
+                out.extend(part.items)
+                if self._end(frame, part) is None:
+                    reached = None
+                    break
+                reached = frame.end_ctx
+        finally:
+            if had:
+                frame.shadow[name] = before
+            else:
+                del frame.shadow[name]
+            self._forget_resolved(frame, name)
+        return _grad_of(reached) if reached is not None else None
+
+    @staticmethod
+    def _forget_resolved(frame: Frame, name: str) -> None:
+        """Drop the cached resolutions of ``name`` and its attributes in ``frame``."""
+        frame.resolved = {k: v for k, v in frame.resolved.items() if k.partition(".")[0] != name}
+
+    def unrolled_symbols(self, frame: Frame, stmt: cst.For) -> tuple[str, ...] | None:
+        """The symbols a ``for`` statement binds its target to, one per pass, when it can be
+        built as its body repeated once per element (:meth:`unrolled_for`): its target is a
+        plain name the body never re-binds (nor a ``global``/``nonlocal`` names), it has no
+        ``else``, its body no ``break``, ``continue``, ``return``, ``yield``, ``await`` or nested
+        function, lambda or class, and its iterable is a list or tuple display
+        (:meth:`_unrolled_display`) of at most :data:`_MAX_UNROLLED` elements, each a name or an
+        attribute chain (``model_sa``, ``self.G``) of the program, not an import. ``None``
+        for any other loop."""
+        if type(stmt.target) is not cst.Name or stmt.orelse is not None:
+            return None
+        display = self._unrolled_display(frame, stmt.iter)
+        if display is None or not 0 < len(display.elements) <= _MAX_UNROLLED:
+            return None
+        if any(type(n) in _NOT_UNROLLED for n in walk(stmt.body)):
+            return None
+        name = stmt.target.value
+        rebound, declared = bound_names(stmt.body)
+        if frame.node is not None:
+            declared = declared | _declarations([frame.node])
+        else:
+            declared = declared | _declared_global(frame.module)
+        if name in rebound or name in declared:
+            return None
+        symbols = []
+        for e in display.elements:
+            if type(e) is not cst.Element or not _is_plain_chain(e.value):
+                return None
+            sym, qualified = self.resolve(frame, dotted_name(e.value))
+            if sym is None or qualified:
+                return None
+            symbols.append(sym)
+        return tuple(symbols)
+
+    def _unrolled_display(self, frame: Frame, iterable: cst.BaseExpression) -> cst.List | cst.Tuple | None:
+        """The list or tuple display a ``for`` iterates: the iterable itself, or the value of a
+        variable of this function (or of the module's own code, at module level) bound once to a
+        display and read nowhere but as the iterable of ``for`` statements (nothing can mutate
+        it), whose elements' first names are bound at most once there (they name the same
+        objects at the loop as at the display). ``None`` otherwise."""
+        if type(iterable) in (cst.List, cst.Tuple):
+            return iterable
+        if type(iterable) is not cst.Name or iterable.value not in frame.locals or iterable.value in frame.shadow:
+            return None
+        name = iterable.value
+        if frame.node is not None:
+            if name in all_param_names(frame.node):
+                return None
+            bound = self._bound_once_in(frame.node)
+            scope: list = [frame.node.body]
+        else:
+            bound = module_bindings(frame.module)
+            scope = list(frame.module.body)
+        value = bound.get(name)
+        if type(value) not in (cst.List, cst.Tuple):
+            return None
+        params = all_param_names(frame.node) if frame.node is not None else ()
+        for e in value.elements:
+            if type(e) is not cst.Element or not _is_plain_chain(e.value):
+                return None
+            head = dotted_name(e.value).partition(".")[0]
+            if head in bound and bound[head] is None:
+                return None  # bound more than once: the display and the loop may see different objects
+            if head in params and head in bound:
+                return None  # a parameter re-bound
+        # read only as the iterable of ``for`` statements, bound only by its one assignment
+        allowed = set()
+        for node in scope:
+            for n in walk(node):
+                if type(n) is cst.For and type(n.iter) is cst.Name:
+                    allowed.add(id(n.iter))
+                elif type(n) is cst.AssignTarget and type(n.target) is cst.Name:
+                    allowed.add(id(n.target))
+        for node in scope:
+            for n in walk(node):
+                if type(n) is cst.Name and n.value == name and id(n) not in allowed:
+                    return None
+        return value
 
     def _try_stmt(self, frame: Frame, stmt: cst.Try, ctx: Context, out: list[Node]) -> Grad | None:
         """A ``try`` statement; the grad mode after it (``None``: no path falls out of it).
