@@ -40,9 +40,14 @@ def binds(value: str) -> list[tuple[str, int]]:
 
 
 def test_a_construction_on_one_arm_binds_the_name():
-    assert binds("optimizer if optimizer is not None else torch.optim.AdamW(self.model.parameters())") == [
-        ("trainer.optimizer", 1)]
+    # truthiness of the optimizer is not decided: either arm may run
     assert binds("optimizer or torch.optim.AdamW(self.model.parameters())") == [("trainer.optimizer", 1)]
+
+
+def test_an_arm_the_caller_rules_out_binds_nothing():
+    # the one call passes a constructed optimizer, so ``optimizer is not None`` holds (builder's
+    # none_test) and the construction arm never runs: the name keeps the object it is given
+    assert binds("optimizer if optimizer is not None else torch.optim.AdamW(self.model.parameters())") == []
 
 
 def test_a_plain_construction_or_a_name_is_no_bind():

@@ -40,6 +40,11 @@ FRAMEWORK = sorted(DATA.glob("lightning_*.py")) + sorted(DATA.glob("hf_trainer_*
 #: Bad fixtures whose bug cannot show when they run on a CPU, or that the tracer does not watch
 #: (their static finding is then marked "not observed"), and why.
 NO_RUNTIME_SYMPTOM = {
+    "LC103_bad_lightning_on_after_backward_clears_on_a_counter.py": "the clear runs every 50 batches; the traced "
+        "run makes 8 steps (2 epochs of 4 batches), so it never runs",
+    "LC301_bad_input_image_and_network_in_eval.py": "the tracer reports nothing here: the module the loop calls "
+        "(distance) is in train mode, and its submodule net, whose parameters the step trains, is the one in eval "
+        "mode (not investigated further)",
     **{name: "the tracer does not confirm this per-batch StepLR (its LC201 watch is not met by this "
              "loop; not investigated): the fixture pins the static reading (provenance of the loss)"
        for name in ("LC201_bad_forward_bound_by_a_for_target.py", "LC201_bad_forward_bound_by_a_walrus.py",
@@ -186,6 +191,12 @@ STATIC_FRAMEWORK = {"lightning_clip_in_training_step.py"}
 #: Bad fixtures whose bug the tracer observes at another line than the static finding, and why:
 #: name -> (the runtime's (code, line) pairs, why).
 RUNTIME_ELSEWHERE = {
+    "LC301_bad_parity_counter_moved_between_tests.py": ({("LC103", 24), ("LC301", 36), ("LC302", 33)}, "the "
+        "tracer reports the forward that runs in eval mode before the step (line 36), not the train(False) the "
+        "finding names, and reads the loop's other alternations as LC103 (line 24) and LC302 (line 33)"),
+    "LC103_bad_zero_grad_under_a_test_that_reads_no_gradient.py": ({("LC103", 28), ("LC103", 39)}, "the probe's "
+        "gradients stay finite on these data, so the clear under `if diverged:` (line 54) never runs; the static "
+        "finding is about the test it stands under, which reads no gradient of the optimizer's parameters"),
     "LC202_bad_loop_reads_bound_names.py": ({("LC202", 23), ("LC302", 25), ("LC302", 32)}, "the tracer also "
                                             "reports the forward over the unlabeled loader (line 25), whose "
                                             "graph is freed without a backward(): true of the graph, but no "
@@ -456,6 +467,11 @@ OLD_PYTORCH = {
 #: Good fixtures the tracer misreads: name -> (the codes it reports, why). The static pass is
 #: silent on them.
 TRACER_MISREADS = {
+    "alternating_parity_tests_one_counter.py": ({"LC302"}, "the alternating GAN runs each network's forward in "
+                                                "eval mode while the other one trains (the generator's output is "
+                                                "detached, the frozen critic's forward feeds the generator's loss); "
+                                                "the tracer reads an eval-mode forward outside no_grad as an "
+                                                "evaluation"),
     "amp_oom_handler_skips_batch_around_step_and_update.py": ({"LC103"}, "the fixture raises its out-of-memory "
                                                               "error inside the step on one batch; the handler's "
                                                               "zero_grad() clears that failed batch's gradients, "

@@ -100,10 +100,10 @@ LC401_BASE = (FIXTURES / "LC401_bad.py").read_text(encoding="utf-8")
 @pytest.mark.parametrize("old,new,applicability", [
     ("", "", "safe"),  # the fixture: CrossEntropyLoss() (a mean), a list
     ("nn.CrossEntropyLoss()", 'nn.CrossEntropyLoss(reduction="none")', "unsafe"),
-    ("nn.CrossEntropyLoss()", "nn.CrossEntropyLoss(reduction=mode)", "unsafe"),
+    ("nn.CrossEntropyLoss()", "nn.CrossEntropyLoss(reduction=input())", "unsafe"),  # a reduction read at run time
     ("nn.CrossEntropyLoss()", "nn.CrossEntropyLoss(reduce=False)", "unsafe"),
     ("nn.CrossEntropyLoss()", 'nn.CrossEntropyLoss(reduction="sum")', "safe"),
-    ("loss_history = []", "loss_history = Averager()", "unsafe"),  # Averager.add reads .data
+    ("loss_history = []", "from utils import Averager\nloss_history = Averager()", "unsafe"),  # Averager.add reads .data
     ("loss_history = []", "loss_history = torch.zeros(0)", "unsafe"),
     ("loss = criterion(model(x), y)", "loss = model.loss(x, y)", "unsafe"),  # unknown shape
     ("loss = criterion(model(x), y)", "loss = criterion(model(x), y).sum(dim=0)", "unsafe"),
