@@ -1658,7 +1658,9 @@ class _Inference:
                     if name not in memo:
                         memo[name] = frozenset()  # (while it is followed: a cycle back adds nothing)
                         memo[name] = self.provenance(name, _visiting | {sym}, memo)
-                    models.update(memo[name] or ())
+                    if memo[name] is None:
+                        return None  # what the loop draws from may hold a model's output unseen
+                    models.update(memo[name])
             # a list filled by ``append``/``extend``/``insert`` holds what was put into it
             for store in self.stores.get(s, ()):
                 value = store.args[0] if store.method == "extend" else store.args[-1]
