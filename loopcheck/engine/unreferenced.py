@@ -103,6 +103,14 @@ of those modules (``pdf.C``, ``mid.C``; another object's attribute, ``model.fc``
 class), and none looks names up at run time; no packaging file, notebook or text names it as
 for a function.
 
+Code that no path reaches names nothing that runs: the statements of a block after one that
+ends every path of it (``return``, ``raise``, ``sys.exit()``, a name nothing binds, a call of a
+project function whose arguments cannot bind: ``setup(args, log)`` for ``def setup(args, log,
+num_classes)`` raises ``TypeError``), in every build of that block
+(:meth:`loopcheck.engine.builder.UnitBuilder.unreached_statements`). A ``train(args, model)``
+there does not call ``train``: its namings count as those in a nested function that never runs
+(:func:`_dead_nested_outermost`).
+
 A function defined in another function's body runs only when that body names it (calls it,
 returns it, stores it): one it never names (a ``def train`` indented into ``__init__`` by
 mistake) never runs, decided from the checked file alone (:func:`_nested_never_called`), and
