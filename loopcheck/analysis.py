@@ -499,6 +499,9 @@ def build_units(
             candidates[i] = (func, position, build(position, func, grad="disabled"))
     if memo is not None:
         memo.finish()
+    # the statements no build reached (after a path's end): what they name is never called
+    # from there (:mod:`loopcheck.engine.unreferenced`)
+    index.cache["unreached"] = builder.unreached_statements()
     kept = [(func, ir) for func, _, ir in candidates if func is None or func not in builder.called]
     irs = [ir for _, ir in kept] + driven
     entries = [func for func, _ in kept] + [None] * len(driven)

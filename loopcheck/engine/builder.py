@@ -728,6 +728,8 @@ class UnitRecord:
             inlining cap, :data:`MAX_EVENTS_PER_UNIT`, counts over a whole check).
         lookups: the ``(qualified name, near)`` it asked the project for, each answered
             ``None`` (a library name, not a module of the project).
+        reached, unreached: the statements it built, and those it left unbuilt after a
+            statement that ends every path of their block (:attr:`UnitBuilder.reached`).
         misses: the symbols it looked up among closures returned by other calls, not found.
         reusable: ``False`` once the build depends on something the checks above cannot see
             again: another module of the project, a closure made by another entry point, or
@@ -744,6 +746,8 @@ class UnitRecord:
     events: int = 0
     lookups: list = field(default_factory=list)
     misses: set = field(default_factory=set)
+    reached: set = field(default_factory=set)
+    unreached: set = field(default_factory=set)
     reusable: bool = True
 
     def release(self) -> None:
@@ -786,6 +790,11 @@ class UnitBuilder:
         self._raw_of: dict[cst.Call, Call] = {}  # the latest raw event of each call node
         #: calls of project functions whose arguments cannot bind (:meth:`call_cannot_bind`)
         self.unbound_calls: set[cst.Call] = set()
+        #: the statements of blocks built so far, and those a build left after a statement
+        #: that ends every path of their block (a ``return``, a ``raise``, ``sys.exit()``, a
+        #: call that cannot bind, a name nothing binds): :meth:`unreached_statements`
+        self.reached: set[cst.CSTNode] = set()
+        self.unreached: set[cst.CSTNode] = set()
         self.node_module: dict[int, ModuleIndex] = {}  # id(node) -> the module it is in
         self._splits: dict[int, ContextSplit | None] = {}
         self._bound_once: dict[int, dict] = {}  # id(function) -> single_bindings of its body (_bound_once_in)
@@ -1698,6 +1707,17 @@ class UnitBuilder:
                 # through the index of the check that built or last took it
                 raw.cls = ClassRef(self.index, raw.cls.name)
         self.n_events += record.events
+        self.reached.update(record.reached)
+        self.unreached.update(record.unreached)
+
+    def unreached_statements(self) -> frozenset[cst.CSTNode]:
+        """The statements no build reached: each was left after a statement that ends every
+        path of its block (:meth:`stmts`), in every build of that block. Code there never runs,
+        so what it names (a call of ``train()`` after ``setup(args, log)`` that raises
+        ``TypeError``) is never called from there (read by
+        :mod:`loopcheck.engine.unreferenced`). A block no build reached at all is not among
+        them: nothing is decided for it."""
+        return frozenset(self.unreached - self.reached)
 
     # -- inlining ------------------------------------------------------------------------
     def _callee(self, frame: Frame, raw: Call) -> Callee | None:
@@ -1964,9 +1984,13 @@ class UnitBuilder:
         raises ``TypeError`` on every run. Decided only where the signature read is the one
         that runs: an undecorated function, defined once at the top level of its module (not
         under an ``if``, not bound again), or a method or constructor of a class
-        (:func:`plain_class`) reached through an instance or the class itself."""
+        (:func:`plain_class`) reached through an instance or the class itself. A function
+        found among the module frame's own ``def``s (:attr:`Frame.defs` of the module code,
+        whose :attr:`Frame.node` is ``None``) is such a top-level function; one nested in a
+        function, or a closure, is not decided (its ``def`` may run again with other
+        defaults, or be bound by a branch)."""
         func = callee.func
-        if func.decorators or callee.parent is not None:
+        if func.decorators or callee.parent is not None and callee.parent.node is not None:
             return False
         if callee.cls is not None:
             if not plain_class(callee.cls) or callee.def_class is not None and not plain_class(callee.def_class):
@@ -2390,9 +2414,12 @@ class UnitBuilder:
         is not reached."""
         seq = Seq()
         reached, fixed = True, False
-        for stmt in stmts:
+        stmts = list(stmts)
+        for i, stmt in enumerate(stmts):
+            self._mark_reached(stmt)
             after = self.stmt(frame, stmt, ctx, seq.items)
             if seq.items and type(seq.items[-1]) is Jump:
+                self._mark_unreached(stmts[i + 1:])
                 break
             if type(stmt) is cst.SimpleStatementLine:
                 for s in stmt.body:
@@ -2407,6 +2434,19 @@ class UnitBuilder:
         frame.end_ctx = ctx if reached else None
         frame.end_fixed = fixed
         return seq
+
+    def _mark_reached(self, stmt: cst.CSTNode) -> None:
+        """Note that a build reached ``stmt`` (:meth:`unreached_statements`)."""
+        self.reached.add(stmt)
+        if self.record is not None:
+            self.record.reached.add(stmt)
+
+    def _mark_unreached(self, stmts: list) -> None:
+        """Note that a build left ``stmts`` unbuilt, after a statement that ends every path of
+        their block (:meth:`unreached_statements`)."""
+        self.unreached.update(stmts)
+        if self.record is not None:
+            self.record.unreached.update(stmts)
 
     @staticmethod
     def _logged(frame: Frame, before: Context, after: Context) -> Context:

@@ -103,6 +103,14 @@ of those modules (``pdf.C``, ``mid.C``; another object's attribute, ``model.fc``
 class), and none looks names up at run time; no packaging file, notebook or text names it as
 for a function.
 
+Code that no path reaches names nothing that runs: the statements of a block after one that
+ends every path of it (``return``, ``raise``, ``sys.exit()``, a name nothing binds, a call of a
+project function whose arguments cannot bind: ``setup(args, log)`` for ``def setup(args, log,
+num_classes)`` raises ``TypeError``), in every build of that block
+(:meth:`loopcheck.engine.builder.UnitBuilder.unreached_statements`). A ``train(args, model)``
+there does not call ``train``: its namings count as those in a nested function that never runs
+(:func:`_dead_nested_outermost`).
+
 A function defined in another function's body runs only when that body names it (calls it,
 returns it, stores it): one it never names (a ``def train`` indented into ``__init__`` by
 mistake) never runs, decided from the checked file alone (:func:`_nested_never_called`), and
@@ -423,28 +431,49 @@ class _NameCount(cst.CSTVisitor):
 
 
 def _names_in_dead_nested(index, table: dict, name: str, bare: bool, strings: bool = True) -> int:
-    """How many times the checked module names ``name`` inside functions that
-    :func:`_nested_never_called` finds never run (counted as :func:`_named` counts, string
-    literals only with ``strings``): a call from there does not run."""
+    """How many times the checked module names ``name`` in code that never runs
+    (:func:`_dead_nested_outermost`: functions that :func:`_nested_never_called` finds never
+    run, statements no path reaches), counted as :func:`_named` counts, string literals only
+    with ``strings``: a call from there does not run."""
     count = 0
-    for func in _dead_nested_outermost(index, table):
+    for region in _dead_nested_outermost(index, table):
         counter = _NameCount(name, None, bare, strings)
-        func.visit(counter)
+        region.visit(counter)
         count += counter.count
     return count
 
 
 def _dead_nested_outermost(index, table: dict) -> list:
-    """The functions of the checked module that :func:`_nested_never_called` finds never run,
-    the outermost ones only (a dead function inside another is visited with it, and its names
-    must not be counted twice); kept for the check of the module."""
+    """The code of the checked module that never runs, the outermost pieces only (one inside
+    another is visited with it, and its names must not be counted twice); kept for the check
+    of the module:
+
+    * the functions that :func:`_nested_never_called` finds never run;
+    * the statements of the checked module that no build of the units reached
+      (:meth:`~loopcheck.engine.builder.UnitBuilder.unreached_statements`, left in the index's
+      cache as ``"unreached"`` by :func:`loopcheck.analysis.build_units`): each follows, in
+      its block, a statement that ends every path (``return``, ``raise``, ``sys.exit()``, a
+      call of a project function whose arguments cannot bind, a name nothing binds).
+    """
     memo = index.cache.setdefault("unreferenced_dead_nested", {})
     dead = memo.get("functions")
     if dead is None:
         found = [n for n in table if type(n) is cst.FunctionDef and _nested_never_called(n, table)]
-        ids = {id(f) for f in found}
-        dead = memo["functions"] = [f for f in found if not any(id(g) in ids for g, _ in _enclosing_functions(f, table))]
+        found += [n for n in index.cache.get("unreached", ()) if n in table]
+        ids = {id(n) for n in found}
+        dead = memo["functions"] = [n for n in found if not _inside_any(n, ids, table)]
     return dead
+
+
+def _inside_any(node, ids: set[int], table: dict) -> bool:
+    """Whether a node whose ``id()`` is in ``ids`` encloses ``node`` (``table``: ``node →
+    parent``)."""
+    parent = table.get(node)
+    while parent is not None:
+        if id(parent) in ids:
+            return True
+        parent = table.get(parent)
+    return False
 
 
 def _nested_never_called(func: cst.FunctionDef, table: dict) -> bool:
@@ -739,7 +768,7 @@ def _dead_module_functions(project, index, func: cst.FunctionDef, table: dict) -
         memo["names"] = {id(f): _body_names(f, strings) for fs in defs.values() for f in fs}
         # the nested functions that never run, with the outermost function around each (a
         # module-level one counts their namings in its body) and what they name
-        memo["nested"] = [(n, _outermost_function(n, table), _body_names(n, strings))
+        memo["nested"] = [(n, _outermost_function(n, table), _region_names(n, strings))
                           for n in _dead_nested_outermost(index, table)]
     defs, names, nested_top = memo["defs"], memo["names"], memo["nested"]
     tops = {id(f) for fs in defs.values() for f in fs}
@@ -805,11 +834,26 @@ def _body_names(func: cst.FunctionDef, strings: bool = True):
     :func:`_named` reads them); the names of a ``from M import ...`` (:func:`_named` counts
     them only when ``M`` is the module itself) are not counted: counting fewer here keeps the
     namings live."""
+    counts = _spelled(func.body, strings)
+    counts[func.name.value] += 1
+    return counts
+
+
+def _region_names(node: cst.CSTNode, strings: bool = True):
+    """The names a piece of code that never runs spells (:func:`_dead_nested_outermost`): a
+    function's as :func:`_body_names` counts them, a statement's all of them."""
+    if type(node) is cst.FunctionDef:
+        return _body_names(node, strings)
+    return _spelled(node, strings)
+
+
+def _spelled(root: cst.CSTNode, strings: bool = True):
+    """A :class:`collections.Counter` of the names spelled in ``root``, as :func:`_body_names`
+    counts them."""
     from collections import Counter
 
     counts: Counter = Counter()
-    counts[func.name.value] += 1
-    stack: list = [func.body]
+    stack: list = [root]
     while stack:
         n = stack.pop()
         t = type(n)
