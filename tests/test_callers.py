@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from loopcheck.engine.callers import callers_grad_off
+from loopcheck.engine.callers import _mentions, callers_grad_off, project_files, scan_files
 from loopcheck.engine.project import Project
 
 HELPER = "import torch\n\n\ndef grid(net, xs):\n    net.eval()\n    return [net(x) for x in xs]\n"
@@ -45,3 +45,18 @@ def test_callers(tmp_path: Path, caller: str, off: bool):
     function of the same name is another function."""
     project, helper = _project(tmp_path, {"run.py": caller})
     assert callers_grad_off(project, helper, "grid") is off
+
+
+def test_scan_files_reads_the_files_with_the_word_and_stops_at_one_not_parsed(tmp_path: Path):
+    """The shared walk over a project's call sites: each file that has the name's word, in
+    order, with its scan; a file without the word is not parsed; one that does not parse ends
+    the walk with ``None`` (its calls are not known)."""
+    project, helper = _project(tmp_path, {
+        "a.py": "from pkg.shapes import grid\ngrid(1, [])\n",
+        "b.py": "x = (\n",  # does not parse, but has no word ``grid``
+    })
+    files = project_files(tmp_path)
+    scanned = list(scan_files(project, files, "grid", _mentions))
+    assert [(s.file.name, len(s.found)) for s in scanned] == [("a.py", 1), ("shapes.py", 0)]
+    (tmp_path / "b.py").write_text("grid = (\n")
+    assert [s and s.file.name for s in scan_files(Project(tmp_path), files, "grid", _mentions)] == ["a.py", None]

@@ -56,6 +56,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator, NamedTuple
 
 from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.outline import ast_dotted_name
@@ -103,18 +104,16 @@ def project_files(root: Path) -> list[Path] | None:
 
 
 def _all_off(project, files: list[Path], path: Path, name: str, depth: int, stack: frozenset) -> bool:
-    word = re.compile(rf"\b{re.escape(name)}\b")
+    """Whether ``files`` call module-level function ``name`` of ``path`` at least once, and
+    every call runs with gradients off, an enclosing function's callers followed from
+    ``depth`` on (``stack``: the functions being followed, a recursion not entered again)."""
     stack = stack | {(path, name)}
     found = 0
-    for file in files:
-        stamp, text = project.source_of(file)
-        if text is None:
-            return False  # unreadable or too large: it may call the function
-        if not word.search(text):
-            continue
-        sites = _sites(project, file, stamp, text, path, name)
+    for scanned in scan_files(project, files, name, _mentions):
+        sites = None if scanned is None else _sites(project, scanned, path, name)
         if sites is None:
-            return False
+            return False  # unreadable, not parsed, or a mention not known: it may call the function
+        file = scanned.file
         for mode, where in sites:
             found += 1
             if mode == "disabled":
@@ -128,17 +127,13 @@ def _all_off(project, files: list[Path], path: Path, name: str, depth: int, stac
     return found > 0
 
 
-def _sites(project, file: Path, stamp: tuple, text: str, path: Path, name: str) -> list[tuple[str, tuple]] | None:
-    """The calls of function ``name`` of ``path`` in ``file``: ``(grad mode, where)`` for each,
-    ``where`` being ``("function", f)`` inside module-level function ``f``, :data:`_MODULE`
-    or :data:`_OTHER`; ``None`` when a mention of the function is not a call, or a mention
-    of the name cannot be resolved."""
-    info = project.load(file)
-    if info is None or info.index is None:
-        return None
-    mentions = _mentions(project, file, stamp, text, name, info.index.imports)
-    if mentions is None:
-        return None
+def _sites(project, scanned: Scanned, path: Path, name: str) -> list[tuple[str, tuple]] | None:
+    """The calls of function ``name`` of ``path`` in a file's mentions of the name
+    (:func:`scan_files` with :func:`_mentions`): ``(grad mode, where)`` for each, ``where``
+    being ``("function", f)`` inside module-level function ``f``, :data:`_MODULE` or
+    :data:`_OTHER`; ``None`` when a mention of the function is not a call, or a mention of
+    the name cannot be resolved."""
+    _file, info, mentions = scanned
     out = []
     for dotted, is_call, mode, where in mentions:
         if dotted is None:
@@ -160,6 +155,46 @@ def _sites(project, file: Path, stamp: tuple, text: str, path: Path, name: str) 
             return None  # the function passed as a value: called from where it is not known
         out.append((mode, where))
     return out
+
+
+class Scanned(NamedTuple):
+    """One file of the project that has the word of a name, as :func:`scan_files` read it."""
+
+    #: The file, as given.
+    file: Path
+    #: What :meth:`Project.load <loopcheck.engine.project.Project.load>` read of it (its
+    #: ``index`` is there).
+    info: object
+    #: What the scan returned for the file's mentions of the name.
+    found: list
+
+
+def scan_files(project, files: list[Path], name: str, scan) -> Iterator[Scanned | None]:
+    """The files of ``files`` whose text has the word ``name``, in their order, each with what
+    ``scan(project, file, stamp, text, name, imports)`` finds of its mentions of the name (one
+    of :func:`_mentions`, :func:`_call_mentions`, kept in the project's memo by the file's
+    version). ``None``, and nothing after it, where a file cannot be read, indexed or parsed,
+    or the scan returns ``None``: the callers of the name are then not known. A file without
+    the word is not parsed. The one walk over a project's call sites that
+    :func:`callers_grad_off`, :func:`call_sites` and
+    :func:`~loopcheck.engine.grad_entry.method_callers_grad_off` share."""
+    word = re.compile(rf"\b{re.escape(name)}\b")
+    for file in files:
+        stamp, text = project.source_of(file)
+        if text is None:
+            yield None  # unreadable or too large
+            return
+        if not word.search(text):
+            continue
+        info = project.load(file)
+        if info is None or info.index is None:
+            yield None
+            return
+        found = scan(project, file, stamp, text, name, info.index.imports)
+        if found is None:
+            yield None
+            return
+        yield Scanned(file, info, found)
 
 
 #: Beyond this many entries, :func:`_mentions`'s memo is emptied (a long-lived process).
@@ -320,20 +355,11 @@ def call_sites(project, files: list[Path], path: Path, name: str) -> list[CallSi
     or parsed. What is given up: a module reached through a variable (``m = run; m.train()``).
     """
     path = Path(path).resolve()
-    word = re.compile(rf"\b{re.escape(name)}\b")
     out: list[CallSite] = []
-    for file in files:
-        stamp, text = project.source_of(file)
-        if text is None:
+    for scanned in scan_files(project, files, name, _call_mentions):
+        if scanned is None:
             return None
-        if not word.search(text):
-            continue
-        info = project.load(file)
-        if info is None or info.index is None:
-            return None
-        found = _call_mentions(project, file, stamp, text, name, info.index.imports)
-        if found is None:
-            return None
+        file, info, found = scanned
         aliases = info.index.imports.aliases
         for dotted, call, where in found:
             if dotted is None:

@@ -13,10 +13,9 @@ and :mod:`~loopcheck.engine.unreferenced`, which find the files and the calls.
 from __future__ import annotations
 
 import ast
-import re
 from pathlib import Path
 
-from loopcheck.engine.callers import _all_off, _scanned, callers_grad_off, project_files
+from loopcheck.engine.callers import _all_off, _scanned, callers_grad_off, project_files, scan_files
 from loopcheck.engine.entry_defaults import _scope_nodes
 from loopcheck.engine.unreferenced import _looks_up_names, method_naming_files
 
@@ -70,22 +69,12 @@ def method_callers_grad_off(project, index, func, cls) -> bool:
     files = method_naming_files(project, index, func, cls, library_bases=True)
     if files is None:
         return False
-    name = func.name.value
-    word = re.compile(rf"\b{re.escape(name)}\b")
     everything = None  # the project's files, for the callers of an enclosing function
     found = 0
-    for file in files:
-        stamp, text = project.source_of(file)
-        if text is None:
-            return False  # unreadable or too large: it may call the method
-        if not word.search(text):
-            continue
-        info = project.load(file)
-        if info is None or info.index is None:
-            return False
-        sites = _method_calls(project, file, stamp, text, name, info.index.imports)
-        if sites is None:
-            return False
+    for scanned in scan_files(project, files, func.name.value, _method_calls):
+        if scanned is None:
+            return False  # unreadable, not parsed, or a mention not a call: it may call the method
+        file, _info, sites = scanned
         for mode, where in sites:
             found += 1
             if mode == "disabled":
@@ -100,7 +89,7 @@ def method_callers_grad_off(project, index, func, cls) -> bool:
 
 def _method_calls(project, file: Path, stamp: tuple, text: str, name: str, imports) -> list | None:
     """``(grad mode, where)`` of each call ``obj.name(...)`` in ``file``'s text (``where`` as
-    in :func:`_sites`); ``None`` when the text does not parse, or names the method otherwise
+    in :func:`~loopcheck.engine.callers._sites`); ``None`` when the text does not parse, or names the method otherwise
     than as the callee of such a call (see :func:`method_callers_grad_off`). Kept in the
     project's memo by file, stamp and name."""
     def read(tree: ast.AST, nodes: list) -> list | None:
