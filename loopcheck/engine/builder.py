@@ -53,6 +53,9 @@ from loopcheck.engine.binding import binds
 from loopcheck.engine.bindings import target_names
 from loopcheck.engine.calls import ref_parts
 from loopcheck.engine.classes import is_module_class
+from loopcheck.engine.displays import (
+    Display, evaluated_calls, given_arg, literal_display, registers_hooks, returned_display, unpacked_count,
+)
 from loopcheck.engine.knowledge import NO_GRAPH, knowledge
 from loopcheck.engine.literals import NO_VALUE, literal_value
 from loopcheck.engine.names import STR_TRANSFORMS, ImportMap, dotted_name
@@ -795,6 +798,12 @@ class UnitBuilder:
         #: call that cannot bind, a name nothing binds): :meth:`unreached_statements`
         self.reached: set[cst.CSTNode] = set()
         self.unreached: set[cst.CSTNode] = set()
+        # symbol -> the class of the object its assignments built: a class of the project, or
+        # the qualified name of a library class (``"torch.nn.CrossEntropyLoss"``); ``None``
+        # once it is bound to anything else (:meth:`_note_value_class`)
+        self._value_classes: dict[str, ClassRef | str | None] = {}
+        # id(call node) -> the class of what an inlined call of a project function returned
+        self._returned_classes: dict[int, ClassRef | str] = {}
         self.node_module: dict[int, ModuleIndex] = {}  # id(node) -> the module it is in
         self._splits: dict[int, ContextSplit | None] = {}
         self._bound_once: dict[int, dict] = {}  # id(function) -> single_bindings of its body (_bound_once_in)
@@ -2155,6 +2164,9 @@ class UnitBuilder:
         left = self.grad_on_return(callee, body, inner_ctx)
         if left is not None:
             self._grad_left[id(raw.node)] = left
+        returned = self._returned_class(callee, func)
+        if returned is not None:
+            self._returned_classes[id(raw.node)] = returned
         binds = [
             Assign(raw.node, f"{callee.fid}:{name}", "=", arg.node, arg.sym,
                    "call" if type(arg.node) is cst.Call else "expr", arg.mentions, inner_ctx,
@@ -3826,6 +3838,12 @@ class UnitBuilder:
                 self.expr_events(frame, value, ctx, out)
             out.append(Jump("raise"))
             return
+        if self.loss_given_display(frame, s):
+            # a loss given a tuple or a mapping where it needs a tensor raises TypeError: the
+            # events of the statement, then a raise, and no binding
+            self.expr_events(frame, s.value, ctx, out)
+            out.append(Jump("raise"))
+            return
         if type(s) is cst.Expr:
             made = self.expr_events(frame, s.value, ctx, out)
             for value in _values(s.value):
@@ -3844,6 +3862,9 @@ class UnitBuilder:
             self.expr_events(frame, s.value, ctx, out, targets)
             if s.value in self.unbound_calls:
                 self._raises_at_binding(s.value, out)  # ``learner = Learner(conf, True)``
+                return
+            if len(s.targets) == 1 and self.unpacking_raises(frame, s.targets[0].target, s.value):
+                out.append(Jump("raise"))  # ValueError: too many or not enough values to unpack
                 return
             for t in s.targets:
                 self.assign_event(frame, s, t.target, "=", s.value, ctx, out)
@@ -4037,6 +4058,7 @@ class UnitBuilder:
         self.n_events += 1
         if ref is not None:
             frame.instances[target_sym] = ref
+        self._note_value_class(frame, target_sym, value if op == "=" and slot is None else None)
 
     def _module_constructed(self, frame: Frame, value: cst.Call, ref: ClassRef | None) -> ClassRef | str | None:
         """The class of the ``nn.Module`` (or ``Parameter``) that call ``value`` constructs
@@ -4082,6 +4104,202 @@ class UnitBuilder:
         return ref if self._is_module_class(ref) else None
 
 
+    # -- values of a known shape (loopcheck.engine.displays) --------------------------------
+
+    def _note_value_class(self, frame: Frame, sym: str, value: cst.BaseExpression | None) -> None:
+        """Record for symbol ``sym`` the class of the object ``value`` gives it
+        (:meth:`_built_class`; ``value`` ``None``: a binding of something else): a symbol bound
+        to objects of two classes, or once to an object of no known class, keeps ``None``. A
+        binding of ``None`` changes nothing: calling it, or reading a member of it, raises."""
+        if type(value) is cst.Name and value.value == "None":
+            return
+        cls = self._built_class(frame, value) if value is not None else None
+        if sym in self._value_classes and self._value_classes[sym] != cls:
+            cls = None
+        self._value_classes[sym] = cls
+
+    def _built_class(self, frame: Frame, value: cst.BaseExpression, depth: int = 0) -> ClassRef | str | None:
+        """The class of the object ``value`` gives: a construction of a class of the project
+        (``Net(...)``) or of the library (``nn.CrossEntropyLoss()``, its qualified name), also
+        through ``torch.nn.Module`` methods that return their receiver (``.to(device)``; the
+        knowledge's ``same = "self"``, not overridden by the class) and library wrappers that
+        run the module they wrap (``nn.DataParallel(net)``: its ``returns.same``); what an
+        inlined call of a project function returned (``get_model(...)``); a name whose
+        bindings all built objects of one class. ``None`` when not known."""
+        if depth > MAX_INLINE_DEPTH:
+            return None
+        t = type(value)
+        if t is cst.Name or t is cst.Attribute:
+            sym, qualified = self.resolve(frame, dotted_name(value))
+            if sym is None or qualified:
+                return None
+            if sym in self._value_classes:
+                return self._value_classes[sym]
+            return frame.instances.get(sym)
+        if t is not cst.Call:
+            return None
+        returned = self._returned_classes.get(id(value))
+        if returned is not None:
+            return returned
+        func = value.func
+        kb = knowledge()
+        if type(func) is cst.Attribute and (type(func.value) is cst.Call or dotted_name(func) is not None):
+            summary = kb.method("torch.nn.Module", func.attr.value)
+            if summary is not None and summary.returns is not None and "self" in summary.returns.same:
+                receiver = self._built_class(frame, func.value, depth + 1)
+                if receiver is None or not is_module_class(receiver):
+                    return None
+                own = type(receiver) is ClassRef and find_method(receiver, func.attr.value) is not None
+                return None if own else receiver
+        name, qualified = self.resolve(frame, dotted_name(func))
+        ref = frame.module.class_ref(name, qualified) if name else None
+        if ref is not None:
+            return ref
+        entry = kb.cls(name) if name and qualified else None
+        if entry is None:
+            return None
+        same = entry.ctor.returns.same if entry.ctor is not None and entry.ctor.returns is not None else ()
+        refs = [r for r in same if r != "*" and r != "self"]
+        if not refs:
+            return name
+        wrapped = given_arg(value, refs[0]) if len(refs) == 1 else None
+        return self._built_class(frame, wrapped, depth + 1) if wrapped is not None else None
+
+    def _returned_class(self, callee: Frame, func: cst.FunctionDef) -> ClassRef | str | None:
+        """The class of what every ``return`` of inlined function ``func`` gives
+        (:meth:`_built_class`, read in its frame ``callee`` once its body is built)."""
+        table = callee.module.cache.setdefault("return_values", {})
+        values = table.get(func)
+        if values is None:
+            values = table[func] = tuple(
+                node.value for node in walk(func.body, prune=(cst.FunctionDef, cst.ClassDef, cst.Lambda))
+                if type(node) is cst.Return)
+        if not values or any(v is None for v in values):
+            return None
+        found = {self._built_class(callee, v) for v in values}
+        return found.pop() if len(found) == 1 else None
+
+    def _qualifier(self, frame: Frame):
+        """The library name a dotted name read in ``frame`` stands for, ``None`` for a name of
+        the code (for :func:`~loopcheck.engine.displays.literal_display`)."""
+        def qualify(dotted: str) -> str | None:
+            q, qualified = self.resolve(frame, dotted)
+            return q if qualified else None
+        return qualify
+
+    def known_display(self, frame: Frame, expr: cst.BaseExpression, depth: int = 0) -> Display | None:
+        """The shape ``expr`` read in ``frame`` has on every run (:mod:`loopcheck.engine.displays`):
+        a tuple or dict display; a name every binding of which has it, or a parameter given an
+        argument that has it; a call of a model of the project whose ``forward`` returns it
+        (:meth:`_forward_display`), or of a function of the project every ``return`` of which
+        gives it. ``None`` when not established."""
+        if depth > MAX_INLINE_DEPTH:
+            return None
+        t = type(expr)
+        if t is cst.Tuple or t is cst.Dict or t is cst.Call:
+            found = literal_display(expr, self._qualifier(frame))
+            if found is not None or t is not cst.Call:
+                return found
+            return self._call_display(frame, expr)
+        if t is not cst.Name:
+            return None
+        passed = frame.passed.get(expr.value)
+        if passed is not None:
+            return self.known_display(passed[0], passed[1], depth + 1)
+        bindings = self.bindings_of(frame, expr.value)
+        if not bindings or any(op != "=" for op, _ in bindings):
+            return None
+        found = {self.known_display(frame, value, depth + 1) for _, value in bindings}
+        return found.pop() if len(found) == 1 and None not in found else None
+
+    def _call_display(self, frame: Frame, call: cst.Call) -> Display | None:
+        """:meth:`known_display` of a call: a model's forward, or a function of the project
+        (a method, not a constructor) the call runs as it is written."""
+        cls = self._built_class(frame, call.func)
+        if type(cls) is ClassRef:
+            return self._forward_display(cls)
+        raw = self._raw_of.get(call)
+        callee = self._callee(frame, raw) if raw is not None and raw.node is call else None
+        if callee is None or callee.ctor or callee.parent is not None:
+            return None
+        if callee.cls is not None and not plain_class(callee.cls):
+            return None
+        return returned_display(callee.func, self._module_qualifier(callee.module))
+
+    def _forward_display(self, cls: ClassRef) -> Display | None:
+        """The shape every call of an instance of ``cls`` returns: an ``nn.Module`` of the
+        project (a :func:`plain_class`) with no ``__call__`` of its own, whose undecorated
+        ``forward`` returns one shape (:func:`~loopcheck.engine.displays.returned_display`),
+        in modules that register no forward hook (which may replace the output)."""
+        if not plain_class(cls) or not self._is_module_class(cls) or find_method(cls, "__call__"):
+            return None
+        found = find_method(cls, "forward")
+        if found is None:
+            return None
+        owner, forward = found
+        if any(registers_hooks(index) for index in (self.index, cls.module, owner.module)):
+            return None
+        return returned_display(forward, self._module_qualifier(owner.module))
+
+    @staticmethod
+    def _module_qualifier(index: ModuleIndex):
+        """The library name a dotted name read at the top level of module ``index`` stands for
+        (an import, or a builtin the module does not bind), else ``None``."""
+        def qualify(dotted: str) -> str | None:
+            head = dotted.partition(".")[0]
+            if head in index.globals:
+                return None
+            if head in index.imports.aliases:
+                return index.imports.qualify(dotted)
+            return dotted if head in BUILTINS else None
+        return qualify
+
+    def unpacking_raises(self, frame: Frame, target: cst.BaseExpression, value: cst.BaseExpression) -> bool:
+        """Whether ``target = value`` unpacks a value of a known shape (:meth:`known_display`)
+        into another number of names (``a, b, c, d = out`` of a 2-tuple, or of a mapping of two
+        keys, whose keys unpacking iterates): it raises ``ValueError``."""
+        wanted = unpacked_count(target)
+        if wanted is None:
+            return False
+        found = self.known_display(frame, value)
+        if found is None or found[1] == wanted:
+            return False
+        if self.record is not None:
+            self.record.reusable = False  # (read from the builder's classes of the objects)
+        return True
+
+    def loss_given_display(self, frame: Frame, node: cst.CSTNode) -> bool:
+        """Whether small statement ``node`` always calls a library loss (a function, or an
+        instance of a loss class, whose knowledge entry has ``tensor_input``) with a tuple or a
+        mapping (:meth:`known_display`) as the argument that must be a tensor: the call raises
+        ``TypeError`` (or ``AttributeError``)."""
+        t = type(node)
+        if t is cst.Expr or t is cst.Assign or t is cst.AugAssign or t is cst.AnnAssign or t is cst.Return:
+            value = node.value
+        else:
+            return False
+        if value is None:
+            return False
+        kb = knowledge()
+        for call in evaluated_calls(value):
+            name, qualified = self.resolve(frame, dotted_name(call.func))
+            if name is None:
+                continue
+            ref = None
+            if qualified:
+                summary = kb.function(name)
+                ref = summary.tensor_input if summary is not None else None
+            else:
+                cls = self._built_class(frame, call.func)
+                entry = kb.cls(cls) if type(cls) is str else None
+                ref = entry.ctor.tensor_input if entry is not None and entry.ctor is not None else None
+            arg = given_arg(call, ref) if ref is not None else None
+            if arg is not None and self.known_display(frame, arg) is not None:
+                if self.record is not None:
+                    self.record.reusable = False  # (read from the builder's classes of the objects)
+                return True
+        return False
+
     def _unpack(
         self, frame: Frame, stmt: cst.CSTNode, target: cst.Tuple | cst.List, op: str,
         value: cst.BaseExpression, ctx: Context, out: list[Node],
@@ -4110,6 +4328,7 @@ class UnitBuilder:
                 self.blind_attrs.add(t.attr.value)  # ``self.mode, n = pair``: no literal value is known
             if sym is None:
                 continue
+            self._value_classes[sym] = None  # (an item of the value: its class is not known)
             if not bound and computed is None:  # (what the value reads, once for all targets)
                 computed = (self.operands(frame, value), self.sources(frame, value))
             operands, sources = computed if not bound else ((), None)

@@ -103,7 +103,7 @@ _ROLE_KEYS = frozenset({
 _ENTRY_KEYS = frozenset({
     "names", "bases", "effects", "returns", "methods", "attributes", "grad", "source", "context", "modes",
     "mode_args", "modes_none_if_zero", "parameters", "setting", "grad_off_arg", "only_before", "block_mode",
-    "exits", "requires_grad_arg", "autocast", "zero_dim", "keeps_shape",
+    "exits", "requires_grad_arg", "autocast", "zero_dim", "keeps_shape", "tensor_input",
 })
 #: Process-wide settings a call changes (``setting`` of a function entry; its first argument
 #: says the new value): ``overwrite_params_on_conversion``, whether ``Module.to()``/``half()``
@@ -472,6 +472,9 @@ class Summary:
         zero_dim: when the call returns a 0-dim tensor (:class:`ZeroDim`), or ``None``.
         keeps_shape: for a ``torch.Tensor`` method, the result has the receiver's shape
             (``detach()``, ``cpu()``, ``float()``): of a 0-dim tensor, a 0-dim tensor.
+        tensor_input: the argument that must be a tensor (a loss's ``input``, ``[0,
+            "input"]``): given a tuple or a mapping, the call raises; ``None`` when the entry
+            says nothing of it. On a class, it describes a call of the instance.
     """
 
     name: str
@@ -492,6 +495,7 @@ class Summary:
     autocast: Autocast | None = None
     zero_dim: ZeroDim | None = None
     keeps_shape: bool = False
+    tensor_input: ArgRef | None = None
 
 
 @dataclass
@@ -659,7 +663,8 @@ def _summary(name: str, raw: dict, where: str) -> Summary:
                    _block_mode(raw.get("block_mode"), where), bool(raw.get("exits", False)),
                    bool(raw.get("override_body", False)), _writes(raw.get("writes"), where),
                    _self_calls(raw, where), _autocast(raw.get("autocast"), where),
-                   _zero_dim(raw.get("zero_dim"), where), _keeps_shape(raw.get("keeps_shape", False), where))
+                   _zero_dim(raw.get("zero_dim"), where), _keeps_shape(raw.get("keeps_shape", False), where),
+                   None if raw.get("tensor_input") is None else _arg_ref(raw["tensor_input"], where))
 
 
 def _zero_dim(raw, where: str) -> ZeroDim | None:
