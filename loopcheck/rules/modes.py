@@ -372,7 +372,10 @@ class EvalModeNotReset(Rule):
     and later ``a = x.data.numpy()``, trains none; a function parameter's value from the
     callers, read before a re-binding, is not established), a forward of ``M`` (of a part of it
     or of a model containing it) having
-    run with gradients enabled on that path since the ``eval()``, ``M`` neither frozen nor partly
+    run with gradients enabled on that path since the ``eval()`` and a backward since it that may
+    have computed its loss through it, or none yet (:attr:`M.fwd`: :data:`RAN` or
+    :data:`THROUGH`; a backward whose loss's models are known and leave ``M`` out,
+    ``D(G(z).detach())``, fills none of ``M``'s gradients: :data:`MISSED`), ``M`` neither frozen nor partly
     frozen on that path (:attr:`M.part`: which part of it the step trains, and so whether that
     part holds a layer ``eval()`` changes, is not established), and train mode is wanted: ``train()`` of ``M`` somewhere in the unit, train mode at that step
     on another path, or ``M`` built here and surely held by the step's optimizer. Silent when ``M``'s
