@@ -387,3 +387,21 @@ def test_a_failed_or_recent_read_is_not_shared(tmp_path: Path, monkeypatch):
     stamp, text = Project(tmp_path).source_of(path.resolve())
     assert text is None and project_module.settled(stamp)
     assert (path.resolve(), stamp) not in project_module._SHARED_TEXTS
+
+
+def test_a_star_import_binds_the_names_of_the_module_level_only(tmp_path: Path):
+    """`from utils import *` binds the names utils binds at its level: not a function's
+    parameters or locals, a class body's names, a comprehension's targets, nor what its main
+    guard binds (an imported module does not run as `__main__`); a `global` declaration and
+    what the module's blocks (`if`, `for`, `try`) bind count."""
+    (tmp_path / "utils.py").write_text(
+        "import torch\n"
+        "def crop(x, device=None):\n    global cache\n    scale = 2\n    return x\n"
+        "class Box:\n    size = 3\n"
+        "squares = [k * k for k in range(3)]\n"
+        "for step in range(2):\n    pass\n"
+        "if __name__ == '__main__':\n    device = torch.device('cpu')\nelse:\n    mode = 'lib'\n"
+    )
+    (tmp_path / "train.py").write_text("from utils import *\n")
+    names = Project(tmp_path).star_names("utils", tmp_path / "train.py")
+    assert names == {"torch", "crop", "cache", "Box", "squares", "step", "mode"}

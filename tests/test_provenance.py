@@ -253,3 +253,46 @@ def test_a_clone_of_parameters_keeps_what_it_is_computed_from():
         drift.backward()
     """)
     assert found == {"drift": frozenset({"actor_copy"})}
+
+
+def test_a_del_of_the_name_binds_no_value():
+    """``del h`` after the backward leaves the name unbound: it adds no value the provenance
+    cannot follow (the definitions in the arms of the ``if`` are what the read may hold)."""
+    found = _backward_models(_LOOP_HEAD + """
+        if warmup:
+            h = model(x)
+        else:
+            h = model(x) + 1
+        loss = criterion(h, y)
+        loss.backward()
+        del h
+    """)
+    assert found == {"loss": frozenset({"model"})}
+
+
+def test_a_backward_of_a_member_called_on_its_object_has_unknown_models():
+    """``self.criterion(out, y).backward()``: the loss is the member's result, not the object
+    it is called on; what it was computed through is not read there (unknown, never none)."""
+    import textwrap
+
+    import libcst as cst
+
+    from loopcheck.analysis import build_units
+
+    source = textwrap.dedent("""
+        import torch
+        import torch.nn as nn
+
+        class Runner:
+            def __init__(self):
+                self.net = nn.Linear(4, 2)
+                self.criterion = nn.CrossEntropyLoss()
+
+            def fit(self, x, y):
+                self.criterion(self.net(x), y).backward()
+
+        Runner().fit(torch.randn(3, 4), torch.zeros(3).long())
+    """)
+    found = [ev.extra.get("models") for unit in build_units(cst.parse_module(source))
+             for ev in unit.events if ev.kind == "backward"]
+    assert found and set(found) == {None}

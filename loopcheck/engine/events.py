@@ -302,7 +302,10 @@ class _Typer:
                 loss = inner.args[0].sym if inner.args else None
                 self.ev("backward", loss, scaler=roles.canon(inner.receiver), **self.gradient(tensor_gradient()))
             elif inner.receiver:
-                self.ev("backward", inner.receiver, scaler=None, **self.gradient(tensor_gradient()))
+                # loss.mean().backward(): computed from the receiver's value; a member called on
+                # its object, self.criterion(out, y).backward(), is not: its models are not known
+                models = {} if knowledge().method("torch.Tensor", inner.method or "") is not None else {"models": None}
+                self.ev("backward", inner.receiver, scaler=None, **models, **self.gradient(tensor_gradient()))
             else:
                 self._operands_backward(inner.operands)
             return True

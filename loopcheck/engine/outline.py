@@ -164,32 +164,83 @@ _OPENING = frozenset({
 })
 
 
+#: Nodes whose code binds names in a scope of its own (a class body's names are its class's).
+_SCOPES = (*_DEFS, ast.Lambda, ast.ClassDef, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _main_guard(node: ast.AST) -> bool:
+    """Whether ``node`` is ``if __name__ == "__main__":`` (either side of the ``==``)."""
+    if type(node) is not ast.If or type(node.test) is not ast.Compare:
+        return False
+    test = node.test
+    if len(test.ops) != 1 or type(test.ops[0]) is not ast.Eq:
+        return False
+    sides = (test.left, test.comparators[0])
+    return (sum(type(x) is ast.Name and x.id == "__name__" for x in sides) == 1
+            and sum(type(x) is ast.Constant and x.value == "__main__" for x in sides) == 1)
+
+
+def _walk_scoped(tree: ast.Module) -> Iterator[tuple[ast.AST, bool]]:
+    """Each node of ``tree`` with whether it lies in a scope of its own (:data:`_SCOPES`: the
+    body, parameters and targets of a function, lambda, class or comprehension), rather than
+    at the module's level, or in the body of a main guard, ``if __name__ == "__main__":``, at
+    the module's level (a module imported by a star import runs under its own name, so that
+    body does not run). A definition's own name, decorators and defaults are of the level
+    around it; a comprehension's first iterable too."""
+    stack: list[tuple[ast.AST, bool]] = [(tree, False)]
+    while stack:
+        node, inner = stack.pop()
+        yield node, inner
+        if node in tree.body and _main_guard(node):
+            body = {id(n) for n in node.body}
+            stack.extend((child, inner or id(child) in body) for child in ast.iter_child_nodes(node))
+        elif isinstance(node, _SCOPES):
+            outer: list[ast.AST] = []
+            if isinstance(node, (*_DEFS, ast.Lambda)):
+                outer = [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
+            if isinstance(node, (*_DEFS, ast.ClassDef)):
+                outer += [*node.decorator_list]
+            if isinstance(node, ast.ClassDef):
+                outer += [*node.bases, *node.keywords]
+            if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                outer.append(node.generators[0].iter)
+            kept = {id(n) for n in outer}
+            stack.extend((child, inner or id(child) not in kept) for child in ast.iter_child_nodes(node))
+        else:
+            stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+
+
 def _bindable(tree: ast.Module, stars: list[int]) -> frozenset[str] | None:
-    """Every name ``tree`` binds anywhere (a superset of those of its module level: names,
-    definitions, parameters, imports, ``global`` declarations), or ``None`` when something
-    in it may bind names unseen (see :attr:`StarExports.bindable`); ``stars[0]`` counts its
-    star imports."""
+    """Every name ``tree`` may bind at its module level (names, definitions, imports,
+    ``except ... as``, match captures, at that level; ``global`` declarations and walrus
+    targets anywhere: a superset), or ``None`` when something in it may bind names unseen
+    (see :attr:`StarExports.bindable`); ``stars[0]`` counts its star imports. A name bound
+    only inside a function, a class body or a comprehension (a parameter, a local) is not a
+    name of the module."""
     names: set[str] = set()
     sys_names: set[str] = set()  # names bound to the ``sys`` module
     modules_of: set[str] = set()  # ``x`` of each ``x.modules`` (``sys.modules[__name__]``)
     imported: set[str] = set()  # names bound by imports (modules, for ``setattr``)
     set_on: set[str] = set()  # ``m`` of each ``setattr(m, ...)``
-    for node in ast.walk(tree):
+    walrus: set[int] = set()  # ``id`` of the targets of ``:=`` (they may bind the function's name)
+    for node, inner in _walk_scoped(tree):
         t = type(node)
+        if t is ast.NamedExpr:
+            walrus.add(id(node.target))
         if t is ast.Name:
             if node.id in _OPENING:
                 return None
-            if type(node.ctx) is not ast.Load:
+            if type(node.ctx) is not ast.Load and (not inner or id(node) in walrus):
                 names.add(node.id)
         elif isinstance(node, (*_DEFS, ast.ClassDef)):
-            names.add(node.name)
-        elif t is ast.arg:
-            names.add(node.arg)
+            if not inner:
+                names.add(node.name)
         elif t is ast.alias:
             if node.name == "*":
                 stars[0] += 1  # (its names: :meth:`Project.star_names` follows it)
                 continue
-            names.add(node.asname or node.name.partition(".")[0])
+            if not inner:
+                names.add(node.asname or node.name.partition(".")[0])
             imported.add(node.asname or node.name.partition(".")[0])
             if node.name == "sys":
                 sys_names.add(node.asname or "sys")
@@ -202,6 +253,8 @@ def _bindable(tree: ast.Module, stars: list[int]) -> frozenset[str] | None:
         elif (t is ast.Call and type(node.func) is ast.Name and node.func.id == "setattr" and node.args
               and type(node.args[0]) is ast.Name):
             set_on.add(node.args[0].id)
+        elif inner:
+            continue
         elif t is ast.ExceptHandler and node.name:
             names.add(node.name)
         elif type(getattr(node, "name", None)) is str:  # match captures (``MatchAs``, ...)

@@ -1769,9 +1769,10 @@ class _Inference:
         ``sources`` (whose values the provenance follows): the loops whose ``for`` target binds
         it, to be followed as the loops of a name with no definition are; ``None`` when another
         form binds it (a walrus, ``with ... as``, ``except ... as``, a ``match`` capture, an
-        import, ``del``, an assignment whose value gave no definition) or a ``for`` whose
-        body the events do not show: what it binds is not known. ``[]`` when the definitions'
-        code is not in this module (an inlined function of another)."""
+        import, an assignment whose value gave no definition) or a ``for`` whose body the
+        events do not show: what it binds is not known. ``del`` and a star import that does
+        not bind the name give it no value (:meth:`_binds_no_value`). ``[]`` when the
+        definitions' code is not in this module (an inlined function of another)."""
         memo = self._bindings_memo.get(sym, False)
         if memo is not False:
             return memo
@@ -1779,8 +1780,11 @@ class _Inference:
         nodes = [d.node for d, _ in sources]
         loops_by_node = self._loops_by_node()
         found: list | None = []
-        for site in spans.sites_in_scope(sym.rpartition(":")[2], nodes[0]):
+        name = sym.rpartition(":")[2]
+        for site in spans.sites_in_scope(name, nodes[0]):
             if isinstance(site, (cst.Assign, cst.AnnAssign, cst.AugAssign)) and any(spans.within(n, site) for n in nodes):
+                continue
+            if self._binds_no_value(site, name):
                 continue
             loop = loops_by_node.get(id(site)) if isinstance(site, cst.For) else None
             if loop is None:
@@ -1789,6 +1793,21 @@ class _Inference:
             found.append(loop)
         self._bindings_memo[sym] = found
         return found
+
+    def _binds_no_value(self, site: cst.CSTNode, name: str) -> bool:
+        """Whether binding site ``site`` of ``name`` gives it no value to follow: ``del name``
+        (the name is unbound after it, a read raises), or a star import (at a module's level)
+        when the names the module's star imports may bind are known, each of the project
+        (:meth:`~loopcheck.engine.project.Project.stars_bind`), and ``name`` is not among them."""
+        if isinstance(site, cst.Del):
+            return True
+        if not (isinstance(site, cst.ImportFrom) and isinstance(site.names, cst.ImportStar)):
+            return False
+        project, path = getattr(self.index, "project", None), getattr(self.index, "path", None)
+        if project is None or path is None:
+            return False
+        bound = project.stars_bind(path)
+        return bound is not None and name not in bound
 
     def _loops_by_node(self) -> dict[int, object]:
         """``id(for statement) →`` its :class:`~loopcheck.engine.ir.LoopInfo`, for the loops

@@ -34,9 +34,10 @@ class M(NamedTuple):
     call), ``unknown`` or ``absent`` (the model does not exist there); ``frozen``: its
     parameters were frozen (``requires_grad_(False)`` or ``p.requires_grad = False`` over its
     ``parameters()``, on it or on a model containing it) and not unfrozen since (on it, a part
-    of it or a model containing it); ``fwd``: in eval
-    mode, a forward of the model (or of a part of it, or of a model containing it) ran with
-    gradients enabled since the ``eval()``: a forward a backward pass can train through;
+    of it or a model containing it); ``fwd``: in eval mode, what became of the forwards of
+    the model (or of a part of it, or of a model containing it) run with gradients enabled since
+    the ``eval()`` (:data:`NO_FORWARD`, :data:`RAN`, :data:`MISSED`, :data:`THROUGH`): whether a
+    backward pass may have trained through one;
     ``part``: some of its parameters were frozen or unfrozen, which ones the analysis cannot tell
     (``M.backbone.requires_grad_(False)``, ``M.head.requires_grad_(True)`` after freezing ``M``,
     ``p.requires_grad = False`` under a test of the loop's item, ``if "fc" not in name:``, in a
@@ -47,8 +48,22 @@ class M(NamedTuple):
     ev: Event | None = None
     frozen: bool = False
     saved: tuple = ()  # ((variable, kind, ev), ...): modes kept by ``was_training = model.training``
-    fwd: bool = False
+    fwd: str = ""  # NO_FORWARD, RAN, MISSED or THROUGH
     part: bool = False
+
+
+#: ``M.fwd``: no forward of the model with gradients enabled since the ``eval()``.
+NO_FORWARD = ""
+#: ``M.fwd``: such a forward ran, and no backward pass since it.
+RAN = "ran"
+#: ``M.fwd``: such a forward ran, and each backward pass since it is established to leave the
+#: model out: its loss was computed through other models only (``D(G(z).detach())``: the
+#: detached output cuts the path), so it fills none of the model's gradients.
+MISSED = "missed"
+#: ``M.fwd``: a backward pass after such a forward may have computed its loss through the model
+#: (its loss's models include it, or are not known), or a gradient query or a write to a
+#: ``.grad`` followed one: a step can train the model from an eval-mode forward.
+THROUGH = "through"
 
 
 UNKNOWN = M("unknown")
@@ -70,7 +85,8 @@ class ModeMachine(Machine):
     ``m.eval()`` for the BatchNorm layers ``m`` of ``model.modules()`` after ``train()``, also
     in a method of the model's class) leaves the model partly in each mode, which parts the
     engine cannot tell: its mode becomes unknown. In eval mode, the state notes a forward
-    with gradients enabled of the model, of a part of it or of a model containing it (``fwd``).
+    with gradients enabled of the model, of a part of it or of a model containing it (``fwd``),
+    and whether a backward pass since then may have trained through it (:meth:`_backward`).
     A mode saved in a variable
     (``was_training = model.training``) is restored by ``model.train(was_training)`` and decides
     ``if was_training:`` tests; saved while unknown, it is learnt from the arm such a test takes
@@ -86,7 +102,7 @@ class ModeMachine(Machine):
     """
 
     kinds = frozenset({'model_build', 'train', 'eval', 'mode_unknown', 'havoc', 'step', 'forward', 'freeze', 'unfreeze',
-                       'mode_save', 'mode_restore', 'mode_part'})
+                       'mode_save', 'mode_restore', 'mode_part', 'backward', 'grad_query', 'grad_set'})
 
     def __init__(self, unit: Unit, model: str) -> None:
         self.model = model
@@ -119,13 +135,15 @@ class ModeMachine(Machine):
         return subject is not None and subject.startswith(self.model + ".")
 
     def transfer(self, s, ev: Event):
-        if ev.kind == "forward" and s.kind == "eval" and not s.fwd and ev.ctx.grad != "disabled" and (
+        if ev.kind == "forward" and s.kind == "eval" and s.fwd in (NO_FORWARD, MISSED) and ev.ctx.grad != "disabled" and (
                 self._mine(ev.subject) or self._part(ev.subject)):
-            return s._replace(fwd=True)
+            return s._replace(fwd=RAN)
+        if ev.kind in ("backward", "grad_query", "grad_set"):
+            return self._backward(s, ev)
         part = part_mode(self.model, ev)
         if part is not None:  # model.head.train(), m.eval() over model.modules(): partly in each mode
             mixed = s.kind in ("train", "eval") and part != s.kind
-            return s._replace(kind="unknown", ev=None, fwd=False) if mixed else s
+            return s._replace(kind="unknown", ev=None, fwd=NO_FORWARD) if mixed else s
         k = ev.kind
         if k == "unfreeze" and self._part(ev.subject):
             # model.head.requires_grad_(True): the model holds trainable parameters again, some of them
@@ -139,9 +157,9 @@ class ModeMachine(Machine):
         if s.kind == "absent":
             return s
         if k == "train":
-            return s._replace(kind="train", ev=None, fwd=False)
+            return s._replace(kind="train", ev=None, fwd=NO_FORWARD)
         if k == "eval":
-            return s._replace(kind="eval", ev=ev, fwd=False)
+            return s._replace(kind="eval", ev=ev, fwd=NO_FORWARD)
         if k in ("freeze", "unfreeze"):  # of the model or of a model containing it (its parameters are among those)
             if ev.extra.get("part"):  # p.requires_grad = False under ``if "fc" not in name:``: some of them
                 return s._replace(part=True, frozen=s.frozen and k == "freeze")
@@ -152,11 +170,27 @@ class ModeMachine(Machine):
         if k == "mode_restore":
             kept = next((x for x in s.saved if x[0] == ev.extra["var"]), None)
             if kept:
-                return s._replace(kind=kept[1], ev=kept[2], fwd=False)
-            return s._replace(kind="unknown", ev=None, fwd=False)
+                return s._replace(kind=kept[1], ev=kept[2], fwd=NO_FORWARD)
+            return s._replace(kind="unknown", ev=None, fwd=NO_FORWARD)
         if k == "mode_unknown" or (k == "havoc" and ev.may_change("mode")):
-            return s._replace(kind="unknown", ev=None, fwd=False)
+            return s._replace(kind="unknown", ev=None, fwd=NO_FORWARD)
         return s
+
+    def _backward(self, s: M, ev: Event) -> M:
+        """The state after backward pass ``ev`` (or a gradient query, or a write to a ``.grad``)
+        on a path where a forward of the model ran with gradients enabled since its ``eval()``
+        (:data:`RAN`, :data:`MISSED`). A backward whose loss's models are known (the event's
+        ``models``: the models the loss was computed through, not counting a detached part,
+        ``G(z).detach()``, nor values computed under ``no_grad``) and leave out the model, its
+        parts and the models containing it fills none of its gradients: :data:`MISSED`. Any
+        other (models not known; a gradient query or a ``.grad`` write, whose gradients the code
+        may put anywhere) may have trained through the forward: :data:`THROUGH`."""
+        if s.kind != "eval" or s.fwd not in (RAN, MISSED):
+            return s
+        models = ev.extra.get("models") if ev.kind == "backward" else None
+        if models is not None and not any(_related(m, self.model) for m in models):
+            return s._replace(fwd=MISSED)
+        return s._replace(fwd=THROUGH)
 
     def branches_on(self, node) -> bool:
         if node.mode_of is not None and self._module_of(node.mode_of[0]):
@@ -226,6 +260,11 @@ class ModeMachine(Machine):
         return s if (kept[1] == "train") == want else NOT_TAKEN
 
 
+def _related(a: str, b: str) -> bool:
+    """One model is the other, a part of it (``model.head`` of ``model``) or contains it."""
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+
+
 def _saved_mode_learnt(s: M, var: str, training: bool) -> M:
     """The state of a path on which the test of ``var``, a variable that saved the model's
     mode while that mode was unknown (``was_training = model.training`` after a call that may
@@ -241,7 +280,7 @@ def _saved_mode_learnt(s: M, var: str, training: bool) -> M:
     if training:
         return s._replace(saved=tuple((var, "train", None) if x[0] == var else x for x in s.saved))
     if s.kind == "eval":
-        return s._replace(kind="unknown", ev=None, fwd=False)
+        return s._replace(kind="unknown", ev=None, fwd=NO_FORWARD)
     return s
 
 
@@ -333,7 +372,10 @@ class EvalModeNotReset(Rule):
     and later ``a = x.data.numpy()``, trains none; a function parameter's value from the
     callers, read before a re-binding, is not established), a forward of ``M`` (of a part of it
     or of a model containing it) having
-    run with gradients enabled on that path since the ``eval()``, ``M`` neither frozen nor partly
+    run with gradients enabled on that path since the ``eval()`` and a backward since it that may
+    have computed its loss through it, or none yet (:attr:`M.fwd`: :data:`RAN` or
+    :data:`THROUGH`; a backward whose loss's models are known and leave ``M`` out,
+    ``D(G(z).detach())``, fills none of ``M``'s gradients: :data:`MISSED`), ``M`` neither frozen nor partly
     frozen on that path (:attr:`M.part`: which part of it the step trains, and so whether that
     part holds a layer ``eval()`` changes, is not established), and train mode is wanted: ``train()`` of ``M`` somewhere in the unit, train mode at that step
     on another path, or ``M`` built here and surely held by the step's optimizer. Silent when ``M``'s
@@ -375,9 +417,10 @@ class EvalModeNotReset(Rule):
                 for kind, ev, frozen, _saved, fwd, part in states:
                     # a frozen model kept in eval() while a head trains is a linear probe; partly
                     # frozen, which part the step trains (and whether it holds a mode-dependent
-                    # layer) is not known; without a forward since eval() that can be trained
-                    # through, the step trains nothing that ran in eval mode
-                    if kind == "eval" and not frozen and not part and fwd and id(ev) not in reported:
+                    # layer) is not known; without a forward since eval() that a backward may
+                    # have trained through (MISSED: every backward since left the model out), the
+                    # step trains nothing that ran in eval mode
+                    if kind == "eval" and not frozen and not part and fwd in (RAN, THROUGH) and id(ev) not in reported:
                         reaches.setdefault(id(ev), (ev, []))[1].append(step)
             for ev, reached in reaches.values():
                 if id(ev) in reported:
