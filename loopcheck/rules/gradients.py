@@ -805,7 +805,10 @@ class ZeroGradBetweenBackwardAndStep(Rule):
     ordering (:attr:`~loopcheck.engine.dataflow.Machine.own_events_complete`): a ``zero_grad``
     there clears what a failed call left. A ``zero_grad`` under a test that reads ``O``'s
     gradients (:func:`~loopcheck.engine.grad_tests.decided_by_gradients`: a step skipped on non-finite gradients) decides
-    about them and is not reported. Where ``O.step()`` is a framework's own call
+    about them and is not reported. A path on which ``O``'s step was skipped by an ``if`` whose
+    test computes from a call the analysis cannot see into (:attr:`G.unseen`,
+    :func:`~loopcheck.engine.grad_tests.decided_by_unseen_call`) counts for neither form: that
+    call may have used the gradients. Where ``O.step()`` is a framework's own call
     (:func:`made_by_framework`), the message names that step and the hook it follows (see
     ``rules/LC103.md``)."""
 
