@@ -20,6 +20,7 @@ from typing import Callable
 
 import libcst as cst
 
+from loopcheck.engine.calls import receiver_of, summary_of
 from loopcheck.engine.events import Event
 from loopcheck.engine.ir import Assign, Call
 from loopcheck.engine.names import dotted_name
@@ -231,3 +232,121 @@ def _definition_reads_gradients(unit: Unit, opt: str, clips: Callable[[Event], b
 def related(a: str, b: str) -> bool:
     """One model is the other or a submodule of it (``model`` and ``model.fc1``)."""
     return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+
+
+#: How many definitions :func:`decided_by_unseen_call` follows from a test to a call.
+UNSEEN_CALL_DEPTH = 4
+
+
+def decided_by_unseen_call(unit: Unit, opt: str, test: cst.BaseExpression, at) -> bool:
+    """Whether ``test`` (the test of an ``if`` with a step of optimizer ``opt`` in one arm
+    only), evaluated where raw event ``at`` runs (the step in that arm), has a value computed
+    from a call the analysis cannot see into that may have used ``opt``'s gradients itself
+    (:func:`unseen_call`): directly (``if not handler.after_backward():``), or through
+    variables whose definitions reaching the test compute from such a call or run under a test
+    that does (``done = hooks.step(); if not done:``). Such a call may have stepped the
+    optimizer, or a copy of its parameters, and returned that the step is done: on the arm
+    that skips the step, what the gradients were used for is not established. A counter, a
+    flag, a loss value or a setting read from a configuration decides nothing of the kind."""
+    return _reads_unseen_call(unit, opt, test, at, UNSEEN_CALL_DEPTH, set())
+
+
+def unseen_call(unit: Unit, opt: str, call: Call) -> bool:
+    """Whether raw ``call`` runs code the analysis does not follow and that may reach optimizer
+    ``opt`` or the models it trains: a method of an object of no known role, not a value the
+    roles know as a tensor (a loss), that no knowledge entry describes; a function of the
+    project (its body inlined) given the optimizer or one of those models, or whose body reads
+    them (a method of an object that holds them); a function nothing describes (a library's,
+    one the analysis does not find) given them. A method of a model, an optimizer or another
+    object of known role is what the knowledge and the events say it is."""
+    roles = unit.roles
+    if call.inlined:
+        return _given(unit, opt, call) or _body_reads(unit, opt, call)
+    if summary_of(call, roles) is not None:
+        return False
+    receiver = receiver_of(call) if not call.qualified else None
+    if receiver is not None:
+        owner = roles.canon(receiver)
+        if roles.role(owner) is not None or _tensor_value(unit, owner):
+            return False
+        return True
+    return _given(unit, opt, call)
+
+
+def _tensor_value(unit: Unit, sym: str | None) -> bool:
+    """Whether the roles know the object ``sym`` names as a tensor: a loss, a container of
+    losses, a value that carries a graph."""
+    roles = unit.roles
+    return sym is not None and (sym in roles.losses or sym in roles.loss_containers or sym in roles.graph)
+
+
+def _reaches_optimizer(unit: Unit, opt: str, sym: str | None) -> bool:
+    """Whether the symbol ``sym`` names optimizer ``opt``, one of the models it trains (any
+    model, when those are not known), or a part of one."""
+    roles = unit.roles
+    if sym is None:
+        return False
+    own = roles.canon(sym)
+    if own in roles.names_of(opt) or roles.canon(opt) == own:
+        return True
+    info = roles.optimizers.get(opt)
+    models = info.models if info is not None and info.models else roles.models
+    return any(related(own, m) for m in models)
+
+
+def _given(unit: Unit, opt: str, call: Call) -> bool:
+    """Whether ``call`` is given optimizer ``opt`` or one of its models: as an argument, or as
+    the object whose method it runs."""
+    if _reaches_optimizer(unit, opt, receiver_of(call)):
+        return True
+    return any(_reaches_optimizer(unit, opt, s) for a in call.args for s in a.holds)
+
+
+def _body_reads(unit: Unit, opt: str, call: Call) -> bool:
+    """Whether the inlined body of ``call`` (the raw events some of whose enclosing calls it
+    is) reads optimizer ``opt`` or one of its models."""
+    for raw in unit.raws():
+        if not any(c is call.node for c in raw.ctx.calls):
+            continue
+        if type(raw) is Call:
+            names = {receiver_of(raw), *(s for a in raw.args for s in a.holds), *raw.operands}
+        else:
+            names = set(raw.mentions)
+        if any(_reaches_optimizer(unit, opt, s) for s in names):
+            return True
+    return False
+
+
+def _raws_of(unit: Unit, node: cst.Call, at) -> list[Call]:
+    """The raw events of the call ``node`` made where raw event ``at`` runs: at the same
+    inlined call site (all of them when none is)."""
+    raws = raw_calls(unit).get(id(node), ())
+    same = [r for r in raws if r.ctx.calls == at.ctx.calls]
+    return same or list(raws)
+
+
+def _reads_unseen_call(unit: Unit, opt: str, expr: cst.CSTNode, at, depth: int, seen: set) -> bool:
+    """Whether ``expr``, evaluated where raw event ``at`` runs, computes from an
+    :func:`unseen_call` (see :func:`decided_by_unseen_call`); ``depth``: how many definitions
+    more to follow."""
+    for node in _calls_in(expr):
+        if any(unseen_call(unit, opt, raw) for raw in _raws_of(unit, node, at)):
+            return True
+    if depth <= 0:
+        return False
+    bound = _comprehension_sources(expr)
+    for name in _dotted_reads(expr):
+        if name.split(".")[0] in bound:
+            continue
+        for d in _reaching_definitions_of(unit, name, at):
+            if id(d) in seen:
+                continue
+            seen.add(id(d))
+            value = d.value if type(d) is Assign else d.node
+            if value is not None and _reads_unseen_call(unit, opt, value, d, depth - 1, seen):
+                return True
+            around = {id(c) for c in at.ctx.conds}
+            if any(id(cond) not in around and (test := _test_of(cond)) is not None
+                   and _reads_unseen_call(unit, opt, test, d, depth - 1, seen) for cond in d.ctx.conds):
+                return True
+    return False

@@ -31,7 +31,7 @@ import libcst as cst
 
 from loopcheck.engine.dataflow import NOT_TAKEN, Machine
 from loopcheck.engine.events import Event
-from loopcheck.engine.grad_tests import decided_by_gradients, related
+from loopcheck.engine.grad_tests import decided_by_gradients, decided_by_unseen_call, related
 from loopcheck.engine.ir import Assign, Call, If, Loop, walk_events
 from loopcheck.engine.knowledge import knowledge
 from loopcheck.engine.names import dotted_name
@@ -66,6 +66,12 @@ class G(NamedTuple):
         ``"default"`` a ``zero_grad()`` without ``set_to_none`` (decided where it matters).
         A gradient written into ``.grad`` in place (``p.grad.copy_(g)``) fills the gradients
         only where a tensor is there to write into.
+    unseen: while ``filled`` or ``wiped``, the step skipped on this path since the gradients
+        were filled (the step event in the arm not taken) by an ``if`` whose test computes from
+        a call the analysis cannot see into that may reach the optimizer or its models
+        (:func:`~loopcheck.engine.grad_tests.decided_by_unseen_call`): that call may have used
+        the gradients (stepped a copy of the parameters) and said the step is done, so what
+        they were used for on this path is not established.
     """
 
     phase: str
@@ -80,6 +86,7 @@ class G(NamedTuple):
     built: Event | None = None  # the construction of the optimizer on this path, when seen
     counted: frozenset = frozenset()
     none: bool | str | None = None
+    unseen: Event | None = None
 
 
 UNKNOWN = G("unknown", stale=None)
@@ -307,6 +314,7 @@ class GradientMachine(Machine):
         self.opt = opt
         self.subjects = unit.roles.names_of(opt)
         self._if_steps: dict[int, tuple] = {}
+        self._unseen_tests: dict[int, bool] = {}
         self._rebinding = rebinding_loops(unit, opt)
         self._counters: frozenset[str] | None = None
         if self.counters():
@@ -336,7 +344,7 @@ class GradientMachine(Machine):
             if s.phase in ("applied",):
                 return s._replace(phase="filled", bw=ev, stale=True, spent=False)
             if s.phase in ("empty", "wiped"):
-                return s._replace(phase="filled", bw=ev, zg=None, stale=False, skip=None, spent=False)
+                return s._replace(phase="filled", bw=ev, zg=None, stale=False, skip=None, spent=False, unseen=None)
             if s.phase == "unknown":
                 return G("filled", bw=ev, stale=None, built=s.built)
             return s._replace(bw=ev, spent=False)
@@ -357,7 +365,8 @@ class GradientMachine(Machine):
         if (k in ("zero_grad", "zero_grad_model") and touches(self.unit, self.opt, ev, s.built)) or k == "zero_grad_all":
             none = ev.extra.get("set_to_none")  # ("default": read at an in-place write, _sets_none)
             if s.phase == "filled" and not s.spent:
-                return G("wiped", bw=s.bw, zg=ev, stepped=s.stepped, skip=s.skip, built=s.built, none=none)
+                return G("wiped", bw=s.bw, zg=ev, stepped=s.stepped, skip=s.skip, built=s.built, none=none,
+                         unseen=s.unseen)
             return G("empty", stepped=s.stepped, built=s.built, none=none)
         if k in ("zero_grad", "zero_grad_model"):
             part = cleared_part(self.unit, self.opt, ev, s.built)
@@ -446,12 +455,23 @@ class GradientMachine(Machine):
                 _has_backward(node.body), _has_backward(node.orelse),
             )
         accum, in_body, in_else, bw_body, bw_else = self._if_steps[key]
-        if not accum:
-            return s
         other, mine, other_bw = (in_else, in_body, bw_else) if taken else (in_body, in_else, bw_body)
-        if other is not None and mine is None and not other_bw:
-            return s._replace(skip=other)
+        if other is None or mine is not None or other_bw:
+            return s  # not the arm that skips the step
+        if accum:
+            s = s._replace(skip=other)
+        if self._skipped_by_unseen_call(node, other):
+            s = s._replace(unseen=other)
         return s
+
+    def _skipped_by_unseen_call(self, node: If, step: Event) -> bool:
+        """Whether the test of ``node``, an ``if`` with ``step`` in one arm only, computes from a
+        call the analysis cannot see into (:func:`decided_by_unseen_call`; once per ``if``)."""
+        key = id(node)
+        if key not in self._unseen_tests:
+            self._unseen_tests[key] = node.test is not None and step.raw is not None and decided_by_unseen_call(
+                self.unit, self.opt, node.test, step.raw)
+        return self._unseen_tests[key]
 
 
 def zero_grad_sets_none(unit: Unit) -> bool:
@@ -785,7 +805,10 @@ class ZeroGradBetweenBackwardAndStep(Rule):
     ordering (:attr:`~loopcheck.engine.dataflow.Machine.own_events_complete`): a ``zero_grad``
     there clears what a failed call left. A ``zero_grad`` under a test that reads ``O``'s
     gradients (:func:`~loopcheck.engine.grad_tests.decided_by_gradients`: a step skipped on non-finite gradients) decides
-    about them and is not reported. Where ``O.step()`` is a framework's own call
+    about them and is not reported. A path on which ``O``'s step was skipped by an ``if`` whose
+    test computes from a call the analysis cannot see into (:attr:`G.unseen`,
+    :func:`~loopcheck.engine.grad_tests.decided_by_unseen_call`) counts for neither form: that
+    call may have used the gradients. Where ``O.step()`` is a framework's own call
     (:func:`made_by_framework`), the message names that step and the hook it follows (see
     ``rules/LC103.md``)."""
 
@@ -801,7 +824,7 @@ class ZeroGradBetweenBackwardAndStep(Rule):
                 if ev.kind == "step" and ev.subject == opt:
                     for s in unit.in_order(states, "zg", "bw"):
                         if (
-                            s.phase == "wiped" and s.zg is not None and s.skip is None
+                            s.phase == "wiped" and s.zg is not None and s.skip is None and s.unseen is None
                             and id(s.zg) not in reported and unit.order(s.bw) < unit.order(s.zg)
                             # zero_grad in the backward's loop or an enclosing one (after the
                             # micro-batch loop that accumulates), and the step in zero_grad's loop
@@ -814,7 +837,8 @@ class ZeroGradBetweenBackwardAndStep(Rule):
                 elif ev.kind in ("zero_grad", "zero_grad_model") and touches(unit, opt, ev) or ev.kind == "zero_grad_all":
                     for s in unit.in_order(states, "skip", "bw"):
                         if (
-                            s.phase == "filled" and s.skip is not None and not s.spent and id(ev) not in reported
+                            s.phase == "filled" and s.skip is not None and s.unseen is None and not s.spent
+                            and id(ev) not in reported
                             and ev.ctx.loops and s.skip.ctx.loops and ev.ctx.loops[-1] is s.skip.ctx.loops[-1] and not ev.ctx.conds
                         ):
                             if applied is None:
