@@ -700,8 +700,12 @@ def _unreferenced_elsewhere_now(project, index, func: cst.FunctionDef, cls: cst.
         if not _compiles(project, file):
             continue  # a file Python cannot compile runs nothing
         strings = cls is not None or _looks_up_names(text)
-        if _named(text, name, defs=cls is None, strings=strings) \
-                or _dynamic_file(project, index, file, text, cls is not None):
+        if _dynamic_file(project, index, file, text, cls is not None):
+            return False
+        if _named(text, name, defs=cls is None, strings=strings) and (
+                cls is not None or not _binds_own(project, file, text, name)
+                or _named(text, name, strings=strings, unqualified=False)):
+            # (a bare name of a file that binds it itself reads its own: ``mod.f`` counts)
             return False
     owners = (_stem(path),) + ((cls.name.value,) if cls is not None else ())
     reach = None
@@ -714,6 +718,99 @@ def _unreferenced_elsewhere_now(project, index, func: cst.FunctionDef, cls: cst.
             return False
         reach = (path, *reach)
     return not _named_outside_code(root, notebooks, texts, name, owners, project, reach=reach)
+
+
+#: The statements whose bodies run in the scope around them (no scope of their own).
+_SCOPELESS = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.With, ast.AsyncWith,
+              *((ast.TryStar,) if hasattr(ast, "TryStar") else ()), ast.Match)
+
+
+def _binds_own(project, file: Path, text: str, name: str) -> bool:
+    """Whether every bare name ``name`` that the Python code ``text`` of project file ``file``
+    reads is a binding of the file's own, never a module-level function ``name`` of another
+    module: the file binds ``name`` at its top level (a ``def``, a class, an assignment, a
+    loop's or ``with``'s target, an import from a library's module: the global a function of
+    the file reads, when it does not bind the name itself), no ``from M import`` anywhere in
+    it names ``name`` for a module ``M`` of the project (or a relative one, or one that cannot
+    be looked up: it may be the function, or re-export it), and its star imports do not bind
+    ``name`` (:meth:`~loopcheck.engine.project.Project.stars_bind`: all their names known).
+    Only an attribute (``mod.name``) or a string may name another module's ``name`` there.
+    ``False`` (not decided) when the text does not parse."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    for node in ast.walk(tree):
+        if type(node) is ast.ImportFrom and any(a.name in (name, "*") or a.asname == name for a in node.names):
+            if any(a.name == "*" for a in node.names):
+                starred = project.stars_bind(file)
+                if starred is None or name in starred:
+                    return False  # a star import that may bind it
+            elif not _library_module(project, file, node):
+                return False  # ``from m import f``: maybe the function, or a re-export of it
+    return _top_level_binds(tree.body, name)
+
+
+def _library_module(project, file: Path, node: ast.ImportFrom) -> bool:
+    """Whether ``from M import ...`` of project file ``file`` imports from a module the
+    project does not hold (a library's: ``from unittest import main``): an absolute import
+    the project resolves nowhere."""
+    if node.level or not node.module:
+        return False
+    try:
+        return project.find_module(node.module, file) is None
+    except (OSError, ValueError, RecursionError):
+        return False
+
+
+def _top_level_binds(body: list, name: str) -> bool:
+    """Whether the statements ``body`` of a module's top level (and the blocks of those that
+    make no scope of their own: ``if``, ``for``, ``try``, ``with``, ...) bind ``name``: a
+    ``def``, a ``class``, an ``import``, a target of an assignment, a loop, a ``with``, an
+    ``except ... as``, a walrus."""
+    for stmt in body:
+        if type(stmt) in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            if stmt.name == name:
+                return True
+            continue  # its body is a scope of its own
+        if type(stmt) in (ast.Import, ast.ImportFrom):
+            if any((a.asname or a.name.split(".")[0]) == name for a in stmt.names):
+                return True
+            continue
+        if isinstance(stmt, _SCOPELESS):
+            blocks = [getattr(stmt, f, None) or [] for f in ("body", "orelse", "finalbody")]
+            blocks += [h.body for h in getattr(stmt, "handlers", ())]
+            blocks += [c.body for c in getattr(stmt, "cases", ())]
+            if any(h.name == name for h in getattr(stmt, "handlers", ())):
+                return True
+            if any(_top_level_binds(block, name) for block in blocks):
+                return True
+            heads = [getattr(stmt, f, None) for f in ("target", "test", "iter", "subject")]
+            heads += [i.optional_vars for i in getattr(stmt, "items", ())]
+        else:
+            heads = [stmt]
+        if any(_stores(head, name) for head in heads if head is not None):
+            return True
+    return False
+
+
+def _stores(node: ast.AST, name: str) -> bool:
+    """Whether the code ``node`` of a module's top level stores into the name ``name`` (an
+    assignment's target, a walrus), not counting what its lambdas and comprehensions bind for
+    themselves."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if type(n) is ast.Name and n.id == name and type(n.ctx) is ast.Store:
+            return True
+        if type(n) in (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            continue
+        if type(n) in (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp):
+            # a comprehension's own variables are its own; a walrus in it binds around it
+            stack.extend(w.target for w in ast.walk(n) if type(w) is ast.NamedExpr)
+            continue
+        stack.extend(ast.iter_child_nodes(n))
+    return False
 
 
 #: The most module-level functions :func:`_dead_module_functions` weighs for one function (the
@@ -2029,7 +2126,7 @@ def _is_module(project, file: Path, target: tuple[int, str], path: Path) -> bool
 
 def _named(text: str, name: str, bare: bool = False, outside: tuple[int, int] | None = None,
            through: set[str] | frozenset[str] = frozenset(), own: str | None = None,
-           defs: bool = True, strings: bool = True) -> int:
+           defs: bool = True, strings: bool = True, unqualified: bool = True) -> int:
     """How many times Python code ``text`` names ``name``: as a name (only where no ``.``
     comes before it, when ``bare``: a module-level function of the same file; or, after a
     ``.``, only where the name before it is one of ``through``, or not a plain name: a module's
@@ -2045,7 +2142,9 @@ def _named(text: str, name: str, bare: bool = False, outside: tuple[int, int] | 
 
     Without ``defs``, a ``def name`` is not counted: it defines a function of its own (another
     class's method of that name), and calls nothing. Without ``strings``, string literals are
-    not counted (the code looks no name up by a string: :func:`_looks_up_names`).
+    not counted (the code looks no name up by a string: :func:`_looks_up_names`). Without
+    ``unqualified``, a name no ``.`` comes before is not counted, only an attribute
+    (``mod.name``) or a string: the file binds the bare name itself (:func:`_binds_own`).
 
     The replacement fields of an f-string are code, counted as any other (before Python 3.12
     the tokenizer gives an f-string as one token: :func:`_fstring_fields` reads its fields,
@@ -2083,12 +2182,15 @@ def _named(text: str, name: str, bare: bool = False, outside: tuple[int, int] | 
             elif tok.type == tokenize.NAME and tok.string == name:
                 if not defs and previous == "def":
                     pass
+                elif not unqualified and previous != ".":
+                    pass  # the file's own binding of the name
                 elif not (bare and previous == "." and not (through and (
                         before in through or not (before or "").isidentifier()))):
                     count += 1
             elif tok.type == tokenize.STRING and (fields := _fstring_fields(tok.string)):
                 # an f-string's replacement fields are code: ``f"{evaluate(model)}"`` calls
-                count += sum(_named(field, name, bare=bare, through=through, defs=defs, strings=strings)
+                count += sum(_named(field, name, bare=bare, through=through, defs=defs, strings=strings,
+                                    unqualified=unqualified)
                              for field in fields)
             elif strings and tok.type == tokenize.STRING and tok.string.strip("rRbBuUfF").strip("'\"") == name:
                 count += 1
