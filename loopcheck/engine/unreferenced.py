@@ -720,35 +720,36 @@ def _unreferenced_elsewhere_now(project, index, func: cst.FunctionDef, cls: cst.
     return not _named_outside_code(root, notebooks, texts, name, owners, project, reach=reach)
 
 
-#: The statements whose bodies run in the scope around them (no scope of their own).
-_SCOPELESS = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.With, ast.AsyncWith,
-              *((ast.TryStar,) if hasattr(ast, "TryStar") else ()), ast.Match)
-
-
 def _binds_own(project, file: Path, text: str, name: str) -> bool:
     """Whether every bare name ``name`` that the Python code ``text`` of project file ``file``
     reads is a binding of the file's own, never a module-level function ``name`` of another
-    module: the file binds ``name`` at its top level (a ``def``, a class, an assignment, a
-    loop's or ``with``'s target, an import from a library's module: the global a function of
-    the file reads, when it does not bind the name itself), no ``from M import`` anywhere in
-    it names ``name`` for a module ``M`` of the project (or a relative one, or one that cannot
-    be looked up: it may be the function, or re-export it), and its star imports do not bind
-    ``name`` (:meth:`~loopcheck.engine.project.Project.stars_bind`: all their names known).
-    Only an attribute (``mod.name``) or a string may name another module's ``name`` there.
-    ``False`` (not decided) when the text does not parse."""
+    module (Python's scoping: a function that does not bind the name reads the module's
+    global): the file binds ``name`` at its top level (a ``def``, a class, an assignment, a
+    loop's or ``with``'s target, an ``import ... as name``, a ``from`` import of a library's
+    module: :attr:`~loopcheck.engine.outline.StarExports.defined` and ``imports``), no ``from M
+    import`` anywhere in it (a function's included) takes ``name`` from, or binds ``name`` by,
+    a module ``M`` of the project (or a relative one, or one that cannot be looked up: it may
+    be that function, or re-export it), and its star imports do not bind ``name``
+    (:meth:`~loopcheck.engine.project.Project.stars_bind`, all their names known). Only an
+    attribute (``mod.name``) or a string may name another module's ``name`` there. ``False``
+    (not decided) when the text does not parse."""
+    exports = project.module_exports(file)
+    if exports is None:
+        return False
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     for node in ast.walk(tree):
-        if type(node) is ast.ImportFrom and any(a.name in (name, "*") or a.asname == name for a in node.names):
-            if any(a.name == "*" for a in node.names):
-                starred = project.stars_bind(file)
-                if starred is None or name in starred:
-                    return False  # a star import that may bind it
-            elif not _library_module(project, file, node):
-                return False  # ``from m import f``: maybe the function, or a re-export of it
-    return _top_level_binds(tree.body, name)
+        if type(node) is not ast.ImportFrom:
+            continue
+        if any(a.name == "*" for a in node.names):
+            starred = project.stars_bind(file)
+            if starred is None or name in starred:
+                return False  # a star import that may bind it
+        elif any(name in (a.name, a.asname) for a in node.names) and not _library_module(project, file, node):
+            return False  # ``from m import f``: maybe the function, or a re-export of it
+    return name in exports.defined or name in exports.imports.aliases
 
 
 def _library_module(project, file: Path, node: ast.ImportFrom) -> bool:
@@ -761,56 +762,6 @@ def _library_module(project, file: Path, node: ast.ImportFrom) -> bool:
         return project.find_module(node.module, file) is None
     except (OSError, ValueError, RecursionError):
         return False
-
-
-def _top_level_binds(body: list, name: str) -> bool:
-    """Whether the statements ``body`` of a module's top level (and the blocks of those that
-    make no scope of their own: ``if``, ``for``, ``try``, ``with``, ...) bind ``name``: a
-    ``def``, a ``class``, an ``import``, a target of an assignment, a loop, a ``with``, an
-    ``except ... as``, a walrus."""
-    for stmt in body:
-        if type(stmt) in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
-            if stmt.name == name:
-                return True
-            continue  # its body is a scope of its own
-        if type(stmt) in (ast.Import, ast.ImportFrom):
-            if any((a.asname or a.name.split(".")[0]) == name for a in stmt.names):
-                return True
-            continue
-        if isinstance(stmt, _SCOPELESS):
-            blocks = [getattr(stmt, f, None) or [] for f in ("body", "orelse", "finalbody")]
-            blocks += [h.body for h in getattr(stmt, "handlers", ())]
-            blocks += [c.body for c in getattr(stmt, "cases", ())]
-            if any(h.name == name for h in getattr(stmt, "handlers", ())):
-                return True
-            if any(_top_level_binds(block, name) for block in blocks):
-                return True
-            heads = [getattr(stmt, f, None) for f in ("target", "test", "iter", "subject")]
-            heads += [i.optional_vars for i in getattr(stmt, "items", ())]
-        else:
-            heads = [stmt]
-        if any(_stores(head, name) for head in heads if head is not None):
-            return True
-    return False
-
-
-def _stores(node: ast.AST, name: str) -> bool:
-    """Whether the code ``node`` of a module's top level stores into the name ``name`` (an
-    assignment's target, a walrus), not counting what its lambdas and comprehensions bind for
-    themselves."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if type(n) is ast.Name and n.id == name and type(n.ctx) is ast.Store:
-            return True
-        if type(n) in (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
-            continue
-        if type(n) in (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp):
-            # a comprehension's own variables are its own; a walrus in it binds around it
-            stack.extend(w.target for w in ast.walk(n) if type(w) is ast.NamedExpr)
-            continue
-        stack.extend(ast.iter_child_nodes(n))
-    return False
 
 
 #: The most module-level functions :func:`_dead_module_functions` weighs for one function (the
