@@ -31,7 +31,11 @@ bases are classes of the project) is taken to be unreferenced when:
   :func:`_process_files`, unless it may load modules its configuration names: Hydra,
   ``pydoc.locate``, entry points) names it, as a name or as a string that is exactly the name
   (``getattr(self, "evaluate")``; for a method, a ``def`` of that name in another file defines
-  its own), comments aside; the packaging files do not name it
+  its own; for a module-level function, a bare name ``f`` in a file that binds ``f`` at its own
+  top level, a ``def f`` of its own, and takes ``f`` by no ``from`` import of a project module
+  nor by a star import that may bind it, is that file's own ``f`` as Python's scoping reads
+  it: only ``mod.f`` or a string names the function there, :func:`_binds_own`), comments
+  aside; the packaging files do not name it
   (``console_scripts``); a notebook of the project does not name it (for a module-level
   function: in a code cell of a notebook that may reach its module, :func:`_notebook_reaches`,
   by importing or running it or a module that imports it; a markdown cell's word, or another
@@ -559,7 +563,9 @@ def _unreferenced_elsewhere(project, index, func: cst.FunctionDef, cls: cst.Clas
     private, the module is imported in a project without packaging metadata, or nothing in
     the project runs it (:func:`_nothing_runs`); no file that imports the module (for a
     method, through a chain of modules, :func:`_importers_closure`), that holds a base class,
-    or that may hold an instance (:func:`_method_files`) names it; and no packaging file,
+    or that may hold an instance (:func:`_method_files`) names it (for a module-level function,
+    a bare name in a file that binds it itself is the file's own: :func:`_binds_own`); and no
+    packaging file,
     notebook or text names it (:func:`_named_outside_code`). ``False`` (not decided) when
     anything cannot be listed or read. Kept per function for the check of the module.
 
