@@ -1145,3 +1145,65 @@ class Runner:
 def test_a_report_made_only_through_a_caller_that_never_runs(tmp_path, extra, script, found):
     files = {"fitting.py": FIT + extra, "train.py": script + "\nif __name__ == '__main__':\n    pass\n"}
     assert _check(tmp_path, files, "fitting.py") == found
+
+
+HELPER = EVALUATE.replace("def evaluate(", "def testing(")  # a helper module, no main block
+OWN_TESTING = "def testing(flag, size):\n    print(flag, size)\n\n\n"
+
+
+@pytest.mark.parametrize("importer, found", [
+    # its own top-level ``testing`` is what the bare name reads: the helper's is not named
+    ("import helper\n\n\n" + OWN_TESTING + "if __name__ == '__main__':\n    helper.model.eval()\n"
+     "    testing(True, 64)\n", []),
+    # the same, the call inside a function: it reads the module's global, the file's own
+    ("import helper\n\n\n" + OWN_TESTING + "def main():\n    testing(True, 64)\n\n\n"
+     "if __name__ == '__main__':\n    main()\n", []),
+    # named through the module: an attribute still counts
+    ("import helper\n\n\n" + OWN_TESTING + "if __name__ == '__main__':\n    helper.testing([])\n",
+     [("LC302", 10)]),
+    # a star import binds the helper's ``testing``, and the file binds none of its own
+    ("from helper import *\n\n\nif __name__ == '__main__':\n    testing([])\n", [("LC302", 10)]),
+    # its own ``testing``, then ``from helper import testing`` rebinds it: not decided
+    ("import helper\n\n\n" + OWN_TESTING + "from helper import testing\n\n"
+     "if __name__ == '__main__':\n    testing([])\n", [("LC302", 10)]),
+    # an import inside a function binds the helper's there
+    ("import helper\n\n\n" + OWN_TESTING + "def main():\n    from helper import testing\n    testing([])\n\n\n"
+     "if __name__ == '__main__':\n    main()\n", [("LC302", 10)]),
+    # its own ``testing`` and a star import of the helper (before or after it): not decided
+    ("from helper import *\n\n\n" + OWN_TESTING + "if __name__ == '__main__':\n    testing(True, 64)\n",
+     [("LC302", 10)]),
+    # a star import whose names are not all known (a library's) may bind it too
+    ("import helper\nfrom numpy import *\n\n\n" + OWN_TESTING + "if __name__ == '__main__':\n    testing(True, 64)\n",
+     [("LC302", 10)]),
+    # no binding of its own: the bare name is no binding of the file (not decided)
+    ("import helper\n\n\nif __name__ == '__main__':\n    testing([])\n", [("LC302", 10)]),
+])
+def test_a_bare_name_the_importer_binds_itself(tmp_path, importer, found):
+    """A file that imports the helper module and calls ``testing(...)`` by a bare name calls
+    the helper's ``testing`` only when the name may be bound to it there: by an import from
+    the helper or a star import; a ``def testing`` of its own top level, and no such import,
+    is what the name reads (Python's scoping), and the helper's ``testing`` is then unnamed."""
+    files = {"helper.py": HELPER, "run.py": importer}
+    assert _check(tmp_path, files, "helper.py") == found
+
+
+@pytest.mark.parametrize("binding", [
+    "testing = print\n",
+    "class testing:\n    pass\n",
+    "for testing in range(2):\n    pass\n",
+    "try:\n    from unittest import main as testing\nexcept ImportError:\n    testing = None\n",
+    "if True:\n    with open('x') as testing:\n        pass\n",
+])
+def test_other_top_level_bindings_of_the_name(tmp_path, binding):
+    """An assignment, a class, a loop's or ``with``'s target, an import from a library's
+    module: each binds the importer's own ``testing``."""
+    importer = "import helper\n\n" + binding + "\n\nif __name__ == '__main__':\n    print(helper.model)\n    testing\n"
+    assert _check(tmp_path, {"helper.py": HELPER, "run.py": importer}, "helper.py") == []
+
+
+def test_an_import_of_the_name_from_another_project_module(tmp_path):
+    """``from other import testing`` of a module of the project may be a re-export of the
+    helper's function: not decided."""
+    files = {"helper.py": HELPER, "other.py": "def testing(x):\n    pass\n",
+             "run.py": "import helper\nfrom other import testing\n\n\nif __name__ == '__main__':\n    testing([])\n"}
+    assert _check(tmp_path, files, "helper.py") == [("LC302", 10)]

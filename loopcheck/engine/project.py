@@ -609,6 +609,12 @@ class Project:
                     return None
         return frozenset(names)
 
+    def module_exports(self, path: Path):
+        """The :class:`~loopcheck.engine.outline.StarExports` of project module file ``path``:
+        the imports of its module level and the other names it binds there; ``None`` when it
+        cannot be read or parsed. Read once per version of the file."""
+        return self._star_exports(path)[1]
+
     def _star_exports(self, path: Path):
         """``(stamp, star_exports)``: the stamp of project module ``path``'s file and its
         :func:`~loopcheck.engine.outline.star_exports` (``None`` when it cannot be read or

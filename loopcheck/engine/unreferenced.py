@@ -31,7 +31,11 @@ bases are classes of the project) is taken to be unreferenced when:
   :func:`_process_files`, unless it may load modules its configuration names: Hydra,
   ``pydoc.locate``, entry points) names it, as a name or as a string that is exactly the name
   (``getattr(self, "evaluate")``; for a method, a ``def`` of that name in another file defines
-  its own), comments aside; the packaging files do not name it
+  its own; for a module-level function, a bare name ``f`` in a file that binds ``f`` at its own
+  top level, a ``def f`` of its own, and takes ``f`` by no ``from`` import of a project module
+  nor by a star import that may bind it, is that file's own ``f`` as Python's scoping reads
+  it: only ``mod.f`` or a string names the function there, :func:`_binds_own`), comments
+  aside; the packaging files do not name it
   (``console_scripts``); a notebook of the project does not name it (for a module-level
   function: in a code cell of a notebook that may reach its module, :func:`_notebook_reaches`,
   by importing or running it or a module that imports it; a markdown cell's word, or another
@@ -559,7 +563,9 @@ def _unreferenced_elsewhere(project, index, func: cst.FunctionDef, cls: cst.Clas
     private, the module is imported in a project without packaging metadata, or nothing in
     the project runs it (:func:`_nothing_runs`); no file that imports the module (for a
     method, through a chain of modules, :func:`_importers_closure`), that holds a base class,
-    or that may hold an instance (:func:`_method_files`) names it; and no packaging file,
+    or that may hold an instance (:func:`_method_files`) names it (for a module-level function,
+    a bare name in a file that binds it itself is the file's own: :func:`_binds_own`); and no
+    packaging file,
     notebook or text names it (:func:`_named_outside_code`). ``False`` (not decided) when
     anything cannot be listed or read. Kept per function for the check of the module.
 
@@ -700,8 +706,12 @@ def _unreferenced_elsewhere_now(project, index, func: cst.FunctionDef, cls: cst.
         if not _compiles(project, file):
             continue  # a file Python cannot compile runs nothing
         strings = cls is not None or _looks_up_names(text)
-        if _named(text, name, defs=cls is None, strings=strings) \
-                or _dynamic_file(project, index, file, text, cls is not None):
+        if _dynamic_file(project, index, file, text, cls is not None):
+            return False
+        if _named(text, name, defs=cls is None, strings=strings) and (
+                cls is not None or not _binds_own(project, file, text, name)
+                or _named(text, name, strings=strings, unqualified=False)):
+            # (a bare name of a file that binds it itself reads its own: ``mod.f`` counts)
             return False
     owners = (_stem(path),) + ((cls.name.value,) if cls is not None else ())
     reach = None
@@ -714,6 +724,50 @@ def _unreferenced_elsewhere_now(project, index, func: cst.FunctionDef, cls: cst.
             return False
         reach = (path, *reach)
     return not _named_outside_code(root, notebooks, texts, name, owners, project, reach=reach)
+
+
+def _binds_own(project, file: Path, text: str, name: str) -> bool:
+    """Whether every bare name ``name`` that the Python code ``text`` of project file ``file``
+    reads is a binding of the file's own, never a module-level function ``name`` of another
+    module (Python's scoping: a function that does not bind the name reads the module's
+    global): the file binds ``name`` at its top level (a ``def``, a class, an assignment, a
+    loop's or ``with``'s target, an ``import ... as name``, a ``from`` import of a library's
+    module: :attr:`~loopcheck.engine.outline.StarExports.defined` and ``imports``), no ``from M
+    import`` anywhere in it (a function's included) takes ``name`` from, or binds ``name`` by,
+    a module ``M`` of the project (or a relative one, or one that cannot be looked up: it may
+    be that function, or re-export it), and its star imports do not bind ``name``
+    (:meth:`~loopcheck.engine.project.Project.stars_bind`, all their names known). Only an
+    attribute (``mod.name``) or a string may name another module's ``name`` there. ``False``
+    (not decided) when the text does not parse."""
+    exports = project.module_exports(file)
+    if exports is None:
+        return False
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    for node in ast.walk(tree):
+        if type(node) is not ast.ImportFrom:
+            continue
+        if any(a.name == "*" for a in node.names):
+            starred = project.stars_bind(file)
+            if starred is None or name in starred:
+                return False  # a star import that may bind it
+        elif any(name in (a.name, a.asname) for a in node.names) and not _library_module(project, file, node):
+            return False  # ``from m import f``: maybe the function, or a re-export of it
+    return name in exports.defined or name in exports.imports.aliases
+
+
+def _library_module(project, file: Path, node: ast.ImportFrom) -> bool:
+    """Whether ``from M import ...`` of project file ``file`` imports from a module the
+    project does not hold (a library's: ``from unittest import main``): an absolute import
+    the project resolves nowhere."""
+    if node.level or not node.module:
+        return False
+    try:
+        return project.find_module(node.module, file) is None
+    except (OSError, ValueError, RecursionError):
+        return False
 
 
 #: The most module-level functions :func:`_dead_module_functions` weighs for one function (the
@@ -2029,7 +2083,7 @@ def _is_module(project, file: Path, target: tuple[int, str], path: Path) -> bool
 
 def _named(text: str, name: str, bare: bool = False, outside: tuple[int, int] | None = None,
            through: set[str] | frozenset[str] = frozenset(), own: str | None = None,
-           defs: bool = True, strings: bool = True) -> int:
+           defs: bool = True, strings: bool = True, unqualified: bool = True) -> int:
     """How many times Python code ``text`` names ``name``: as a name (only where no ``.``
     comes before it, when ``bare``: a module-level function of the same file; or, after a
     ``.``, only where the name before it is one of ``through``, or not a plain name: a module's
@@ -2045,7 +2099,9 @@ def _named(text: str, name: str, bare: bool = False, outside: tuple[int, int] | 
 
     Without ``defs``, a ``def name`` is not counted: it defines a function of its own (another
     class's method of that name), and calls nothing. Without ``strings``, string literals are
-    not counted (the code looks no name up by a string: :func:`_looks_up_names`).
+    not counted (the code looks no name up by a string: :func:`_looks_up_names`). Without
+    ``unqualified``, a name no ``.`` comes before is not counted, only an attribute
+    (``mod.name``) or a string: the file binds the bare name itself (:func:`_binds_own`).
 
     The replacement fields of an f-string are code, counted as any other (before Python 3.12
     the tokenizer gives an f-string as one token: :func:`_fstring_fields` reads its fields,
@@ -2083,12 +2139,15 @@ def _named(text: str, name: str, bare: bool = False, outside: tuple[int, int] | 
             elif tok.type == tokenize.NAME and tok.string == name:
                 if not defs and previous == "def":
                     pass
+                elif not unqualified and previous != ".":
+                    pass  # the file's own binding of the name
                 elif not (bare and previous == "." and not (through and (
                         before in through or not (before or "").isidentifier()))):
                     count += 1
             elif tok.type == tokenize.STRING and (fields := _fstring_fields(tok.string)):
                 # an f-string's replacement fields are code: ``f"{evaluate(model)}"`` calls
-                count += sum(_named(field, name, bare=bare, through=through, defs=defs, strings=strings)
+                count += sum(_named(field, name, bare=bare, through=through, defs=defs, strings=strings,
+                                    unqualified=unqualified)
                              for field in fields)
             elif strings and tok.type == tokenize.STRING and tok.string.strip("rRbBuUfF").strip("'\"") == name:
                 count += 1
