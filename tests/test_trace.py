@@ -191,6 +191,9 @@ STATIC_FRAMEWORK = {"lightning_clip_in_training_step.py"}
 #: Bad fixtures whose bug the tracer observes at another line than the static finding, and why:
 #: name -> (the runtime's (code, line) pairs, why).
 RUNTIME_ELSEWHERE = {
+    "LC301_bad_eval_generator_detached_then_trained_through.py": ({("LC301", 28), ("LC302", 35)}, "the tracer also "
+        "reads the eval-mode generator's forward whose output is detached into the critic's loss (line 35) as an "
+        "evaluation outside no_grad; it is the critic's training step, which LC302 leaves alone"),
     "LC301_bad_parity_counter_moved_between_tests.py": ({("LC103", 24), ("LC301", 36), ("LC302", 33)}, "the "
         "tracer reports the forward that runs in eval mode before the step (line 36), not the train(False) the "
         "finding names, and reads the loop's other alternations as LC103 (line 24) and LC302 (line 33)"),
@@ -467,6 +470,9 @@ OLD_PYTORCH = {
 #: Good fixtures the tracer misreads: name -> (the codes it reports, why). The static pass is
 #: silent on them.
 TRACER_MISREADS = {
+    "eval_generator_detached_into_critic_loss.py": ({"LC302"}, "the critic's step runs the eval-mode generator "
+                                                    "outside no_grad and detaches its output into the critic's "
+                                                    "loss; the tracer reads that forward as an evaluation"),
     "alternating_parity_tests_one_counter.py": ({"LC302"}, "the alternating GAN runs each network's forward in "
                                                 "eval mode while the other one trains (the generator's output is "
                                                 "detached, the frozen critic's forward feeds the generator's loss); "
@@ -541,6 +547,9 @@ GPU_ONLY = {
 #: Good fixtures that stop on purpose before the bug they hold could run (the static pass is
 #: silent because the path ends there), and the error they stop with.
 STOPS_BY_DESIGN = {
+    "loss_given_model_tuple_output.py": "TypeError: cross_entropy_loss(): argument 'input'",
+    "train_after_call_missing_argument.py": "TypeError: build() missing 1 required positional argument",
+    "unpack_model_dict_output_into_other_count.py": "ValueError: not enough values to unpack",
     "zero_dim_loss_index_before_optimizer_step.py": "IndexError: invalid index of a 0-dim tensor",
     "zero_dim_loss_index_before_validation.py": "IndexError: invalid index of a 0-dim tensor",
 }
