@@ -1945,7 +1945,7 @@ class UnitBuilder:
         callee = self._callee(frame, raw)
         if callee is None:
             found = self._instance_forward(frame, raw)
-            if self.model_call_cannot_bind(frame, raw, found[0] if found is not None else None):
+            if self.model_call_cannot_bind(frame, raw):
                 self.unbound_calls.add(raw.node)  # ``model(x, labels=y)``: TypeError, no forward
             elif found is not None:
                 cls, (owner, forward) = found
@@ -2012,24 +2012,26 @@ class UnitBuilder:
             return False
         return not binds(func, call, bound_self=callee.cls is not None)
 
-    def model_call_cannot_bind(self, frame: Frame, raw: Call, instance: ClassRef | None = None) -> bool:
+    def model_call_cannot_bind(self, frame: Frame, raw: Call) -> bool:
         """Whether ``raw`` calls a model whose ``forward`` its arguments provably do not bind
         (:func:`~loopcheck.engine.binding.binds`, after ``self``): ``nn.Module.__call__`` then
         raises ``TypeError`` before any forward runs (``model(x)`` for ``def forward(self, x,
-        y):``). The model is the object the called name holds, of a class of the project
-        :meth:`_built_class` establishes (``instance``: the class :attr:`Frame.instances` gives
-        it, when :meth:`_instance_forward` found one), whose ``forward`` is the one that runs
+        y):``). The model is the object the called name holds, of the one class of the project
+        every binding of the name built (:meth:`_built_class`: a name also bound to an object
+        of another class is not decided), whose ``forward`` is the one that runs
         (:meth:`_plain_forward`). Undecided (``False``) for a call that spreads ``*args`` or
         ``**kwargs``, and wherever the class or its ``forward`` is not so known."""
         if raw.inner is not None or raw.qualified or dotted_name(raw.node.func) is None:
             return False
         cls = self._built_class(frame, raw.node.func)
-        if cls is None:
-            cls = instance
         if type(cls) is not ClassRef:
             return False
         found = self._plain_forward(cls, CALL_HOOK_METHODS)
-        return found is not None and not binds(found[1], raw.node, bound_self=True)
+        if found is None or binds(found[1], raw.node, bound_self=True):
+            return False
+        if self.record is not None:
+            self.record.reusable = False  # (read from the builder's classes of the objects)
+        return True
 
     def _raises_at_binding(self, call: cst.Call, out: list[Node]) -> None:
         """End the path at ``call``, whose arguments cannot bind: the function never runs, so
@@ -2050,9 +2052,7 @@ class UnitBuilder:
         the project) and has an undecorated ``forward``: for an ``nn.Module``, the call runs that
         ``forward`` with the arguments as they are (``nn.Module.__call__``); else ``None``.
 
-        Read from it: whether the arguments bind to its parameters (``model(x, labels=y)``:
-        ``TypeError``), decided only for a :func:`plain_class` the analysis knows to be an
-        ``nn.Module``; and what it clears (:attr:`Call.forward_clears
+        Read from it what it clears (:attr:`Call.forward_clears
         <loopcheck.engine.ir.Call.forward_clears>`), which the events take only for a call of a
         model (:mod:`loopcheck.engine.events`: the roles establish it is a module where its
         bases do not, ``nn`` bound by a chain of star imports the project does not hold)."""
