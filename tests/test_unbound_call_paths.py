@@ -55,6 +55,18 @@ def _findings(tmp_path, definition: str, call: str) -> list[tuple[str, int]]:
     return [(f.code, f.row) for f in check_source(source, str(script))]
 
 
+#: a model of the project whose forward takes two arguments, and a factory that builds one of
+#: the class it is given
+NET = """\
+class Net(nn.Module):
+    def forward(self, x, y):
+        return x
+
+
+def build(model_class):
+    return model_class().to("cpu")
+"""
+
 #: (definition, call, what the engine decides): "binds" and "undecided" leave the path going
 #: on to train() (its LC202 is reported), "raises" ends it there (train() never runs).
 CASES = [
@@ -85,6 +97,24 @@ CASES = [
      "        pass\n", "Setup(1)", "undecided"),
     ("if sys.argv:\n    def setup(cfg, log):\n        return cfg\nelse:\n    def setup(cfg):\n        return cfg\n",
      "setup(1)", "undecided"),  # bound in a branch: which def runs is not known
+    # a call of a model: nn.Module.__call__ gives forward the call's arguments (after self)
+    (NET, "net = Net()\nnet(1)", "raises"),  # one too few
+    (NET, "net = Net().to('cpu')\nnet(1, 2)", "binds"),
+    (NET, "net = Net().to('cpu')\nnet(1)", "raises"),  # the receiver .to() returns
+    (NET, "net = Net()\nnet(1, 2, z=3)", "raises"),  # unknown keyword
+    (NET, "net = build(Net)\nnet(1)", "raises"),  # the class a factory was given
+    (NET, "net = build(Net)\nnet(1, 2)", "binds"),
+    (NET.replace("x, y", "x, y=None"), "net = Net()\nnet(1)", "binds"),  # a default
+    (NET.replace("x, y", "*inputs"), "net = Net()\nnet(1)", "binds"),
+    (NET, "net = Net()\nnet(*[1])", "undecided"),  # a spread
+    (NET.replace("    def forward", "    def __call__(self, *a):\n        return a\n\n    def forward"),
+     "net = Net()\nnet(1)", "undecided"),  # its own __call__ runs
+    (NET.replace("    def forward", "    @torch.jit.ignore\n    def forward"),
+     "net = Net()\nnet(1)", "undecided"),  # a decorated forward
+    (NET, "net = Net()\nnet.register_forward_pre_hook(lambda m, a: (a[0], a[0]))\nnet(1)",
+     "undecided"),  # a pre-hook may give forward other arguments
+    (NET, "if sys.argv:\n    net = Net()\nelse:\n    net = nn.Linear(2, 2)\nnet(1)",
+     "undecided"),  # a name bound to objects of two classes
 ]
 
 

@@ -54,7 +54,8 @@ from loopcheck.engine.bindings import target_names
 from loopcheck.engine.calls import ref_parts
 from loopcheck.engine.classes import is_module_class
 from loopcheck.engine.displays import (
-    Display, evaluated_calls, given_arg, literal_display, registers_hooks, returned_display, unpacked_count,
+    CALL_HOOK_METHODS, HOOK_METHODS, Display, evaluated_calls, given_arg, literal_display, registers_hooks,
+    returned_display, unpacked_count,
 )
 from loopcheck.engine.knowledge import NO_GRAPH, knowledge
 from loopcheck.engine.literals import NO_VALUE, literal_value
@@ -1944,11 +1945,11 @@ class UnitBuilder:
         callee = self._callee(frame, raw)
         if callee is None:
             found = self._instance_forward(frame, raw)
-            if found is not None:
+            if self.model_call_cannot_bind(frame, raw):
+                self.unbound_calls.add(raw.node)  # ``model(x, labels=y)``: TypeError, no forward
+            elif found is not None:
                 cls, (owner, forward) = found
-                if plain_class(cls) and self._is_module_class(cls) and not binds(forward, raw.node, bound_self=True):
-                    self.unbound_calls.add(raw.node)  # ``model(x, labels=y)``: TypeError
-                elif not find_method(cls, "zero_grad"):
+                if not find_method(cls, "zero_grad"):
                     # a class of the project with its own ``zero_grad`` may clear nothing:
                     # ``self.zero_grad()`` in its forward runs that method, not nn.Module's
                     raw.forward_clears = self._forward_clears(forward, owner.module)
@@ -2011,6 +2012,27 @@ class UnitBuilder:
             return False
         return not binds(func, call, bound_self=callee.cls is not None)
 
+    def model_call_cannot_bind(self, frame: Frame, raw: Call) -> bool:
+        """Whether ``raw`` calls a model whose ``forward`` its arguments provably do not bind
+        (:func:`~loopcheck.engine.binding.binds`, after ``self``): ``nn.Module.__call__`` then
+        raises ``TypeError`` before any forward runs (``model(x)`` for ``def forward(self, x,
+        y):``). The model is the object the called name holds, of the one class of the project
+        every binding of the name built (:meth:`_built_class`: a name also bound to an object
+        of another class is not decided), whose ``forward`` is the one that runs
+        (:meth:`_plain_forward`). Undecided (``False``) for a call that spreads ``*args`` or
+        ``**kwargs``, and wherever the class or its ``forward`` is not so known."""
+        if raw.inner is not None or raw.qualified or dotted_name(raw.node.func) is None:
+            return False
+        cls = self._built_class(frame, raw.node.func)
+        if type(cls) is not ClassRef:
+            return False
+        found = self._plain_forward(cls, CALL_HOOK_METHODS)
+        if found is None or binds(found[1], raw.node, bound_self=True):
+            return False
+        if self.record is not None:
+            self.record.reusable = False  # (read from the builder's classes of the objects)
+        return True
+
     def _raises_at_binding(self, call: cst.Call, out: list[Node]) -> None:
         """End the path at ``call``, whose arguments cannot bind: the function never runs, so
         its own call event goes (the events of its arguments, evaluated first, stay), and
@@ -2030,9 +2052,7 @@ class UnitBuilder:
         the project) and has an undecorated ``forward``: for an ``nn.Module``, the call runs that
         ``forward`` with the arguments as they are (``nn.Module.__call__``); else ``None``.
 
-        Read from it: whether the arguments bind to its parameters (``model(x, labels=y)``:
-        ``TypeError``), decided only for a :func:`plain_class` the analysis knows to be an
-        ``nn.Module``; and what it clears (:attr:`Call.forward_clears
+        Read from it what it clears (:attr:`Call.forward_clears
         <loopcheck.engine.ir.Call.forward_clears>`), which the events take only for a call of a
         model (:mod:`loopcheck.engine.events`: the roles establish it is a module where its
         bases do not, ``nn`` bound by a chain of star imports the project does not hold)."""
@@ -4151,10 +4171,10 @@ class UnitBuilder:
                     return None
                 own = type(receiver) is ClassRef and find_method(receiver, func.attr.value) is not None
                 return None if own else receiver
-        name, qualified = self.resolve(frame, dotted_name(func))
-        ref = frame.module.class_ref(name, qualified) if name else None
+        ref = self._named_class(frame, func)
         if ref is not None:
             return ref
+        name, qualified = self.resolve(frame, dotted_name(func))
         entry = kb.cls(name) if name and qualified else None
         if entry is None:
             return None
@@ -4164,6 +4184,22 @@ class UnitBuilder:
             return name
         wrapped = given_arg(value, refs[0]) if len(refs) == 1 else None
         return self._built_class(frame, wrapped, depth + 1) if wrapped is not None else None
+
+    def _named_class(self, frame: Frame, func: cst.BaseExpression, depth: int = 0) -> ClassRef | None:
+        """The class of the project the callable expression ``func`` read in ``frame`` names:
+        a class the name resolves to (``Net``, ``models.Net``), the class a ``@classmethod``
+        binds its first parameter to (``cls``), or, for a parameter the call of the function
+        being built gave a class (``model_class`` of ``create(Net, args)``, not bound again in
+        the function: :attr:`Frame.passed`), that class. ``None`` otherwise."""
+        name, qualified = self.resolve(frame, dotted_name(func))
+        ref = frame.module.class_ref(name, qualified) if name else None
+        if ref is not None or type(func) is not cst.Name or qualified or depth > MAX_INLINE_DEPTH:
+            return ref
+        ref = _class_param(frame, func.value)
+        if ref is not None:
+            return ref
+        passed = frame.passed.get(func.value)
+        return self._named_class(passed[0], passed[1], depth + 1) if passed is not None else None
 
     def _returned_class(self, callee: Frame, func: cst.FunctionDef) -> ClassRef | str | None:
         """The class of what every ``return`` of inlined function ``func`` gives
@@ -4231,15 +4267,30 @@ class UnitBuilder:
         project (a :func:`plain_class`) with no ``__call__`` of its own, whose undecorated
         ``forward`` returns one shape (:func:`~loopcheck.engine.displays.returned_display`),
         in modules that register no forward hook (which may replace the output)."""
-        if not plain_class(cls) or not self._is_module_class(cls) or find_method(cls, "__call__"):
-            return None
-        found = find_method(cls, "forward")
+        found = self._plain_forward(cls)
         if found is None:
             return None
         owner, forward = found
-        if any(registers_hooks(index) for index in (self.index, cls.module, owner.module)):
-            return None
         return returned_display(forward, self._module_qualifier(owner.module))
+
+    def _plain_forward(
+        self, cls: ClassRef, hooks: frozenset = HOOK_METHODS,
+    ) -> tuple[ClassRef, cst.FunctionDef] | None:
+        """``(defining class, forward)`` of ``cls`` when a call of an instance of it runs that
+        ``forward`` as written with the call's arguments: an ``nn.Module`` of the project (a
+        :func:`plain_class`) with no ``__call__`` of its own or of a base, an undecorated
+        ``forward``, in modules (the one being checked, the class's, the forward's) that name
+        none of the hook methods ``hooks`` (:func:`~loopcheck.engine.displays.registers_hooks`);
+        else ``None``."""
+        if not plain_class(cls) or not self._is_module_class(cls) or find_method(cls, "__call__"):
+            return None
+        found = find_method(cls, "forward")
+        if found is None or found[1].decorators:
+            return None
+        owner = found[0]
+        if any(registers_hooks(index, hooks) for index in (self.index, cls.module, owner.module)):
+            return None
+        return found
 
     @staticmethod
     def _module_qualifier(index: ModuleIndex):

@@ -37,6 +37,11 @@ MAPPING_BUILDERS = frozenset({"dict", "collections.OrderedDict"})
 #: Methods a hook on a module is registered with: a forward hook may replace what ``forward``
 #: returns, so a module of a file that registers one has no known output.
 HOOK_METHODS = frozenset({"register_forward_hook", "register_module_forward_hook"})
+#: Methods a hook that runs before ``forward`` is registered with: a forward pre-hook may
+#: replace the arguments ``forward`` is given, so no call of a module of a file that registers
+#: one (or a forward hook) is decided not to bind.
+PRE_HOOK_METHODS = frozenset({"register_forward_pre_hook", "register_module_forward_pre_hook"})
+CALL_HOOK_METHODS = HOOK_METHODS | PRE_HOOK_METHODS
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 
@@ -131,16 +136,17 @@ def _param_names(func: cst.FunctionDef) -> list[str]:
     return names
 
 
-def registers_hooks(index) -> bool:
+def registers_hooks(index, methods: frozenset = HOOK_METHODS) -> bool:
     """Whether the code of module ``index`` (a :class:`~loopcheck.engine.builder.ModuleIndex`
-    or a lazily parsed one) names a method that registers a forward hook
-    (:data:`HOOK_METHODS`); ``True`` when its code cannot be read."""
-    cached = index.cache.get("registers_hooks")
+    or a lazily parsed one) names one of ``methods``, methods that register a hook on a module
+    (:data:`HOOK_METHODS`, :data:`CALL_HOOK_METHODS`); ``True`` when its code cannot be read."""
+    table = index.cache.setdefault("registers_hooks", {})
+    cached = table.get(methods)
     if cached is None:
         source = getattr(index, "source", None)
         if source is None and getattr(index, "tree", None) is not None:
             source = index.tree.code
-        cached = index.cache["registers_hooks"] = source is None or any(m in source for m in HOOK_METHODS)
+        cached = table[methods] = source is None or any(m in source for m in methods)
     return cached
 
 
