@@ -547,6 +547,7 @@ GPU_ONLY = {
 #: Good fixtures that stop on purpose before the bug they hold could run (the static pass is
 #: silent because the path ends there), and the error they stop with.
 STOPS_BY_DESIGN = {
+    "eval_forward_call_misses_a_forward_argument.py": "TypeError: Policy.forward() missing 1 required positional",
     "loss_given_model_tuple_output.py": "TypeError: cross_entropy_loss(): argument 'input'",
     "train_after_call_missing_argument.py": "TypeError: build() missing 1 required positional argument",
     "unpack_model_dict_output_into_other_count.py": "ValueError: not enough values to unpack",
