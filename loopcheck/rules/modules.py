@@ -472,7 +472,10 @@ class SubmodulesInPlainContainer(Rule):
     when it is established to hold state, a parameter, a buffer or a layer that depends on the
     mode, of its own or given as an argument it keeps and the owner registers nowhere else:
     :func:`~loopcheck.engine.values.construction_holds_state`), or, empty, is filled by
-    ``self.attr.append/extend/insert(...)`` or ``self.attr[k] = ...`` with one in the unit;
+    ``self.attr.append/extend/insert(...)`` or ``self.attr[k] = ...`` with one in the unit that
+    the empty container reaches (:func:`_fills`: not an insertion into an ``nn.ModuleDict`` the
+    attribute holds on another branch; a library class the knowledge does not describe is not
+    established to build a module);
     unless the method deletes it before it ends (:func:`_deleted_after`: scratch space of the
     construction), or the file calls ``add_module``, ``register_module``,
     ``register_parameter`` or ``setattr``, or hands ``<name>.attr`` to a call that is not a
