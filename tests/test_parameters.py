@@ -358,3 +358,60 @@ def test_plain_container_deleted_by_the_method_that_builds_it(end, reported):
     source = SCRATCH_DICT.replace("{end}", end)
     codes = [f.code for f in check_source(source, "snippet.py")]
     assert codes == (["LC504"] if reported else [])
+
+
+BRANCHED_DICT = '''
+import sys
+
+import torch
+import torch.nn as nn
+from somelib import DistThing
+
+
+class Embed(nn.Module):
+    def __init__(self, names, plain):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+        if plain:
+            self.tables = {}
+            for name in names:
+                self.tables[name] = {held}
+        else:
+            self.tables = nn.ModuleDict()
+            for name in names:
+                self.tables[name] = nn.Embedding(10, 4)
+        {after}
+
+    def forward(self, name, ids):
+        return self.proj(self.tables[name](ids))
+
+
+model = Embed(["a", "b"], sys.argv[1] == "plain")
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(3):
+    loss = model("a", torch.randint(0, 10, (2,))).sum()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+'''
+
+
+@pytest.mark.parametrize("held, after, related", [
+    ("DistThing(10, 4)", "pass", None),  # a library class the knowledge does not describe
+    ("nn.Embedding(10, 4)", "pass", [16]),  # only the insertion into the plain dict
+    ("DistThing(10, 4)", "self.tables['c'] = nn.Linear(4, 4)", [21]),  # reached by both containers
+    # replaced by a ModuleDict before the insertion: the plain dict never holds it
+    ("DistThing(10, 4)", "self.tables = nn.ModuleDict()\n        self.tables['c'] = nn.Linear(4, 4)", None),
+])
+def test_plain_container_counts_only_its_own_insertions(held, after, related):
+    """LC504 counts, for an empty plain container, only the modules put into that container:
+    the insertions it reaches (``rules.modules._fills``), not those into an ``nn.ModuleDict``
+    the same attribute holds on another path; an object of a library class the knowledge does
+    not describe is not established to be a module. The related lines are those insertions."""
+    source = BRANCHED_DICT.replace("{held}", held).replace("{after}", after)
+    found = [f for f in check_source(source, "snippet.py") if f.code == "LC504"]
+    if related is None:
+        assert found == []
+        return
+    assert [f.row for f in found] == [14]
+    assert [r.row for r in found[0].related if "adds" in r.message] == related

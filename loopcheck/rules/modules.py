@@ -38,7 +38,7 @@ from loopcheck.engine.values import (
     ClassRef, all_calls, class_of_call, classes_of, construction_holds_state, construction_mode_dependent, definitions,
     is_criterion_class, is_module_class, is_tensor,
     discarded, parents,
-    raw_call, read_after,
+    raw_call, reaching_definitions, read_after,
     tensor_method,
 )
 from loopcheck.engine.walk import walk
@@ -427,6 +427,40 @@ def _collects_parameters_itself(cls: ClassRef) -> bool:
     return any(find_method(cls, name) is not None for name in PARAMETER_METHODS)
 
 
+def _fills(unit: Unit, raw: Assign, other) -> bool:
+    """Whether the container that assignment ``raw`` (``self.attr = {}``) makes may be the one
+    the event ``other`` puts an element into (``self.attr[k] = v``, ``self.attr.append(v)``):
+    ``raw`` is among the definitions of the attribute that reach ``other`` on some path
+    (:func:`~loopcheck.engine.values.reaching_definitions`). An insertion reached only by
+    another assignment of the attribute (``self.attr = nn.ModuleDict()`` in the other arm of an
+    ``if``) fills that container, not this one."""
+    reach = reaching_definitions(unit, raw.target, other)
+    return reach is not None and any(isinstance(d, Assign) and d.node is raw.node for d in reach)
+
+
+def _insertions(unit: Unit, raw: Assign, raws: list) -> tuple[list[_Built], list[cst.CSTNode]]:
+    """The modules (or parameters, :func:`_builds`) the unit puts into the empty container of
+    ``raw`` (``self.attr = []`` or ``{}``), and the statements that put them there:
+    ``self.attr.append/extend/insert(<call>)`` and ``self.attr[k] = <call>`` events of ``raws``
+    that this container reaches (:func:`_fills`)."""
+    built: list[_Built] = []
+    adds: list[cst.CSTNode] = []
+    for other in raws:
+        if isinstance(other, Call) and other.receiver == raw.target and other.args \
+                and other.method in ("append", "extend", "insert"):
+            arg = other.args[-1].node
+            items = _elements(arg) if other.method == "extend" else [arg]
+            b = next((x for x in (_builds(unit, e, other) for e in items) if x is not None), None)
+        elif isinstance(other, Assign) and other.op == "[]=" and other.target == raw.target:
+            b = _builds(unit, other.value, other)
+        else:
+            continue
+        if b is not None and _fills(unit, raw, other):
+            built.append(b)
+            adds.append(other.node)
+    return built, adds
+
+
 @register
 class SubmodulesInPlainContainer(Rule):
     """LC504 submodules-in-plain-container.
@@ -438,7 +472,10 @@ class SubmodulesInPlainContainer(Rule):
     when it is established to hold state, a parameter, a buffer or a layer that depends on the
     mode, of its own or given as an argument it keeps and the owner registers nowhere else:
     :func:`~loopcheck.engine.values.construction_holds_state`), or, empty, is filled by
-    ``self.attr.append/extend/insert(...)`` or ``self.attr[k] = ...`` with one in the unit;
+    ``self.attr.append/extend/insert(...)`` or ``self.attr[k] = ...`` with one in the unit that
+    the empty container reaches (:func:`_fills`: not an insertion into an ``nn.ModuleDict`` the
+    attribute holds on another branch; a library class the knowledge does not describe is not
+    established to build a module);
     unless the method deletes it before it ends (:func:`_deleted_after`: scratch space of the
     construction), or the file calls ``add_module``, ``register_module``,
     ``register_parameter`` or ``setattr``, or hands ``<name>.attr`` to a call that is not a
@@ -466,20 +503,7 @@ class SubmodulesInPlainContainer(Rule):
             built = [b for b in (_builds(unit, e, raw) for e in _elements(value)) if b is not None]
             adds: list[cst.CSTNode] = []
             if not _elements(value):  # self.layers = [] ... self.layers.append(nn.Linear(...))
-                for other in raws:
-                    adds_to = isinstance(other, Call) and other.receiver == raw.target and other.args
-                    if adds_to and other.method in ("append", "extend", "insert"):
-                        arg = other.args[-1].node
-                        items = _elements(arg) if other.method == "extend" else [arg]
-                        b = next((x for x in (_builds(unit, e, other) for e in items) if x is not None), None)
-                        if b is not None:
-                            built.append(b)
-                            adds.append(other.node)
-                    elif isinstance(other, Assign) and other.op == "[]=" and other.target == raw.target:
-                        b = _builds(unit, other.value, other)
-                        if b is not None:
-                            built.append(b)
-                            adds.append(other.node)
+                built, adds = _insertions(unit, raw, raws)
             if not built:
                 continue
             owner = _owner_class(unit, raw.node)
