@@ -2613,7 +2613,9 @@ def mode_dependent(unit, model: str, at=None) -> bool:
     :func:`wrapped_module`) depends on the mode as the module it wraps; ``True`` when any one
     construction may. A copy (``model = copy.deepcopy(base)``, :func:`copied_model`: a call the
     knowledge says returns a copy of an argument) holds the layers of the model it copies, and
-    depends on the mode as the constructions of that model reaching the copy do."""
+    depends on the mode as the constructions of that model reaching the copy do; so does a model
+    a function of the project returns (:func:`_returned_models`: ``embed = make_embedding(n).
+    to(device)``, the function binding a construction to a variable and returning that variable)."""
     return _mode_dependent(unit, model, at, frozenset())
 
 
@@ -2627,7 +2629,7 @@ def _mode_dependent(unit, model: str, at, seen: frozenset) -> bool:
     if at is not None and unit.built_on_every_path(at, model, "model_build"):
         reaching = {id(ev) for ev in unit.builds_reaching(at, model, "model_build")}
     builds: list = []
-    copied = False  # a copy of another model was read, and found mode-free
+    copied = False  # a copy of another model, or a model a helper returned, was read and found mode-free
     loaded = False  # a model restored by unpickling was read: its layers are not in the code
     for ev in unit.of_kind("model_build"):
         if reaching is not None and id(ev) not in reaching:
