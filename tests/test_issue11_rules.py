@@ -183,6 +183,59 @@ def test_mode_dependence_of_a_copy_and_of_a_listed_container():
     assert mode_dependent(unit, "inserted") is True
 
 
+def test_mode_dependence_of_a_model_a_helper_returns():
+    # a function of the project that returns the variable it bound to a construction returns
+    # that model, also through .to(device) (a call of it bound directly makes the variable an
+    # alias of the returned one); one that returns another expression, or a variable holding
+    # no construction, may return a model of any layers
+    [unit, *_] = units("""
+        import torch
+        import torch.nn as nn
+        from dgl.nn import GraphConv, HeteroEmbedding
+
+        class Wrapper(nn.Module):
+            def __init__(self, inner):
+                super().__init__()
+                self.inner = inner
+                self.drop = nn.Dropout(0.5)
+
+        def embeddings(sizes, dim):
+            table = HeteroEmbedding(sizes, dim)
+            return table
+
+        def noisy(n):
+            table = nn.Sequential(nn.Embedding(n, 4), nn.Dropout(0.2))
+            return table
+
+        def wrapped(n):
+            table = nn.Embedding(n, 4)
+            return Wrapper(table)
+
+        def conv(n):
+            layer = GraphConv(n, n)
+            return layer
+
+        def found(pool, n):
+            layer = pool[n]
+            return layer
+
+        plain = embeddings({"a": 3}, 4).to("cpu")
+        drop = noisy(3).to("cpu")
+        wrap = wrapped(3).to("cpu")
+        graph = conv(4).cuda()
+        looked_up = found([nn.Dropout()], 0).to("cpu")
+        opt = torch.optim.SGD([*plain.parameters(), *drop.parameters(), *wrap.parameters(),
+                               *graph.parameters(), *looked_up.parameters()], lr=0.1)
+        for m in (plain, drop, wrap, graph, looked_up):
+            m.train()
+    """)
+    assert mode_dependent(unit, "plain") is False
+    assert mode_dependent(unit, "drop") is True
+    assert mode_dependent(unit, "wrap") is True
+    assert mode_dependent(unit, "graph") is False
+    assert mode_dependent(unit, "looked_up") is True
+
+
 def test_mode_dependence_of_a_layer_class_held_as_a_value():
     # a parameter holding a layer class (its default, or the class or functools.partial the
     # construction gives) builds that class where it is called, with the partial's keywords;

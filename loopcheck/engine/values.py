@@ -2613,7 +2613,9 @@ def mode_dependent(unit, model: str, at=None) -> bool:
     :func:`wrapped_module`) depends on the mode as the module it wraps; ``True`` when any one
     construction may. A copy (``model = copy.deepcopy(base)``, :func:`copied_model`: a call the
     knowledge says returns a copy of an argument) holds the layers of the model it copies, and
-    depends on the mode as the constructions of that model reaching the copy do."""
+    depends on the mode as the constructions of that model reaching the copy do; so does a model
+    a function of the project returns (:func:`_returned_models`: ``embed = make_embedding(n).
+    to(device)``, the function binding a construction to a variable and returning that variable)."""
     return _mode_dependent(unit, model, at, frozenset())
 
 
@@ -2627,7 +2629,7 @@ def _mode_dependent(unit, model: str, at, seen: frozenset) -> bool:
     if at is not None and unit.built_on_every_path(at, model, "model_build"):
         reaching = {id(ev) for ev in unit.builds_reaching(at, model, "model_build")}
     builds: list = []
-    copied = False  # a copy of another model was read, and found mode-free
+    copied = False  # a copy of another model, or a model a helper returned, was read and found mode-free
     loaded = False  # a model restored by unpickling was read: its layers are not in the code
     for ev in unit.of_kind("model_build"):
         if reaching is not None and id(ev) not in reaching:
@@ -2638,8 +2640,11 @@ def _mode_dependent(unit, model: str, at, seen: frozenset) -> bool:
                 loaded = True
                 continue
             if found is None:
-                source = copied_model(ev.raw)
-                if source is None or _mode_dependent(unit, source, ev, seen):
+                sources = _returned_models(unit, ev.raw)
+                if sources is None:
+                    source = copied_model(ev.raw)
+                    sources = (source,) if source is not None else None
+                if sources is None or any(_mode_dependent(unit, source, ev, seen) for source in sources):
                     return True
                 copied = True
                 continue
@@ -2656,6 +2661,75 @@ def _mode_dependent(unit, model: str, at, seen: frozenset) -> bool:
             return True
         builds += found
     return any(_construction_mode_dependent(unit, c, call) for c, call in builds)
+
+
+def _returned_models(unit, c: Call) -> "tuple[str, ...] | None":
+    """The models a call of a function of the project returns, through ``nn.Module`` methods
+    that return their receiver (``rel_graph_embed(g, 128).to(device)``, the knowledge's
+    ``returns.same = "self"``): the variables its ``return`` statements name
+    (:func:`inlined_returns`), when every one is a model the unit builds (``embeds =
+    HeteroEmbedding(...); return embeds``); ``None`` for a call not inlined, or one that may
+    return anything else (``return Wrapper(embeds)``, a bare ``return``)."""
+    kb = knowledge()
+    while c.inner is not None:
+        summary = kb.method("torch.nn.Module", c.method or "")
+        if summary is None or summary.returns is None or "self" not in summary.returns.same:
+            return None
+        c = c.inner
+    returned = inlined_returns(unit, c.node)
+    if not returned:
+        return None
+    built = {ev.subject for ev in unit.of_kind("model_build")}
+    return tuple(sorted(returned)) if returned <= built else None
+
+
+def inlined_returns(unit, node: cst.Call) -> "frozenset[str] | None":
+    """The symbols of the variables the ``return`` statements of the function of the project
+    that the call ``node`` runs give (its body inlined in the unit's IR after the call), when
+    each of them returns a plain name (``return model``); ``None`` when the call is not inlined
+    in the unit, or a ``return`` gives another expression or nothing (``return Wrapper(model)``
+    is computed from ``model`` but is not that object)."""
+    return unit.cached("inlined_returns", lambda: _inlined_returns_table(unit.ir)).get(id(node))
+
+
+def _inlined_returns_table(ir) -> dict:
+    """``id(call node) -> returned symbols`` (:func:`inlined_returns`) for every inlined call of
+    the IR ``ir`` (the builder places an inlined call's :class:`~loopcheck.engine.ir.Inline`
+    right after it)."""
+    table: dict = {}
+    stack = [ir]
+    while stack:
+        node = stack.pop()
+        if type(node) is Seq:
+            for before, after in zip(node.items, node.items[1:]):
+                if type(before) is Call and before.inlined and type(after) is Inline:
+                    table[id(before.node)] = _own_returns(after.body) if _returns_names(after.func) else None
+        stack.extend(parts(node))
+    return table
+
+
+def _returns_names(func: cst.CSTNode) -> bool:
+    """Whether every ``return`` of the function ``func`` (not of the functions it defines)
+    returns a plain name, and there is one."""
+    if type(func) is not cst.FunctionDef:
+        return False
+    returns = [n for n in walk(func.body, prune=(cst.FunctionDef, cst.ClassDef, cst.Lambda)) if type(n) is cst.Return]
+    return bool(returns) and all(type(r.value) is cst.Name for r in returns)
+
+
+def _own_returns(body) -> frozenset[str]:
+    """The symbols the ``return`` jumps of one inlined body give, not those of the functions
+    inlined inside it (a value it returns from them already names what they return)."""
+    out: set[str] = set()
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        if type(node) is Jump:
+            if node.kind == "return":
+                out |= node.values
+        elif type(node) is not Inline:
+            stack.extend(parts(node))
+    return frozenset(out)
 
 
 def unpickled_module(c: Call) -> bool:

@@ -142,7 +142,10 @@ class ValidationInTrainMode(Rule):
     :func:`~loopcheck.engine.values.run_constants`; a layer class held as a value, a parameter's
     default or argument or a ``functools.partial`` of one, builds that class with the partial's
     keywords where it is called, ``norm_layer(dim)`` with ``nn.InstanceNorm2d`` none, and a
-    factory is read with the values its call gives). The paths are the IR's: an ``if``
+    factory is read with the values its call gives; a library layer whose knowledge entry says
+    ``modes = "none"``, a DGL ``GraphConv`` or a ``GATConv`` left at ``feat_drop=0``, establishes
+    none; a model a function of the project returns by naming a variable it binds to a
+    construction is that construction). The paths are the IR's: an ``if``
     whose test run constants decide (``(epoch + 1) % val_interval == 0`` with ``val_interval = 1``),
     or a test against ``None`` of a name that holds a constructed object (``if val_loader is
     None: continue`` before ``eval()``, the caller passing a DataLoader:
