@@ -287,20 +287,6 @@ _NOTES = {
 }
 
 
-def established_schedule(info: SchedulerInfo) -> bool:
-    """Whether some construction of the scheduler ``info`` is established to build a schedule
-    that torch's ``LRScheduler`` runs: a class or factory the library knowledge describes as a
-    scheduler (``StepLR``, transformers' ``get_linear_schedule_with_warmup``), or a class of the
-    project deriving from one (``_Inference.register`` in :mod:`loopcheck.engine.roles` then
-    records how its schedule begins, :attr:`SchedulerInfo.starts`). Its constructor applies
-    position 0 of the schedule and each ``step()`` moves to the next, so a step before the
-    optimizer's first one skips a value. A scheduler known only by its use (a name with
-    *sched* and ``.step()`` calls), or built by a call whose result the analysis does not
-    follow (a factory of the project returning a class of its own, a module it cannot find), has
-    no such construction: its ``step()`` may be written to set the LR of the coming update."""
-    return bool(info.starts)
-
-
 def harm_of(starts: list[ScheduleStart]) -> tuple[str, str] | None:
     """What stepping a scheduler before its optimizer does, from how each of its constructions'
     schedules begins (:func:`~loopcheck.engine.roles.schedule_start`): ``(kind, text)``, kind
@@ -338,11 +324,7 @@ class SchedulerBeforeOptimizerStep(Rule):
     """LC202 scheduler-step-before-optimizer-step.
 
     Reported when: ``scheduler.step()`` without argument, in a loop, for a scheduler built in the
-    file (not ``ReduceLROnPlateau``) whose optimizer ``O`` is known and some construction of
-    which is established to build a torch ``LRScheduler`` schedule (:func:`established_schedule`:
-    a class or factory the knowledge describes, or a class of the project deriving from one; not
-    a scheduler known only by its name and its ``step()`` calls, nor the result of a factory
-    whose code is not read), runs on some path on which ``O``
+    file (not ``ReduceLROnPlateau``) whose optimizer ``O`` is known, runs on some path on which ``O``
     was built in this unit and has not stepped since (:class:`_SteppedMachine`; unknown before a
     construction and after ``O``'s ``load_state_dict()``, an unknown method of ``O`` or an opaque call
     given ``O``), and a step of ``O`` follows in program order inside the call's innermost loop.
@@ -385,8 +367,6 @@ class SchedulerBeforeOptimizerStep(Rule):
                 continue
             if ev.extra.get("nargs"):
                 continue  # scheduler.step(epoch): the LR of that epoch, in closed form; nothing is skipped
-            if not established_schedule(info):
-                continue  # a class not known to apply position 0 at construction: nothing is skipped
             opt = unit.roles.canon(info.optimizer) if info.optimizer else None
             if opt is None:
                 continue
