@@ -5473,7 +5473,7 @@ def returns_bind_targets(func: cst.FunctionDef, n: int) -> bool:
     for a call whose result goes to ``n`` targets, bind each target to what that ``return``
     gives on every path that gives one: a plain ``def`` (no decorator, not ``async``, no
     ``yield``: its call's result is what a ``return`` gives) each of whose ``return``
-    statements gives nothing (``None``, as does running off the end: for several targets the
+    statements gives nothing or ``None`` (as does running off the end: for several targets the
     unpacking then raises), a call (whose event binds the targets), any value for one target,
     or, for several, a tuple or list display of exactly ``n`` items, none starred (assigned
     pairwise). Not so for ``return pair`` into ``a, b``: only ``a`` is bound there."""
@@ -5486,6 +5486,8 @@ def returns_bind_targets(func: cst.FunctionDef, n: int) -> bool:
         if t is not cst.Return or node.value is None or n == 1 or type(node.value) is cst.Call:
             continue
         value = node.value
+        if type(value) is cst.Name and value.value == "None":
+            continue  # unpacking None raises: this path binds nothing
         if type(value) not in (cst.Tuple, cst.List) or len(value.elements) != n or any(
             type(el) is cst.StarredElement for el in value.elements
         ):

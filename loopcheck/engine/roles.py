@@ -946,8 +946,10 @@ class _Inference:
         self._loop_infos: dict[int, object] | None = None  # (_loops_by_node)
         self.by_usage: set[str] = set()  # models known only from their train()/eval() calls
         # symbols bound to an instance of a class of the project that has no role (a class that
-        # derives from no library class with one): its methods are the project's, read where
-        # they are called, so its role is not guessed from its name or its methods' names
+        # derives from no library class with one), or on every path to one or to None, also
+        # through other names and an inlined function's returns (:meth:`plain_values`): its
+        # methods are the project's, read where they are called, so its role is not guessed
+        # from its name or its methods' names
         self.plain_objects: set[str] = set()
         # container symbol → the calls that put a value into it (``losses.append(loss)``), and
         # the raw events of each call expression, to follow provenance into what they store
