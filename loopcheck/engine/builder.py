@@ -2174,6 +2174,8 @@ class UnitBuilder:
         callee.shadow = {name: bound[name].sym for name in fresh}
         callee.fresh_at = {id(stmt): name for name, stmt in fresh.items()}
         callee.return_targets = targets
+        if any(targets) and not callee_info.ctor:
+            raw.returns_bound = returns_bind_targets(func, len(targets))
         callee.instances = frame.instances
         inner_ctx = replace(ctx, calls=ctx.calls + (raw.node,))
         self._stack.append(func)
@@ -5515,6 +5517,33 @@ def _module_function(index: ModuleIndex, name: str) -> tuple[ModuleIndex, cst.Fu
     if member is None or member.function is None or member.cls or member.info.index is None:
         return None
     return member.info.index, member.function
+
+
+def returns_bind_targets(func: cst.FunctionDef, n: int) -> bool:
+    """Whether the events the builder makes for the ``return`` statements of ``func``, inlined
+    for a call whose result goes to ``n`` targets, bind each target to what that ``return``
+    gives on every path that gives one: a plain ``def`` (no decorator, not ``async``, no
+    ``yield``: its call's result is what a ``return`` gives) each of whose ``return``
+    statements gives nothing or ``None`` (as does running off the end: for several targets the
+    unpacking then raises), a call (whose event binds the targets), any value for one target,
+    or, for several, a tuple or list display of exactly ``n`` items, none starred (assigned
+    pairwise). Not so for ``return pair`` into ``a, b``: only ``a`` is bound there."""
+    if func.decorators or func.asynchronous is not None:
+        return False
+    for node in walk(func.body, prune=(cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        t = type(node)
+        if t is cst.Yield:
+            return False
+        if t is not cst.Return or node.value is None or n == 1 or type(node.value) is cst.Call:
+            continue
+        value = node.value
+        if type(value) is cst.Name and value.value == "None":
+            continue  # unpacking None raises: this path binds nothing
+        if type(value) not in (cst.Tuple, cst.List) or len(value.elements) != n or any(
+            type(el) is cst.StarredElement for el in value.elements
+        ):
+            return False
+    return True
 
 
 def returns_never_none(index: ModuleIndex, func: cst.FunctionDef, depth: int = 0, reads: list | None = None) -> bool:

@@ -196,6 +196,11 @@ class Call:
     #: instance goes to (:attr:`Inline.new`): that symbol (``trainer`` of ``trainer =
     #: Trainer(args)``); else ``None``
     new: str | None = None
+    #: for an inlined call of a function of the project (not a construction) whose result goes
+    #: to targets: the events of its body bind each target to what every ``return`` gives
+    #: (:func:`~loopcheck.engine.builder.returns_bind_targets`), so the targets' values are those
+    #: events', not an unknown result of the call
+    returns_bound: bool = False
 
     # ``func`` never changes once the builder made the event, and the roles and the rules ask
     # for these two many times per event: computed once (``cached_property``)

@@ -903,6 +903,11 @@ STORE_METHODS = frozenset({"append", "extend", "insert"})
 ITERATION_BUILTINS = frozenset({"enumerate", "zip", "reversed", "sorted", "list", "tuple", "iter"})
 
 
+#: How a binding event binds a symbol (:meth:`_Inference._binding_kinds`): to an instance of a
+#: class of the project with no role, to ``None``, or to any other value.
+_PLAIN, _NONE, _OTHER = object(), object(), object()
+
+
 class _Held(NamedTuple):
     """What an optimizer's parameter argument, or one symbol it mentions, may hold
     (:meth:`_Inference.param_models`): the models whose parameters it takes, whether every
@@ -941,8 +946,10 @@ class _Inference:
         self._loop_infos: dict[int, object] | None = None  # (_loops_by_node)
         self.by_usage: set[str] = set()  # models known only from their train()/eval() calls
         # symbols bound to an instance of a class of the project that has no role (a class that
-        # derives from no library class with one): its methods are the project's, read where
-        # they are called, so its role is not guessed from its name or its methods' names
+        # derives from no library class with one), or on every path to one or to None, also
+        # through other names and an inlined function's returns (:meth:`plain_values`): its
+        # methods are the project's, read where they are called, so its role is not guessed
+        # from its name or its methods' names
         self.plain_objects: set[str] = set()
         # container symbol → the calls that put a value into it (``losses.append(loss)``), and
         # the raw events of each call expression, to follow provenance into what they store
@@ -1031,12 +1038,14 @@ class _Inference:
 
     def construct(self) -> None:
         roles = self.roles
+        plain_builds: set[int] = set()  # the calls that build an instance of a class with no role
         for c in self.calls:
             if not c.targets:
                 continue
             summary = self.construction(c)
             if summary is None and c.cls is not None and not c.cls.described and len(c.targets) == 1:
                 self.plain_objects.add(c.targets[0])  # WeightEMA(model, ema_model): no optimizer
+                plain_builds.add(id(c))
             if summary is None or summary.returns is None:
                 continue
             ret = summary.returns
@@ -1057,6 +1066,69 @@ class _Inference:
                     self.register(target, r, c, summary)
                 if r.get("sampler"):
                     roles.samplers[target] = r.get("sampler")
+        self.plain_objects |= self.plain_values(plain_builds)
+
+    def _binding_kinds(self, plain_builds: set[int]) -> dict[str, list]:
+        """How each symbol is bound, per binding event: :data:`_PLAIN` (a call in ``plain_builds``:
+        an instance of a class of the project with no role), :data:`_NONE` (``x = None``),
+        ``None`` (the binding hands over to other events: the assignment that repeats a call
+        event's binding of its target, and the call of a function of the project inlined
+        whose body binds the target to what each ``return`` gives, :attr:`Call.returns_bound
+        <loopcheck.engine.ir.Call.returns_bound>`), a symbol (``x = y``: ``y``'s value), or
+        :data:`_OTHER` (any other value; an augmented assignment; a parameter whose callers give
+        its value). A subscript store (``d[k] = v``) binds no name."""
+        kinds: dict[str, list] = {}
+        for sym, defs in self.defs.items():
+            if any(kind == "outside" for _held, kind in defs):
+                kinds.setdefault(sym, []).append(_OTHER)
+        for e in self.events:
+            if isinstance(e, Call):
+                kind = _PLAIN if id(e) in plain_builds else None if e.inlined and e.returns_bound else _OTHER
+                for t in e.targets:
+                    if t:
+                        kinds.setdefault(t, []).append(kind)
+            elif isinstance(e, Assign) and e.target and e.op != "[]=":
+                kinds.setdefault(e.target, []).append(self._assigned_kind(e))
+        return kinds
+
+    def _assigned_kind(self, e: Assign):
+        """:meth:`_binding_kinds` of assignment ``e``."""
+        if e.op != "=":
+            return _OTHER
+        if type(e.value) is cst.Call and any(e.target in c.targets for c in self.raw_calls.get(id(e.value), ())):
+            return None  # the call event binds the target (also a part of its result: ``a, b = f()``)
+        if type(e.value) is cst.Name and e.value.value == "None":
+            return _NONE
+        return e.value_sym or _OTHER
+
+    def plain_values(self, plain_builds: set[int]) -> set[str]:
+        """The symbols bound, on every path that binds them, to an instance of a class of the
+        project with no role (a call in ``plain_builds``) or to ``None`` (whose methods raise),
+        directly or through other such symbols (``warmup_sched = warmup``, also the binding of
+        an inlined function's ``return a, b`` to the caller's ``x, y = make(...)``), at least
+        one binding giving such an instance. A function of the project the unit inlines is not
+        an unknown factory: what it returns is read. Like :attr:`plain_objects`, their roles
+        are not guessed from their names or their methods' names."""
+        kinds = self._binding_kinds(plain_builds)
+        # the symbols none of whose bindings gives anything but such values
+        candidates = {sym for sym, ks in kinds.items() if _OTHER not in ks}
+        changed = True
+        while changed:
+            changed = False
+            for sym in list(candidates):
+                if any(type(k) is str and k not in candidates for k in kinds[sym]):
+                    candidates.discard(sym)
+                    changed = True
+        # ... of which those some binding of which gives an instance
+        found = {sym for sym in candidates if _PLAIN in kinds[sym]}
+        changed = True
+        while changed:
+            changed = False
+            for sym in candidates - found:
+                if any(type(k) is str and k in found for k in kinds[sym]):
+                    found.add(sym)
+                    changed = True
+        return found
 
     def register(self, target: str, r: Returns, c: Call, summary: Summary) -> None:
         roles = self.roles
@@ -1352,7 +1424,7 @@ class _Inference:
                 sources = plain.get(sym, set())
                 if info.ctor is None and len(sources) == 1 and None not in sources:
                     src = next(iter(sources))
-                    if src not in table and self.roles.role(src) is None:
+                    if src not in table and self.roles.role(src) is None and src not in self.plain_objects:
                         table[src] = table.pop(sym)
                         roles.alias[sym] = src
         built_by: dict[str, list[Call]] = {}
