@@ -27,7 +27,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from loopcheck.engine.names import dotted_name
-from loopcheck.engine.walk import children, walk
+from loopcheck.engine.walk import evaluated_children, walk
 from loopcheck.engine.zero_dim import block_bindings
 
 #: A value's shape: ``("tuple", n)`` or ``("dict", n)`` (``n`` keys).
@@ -180,16 +180,7 @@ def evaluated_calls(node: cst.CSTNode):
     """The calls under ``node`` that each evaluation of it makes, in source order: not those in
     a lambda, a comprehension, an arm of a conditional expression or the right operand of
     ``and``/``or`` (which may not run)."""
-    t = type(node)
-    if t in (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp):
-        return
-    if t is cst.IfExp:
-        yield from evaluated_calls(node.test)
-        return
-    if t is cst.BooleanOperation:
-        yield from evaluated_calls(node.left)
-        return
-    for child in children(node):
+    for child in evaluated_children(node):
         yield from evaluated_calls(child)
-    if t is cst.Call:
+    if type(node) is cst.Call:
         yield node

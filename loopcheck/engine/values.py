@@ -2663,6 +2663,19 @@ def _mode_dependent(unit, model: str, at, seen: frozenset) -> bool:
     return any(_construction_mode_dependent(unit, c, call) for c, call in builds)
 
 
+def _receiver_call(c: Call) -> Call | None:
+    """The innermost call of a chain of ``nn.Module`` methods that return their receiver
+    (``make(...).to(device).cuda()``: the knowledge's ``returns.same = "self"``): the call whose
+    result the chain returns; ``None`` when a method of the chain may return something else."""
+    kb = knowledge()
+    while c.inner is not None:
+        summary = kb.method("torch.nn.Module", c.method or "")
+        if summary is None or summary.returns is None or "self" not in summary.returns.same:
+            return None
+        c = c.inner
+    return c
+
+
 def _returned_models(unit, c: Call) -> "tuple[str, ...] | None":
     """The models a call of a function of the project returns, through ``nn.Module`` methods
     that return their receiver (``rel_graph_embed(g, 128).to(device)``, the knowledge's
@@ -2670,12 +2683,9 @@ def _returned_models(unit, c: Call) -> "tuple[str, ...] | None":
     (:func:`inlined_returns`), when every one is a model the unit builds (``embeds =
     HeteroEmbedding(...); return embeds``); ``None`` for a call not inlined, or one that may
     return anything else (``return Wrapper(embeds)``, a bare ``return``)."""
-    kb = knowledge()
-    while c.inner is not None:
-        summary = kb.method("torch.nn.Module", c.method or "")
-        if summary is None or summary.returns is None or "self" not in summary.returns.same:
-            return None
-        c = c.inner
+    c = _receiver_call(c)
+    if c is None:
+        return None
     returned = inlined_returns(unit, c.node)
     if not returned:
         return None
@@ -2737,12 +2747,10 @@ def unpickled_module(c: Call) -> bool:
     (``returns.value = "unpickled"``: ``torch.load(path)``, an instance of a class the code does
     not name), also through ``nn.Module`` methods that return their receiver
     (``torch.load(path).to(device)``, ``returns.same = "self"``)."""
+    c = _receiver_call(c)
+    if c is None:
+        return False
     kb = knowledge()
-    while c.inner is not None:
-        summary = kb.method("torch.nn.Module", c.method or "")
-        if summary is None or summary.returns is None or "self" not in summary.returns.same:
-            return False
-        c = c.inner
     summary = kb.callable(c.func) if c.qualified and c.func else None
     return summary is not None and summary.returns is not None and summary.returns.value == "unpickled"
 

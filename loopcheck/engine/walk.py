@@ -92,6 +92,25 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     return out
 
 
+#: Nodes whose code runs later, per item, or not at all when the expression is evaluated.
+_DEFERRED = (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.FunctionDef, cst.ClassDef)
+
+
+def evaluated_children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The children of ``node`` that every evaluation of it evaluates: none of a lambda, a
+    comprehension, a ``def`` or a ``class`` (their bodies run later, per item, or not at all),
+    the test of a conditional expression (an arm may not run), the left operand of
+    ``and``/``or`` (the right one may not run), every child of anything else."""
+    t = type(node)
+    if t in _DEFERRED:
+        return []
+    if t is cst.IfExp:
+        return [node.test]
+    if t is cst.BooleanOperation:
+        return [node.left]
+    return children(node)
+
+
 def walk(node: cst.CSTNode, prune: tuple[type, ...] = ()) -> Iterator[cst.CSTNode]:
     """Pre-order walk of ``node`` and its descendants, not entering nodes of types ``prune``
     (a pruned node itself is not yielded, except when it is ``node``)."""

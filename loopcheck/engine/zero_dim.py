@@ -24,7 +24,7 @@ import libcst as cst
 
 from loopcheck.engine.knowledge import SCALAR_REDUCTIONS, ZeroDim, knowledge
 from loopcheck.engine.names import dotted_name
-from loopcheck.engine.walk import children, names_in, walk
+from loopcheck.engine.walk import children, evaluated_children, names_in, walk
 
 #: How deep the definitions of names are followed (``a = b + c``, ``b = ...``).
 MAX_DEPTH = 8
@@ -327,21 +327,12 @@ def _raising_index(sub: cst.Subscript) -> bool:
 
 def _evaluated_subscripts(node: cst.CSTNode):
     """The subscripts under ``node`` that each evaluation of it evaluates, in source order."""
-    t = type(node)
-    if t in (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.FunctionDef, cst.ClassDef):
-        return
-    if t is cst.IfExp:
-        yield from _evaluated_subscripts(node.test)
-        return
-    if t is cst.BooleanOperation:
-        yield from _evaluated_subscripts(node.left)
-        return
-    if t is cst.Subscript:
+    if type(node) is cst.Subscript:
         yield from _evaluated_subscripts(node.value)
         yield node
         for element in node.slice:
             yield from _evaluated_subscripts(element)
         return
-    for child in children(node):
+    for child in evaluated_children(node):
         yield from _evaluated_subscripts(child)
 
