@@ -431,7 +431,10 @@ class EvalModeNotReset(Rule):
     run with gradients enabled on that path since the ``eval()`` and a backward since it that may
     have computed its loss through it, or none yet (:attr:`M.fwd`: :data:`RAN` or
     :data:`THROUGH`; a backward whose loss's models are known and leave ``M`` out,
-    ``D(G(z).detach())``, fills none of ``M``'s gradients: :data:`MISSED`), ``M`` neither frozen nor partly
+    ``D(G(z).detach())``, fills none of ``M``'s gradients: :data:`MISSED`; :data:`RAN` after a
+    backward that may fill ``M``'s gradients since the last step (:attr:`M.pending`), with
+    nothing that may fill a gradient between the ``eval()`` and the step
+    (:func:`_no_backward_between`), applies train-mode gradients only: a monitoring forward), ``M`` neither frozen nor partly
     frozen on that path (:attr:`M.part`: which part of it the step trains, and so whether that
     part holds a layer ``eval()`` changes, is not established), and train mode is wanted: ``train()`` of ``M`` somewhere in the unit, train mode at that step
     on another path, or ``M`` built here and surely held by the step's optimizer. Silent when ``M``'s
