@@ -644,9 +644,16 @@ def may_write_gradients(unit: Unit) -> bool:
     does not type (:func:`_touches_gradients` of an event, :func:`_names_gradients` of the
     unit's module, :func:`_unknown_method_call`): then that no step applies a gradient is not
     established."""
-    if any(_touches_gradients(raw) or _unknown_method_call(unit, raw) for raw in unit.raws()):
+    if any(may_fill_gradients(unit, raw) for raw in unit.raws()):
         return True
     return _names_gradients(getattr(unit.module, "tree", None))
+
+
+def may_fill_gradients(unit: Unit, raw) -> bool:
+    """Whether raw event ``raw`` may run a backward or write a gradient in a form the events
+    do not type: it reaches a gradient or a backward by name (:func:`_touches_gradients`) or is
+    an unknown method of an unknown object (:func:`_unknown_method_call`)."""
+    return _touches_gradients(raw) or _unknown_method_call(unit, raw)
 
 
 def applies_no_gradient(unit: Unit, opt: str) -> bool:

@@ -28,6 +28,7 @@ from loopcheck.engine.values import (
 from loopcheck.findings import Report
 from loopcheck.catalog import INFOS
 from loopcheck.rules.base import Rule, register
+from loopcheck.rules.gradients import may_fill_gradients
 
 class M(NamedTuple):
     """The mode of one model on a path: ``kind`` is ``train``, ``eval`` (``ev``: the eval()
@@ -42,7 +43,10 @@ class M(NamedTuple):
     (``M.backbone.requires_grad_(False)``, ``M.head.requires_grad_(True)`` after freezing ``M``,
     ``p.requires_grad = False`` under a test of the loop's item, ``if "fc" not in name:``, in a
     loop over ``M.named_parameters()``, on either arm of that test), and ``M`` was not wholly
-    frozen or unfrozen since: which part of ``M`` a step trains is then not known."""
+    frozen or unfrozen since: which part of ``M`` a step trains is then not known;
+    ``pending``: a backward pass that may fill ``M``'s gradients (its loss's models include
+    ``M`` or are not known), or a write to a ``.grad``, ran since the last optimizer step (of any
+    optimizer): the gradients a step applies may come from it."""
 
     kind: str
     ev: Event | None = None
@@ -50,6 +54,7 @@ class M(NamedTuple):
     saved: tuple = ()  # ((variable, kind, ev), ...): modes kept by ``was_training = model.training``
     fwd: str = ""  # NO_FORWARD, RAN, MISSED or THROUGH
     part: bool = False
+    pending: bool = False
 
 
 #: ``M.fwd``: no forward of the model with gradients enabled since the ``eval()``.
@@ -86,7 +91,9 @@ class ModeMachine(Machine):
     in a method of the model's class) leaves the model partly in each mode, which parts the
     engine cannot tell: its mode becomes unknown. In eval mode, the state notes a forward
     with gradients enabled of the model, of a part of it or of a model containing it (``fwd``),
-    and whether a backward pass since then may have trained through it (:meth:`_backward`).
+    and whether a backward pass since then may have trained through it (:meth:`_backward`);
+    in any mode, whether a backward pass that may fill its gradients ran since the last
+    optimizer step (:attr:`M.pending`, :meth:`_pending`).
     A mode saved in a variable
     (``was_training = model.training``) is restored by ``model.train(was_training)`` and decides
     ``if was_training:`` tests; saved while unknown, it is learnt from the arm such a test takes
@@ -139,7 +146,9 @@ class ModeMachine(Machine):
                 self._mine(ev.subject) or self._part(ev.subject)):
             return s._replace(fwd=RAN)
         if ev.kind in ("backward", "grad_query", "grad_set"):
-            return self._backward(s, ev)
+            return self._pending(self._backward(s, ev), ev)
+        if ev.kind == "step":
+            return s._replace(pending=False) if s.pending else s
         part = part_mode(self.model, ev)
         if part is not None:  # model.head.train(), m.eval() over model.modules(): partly in each mode
             mixed = s.kind in ("train", "eval") and part != s.kind
@@ -191,6 +200,19 @@ class ModeMachine(Machine):
         if models is not None and not any(_related(m, self.model) for m in models):
             return s._replace(fwd=MISSED)
         return s._replace(fwd=THROUGH)
+
+    def _pending(self, s: M, ev: Event) -> M:
+        """The state after backward pass ``ev`` (or a gradient query, or a write to a ``.grad``)
+        notes that a gradient of the model may have been filled since the last step: a backward
+        whose loss's models are not known or include the model, a part of it or a model
+        containing it, or a ``.grad`` write. A gradient query fills no ``.grad`` itself (what
+        the code does with its result is another event)."""
+        if s.pending or s.kind == "absent" or ev.kind == "grad_query":
+            return s
+        models = ev.extra.get("models") if ev.kind == "backward" else None
+        if models is not None and not any(_related(m, self.model) for m in models):
+            return s
+        return s._replace(pending=True)
 
     def branches_on(self, node) -> bool:
         if node.mode_of is not None and self._module_of(node.mode_of[0]):
@@ -331,6 +353,40 @@ def trained_models(unit: Unit, guess: bool = True) -> dict[str, list[Event]]:
     return out
 
 
+def _no_backward_between(unit: Unit, ev: Event, step: Event) -> bool:
+    """Whether it is established that nothing that may fill a gradient runs between ``eval()``
+    event ``ev`` and optimizer step ``step`` (so not between a forward after ``ev`` and the
+    step): ``ev`` comes first in program order, inside no loop that does not hold ``step`` too
+    (no path goes around a loop of its own between them), the step takes no closure (whose
+    backward the events do not show), and no raw event between them may backpropagate or write
+    a gradient: a typed backward, gradient query or ``.grad`` write, a ``havoc`` that may change
+    gradients, a step with a closure, or an untyped call
+    (:func:`~loopcheck.rules.gradients.may_fill_gradients`: a name ``backward``/``grad``, an
+    unknown method of an unknown object)."""
+    if step.extra.get("closure") or any(loop not in step.ctx.loops for loop in ev.ctx.loops):
+        return False
+    started = False
+    for raw in unit.raws():
+        if raw is step.raw:
+            return started
+        if not started:
+            started = raw is ev.raw
+            continue
+        if may_fill_gradients(unit, raw) or any(_may_backprop(t) for t in getattr(raw, "typed", ())):
+            return False
+    return False
+
+
+def _may_backprop(ev: Event) -> bool:
+    """Whether typed event ``ev`` may fill a gradient: a backward, a gradient query, a
+    ``.grad`` write, a ``havoc`` that may change gradients, a step given a closure."""
+    if ev.kind in ("backward", "grad_query", "grad_set"):
+        return True
+    if ev.kind == "havoc":
+        return ev.may_change("grads")
+    return ev.kind == "step" and bool(ev.extra.get("closure"))
+
+
 def _nearest_step(unit: Unit, ev: Event, steps: list[Event]) -> Event:
     """Of the optimizer steps an ``eval()`` event ``ev`` stays in effect at, the one a finding
     names: the next step a run meets, read from the loops (a step in the innermost loop that
@@ -375,7 +431,10 @@ class EvalModeNotReset(Rule):
     run with gradients enabled on that path since the ``eval()`` and a backward since it that may
     have computed its loss through it, or none yet (:attr:`M.fwd`: :data:`RAN` or
     :data:`THROUGH`; a backward whose loss's models are known and leave ``M`` out,
-    ``D(G(z).detach())``, fills none of ``M``'s gradients: :data:`MISSED`), ``M`` neither frozen nor partly
+    ``D(G(z).detach())``, fills none of ``M``'s gradients: :data:`MISSED`; :data:`RAN` after a
+    backward that may fill ``M``'s gradients since the last step (:attr:`M.pending`), with
+    nothing that may fill a gradient between the ``eval()`` and the step
+    (:func:`_no_backward_between`), applies train-mode gradients only: a monitoring forward), ``M`` neither frozen nor partly
     frozen on that path (:attr:`M.part`: which part of it the step trains, and so whether that
     part holds a layer ``eval()`` changes, is not established), and train mode is wanted: ``train()`` of ``M`` somewhere in the unit, train mode at that step
     on another path, or ``M`` built here and surely held by the step's optimizer. Silent when ``M``'s
@@ -414,14 +473,17 @@ class EvalModeNotReset(Rule):
                 wanted = has_train or built and step in known.get(model, ())
                 if not (wanted or any(x.kind == "train" for x in states)):
                     continue
-                for kind, ev, frozen, _saved, fwd, part in states:
+                for x in states:
                     # a frozen model kept in eval() while a head trains is a linear probe; partly
                     # frozen, which part the step trains (and whether it holds a mode-dependent
                     # layer) is not known; without a forward since eval() that a backward may
                     # have trained through (MISSED: every backward since left the model out), the
                     # step trains nothing that ran in eval mode
-                    if kind == "eval" and not frozen and not part and fwd in (RAN, THROUGH) and id(ev) not in reported:
-                        reaches.setdefault(id(ev), (ev, []))[1].append(step)
+                    if x.kind != "eval" or x.frozen or x.part or x.fwd not in (RAN, THROUGH) or id(x.ev) in reported:
+                        continue
+                    if x.fwd == RAN and x.pending and _no_backward_between(unit, x.ev, step):
+                        continue  # the step applies gradients computed before the eval(): monitoring forwards
+                    reaches.setdefault(id(x.ev), (x.ev, []))[1].append(step)
             for ev, reached in reaches.values():
                 if id(ev) in reported:
                     continue
