@@ -191,6 +191,9 @@ STATIC_FRAMEWORK = {"lightning_clip_in_training_step.py"}
 #: Bad fixtures whose bug the tracer observes at another line than the static finding, and why:
 #: name -> (the runtime's (code, line) pairs, why).
 RUNTIME_ELSEWHERE = {
+    "LC302_bad_monitoring_forwards_between_backward_and_step.py": ({("LC302", 21), ("LC302", 22)}, "the tracer "
+        "reports each eval-mode forward outside no_grad (lines 21 and 22); the static pass reports the first one "
+        "after each eval()"),
     "LC301_bad_eval_generator_detached_then_trained_through.py": ({("LC301", 28), ("LC302", 35)}, "the tracer also "
         "reads the eval-mode generator's forward whose output is detached into the critic's loss (line 35) as an "
         "evaluation outside no_grad; it is the critic's training step, which LC302 leaves alone"),
