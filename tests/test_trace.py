@@ -406,9 +406,11 @@ def runs(tmp_path_factory):
     paths = [str(p) for p in BAD + GOOD + FRAMEWORK if _missing_library(p) is None]
     halves = [paths[0::2], paths[1::2]]
     out = {}
+    # the folders are made here, not in the threads: the factory's first call makes its base
+    # folder, which two threads racing would both try to create
+    folders = [tmp_path_factory.mktemp(f"trace{i}") for i in range(len(halves))]
     with ThreadPoolExecutor(2) as threads:
-        for part in threads.map(lambda h: _trace_in_workers(h[1], tmp_path_factory.mktemp(f"trace{h[0]}")),
-                                enumerate(halves)):
+        for part in threads.map(lambda h: _trace_in_workers(h[1], folders[h[0]]), enumerate(halves)):
             out.update(part)
     return out
 
