@@ -15,6 +15,7 @@ import libcst as cst
 
 from loopcheck.engine.builder import decide_test
 from loopcheck.engine.grad_entry import entry_grad_off
+from loopcheck.engine.grad_tests import related
 from loopcheck.engine.dataflow import NOT_TAKEN, Machine
 from loopcheck.engine.events import Event, mode_call, part_mode
 from loopcheck.engine.forwards import forward_computes_gradients, forward_graph_free
@@ -197,7 +198,7 @@ class ModeMachine(Machine):
         if s.kind != "eval" or s.fwd not in (RAN, MISSED):
             return s
         models = ev.extra.get("models") if ev.kind == "backward" else None
-        if models is not None and not any(_related(m, self.model) for m in models):
+        if models is not None and not any(related(m, self.model) for m in models):
             return s._replace(fwd=MISSED)
         return s._replace(fwd=THROUGH)
 
@@ -210,7 +211,7 @@ class ModeMachine(Machine):
         if s.pending or s.kind == "absent" or ev.kind == "grad_query":
             return s
         models = ev.extra.get("models") if ev.kind == "backward" else None
-        if models is not None and not any(_related(m, self.model) for m in models):
+        if models is not None and not any(related(m, self.model) for m in models):
             return s
         return s._replace(pending=True)
 
@@ -280,11 +281,6 @@ class ModeMachine(Machine):
         if kept[1] not in ("train", "eval"):
             return s
         return s if (kept[1] == "train") == want else NOT_TAKEN
-
-
-def _related(a: str, b: str) -> bool:
-    """One model is the other, a part of it (``model.head`` of ``model``) or contains it."""
-    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
 
 
 def _saved_mode_learnt(s: M, var: str, training: bool) -> M:
